@@ -1,0 +1,2 @@
+"""Backends: importing a module registers it (one line per file)."""
+from irlens.backends.base import BACKENDS, Backend, get_backend  # noqa: F401

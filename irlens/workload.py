@@ -1,0 +1,207 @@
+"""Workloads: one computation written for torch and (optionally) for JAX, with the same weights.
+
+A `Workload` is declared once (built-ins in `irlens/models/`, users' own anywhere) and
+instantiated for a preset, dtype and device. The torch side is an `nn.Module` factory; the
+JAX twin is a factory for a pure function `fn(params, *inputs)` that receives the torch
+module's parameters by their `named_parameters()` names, so both sides compute with the
+same numbers.
+
+Modes: `fwd` (outputs) and `fwdbwd` (a scalar loss, gradients of every floating input and
+every parameter).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from irlens.registry import Registry
+
+MODES = ("fwd", "fwdbwd")
+PRESETS = ("tiny", "bench")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
+
+
+def mean_square_loss(outputs):
+    """Default loss: works on torch tensors and JAX arrays alike. Not a plain sum, which
+    would give constant (and for softmax, zero) gradients."""
+    total = 0.0
+    for o in outputs:
+        total = total + (o * o).mean()
+    return total
+
+
+@dataclass
+class Workload:
+    name: str
+    torch: Callable[[dict], torch.nn.Module]  # cfg -> module (parameters drawn from the global RNG)
+    inputs: Callable[[dict, torch.dtype, torch.Generator], tuple]  # cfg, dtype, generator -> example inputs
+    presets: dict[str, dict]  # preset name -> cfg
+    jax: Callable[[dict], Callable] | None = None  # cfg -> fn(params: dict, *inputs) -> output(s)
+    loss: Callable = mean_square_loss  # outputs (tuple) -> scalar; must work on torch and jax arrays
+    dtype: str = "float32"  # default compute dtype
+    description: str = ""
+    tags: tuple[str, ...] = ()
+
+    def cfg(self, preset: str) -> dict:
+        if preset not in self.presets:
+            raise ValueError(f"workload {self.name!r} has no preset {preset!r}; choose from: {', '.join(self.presets)}")
+        return dict(self.presets[preset])
+
+    def instantiate(self, preset: str = "tiny", dtype: str | None = None, device: str = "cpu", seed: int = 0) -> "Instance":
+        dtype = dtype or self.dtype
+        if dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {dtype!r}; choose from: {', '.join(DTYPES)}")
+        cfg = self.cfg(preset)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            module = self.torch(cfg)
+        module = module.to(device=device, dtype=DTYPES[dtype]).eval()
+        gen = torch.Generator().manual_seed(seed + 1)
+        inputs = tuple(self.inputs(cfg, DTYPES[dtype], gen))
+        inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
+        return Instance(self, preset, cfg, dtype, device, module, inputs, seed)
+
+
+@dataclass
+class Instance:
+    """A workload at one preset, dtype and device: a module with weights and example inputs."""
+
+    workload: Workload
+    preset: str
+    cfg: dict
+    dtype: str
+    device: str
+    module: torch.nn.Module
+    inputs: tuple
+    seed: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.workload.name
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    def params(self) -> dict[str, torch.Tensor]:
+        return dict(self.module.named_parameters())
+
+    def grad_input_indices(self) -> list[int]:
+        """Inputs that get gradients in fwdbwd mode: the floating-point tensors."""
+        return [i for i, t in enumerate(self.inputs) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+
+    def input_names(self) -> list[str]:
+        return [f"input{i}" for i in range(len(self.inputs))]
+
+    def cast(self, dtype: str, device: str | None = None) -> "Instance":
+        """The same weights and inputs in another dtype (and device): the float64 reference."""
+        device = device or self.device
+        module = _clone_module(self.module).to(device=device, dtype=DTYPES[dtype])
+        inputs = tuple(
+            t.to(device=device, dtype=DTYPES[dtype]) if isinstance(t, torch.Tensor) and t.is_floating_point()
+            else (t.to(device) if isinstance(t, torch.Tensor) else t)
+            for t in self.inputs
+        )
+        return dataclasses.replace(self, dtype=dtype, device=device, module=module, inputs=inputs)
+
+    def fresh_inputs(self, requires_grad: bool) -> tuple:
+        """Detached copies of the inputs; floating ones require grad when asked."""
+        out = []
+        for i, t in enumerate(self.inputs):
+            if isinstance(t, torch.Tensor):
+                t = t.detach().clone()
+                if requires_grad and i in self.grad_input_indices():
+                    t.requires_grad_(True)
+            out.append(t)
+        return tuple(out)
+
+    def loss(self, outputs) -> Any:
+        return self.workload.loss(as_tuple(outputs))
+
+    # --- the JAX twin ------------------------------------------------------------
+    def jax_fn(self) -> Callable:
+        if self.workload.jax is None:
+            raise NoJaxTwin(self.workload.name)
+        return self.workload.jax(self.cfg)
+
+    def jax_params(self) -> dict:
+        return {k: to_jax(v) for k, v in self.params().items()}
+
+    def jax_inputs(self) -> tuple:
+        return tuple(to_jax(t) if isinstance(t, torch.Tensor) else t for t in self.inputs)
+
+
+class NoJaxTwin(RuntimeError):
+    def __init__(self, name: str):
+        super().__init__(f"workload {name!r} has no JAX twin")
+
+
+def as_tuple(outputs) -> tuple:
+    if isinstance(outputs, (tuple, list)):
+        return tuple(outputs)
+    return (outputs,)
+
+
+def to_jax(t: torch.Tensor):
+    """A torch tensor as a JAX array with the same values and dtype (bf16 included)."""
+    import jax.numpy as jnp
+
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        return jnp.asarray(t.float().numpy(), dtype=jnp.bfloat16)
+    return jnp.asarray(t.numpy())
+
+
+def _clone_module(module: torch.nn.Module) -> torch.nn.Module:
+    import copy
+
+    return copy.deepcopy(module)
+
+
+def run_eager(fn: Callable, inst: Instance, mode: str) -> dict[str, torch.Tensor]:
+    """Run `fn` (the module, or any compiled callable with its signature) in `mode`.
+
+    Returns named results: `out0..`, and in fwdbwd mode also `loss`, `grad:input<i>` and
+    `grad:<param name>`. Every backend returns the same names, so numerics compare by name.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
+    for p in inst.module.parameters():
+        p.grad = None
+    inputs = inst.fresh_inputs(requires_grad=(mode == "fwdbwd"))
+    if mode == "fwd":
+        with torch.no_grad():
+            outs = as_tuple(fn(*inputs))
+        return {f"out{i}": o.detach() for i, o in enumerate(outs)}
+    outs = as_tuple(fn(*inputs))
+    loss = inst.workload.loss(outs)
+    loss.backward()
+    results = {f"out{i}": o.detach() for i, o in enumerate(outs)}
+    results["loss"] = loss.detach()
+    for i in inst.grad_input_indices():
+        results[f"grad:input{i}"] = inputs[i].grad
+    for name, p in inst.module.named_parameters():
+        results[f"grad:{name}"] = p.grad
+    return results
+
+
+WORKLOADS: Registry[Workload] = Registry("workload")
+
+
+def register(workload: Workload) -> Workload:
+    return WORKLOADS.register(workload)
+
+
+def get_workload(name: str) -> Workload:
+    import irlens.models  # noqa: F401  (registers the built-ins)
+
+    return WORKLOADS.get(name)
+
+
+def workload_names() -> list[str]:
+    import irlens.models  # noqa: F401
+
+    return WORKLOADS.names()

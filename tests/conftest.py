@@ -1,0 +1,16 @@
+import os
+
+import pytest
+import torch
+
+# Inductor's CPU compiles dominate the suite's time; keep its caches across tests.
+os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU; none on this machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
