@@ -17,6 +17,29 @@ Attribute conventions (Node.attrs), shared by every adapter so graphs compare an
   is_causal: bool, scale: float | None              sdpa, sdpa_backward
   contract: [[lhs dims], [rhs dims]], batch: [[lhs], [rhs]]   matmul when not a plain a[..,m,k] @ b[..,k,n]
 Scalar operands (0.5 in 0.5 * x, the 3 in x ** 3) are literal entries of Node.inputs.
+
+Canonical input order of composite ops (adapters reorder native arguments into this; an
+optional input that is absent is None in Node.inputs; `irlens.ir_adapters.decompose`
+relies on it):
+  gelu(x) {approximate}            relu(x)     silu(x)       dropout(x) {p}
+  softmax(x) {dim}                 log_softmax(x) {dim}
+  layer_norm(x, weight, bias) {normalized_ndim, eps}   outputs [y] or [y, mean, rstd]
+  rms_norm(x, weight) {normalized_ndim, eps}
+  linear(x, weight, bias)          weight is [out, in] as in torch
+  sdpa(q, k, v, attn_mask) {is_causal, scale}          outputs [out] or [out, logsumexp, ...]
+  embedding(weight, indices)       mean(x) {dims, keepdim}    var(x) {dims, keepdim, correction}
+  tril(x) {diagonal}               masked_fill(x, mask, value)
+  gelu_backward(grad, x) {approximate}    tanh_backward(grad, y)    silu_backward(grad, x)
+  softmax_backward(grad, y) {dim}         log_softmax_backward(grad, y) {dim}
+  threshold_backward(grad, x) {threshold}
+  layer_norm_backward(grad, x, mean, rstd, weight, bias) {normalized_ndim}  outputs [dx, dweight, dbias]
+      (attrs `grads`: [bool, bool, bool] says which of the three are produced, in that order)
+  sdpa_backward(grad_out, q, k, v, out, logsumexp) {is_causal, scale}     outputs [dq, dk, dv]
+  embedding_backward(grad, indices) {num_weights}
+Primitive ops with operands: where(cond, a, b); pow(x, exponent); convert(x) {dtype};
+  gather(table, indices) {dim}: take along `dim`, output shape = indices.shape in place of dim;
+  full() {shape, value, dtype}; iota() {shape, dim, dtype}; matmul(a, b) (torch.matmul
+  broadcasting unless contract/batch attrs say otherwise). Elementwise ops broadcast like numpy.
 """
 from __future__ import annotations
 
@@ -51,10 +74,10 @@ OPS: dict[str, str] = {
     # composite: expanded at the primitive level
     "gelu": COMPOSITE, "relu": COMPOSITE, "silu": COMPOSITE, "softmax": COMPOSITE, "log_softmax": COMPOSITE,
     "layer_norm": COMPOSITE, "rms_norm": COMPOSITE, "linear": COMPOSITE, "sdpa": COMPOSITE,
-    "embedding": COMPOSITE, "cross_entropy": COMPOSITE, "mean": COMPOSITE, "var": COMPOSITE,
+    "embedding": COMPOSITE, "mean": COMPOSITE, "var": COMPOSITE,
     "dropout": COMPOSITE, "tril": COMPOSITE, "masked_fill": COMPOSITE,
     "gelu_backward": COMPOSITE, "tanh_backward": COMPOSITE, "softmax_backward": COMPOSITE,
-    "log_softmax_backward": COMPOSITE, "layer_norm_backward": COMPOSITE, "rms_norm_backward": COMPOSITE,
+    "log_softmax_backward": COMPOSITE, "layer_norm_backward": COMPOSITE,
     "sdpa_backward": COMPOSITE, "embedding_backward": COMPOSITE, "threshold_backward": COMPOSITE,
     "silu_backward": COMPOSITE,
     # collectives (the joint-graph parallel path)

@@ -1,9 +1,11 @@
 """What a backend is: something that compiles and runs a workload and reports its kernels."""
 from __future__ import annotations
 
+import statistics
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -23,6 +25,29 @@ class BackendRun:
     kernels: list[Kernel]
     graphs: list[Graph] = field(default_factory=list)  # common-view graphs that Kernel.stage/node_ids refer to
     notes: dict[str, Any] = field(default_factory=dict)
+
+
+def measure(call: Callable[[], dict], device: str, min_repeats: int = 3, max_repeats: int = 20,
+            budget_s: float = 0.2) -> tuple[dict, float, float]:
+    """Time `call` (e.g. `lambda: run_eager(compiled, inst, mode)`) the way BackendRun reports it.
+
+    Returns (results of the first call, compile_s, run_us): compile_s is the first call's time
+    minus one steady-state run; run_us is the median of at least `min_repeats` synchronized
+    steady-state calls, more while they fit in `budget_s`.
+    """
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    start = time.perf_counter()
+    results = call()
+    sync()
+    first_s = time.perf_counter() - start
+    times: list[float] = []
+    while len(times) < max_repeats and (len(times) < min_repeats or sum(times) < budget_s):
+        start = time.perf_counter()
+        call()
+        sync()
+        times.append(time.perf_counter() - start)
+    run_s = statistics.median(times)
+    return results, max(first_s - run_s, 0.0), run_s * 1e6
 
 
 class Backend(ABC):

@@ -1,0 +1,141 @@
+"""Run calls in a separate worker process with a timeout, so a crash or a hang costs one call.
+
+`Worker` starts `python -m irlens.isolation`, which serves requests one JSON line at a time:
+`{"fn": "package.module:function", "kwargs": {...}}` -> `{"value": ...}` or `{"error": ...}`.
+The worker keeps its imports between calls (torch, a compiler) so a run of calls pays them
+once. Replies travel on a private copy of the worker's stdout; fd 1 itself is pointed at
+stderr, so whatever libraries print cannot corrupt the protocol. The worker's stderr goes
+to a file the parent reads the tail of when a call dies.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+STDERR_TAIL_CHARS = 3000
+
+
+class CallFailed(RuntimeError):
+    """The worker crashed, hung past its timeout, or raised; `detail` holds the stderr tail or traceback."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
+
+
+class Worker:
+    def __init__(self, env: dict[str, str] | None = None):
+        self._stderr = tempfile.TemporaryFile()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "irlens.isolation"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+            env=env if env is not None else worker_env(),
+            start_new_session=True,  # its own process group: a timeout kills compiler subprocesses too
+        )
+        self._buffer = b""
+
+    @property
+    def alive(self) -> bool:
+        return self._proc.poll() is None
+
+    def call(self, fn: str, kwargs: dict, timeout: float):
+        """Call `fn` ("module:function") with JSON `kwargs` in the worker; raise CallFailed on any failure."""
+        stderr_start = os.fstat(self._stderr.fileno()).st_size
+        try:
+            self._proc.stdin.write((json.dumps({"fn": fn, "kwargs": kwargs}) + "\n").encode())
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died already; reading finds EOF and reports how
+        line = self._read_line(time.monotonic() + timeout)
+        if line is None:
+            if self.alive:
+                self.kill()
+                raise CallFailed(f"timed out after {timeout:g} s", self._stderr_tail(stderr_start))
+            raise CallFailed(describe_exit(self._proc.wait()), self._stderr_tail(stderr_start))
+        reply = json.loads(line)
+        if "error" in reply:
+            raise CallFailed(reply["error"], reply.get("traceback", ""))
+        return reply["value"]
+
+    def _read_line(self, deadline: float) -> bytes | None:
+        """The next reply line, or None on EOF or at the deadline."""
+        fd = self._proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+    def _stderr_tail(self, start: int) -> str:
+        self._stderr.seek(start)
+        return self._stderr.read().decode(errors="replace")[-STDERR_TAIL_CHARS:]
+
+    def kill(self) -> None:
+        if self.alive:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self._proc.wait()
+
+    def close(self) -> None:
+        if self.alive:
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+        self._stderr.close()
+
+
+def worker_env() -> dict[str, str]:
+    """The parent's environment, with its import path, so the worker resolves the same modules."""
+    env = dict(os.environ)
+    paths = [p for p in sys.path if p and os.path.isdir(p)]
+    env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"worker process crashed ({name})"
+    return f"worker process exited with status {returncode}"
+
+
+def resolve_function(ref: str):
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def serve() -> None:
+    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            reply = {"value": resolve_function(request["fn"])(**request["kwargs"])}
+        except Exception as e:  # the caller turns it into a failed row; the worker serves on
+            reply = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-STDERR_TAIL_CHARS:]}
+        protocol.write(json.dumps(reply) + "\n")
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,91 @@
+"""Process groups and meshes: run under torchrun, or spawn the ranks ourselves.
+
+gloo on the CPU, NCCL on the GPU. `spawn` starts `world_size` processes with the env vars
+torchrun would set and hands rank 0's return value back to the caller.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+
+from irlens.parallel.simple_fsdp import DP_DIM, TP_DIM
+
+
+@dataclass(frozen=True)
+class ParallelDims:
+    dp_shard: int = 1
+    tp: int = 1
+
+    def __post_init__(self):
+        if self.dp_shard < 1 or self.tp < 1:
+            raise ValueError(f"--dp-shard and --tp must be >= 1, got {self.dp_shard} and {self.tp}")
+
+    @property
+    def world_size(self) -> int:
+        return self.dp_shard * self.tp
+
+    def build_mesh(self, device_type: str) -> DeviceMesh:
+        """(dp_shard, tp), or just (dp_shard,) without tensor parallelism."""
+        if dist.get_world_size() != self.world_size:
+            raise ValueError(f"dp_shard {self.dp_shard} x tp {self.tp} = {self.world_size} ranks, "
+                             f"but the process group has {dist.get_world_size()}")
+        if self.tp > 1:
+            return init_device_mesh(device_type, (self.dp_shard, self.tp), mesh_dim_names=(DP_DIM, TP_DIM))
+        return init_device_mesh(device_type, (self.dp_shard,), mesh_dim_names=(DP_DIM,))
+
+
+def launched_by_torchrun() -> bool:
+    return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+
+
+def init_process_group(device: str) -> torch.device:
+    """Join the group described by the env vars; returns this rank's device."""
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError("--device cuda asked for, but torch sees no CUDA device")
+        local_rank = int(os.environ.get("LOCAL_RANK", os.environ["RANK"]))
+        torch.cuda.set_device(local_rank)
+        dev = torch.device("cuda", local_rank)
+        if not dist.is_initialized():
+            dist.init_process_group("nccl", device_id=dev)
+        return dev
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return torch.device("cpu")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rank_entry(rank: int, world_size: int, port: int, fn: Callable, args: tuple, results) -> None:
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    # ranks share the machine's cores: one intra-op thread each keeps them from oversubscribing
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
+    try:
+        out = fn(*args)
+        if rank == 0:
+            results.put(out)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def spawn(fn: Callable, world_size: int, *args: Any) -> Any:
+    """Run `fn(*args)` on `world_size` spawned ranks; returns rank 0's result (it must pickle)."""
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    results = ctx.SimpleQueue()
+    mp.start_processes(_rank_entry, args=(world_size, _free_port(), fn, args, results),
+                       nprocs=world_size, start_method="spawn", join=True)
+    return results.get()

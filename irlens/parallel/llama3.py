@@ -1,0 +1,238 @@
+"""A llama3-style decoder written for the parallel path: RMSNorm, RoPE, SDPA or FlexAttention.
+
+The model is written so tensor parallelism can shard it without changes: attention reshapes
+with `-1` heads (a TP rank holds `n_heads / tp` of them) and RoPE is applied to whatever heads
+the rank holds. The FlexAttention variant masks block-causally: the sequence packs documents
+of `doc_len` tokens and a token attends only to earlier tokens of its own document. That mask
+does not depend on the data, so its block tables are built once and kept as buffers (graph
+inputs of the captured joint graph, not constants baked into it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+REGION_KEY = "compile_with_inductor"  # the annotation torch.fx.passes.regional_inductor looks for
+
+
+@dataclass(frozen=True)
+class Llama3Config:
+    dim: int
+    n_layers: int
+    n_heads: int
+    vocab_size: int
+    ffn_hidden: int
+    seq_len: int = 128
+    norm_eps: float = 1e-5
+    rope_theta: float = 500000.0
+    flex: bool = False  # FlexAttention with a block-causal mask instead of causal SDPA
+    doc_len: int = 32  # document length of the packed sequence (the flex mask's blocks)
+
+    @property
+    def head_dim(self) -> int:
+        return self.dim // self.n_heads
+
+    def num_params(self, exclude_embedding: bool = True) -> int:
+        per_layer = 4 * self.dim * self.dim + 3 * self.dim * self.ffn_hidden + 2 * self.dim
+        n = self.n_layers * per_layer + self.dim + self.vocab_size * self.dim  # layers, final norm, output
+        return n if exclude_embedding else n + self.vocab_size * self.dim
+
+    def flops_per_token(self) -> float:
+        """Training FLOPs per token: 6 per matmul weight plus attention's score and value matmuls
+        (the PaLM appendix-B count, as torchtitan reports MFU)."""
+        return 6 * self.num_params() + 12 * self.n_layers * self.dim * self.seq_len
+
+
+PRESETS: dict[str, Llama3Config] = {
+    "debug": Llama3Config(dim=256, n_layers=6, n_heads=16, vocab_size=2048, ffn_hidden=768, seq_len=128),
+    # smaller than debug, for tests that only need the graph's shape
+    "tiny": Llama3Config(dim=64, n_layers=2, n_heads=4, vocab_size=256, ffn_hidden=192, seq_len=64, doc_len=16),
+    "300M": Llama3Config(dim=1024, n_layers=16, n_heads=16, vocab_size=32000, ffn_hidden=4096, seq_len=2048, doc_len=512),
+    "1B": Llama3Config(dim=2048, n_layers=16, n_heads=16, vocab_size=32000, ffn_hidden=8192, seq_len=2048, doc_len=512),
+}
+
+
+def get_config(name: str, flex: bool = False, seq_len: int | None = None) -> Llama3Config:
+    """`llama3:debug` or `debug` -> the preset, with the attention variant and sequence length asked for."""
+    preset = name.split(":", 1)[1] if ":" in name else name
+    if name.split(":", 1)[0] not in ("llama3", preset):
+        raise ValueError(f"unknown model {name!r}; the parallel path trains llama3:<preset>")
+    if preset not in PRESETS:
+        raise ValueError(f"unknown llama3 preset {preset!r}; choose from: {', '.join(PRESETS)}")
+    cfg = replace(PRESETS[preset], flex=flex)
+    if seq_len is not None:
+        cfg = replace(cfg, seq_len=seq_len, doc_len=min(cfg.doc_len, seq_len))
+    if cfg.flex and cfg.seq_len % cfg.doc_len:
+        raise ValueError(f"seq_len {cfg.seq_len} must be a multiple of doc_len {cfg.doc_len} for the block-causal mask")
+    return cfg
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # normalize in fp32 so bf16 compute keeps the statistic accurate
+        xf = x.float()
+        y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return y.type_as(x) * self.weight
+
+
+def rope_tables(cfg: Llama3Config) -> tuple[torch.Tensor, torch.Tensor]:
+    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim))
+    angles = torch.outer(torch.arange(cfg.seq_len, dtype=torch.float32), inv_freq)  # [T, head_dim/2]
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate interleaved pairs (x0, x1) of x [B, T, H, D] by the position's angle, in real arithmetic
+    (complex tensors do not shard or trace as cleanly)."""
+    xf = x.float().unflatten(-1, (-1, 2))
+    x0, x1 = xf[..., 0], xf[..., 1]
+    cos, sin = cos[None, :, None, :], sin[None, :, None, :]
+    out = torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
+    return out.flatten(-2).type_as(x)
+
+
+def block_causal_mask_mod(doc_len: int):
+    def mask_mod(b, h, q_idx, kv_idx):
+        return (q_idx >= kv_idx) & (q_idx // doc_len == kv_idx // doc_len)
+
+    return mask_mod
+
+
+_BLOCK_MASK_FIELDS = ("kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices")
+
+
+class BlockCausalMask(nn.Module):
+    """The block-causal BlockMask, its tables held as non-persistent buffers."""
+
+    def __init__(self, cfg: Llama3Config):
+        super().__init__()
+        from torch.nn.attention.flex_attention import create_block_mask
+
+        self.mask_mod = block_causal_mask_mod(cfg.doc_len)
+        bm = create_block_mask(self.mask_mod, None, None, cfg.seq_len, cfg.seq_len, device="cpu")
+        self.block_size = bm.BLOCK_SIZE
+        self.seq_lengths = bm.seq_lengths
+        for f in _BLOCK_MASK_FIELDS:
+            self.register_buffer(f, getattr(bm, f), persistent=False)
+
+    def forward(self):
+        from torch.nn.attention.flex_attention import BlockMask
+
+        return BlockMask.from_kv_blocks(
+            self.kv_num_blocks, self.kv_indices, self.full_kv_num_blocks, self.full_kv_indices,
+            BLOCK_SIZE=self.block_size, mask_mod=self.mask_mod, seq_lengths=self.seq_lengths,
+        )
+
+
+@torch.fx.traceback.annotate_fn({REGION_KEY: "flex_attention"})
+def flex_attention_region(q, k, v, block_mask):
+    """FlexAttention inside an annotated region: `regional_inductor` compiles exactly this."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    return flex_attention(q, k, v, block_mask=block_mask)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: Llama3Config):
+        super().__init__()
+        self.head_dim = cfg.head_dim
+        self.wq = nn.Linear(cfg.dim, cfg.dim, bias=False)
+        self.wk = nn.Linear(cfg.dim, cfg.dim, bias=False)
+        self.wv = nn.Linear(cfg.dim, cfg.dim, bias=False)
+        self.wo = nn.Linear(cfg.dim, cfg.dim, bias=False)
+
+    def forward(self, x, cos, sin, block_mask=None):
+        bsz, seqlen, _ = x.shape
+        # -1 heads: under tensor parallelism this rank holds n_heads / tp of them
+        q = self.wq(x).view(bsz, seqlen, -1, self.head_dim)
+        k = self.wk(x).view(bsz, seqlen, -1, self.head_dim)
+        v = self.wv(x).view(bsz, seqlen, -1, self.head_dim)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        if block_mask is None:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            out = flex_attention_region(q, k, v, block_mask)
+        return self.wo(out.transpose(1, 2).reshape(bsz, seqlen, -1))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, cfg: Llama3Config):
+        super().__init__()
+        self.w1 = nn.Linear(cfg.dim, cfg.ffn_hidden, bias=False)
+        self.w2 = nn.Linear(cfg.ffn_hidden, cfg.dim, bias=False)
+        self.w3 = nn.Linear(cfg.dim, cfg.ffn_hidden, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, cfg: Llama3Config):
+        super().__init__()
+        self.attention_norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.attention = Attention(cfg)
+        self.ffn_norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.feed_forward = FeedForward(cfg)
+
+    def forward(self, x, cos, sin, block_mask=None):
+        h = x + self.attention(self.attention_norm(x), cos, sin, block_mask)
+        return h + self.feed_forward(self.ffn_norm(h))
+
+
+class Llama3(nn.Module):
+    def __init__(self, cfg: Llama3Config):
+        super().__init__()
+        self.cfg = cfg
+        self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
+        self.layers = nn.ModuleDict({str(i): TransformerBlock(cfg) for i in range(cfg.n_layers)})
+        self.norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.output = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
+        cos, sin = rope_tables(cfg)
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
+        self.block_mask = BlockCausalMask(cfg) if cfg.flex else None
+        self.init_weights()
+
+    def init_weights(self) -> None:
+        """Scaled-normal init (residual projections scaled by depth), drawn from the global RNG."""
+        std = 0.02
+        nn.init.normal_(self.tok_embeddings.weight, std=1.0)
+        for layer in self.layers.values():
+            for lin in (layer.attention.wq, layer.attention.wk, layer.attention.wv, layer.feed_forward.w1, layer.feed_forward.w3):
+                nn.init.trunc_normal_(lin.weight, std=std)
+            for lin in (layer.attention.wo, layer.feed_forward.w2):
+                nn.init.trunc_normal_(lin.weight, std=std / (2 * self.cfg.n_layers) ** 0.5)
+        nn.init.trunc_normal_(self.output.weight, std=self.cfg.dim ** -0.5)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        seqlen = tokens.shape[1]
+        cos, sin = self.rope_cos[:seqlen], self.rope_sin[:seqlen]
+        block_mask = self.block_mask() if self.block_mask is not None else None
+        h = self.tok_embeddings(tokens)
+        for layer in self.layers.values():
+            h = layer(h, cos, sin, block_mask)
+        return self.output(self.norm(h))
+
+
+def cross_entropy_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
+
+
+class TrainStep(nn.Module):
+    """Model plus loss: the module the joint graph is captured from (its one output is the loss)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return cross_entropy_loss(self.model(tokens), labels)
