@@ -102,3 +102,31 @@ def compare_results(results: dict[str, torch.Tensor], reference: dict[str, torch
         elif not err <= tol:
             cmp.problems.append(f"{name}: rel err {err:.2e} > tol {tol:.0e}")
     return cmp
+
+
+class TwinMismatch(ValueError):
+    """A workload's JAX twin disagrees with its torch module (or fails) on the same inputs and weights."""
+
+
+def check_jax_twin(inst, torch_outputs: dict[str, torch.Tensor]) -> None:
+    """Run `inst`'s JAX twin on the instance's inputs and weights and compare its outputs by name
+    with `torch_outputs` (the float64 forward reference: out0, out1, ...)."""
+    import numpy as np
+
+    from irlens.workload import as_tuple
+
+    name = inst.workload.name
+    try:
+        outs = as_tuple(inst.jax_fn()(inst.jax_params(), *inst.jax_inputs()))
+        twin = {f"out{i}": torch.from_numpy(np.asarray(o, dtype=np.float64)) for i, o in enumerate(outs)}
+    except Exception as e:
+        raise TwinMismatch(f"the JAX twin of workload {name!r} failed on the example inputs: {type(e).__name__}: {e}") from e
+    if len(twin) != len(torch_outputs):
+        raise TwinMismatch(f"the JAX twin of workload {name!r} returns {len(twin)} output(s), "
+                           f"the torch module {len(torch_outputs)}")
+    # JAX computes in float32 unless jax_enable_x64 is set, even for float64 inputs.
+    tol = max(tolerance(inst.dtype, "fwd"), tolerance("float32", "fwd"))
+    cmp = compare_results(twin, {k: v.cpu() for k, v in torch_outputs.items()}, tol)
+    if not cmp.ok:
+        raise TwinMismatch(f"the JAX twin of workload {name!r} disagrees with its torch module on the same inputs "
+                           f"and weights (preset {inst.preset}, {inst.dtype}): {cmp.reason}")

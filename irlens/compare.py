@@ -1,0 +1,482 @@
+"""The comparison matrix: every workload x backend x mode, checked against a float64 reference.
+
+`run_matrix` plans the cells, computes the float64 reference once per workload x mode in
+this process, and runs each cell in a worker process (irlens.isolation) with a timeout: a
+crash, a hang or an exception is a `failed` row and the rest of the matrix goes on. A worker
+serves consecutive cells of one backend, so a backend's imports are paid once per worker;
+torch._dynamo is reset between cells. `compare_main` is `irlens compare`: progress on stderr,
+a table on stdout, the JSON document on request, and the exit status.
+
+Test-only backends (one that crashes, hangs or raises) come in through the environment:
+IRLENS_EXTRA_BACKENDS="path/to/file.py:NAME,package.module:NAME", each a Backend instance;
+workers inherit the environment, so they see the same backends.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+import tempfile
+import threading
+import traceback
+import types
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from irlens.backends.base import BACKENDS, Backend, BackendRun
+from irlens.frontends.base import Unavailable
+from irlens.numerics import check_jax_twin, compare_results, tolerance
+from irlens.registry import UnknownName
+from irlens.user_workload import absolute_reference, load_object, resolve_workload
+from irlens.workload import DTYPES, MODES, PRESETS, Workload, run_eager, workload_names
+
+STATUSES = ("ok", "mismatch", "failed", "unavailable")
+DEVICES = ("cpu", "cuda")
+EXTRA_BACKENDS_ENV = "IRLENS_EXTRA_BACKENDS"
+DEFAULT_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class Cell:
+    workload: str  # a built-in name or a reference a worker can resolve
+    backend: str
+    mode: str
+
+
+@dataclass
+class Plan:
+    """A validated matrix: what `run_matrix` runs."""
+
+    workloads: dict[str, Workload]  # reference -> workload
+    backends: dict[str, Backend]
+    modes: list[str]
+    device: str
+    preset: str
+    dtype: str | None
+
+    def cells(self) -> list[Cell]:
+        return [Cell(w, b, m) for w in self.workloads for m in self.modes for b in self.backends]
+
+
+# --- planning: every bad argument is found here, before anything runs ----------------------
+
+def load_extra_backends() -> None:
+    for ref in filter(None, os.environ.get(EXTRA_BACKENDS_ENV, "").split(",")):
+        backend = load_object(ref)
+        if not isinstance(backend, Backend):
+            raise ValueError(f"{EXTRA_BACKENDS_ENV}: {ref} is a {type(backend).__name__}, not a Backend instance")
+        if backend.name not in BACKENDS:
+            BACKENDS.register(backend)
+
+
+def all_backends() -> list[str]:
+    import irlens.backends  # noqa: F401  (registers the built-ins)
+
+    load_extra_backends()
+    return BACKENDS.names()
+
+
+def _split(names: list[str] | None) -> list[str] | None:
+    """Accept both ["a", "b"] and ["a,b"] (a CLI may pass either)."""
+    if names is None:
+        return None
+    return [n.strip() for item in names for n in item.split(",") if n.strip()]
+
+
+def _check_choice(kind: str, value: str, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"unknown {kind} {value!r}; choose from: {', '.join(choices)}")
+
+
+def plan_matrix(workloads, backends, modes, device, preset, dtype) -> Plan:
+    """Resolve and validate every argument; raises UnknownName or ValueError (exit 2) on a bad one."""
+    backend_names = _split(backends) or all_backends()
+    all_backends()
+    modes = _split(modes) or list(MODES)
+    for mode in modes:
+        _check_choice("mode", mode, MODES)
+    _check_choice("device", device.split(":")[0], DEVICES)
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but torch sees no CUDA device here")
+    _check_choice("preset", preset, PRESETS)
+    if dtype is not None:
+        _check_choice("dtype", dtype, DTYPES)
+    resolved = {}
+    for ref in _split(workloads) or workload_names():
+        wl = resolve_workload(ref)
+        wl.cfg(preset)  # raises if this workload has no such preset
+        resolved[absolute_reference(ref)] = wl
+    return Plan(resolved, {b: BACKENDS.get(b) for b in dict.fromkeys(backend_names)}, modes, device, preset, dtype)
+
+
+# --- one cell ----------------------------------------------------------------------------
+
+def new_row(workload: str, mode: str, backend: Backend, **fields) -> dict:
+    row = {
+        "workload": workload, "mode": mode, "frontend": backend.frontend, "backend": backend.name,
+        "status": "failed", "reason": "", "max_rel_err": None, "tol": None, "compile_s": None, "run_us": None,
+        "kernels": [], "kernel_count": None, "per_result": {}, "stage": "", "detail": "", "notes": {},
+    }
+    row.update(fields)
+    return row
+
+
+def failed(row: dict, stage: str, reason: str, detail: str = "") -> dict:
+    row.update(status="failed", stage=stage, reason=reason, detail=detail)
+    return row
+
+
+def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
+             reference: dict[str, torch.Tensor]) -> dict:
+    """Run one cell in this process; every exception becomes a failed row naming the stage."""
+    row = new_row(wl.name, mode, backend)
+    stage = "availability"
+    try:
+        available = backend.availability(device)
+        if not available:
+            row.update(status="unavailable", reason=available.reason)
+            return row
+        stage = "instantiate"
+        inst = wl.instantiate(preset, dtype, device)
+        row["tol"] = tolerance(inst.dtype, mode)
+        stage = "run"
+        run = backend.run(inst, mode)
+        stage = "compare"
+        return _finish_row(row, run, reference)
+    except Unavailable as e:
+        row.update(status="unavailable", reason=str(e), stage=stage)
+        return row
+    except Exception as e:
+        return failed(row, stage, f"{stage}: {type(e).__name__}: {e}", traceback.format_exc()[-3000:])
+
+
+def _finish_row(row: dict, run: BackendRun, reference: dict[str, torch.Tensor]) -> dict:
+    cmp = compare_results(run.results, reference, row["tol"])
+    row.update(
+        status="ok" if cmp.ok else "mismatch",
+        reason=cmp.reason,
+        max_rel_err=cmp.max_rel_err,
+        per_result=cmp.errors,
+        compile_s=run.compile_s,
+        run_us=run.run_us,
+        kernels=[k.to_json() for k in run.kernels],
+        kernel_count=len(run.kernels),
+        notes=run.notes,
+    )
+    return row
+
+
+def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None) -> dict[str, torch.Tensor]:
+    """The float64 eager results, from the same weights and inputs a backend gets (rounded to its dtype)."""
+    ref = wl.instantiate(preset, dtype, device).cast("float64")
+    return run_eager(ref.module, ref, mode)
+
+
+def cell_in_worker(workload: str, backend: str, mode: str, device: str, preset: str, dtype: str | None,
+                   reference_path: str) -> dict:
+    """The worker's entry point (irlens.isolation calls it by name): one cell, a JSON-able row."""
+    if "torch._dynamo" in sys.modules:
+        torch._dynamo.reset()  # a previous cell's compiled code and guards must not leak into this one
+    all_backends()
+    print(f"[irlens] {workload} {backend} {mode}", file=sys.stderr, flush=True)
+    reference = torch.load(reference_path, map_location=device, weights_only=True)
+    return jsonable(run_cell(resolve_workload(workload), BACKENDS.get(backend), mode, device, preset, dtype, reference))
+
+
+# --- the matrix ------------------------------------------------------------------------------
+
+class _References:
+    """The float64 reference per workload x mode, computed once (and saved for the workers)."""
+
+    def __init__(self, plan: Plan, directory: str | None):
+        self.plan, self.directory = plan, directory
+        self._cache: dict[tuple[str, str], tuple[dict | None, str | None, str]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, workload: str, mode: str) -> tuple[dict | None, str | None, str]:
+        """(results, file path or None, error message or "")."""
+        with self._lock:
+            key = (workload, mode)
+            if key not in self._cache:
+                self._cache[key] = self._compute(workload, mode, len(self._cache))
+            return self._cache[key]
+
+    def _compute(self, workload: str, mode: str, index: int):
+        p = self.plan
+        try:
+            results = compute_reference(p.workloads[workload], mode, p.device, p.preset, p.dtype)
+        except Exception as e:
+            return None, None, f"the float64 eager reference failed: {type(e).__name__}: {e}"
+        path = None
+        if self.directory is not None:
+            path = os.path.join(self.directory, f"reference{index}.pt")
+            torch.save(results, path)
+        return results, path, ""
+
+
+def check_twins(plan: Plan, refs: _References) -> None:
+    """With a JAX backend in the plan, each JAX twin must match its torch module (raises TwinMismatch)."""
+    import importlib.util
+
+    if importlib.util.find_spec("jax") is None or not any(b.frontend == "jax" for b in plan.backends.values()):
+        return
+    for ref, wl in plan.workloads.items():
+        if wl.jax is None:
+            continue
+        outputs, _, error = refs.get(ref, "fwd")
+        if error:
+            raise ValueError(f"workload {wl.name!r}: {error}")
+        check_jax_twin(wl.instantiate(plan.preset, plan.dtype, plan.device), outputs)
+
+
+class _Progress:
+    """A progress bar on stderr (tqdm where installed, else a counter), showing the current cell."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.enabled, self.total, self.done = enabled, total, 0
+        self._bar = None
+        if enabled:
+            try:
+                from tqdm import tqdm
+
+                self._bar = tqdm(total=total, file=sys.stderr, unit="cell", dynamic_ncols=True)
+            except ImportError:
+                pass
+        self._lock = threading.Lock()
+
+    def start(self, cell: Cell, name: str) -> None:
+        label = f"{name} · {cell.backend} · {cell.mode}"
+        with self._lock:
+            if self._bar is not None:
+                self._bar.set_description_str(label)
+            elif self.enabled:
+                print(f"[{self.done + 1}/{self.total}] {label}", file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        with self._lock:
+            self.done += 1
+            if self._bar is not None:
+                self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.set_description_str("done")
+            self._bar.close()
+
+
+def run_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", preset: str = "tiny",
+               dtype: str | None = None, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True,
+               jobs: int = 1, isolate: bool = True) -> dict:
+    """Run the matrix and return the JSON document {"device", "device_name", "versions", "rows"}.
+
+    Bad arguments raise (UnknownName, ValueError) before anything runs. `isolate=False` runs
+    the cells in this process (no timeout, no crash protection): for tests and debugging.
+    """
+    return execute(plan_matrix(workloads, backends, modes, device, preset, dtype), timeout, progress, jobs, isolate)
+
+
+def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True, jobs: int = 1,
+            isolate: bool = True) -> dict:
+    with tempfile.TemporaryDirectory(prefix="irlens-compare-") as tmp:
+        refs = _References(plan, tmp if isolate else None)
+        check_twins(plan, refs)
+        cells = plan.cells()
+        bar = _Progress(len(cells), progress)
+        runner = _IsolatedRunner(plan, refs, timeout) if isolate else _InProcessRunner(plan, refs)
+        # Backend-major order, so that a worker serves one backend's cells in a row.
+        order = sorted(cells, key=lambda c: list(plan.backends).index(c.backend))
+
+        def run(cell: Cell) -> dict:
+            bar.start(cell, plan.workloads[cell.workload].name)
+            row = planned_row(plan, cell, refs) or runner.run(cell)
+            bar.finish()
+            return row
+
+        try:
+            if jobs > 1 and isolate:
+                with ThreadPoolExecutor(jobs) as pool:
+                    done = dict(zip(order, pool.map(run, order)))
+            else:
+                done = {cell: run(cell) for cell in order}
+        finally:
+            bar.close()
+            runner.close()
+    return {"device": plan.device, "device_name": device_name(plan.device), "versions": versions(),
+            "preset": plan.preset, "rows": [jsonable(done[c]) for c in cells]}
+
+
+def planned_row(plan: Plan, cell: Cell, refs: _References) -> dict | None:
+    """The row a cell gets without running: no JAX twin for a JAX backend, or a failed reference."""
+    wl, backend = plan.workloads[cell.workload], plan.backends[cell.backend]
+    if backend.frontend == "jax" and wl.jax is None:
+        return new_row(wl.name, cell.mode, backend, status="unavailable",
+                       reason=f"workload {wl.name!r} has no JAX twin")
+    _, _, error = refs.get(cell.workload, cell.mode)
+    if error:
+        return failed(new_row(wl.name, cell.mode, backend), "reference", error)
+    return None
+
+
+class _InProcessRunner:
+    def __init__(self, plan: Plan, refs: _References):
+        self.plan, self.refs = plan, refs
+
+    def run(self, cell: Cell) -> dict:
+        p = self.plan
+        reference, _, _ = self.refs.get(cell.workload, cell.mode)
+        return run_cell(p.workloads[cell.workload], p.backends[cell.backend], cell.mode, p.device, p.preset,
+                        p.dtype, reference)
+
+    def close(self) -> None:
+        pass
+
+
+class _IsolatedRunner:
+    """Runs cells in worker processes: one per thread, restarted on a crash, a hang or a new backend."""
+
+    def __init__(self, plan: Plan, refs: _References, timeout: float):
+        self.plan, self.refs, self.timeout = plan, refs, timeout
+        self._local = threading.local()
+        self._workers: list = []
+        self._lock = threading.Lock()
+
+    def _worker(self, backend: str):
+        from irlens.isolation import Worker
+
+        current = getattr(self._local, "worker", None)
+        if current is not None and current[0] == backend and current[1].alive:
+            return current[1]
+        if current is not None:
+            current[1].close()
+        worker = Worker()
+        self._local.worker = (backend, worker)
+        with self._lock:
+            self._workers.append(worker)
+        return worker
+
+    def run(self, cell: Cell) -> dict:
+        from irlens.isolation import CallFailed
+
+        p = self.plan
+        _, path, _ = self.refs.get(cell.workload, cell.mode)
+        kwargs = dict(workload=cell.workload, backend=cell.backend, mode=cell.mode, device=p.device,
+                      preset=p.preset, dtype=p.dtype, reference_path=path)
+        try:
+            return self._worker(cell.backend).call("irlens.compare:cell_in_worker", kwargs, self.timeout)
+        except CallFailed as e:
+            row = new_row(p.workloads[cell.workload].name, cell.mode, p.backends[cell.backend])
+            return failed(row, "worker", e.reason, e.detail)
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.close()
+
+
+# --- the document --------------------------------------------------------------------------
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON: NaN and Inf become null (the row's reason says why), unknown objects their str."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return str(value)
+
+
+def versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": platform.python_version(), "platform": platform.platform(), "torch": torch.__version__}
+    for key, dist in (("jax", "jax"), ("jaxlib", "jaxlib"), ("thunder", "lightning-thunder"),
+                      ("triton", "triton"), ("irlens", "irlens")):
+        try:
+            found[key] = version(dist)
+        except PackageNotFoundError:
+            found[key] = None
+    return found
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(torch.device(device))
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "cpu"
+
+
+def exit_status(doc: dict) -> int:
+    """0 when every available row is ok, 1 on any mismatch or failure."""
+    return 1 if any(r["status"] in ("mismatch", "failed") for r in doc["rows"]) else 0
+
+
+def _fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def format_table(doc: dict) -> str:
+    header = ("workload", "mode", "backend", "status", "max rel err / tol", "kernels", "compile s", "run µs")
+    lines = []
+    for r in doc["rows"]:
+        err = "-" if r["max_rel_err"] is None and r["status"] != "mismatch" else _fmt(r["max_rel_err"], ".1e")
+        err = f"{'inf' if err == '-' else err} / {_fmt(r['tol'], '.0e')}" if r["tol"] is not None else "-"
+        lines.append((r["workload"], r["mode"], r["backend"], r["status"], err,
+                      _fmt(r["kernel_count"], "d"), _fmt(r["compile_s"], ".2f"), _fmt(r["run_us"], ".1f")))
+    widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
+    right = {4, 5, 6, 7}
+
+    def fmt_line(cells) -> str:
+        return "  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = [fmt_line(header), fmt_line(["-" * w for w in widths]), *map(fmt_line, lines)]
+    reasons = [r for r in doc["rows"] if r["status"] != "ok" and r["reason"]]
+    if reasons:
+        out.append("")
+        out += [f"{r['workload']} · {r['backend']} · {r['mode']}: {r['status']}: {r['reason'].splitlines()[0]}"
+                for r in reasons]
+    return "\n".join(out)
+
+
+def compare_main(args) -> int:
+    """`irlens compare`: args has workloads, backends, device, modes, preset, dtype, json, timeout, jobs."""
+    try:
+        plan = plan_matrix(args.workloads, args.backends, args.modes, args.device, args.preset, args.dtype)
+    except (UnknownName, ValueError) as e:
+        print(f"irlens compare: {e}", file=sys.stderr)
+        return 2
+    try:
+        doc = execute(plan, args.timeout, progress=True, jobs=getattr(args, "jobs", 1) or 1)
+    except ValueError as e:  # a JAX twin that disagrees with its torch module
+        print(f"irlens compare: {e}", file=sys.stderr)
+        return 2
+    print(format_table(doc))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1, allow_nan=False)
+    return exit_status(doc)
+
+
+class _CallableModule(types.ModuleType):
+    """`irlens.compare` is this module once imported, and `irlens.compare(workload, ...)` the API call."""
+
+    def __call__(self, *args, **kwargs):
+        from irlens.api import compare
+
+        return compare(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
