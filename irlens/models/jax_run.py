@@ -19,6 +19,9 @@ def results_fn(inst: Instance, mode: str, fn: Callable | None = None) -> Callabl
 
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
+    if inst.dtype == "float64" and not jax.config.jax_enable_x64:
+        # without it JAX silently computes a float64 instance in float32
+        raise ValueError("float64 in JAX needs 64-bit mode: set JAX_ENABLE_X64=1 or jax.config.update('jax_enable_x64', True)")
     fn = fn or inst.jax_fn()
     grad_idx = inst.grad_input_indices()
 
