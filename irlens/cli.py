@@ -168,6 +168,18 @@ def cmd_compare(args) -> int:
     return compare_main(args)
 
 
+def cmd_report(args) -> int:
+    from irlens.report import report_main
+
+    return report_main(args)
+
+
+def cmd_explain(args) -> int:
+    from irlens.explain import explain_main
+
+    return explain_main(args)
+
+
 def cmd_train(argv: list[str]) -> int:
     from irlens.parallel.train import train_main
 
@@ -215,6 +227,25 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--timeout", type=float, default=300.0, help="seconds per cell before it counts as failed")
     c.add_argument("--jobs", type=int, default=1, help="cells run in parallel")
     c.set_defaults(func=cmd_compare)
+
+    r = sub.add_parser("report", help="HTML + Markdown report contrasting what each backend fused and what it cost")
+    r.add_argument("--from", dest="from_", nargs="*", default=[], metavar="RESULTS_JSON",
+                   help="compare/bench result files (default: run the CPU tiny matrix now)")
+    r.add_argument("--out", default="irlens-report", help="output folder (default: irlens-report)")
+    r.add_argument("--workloads", type=_csv, default=None, help="for the matrix run without --from")
+    r.add_argument("--backends", type=_csv, default=None, help="for the matrix run without --from")
+    r.add_argument("--mode", dest="modes", type=_csv, default=["fwd", "fwdbwd"])
+    r.set_defaults(func=cmd_report)
+
+    e = sub.add_parser("explain", help="annotate one kernel: ops fused, reads/writes, reductions, source")
+    e.add_argument("workload", help="a built-in workload or path/to/file.py:NAME")
+    e.add_argument("--backend", required=True)
+    e.add_argument("--mode", default="fwd", choices=["fwd", "fwdbwd"])
+    e.add_argument("--kernel", default=None, help="kernel name or index (default: list them, explain the largest)")
+    e.add_argument("--preset", default="tiny")
+    e.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    e.add_argument("--dtype", default=None)
+    e.set_defaults(func=cmd_explain)
 
     # `train` owns its options (irlens.parallel.train); main() hands it the rest of argv.
     sub.add_parser("train", help="the joint-graph parallel training path (irlens train --help)", add_help=False)

@@ -1,0 +1,173 @@
+"""The compare document as report blocks: per workload x mode a fusion map, kernel tables,
+charts and numerics; once per report the run, a summary and the frontend table."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from irlens.ir import Graph, Kernel
+from irlens.report.blocks import Figure, Gallery, Report, Section, Table, Text
+from irlens.report.ceiling import backend_pct, ceiling_for, kernel_pct
+from irlens.report.fusion_map import build_fusion_map, kernel_color, render_svg
+from irlens.report.plots import bar_chart
+from irlens.report.records import first_line, group_rows, kernel_stage, row_graphs, row_kernels
+
+RAN = ("ok", "mismatch")  # statuses whose row has results, timings and kernels
+
+
+def build_report(doc: dict, frontend_table: Table | None = None) -> Report:
+    rows = doc.get("rows", [])
+    sections = [_run_section(doc), _summary_section(rows)]
+    if frontend_table is not None:
+        sections.append(Section("Frontends", "frontends", [
+            Text(["What each frontend captures, computed from its acquisitions of the workloads below "
+                  "(op counts: nodes of the forward common view at the composite / primitive level)."]),
+            frontend_table]))
+    for (workload, mode, device), group in group_rows(rows).items():
+        ceiling = ceiling_for(group[0].get("device_name") or doc.get("device_name"))
+        sections.append(_workload_section(workload, mode, device, group, ceiling, doc))
+    subtitle = f"{doc.get('device', '?')} · {doc.get('device_name', '')} · preset {doc.get('preset', '?')}"
+    return Report("irlens report", subtitle, sections)
+
+
+def anchor(*parts: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
+
+
+def fmt(value, spec: str, none: str = "-") -> str:
+    return none if value is None else format(value, spec)
+
+
+def op_summary(kernel: Kernel, graph: Graph | None) -> str:
+    """The canonical ops a kernel covers, in graph order, repeated ops counted: `amax, sub, exp, sum, div`."""
+    if graph is None:
+        return "-"
+    wanted = set(kernel.node_ids)
+    counts = Counter(n.op for n in graph.nodes if n.id in wanted)
+    return ", ".join(op if c == 1 else f"{op}×{c}" for op, c in counts.items()) or "-"
+
+
+# --- once per report -------------------------------------------------------------------------
+
+def _run_section(doc: dict) -> Section:
+    facts = [["device", f"{doc.get('device', '?')} ({doc.get('device_name', '')})"],
+             ["preset", str(doc.get("preset", "?"))]]
+    facts += [[name, str(v) if v is not None else "not installed"] for name, v in (doc.get("versions") or {}).items()]
+    return Section("Run", "run", [Table(["", ""], facts)])
+
+
+def _summary_section(rows: list[dict]) -> Section:
+    header = ["workload", "mode", "backend", "status", "max rel err", "tol", "kernels", "compile s", "run µs", "reason"]
+    table = Table(header, [], numeric={4, 5, 6, 7, 8})
+    for i, r in enumerate(rows):
+        table.rows.append([r["workload"], r["mode"], r["backend"], r["status"], fmt(r.get("max_rel_err"), ".1e"),
+                           fmt(r.get("tol"), ".0e"), str(len(r.get("kernels") or [])) if r["status"] in RAN else "-",
+                           fmt(r.get("compile_s"), ".2f"), fmt(r.get("run_us"), ".1f"), first_line(r.get("reason"))])
+        if r["status"] in ("mismatch", "failed"):
+            table.flagged.add((i, 3))
+    return Section("Summary", "summary", [table])
+
+
+# --- per workload x mode -------------------------------------------------------------------------
+
+def _workload_section(workload: str, mode: str, device: str, rows: list[dict], ceiling, doc: dict) -> Section:
+    key = anchor(workload, mode, device)
+    section = Section(" · ".join(filter(None, (workload, mode, device))), key)
+    not_run = [f"{r['backend']}: {r['status']}: {first_line(r.get('reason')) or 'no reason given'}"
+               for r in rows if r["status"] not in RAN]
+    if not_run:
+        section.blocks.append(Text(not_run, style="note"))
+    mismatched = [f"{r['backend']}: mismatch: {first_line(r.get('reason'))}" for r in rows if r["status"] == "mismatch"]
+    if mismatched:
+        section.blocks.append(Text(mismatched, style="note"))
+    ran = [r for r in rows if r["status"] in RAN]
+
+    fmap = build_fusion_map(workload, mode, ran)
+    if fmap.columns:
+        section.subsections.append(Section("Fusion map", anchor(key, "fusion"), [
+            Text(["One column per backend, drawn on the common-view graph its kernels map to. Rows are "
+                  "depth in compute ops (data movement sits in a thin lane above the row it feeds), so the same "
+                  "computation sits on the same row in every column. "
+                  "A node's colour and tag name the kernel that covers it; a white dashed node runs outside "
+                  "every kernel; a small swatch on the right marks a second kernel claiming or recomputing "
+                  "it. Data movement outside every kernel, and graphs no kernel maps onto, are not drawn. "
+                  "Hover a node for its values and shapes."]),
+            Figure(f"fusion-{key}", render_svg(fmap), f"Fusion map: {workload} · {mode}",
+                   _fusion_text(ran)),
+            *([Text([f"{c.backend}: {n}" for c in fmap.columns for n in c.notes] + fmap.notes, style="note")]
+              if any(c.notes for c in fmap.columns) or fmap.notes else []),
+        ]))
+    if ran:
+        dtype = _dtype(ran[0], doc)
+        section.subsections.append(Section("Charts", anchor(key, "charts"), [_charts(key, ran, ceiling, dtype)]))
+        kernels = Section("Kernels", anchor(key, "kernels"))
+        for r in ran:
+            kernels.subsections.append(Section(r["backend"], anchor(key, r["backend"]),
+                                               [_kernel_table(r, ceiling, dtype)]))
+        section.subsections.append(kernels)
+        section.subsections.append(Section("Numerics", anchor(key, "numerics"), [_numerics_table(ran)]))
+    return section
+
+
+def _dtype(row: dict, doc: dict) -> str:
+    return row.get("dtype") or doc.get("dtype") or "float32"
+
+
+def _fusion_text(rows: list[dict]) -> list[str]:
+    lines = []
+    for r in rows:
+        graphs = row_graphs(r)
+        for i, k in enumerate(row_kernels(r)):
+            stage = kernel_stage(k, graphs)
+            lines.append(f"{r['backend']} k{i} `{k.name}` ({k.kind}): {op_summary(k, graphs.get(stage) if stage else None)}")
+        if not r.get("kernels"):
+            lines.append(f"{r['backend']}: no kernel records")
+    return lines
+
+
+def _charts(stem: str, rows: list[dict], ceiling, dtype: str) -> Gallery:
+    counts = [(r["backend"], float(len(r.get("kernels") or [])) if r.get("kernels") or r["backend"] != "eager" else None)
+              for r in rows]
+    times = [(r["backend"], r.get("run_us")) for r in rows]
+    pcts = [(r["backend"], backend_pct(row_kernels(r), ceiling, dtype)) for r in rows]
+    why = "no ceiling known for this device" if ceiling is None else "no timed kernels"
+    return Gallery([
+        Figure(f"kernels-{stem}", bar_chart("kernel count", counts, "{:.0f}", missing="no records"), "kernel count",
+               [f"{b}: {fmt(v, '.0f', 'no records')}" for b, v in counts]),
+        Figure(f"time-{stem}", bar_chart("run time (host wall, median)", times, "{:.1f}", " µs", missing="not measured"), "run time",
+               [f"{b}: {fmt(v, '.1f', 'not measured')}" + (" µs" if v is not None else "") for b, v in times]),
+        Figure(f"ceiling-{stem}", bar_chart("% of ceiling (timed kernels)", pcts, "{:.1f}", " %", missing=why),
+               "% of ceiling", [f"{b}: {fmt(v, '.1f', why)}" + (" %" if v is not None else "") for b, v in pcts]),
+    ])
+
+
+def _kernel_table(row: dict, ceiling, dtype: str) -> Table | Text:
+    kernels = row_kernels(row)
+    if not kernels:
+        return Text([f"{row['backend']} has no kernel records (it runs op by op)."
+                     if row["backend"] == "eager" else f"{row['backend']} reported no kernels."])
+    graphs = row_graphs(row)
+    header = ["#", "name", "kind", "nodes", "ops", "recompute", "time µs", "bytes", "% of ceiling"]
+    table = Table(header, [], swatches=[], numeric={0, 3, 5, 6, 7, 8})
+    for i, k in enumerate(kernels):
+        stage = kernel_stage(k, graphs)
+        table.rows.append([f"k{i}", k.name, k.kind, str(len(k.node_ids)), op_summary(k, graphs.get(stage) if stage else None),
+                           str(len(k.recompute)) if k.recompute else "", fmt(k.time_us, ".2f"),
+                           fmt(k.bytes, ",d"), fmt(kernel_pct(k, ceiling, dtype), ".1f")])
+        table.swatches.append(kernel_color(i) if graphs else None)
+    return table
+
+
+def _numerics_table(rows: list[dict]) -> Table:
+    names = list(dict.fromkeys(n for r in rows for n in (r.get("per_result") or {})))
+    table = Table(["result", *(r["backend"] for r in rows)], [], numeric=set(range(1, len(rows) + 1)))
+    for i, name in enumerate(names):
+        cells = [name]
+        for j, r in enumerate(rows):
+            err = (r.get("per_result") or {}).get(name, "absent")
+            cells.append("NaN/Inf" if err is None else (err if isinstance(err, str) else f"{err:.1e}"))
+            if err is None or (not isinstance(err, str) and r.get("tol") is not None and err > r["tol"]):
+                table.flagged.add((i, j + 1))
+        table.rows.append(cells)
+    table.rows.append(["tolerance", *(fmt(r.get("tol"), ".0e") for r in rows)])
+    return table

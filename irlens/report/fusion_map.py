@@ -1,0 +1,341 @@
+"""The fusion map: each backend's common-view graph with its kernels drawn as groups over the nodes.
+
+`build_fusion_map` turns the rows of one workload x mode into a `FusionMap` (columns of
+backends, panels of stages, nodes with their row, position and kernel groups); `render_svg`
+draws exactly that structure, so a test can check the structure against the kernel records
+and the SVG against the structure.
+
+Layout: a layered drawing by topological depth. Only nodes a reader needs are drawn: every
+node a kernel covers or recomputes, and every compute node (elementwise, reduction, matmul,
+composite, unknown); data movement outside every kernel (views, broadcasts) is contracted
+away, its edges passed through. Depth counts compute ops only: a data-movement node sits in a
+thin lane just above the row of the compute it feeds. Frontends differ mostly in data
+movement (JAX broadcasts where torch broadcasts implicitly), so the same computation lands
+on the same row in every backend's column, and the columns share their rows: a reader scans
+across a row and sees which kernel each backend put that op in.
+"""
+from __future__ import annotations
+
+import colorsys
+from dataclasses import dataclass, field
+from html import escape
+
+from irlens.ir import Graph
+from irlens.ops import is_compute
+from irlens.report.records import first_line, kernel_stage, row_graphs, row_kernels
+
+NODE_W, NODE_H, GAP_X, ROW_H, PAD = 96, 22, 10, 34, 14
+MOVE_H, MOVE_LANE_H = 16, 22  # data-movement nodes: smaller boxes in a lane above their row
+STAGE_TITLE_H, COLUMN_TITLE_H, CHIP_H, CHIP_CHAR_W, TITLE_CHAR_W = 20, 22, 18, 6.3, 7.2
+OUTSIDE_FILL = "#ffffff"  # a drawn node no kernel covers (run outside every kernel)
+
+
+def kernel_color(index: int) -> str:
+    """A light, distinct colour per kernel index (golden-ratio hue steps), readable under black text."""
+    hue = (index * 0.618033988749895) % 1.0
+    r, g, b = colorsys.hls_to_rgb(hue, 0.78, 0.65)
+    return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
+
+
+@dataclass
+class MapKernel:
+    index: int
+    name: str
+    kind: str
+    color: str
+    stage: str | None  # the panel it is drawn in; None when its nodes are in no graph of the row
+    node_ids: list[str]
+    recompute: list[str]
+
+
+@dataclass
+class MapNode:
+    id: str
+    op: str
+    label: str  # tooltip: value names, shapes, native op
+    row: int
+    compute: bool = True  # False: a data-movement node, drawn in its row's upper lane
+    x: float = 0.0
+    y: float = 0.0
+    kernels: list[int] = field(default_factory=list)  # indices of the kernels whose node_ids hold it
+    recomputed_by: list[int] = field(default_factory=list)
+    preds: list[str] = field(default_factory=list)  # drawn nodes it reads from (through contracted ones)
+
+
+@dataclass
+class Panel:
+    stage: str
+    nodes: list[MapNode]
+    hidden: int  # data-movement nodes outside every kernel, not drawn
+    rows: int
+    y: float = 0.0
+
+
+@dataclass
+class Column:
+    backend: str
+    frontend: str
+    kernels: list[MapKernel]
+    panels: list[Panel]
+    notes: list[str]
+    width: float = 0.0
+    x: float = 0.0
+
+
+@dataclass
+class FusionMap:
+    workload: str
+    mode: str
+    columns: list[Column]
+    notes: list[str]  # rows without a map (eager, unavailable, failed) and why
+    width: float = 0.0
+    height: float = 0.0
+    header_h: float = 0.0
+
+
+def build_fusion_map(workload: str, mode: str, rows: list[dict]) -> FusionMap:
+    columns, notes = [], []
+    for row in rows:
+        graphs = row_graphs(row)
+        if row["status"] in ("unavailable", "failed"):
+            notes.append(f"{row['backend']}: {row['status']}: {first_line(row.get('reason')) or 'no reason given'}")
+        elif not graphs:
+            why = "runs op by op, no kernel records" if not row.get("kernels") else "the row carries no common-view graph"
+            notes.append(f"{row['backend']}: {why}")
+        else:
+            columns.append(_column(row, graphs))
+    fmap = FusionMap(workload, mode, columns, notes)
+    _layout(fmap)
+    return fmap
+
+
+def _column(row: dict, graphs: dict[str, Graph]) -> Column:
+    records = row_kernels(row)
+    kernels = [MapKernel(i, k.name, k.kind, kernel_color(i), kernel_stage(k, graphs), list(k.node_ids), list(k.recompute))
+               for i, k in enumerate(records)]
+    notes = []
+    for k, record in zip(kernels, records):
+        if k.stage is None:
+            notes.append(f"k{k.index} {k.name}: its stage {record.stage!r} is not among the row's graphs")
+        elif not k.node_ids:
+            notes.append(f"k{k.index} {k.name} covers no common-view node")
+    panels = []
+    for stage, graph in graphs.items():
+        mine = [k for k in kernels if k.stage == stage]
+        if not mine:  # a graph the row carries for reference (e.g. the jaxpr beside XLA's HLO): not a map
+            notes.append(f"{stage}: no kernel maps onto it, not drawn")
+            continue
+        panel, missing = _panel(graph, mine)
+        panels.append(panel)
+        notes += [f"k{k.index} {k.name}: node {nid} is not in {stage}" for k, nid in missing]
+    return Column(row["backend"], row.get("frontend") or "", kernels, panels, notes)
+
+
+def _panel(graph: Graph, kernels: list[MapKernel]) -> tuple[Panel, list[tuple[MapKernel, str]]]:
+    ids = {n.id for n in graph.nodes}
+    groups: dict[str, list[int]] = {}
+    recomputed: dict[str, list[int]] = {}
+    missing = []
+    for k in kernels:
+        for target, node_ids in ((groups, k.node_ids), (recomputed, k.recompute)):
+            for nid in node_ids:
+                if nid in ids:
+                    target.setdefault(nid, []).append(k.index)
+                else:
+                    missing.append((k, nid))
+    drawn = {n.id for n in graph.nodes if n.id in groups or n.id in recomputed or is_compute(n.op) or n.is_unknown}
+    producers = graph.producers()
+    reach: dict[str, set[str]] = {}  # node id -> the drawn nodes its outputs stand for
+    nodes: list[MapNode] = []
+    for n in graph.nodes:
+        preds = set()
+        for v in n.value_inputs():
+            if v in producers:
+                preds |= reach[producers[v].id]
+        if n.id not in drawn:
+            reach[n.id] = preds
+            continue
+        reach[n.id] = {n.id}
+        outs = ", ".join(f"{o.name}: {o}" for o in n.outputs)
+        native = f" ({n.native})" if n.native and n.native != n.op else ""
+        nodes.append(MapNode(n.id, n.op, f"{n.id}: {n.op}{native} -> {outs}", 0, is_compute(n.op) or n.is_unknown,
+                             kernels=groups.get(n.id, []), recomputed_by=recomputed.get(n.id, []), preds=sorted(preds)))
+    row_of: dict[str, int] = {}
+    by_id = {m.id: m for m in nodes}
+    for m in nodes:  # graph order is topological
+        m.row = max((row_of[p] + by_id[p].compute for p in m.preds), default=0)
+        row_of[m.id] = m.row
+    rows = 1 + max(row_of.values(), default=-1)
+    return Panel(graph.stage, nodes, len(graph.nodes) - len(nodes), rows), missing
+
+
+# --- layout ----------------------------------------------------------------------------------
+
+def _chip_w(text: str) -> float:
+    return 10 + CHIP_CHAR_W * len(text)
+
+
+def _chip_text(k: MapKernel) -> str:
+    name = k.name if len(k.name) <= 30 else k.name[:29] + "…"
+    return f"k{k.index} {name}"
+
+
+def _legend_lines(column: Column, width: float) -> list[list[tuple[MapKernel, float]]]:
+    """Kernel chips flowed into lines no wider than the column: [(kernel, x offset)] per line."""
+    lines, line, x = [], [], 0.0
+    for k in column.kernels:
+        w = _chip_w(_chip_text(k))
+        if line and x + w > width:
+            lines.append(line)
+            line, x = [], 0.0
+        line.append((k, x))
+        x += w + 4
+    if line:
+        lines.append(line)
+    return lines
+
+
+def _panel_title(panel: Panel) -> str:
+    hidden = f" · {panel.hidden} data-movement nodes outside kernels not drawn" if panel.hidden else ""
+    return f"{panel.stage} · {len(panel.nodes)} nodes{hidden}"
+
+
+def _column_title(c: Column) -> str:
+    return f"{c.backend} · {c.frontend} graphs · {len(c.kernels)} kernels"
+
+
+def _lanes(panel: Panel) -> dict[tuple[int, bool], list[MapNode]]:
+    lanes: dict[tuple[int, bool], list[MapNode]] = {}
+    for m in panel.nodes:
+        lanes.setdefault((m.row, m.compute), []).append(m)
+    return lanes
+
+
+def _layout(fmap: FusionMap) -> None:
+    """Positions: columns side by side; the i-th panel of every column starts at the same height,
+    and their rows (and data-movement lanes) share their heights."""
+    x = PAD
+    for c in fmap.columns:
+        widest = max((len(nodes) for p in c.panels for nodes in _lanes(p).values()), default=1)
+        title = max([len(_column_title(c)) * TITLE_CHAR_W] + [len(_panel_title(p)) * CHIP_CHAR_W for p in c.panels])
+        c.width = max(widest * (NODE_W + GAP_X) - GAP_X, title, 260.0)
+        c.x = x
+        x += c.width + 3 * PAD
+    fmap.header_h = COLUMN_TITLE_H + max((len(_legend_lines(c, c.width)) for c in fmap.columns), default=0) * (CHIP_H + 4) + 8
+    y = PAD + fmap.header_h
+    for b in range(max((len(c.panels) for c in fmap.columns), default=0)):
+        panels = [c.panels[b] for c in fmap.columns if b < len(c.panels)]
+        rows = max(p.rows for p in panels)
+        moves = {m.row for p in panels for m in p.nodes if not m.compute}
+        lane_y: dict[tuple[int, bool], float] = {}
+        h = STAGE_TITLE_H
+        for r in range(rows):
+            if r in moves:
+                lane_y[(r, False)] = h
+                h += MOVE_LANE_H
+            lane_y[(r, True)] = h
+            h += ROW_H
+        for c in fmap.columns:
+            if b < len(c.panels):
+                c.panels[b].y = y
+                _place(c.panels[b], c.width, {k: y + v for k, v in lane_y.items()})
+        y += h + PAD
+    fmap.width = x - 2 * PAD
+    fmap.height = y + PAD
+
+
+def _place(panel: Panel, width: float, lane_y: dict[tuple[int, bool], float]) -> None:
+    """Each lane centred; within a lane, nodes ordered by the mean x of what they read (fewer crossings)."""
+    x_of: dict[str, float] = {}
+    for key, lane in sorted(_lanes(panel).items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        order = {m.id: i for i, m in enumerate(lane)}
+
+        def barycenter(m: MapNode) -> tuple[float, int]:
+            xs = [x_of[p] for p in m.preds if p in x_of]
+            return (sum(xs) / len(xs) if xs else -1.0, order[m.id])
+
+        lane.sort(key=barycenter)
+        start = (width - (len(lane) * (NODE_W + GAP_X) - GAP_X)) / 2
+        for i, m in enumerate(lane):
+            m.x, m.y = start + i * (NODE_W + GAP_X), lane_y[key]
+            x_of[m.id] = m.x
+
+
+# --- SVG ---------------------------------------------------------------------------------------
+
+def render_svg(fmap: FusionMap) -> str:
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="fusion-map" width="{fmap.width:.0f}" '
+           f'height="{fmap.height:.0f}" viewBox="0 0 {fmap.width:.0f} {fmap.height:.0f}" '
+           f'font-family="Helvetica, Arial, sans-serif" font-size="11">',
+           f'<title>fusion map: {escape(fmap.workload)} {escape(fmap.mode)}</title>']
+    for c in fmap.columns:
+        out.append(f'<g class="column" data-backend="{escape(c.backend)}" transform="translate({c.x:.1f},0)">')
+        rest = _column_title(c)[len(c.backend):]
+        out.append(f'<text x="0" y="{PAD + 14}" font-size="13" font-weight="bold">{escape(c.backend)}'
+                   f'<tspan font-weight="normal" fill="#555">{escape(rest)}</tspan></text>')
+        for li, line in enumerate(_legend_lines(c, c.width)):
+            y = PAD + COLUMN_TITLE_H + li * (CHIP_H + 4)
+            for k, dx in line:
+                text = _chip_text(k)
+                out.append(f'<g class="kernel" data-kernel="{k.index}" data-name="{escape(k.name)}">'
+                           f'<title>{escape(k.name)} ({escape(k.kind)}): {len(k.node_ids)} nodes</title>'
+                           f'<rect x="{dx:.1f}" y="{y}" width="{_chip_w(text):.1f}" height="{CHIP_H}" rx="4" '
+                           f'fill="{k.color}" stroke="#888"/>'
+                           f'<text x="{dx + 5:.1f}" y="{y + 13}">{escape(text)}</text></g>')
+        for panel in c.panels:
+            out.extend(_panel_svg(panel, c))
+        out.append("</g>")
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _panel_svg(panel: Panel, column: Column) -> list[str]:
+    out = [f'<g class="panel" data-stage="{escape(panel.stage)}">',
+           f'<text x="0" y="{panel.y + 13:.1f}" fill="#333" font-style="italic">{escape(_panel_title(panel))}</text>']
+    by_id = {m.id: m for m in panel.nodes}
+    for m in panel.nodes:
+        for p in map(by_id.get, m.preds):
+            if p.y == m.y:  # same lane: side to side
+                a, b = (p, m) if p.x < m.x else (m, p)
+                mid = m.y + _height(m) / 2
+                out.append(f'<path class="edge" d="M{a.x + NODE_W:.1f},{mid:.1f} L{b.x:.1f},{mid:.1f}" stroke="#b8b8b8"/>')
+                continue
+            ax, ay, bx, by = p.x + NODE_W / 2, p.y + _height(p), m.x + NODE_W / 2, m.y
+            mid = (ay + by) / 2
+            out.append(f'<path class="edge" d="M{ax:.1f},{ay:.1f} C{ax:.1f},{mid:.1f} {bx:.1f},{mid:.1f} {bx:.1f},{by:.1f}" '
+                       f'fill="none" stroke="#b8b8b8" stroke-width="1"/>')
+    for m in panel.nodes:
+        out.extend(_node_svg(m, column))
+    out.append("</g>")
+    return out
+
+
+def _height(m: MapNode) -> float:
+    return NODE_H if m.compute else MOVE_H
+
+
+def _node_svg(m: MapNode, column: Column) -> list[str]:
+    x, y, h = m.x, m.y, _height(m)
+    fill = column.kernels[m.kernels[0]].color if m.kernels else OUTSIDE_FILL
+    names = [column.kernels[i].name for i in m.kernels]
+    tip = m.label + (f"\nkernel: {', '.join(names)}" if names else "\noutside every kernel")
+    if m.recomputed_by:
+        tip += "\nrecomputed in: " + ", ".join(column.kernels[i].name for i in m.recomputed_by)
+    dash = ' stroke-dasharray="3,2"' if not m.kernels else ""
+    out = [f'<g class="node" data-node="{escape(m.id)}" data-kernels="{" ".join(map(str, m.kernels))}" '
+           f'data-recomputed-by="{" ".join(map(str, m.recomputed_by))}"><title>{escape(tip)}</title>'
+           f'<rect x="{x:.1f}" y="{y:.1f}" width="{NODE_W}" height="{h}" rx="3" fill="{fill}" '
+           f'stroke="{"#555" if m.compute else "#999"}"{dash}/>']
+    # Extra groups (a node two kernels claim) and recomputing kernels: small swatches on the right.
+    extra = m.kernels[1:] + m.recomputed_by
+    for j, i in enumerate(extra):
+        out.append(f'<rect x="{x + NODE_W - 7 - 7 * j:.1f}" y="{y + 2:.1f}" width="5" height="{h - 4}" '
+                   f'fill="{column.kernels[i].color}" stroke="#555" stroke-width="0.5"/>')
+    op = m.op if len(m.op) <= 12 else m.op[:11] + "…"
+    tag = f"k{m.kernels[0]}" if m.kernels else ""
+    base = y + h / 2 + 4
+    size = "" if m.compute else ' font-size="10" fill="#444"'
+    out.append(f'<text x="{x + 4:.1f}" y="{base:.1f}"{size}>{escape(op)}</text>'
+               f'<text x="{x + NODE_W - 4 - 7 * len(extra):.1f}" y="{base:.1f}" text-anchor="end" fill="#333" '
+               f'font-size="9">{tag}</text></g>')
+    return out

@@ -1,0 +1,55 @@
+"""The compare document's rows as irlens objects: kernels, common-view graphs, grouping."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from irlens.ir import Graph, Kernel
+
+
+def kernel_from_json(d: dict, backend: str = "") -> Kernel:
+    """A kernel record as `Kernel.to_json` (or an older compare row) wrote it."""
+    return Kernel(
+        backend=d.get("backend", backend),
+        name=d["name"],
+        kind=d.get("kind", ""),
+        node_ids=list(d.get("nodes", d.get("node_ids", []))),
+        stage=d.get("stage", ""),
+        time_us=d.get("time_us"),
+        bytes=d.get("bytes"),
+        flops=d.get("flops"),
+        recompute=list(d.get("recompute", [])),
+        source=d.get("source", ""),
+    )
+
+
+def row_kernels(row: dict) -> list[Kernel]:
+    return [kernel_from_json(k, row["backend"]) for k in row.get("kernels") or []]
+
+
+def row_graphs(row: dict) -> dict[str, Graph]:
+    """The common-view graphs a row's kernels refer to, by stage (empty when the row has none)."""
+    return {stage: Graph.from_json(g) for stage, g in (row.get("graphs") or {}).items()}
+
+
+def kernel_stage(kernel: Kernel, graphs: dict[str, Graph]) -> str | None:
+    """The stage a kernel's node ids refer to; a kernel without one maps onto a row's only graph."""
+    if kernel.stage in graphs:
+        return kernel.stage
+    if not kernel.stage and len(graphs) == 1:
+        return next(iter(graphs))
+    return None
+
+
+def group_rows(rows: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
+    """Rows by (workload, mode, device), in the document's order; a row carries its device only
+    in a report merged from several runs (else the device part is "")."""
+    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[(row["workload"], row["mode"], row.get("device") or "")].append(row)
+    return dict(groups)
+
+
+def first_line(text: str | None) -> str:
+    """A row's reason in one line ("" when there is none)."""
+    text = (text or "").strip()
+    return text.splitlines()[0] if text else ""

@@ -1,0 +1,132 @@
+"""`irlens explain`: one kernel's ops, reads, writes, reductions and internal values; every CPU backend."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from irlens.explain import UnknownKernel, explain_kernel, explain_main, explain_run, find_kernel, format_explanation
+from report_fixtures import inductor_kernels, jax_graph, torch_graph, xla_kernels
+
+CPU_BACKENDS = ("eager", "inductor", "thunder+torchcompile", "xla")
+
+
+def test_explain_fused_softmax_dataflow():
+    kernel = inductor_kernels()[1]
+    expl = explain_kernel(kernel, torch_graph(), 1)
+    assert [n.op for n in expl.nodes] == ["add", "amax", "sub", "exp", "sum", "div"]
+    assert [m.name for m in expl.reads] == ["mm", "b"]  # the matmul's result (another kernel's) and the bias
+    assert [m.name for m in expl.writes] == ["div"]  # only the returned softmax reaches memory
+    assert [m.name for m in expl.internal] == ["add", "max", "sub", "exp", "sum"]  # exp(x - max) has no buffer
+    assert expl.internal[3].nbytes == 16 * 600 * 4
+    assert len(expl.reductions) == 2 and "amax over dims [1]" in expl.reductions[0] and "sum over dims [1]" in expl.reductions[1]
+    text = format_explanation(expl, "tinyhead fwd")
+    assert "fuses 6 common-view ops: add, amax, sub, exp, sum, div" in text
+    assert "never reach memory: 5 intermediates, 115,328 B" in text and "generated source (C++)" in text
+
+
+def test_explain_recompute_and_reads_through_other_kernels():
+    fusion2 = xla_kernels()[2]  # it recomputes the bias add `d`
+    expl = explain_kernel(fusion2, jax_graph(), 2)
+    assert [n.id for n in expl.recomputed] == ["d"]
+    # It recomputes d from the matmul result and the broadcast bias instead of reading d.
+    assert {m.name for m in expl.reads} == {"b", "c", "g"}
+    assert [m.name for m in expl.writes] == ["m"]
+    assert "d" not in {m.name for m in expl.writes} and "j" in {m.name for m in expl.internal}
+    matmul = explain_kernel(xla_kernels()[0], jax_graph(), 0)
+    assert any("contracts a dimension of size 64" in r for r in matmul.reductions)
+
+
+def test_find_kernel_by_name_and_index():
+    kernels = inductor_kernels()
+    assert find_kernel(kernels, "cpp_fused__softmax_add_0") == 1
+    assert find_kernel(kernels, "0") == 0 and find_kernel(kernels, "k1") == 1 and find_kernel(kernels, 1) == 1
+    with pytest.raises(UnknownKernel, match=r"no kernel 'nope'; this run has 2: k0 extern_kernels.mm, k1 cpp_fused"):
+        find_kernel(kernels, "nope")
+    with pytest.raises(UnknownKernel):
+        find_kernel(kernels, "7")
+
+
+def _args(backend: str, workload: str = "tinyhead", kernel=None, mode: str = "fwd"):
+    return SimpleNamespace(workload=workload, backend=backend, mode=mode, kernel=kernel, preset="tiny", device="cpu",
+                           dtype=None)
+
+
+def _registered(name: str) -> bool:
+    from irlens.compare import known_backends
+
+    return name in known_backends()
+
+
+def test_explain_main_usage_errors(capsys):
+    assert explain_main(_args("no-such-backend")) == 2
+    assert "unknown backend 'no-such-backend'" in capsys.readouterr().err
+    assert explain_main(_args("eager", workload="no-such-workload")) == 2
+    assert "no-such-workload" in capsys.readouterr().err
+
+
+def test_explain_eager_says_it_has_no_kernels(capsys):
+    assert explain_main(_args("eager")) == 0
+    assert "eager runs op by op" in capsys.readouterr().out
+    assert explain_main(_args("eager", kernel="0")) == 2
+    assert "eager reported no kernels" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """Each registered compiling CPU backend run once on tinyhead fwd (tiny preset)."""
+    from irlens.compare import get_backend
+    from irlens.workload import get_workload
+
+    out = {}
+    for name in CPU_BACKENDS[1:]:
+        if _registered(name):
+            out[name] = get_backend(name).run(get_workload("tinyhead").instantiate("tiny"), "fwd")
+    return out
+
+
+@pytest.mark.parametrize("backend", CPU_BACKENDS[1:])
+def test_explain_every_cpu_backend(runs, backend):
+    if backend not in runs:
+        pytest.skip(f"backend {backend} is not registered in this tree")
+    run = runs[backend]
+    assert run.kernels, f"{backend} reported no kernels for tinyhead"
+    for i in range(len(run.kernels)):
+        text = explain_run(run, backend, i, "tinyhead fwd")
+        assert f"kernel k{i} {run.kernels[i].name}" in text and "reads " in text and "writes " in text
+    listing = explain_run(run, backend, None, "tinyhead fwd")
+    assert "pick one with --kernel" in listing and "fuses " in listing
+    with pytest.raises(UnknownKernel, match="this run has"):
+        explain_run(run, backend, "no-such-kernel", "tinyhead fwd")
+
+
+def _explain_cli(monkeypatch, runs, backend: str, kernel=None) -> int:
+    """explain_main end to end, with the backend's run served from the module's cached one."""
+    from irlens.compare import get_backend
+
+    if backend not in runs:
+        pytest.skip(f"backend {backend} is not registered in this tree")
+    monkeypatch.setattr(get_backend(backend), "run", lambda inst, mode: runs[backend])
+    return explain_main(_args(backend, kernel=kernel))
+
+
+def test_explain_inductor_tinyhead_fused_softmax(monkeypatch, runs, capsys):
+    """The must-show: `irlens explain tinyhead --backend inductor` shows max, sub, exp, sum and div
+    in one kernel, and exp(x - max) never reaches memory."""
+    assert _explain_cli(monkeypatch, runs, "inductor") == 0
+    out = capsys.readouterr().out
+    chosen = out.split("the kernel that fuses the most ops", 1)[1]
+    fuses = next(line for line in chosen.splitlines() if line.startswith("fuses "))
+    ops = fuses.split(": ", 1)[1].split(", ")
+    for op in ("amax", "sub", "exp", "sum", "div"):
+        assert op in ops, fuses
+    internal = chosen.split("never reach memory", 1)[1].split("generated source", 1)[0]
+    assert any(" exp (" in line for line in internal.splitlines()), internal
+    assert "generated source (C++)" in chosen
+
+
+@pytest.mark.parametrize("backend", CPU_BACKENDS[1:])
+def test_explain_unknown_kernel_exits_2(monkeypatch, runs, capsys, backend):
+    assert _explain_cli(monkeypatch, runs, backend, kernel="no-such-kernel") == 2
+    err = capsys.readouterr().err
+    assert "no kernel 'no-such-kernel'" in err and "k0 " in err

@@ -1,0 +1,254 @@
+"""`irlens report`: the fusion map against the kernel records, the HTML/Markdown pages, a real CPU
+matrix, and the page in headless Chromium."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from irlens.report import report_main, write_report
+from irlens.report.build import build_report
+from irlens.report.fusion_map import build_fusion_map, render_svg
+from irlens.report.frontend_table import compress_stages
+from irlens.report.html import render_html
+from irlens.report.records import group_rows, kernel_stage, row_graphs, row_kernels
+from report_fixtures import synthetic_document
+
+SVG = "{http://www.w3.org/2000/svg}"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def assert_map_matches_records(rows: list[dict]) -> None:
+    """Every kernel is drawn, and every node sits in exactly the kernels whose records name it:
+    in the map's data structure and in the SVG drawn from it."""
+    workload, mode = rows[0]["workload"], rows[0]["mode"]
+    fmap = build_fusion_map(workload, mode, rows)
+    svg = ET.fromstring(render_svg(fmap))
+    mapped = [r for r in rows if r.get("graphs") and r["status"] in ("ok", "mismatch")]
+    assert [c.backend for c in fmap.columns] == [r["backend"] for r in mapped]
+    for column, row in zip(fmap.columns, mapped):
+        records, graphs = row_kernels(row), row_graphs(row)
+        assert [(k.index, k.name) for k in column.kernels] == list(enumerate(k.name for k in records))
+        drawn = {(p.stage, m.id): m for p in column.panels for m in p.nodes}
+        for stage, graph in graphs.items():
+            for node in graph.nodes:
+                owners = [i for i, k in enumerate(records) if kernel_stage(k, graphs) == stage and node.id in k.node_ids]
+                again = [i for i, k in enumerate(records) if kernel_stage(k, graphs) == stage and node.id in k.recompute]
+                if owners or again:
+                    assert (stage, node.id) in drawn, f"{row['backend']}: {node.id} is in a kernel but not drawn"
+                if (stage, node.id) in drawn:
+                    assert drawn[(stage, node.id)].kernels == owners, (row["backend"], node.id)
+                    assert drawn[(stage, node.id)].recomputed_by == again, (row["backend"], node.id)
+        # The SVG says the same: one legend chip per kernel, the same nodes with the same groups.
+        g = svg.find(f"{SVG}g[@data-backend='{row['backend']}']")
+        assert g is not None
+        chips = [(int(c.get("data-kernel")), c.get("data-name")) for c in g.iter(f"{SVG}g") if c.get("class") == "kernel"]
+        assert chips == [(k.index, k.name) for k in column.kernels]
+        for panel_el in (e for e in g.iter(f"{SVG}g") if e.get("class") == "panel"):
+            stage = panel_el.get("data-stage")
+            nodes = {e.get("data-node"): e for e in panel_el.iter(f"{SVG}g") if e.get("class") == "node"}
+            assert set(nodes) == {nid for (s, nid) in drawn if s == stage}
+            for nid, e in nodes.items():
+                assert [int(i) for i in e.get("data-kernels").split()] == drawn[(stage, nid)].kernels
+                assert [int(i) for i in e.get("data-recomputed-by").split()] == drawn[(stage, nid)].recomputed_by
+        for k in column.kernels:  # drawn: it colours at least one node, or the column says why not
+            assert any(k.index in m.kernels or k.index in m.recomputed_by for m in drawn.values()) \
+                or any(n.startswith(f"k{k.index} ") for n in column.notes), k.name
+
+
+def test_fusion_map_matches_records_synthetic():
+    doc = synthetic_document()
+    assert_map_matches_records(doc["rows"])
+    fmap = build_fusion_map("tinyhead", "fwd", doc["rows"])
+    inductor, xla = fmap.columns
+    # The softmax: one kernel in Inductor's column, split over two fusions in XLA's.
+    ind = {m.op: m.kernels for m in inductor.panels[0].nodes}
+    assert ind["amax"] == ind["exp"] == ind["div"] == [1]
+    jx = {m.id: m for m in xla.panels[0].nodes}
+    assert jx["e"].kernels == [1] and jx["j"].kernels == [2] and jx["d"].recomputed_by == [2]
+    # Rows are shared: the same op on the same row in both columns, broadcasts in a lane above.
+    rows_of = lambda col: {m.op: m.row for m in col.panels[0].nodes if m.compute}  # noqa: E731
+    assert rows_of(inductor) == rows_of(xla)
+    assert {m.y for m in inductor.panels[0].nodes if m.op == "exp"} == {m.y for m in xla.panels[0].nodes if m.op == "exp"}
+    # eager has no graph: it is named, not drawn; the unavailable and failed rows say why.
+    assert any(n.startswith("eager:") for n in fmap.notes)
+    assert any("nvFuser needs CUDA" in n for n in fmap.notes) and any("boom" in n for n in fmap.notes)
+
+
+def test_fusion_map_contracts_data_movement_outside_kernels():
+    doc = synthetic_document()
+    fmap = build_fusion_map("tinyhead", "fwd", doc["rows"])
+    panel = fmap.columns[0].panels[0]
+    assert "t" not in {m.id for m in panel.nodes} and panel.hidden == 1  # the transpose no kernel covers
+    mm = next(m for m in panel.nodes if m.id == "mm")
+    assert mm.preds == []  # its edge from the contracted permute has no drawn source
+
+
+def test_report_pages_synthetic(tmp_path):
+    doc = synthetic_document()
+    paths = write_report(doc, tmp_path, frontends=False)
+    html = paths["html"].read_text()
+    assert "<script" not in html.lower()
+    assert 'src="http' not in html and 'href="http' not in html and "@import" not in html  # no network
+    for text in ("Fusion map", "cpp_fused__softmax_add_0", "fusion.2", "nvFuser needs CUDA; no GPU here",
+                 "run: RuntimeError: boom", "Numerics", "% of ceiling", "2.1e-07", "3.0e-04"):
+        assert text in html, text
+    assert 'class="bad"' in html  # the mismatching xla error is flagged
+    md = paths["md"].read_text()
+    assert "| tinyhead | fwd | inductor | ok | 2.1e-07 | 1e-04 | 2 | 1.50 | 42.0 |  |" in md
+    assert "| tinyhead | fwd | xla | **mismatch** ✗ |" in md
+    assert "nvFuser needs CUDA" in md and "cpp_fused__softmax_add_0" in md
+    assert "inductor k1 `cpp_fused__softmax_add_0` (fused): add, amax, sub, exp, sum, div" in md
+    svg = tmp_path / "figures" / "fusion-tinyhead-fwd.svg"
+    assert f"figures/{svg.name}" in md and ET.parse(svg).getroot().tag == f"{SVG}svg"
+
+
+def test_report_main_reads_results_and_rejects_bad_files(tmp_path, capsys):
+    import json
+
+    src = tmp_path / "results.json"
+    src.write_text(json.dumps(synthetic_document()))
+    assert report_main(SimpleNamespace(from_=[str(src)], out=str(tmp_path / "out"), frontends=False)) == 0
+    assert (tmp_path / "out" / "report.html").exists() and (tmp_path / "out" / "report.md").exists()
+    assert report_main(SimpleNamespace(from_=[str(tmp_path / "missing.json")], out=str(tmp_path / "o2"))) == 2
+    assert "cannot read compare results" in capsys.readouterr().err
+
+
+def test_merged_documents_keep_devices_apart():
+    cpu, gpu = synthetic_document(), synthetic_document()
+    gpu.update(device="cuda", device_name="NVIDIA H100 80GB HBM3")
+    from irlens.report import merge_documents
+
+    doc = merge_documents([cpu, gpu])
+    assert set(group_rows(doc["rows"])) == {("tinyhead", "fwd", "cpu"), ("tinyhead", "fwd", "cuda")}
+    html = render_html(build_report(doc))
+    assert "tinyhead · fwd · cuda" in html and "tinyhead · fwd · cpu" in html
+
+def test_percent_of_ceiling():
+    from irlens.ir import Kernel
+    from irlens.report.ceiling import backend_pct, ceiling_for, kernel_pct
+
+    h100 = ceiling_for("NVIDIA H100 80GB HBM3")
+    k = Kernel("inductor", "k", "fused", [], time_us=5.0, bytes=80_000)
+    assert kernel_pct(k, h100, "float32") == pytest.approx(100 * 80_000 / 3.35e12 * 1e6 / 5.0)
+    mm = Kernel("inductor", "mm", "matmul", [], time_us=10.0, bytes=1_000, flops=67_000_000)  # compute-bound
+    assert kernel_pct(mm, h100, "float32") == pytest.approx(10.0)
+    assert backend_pct([k, mm], h100, "float32") == pytest.approx(100 * (80_000 / 3.35e6 + 1.0) / 15.0)
+    assert kernel_pct(k, ceiling_for("Intel Xeon"), "float32") is None  # no ceiling known for CPUs
+    assert kernel_pct(Kernel("x", "k", "fused", [], bytes=10), h100, "float32") is None  # not timed
+
+
+def test_compress_stages():
+    names = ["thunder.trace[0]", "thunder.trace[1]", "thunder.trace[2]", "thunder.backward[0]", "jax.jaxpr"]
+    assert compress_stages(names) == ["thunder.trace[0–2]", "thunder.backward[0]", "jax.jaxpr"]
+
+
+# --- a real CPU matrix ------------------------------------------------------------------------
+
+CPU_BACKENDS = ("eager", "inductor", "thunder+torchcompile", "xla")
+
+
+@pytest.fixture(scope="module")
+def real_report(tmp_path_factory):
+    """A real compare of two small workloads x the CPU backends registered here (fwd, and
+    tinyhead fwdbwd), rendered with the frontend table."""
+    from irlens.compare import known_backends, run_matrix
+
+    backends = [b for b in CPU_BACKENDS if b in known_backends()]
+    fwd = run_matrix(["gelu", "tinyhead"], backends, ["fwd"], device="cpu", preset="tiny", progress=False,
+                     isolate=False)
+    bwd = run_matrix(["tinyhead"], backends, ["fwdbwd"], device="cpu", preset="tiny", progress=False, isolate=False)
+    doc = {**fwd, "rows": fwd["rows"] + bwd["rows"]}
+    out = tmp_path_factory.mktemp("report")
+    return doc, write_report(doc, out)
+
+
+def test_report_real_matrix(real_report):
+    doc, paths = real_report
+    rows = doc["rows"]
+    assert all(r["status"] == "ok" for r in rows), [(r["backend"], r["reason"]) for r in rows if r["status"] != "ok"]
+    for group in group_rows(rows).values():
+        assert_map_matches_records(group)
+    html = paths["html"].read_text()
+    assert "<script" not in html.lower()
+    for r in rows:
+        for k in r["kernels"]:
+            assert k["name"] in html
+    # The frontend table is computed: dynamo takes torch code, JAX needs the twin.
+    assert "Frontends" in html and "GraphModule" in html and "no: it traces the workload" in html
+
+
+def png_pixels(path: Path):
+    """Decode an 8-bit RGB/RGBA, non-interlaced PNG (what Chromium writes) into an (h, w, c) array.
+    Plain zlib + numpy: the suite does not depend on PIL."""
+    import struct
+    import zlib
+
+    import numpy as np
+
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat = 8, b""
+    while pos < len(data):
+        (n,), kind = struct.unpack(">I", data[pos:pos + 4]), data[pos + 4:pos + 8]
+        chunk = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
+            assert depth == 8 and colour in (2, 6) and interlace == 0, (depth, colour, interlace)
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + n
+    bpp = 3 if colour == 2 else 4
+    raw = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, 1 + w * bpp)
+    out = np.zeros((h, w * bpp), np.uint8)
+    prev = np.zeros(w * bpp, np.uint8)
+    for y in range(h):
+        kind, line = raw[y, 0], raw[y, 1:]
+        if kind == 0:
+            cur = line.copy()
+        elif kind == 1:  # Sub: a running sum per channel (uint8 arithmetic wraps mod 256)
+            cur = np.cumsum(line.reshape(w, bpp), axis=0, dtype=np.uint8).reshape(-1)
+        elif kind == 2:  # Up
+            cur = line + prev
+        else:  # Average, Paeth: depend on the byte to the left, so byte by byte
+            cur, up = line.astype(np.int32).tolist(), prev.astype(np.int32).tolist()
+            for i in range(len(cur)):
+                a = cur[i - bpp] if i >= bpp else 0
+                b = up[i]
+                if kind == 3:
+                    cur[i] = (cur[i] + (a + b) // 2) & 255
+                else:
+                    c = up[i - bpp] if i >= bpp else 0
+                    pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                    cur[i] = (cur[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+            cur = np.array(cur, np.uint8)
+        out[y], prev = cur, cur
+    return out.reshape(h, w, bpp)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (apt-get install -y chromium)")
+def test_report_renders_in_headless_chromium(real_report, tmp_path):
+    import numpy as np
+
+    _, paths = real_report
+    shot = tmp_path / "report.png"
+    proc = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0", "--window-size=1400,2400",
+         f"--screenshot={shot}", paths["html"].resolve().as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert not errors, errors
+    pixels = png_pixels(shot)[:, :, :3]
+    assert pixels.shape == (2400, 1400, 3)
+    rgb = pixels.astype(np.uint32)
+    colours = np.unique((rgb[:, :, 0] << 16) | (rgb[:, :, 1] << 8) | rgb[:, :, 2])
+    assert len(colours) > 50, f"the screenshot is (nearly) blank: {len(colours)} colours"
+    # Not all white either: a good part of the page is text, tables and drawings.
+    assert (pixels.min(axis=2) < 200).mean() > 0.01
