@@ -170,15 +170,14 @@ class Graph:
         lines = [f"graph {self.name} [{self.frontend} {self.stage}, {self.level}] ({head}) {{"]
         for n in self.nodes:
             outs = ", ".join(f"{o.name}: {o}" for o in n.outputs) or "()"
-            args = ", ".join(_fmt_arg(a) for a in n.inputs)
-            attrs = "".join(f", {k}={_fmt_attr(v)}" for k, v in n.attrs.items())
+            args = [_fmt_arg(a) for a in n.inputs] + [f"{k}={_fmt_attr(v)}" for k, v in n.attrs.items()]
             tail = []
             if n.native and n.native != n.op:
                 tail.append(n.native)
             if n.scope:
                 tail.append(f"in {n.scope}")
             comment = f"  # {'; '.join(tail)}" if tail else ""
-            lines.append(f"  {outs} = {n.op}({args}{attrs}){comment}")
+            lines.append(f"  {outs} = {n.op}({', '.join(args)}){comment}")
         lines.append(f"  return {', '.join(_fmt_arg(o) for o in self.outputs)}")
         lines.append("}")
         counts = self.op_counts()

@@ -1,0 +1,132 @@
+"""`inductor`: torch.compile's default backend (C++/OpenMP on CPU, Triton on CUDA).
+
+The Dynamo backend here is Inductor's own `compile_fx` with an inner compiler that wraps
+`compile_fx_inner` and keeps, for every graph it compiles (forward, backward, one per Dynamo
+graph), the post-grad graph it lowered, the generated wrapper code and the provenance
+records that say which post-grad nodes each kernel came from. Compiled-graph caches are
+bypassed for this run (see `InductorCapture`): a cache hit skips code generation and with it
+the provenance records. Compiled C++/Triton kernels stay cached.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import statistics
+from collections import Counter, defaultdict
+from typing import Callable
+
+import torch
+
+from irlens.backends.base import BACKENDS, Backend, BackendRun, measure
+from irlens.frontends.base import Availability
+from irlens.frontends.dynamo import indexed
+from irlens.ir_adapters.fx import fx_to_graph
+from irlens.ir import Kernel
+from irlens.ir_adapters.inductor_code import CompiledGraph, map_kernels, profiler_name
+from irlens.workload import Instance, run_eager
+
+
+class InductorCapture:
+    """A Dynamo backend: Inductor, keeping each compiled graph's records (`compiled`).
+
+    Its post-grad pass records the graph Inductor is about to lower. Being a plain callable
+    (no `CustomGraphPass.uuid`), it also makes Inductor bypass its FX-graph cache, whose hits
+    would skip code generation and with it the provenance records; it works where
+    TORCHINDUCTOR_FX_GRAPH_CACHE=1 forces the cache on, which a config patch does not."""
+
+    def __init__(self, workload: str):
+        self.workload = workload
+        self.compiled: list[CompiledGraph] = []
+        self._post_grad = None
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs):
+        from torch._inductor.compile_fx import compile_fx
+
+        patches = {"trace.provenance_tracking_level": 1, "post_grad_custom_post_pass": self._keep_post_grad,
+                   "cpp.enable_kernel_profile": True}  # C++ kernels show in torch.profiler by name
+        return compile_fx(gm, example_inputs, inner_compile=self._inner, config_patches=patches)
+
+    def _keep_post_grad(self, graph: torch.fx.Graph) -> None:
+        self._post_grad = fx_to_graph(graph.owning_module, name=self.workload, frontend="dynamo", stage="")
+
+    def _inner(self, gm: torch.fx.GraphModule, example_inputs, **kwargs):
+        import torch._inductor.debug as inductor_debug
+        from torch._inductor.compile_fx import compile_fx_inner
+
+        with inductor_debug.reset_provenance_globals():  # one graph's records, numbered from 1
+            out = compile_fx_inner(gm, example_inputs, **kwargs)
+            provenance = dict(inductor_debug._inductor_triton_kernel_to_post_grad_node_info)
+        backward = bool(kwargs.get("is_backward"))
+        base = "inductor.post_grad.backward" if backward else "inductor.post_grad.forward"
+        graph, self._post_grad = self._post_grad, None
+        graph.stage = indexed(base, sum(c.backward == backward for c in self.compiled))
+        self.compiled.append(CompiledGraph(graph, getattr(out, "source_code", ""), provenance, backward))
+        return out
+
+
+def time_kernels(call: Callable[[], object], kernels: list[Kernel], device: str, repeats: int = 3) -> None:
+    """Fill `Kernel.time_us`: the median over `repeats` profiled steady-state calls, launches
+    matched to profiler events by name in order. On CUDA a fused kernel's time is its device
+    kernel's and a library call's the device time of the ATen op that made it; on CPU both are
+    host times. A kernel the profiler did not record keeps None."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = device.startswith("cuda")
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        for _ in range(repeats):
+            call()
+        if cuda:
+            torch.cuda.synchronize()
+    times: dict[str, list[float]] = defaultdict(list)
+    for e in sorted(prof.events(), key=lambda e: e.time_range.start):
+        name = re.sub(r"^graph_\d+_", "", e.name)  # C++ kernels' record functions carry the graph id
+        on_device = e.device_type == DeviceType.CUDA
+        if not cuda:
+            times[name].append(e.cpu_time_total)
+        elif on_device or name.startswith("aten::"):
+            times[name].append(e.device_time_total)
+    per_call = Counter(profiler_name(k.name) for k in kernels)
+    seen: Counter = Counter()
+    for k in kernels:
+        name = profiler_name(k.name)
+        samples = times[name][seen[name]::per_call[name]]
+        seen[name] += 1
+        k.time_us = statistics.median(samples) if len(samples) == repeats else None
+
+
+class InductorBackend(Backend):
+    name = "inductor"
+    frontend = "dynamo"
+    description = "torch.compile(backend='inductor'): C++/OpenMP kernels on CPU, Triton kernels on CUDA"
+
+    def availability(self, device: str) -> Availability:
+        if device.startswith("cuda"):
+            from torch.utils._triton import has_triton
+
+            if not torch.cuda.is_available():
+                return Availability(False, "no CUDA device visible to torch")
+            if not has_triton():
+                return Availability(False, "Triton is not installed (Inductor's CUDA code generator)")
+            return Availability(True)
+        if not any(shutil.which(cc) for cc in ("g++", "c++", "clang++")):
+            return Availability(False, "no C++ compiler on PATH (Inductor's CPU code generator needs one)")
+        return Availability(True)
+
+    def run(self, inst: Instance, mode: str) -> BackendRun:
+        torch._dynamo.reset()
+        capture = InductorCapture(inst.name)
+        compiled = torch.compile(inst.module, backend=capture, dynamic=False)
+        results, compile_s, run_us = measure(lambda: run_eager(compiled, inst, mode), inst.device)
+        kernels = [k for c in capture.compiled for k in map_kernels(c, self.name)]
+        time_kernels(lambda: run_eager(compiled, inst, mode), kernels, inst.device)
+        torch._dynamo.reset()
+        return BackendRun(
+            results=results, compile_s=compile_s, run_us=run_us, kernels=kernels,
+            graphs=[c.graph for c in capture.compiled],
+            notes={"codegen": "triton" if inst.device.startswith("cuda") else "cpp",
+                   "compiled_graphs": len(capture.compiled)},
+        )
+
+
+BACKENDS.register(InductorBackend())

@@ -1,0 +1,128 @@
+"""The torch.compile frontend: Dynamo's FX graphs and the ATen graphs AOTAutograd makes of them.
+
+One `torch.compile` call with a capturing backend records every graph Dynamo produces
+(`dynamo.fx`, then `dynamo.fx[1]`, ... after graph breaks) and hands each to AOTAutograd with
+capturing compilers, which record its forward (`aot.forward`; the inference graph in fwd
+mode) and, in fwdbwd mode, its backward (`aot.backward`). No decomposition table is passed,
+so the ATen graphs keep high-level ops (gelu, sdpa, native_layer_norm): decompositions are
+a backend concern.
+"""
+from __future__ import annotations
+
+import torch
+
+from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Stage
+from irlens.ir_adapters.fx import fx_to_graph
+from irlens.workload import MODES, Instance, as_tuple
+
+
+class GraphCapture:
+    """A Dynamo backend that keeps each Dynamo graph and its AOTAutograd forward/backward graphs."""
+
+    def __init__(self):
+        self.dynamo: list[torch.fx.GraphModule] = []
+        self.example_inputs: list[list] = []  # the tensors Dynamo called each graph with, in placeholder order
+        self.forward: dict[int, torch.fx.GraphModule] = {}
+        self.backward: dict[int, torch.fx.GraphModule] = {}
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs):
+        from functorch.compile import make_boxed_func
+        from torch._dynamo.backends.common import aot_autograd
+
+        index = len(self.dynamo)
+        self.dynamo.append(gm)
+        self.example_inputs.append(list(example_inputs))
+
+        def keep(graphs: dict):
+            def compiler(g: torch.fx.GraphModule, _inputs):
+                graphs[index] = g
+                return make_boxed_func(g.forward)
+
+            return compiler
+
+        return aot_autograd(fw_compiler=keep(self.forward), bw_compiler=keep(self.backward))(gm, example_inputs)
+
+
+def run_compiled(fn, inst: Instance, mode: str) -> None:
+    """Call a compiled module once in `mode`: under no_grad for fwd; forward + loss.backward()
+    for fwdbwd, so the backward graphs get compiled. Leaves no gradients on the module."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
+    if mode == "fwd":
+        with torch.no_grad():
+            fn(*inst.fresh_inputs(requires_grad=False))
+        return
+    inst.loss(as_tuple(fn(*inst.fresh_inputs(requires_grad=True)))).backward()
+    for p in inst.module.parameters():
+        p.grad = None
+
+
+def graph_break_notes(counters) -> dict:
+    """Graph breaks from Dynamo's counters: how many, and each reason in one line."""
+    breaks = counters["graph_break"]
+    return {"graph_breaks": sum(breaks.values()), "break_reasons": [_one_line(reason) for reason in breaks]}
+
+
+def _one_line(reason: str) -> str:
+    """A break reason's headline and its explanation (the rest is hints and debug context)."""
+    lines = [line.strip() for line in reason.splitlines()]
+    explanation = next((line[len("Explanation:"):].strip() for line in lines if line.startswith("Explanation:")), "")
+    return f"{lines[0]}: {explanation}" if explanation else lines[0]
+
+
+def indexed(base: str, i: int) -> str:
+    return base if i == 0 else f"{base}[{i}]"
+
+
+def fx_stage(name: str, description: str, gm: torch.fx.GraphModule, workload: str, backward: bool = False) -> Stage:
+    def to_common(level: str):
+        return fx_to_graph(gm, name=workload, frontend="dynamo", stage=name, level=level)
+
+    text = gm.print_readable(print_output=False, include_stride=False, include_device=False)
+    return Stage(name, description, text, to_common, native=gm, backward=backward)
+
+
+class DynamoFrontend(Frontend):
+    name = "dynamo"
+    description = "torch.compile: Dynamo's FX graphs and AOTAutograd's ATen forward/backward graphs"
+
+    def availability(self) -> Availability:
+        if not hasattr(torch, "compile"):
+            return Availability(False, f"torch {torch.__version__} has no torch.compile")
+        from torch import _dynamo  # `import torch._dynamo` here would make `torch` local to this function
+
+        if not _dynamo.is_dynamo_supported():
+            return Availability(False, "Dynamo does not support this Python version")
+        return Availability(True)
+
+    def acquire(self, inst: Instance, mode: str) -> Acquisition:
+        import torch._dynamo
+        from torch._dynamo.utils import counters
+
+        torch._dynamo.reset()
+        counters.clear()
+        capture = GraphCapture()
+        run_compiled(torch.compile(inst.module, backend=capture, dynamic=False), inst, mode)
+        notes = {"graphs": len(capture.dynamo), **graph_break_notes(counters)}
+        torch._dynamo.reset()
+
+        forward = "inference graph" if mode == "fwd" else "forward graph"
+        kinds = [("dynamo.fx", dict(enumerate(capture.dynamo)), "Dynamo's FX graph: torch-level calls as traced"),
+                 ("aot.forward", capture.forward, f"AOTAutograd's ATen {forward}, no decompositions"),
+                 ("aot.backward", capture.backward, "AOTAutograd's ATen backward graph, no decompositions")]
+        stages: dict[str, Stage] = {}
+        for base, graphs, description in kinds:
+            for i, gm in sorted(graphs.items()):
+                if len(capture.dynamo) > 1:
+                    description_i = f"{description} (graph {i + 1} of {len(capture.dynamo)})"
+                else:
+                    description_i = description
+                name = indexed(base, i)
+                stages[name] = fx_stage(name, description_i, gm, inst.name, backward=base == "aot.backward")
+        return Acquisition(self.name, inst.name, mode, stages, notes)
+
+    def default_stage(self, mode: str) -> str:
+        return "dynamo.fx" if mode == "fwd" else "aot.backward"
+
+
+FRONTENDS.register(DynamoFrontend())

@@ -1,0 +1,243 @@
+"""The Dynamo frontend and the FX adapter: stages, op multisets, graph breaks, and graphs that
+compute what the model computes (run through the float64 reference interpreter)."""
+import operator
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from irlens.frontends import get_frontend
+from irlens.frontends.dynamo import GraphCapture
+from irlens.interpret import interpret
+from irlens.ir import Graph
+from irlens.ir_adapters.fx import fx_to_graph
+from irlens.workload import Workload, as_tuple, get_workload, workload_names
+
+MODES = ("fwd", "fwdbwd")
+
+
+def acquire(workload: str, mode: str):
+    return get_frontend("dynamo").acquire(get_workload(workload).instantiate("tiny"), mode)
+
+
+def capture(module: nn.Module, inputs: tuple, backward: bool = False) -> GraphCapture:
+    """Compile `module` with the frontend's capturing backend and run it once."""
+    torch._dynamo.reset()
+    cap = GraphCapture()
+    compiled = torch.compile(module, backend=cap, dynamic=False)
+    if backward:
+        sum(o.sum() for o in as_tuple(compiled(*inputs))).backward()
+    else:
+        with torch.no_grad():
+            compiled(*inputs)
+    torch._dynamo.reset()
+    return cap
+
+
+def max_error(got, want) -> float:
+    return max((g - w.double()).abs().max().item() for g, w in zip(got, want))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("workload", workload_names())
+def test_every_stage_dumps_without_unknown_ops(workload, mode):
+    frontend = get_frontend("dynamo")
+    acq = frontend.acquire(get_workload(workload).instantiate("tiny"), mode)
+    expected = {"dynamo.fx", "aot.forward"} | ({"aot.backward"} if mode == "fwdbwd" else set())
+    assert expected <= set(acq.stages)
+    assert frontend.default_stage(mode) in acq.stages
+    assert acq.notes["graph_breaks"] == 0 and acq.notes["graphs"] == 1
+    for stage in acq.stages.values():
+        assert stage.native_text.strip()
+        g = stage.common("composite")
+        assert g.nodes and g.outputs and g.stage == stage.name
+        assert not g.unknown_ops(), f"{stage.name}: {dict(g.unknown_ops())}"
+        assert Graph.from_json(g.to_json()).to_text() == g.to_text()
+        assert stage.common("primitive").level == "primitive"
+
+
+def test_gelu_formula_composite_ops():
+    acq = acquire("gelu", "fwd")
+    want = {"mul": 4, "pow": 1, "add": 2, "tanh": 1}
+    for stage in ("dynamo.fx", "aot.forward"):
+        assert dict(acq.stage(stage).common().compute_op_counts()) == want, stage
+    pow_node = next(n for n in acq.stage("dynamo.fx").common().nodes if n.op == "pow")
+    assert pow_node.inputs[1] == 3  # the scalar exponent is a literal input
+
+
+def test_native_text_has_shapes():
+    text = acquire("gelu", "fwd").stage("aot.forward").native_text
+    assert 'f32[8, 64]' in text and "aten.tanh" in text
+
+
+def test_attention_keeps_sdpa_forward_and_backward():
+    acq = acquire("attention", "fwdbwd")
+    assert acq.stage("dynamo.fx").common().op_counts()["sdpa"] == 1
+    fwd = acq.stage("aot.forward").common()
+    (sdpa,) = [n for n in fwd.nodes if n.op == "sdpa"]
+    assert sdpa.attrs["is_causal"] is True and len(sdpa.inputs) == 4
+    assert len(sdpa.outputs) >= 2  # output and log-sum-exp, saved for the backward
+    (bwd,) = [n for n in acq.stage("aot.backward").common().nodes if n.op == "sdpa_backward"]
+    assert len(bwd.inputs) == 6 and len(bwd.outputs) == 3
+
+
+class _Breaks(nn.Module):
+    def forward(self, x):
+        y = torch.sin(x)
+        print("a graph break")  # noqa: T201
+        if y.sum().item() > 0:  # data-dependent Python branch: another break
+            return torch.cos(y)
+        return torch.tan(y)
+
+
+def test_graph_breaks_are_counted_and_each_graph_is_a_stage(capsys):
+    wl = Workload("breaks", lambda cfg: _Breaks(), lambda cfg, dtype, gen: (torch.randn(4, 4, generator=gen),),
+                  {"tiny": {}})
+    acq = get_frontend("dynamo").acquire(wl.instantiate("tiny"), "fwd")
+    assert acq.notes["graph_breaks"] >= 2 and acq.notes["graphs"] >= 2
+    assert any("print" in r for r in acq.notes["break_reasons"])
+    assert {"dynamo.fx", "dynamo.fx[1]", "aot.forward", "aot.forward[1]"} <= set(acq.stages)
+    assert acq.stage("dynamo.fx").common().compute_op_counts() == {"sin": 1}  # the graph before the print
+    assert acq.stage("dynamo.fx[1]").common().compute_op_counts() == {"sum": 1}  # before .item()
+
+
+@pytest.mark.parametrize("workload", workload_names())
+def test_forward_graphs_compute_the_model(workload):
+    """Both FX levels, composite and primitive, interpreted in float64, match eager float32."""
+    inst = get_workload(workload).instantiate("tiny")
+    want = as_tuple(inst.module(*inst.inputs))
+    cap = capture(inst.module, inst.inputs)
+    for gm in (cap.dynamo[0], cap.forward[0]):
+        for level in ("composite", "primitive"):
+            g = fx_to_graph(gm, name=workload, frontend="dynamo", stage="s", level=level)
+            assert max_error(interpret(g, cap.example_inputs[0]), want) < 1e-4, (g.stage, level)
+
+
+@pytest.mark.parametrize("workload", ["attention", "attention_manual", "block"])
+def test_backward_graph_computes_the_gradients(workload):
+    """Forward then backward ATen graphs, interpreted, give autograd's gradients."""
+    inst = get_workload(workload).instantiate("tiny")
+    inputs = inst.fresh_inputs(requires_grad=True)
+    cap = capture(inst.module, inputs, backward=True)
+    leaves = [t for t in cap.example_inputs[0] if t.requires_grad]
+    outs = as_tuple(inst.module(*inputs))
+    tangents = [torch.randn(o.shape, generator=torch.Generator().manual_seed(i)) for i, o in enumerate(outs)]
+    want = torch.autograd.grad(outs, leaves, tangents)
+    for level in ("composite", "primitive"):
+        fwd = fx_to_graph(cap.forward[0], name=workload, frontend="dynamo", stage="f", level=level)
+        bwd = fx_to_graph(cap.backward[0], name=workload, frontend="dynamo", stage="b", level=level)
+        saved = interpret(fwd, cap.example_inputs[0])[len(outs):]
+        grads = interpret(bwd, list(saved) + tangents)
+        got = [g for g, t in zip(grads, cap.example_inputs[0]) if t.requires_grad]
+        assert max_error(got, want) < 1e-4, level
+
+
+class _Views(nn.Module):
+    """Indexing, views, creation ops and norms that the workloads do not all use."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 5))
+        self.b = nn.Parameter(torch.randn(5))
+
+    def forward(self, x, idx):
+        p, q = x.chunk(2, dim=-1)
+        return (
+            x[:, 1:5:2, None, ...] * 2,
+            x[0] + x[..., -1:],
+            x.select(2, 2) - x.narrow(2, 1, 3).sum(-1),
+            torch.cat([q, p], dim=1).permute(2, 0, 1).contiguous(),
+            x.index_select(1, idx).var(-1, keepdim=True) + x.amax(dim=(0, 2)).mean(),
+            torch.where(x > 0, x, torch.zeros_like(x)).to(torch.float64),
+            torch.tril(torch.ones(6, 6)) * torch.arange(2, 14, 2) + torch.full((6, 1), 3.0),
+            1.0 - x.expand(2, 4, 6, 8).transpose(0, 1).reshape(4, 2, 48),
+            torch.addmm(self.b, x.flatten(0, 1), self.w, beta=0.5, alpha=2.0)
+            + F.linear(x, self.w.t(), self.b).flatten(0, 1),
+            torch.softmax(x, dim=1) + F.log_softmax(x, -1) + F.gelu(x) + F.relu(x) + F.silu(x),
+            F.layer_norm(x, (6, 8)) + F.rms_norm(x, (8,), eps=1e-5),
+        )
+
+
+def test_views_indexing_and_creation_ops_compute_the_model():
+    module, inputs = _Views(), (torch.randn(4, 6, 8), torch.tensor([0, 5, 2]))
+    want = module(*inputs)
+    cap = capture(module, inputs)
+    for gm in (cap.dynamo[0], cap.forward[0]):
+        g = fx_to_graph(gm, name="views", frontend="dynamo", stage="s")
+        assert not g.unknown_ops()
+        for level in ("composite", "primitive"):
+            g = fx_to_graph(gm, name="views", frontend="dynamo", stage="s", level=level)
+            assert max_error(interpret(g, cap.example_inputs[0]), want) < 1e-4, level
+    ops = fx_to_graph(cap.dynamo[0], name="views", frontend="dynamo", stage="s").op_counts()
+    assert ops["slice"] >= 5 and ops["gather"] == 1 and ops["iota"] == 1
+
+
+def test_unknown_ops_are_kept_by_native_name():
+    class Loss(nn.Module):
+        def forward(self, logits, target):
+            return F.cross_entropy(logits, target)
+
+    cap = capture(Loss(), (torch.randn(4, 10), torch.tensor([1, 2, 3, 4])))
+    dyn = fx_to_graph(cap.dynamo[0], name="loss", frontend="dynamo", stage="s")
+    assert dict(dyn.unknown_ops()) == {"unknown:torch.nn.functional.cross_entropy": 1}
+    aot = fx_to_graph(cap.forward[0], name="loss", frontend="dynamo", stage="s")
+    assert "unknown:aten.nll_loss_forward" in aot.unknown_ops()
+    assert aot.op_counts()["log_softmax"] == 1
+
+
+def test_functional_collectives_map_to_canonical_ops():
+    """A hand-built ATen graph (no process group needed) with the ops the joint graphs use."""
+    c10d = torch.ops._c10d_functional
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    x.meta["val"] = torch.empty(4, 8)
+
+    def call(target, args, shape):
+        n = graph.call_function(target, args)
+        n.meta["val"] = torch.empty(shape)
+        return n
+
+    gathered = call(c10d.all_gather_into_tensor.default, (x, 2, "g0"), (8, 8))
+    gathered = call(c10d.wait_tensor.default, (gathered,), (8, 8))
+    scattered = call(c10d.reduce_scatter_tensor.default, (gathered, "sum", 2, "g0"), (4, 8))
+    reduced = call(c10d.all_reduce.default, (call(c10d.wait_tensor.default, (scattered,), (4, 8)), "avg", "g0"), (4, 8))
+    swapped = call(c10d.all_to_all_single.default, (reduced, [2, 2], [2, 2], "g0"), (4, 8))
+    graph.output((call(c10d.wait_tensor.default, (swapped,), (4, 8)),))
+    g = fx_to_graph(torch.fx.GraphModule(nn.Module(), graph), name="c", frontend="dynamo", stage="s")
+    want = ["all_gather", "wait", "reduce_scatter", "wait", "all_reduce", "all_to_all", "wait"]
+    assert [n.op for n in g.nodes] == want
+    assert g.nodes[0].attrs == {"group_size": 2, "group_name": "g0"}
+    assert g.nodes[2].attrs["reduce_op"] == "sum" and g.nodes[2].inputs == [g.nodes[1].outputs[0].name]
+
+
+def test_inductor_online_softmax_statistics_expand_to_amax_sub_exp_sum():
+    """prims.prepare_softmax_online, which Inductor's post-grad graphs hold on CUDA."""
+    import torch._inductor.inductor_prims  # noqa: F401  (registers the prim)
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    x.meta["val"] = torch.empty(4, 6)
+    stats = graph.call_function(torch.ops.prims.prepare_softmax_online.default, (x, -1))
+    stats.meta["val"] = (torch.empty(4, 1), torch.empty(4, 1))
+    outs = []
+    for i in range(2):
+        outs.append(graph.call_function(operator.getitem, (stats, i)))
+        outs[-1].meta["val"] = torch.empty(4, 1)
+    graph.output(tuple(outs))
+    g = fx_to_graph(torch.fx.GraphModule(nn.Module(), graph), name="s", frontend="dynamo", stage="s")
+    assert [n.op for n in g.nodes] == ["amax", "sub", "exp", "sum"]
+    t = torch.randn(4, 6, dtype=torch.float64)
+    row_max, total = interpret(g, [t])
+    torch.testing.assert_close(row_max, t.amax(1, keepdim=True))
+    torch.testing.assert_close(total, (t - row_max).exp().sum(1, keepdim=True))
+
+
+def test_multi_output_values_take_their_getitem_names():
+    graph = acquire("block", "fwd").stage("aot.forward").common()
+    ln = next(n for n in graph.nodes if n.op == "layer_norm")
+    produced = {o.name for n in graph.nodes for o in n.outputs}
+    assert ln.outputs[0].name.startswith("getitem")
+    used = {a for n in graph.nodes for a in n.value_inputs()}
+    assert used <= produced | {t.name for t in graph.inputs}
+    assert not any("getitem" in n.native for n in graph.nodes)
