@@ -1,0 +1,137 @@
+"""JAX frontend: the workload's JAX twin as a jaxpr, its gradient jaxpr, StableHLO and optimized HLO.
+
+The traced function is `irlens.models.jax_run.results_fn` (the same one the xla backend
+runs), applied to the torch module's weights: forward outputs in fwd mode, value_and_grad
+over parameters and floating inputs in fwdbwd mode.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Stage, Unavailable
+from irlens.workload import MODES, Instance
+
+
+def jax_device(device: str):
+    """irlens device name (cpu, cuda, cuda:1) -> the jax device; `Unavailable` if JAX has none."""
+    import jax
+
+    platform, _, index = device.partition(":")
+    try:
+        return jax.devices("gpu" if platform == "cuda" else platform)[int(index or 0)]
+    except (RuntimeError, IndexError) as e:
+        raise Unavailable(f"JAX has no {device} device here: {e}") from e
+
+
+@dataclass
+class JaxProgram:
+    """A workload's JAX function for one mode, with its arguments and flat input/output names."""
+
+    fn: Callable  # (params, inputs) -> {result name: array}
+    args: tuple  # (params dict, inputs tuple), on the instance's device
+    input_names: list[str]  # one per flattened argument leaf: parameter names, input<i>
+    output_names: list[str]  # one per flattened result leaf: out0.., loss, grad:...
+
+
+def jax_program(inst: Instance, mode: str) -> JaxProgram:
+    import jax
+
+    from irlens.models.jax_run import results_fn
+
+    fn = results_fn(inst, mode)
+    args = jax.device_put((inst.jax_params(), inst.jax_inputs()), jax_device(inst.device))
+    leaves, _ = jax.tree_util.tree_flatten_with_path(args)
+    out_shape = jax.eval_shape(fn, *args)
+    outs, _ = jax.tree_util.tree_flatten_with_path(out_shape)
+    return JaxProgram(fn, args, [_leaf_name(path) for path, _ in leaves], [_leaf_name(path[-1:]) for path, _ in outs])
+
+
+# torch computes float32 matmuls in full float32 unless TF32 is switched on; XLA's default
+# precision on GPU is TF32-like. The twin is traced at the torch default so the comparison is
+# between compilers, not precisions.
+MATMUL_PRECISION = "highest"
+
+
+def lower(program: JaxProgram):
+    """`jax.jit(program.fn).lower(...)` at `MATMUL_PRECISION`: what the xla backend compiles."""
+    import jax
+
+    with jax.default_matmul_precision(MATMUL_PRECISION):
+        return jax.jit(program.fn).lower(*program.args)
+
+
+def _leaf_name(path) -> str:
+    """(SequenceKey(0), DictKey('proj.weight')) -> proj.weight; (SequenceKey(1), SequenceKey(2)) -> input2."""
+    import jax
+    from jax.tree_util import DictKey, SequenceKey
+
+    last = path[-1]
+    if isinstance(last, DictKey):
+        return str(last.key)
+    if isinstance(last, SequenceKey):
+        return f"input{last.idx}"
+    return jax.tree_util.keystr(path)
+
+
+class JaxFrontend(Frontend):
+    name = "jax"
+    description = "JAX twin: make_jaxpr (forward, value_and_grad), StableHLO, XLA-optimized HLO"
+
+    def availability(self) -> Availability:
+        try:
+            import jax  # noqa: F401
+        except ImportError as e:
+            return Availability(False, f"jax is not installed: {e}")
+        return Availability(True)
+
+    def default_stage(self, mode: str) -> str:
+        return "jax.grad" if mode == "fwdbwd" else "jax.jaxpr"
+
+    def acquire(self, inst: Instance, mode: str) -> Acquisition:
+        import jax
+
+        from irlens.ir_adapters.hlo import hlo_to_graph, stablehlo_to_graph
+        from irlens.ir_adapters.jaxpr import jaxpr_to_graph
+
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
+        inst.jax_fn()  # raises NoJaxTwin for a workload without one
+        stages: dict[str, Stage] = {}
+
+        def jaxpr_stage(stage: str, description: str, program: JaxProgram, backward: bool) -> Stage:
+            closed = jax.make_jaxpr(program.fn)(*program.args)
+            to_common = _by_level(lambda level: jaxpr_to_graph(closed, name=inst.name, stage=stage, level=level,
+                                                               input_names=program.input_names))
+            return Stage(stage, description, str(closed), to_common, closed, backward)
+
+        forward = jax_program(inst, "fwd")
+        stages["jax.jaxpr"] = jaxpr_stage("jax.jaxpr", "make_jaxpr of the forward", forward, False)
+        program = forward
+        if mode == "fwdbwd":
+            program = jax_program(inst, "fwdbwd")
+            stages["jax.grad"] = jaxpr_stage("jax.grad", "make_jaxpr of value_and_grad over params and floating inputs",
+                                             program, True)
+
+        what = "value_and_grad" if mode == "fwdbwd" else "forward"
+        lowered = lower(program)
+        module = lowered.compiler_ir("stablehlo")
+        stages["jax.stablehlo"] = Stage(
+            "jax.stablehlo", f"StableHLO of the jitted {what} function", lowered.as_text(),
+            _by_level(lambda level: stablehlo_to_graph(module, name=inst.name, level=level)), module, mode == "fwdbwd")
+        compiled = lowered.compile()
+        hlo_module = compiled.runtime_executable().hlo_modules()[0]
+        stages["jax.hlo"] = Stage(
+            "jax.hlo", f"XLA-optimized HLO of the {what} function after compile() for {inst.device}", compiled.as_text(),
+            _by_level(lambda level: hlo_to_graph(hlo_module, name=inst.name, level=level)), hlo_module, mode == "fwdbwd")
+        notes = {"outputs": program.output_names, "inputs": program.input_names}
+        return Acquisition(self.name, inst.name, mode, stages, notes)
+
+
+def _by_level(build: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`build` memoized per level: reports and tests read a stage's common view repeatedly."""
+    return functools.cache(build)
+
+
+FRONTENDS.register(JaxFrontend())
