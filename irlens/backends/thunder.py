@@ -1,0 +1,256 @@
+"""Thunder's fusing executors as backends: `thunder+torchcompile` and `nvfuser`.
+
+Both run `thunder.jit(module, executors=[<fusion executor>, *defaults])` and read the
+execution traces that ran (the final forward trace, and in fwdbwd the final backward one).
+Each top-level bound symbol of those traces is what ran: a fusion region (`TorchCompileN`,
+`nvFusionN`) is a fused kernel covering the common-view nodes of the ops it fused; an op
+outside any region is one library/extern call covering its own nodes.
+
+What happens inside a region is the fusion executor's business, and each says as much as it can:
+- torchcompile hands the region to torch.compile; Inductor may split it into several kernels
+  (C++ on the CPU, Triton on CUDA) and calls extern GEMMs. Their names, and the generated
+  code, are recorded per region (`notes["inductor_kernels"]`, `Kernel.source`); which region
+  ops each Inductor kernel holds is not mapped.
+- nvFuser may run a region as several segments; each segment is one Kernel, with the time
+  and bytes nvFuser's profiler reports (`irlens.ir_adapters.nvfuser`). Which of the region's
+  ops a segment holds is not exposed, so the region's nodes are listed once, on its first
+  segment with a generated kernel (each node stays in exactly one kernel), and
+  `notes["nvfuser_segments"]` says which regions were split and into how many.
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+
+from irlens.backends.base import BACKENDS, Backend, BackendRun, measure
+from irlens.frontends.base import Availability, Unavailable
+from irlens.frontends.thunder import executor_names, final_traces, import_thunder_or_raise
+from irlens.ir import Graph, Kernel
+from irlens.ir_adapters.thunder_trace import ExecutionGroup, trace_to_graph_and_groups
+from irlens.ops import COMPOSITE, category
+from irlens.workload import Instance, run_eager
+
+# Fusion executors: a backend uses one and keeps the others out of its executor list, so
+# the fusions it reports are its own.
+_FUSION_EXECUTORS = {"torchcompile", "nvfuser"}
+
+
+class RegionRecorder:
+    """Per run: wraps the first (compiling) call to watch it, and says which kernels each fusion
+    region ran as. This default reports each region as one fused kernel."""
+
+    def __init__(self, backend: str):
+        self.backend = backend
+
+    def watch_first_call(self, call):
+        return call
+
+    def region_kernels(self, group: ExecutionGroup, graph: Graph) -> list[Kernel]:
+        return [Kernel(self.backend, group.name, "fused", list(group.node_ids), stage=graph.stage)]
+
+    def notes(self) -> dict:
+        return {}
+
+
+class ThunderBackend(Backend):
+    """thunder.jit with one fusion executor in front of Thunder's default executors."""
+
+    frontend = "thunder"
+    executor: str  # the fusion executor's name in thunder.extend
+    compile_options: dict = {}
+    recorder = RegionRecorder
+
+    def executors(self, thunder) -> list:
+        fusion = thunder.get_executor(self.executor)
+        if fusion is None:
+            raise Unavailable(f"Thunder has no {self.executor!r} executor here")
+        defaults = [ex for ex in thunder.get_default_executors() if ex.name not in _FUSION_EXECUTORS]
+        return [fusion, *defaults]
+
+    def run(self, inst: Instance, mode: str) -> BackendRun:
+        available = self.availability(inst.device)
+        if not available:
+            raise Unavailable(f"{self.name}: {available.reason}")
+        thunder = import_thunder_or_raise()
+        executors = self.executors(thunder)
+        jfn = thunder.jit(inst.module, executors=executors, **self.compile_options)
+        recorder = self.recorder(self.name)
+        results, compile_s, run_us = measure(recorder.watch_first_call(lambda: run_eager(jfn, inst, mode)), inst.device)
+
+        graphs: list[Graph] = []
+        kernels: list[Kernel] = []
+        for stage, trace in final_traces(thunder, jfn, mode):
+            graph, groups = trace_to_graph_and_groups(trace, name=inst.name, stage=stage)
+            graphs.append(graph)
+            for group in groups:
+                kernels += recorder.region_kernels(group, graph) if group.fusion else [outside_kernel(self.name, group, graph)]
+        notes = {"executors": executor_names(thunder, jfn), **recorder.notes()}
+        return BackendRun(results, compile_s, run_us, kernels, graphs, notes)
+
+
+def outside_kernel(backend: str, group: ExecutionGroup, graph: Graph) -> Kernel:
+    """An op the trace runs outside any fusion region: one call into torch (or another library)."""
+    ids = set(group.node_ids)
+    ops = {n.op for n in graph.nodes if n.id in ids}
+    if ops & {"matmul", "linear"}:
+        kind = "matmul"
+    elif any(category(op) == COMPOSITE for op in ops):
+        kind = "library"  # sdpa, layer_norm, ... as one library call
+    else:
+        kind = "extern"
+    return Kernel(backend, group.name, kind, list(group.node_ids), stage=graph.stage)
+
+
+# --- thunder+torchcompile ------------------------------------------------------------------------
+
+_INDUCTOR_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(", re.M)
+_EXTERN_CALL = re.compile(r"\b(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(")
+
+
+def inductor_kernel_names(code: str) -> list[str]:
+    """What an Inductor-generated module launches, in order: its own kernels (cpp_fused_*,
+    triton_*) and the extern / ATen calls of its `call()`."""
+    defined = set(_INDUCTOR_KERNEL_DEF.findall(code))
+    body = code[code.find("def call("):] if "def call(" in code else code
+    names = []
+    for line in body.splitlines():
+        line = line.strip()
+        if line.startswith("#"):
+            continue
+        head = line.split("(", 1)[0].removesuffix(".run")  # cpp kernels are called, triton ones .run()
+        if head in defined:
+            names.append(head)
+        else:
+            names += _EXTERN_CALL.findall(line)
+    return names
+
+
+class InductorRecorder(RegionRecorder):
+    """Captures the modules Inductor generates while the first call compiles the regions.
+
+    Regions compile in the order they first run (the forward trace's order, then the
+    backward's), one module each; modules are attributed to regions only when the counts
+    agree (identical modules are reported once, which breaks the correspondence)."""
+
+    def __init__(self, backend: str):
+        super().__init__(backend)
+        self.codes: list[str] = []
+        self.regions: list[tuple[str, Kernel]] = []
+
+    def watch_first_call(self, call):
+        from torch._inductor.utils import run_and_get_code
+
+        def watched():
+            if self.codes:
+                return call()
+            result, self.codes = run_and_get_code(call)
+            return result
+
+        return watched
+
+    def region_kernels(self, group: ExecutionGroup, graph: Graph) -> list[Kernel]:
+        kernels = super().region_kernels(group, graph)
+        self.regions.append((f"{graph.stage}/{group.name}", kernels[0]))
+        return kernels
+
+    def notes(self) -> dict:
+        if len(self.codes) != len(self.regions):
+            return {"inductor_kernels": None,
+                    "inductor_note": f"{len(self.codes)} Inductor modules for {len(self.regions)} regions: not attributed"}
+        per_region = {}
+        for (key, kernel), code in zip(self.regions, self.codes):
+            kernel.source = code
+            per_region[key] = inductor_kernel_names(code)
+        return {"inductor_kernels": per_region}
+
+
+class ThunderTorchCompileBackend(ThunderBackend):
+    name = "thunder+torchcompile"
+    executor = "torchcompile"
+    description = ("Thunder with its torchcompile fusion executor: each fusion region is compiled by "
+                   "torch.compile (Inductor: C++ on the CPU, Triton on CUDA)")
+    recorder = InductorRecorder
+
+    def availability(self, device: str) -> Availability:
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            return Availability(False, "no CUDA device visible to torch")
+        try:
+            import_thunder_or_raise()
+        except Unavailable as e:
+            return Availability(False, str(e))
+        return Availability(True)
+
+
+# --- nvFuser --------------------------------------------------------------------------------------
+
+class NvFuserRecorder(RegionRecorder):
+    """One kernel per nvFuser segment of a region, with the time and bytes nvFuser's profiler
+    reports. nvFuser does not say which of the region's ops each segment holds: the first
+    segment with a generated kernel lists the region's nodes, the others none."""
+
+    def __init__(self, backend: str):
+        super().__init__(backend)
+        self.segmented: dict[str, int] = {}
+        self.not_profiled: dict[str, str] = {}
+
+    def region_kernels(self, group: ExecutionGroup, graph: Graph) -> list[Kernel]:
+        from irlens.ir_adapters.nvfuser import NotProfiled, definition_text, profile_segments
+
+        region = f"{graph.stage}/{group.name}"
+        source = definition_text(group.bsym)
+        try:
+            segments = profile_segments(group.bsym)
+        except NotProfiled as e:  # the region as one fused kernel, and why no more is known
+            self.not_profiled[region] = str(e)
+            return [Kernel(self.backend, group.name, "fused", list(group.node_ids), stage=graph.stage, source=source)]
+        if len(segments) > 1:
+            self.segmented[region] = len(segments)
+        owner = next((s for s in segments if s.generated), segments[0])
+        return [
+            Kernel(self.backend, f"{group.name}/{s.name}", _segment_kind(s), list(group.node_ids) if s is owner else [],
+                   stage=graph.stage, time_us=s.time_us, bytes=s.bytes, source=source)
+            for s in segments
+        ]
+
+    def notes(self) -> dict:
+        notes = {"nvfuser_segments": self.segmented}
+        if self.not_profiled:
+            notes["nvfuser_not_profiled"] = self.not_profiled
+        return notes
+
+
+def _segment_kind(segment) -> str:
+    if not segment.generated:
+        return "extern"  # run by nvFuser's expression evaluator (an ATen call, or aliasing only)
+    return "matmul" if segment.scheduler == "matmul" else "fused"
+
+
+class NvFuserBackend(ThunderBackend):
+    name = "nvfuser"
+    executor = "nvfuser"
+    description = "Thunder with its nvFuser executor (CUDA): fusion regions become nvFuser fusions, segmented by nvFuser"
+    devices = ("cuda",)
+    compile_options = {"nv_store_fusion_inputs": True}  # the profiler reruns each region on its inputs
+    recorder = NvFuserRecorder
+
+    def availability(self, device: str) -> Availability:
+        if not device.startswith("cuda"):
+            return Availability(False, f"nvFuser needs CUDA; asked for device {device!r}")
+        if not torch.cuda.is_available():
+            return Availability(False, "nvFuser needs CUDA; no GPU here")
+        try:
+            import nvfuser_direct  # noqa: F401
+        except ImportError as e:
+            return Availability(False, f"nvFuser is not importable: {e}")
+        try:
+            thunder = import_thunder_or_raise()
+        except Unavailable as e:
+            return Availability(False, str(e))
+        if thunder.get_executor("nvfuser") is None:
+            return Availability(False, "Thunder did not register its nvFuser executor (nvFuser older than it needs?)")
+        return Availability(True)
+
+
+BACKENDS.register(ThunderTorchCompileBackend())
+BACKENDS.register(NvFuserBackend())

@@ -1,0 +1,110 @@
+"""The Lightning Thunder frontend: every trace `thunder.jit` keeps, forward and backward.
+
+`thunder.last_traces(jfn)` lists the computation traces of the last compile: the trace the
+interpreter acquired, then one per transform (return wrapping, DCE, the grad transform, ...)
+up to the final execution trace. With inputs that require grad, `thunder.last_backward_traces`
+holds the backward's. Each becomes a stage `thunder.trace[i]` / `thunder.backward[i]`.
+"""
+from __future__ import annotations
+
+import re
+
+from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Stage, Unavailable
+from irlens.ir_adapters.thunder_trace import trace_to_graph
+from irlens.workload import Instance, run_eager
+
+
+def import_thunder_or_raise():
+    from irlens._compat import import_thunder
+
+    try:
+        return import_thunder()
+    except ImportError as e:
+        raise Unavailable(f"lightning-thunder is not importable: {e}") from e
+
+
+def executor_names(thunder, jfn) -> list[str]:
+    """The executors a jitted function ran with, in priority order (not Thunder's ad hoc ones)."""
+    return [ex.name for ex in thunder.compile_data(jfn).executors_list if not ex.name.startswith("__")]
+
+
+def traces(thunder, jfn, mode: str) -> list[tuple[str, list]]:
+    """(stage-name prefix, traces) of the last compile of `jfn`: forward, and backward in fwdbwd."""
+    kept = [("thunder.trace", thunder.last_traces(jfn))]
+    if mode == "fwdbwd":
+        kept.append(("thunder.backward", thunder.last_backward_traces(jfn)))
+    return kept
+
+
+def final_traces(thunder, jfn, mode: str) -> list[tuple[str, object]]:
+    """(stage name, trace) of the execution traces that ran: the last forward and backward ones."""
+    return [(f"{prefix}[{len(kept) - 1}]", kept[-1]) for prefix, kept in traces(thunder, jfn, mode)]
+
+
+def trace_stages(thunder, jfn, workload: str, mode: str) -> dict[str, Stage]:
+    """Every trace of the last compile of `jfn` as a stage, forward then backward."""
+    stages: dict[str, Stage] = {}
+    for prefix, kept in traces(thunder, jfn, mode):
+        for i in range(len(kept)):
+            name = f"{prefix}[{i}]"
+            stages[name] = _stage(name, kept, i, workload, backward=prefix == "thunder.backward")
+    return stages
+
+
+def _stage(name: str, kept: list, index: int, workload: str, backward: bool) -> Stage:
+    trace = kept[index]
+
+    def to_common(level: str):
+        return trace_to_graph(trace, name=workload, frontend="thunder", stage=name, level=level)
+
+    return Stage(name, describe_trace(kept, index, backward), str(trace), to_common, native=trace, backward=backward)
+
+
+_TOOK = re.compile(r"\s*\(took \d+ milliseconds\)$")
+
+
+def describe_trace(kept: list, index: int, backward: bool) -> str:
+    """One line from the trace's provenance ("Constructed by Dead Code Elimination") and position."""
+    trace = kept[index]
+    provenance = trace.get_provenance()
+    what = _TOOK.sub("", provenance.pss) if provenance is not None else ""
+    if index == 0 and not backward:
+        text = "acquired: the computation trace Thunder's interpreter recorded (torch-level ops)"
+    else:
+        text = f"after {what}" if what else "transformed trace"
+    if index == len(kept) - 1:
+        text = f"final execution trace ({text})"
+    if backward:
+        text = f"backward: {text}"
+    earlier = next((j for j in range(index) if kept[j] is trace), None)
+    if earlier is not None:  # thunder lists a trace again when a pass (e.g. a sanity check) keeps it
+        text += f"; the same trace object as [{earlier}]"
+    return text
+
+
+class ThunderFrontend(Frontend):
+    name = "thunder"
+    description = "Lightning Thunder: thunder.jit traces, from the acquired trace to the execution traces"
+
+    def availability(self) -> Availability:
+        from irlens._compat import import_thunder
+
+        try:
+            import_thunder()
+        except ImportError as e:
+            return Availability(False, str(e))
+        return Availability(True)
+
+    def acquire(self, inst: Instance, mode: str) -> Acquisition:
+        thunder = import_thunder_or_raise()
+        jfn = thunder.jit(inst.module)
+        run_eager(jfn, inst, mode)  # one call (with the backward in fwdbwd) makes the traces
+        stages = trace_stages(thunder, jfn, inst.name, mode)
+        notes = {"executors": executor_names(thunder, jfn)}
+        return Acquisition(self.name, inst.name, mode, stages, notes)
+
+    def default_stage(self, mode: str) -> str:
+        return "thunder.trace[0]" if mode == "fwd" else "thunder.backward[0]"
+
+
+FRONTENDS.register(ThunderFrontend())

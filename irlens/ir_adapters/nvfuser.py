@@ -1,0 +1,82 @@
+"""nvFuser's view of a Thunder fusion region: the segments (kernels) it ran the region as.
+
+Thunder's nvFuser executor turns each fusion region (`nvFusionN`) into an nvFuser
+`FusionDefinition`, held by a `FusionDefinitionWrapper` in the region's call context. nvFuser
+may segment one definition into several kernels (a reduction and the pointwise work around
+it, say). Its profiler reports them: `nvfuser_direct.PythonProfiler`, entered around an
+execution, gives `profile.segments` (how many) and `profile.kernel_profiles` (one per kernel:
+`name`, `segment_id`, `scheduler`, `time_ms`, `input_bytes`, `output_bytes`). A segment
+nvFuser generates no kernel for (its expression evaluator runs it: an ATen call, or only
+aliasing) comes with an empty name and zero time and bytes.
+
+Which of the region's ops each segment holds is not exposed; `irlens.backends.thunder` says
+how segments are mapped onto the region's nodes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One segment nvFuser ran a fusion region as."""
+
+    index: int  # position among the region's segments
+    name: str  # the CUDA kernel's name; for a segment without one, segment<index>[:<scheduler>]
+    scheduler: str  # pointwise, reduction, inner_persistent, matmul, expr_eval, ...
+    generated: bool  # nvFuser generated a kernel for it (else its expression evaluator ran it:
+    #                  an ATen call or only aliasing, which the profiler does not time)
+    time_us: float | None
+    bytes: int | None  # input + output bytes the profiler counted
+
+
+def fusion_wrapper(bsym) -> Any:
+    """The `FusionDefinitionWrapper` a Thunder nvFusion bound symbol calls."""
+    return bsym._call_ctx[bsym.sym.name]
+
+
+def definition_text(bsym) -> str:
+    """The nvFuser definition of the region as nvFuser prints it (its Python frontend form)."""
+    fd = fusion_wrapper(bsym).last_used
+    return "" if fd is None else repr(fd)
+
+
+class NotProfiled(RuntimeError):
+    """nvFuser's profiler reported nothing for a region; the message says why."""
+
+
+def profile_segments(bsym) -> list[Segment]:
+    """Run the region's fusion once more under nvFuser's profiler and read its segments.
+
+    The inputs are the region's last ones, which Thunder keeps when the compile option
+    `nv_store_fusion_inputs=True` is set. The run goes through Thunder's own wrapper, so the
+    definition, device and options are the ones the workload ran with.
+    """
+    import nvfuser_direct
+
+    wrapper = fusion_wrapper(bsym)
+    if wrapper.last_inputs is None:
+        raise NotProfiled("Thunder kept no inputs for the region (compile option nv_store_fusion_inputs)")
+    try:
+        with nvfuser_direct.PythonProfiler() as prof:
+            wrapper(*wrapper.last_inputs)
+        kernel_profiles = list(prof.profile.kernel_profiles)
+    except Exception as e:
+        # nvFuser leaves its profiler running when an execution throws; the next one would fail.
+        reset = getattr(nvfuser_direct, "reset_profiler", None)
+        if reset is not None:
+            reset()
+        raise NotProfiled(f"nvFuser's profiler failed: {type(e).__name__}: {e}") from e
+    if not kernel_profiles:
+        raise NotProfiled("nvFuser's profiler recorded no kernels")
+    return [_segment(index, kp) for index, kp in enumerate(kernel_profiles)]
+
+
+def _segment(index: int, kp) -> Segment:
+    # Profiles come in segment order; a segment without a kernel reports segment_id 0, so the
+    # position is the index.
+    scheduler = str(kp.scheduler or "")
+    if not kp.name:  # no generated kernel: reported with an empty name and zero time and bytes
+        return Segment(index, f"segment{index}" + (f":{scheduler}" if scheduler else ""), scheduler, False, None, None)
+    return Segment(index, str(kp.name), scheduler, True, float(kp.time_ms) * 1e3, int(kp.input_bytes + kp.output_bytes))

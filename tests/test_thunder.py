@@ -1,0 +1,182 @@
+"""The Thunder frontend and the trace adapter: stages, op multisets, and faithfulness (every
+common view, run by the float64 interpreter, reproduces eager torch)."""
+from __future__ import annotations
+
+import functools
+from collections import Counter
+
+import pytest
+import torch
+
+from irlens.frontends import get_frontend
+from irlens.frontends.base import FRONTENDS
+from irlens.interpret import interpret
+from irlens.ir import Graph
+from irlens.ir_adapters.thunder_trace import trace_to_graph
+from irlens.workload import MODES, as_tuple, get_workload, workload_names
+
+pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reason="lightning-thunder not importable")
+
+GELU_FORMULA_OPS = Counter({"mul": 4, "pow": 1, "add": 2, "tanh": 1})
+# The backward Thunder derives for the formula: d/dx x**3 is 3 * x**2 (a second pow), and
+# d/dx tanh(u) is 1 - tanh(u)**2 (the sub and one more mul).
+GELU_FORMULA_BACKWARD_OPS = Counter({"mul": 9, "pow": 1, "add": 2, "sub": 1})
+
+
+@functools.cache
+def instance(name: str):
+    return get_workload(name).instantiate("tiny")
+
+
+@functools.cache
+def acquire(name: str, mode: str):
+    """Each workload and mode is traced once per test session."""
+    return get_frontend("thunder").acquire(instance(name), mode)
+
+
+def trace_params(inst) -> dict[str, torch.nn.Parameter]:
+    """The module's parameters by the names thunder.jit gives them: `t_<path with underscores>`."""
+    return {"t_" + n.replace(".", "_"): p for n, p in inst.module.named_parameters()}
+
+
+def trace_arg_values(inst, trace, requires_grad: bool = False) -> dict[str, torch.Tensor]:
+    """Values of a computation trace's arguments: the user's inputs in order, and the parameters."""
+    params = trace_params(inst)
+    user = [a.name for a in trace.args if a.name not in params]
+    return {**params, **dict(zip(user, inst.fresh_inputs(requires_grad=requires_grad)))}
+
+
+def run_graph(graph: Graph, values: dict) -> dict:
+    missing = [t.name for t in graph.inputs if t.name not in values]
+    assert not missing, f"no value for graph inputs {missing}"
+    return dict(zip(graph.outputs, interpret(graph, [values[t.name] for t in graph.inputs])))
+
+
+def test_frontend_is_registered():
+    frontend = get_frontend("thunder")
+    assert FRONTENDS.get("thunder") is frontend
+    assert frontend.default_stage("fwd") == "thunder.trace[0]"
+    assert frontend.default_stage("fwdbwd") == "thunder.backward[0]"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", workload_names())
+def test_every_stage_dumps(name, mode):
+    acq = acquire(name, mode)
+    assert acq.stages, "no stages"
+    assert get_frontend("thunder").default_stage(mode) in acq.stages
+    names = list(acq.stages)
+    assert names[0] == "thunder.trace[0]" and "acquired" in acq.stages[names[0]].description
+    forward = [s for s in acq.stages.values() if not s.backward]
+    assert forward[-1].description.startswith("final execution trace")
+    assert any(s.backward for s in acq.stages.values()) == (mode == "fwdbwd")
+    for stage in acq.stages.values():
+        assert stage.native_text.strip() and stage.description
+        graph = stage.common()
+        assert graph.stage == stage.name and graph.frontend == "thunder" and graph.level == "composite"
+        assert graph.nodes and graph.inputs and graph.outputs
+        assert Graph.from_json(graph.to_json()).to_json() == graph.to_json()
+        assert stage.name in graph.to_text()
+        # built-in workloads use only ops the tables know
+        assert not graph.unknown_ops(), f"{stage.name}: {dict(graph.unknown_ops())}"
+        defined = {t.name for t in graph.inputs} | {o.name for n in graph.nodes for o in n.outputs}
+        assert all(v in defined for n in graph.nodes for v in n.value_inputs()), stage.name
+        assert all(o in defined for o in graph.outputs), stage.name
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gelu_formula_ops(mode):
+    acq = acquire("gelu", mode)
+    forward = [s for s in acq.stages.values() if not s.backward]
+    assert forward[0].common().compute_op_counts() == GELU_FORMULA_OPS
+    # the forward part keeps the formula through every trace; the grad transform's trace also
+    # holds the backward, so it is the one exception in fwdbwd mode
+    for stage in forward:
+        if "Grad transform" not in stage.description:
+            assert stage.common().compute_op_counts() == GELU_FORMULA_OPS, stage.name
+    if mode == "fwdbwd":
+        assert acq.stages["thunder.backward[0]"].common().compute_op_counts() == GELU_FORMULA_BACKWARD_OPS
+
+
+def test_attention_keeps_sdpa():
+    fwd = acquire("attention", "fwd")
+    for stage in fwd.stages.values():
+        assert stage.common().op_counts()["sdpa"] == 1, stage.name
+    # With grad, Thunder's grad transform decomposes sdpa unless an executor claims it. The sdpa
+    # executor runs on CUDA only, so on the CPU the split forward and the backward are matmuls.
+    fwdbwd = acquire("attention", "fwdbwd")
+    assert fwdbwd.stages["thunder.trace[0]"].common().op_counts()["sdpa"] == 1
+    final_forward = [s for s in fwdbwd.stages.values() if not s.backward][-1].common().op_counts()
+    assert final_forward["sdpa"] == 0 and final_forward["matmul"] == 2 and final_forward["softmax"] == 1
+    backward = fwdbwd.stages["thunder.backward[0]"].common().op_counts()
+    assert backward["sdpa_backward"] == 0 and backward["matmul"] == 4  # dV, dP, dQ, dK
+
+
+@pytest.mark.gpu
+def test_attention_sdpa_backward_on_cuda():
+    inst = get_workload("attention").instantiate("tiny", device="cuda")
+    acq = get_frontend("thunder").acquire(inst, "fwdbwd")
+    final_forward = [s for s in acq.stages.values() if not s.backward][-1].common().op_counts()
+    assert final_forward["sdpa"] == 1
+    assert acq.stages["thunder.backward[0]"].common().op_counts()["sdpa_backward"] == 1
+
+
+@pytest.mark.parametrize("name", workload_names())
+def test_forward_stages_reproduce_eager(name):
+    """Every forward trace of fwd mode, as a common view (both levels for the acquired one),
+    computes the module's outputs."""
+    inst = instance(name)
+    with torch.no_grad():
+        want = as_tuple(inst.module(*inst.fresh_inputs(requires_grad=False)))
+    for stage in acquire(name, "fwd").stages.values():
+        values = trace_arg_values(inst, stage.native)
+        levels = ("composite", "primitive") if stage.name == "thunder.trace[0]" else ("composite",)
+        for level in levels:
+            graph = stage.common(level)
+            got = run_graph(graph, values)
+            for out, ref in zip(graph.outputs, want):
+                torch.testing.assert_close(got[out], ref.double(), rtol=1e-4, atol=1e-5, msg=f"{stage.name} {level}")
+
+
+@pytest.mark.parametrize("name", ["gelu", "block"])
+def test_split_forward_and_backward_reproduce_autograd(name):
+    """The final forward trace (outputs + saved tensors) chained into the backward trace gives
+    torch autograd's gradients: saved values and cotangents flow by name between the views."""
+    inst = instance(name)
+    acq = acquire(name, "fwdbwd")
+    forward = [s for s in acq.stages.values() if not s.backward][-1]
+    backward = acq.stages["thunder.backward[0]"]
+
+    args = [a.name for a in forward.native.args]
+    leaves = trace_arg_values(inst, forward.native, requires_grad=True)
+    outputs = as_tuple(inst.module(*[leaves[n] for n in args if n not in trace_params(inst)]))
+    loss = inst.loss(outputs)
+    cotangents = torch.autograd.grad(loss, outputs, retain_graph=True)
+    want = torch.autograd.grad(loss, [leaves[n] for n in args if leaves[n].requires_grad])
+
+    env = run_graph(forward.common(), {n: v.detach() for n, v in leaves.items()})
+    bwd_graph = backward.common()
+    fresh = [t.name for t in bwd_graph.inputs if t.name not in env]
+    assert len(fresh) == len(cotangents)
+    env.update(zip(fresh, cotangents))
+    got = run_graph(bwd_graph, env)
+    returned = backward.native.bound_symbols[-1].args[0]  # one gradient (or None) per forward argument
+    grads = [got[g.name] for g in returned if g is not None]
+    assert len(grads) == len(want)
+    for g, w in zip(grads, want):
+        torch.testing.assert_close(g, w.double(), rtol=1e-4, atol=1e-5)
+
+
+def test_unknown_op_is_kept():
+    from irlens._compat import import_thunder
+
+    thunder = import_thunder()
+
+    def fn(x):
+        return torch.flip(torch.clamp(x, -1.0, 1.0), (0,)) * 2
+
+    jfn = thunder.jit(fn)
+    jfn(torch.randn(4, 3))
+    graph = trace_to_graph(thunder.last_traces(jfn)[0], name="flip", stage="thunder.trace[0]")
+    assert graph.op_counts() == Counter({"unknown:ltorch.clamp": 1, "unknown:ltorch.flip": 1, "mul": 1})
+    assert graph.nodes[-1].inputs[1] == 2  # the scalar operand stays a literal
