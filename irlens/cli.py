@@ -34,7 +34,10 @@ def resolve_workload(ref: str):
     if ":" in ref and ref.split(":", 1)[0].endswith(".py"):
         from irlens.user_workload import load_workload_ref
 
-        return load_workload_ref(ref)
+        try:
+            return load_workload_ref(ref)
+        except ValueError as e:  # BadReference: missing file, missing name, not a Workload
+            raise UsageError(str(e)) from None
     from irlens.workload import get_workload
 
     try:

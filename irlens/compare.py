@@ -21,19 +21,22 @@ import sys
 import tempfile
 import threading
 import traceback
-import types
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from irlens import _callable_submodule
 from irlens.backends.base import BACKENDS, Backend, BackendRun
 from irlens.frontends.base import Unavailable
-from irlens.numerics import check_jax_twin, compare_results, tolerance
+from irlens.ir import Graph, Kernel
+from irlens.numerics import TwinMismatch, check_jax_twin, compare_results, tolerance
+from irlens.ops import is_compute
 from irlens.registry import UnknownName
-from irlens.user_workload import absolute_reference, load_object, resolve_workload
-from irlens.workload import DTYPES, MODES, PRESETS, Workload, run_eager, workload_names
+from irlens.user_workload import absolute_reference, load_object, reference_of, resolve_workload
+from irlens.workload import DTYPES, MODES, PRESETS, Instance, Workload, run_eager, workload_names
 
 STATUSES = ("ok", "mismatch", "failed", "unavailable")
 DEVICES = ("cpu", "cuda")
@@ -59,33 +62,63 @@ class Plan:
     preset: str
     dtype: str | None
 
+    @property
+    def isolatable(self) -> bool:
+        """Whether a worker process can resolve every workload."""
+        return not any(k.startswith("<object>:") for k in self.workloads)
+
     def cells(self) -> list[Cell]:
         return [Cell(w, b, m) for w in self.workloads for m in self.modes for b in self.backends]
 
 
 # --- planning: every bad argument is found here, before anything runs ----------------------
 
-def load_extra_backends() -> None:
+def known_backends() -> dict[str, Backend]:
+    """The registered backends, plus the test-only ones named in the environment (never registered)."""
+    import irlens.backends  # noqa: F401  (registers the built-ins)
+
+    known = {b.name: b for b in BACKENDS}
     for ref in filter(None, os.environ.get(EXTRA_BACKENDS_ENV, "").split(",")):
         backend = load_object(ref)
         if not isinstance(backend, Backend):
             raise ValueError(f"{EXTRA_BACKENDS_ENV}: {ref} is a {type(backend).__name__}, not a Backend instance")
-        if backend.name not in BACKENDS:
-            BACKENDS.register(backend)
+        known.setdefault(backend.name, backend)
+    return known
 
 
-def all_backends() -> list[str]:
-    import irlens.backends  # noqa: F401  (registers the built-ins)
+def get_backend(name: str) -> Backend:
+    known = known_backends()
+    if name not in known:
+        raise UnknownName("backend", name, list(known))
+    return known[name]
 
-    load_extra_backends()
-    return BACKENDS.names()
 
-
-def _split(names: list[str] | None) -> list[str] | None:
-    """Accept both ["a", "b"] and ["a,b"] (a CLI may pass either)."""
+def _split(names: list[str] | str | None) -> list[str] | None:
+    """Accept ["a", "b"], ["a,b"] and "a,b" (a CLI may pass any)."""
     if names is None:
         return None
+    if isinstance(names, str):
+        names = [names]
     return [n.strip() for item in names for n in item.split(",") if n.strip()]
+
+
+def _workload_items(workloads) -> list[str | Workload]:
+    if workloads is None:
+        return workload_names()
+    if isinstance(workloads, (str, Workload)):
+        workloads = [workloads]
+    items = []
+    for item in workloads:
+        items += [item] if isinstance(item, Workload) else _split(item)
+    return items
+
+
+def workload_key(item: str | Workload) -> str:
+    """How a worker finds the workload: its name or reference; `<object>:NAME` when there is none
+    (a Workload built where no other process can import it; such a plan runs only in-process)."""
+    if isinstance(item, Workload):
+        return reference_of(item) or f"<object>:{item.name}"
+    return absolute_reference(item)
 
 
 def _check_choice(kind: str, value: str, choices) -> None:
@@ -95,8 +128,7 @@ def _check_choice(kind: str, value: str, choices) -> None:
 
 def plan_matrix(workloads, backends, modes, device, preset, dtype) -> Plan:
     """Resolve and validate every argument; raises UnknownName or ValueError (exit 2) on a bad one."""
-    backend_names = _split(backends) or all_backends()
-    all_backends()
+    backend_names = _split(backends) or list(known_backends())
     modes = _split(modes) or list(MODES)
     for mode in modes:
         _check_choice("mode", mode, MODES)
@@ -107,11 +139,11 @@ def plan_matrix(workloads, backends, modes, device, preset, dtype) -> Plan:
     if dtype is not None:
         _check_choice("dtype", dtype, DTYPES)
     resolved = {}
-    for ref in _split(workloads) or workload_names():
-        wl = resolve_workload(ref)
+    for item in _workload_items(workloads):
+        wl = item if isinstance(item, Workload) else resolve_workload(item)
         wl.cfg(preset)  # raises if this workload has no such preset
-        resolved[absolute_reference(ref)] = wl
-    return Plan(resolved, {b: BACKENDS.get(b) for b in dict.fromkeys(backend_names)}, modes, device, preset, dtype)
+        resolved[workload_key(item)] = wl
+    return Plan(resolved, {b: get_backend(b) for b in dict.fromkeys(backend_names)}, modes, device, preset, dtype)
 
 
 # --- one cell ----------------------------------------------------------------------------
@@ -120,39 +152,74 @@ def new_row(workload: str, mode: str, backend: Backend, **fields) -> dict:
     row = {
         "workload": workload, "mode": mode, "frontend": backend.frontend, "backend": backend.name,
         "status": "failed", "reason": "", "max_rel_err": None, "tol": None, "compile_s": None, "run_us": None,
-        "kernels": [], "kernel_count": None, "per_result": {}, "stage": "", "detail": "", "notes": {},
+        "kernels": [], "kernel_count": None, "per_result": {}, "phase": "", "detail": "", "notes": {},
+        "graphs": {}, "coverage": None,
     }
     row.update(fields)
     return row
 
 
-def failed(row: dict, stage: str, reason: str, detail: str = "") -> dict:
-    row.update(status="failed", stage=stage, reason=reason, detail=detail)
+def failed(row: dict, phase: str, reason: str, detail: str = "") -> dict:
+    """Mark `row` failed in `phase` (reference, availability, instantiate, run, compare, worker)."""
+    row.update(status="failed", phase=phase, reason=reason, detail=detail)
     return row
 
 
+@dataclass
+class Reference:
+    """What the cells of one workload x mode are checked against, and the weights and inputs
+    they run on: a worker is handed these, so a workload whose weights are drawn at random when
+    its file loads still computes on the same numbers in every process."""
+
+    results: dict[str, torch.Tensor]  # float64 eager results, named like run_eager's
+    state: dict[str, torch.Tensor]  # the module's state_dict in the compute dtype
+    inputs: tuple
+
+    def pin(self, inst: Instance) -> Instance:
+        inst.module.load_state_dict(self.state)
+        inst.inputs = self.inputs
+        return inst
+
+    def save(self, path: str) -> None:
+        torch.save({"results": self.results, "state": self.state, "inputs": list(self.inputs)}, path)
+
+    @classmethod
+    def load(cls, path: str, device: str) -> "Reference":
+        d = torch.load(path, map_location=device, weights_only=True)
+        return cls(d["results"], d["state"], tuple(d["inputs"]))
+
+
+def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None) -> Reference:
+    """The float64 eager results, from the same weights and inputs a backend gets (rounded to its dtype)."""
+    inst = wl.instantiate(preset, dtype, device)
+    ref = inst.cast("float64")
+    return Reference(run_eager(ref.module, ref, mode), inst.module.state_dict(), inst.inputs)
+
+
 def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
-             reference: dict[str, torch.Tensor]) -> dict:
-    """Run one cell in this process; every exception becomes a failed row naming the stage."""
+             reference: Reference) -> dict:
+    """Run one cell in this process; every exception becomes a failed row naming the phase."""
+    if "torch._dynamo" in sys.modules:
+        torch._dynamo.reset()  # a previous cell's compiled code and guards must not leak into this one
     row = new_row(wl.name, mode, backend)
-    stage = "availability"
+    phase = "availability"
     try:
         available = backend.availability(device)
         if not available:
             row.update(status="unavailable", reason=available.reason)
             return row
-        stage = "instantiate"
-        inst = wl.instantiate(preset, dtype, device)
-        row["tol"] = tolerance(inst.dtype, mode)
-        stage = "run"
+        phase = "instantiate"
+        inst = reference.pin(wl.instantiate(preset, dtype, device))
+        row.update(tol=tolerance(inst.dtype, mode), dtype=inst.dtype, preset=preset)
+        phase = "run"
         run = backend.run(inst, mode)
-        stage = "compare"
-        return _finish_row(row, run, reference)
+        phase = "compare"
+        return _finish_row(row, run, reference.results)
     except Unavailable as e:
-        row.update(status="unavailable", reason=str(e), stage=stage)
+        row.update(status="unavailable", reason=str(e), phase=phase)
         return row
     except Exception as e:
-        return failed(row, stage, f"{stage}: {type(e).__name__}: {e}", traceback.format_exc()[-3000:])
+        return failed(row, phase, f"{phase}: {type(e).__name__}: {e}", traceback.format_exc()[-3000:])
 
 
 def _finish_row(row: dict, run: BackendRun, reference: dict[str, torch.Tensor]) -> dict:
@@ -167,25 +234,38 @@ def _finish_row(row: dict, run: BackendRun, reference: dict[str, torch.Tensor]) 
         kernels=[k.to_json() for k in run.kernels],
         kernel_count=len(run.kernels),
         notes=run.notes,
+        graphs={g.stage: g.to_json() for g in run.graphs},  # what the kernels' node ids refer to (the report's fusion map)
+        coverage=kernel_coverage(run.kernels, run.graphs) if run.graphs else None,
     )
     return row
 
 
-def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None) -> dict[str, torch.Tensor]:
-    """The float64 eager results, from the same weights and inputs a backend gets (rounded to its dtype)."""
-    ref = wl.instantiate(preset, dtype, device).cast("float64")
-    return run_eager(ref.module, ref, mode)
+def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> dict:
+    """How the kernels cover the compute nodes of the graphs they refer to: each compute node
+    should be in exactly one kernel's `node_ids` (a recomputation is listed in `recompute` instead).
+    Node ids are given as `stage:id`."""
+    stages = {g.stage for g in graphs}
+    only = next(iter(stages)) if len(stages) == 1 else None
+    covered = Counter()
+    referred = set()  # a row may carry graphs its kernels do not refer to (XLA's jaxpr beside its HLO)
+    for k in kernels:
+        stage = k.stage if k.stage in stages else (only if not k.stage else None)
+        referred.add(stage)
+        covered.update(f"{stage}:{n}" for n in k.node_ids)
+    compute = [f"{g.stage}:{n.id}" for g in graphs if g.stage in referred for n in g.nodes if is_compute(n.op)]
+    return {
+        "compute_nodes": len(compute),
+        "uncovered": [n for n in compute if not covered[n]],
+        "duplicates": sorted(n for n, c in covered.items() if c > 1),
+    }
 
 
 def cell_in_worker(workload: str, backend: str, mode: str, device: str, preset: str, dtype: str | None,
                    reference_path: str) -> dict:
     """The worker's entry point (irlens.isolation calls it by name): one cell, a JSON-able row."""
-    if "torch._dynamo" in sys.modules:
-        torch._dynamo.reset()  # a previous cell's compiled code and guards must not leak into this one
-    all_backends()
     print(f"[irlens] {workload} {backend} {mode}", file=sys.stderr, flush=True)
-    reference = torch.load(reference_path, map_location=device, weights_only=True)
-    return jsonable(run_cell(resolve_workload(workload), BACKENDS.get(backend), mode, device, preset, dtype, reference))
+    reference = Reference.load(reference_path, device)
+    return jsonable(run_cell(resolve_workload(workload), get_backend(backend), mode, device, preset, dtype, reference))
 
 
 # --- the matrix ------------------------------------------------------------------------------
@@ -195,11 +275,11 @@ class _References:
 
     def __init__(self, plan: Plan, directory: str | None):
         self.plan, self.directory = plan, directory
-        self._cache: dict[tuple[str, str], tuple[dict | None, str | None, str]] = {}
+        self._cache: dict[tuple[str, str], tuple[Reference | None, str | None, str]] = {}
         self._lock = threading.Lock()
 
-    def get(self, workload: str, mode: str) -> tuple[dict | None, str | None, str]:
-        """(results, file path or None, error message or "")."""
+    def get(self, workload: str, mode: str) -> tuple[Reference | None, str | None, str]:
+        """(reference, its file or None, error message or "")."""
         with self._lock:
             key = (workload, mode)
             if key not in self._cache:
@@ -209,29 +289,30 @@ class _References:
     def _compute(self, workload: str, mode: str, index: int):
         p = self.plan
         try:
-            results = compute_reference(p.workloads[workload], mode, p.device, p.preset, p.dtype)
+            reference = compute_reference(p.workloads[workload], mode, p.device, p.preset, p.dtype)
         except Exception as e:
             return None, None, f"the float64 eager reference failed: {type(e).__name__}: {e}"
         path = None
         if self.directory is not None:
             path = os.path.join(self.directory, f"reference{index}.pt")
-            torch.save(results, path)
-        return results, path, ""
+            reference.save(path)
+        return reference, path, ""
 
 
 def check_twins(plan: Plan, refs: _References) -> None:
-    """With a JAX backend in the plan, each JAX twin must match its torch module (raises TwinMismatch)."""
+    """Each JAX twin must match its torch module, before anything runs (raises TwinMismatch).
+    Skipped where JAX is not installed: no JAX backend can run there either."""
     import importlib.util
 
-    if importlib.util.find_spec("jax") is None or not any(b.frontend == "jax" for b in plan.backends.values()):
+    if importlib.util.find_spec("jax") is None:
         return
     for ref, wl in plan.workloads.items():
         if wl.jax is None:
             continue
-        outputs, _, error = refs.get(ref, "fwd")
+        reference, _, error = refs.get(ref, "fwd")
         if error:
-            raise ValueError(f"workload {wl.name!r}: {error}")
-        check_jax_twin(wl.instantiate(plan.preset, plan.dtype, plan.device), outputs)
+            raise TwinMismatch(f"cannot check the JAX twin of workload {wl.name!r}: {error}")
+        check_jax_twin(reference.pin(wl.instantiate(plan.preset, plan.dtype, plan.device)), reference.results)
 
 
 class _Progress:
@@ -272,16 +353,27 @@ class _Progress:
 def run_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", preset: str = "tiny",
                dtype: str | None = None, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True,
                jobs: int = 1, isolate: bool = True) -> dict:
-    """Run the matrix and return the JSON document {"device", "device_name", "versions", "rows"}.
+    """Run the matrix and return the JSON document {"device", "device_name", "versions", "preset",
+    "dtype", "rows"}: one row per workload x mode x backend, in that order.
 
-    Bad arguments raise (UnknownName, ValueError) before anything runs. `isolate=False` runs
-    the cells in this process (no timeout, no crash protection): for tests and debugging.
+    Bad arguments raise (UnknownName, ValueError) before anything runs; a JAX twin that
+    disagrees raises TwinMismatch. `jobs` cells run at once, each in a worker process;
+    `isolate=False` runs them one by one in this process (no timeout, no crash protection):
+    for tests and debugging.
     """
     return execute(plan_matrix(workloads, backends, modes, device, preset, dtype), timeout, progress, jobs, isolate)
 
 
 def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True, jobs: int = 1,
             isolate: bool = True) -> dict:
+    from irlens.isolation import WORKER_ENV
+
+    if os.environ.get(WORKER_ENV):  # a user file that compares at import time, loaded by a worker
+        raise RuntimeError("irlens.compare was called while a compare worker loaded a workload file; "
+                           "put the call under `if __name__ == \"__main__\":` in that file")
+    if isolate and not plan.isolatable:
+        raise ValueError("a workload given as an object has no module-level name another process can import; "
+                         "run it with isolate=False or declare it at the top level of a file")
     with tempfile.TemporaryDirectory(prefix="irlens-compare-") as tmp:
         refs = _References(plan, tmp if isolate else None)
         check_twins(plan, refs)
@@ -307,7 +399,7 @@ def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tru
             bar.close()
             runner.close()
     return {"device": plan.device, "device_name": device_name(plan.device), "versions": versions(),
-            "preset": plan.preset, "rows": [jsonable(done[c]) for c in cells]}
+            "preset": plan.preset, "dtype": plan.dtype, "rows": [jsonable(done[c]) for c in cells]}
 
 
 def planned_row(plan: Plan, cell: Cell, refs: _References) -> dict | None:
@@ -353,7 +445,8 @@ class _IsolatedRunner:
             return current[1]
         if current is not None:
             current[1].close()
-        worker = Worker()
+        # Imports before the worker says it is ready, so that they do not count against a cell's timeout.
+        worker = Worker(preload=("irlens.compare", "irlens.backends", "irlens.models"))
         self._local.worker = (backend, worker)
         with self._lock:
             self._workers.append(worker)
@@ -431,8 +524,7 @@ def format_table(doc: dict) -> str:
     header = ("workload", "mode", "backend", "status", "max rel err / tol", "kernels", "compile s", "run µs")
     lines = []
     for r in doc["rows"]:
-        err = "-" if r["max_rel_err"] is None and r["status"] != "mismatch" else _fmt(r["max_rel_err"], ".1e")
-        err = f"{'inf' if err == '-' else err} / {_fmt(r['tol'], '.0e')}" if r["tol"] is not None else "-"
+        err = f"{_fmt(r['max_rel_err'], '.1e')} / {r['tol']:.0e}" if r["tol"] is not None else "-"
         lines.append((r["workload"], r["mode"], r["backend"], r["status"], err,
                       _fmt(r["kernel_count"], "d"), _fmt(r["compile_s"], ".2f"), _fmt(r["run_us"], ".1f")))
     widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
@@ -443,11 +535,17 @@ def format_table(doc: dict) -> str:
                          for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
     out = [fmt_line(header), fmt_line(["-" * w for w in widths]), *map(fmt_line, lines)]
-    reasons = [r for r in doc["rows"] if r["status"] != "ok" and r["reason"]]
+    # Why each row is not ok, one line per distinct reason (nvFuser on a CPU: once, not per cell).
+    reasons: dict[tuple[str, str, str], list[str]] = {}
+    for r in doc["rows"]:
+        if r["status"] != "ok" and r["reason"]:
+            key = (r["backend"], r["status"], r["reason"].splitlines()[0])
+            reasons.setdefault(key, []).append(f"{r['workload']}/{r['mode']}")
     if reasons:
         out.append("")
-        out += [f"{r['workload']} · {r['backend']} · {r['mode']}: {r['status']}: {r['reason'].splitlines()[0]}"
-                for r in reasons]
+    for (backend, status, reason), cells in reasons.items():
+        where = cells[0] if len(cells) == 1 else f"{len(cells)} cells"
+        out.append(f"{backend} ({where}): {status}: {reason}")
     return "\n".join(out)
 
 
@@ -460,7 +558,7 @@ def compare_main(args) -> int:
         return 2
     try:
         doc = execute(plan, args.timeout, progress=True, jobs=getattr(args, "jobs", 1) or 1)
-    except ValueError as e:  # a JAX twin that disagrees with its torch module
+    except TwinMismatch as e:
         print(f"irlens compare: {e}", file=sys.stderr)
         return 2
     print(format_table(doc))
@@ -470,13 +568,4 @@ def compare_main(args) -> int:
     return exit_status(doc)
 
 
-class _CallableModule(types.ModuleType):
-    """`irlens.compare` is this module once imported, and `irlens.compare(workload, ...)` the API call."""
-
-    def __call__(self, *args, **kwargs):
-        from irlens.api import compare
-
-        return compare(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+_callable_submodule(__name__)  # `irlens.compare(workload, ...)` stays the API call once this module is imported

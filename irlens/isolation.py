@@ -1,9 +1,11 @@
 """Run calls in a separate worker process with a timeout, so a crash or a hang costs one call.
 
-`Worker` starts `python -m irlens.isolation`, which serves requests one JSON line at a time:
+`Worker` starts `python -m irlens.isolation [MODULE ...]`, which imports the modules, says it
+is ready, then serves requests one JSON line at a time:
 `{"fn": "package.module:function", "kwargs": {...}}` -> `{"value": ...}` or `{"error": ...}`.
-The worker keeps its imports between calls (torch, a compiler) so a run of calls pays them
-once. Replies travel on a private copy of the worker's stdout; fd 1 itself is pointed at
+A call's timeout starts once the worker is ready, so a slow start (importing torch on a busy
+machine) does not eat into it. The worker keeps its imports between calls (torch, a
+compiler) so a run of calls pays them once. Replies travel on a private copy of the worker's stdout; fd 1 itself is pointed at
 stderr, so whatever libraries print cannot corrupt the protocol. The worker's stderr goes
 to a file the parent reads the tail of when a call dies.
 """
@@ -21,6 +23,8 @@ import time
 import traceback
 
 STDERR_TAIL_CHARS = 3000
+WORKER_ENV = "IRLENS_WORKER"  # set inside a worker process
+STARTUP_TIMEOUT_S = 180.0
 
 
 class CallFailed(RuntimeError):
@@ -32,15 +36,16 @@ class CallFailed(RuntimeError):
 
 
 class Worker:
-    def __init__(self, env: dict[str, str] | None = None):
+    def __init__(self, preload: tuple[str, ...] = (), env: dict[str, str] | None = None):
         self._stderr = tempfile.TemporaryFile()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "irlens.isolation"],
+            [sys.executable, "-m", "irlens.isolation", *preload],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             env=env if env is not None else worker_env(),
             start_new_session=True,  # its own process group: a timeout kills compiler subprocesses too
         )
         self._buffer = b""
+        self._ready = False
 
     @property
     def alive(self) -> bool:
@@ -48,25 +53,38 @@ class Worker:
 
     def call(self, fn: str, kwargs: dict, timeout: float):
         """Call `fn` ("module:function") with JSON `kwargs` in the worker; raise CallFailed on any failure."""
+        if not self._ready:
+            self._wait_ready()
         stderr_start = os.fstat(self._stderr.fileno()).st_size
         try:
             self._proc.stdin.write((json.dumps({"fn": fn, "kwargs": kwargs}) + "\n").encode())
             self._proc.stdin.flush()
         except BrokenPipeError:
             pass  # it died already; reading finds EOF and reports how
-        line = self._read_line(time.monotonic() + timeout)
-        if line is None:
-            if self.alive:
-                self.kill()
-                raise CallFailed(f"timed out after {timeout:g} s", self._stderr_tail(stderr_start))
-            raise CallFailed(describe_exit(self._proc.wait()), self._stderr_tail(stderr_start))
-        reply = json.loads(line)
+        reply = self._reply(timeout, stderr_start)
         if "error" in reply:
             raise CallFailed(reply["error"], reply.get("traceback", ""))
         return reply["value"]
 
+    def _wait_ready(self) -> None:
+        reply = self._reply(STARTUP_TIMEOUT_S, 0, what="starting the worker")
+        if not reply.get("ready"):
+            raise CallFailed(f"worker did not start: {reply}")
+        self._ready = True
+
+    def _reply(self, timeout: float, stderr_start: int, what: str = "") -> dict:
+        prefix = f"{what}: " if what else ""
+        try:
+            line = self._read_line(time.monotonic() + timeout)
+        except EOFError:  # it died; the pipe closes a moment before the process is gone
+            raise CallFailed(prefix + describe_exit(self._proc.wait()), self._stderr_tail(stderr_start)) from None
+        if line is None:
+            self.kill()
+            raise CallFailed(f"{prefix}timed out after {timeout:g} s", self._stderr_tail(stderr_start))
+        return json.loads(line)
+
     def _read_line(self, deadline: float) -> bytes | None:
-        """The next reply line, or None on EOF or at the deadline."""
+        """The next reply line; None at the deadline, EOFError when the worker closed its end."""
         fd = self._proc.stdout.fileno()
         while b"\n" not in self._buffer:
             remaining = deadline - time.monotonic()
@@ -74,7 +92,7 @@ class Worker:
                 return None
             chunk = os.read(fd, 1 << 16)
             if not chunk:
-                return None
+                raise EOFError
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
@@ -95,7 +113,7 @@ class Worker:
         if self.alive:
             self._proc.stdin.close()
             try:
-                self._proc.wait(timeout=10)
+                self._proc.wait(timeout=2)  # an idle worker exits at once; a busy one is killed
             except subprocess.TimeoutExpired:
                 pass
         self.kill()
@@ -125,9 +143,13 @@ def resolve_function(ref: str):
     return getattr(importlib.import_module(module), name)
 
 
-def serve() -> None:
+def serve(preload: list[str]) -> None:
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    os.environ[WORKER_ENV] = "1"
+    for module in preload:
+        importlib.import_module(module)
+    protocol.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         request = json.loads(line)
         try:
@@ -138,4 +160,4 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
-    serve()
+    serve(sys.argv[1:])

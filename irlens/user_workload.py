@@ -1,7 +1,8 @@
 """Workloads (and test-only backends) named by reference: `path/to/file.py:NAME` or `package.module:NAME`.
 
 A file is loaded as a module of its own (never added to irlens or its registries), once per
-process; the compare worker re-resolves the same reference in its own process.
+process; the compare worker re-resolves the same reference in its own process (and is handed
+the parent's weights and inputs, so weights drawn at random when the file loads agree).
 """
 from __future__ import annotations
 
@@ -40,15 +41,18 @@ def load_object(ref: str) -> Any:
         raise BadReference(f"{target} has no name {attr!r}{hint}") from None
 
 
-def resolve_workload(name_or_ref: str) -> Workload:
-    """A built-in workload by name, or a user's by reference."""
-    if not is_reference(name_or_ref):
-        return get_workload(name_or_ref)
-    obj = load_object(name_or_ref)
+def load_workload_ref(ref: str) -> Workload:
+    """The Workload a reference names; BadReference says why not (missing file, missing name, not a Workload)."""
+    obj = load_object(ref)
     if not isinstance(obj, Workload):
-        raise BadReference(f"{name_or_ref} is a {type(obj).__name__}, not an irlens Workload "
+        raise BadReference(f"{ref} is a {type(obj).__name__}, not an irlens Workload "
                            f"(declare one with irlens.Workload.from_module(...))")
     return obj
+
+
+def resolve_workload(name_or_ref: str) -> Workload:
+    """A built-in workload by name, or a user's by reference."""
+    return load_workload_ref(name_or_ref) if is_reference(name_or_ref) else get_workload(name_or_ref)
 
 
 def absolute_reference(name_or_ref: str) -> str:

@@ -45,6 +45,32 @@ class Workload:
     description: str = ""
     tags: tuple[str, ...] = ()
 
+    @classmethod
+    def from_module(cls, name: str, module: torch.nn.Module | Callable, example_inputs, *,
+                    jax: Callable | None = None, loss: Callable | None = None, dtype: str = "float32",
+                    description: str = "") -> "Workload":
+        """A workload from a module (with its weights) or a plain torch function, in one call.
+
+        `example_inputs`: a tensor or a tuple of tensors (floating ones are cast to the dtype),
+        or of shapes (drawn from a seeded normal). They fix the sizes: every preset uses them.
+        `jax`: the twin `fn(params, *inputs)`, given the module's parameters by their
+        `named_parameters()` names. `loss`: outputs (tuple) -> scalar, for fwdbwd.
+        """
+        import copy
+
+        module = module if isinstance(module, torch.nn.Module) else _FunctionModule(module)
+        specs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+        return cls(
+            name=name,
+            torch=lambda cfg: copy.deepcopy(module),  # a copy: instantiate() casts and moves it
+            inputs=lambda cfg, dtype, gen: tuple(_example_input(s, dtype, gen) for s in specs),
+            presets={preset: {} for preset in PRESETS},
+            jax=None if jax is None else (lambda cfg: jax),
+            loss=loss or mean_square_loss,
+            dtype=dtype,
+            description=description or f"user workload {name}",
+        )
+
     def cfg(self, preset: str) -> dict:
         if preset not in self.presets:
             raise ValueError(f"workload {self.name!r} has no preset {preset!r}; choose from: {', '.join(self.presets)}")
@@ -63,6 +89,25 @@ class Workload:
         inputs = tuple(self.inputs(cfg, DTYPES[dtype], gen))
         inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
         return Instance(self, preset, cfg, dtype, device, module, inputs, seed)
+
+
+class _FunctionModule(torch.nn.Module):
+    """A plain torch function as a module without parameters (what Workload.from_module wraps)."""
+
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _example_input(spec, dtype: torch.dtype, gen: torch.Generator):
+    if isinstance(spec, torch.Tensor):
+        return spec.detach().clone().to(dtype) if spec.is_floating_point() else spec.detach().clone()
+    if isinstance(spec, (tuple, list, torch.Size)) and all(isinstance(d, int) for d in spec):
+        return torch.randn(tuple(spec), generator=gen).to(dtype)
+    return spec  # a non-tensor argument, passed as is
 
 
 @dataclass

@@ -104,3 +104,8 @@ def report_main(args) -> int:
     for kind in ("html", "md", "json"):
         print(f"wrote {paths[kind]}")
     return 0
+
+
+from irlens import _callable_submodule  # noqa: E402
+
+_callable_submodule(__name__)  # `irlens.report(results)` stays the API call (irlens.api) once this is imported

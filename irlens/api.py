@@ -1,0 +1,80 @@
+"""The public Python API: declare a workload, then dump, compare and report it.
+
+    import irlens
+    wl = irlens.Workload.from_module("rmsnorm", RMSNorm(64), example_inputs=((8, 64),), jax=rmsnorm_jax)
+    doc = irlens.compare(wl, backends=["eager", "inductor", "xla"])
+    print(irlens.compare_table(doc))
+
+Everything here returns what the CLI prints or writes: `compare` the `--json` document,
+`dump` a common-view Graph (or the native text), `report` the paths of the pages it wrote. Built-in workloads are the same `Workload`s,
+registered under their names; any of these functions takes a Workload, a built-in name or a
+`path/to/file.py:NAME` reference.
+"""
+from __future__ import annotations
+
+import warnings
+
+from irlens.ir import Graph
+from irlens.workload import Workload, register  # noqa: F401  (part of the API)
+
+__all__ = ["Workload", "register", "compare", "compare_table", "dump", "report"]
+
+
+def compare(workload, backends: list[str] | None = None, modes: list[str] | None = None, device: str = "cpu",
+            preset: str = "tiny", dtype: str | None = None, timeout: float = 300.0, jobs: int = 1,
+            isolate: bool | None = None, progress: bool = False) -> dict:
+    """Run one workload (or a list) through `backends` (default: all) in `modes` (default: fwd and
+    fwdbwd); returns {"device", "versions", "rows"}, one row per workload x backend x mode.
+
+    Each cell runs in a worker process unless `isolate=False`; a Workload that no other process
+    can import (built inside a function, say) runs in this process, with a warning.
+    Raises UnknownName or ValueError on bad arguments, TwinMismatch when a JAX twin disagrees.
+    """
+    from irlens.compare import execute, plan_matrix
+
+    items = list(workload) if isinstance(workload, (list, tuple)) else [workload]
+    plan = plan_matrix(items, backends, modes, device, preset, dtype)
+    if isolate is None:
+        isolate = plan.isolatable
+        if not isolate:
+            warnings.warn("a workload has no module-level name another process can import; "
+                          "its cells run in this process, without crash isolation or timeouts", stacklevel=2)
+    return execute(plan, timeout, progress, jobs, isolate)
+
+
+def compare_table(doc: dict) -> str:
+    """The table `irlens compare` prints for a document from `compare`."""
+    from irlens.compare import format_table
+
+    return format_table(doc)
+
+
+def dump(workload, frontend: str, stage: str | None = None, level: str = "composite", mode: str = "fwd",
+         preset: str = "tiny", dtype: str | None = None, device: str = "cpu", native: bool = False) -> Graph | str:
+    """One stage of one frontend's IR of `workload`: the common-view Graph at `level`, or with
+    `native=True` the frontend's own text. `stage` defaults to the frontend's main one."""
+    from irlens.frontends.base import Unavailable, get_frontend
+    from irlens.user_workload import resolve_workload
+
+    wl = workload if isinstance(workload, Workload) else resolve_workload(workload)
+    fe = get_frontend(frontend)
+    available = fe.availability()
+    if not available:
+        raise Unavailable(f"frontend {fe.name} is unavailable here: {available.reason}")
+    acq = fe.acquire(wl.instantiate(preset, dtype, device), mode)
+    st = acq.stage(stage or fe.default_stage(mode))
+    return st.native_text if native else st.common(level)
+
+
+def report(results, out: str = "irlens-report", frontends: bool = True) -> dict:
+    """Render compare results as `out/report.html` and `out/report.md` (what `irlens report` writes).
+
+    `results`: a document from `compare`, the path of an `irlens compare --json` file, or a list
+    of either (a CPU and a GPU run side by side). `frontends=False` leaves out the frontend table
+    (which traces every workload again). Returns the paths written, by kind.
+    """
+    from irlens.report import load_documents, write_report
+
+    items = results if isinstance(results, list) else [results]
+    docs = [d if isinstance(d, dict) else load_documents([str(d)])[0] for d in items]
+    return write_report(docs, out, frontends=frontends)

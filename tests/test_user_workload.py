@@ -1,0 +1,172 @@
+"""Bring your own workload: a user's file, named by path, through every backend; bad references exit 2."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import irlens
+import irlens.compare as cmp
+from irlens.numerics import TwinMismatch
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "rmsnorm.py"
+
+SWIGLU_FILE = '''
+import torch
+import irlens
+
+
+class SwiGLU(torch.nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.gate = torch.nn.Linear(dim, hidden, bias=False)
+        self.up = torch.nn.Linear(dim, hidden, bias=False)
+        self.down = torch.nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.down(torch.nn.functional.silu(self.gate(x)) * self.up(x))
+
+
+def swiglu_jax(params, x):
+    import jax
+    gate = x @ params["gate.weight"].T
+    return ({act}(gate) * (x @ params["up.weight"].T)) @ params["down.weight"].T
+
+
+swiglu = irlens.Workload.from_module("swiglu", SwiGLU(32, 64), example_inputs=((2, 8, 32),), jax=swiglu_jax)
+not_a_workload = SwiGLU(4, 8)
+'''
+
+
+def write_swiglu(tmp_path, twin_activation="jax.nn.silu") -> Path:
+    path = tmp_path / "my_mlp.py"
+    path.write_text(SWIGLU_FILE.replace("{act}", twin_activation))
+    return path
+
+
+def _args(workloads, **kw):
+    base = dict(workloads=workloads, backends=None, device="cpu", modes=["fwd", "fwdbwd"], preset="tiny",
+                dtype=None, json=None, timeout=300.0, jobs=1)
+    return SimpleNamespace(**{**base, **kw})
+
+
+def test_compare_user_workload_by_path_through_every_backend(tmp_path):
+    """`irlens compare --workloads FILE:NAME` on a file irlens has never seen: every available
+    backend runs it (each cell in its own worker) and its outputs and gradients are checked."""
+    path = write_swiglu(tmp_path)
+    out = tmp_path / "swiglu.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "irlens.cli", "compare", "--workloads", f"{path}:swiglu", "--mode", "fwdbwd",
+         "--json", str(out), "--jobs", "2"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    backends = cmp.known_backends()
+    assert {r["backend"] for r in rows} == set(backends)
+    for r in rows:
+        if r["status"] == "unavailable":
+            assert r["reason"] and r["backend"] != "eager"
+            continue
+        assert r["status"] == "ok" and r["max_rel_err"] <= r["tol"], r
+        assert {"out0", "loss", "grad:input0", "grad:gate.weight", "grad:down.weight"} <= set(r["per_result"])
+    assert "swiglu" in proc.stdout  # the table
+
+
+def test_compare_mixes_built_in_names_and_references(tmp_path):
+    path = write_swiglu(tmp_path)
+    plan = cmp.plan_matrix([f"{path}:swiglu,gelu"], ["eager"], None, "cpu", "tiny", None)
+    assert [wl.name for wl in plan.workloads.values()] == ["swiglu", "gelu"]
+    assert list(plan.workloads) == [f"{path}:swiglu", "gelu"]  # what a worker re-resolves
+
+
+def test_compare_example_rmsnorm_from_python():
+    """examples/rmsnorm.py's workload through the Python API (in this process), every backend."""
+    ref = f"{EXAMPLE}:rmsnorm"
+    doc = irlens.compare(ref, isolate=False)
+    assert {r["backend"] for r in doc["rows"]} == set(cmp.known_backends())
+    for r in doc["rows"]:
+        assert r["workload"] == "rmsnorm"
+        assert r["status"] in ("ok", "unavailable"), r["reason"]
+    assert sum(r["status"] == "ok" for r in doc["rows"]) >= 2
+
+
+def test_compare_api_takes_a_workload_object_built_anywhere():
+    w = torch.nn.Linear(16, 8)
+    wl = irlens.Workload.from_module("local_linear", w, example_inputs=(torch.randn(4, 16),))
+    with pytest.warns(UserWarning, match="in this process"):
+        doc = irlens.compare(wl, backends=["eager"], modes=["fwdbwd"])
+    (row,) = doc["rows"]
+    assert row["status"] == "ok" and {"grad:weight", "grad:bias", "grad:input0"} <= set(row["per_result"])
+    assert torch.equal(w.weight, wl.instantiate().module.weight)  # the user's weights, not fresh ones
+
+
+@pytest.mark.parametrize("case,message", [
+    ("missing file", "no such file: "),
+    ("missing name", "has no name 'nope'; Workloads it defines: swiglu"),
+    ("not a Workload", "is a SwiGLU, not an irlens Workload"),
+    ("twin disagrees", "the JAX twin of workload 'swiglu' disagrees with its torch module"),
+])
+def test_compare_bad_user_workload_reference_exits_2(tmp_path, capsys, case, message):
+    # The twin that disagrees has a classic slip: sigmoid where SwiGLU has silu.
+    path = write_swiglu(tmp_path, "jax.nn.sigmoid" if case == "twin disagrees" else "jax.nn.silu")
+    ref = {"missing file": f"{tmp_path}/absent.py:swiglu", "missing name": f"{path}:nope",
+           "not a Workload": f"{path}:not_a_workload", "twin disagrees": f"{path}:swiglu"}[case]
+    assert cmp.compare_main(_args([ref], backends=["eager"])) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    if case == "twin disagrees":
+        assert "out0: rel err" in err
+
+
+def test_compare_twin_check_names_the_output(tmp_path):
+    path = tmp_path / "two_outputs.py"
+    path.write_text(textwrap.dedent('''
+        import torch, irlens
+        wl = irlens.Workload.from_module(
+            "two", lambda x: (x * 2.0, torch.exp(x)), example_inputs=((3, 4),),
+            jax=lambda params, x: (x * 2.0, x + 1.0))
+    '''))
+    with pytest.raises(TwinMismatch, match=r"out1: rel err .* > tol") as e:
+        irlens.compare(f"{path}:wl", backends=["eager"], isolate=False)
+    assert "out0" not in str(e.value)
+
+
+def test_user_workload_file_is_not_added_to_irlens(tmp_path):
+    from irlens.user_workload import load_workload_ref
+    from irlens.workload import workload_names
+
+    wl = load_workload_ref(f"{write_swiglu(tmp_path)}:swiglu")
+    assert wl.name == "swiglu" and "swiglu" not in workload_names()
+    assert load_workload_ref(f"{tmp_path}/my_mlp.py:swiglu") is wl  # loaded once per process
+    assert not any(p.name.startswith("my_mlp") for p in (REPO / "irlens").rglob("*"))
+    assert os.path.exists(tmp_path / "my_mlp.py")
+
+
+def test_report_api_renders_a_compare_document(tmp_path):
+    doc = irlens.compare(f"{EXAMPLE}:rmsnorm", backends=["eager"], modes=["fwd"], isolate=False)
+    (tmp_path / "doc.json").write_text(json.dumps(doc))
+    paths = irlens.report(str(tmp_path / "doc.json"), out=str(tmp_path / "rep"), frontends=False)
+    assert "rmsnorm" in paths["html"].read_text() and "rmsnorm" in paths["md"].read_text()
+
+
+def test_dump_api_gives_the_common_view_of_a_user_workload():
+    from irlens.ir import Graph
+
+    graph = irlens.dump(f"{EXAMPLE}:rmsnorm", "jax", level="primitive")
+    assert isinstance(graph, Graph) and graph.name == "rmsnorm" and graph.frontend == "jax"
+    assert {"mul", "rsqrt"} <= set(graph.op_counts())
+    assert "weight" in irlens.dump(f"{EXAMPLE}:rmsnorm", "dynamo", native=True)
+
+
+def test_api_functions_survive_importing_their_namesake_modules(tmp_path):
+    import irlens.report  # noqa: F401  (the package attribute is now the module, and still callable)
+
+    doc = irlens.compare("gelu", backends=["eager"], modes=["fwd"], isolate=False)
+    assert doc["rows"][0]["status"] == "ok"
+    assert irlens.report(doc, out=str(tmp_path), frontends=False)["html"].exists()
