@@ -1,8 +1,12 @@
 """irlens: one workload through torch.compile/Dynamo, Thunder and JAX, side by side."""
+import os
 import sys
 import types
 
 __version__ = "0.1.0"
+
+# JAX otherwise takes 75% of GPU memory at its first use, starving torch in the same process.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 # The public API (irlens.api), imported on first use so that `import irlens` stays cheap.

@@ -171,6 +171,12 @@ def cmd_compare(args) -> int:
     return compare_main(args)
 
 
+def cmd_bench(args) -> int:
+    from irlens.bench import bench_main
+
+    return bench_main(args)
+
+
 def cmd_report(args) -> int:
     from irlens.report import report_main
 
@@ -230,6 +236,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--timeout", type=float, default=300.0, help="seconds per cell before it counts as failed")
     c.add_argument("--jobs", type=int, default=1, help="cells run in parallel")
     c.set_defaults(func=cmd_compare)
+
+    b = sub.add_parser("bench", help="the matrix on a GPU: device time per row beside measured bandwidth/flop ceilings")
+    b.add_argument("--workloads", type=_csv, default=None, help="comma-separated (default: all built-ins)")
+    b.add_argument("--backends", type=_csv, default=None, help="default: eager,inductor,nvfuser,xla")
+    b.add_argument("--mode", dest="modes", type=_csv, default=["fwd", "fwdbwd"])
+    b.add_argument("--dtypes", type=_csv, default=None, help="default: bfloat16,float32")
+    b.add_argument("--preset", default="bench")
+    b.add_argument("--json", default=None, help="write the results document here")
+    b.add_argument("--md", default=None, help="write the results page (Markdown + SVG plots) here")
+    b.add_argument("--timeout", type=float, default=600.0, help="seconds per cell")
+    b.add_argument("--jobs", type=int, default=1, help="cells compiled in parallel (device timings never overlap)")
+    b.set_defaults(func=cmd_bench)
 
     r = sub.add_parser("report", help="HTML + Markdown report contrasting what each backend fused and what it cost")
     r.add_argument("--from", dest="from_", nargs="*", default=[], metavar="RESULTS_JSON",

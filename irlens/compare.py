@@ -13,6 +13,7 @@ workers inherit the environment, so they see the same backends.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -35,6 +36,7 @@ from irlens.ir import Graph, Kernel
 from irlens.numerics import TwinMismatch, check_jax_twin, compare_results, tolerance
 from irlens.ops import is_compute
 from irlens.registry import UnknownName
+from irlens.timing import recording_device_time
 from irlens.user_workload import absolute_reference, load_object, reference_of, resolve_workload
 from irlens.workload import DTYPES, MODES, PRESETS, Instance, Workload, run_eager, workload_names
 
@@ -61,6 +63,7 @@ class Plan:
     device: str
     preset: str
     dtype: str | None
+    device_timing: bool = False  # also measure kernels' device time (CUDA; `irlens bench`)
 
     @property
     def isolatable(self) -> bool:
@@ -126,7 +129,7 @@ def _check_choice(kind: str, value: str, choices) -> None:
         raise ValueError(f"unknown {kind} {value!r}; choose from: {', '.join(choices)}")
 
 
-def plan_matrix(workloads, backends, modes, device, preset, dtype) -> Plan:
+def plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing: bool = False) -> Plan:
     """Resolve and validate every argument; raises UnknownName or ValueError (exit 2) on a bad one."""
     backend_names = _split(backends) or list(known_backends())
     modes = _split(modes) or list(MODES)
@@ -143,7 +146,8 @@ def plan_matrix(workloads, backends, modes, device, preset, dtype) -> Plan:
         wl = item if isinstance(item, Workload) else resolve_workload(item)
         wl.cfg(preset)  # raises if this workload has no such preset
         resolved[workload_key(item)] = wl
-    return Plan(resolved, {b: get_backend(b) for b in dict.fromkeys(backend_names)}, modes, device, preset, dtype)
+    return Plan(resolved, {b: get_backend(b) for b in dict.fromkeys(backend_names)}, modes, device, preset, dtype,
+                device_timing)
 
 
 # --- one cell ----------------------------------------------------------------------------
@@ -197,8 +201,10 @@ def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: 
 
 
 def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
-             reference: Reference) -> dict:
-    """Run one cell in this process; every exception becomes a failed row naming the phase."""
+             reference: Reference, device_timing: bool = False, timing_lock: str | None = None) -> dict:
+    """Run one cell in this process; every exception becomes a failed row naming the phase.
+    With `device_timing`, the backend's steady-state step is also timed on the device
+    (irlens.timing), one worker at a time through `timing_lock`."""
     if "torch._dynamo" in sys.modules:
         torch._dynamo.reset()  # a previous cell's compiled code and guards must not leak into this one
     row = new_row(wl.name, mode, backend)
@@ -212,7 +218,10 @@ def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str
         inst = reference.pin(wl.instantiate(preset, dtype, device))
         row.update(tol=tolerance(inst.dtype, mode), dtype=inst.dtype, preset=preset)
         phase = "run"
-        run = backend.run(inst, mode)
+        with recording_device_time(timing_lock) if device_timing else contextlib.nullcontext() as recorder:
+            run = backend.run(inst, mode)
+        if recorder is not None and recorder.timing is not None:
+            row["device_timing"] = recorder.timing.to_json()
         phase = "compare"
         return _finish_row(row, run, reference.results)
     except Unavailable as e:
@@ -261,11 +270,12 @@ def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> dict:
 
 
 def cell_in_worker(workload: str, backend: str, mode: str, device: str, preset: str, dtype: str | None,
-                   reference_path: str) -> dict:
+                   reference_path: str, device_timing: bool = False, timing_lock: str | None = None) -> dict:
     """The worker's entry point (irlens.isolation calls it by name): one cell, a JSON-able row."""
     print(f"[irlens] {workload} {backend} {mode}", file=sys.stderr, flush=True)
     reference = Reference.load(reference_path, device)
-    return jsonable(run_cell(resolve_workload(workload), get_backend(backend), mode, device, preset, dtype, reference))
+    return jsonable(run_cell(resolve_workload(workload), get_backend(backend), mode, device, preset, dtype, reference,
+                             device_timing, timing_lock))
 
 
 # --- the matrix ------------------------------------------------------------------------------
@@ -378,8 +388,14 @@ def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tru
         refs = _References(plan, tmp if isolate else None)
         check_twins(plan, refs)
         cells = plan.cells()
+        if plan.device_timing:  # all float64 work first: nothing of the parent's may overlap a timing
+            for cell in cells:
+                refs.get(cell.workload, cell.mode)
+            if plan.device.startswith("cuda"):
+                torch.cuda.empty_cache()
         bar = _Progress(len(cells), progress)
-        runner = _IsolatedRunner(plan, refs, timeout) if isolate else _InProcessRunner(plan, refs)
+        lock = os.path.join(tmp, "device-timing.lock")
+        runner = _IsolatedRunner(plan, refs, timeout, lock) if isolate else _InProcessRunner(plan, refs)
         # Backend-major order, so that a worker serves one backend's cells in a row.
         order = sorted(cells, key=lambda c: list(plan.backends).index(c.backend))
 
@@ -422,7 +438,7 @@ class _InProcessRunner:
         p = self.plan
         reference, _, _ = self.refs.get(cell.workload, cell.mode)
         return run_cell(p.workloads[cell.workload], p.backends[cell.backend], cell.mode, p.device, p.preset,
-                        p.dtype, reference)
+                        p.dtype, reference, p.device_timing)
 
     def close(self) -> None:
         pass
@@ -431,8 +447,8 @@ class _InProcessRunner:
 class _IsolatedRunner:
     """Runs cells in worker processes: one per thread, restarted on a crash, a hang or a new backend."""
 
-    def __init__(self, plan: Plan, refs: _References, timeout: float):
-        self.plan, self.refs, self.timeout = plan, refs, timeout
+    def __init__(self, plan: Plan, refs: _References, timeout: float, timing_lock: str):
+        self.plan, self.refs, self.timeout, self.timing_lock = plan, refs, timeout, timing_lock
         self._local = threading.local()
         self._workers: list = []
         self._lock = threading.Lock()
@@ -458,7 +474,8 @@ class _IsolatedRunner:
         p = self.plan
         _, path, _ = self.refs.get(cell.workload, cell.mode)
         kwargs = dict(workload=cell.workload, backend=cell.backend, mode=cell.mode, device=p.device,
-                      preset=p.preset, dtype=p.dtype, reference_path=path)
+                      preset=p.preset, dtype=p.dtype, reference_path=path, device_timing=p.device_timing,
+                      timing_lock=self.timing_lock)
         try:
             return self._worker(cell.backend).call("irlens.compare:cell_in_worker", kwargs, self.timeout)
         except CallFailed as e:

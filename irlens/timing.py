@@ -1,4 +1,4 @@
-"""Timing of a compiled step: host wall time, and on CUDA the device time of its kernels.
+"""Device timing of a compiled step (CUDA), and the hardware's ceilings.
 
 Device time comes from the torch profiler (CUPTI). CUPTI sees every kernel the process
 launches, so the same measurement serves Inductor/Triton, nvFuser and XLA alike (XLA's
@@ -6,12 +6,14 @@ asynchronous dispatch makes host wall time around a jitted call meaningless as k
 Each measured step starts with a cold L2: a 256 MiB buffer is overwritten before it, outside
 the profiled region. Device time of a step = the sum of its kernels' durations (memcpy and
 memset included). The median is taken twice, over two separate batches of steps, so a
-result carries its own repeatability figure.
+result carries its own repeatability figure. Host wall time stays with
+`irlens.backends.base.measure`.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -19,47 +21,22 @@ _L2_FLUSH_BYTES = 256 << 20
 
 
 @dataclass
-class Timing:
-    run_us: float  # median host wall time of a synchronized step
-    device_us: float | None = None  # median device time (sum of kernel durations) per step, batch 1
-    device_us_repeat: float | None = None  # the same, batch 2: repeatability
+class DeviceTiming:
+    device_us: float  # median device time (sum of kernel durations) per step, batch 1
+    device_us_repeat: float  # the same, batch 2: repeatability
     kernel_us: dict[str, float] = field(default_factory=dict)  # kernel name -> median device µs per step
-    kernel_launches: int | None = None  # kernels launched per step
+    kernel_launches: int = 0  # kernels launched per step
+    steps: int = 0  # steps per batch
 
     @property
-    def repeat_spread(self) -> float | None:
+    def repeat_spread(self) -> float:
         """|batch1 − batch2| / batch1: how far two measurements of the same row differ."""
-        if not self.device_us or self.device_us_repeat is None:
-            return None
-        return abs(self.device_us - self.device_us_repeat) / self.device_us
+        return abs(self.device_us - self.device_us_repeat) / self.device_us if self.device_us else 0.0
 
     def to_json(self) -> dict:
-        return {"run_us": self.run_us, "device_us": self.device_us, "device_us_repeat": self.device_us_repeat,
+        return {"device_us": self.device_us, "device_us_repeat": self.device_us_repeat,
                 "repeat_spread": self.repeat_spread, "kernel_us": self.kernel_us,
-                "kernel_launches": self.kernel_launches}
-
-
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.synchronize()
-
-
-def host_time_us(step: Callable[[], Any], device: str, warmup: int = 2, repeats: int = 10,
-                 budget_s: float = 5.0) -> float:
-    """Median wall time of `step`, synchronized; fewer repeats when one step is slow."""
-    for _ in range(warmup):
-        step()
-    _sync(device)
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < repeats and (not times or time.perf_counter() - start < budget_s):
-        t0 = time.perf_counter()
-        step()
-        _sync(device)
-        times.append((time.perf_counter() - t0) * 1e6)
-    return statistics.median(times)
+                "kernel_launches": self.kernel_launches, "steps": self.steps}
 
 
 def device_profile(step: Callable[[], Any], steps: int) -> list[dict[str, float]]:
@@ -83,19 +60,59 @@ def device_profile(step: Callable[[], Any], steps: int) -> list[dict[str, float]
     return per_step
 
 
-def time_step(step: Callable[[], Any], device: str, *, device_timing: bool = False, steps: int = 20) -> Timing:
-    """Host timing always; device timing (two batches of `steps`) when asked and on CUDA."""
-    run_us = host_time_us(step, device)
-    if not (device_timing and device.startswith("cuda")):
-        return Timing(run_us)
-    batch1 = device_profile(step, steps)
-    batch2 = device_profile(step, steps)
-    totals1 = [sum(k.values()) for k in batch1]
-    totals2 = [sum(k.values()) for k in batch2]
+def time_on_device(step: Callable[[], Any], steps: int = 15) -> DeviceTiming:
+    """Two batches of `steps` profiled steps; the medians of their device times."""
+    batch1, batch2 = device_profile(step, steps), device_profile(step, steps)
     names = sorted({n for k in batch1 for n in k})
-    kernel_us = {n: statistics.median(k.get(n, 0.0) for k in batch1) for n in names}
-    launches = statistics.median(len(k) for k in batch1)
-    return Timing(run_us, statistics.median(totals1), statistics.median(totals2), kernel_us, int(launches))
+    return DeviceTiming(
+        device_us=statistics.median(sum(k.values()) for k in batch1),
+        device_us_repeat=statistics.median(sum(k.values()) for k in batch2),
+        kernel_us={n: statistics.median(k.get(n, 0.0) for k in batch1) for n in names},
+        kernel_launches=int(statistics.median(len(k) for k in batch1)),
+        steps=steps,
+    )
+
+
+class DeviceTimingRecorder:
+    """Collects the device timing of the step a backend measures, while it is active.
+
+    Backends time their steady state through `irlens.backends.base.measure`, which hands the
+    step to `record(...)`: so device timing needs no code in any backend. Measurements from
+    several worker processes are serialized by an exclusive lock on `lock_path`, so that no
+    two timings share the GPU (compiles may overlap; they run on the host)."""
+
+    def __init__(self, lock_path: str | None):
+        self.lock_path = lock_path
+        self.timing: DeviceTiming | None = None
+
+    def record(self, step: Callable[[], Any]) -> None:
+        import fcntl
+
+        with open(self.lock_path or os.devnull, "a") as lock:
+            if self.lock_path:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            timing = time_on_device(step)
+            if timing.repeat_spread > 0.03:  # disturbed (clocks ramping, a neighbour): measure once more
+                timing = time_on_device(step)
+            self.timing = timing
+
+
+_RECORDER: DeviceTimingRecorder | None = None
+
+
+@contextlib.contextmanager
+def recording_device_time(lock_path: str | None = None):
+    """Within this block, steps measured through `measure` on CUDA also get device timing."""
+    global _RECORDER
+    previous, _RECORDER = _RECORDER, DeviceTimingRecorder(lock_path)
+    try:
+        yield _RECORDER
+    finally:
+        _RECORDER = previous
+
+
+def active_recorder() -> DeviceTimingRecorder | None:
+    return _RECORDER
 
 
 # --- the hardware's ceilings, measured in the same run --------------------------------------

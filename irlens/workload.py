@@ -153,11 +153,12 @@ class Instance:
         return dataclasses.replace(self, dtype=dtype, device=device, module=module, inputs=inputs)
 
     def fresh_inputs(self, requires_grad: bool) -> tuple:
-        """Detached copies of the inputs; floating ones require grad when asked."""
+        """New leaves over the inputs' storage (no copy: a timed step must not pay for one);
+        floating ones require grad when asked, so each call gets its own .grad."""
         out = []
         for i, t in enumerate(self.inputs):
             if isinstance(t, torch.Tensor):
-                t = t.detach().clone()
+                t = t.detach()
                 if requires_grad and i in self.grad_input_indices():
                     t.requires_grad_(True)
             out.append(t)

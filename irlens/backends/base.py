@@ -9,9 +9,10 @@ from typing import Any, Callable
 
 import torch
 
-from irlens.frontends.base import Availability
+from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.ir import Graph, Kernel
 from irlens.registry import Registry
+from irlens.timing import active_recorder
 from irlens.workload import Instance
 
 
@@ -47,6 +48,9 @@ def measure(call: Callable[[], dict], device: str, min_repeats: int = 3, max_rep
         sync()
         times.append(time.perf_counter() - start)
     run_s = statistics.median(times)
+    recorder = active_recorder()
+    if recorder is not None and device.startswith("cuda"):
+        recorder.record(call)
     return results, max(first_s - run_s, 0.0), run_s * 1e6
 
 
@@ -61,6 +65,13 @@ class Backend(ABC):
 
     @abstractmethod
     def run(self, inst: Instance, mode: str) -> BackendRun: ...
+
+    main_stage: str = ""  # prefix of the stage `irlens dump --backend` shows when none is asked for
+
+    def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
+        """The backend's own IRs for `inst` in `mode`, in pipeline order (what it fused, the code
+        it generated): `irlens dump --backend`. Compiles and runs once, untimed."""
+        raise Unavailable(f"backend {self.name} keeps no IR stages of its own")
 
 
 BACKENDS: Registry[Backend] = Registry("backend")

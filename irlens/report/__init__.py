@@ -21,7 +21,8 @@ def merge_documents(docs: list[dict]) -> dict:
     """One document from several (a CPU run and a GPU run): every row keeps its device."""
     if len(docs) == 1:
         return docs[0]
-    rows = [{**row, "device": row.get("device", d.get("device")), "device_name": row.get("device_name", d.get("device_name"))}
+    rows = [{**row, "device": row.get("device", d.get("device")), "device_name": row.get("device_name", d.get("device_name")),
+             "ceilings": row.get("ceilings", d.get("ceilings"))}
             for d in docs for row in d.get("rows", [])]
     devices = list(dict.fromkeys(f"{d.get('device')} ({d.get('device_name', '')})" for d in docs))
     presets = list(dict.fromkeys(str(d.get("preset", "?")) for d in docs))

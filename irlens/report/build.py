@@ -24,7 +24,7 @@ def build_report(doc: dict, frontend_table: Table | None = None) -> Report:
                   "(op counts: nodes of the forward common view at the composite / primitive level)."]),
             frontend_table]))
     for (workload, mode, device), group in group_rows(rows).items():
-        ceiling = ceiling_for(group[0].get("device_name") or doc.get("device_name"))
+        ceiling = ceiling_for(group[0].get("ceilings") or doc.get("ceilings"))
         sections.append(_workload_section(workload, mode, device, group, ceiling, doc))
     subtitle = f"{doc.get('device', '?')} · {doc.get('device_name', '')} · preset {doc.get('preset', '?')}"
     return Report("irlens report", subtitle, sections)
@@ -130,7 +130,7 @@ def _charts(stem: str, rows: list[dict], ceiling, dtype: str) -> Gallery:
               for r in rows]
     times = [(r["backend"], r.get("run_us")) for r in rows]
     pcts = [(r["backend"], backend_pct(row_kernels(r), ceiling, dtype)) for r in rows]
-    why = "no ceiling known for this device" if ceiling is None else "no timed kernels"
+    why = "no ceilings measured (irlens bench measures them)" if ceiling is None else "no timed kernels"
     return Gallery([
         Figure(f"kernels-{stem}", bar_chart("kernel count", counts, "{:.0f}", missing="no records"), "kernel count",
                [f"{b}: {fmt(v, '.0f', 'no records')}" for b, v in counts]),

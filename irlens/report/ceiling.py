@@ -1,8 +1,9 @@
 """% of ceiling: how close a timed kernel came to the device's roofline.
 
 A kernel's ideal time is max(bytes / memory bandwidth, flops / peak rate); its % of ceiling
-is ideal time / measured time. Only devices whose peaks we know (vendor datasheet figures,
-dense, no sparsity) get a figure; elsewhere, and for kernels without time or bytes, it is None.
+is ideal time / measured time. The peaks are the ones `irlens bench` measured on the device in
+the same run (a large device copy, large matrix products), never datasheet figures; without
+them, and for kernels without time or bytes, it is None.
 """
 from __future__ import annotations
 
@@ -17,20 +18,13 @@ class Ceiling:
     flops: dict[str, float]  # dtype -> flop/s
 
 
-_HOPPER_FLOPS = {"float32": 67e12, "float64": 67e12, "bfloat16": 989e12, "float16": 989e12}
-# Checked in order: the first substring of the device name that matches wins.
-CEILINGS = (
-    ("H100 PCIe", Ceiling(2.0e12, {"float32": 51e12, "float64": 51e12, "bfloat16": 756e12, "float16": 756e12})),
-    ("H100", Ceiling(3.35e12, _HOPPER_FLOPS)),
-    ("H200", Ceiling(4.8e12, _HOPPER_FLOPS)),
-)
-
-
-def ceiling_for(device_name: str | None) -> Ceiling | None:
-    for key, ceiling in CEILINGS:
-        if device_name and key in device_name:
-            return ceiling
-    return None
+def ceiling_for(measured: dict | None) -> Ceiling | None:
+    """The ceilings `irlens bench` measured in the same run (its document's "ceilings");
+    None where none were measured (CPU runs, plain compare results)."""
+    if not measured:
+        return None
+    bf16, fp32 = measured["bf16_tflops"] * 1e12, measured["fp32_tflops"] * 1e12
+    return Ceiling(measured["copy_gbps"] * 1e9, {"bfloat16": bf16, "float16": bf16, "float32": fp32, "float64": fp32})
 
 
 def ideal_us(kernel: Kernel, ceiling: Ceiling, dtype: str) -> float | None:

@@ -1,0 +1,217 @@
+"""`irlens bench`: the comparison matrix on a GPU, timed on the device, beside the hardware's ceilings.
+
+Every cell is a compare cell (isolated, numerics checked against float64) whose steady-state
+step is also timed on the device (irlens.timing: CUPTI kernel times, cold L2, two batches).
+Per workload x mode x dtype, the bytes the step must move and the flops it must do come from
+the common view (irlens.cost), once for all backends, so every backend is measured against
+the same work. The ceilings (a large device copy, large bf16 and fp32 matrix products) are
+measured at the start of the same run.
+
+A row's % of ceiling is ideal time / device time, ideal = max(bytes / copy bandwidth,
+flops / matmul rate of its dtype); `bound` says which term is larger.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from irlens import cost
+from irlens.compare import exit_status, execute, plan_matrix
+from irlens.ir import Graph, Kernel
+from irlens.timing import Ceilings, measure_ceilings
+
+BENCH_BACKENDS = ["eager", "inductor", "nvfuser", "xla"]
+BENCH_DTYPES = ["bfloat16", "float32"]
+
+
+def must_cost(wl, mode: str, preset: str, dtype: str, device: str) -> dict:
+    """Bytes and flops one step of `wl` must cost: flops from the Dynamo ATen graphs (composite
+    level, so causal attention counts its unmasked half), bytes from inputs, weights and results."""
+    from irlens.frontends import get_frontend
+    from irlens.workload import run_eager
+
+    inst = wl.instantiate(preset, dtype, device)
+    acq = get_frontend("dynamo").acquire(inst, mode)
+    flops = sum(cost.graph_flops(s.common("composite")) for name, s in acq.stages.items() if name.startswith("aot."))
+    results = run_eager(inst.module, inst, mode)
+    return {"bytes": cost.workload_bytes(inst, results), "flops": flops}
+
+
+def roofline(row: dict, must: dict, ceilings: Ceilings) -> dict | None:
+    timing = row.get("device_timing")
+    if row["status"] != "ok" or not timing or not timing["device_us"]:
+        return None
+    seconds = timing["device_us"] * 1e-6
+    peak = (ceilings.fp32_tflops if row.get("dtype") == "float32" else ceilings.bf16_tflops) * 1e12
+    memory_s, compute_s = must["bytes"] / (ceilings.copy_gbps * 1e9), must["flops"] / peak
+    return {"gbps": must["bytes"] / seconds / 1e9, "tflops": must["flops"] / seconds / 1e12,
+            "pct_of_ceiling": 100.0 * max(memory_s, compute_s) / seconds,
+            "bound": "memory" if memory_s >= compute_s else "compute"}
+
+
+def annotate_kernels(row: dict) -> None:
+    """Per kernel: device time (matched by name to the profiler's kernels), bytes and flops."""
+    timing = row.get("device_timing") or {}
+    kernel_us = timing.get("kernel_us", {})
+    graphs = {stage: Graph.from_json(g) for stage, g in row.get("graphs", {}).items()}
+    for k in row["kernels"]:
+        if k["name"] in kernel_us:
+            k["time_us"] = kernel_us[k["name"]]
+        graph = graphs.get(k.get("stage", "")) or (next(iter(graphs.values())) if len(graphs) == 1 else None)
+        if graph is not None:
+            kernel = Kernel(row["backend"], k["name"], k["kind"], k["nodes"], k.get("stage", ""),
+                            recompute=k.get("recompute", []))
+            k["bytes"], k["flops"] = cost.kernel_cost(kernel, graph)
+
+
+def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
+              timeout: float = 600.0, jobs: int = 1) -> dict:
+    backends = backends or BENCH_BACKENDS
+    dtypes = dtypes or BENCH_DTYPES
+    plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True) for dtype in dtypes]
+    print("irlens bench: measuring the ceilings (device copy, bf16 and fp32 matrix products) ...", file=sys.stderr)
+    ceilings = measure_ceilings()
+    print(f"irlens bench: copy {ceilings.copy_gbps:.0f} GB/s, bf16 {ceilings.bf16_tflops:.0f} TFLOP/s, "
+          f"fp32 {ceilings.fp32_tflops:.0f} TFLOP/s", file=sys.stderr)
+    rows, doc = [], {}
+    started = time.time()
+    for plan in plans:
+        musts = {}
+        for key, wl in plan.workloads.items():
+            for mode in plan.modes:
+                print(f"irlens bench: counting the work of {wl.name} {mode} {plan.dtype} ...", file=sys.stderr)
+                musts[(wl.name, mode)] = must_cost(wl, mode, plan.preset, plan.dtype, device)
+        doc = execute(plan, timeout, progress=True, jobs=jobs)
+        for row in doc["rows"]:
+            row["dtype"] = plan.dtype
+            must = musts[(row["workload"], row["mode"])]
+            row["must"] = must
+            row["roofline"] = roofline(row, must, ceilings)
+            annotate_kernels(row)
+            rows.append(row)
+    return {**{k: doc[k] for k in ("device", "device_name", "versions", "preset")}, "driver": _driver(),
+            "ceilings": ceilings.to_json(), "wall_s": time.time() - started, "rows": rows}
+
+
+def _driver() -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return None
+
+
+# --- the results page ----------------------------------------------------------------------
+
+def _f(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def format_bench_table(doc: dict) -> str:
+    head = "| workload | mode | dtype | backend | status | device µs | repeat Δ | GB/s | TFLOP/s | % of ceiling | kernels |"
+    lines = [head, "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in doc["rows"]:
+        t, rf = r.get("device_timing") or {}, r.get("roofline") or {}
+        pct = f"{rf['pct_of_ceiling']:.0f} ({rf['bound']})" if rf else "-"
+        spread = f"{100 * t['repeat_spread']:.1f}%" if t.get("repeat_spread") is not None else "-"
+        status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r['reason'].splitlines()[0][:90] if r['reason'] else ''}"
+        lines.append(f"| {r['workload']} | {r['mode']} | {r['dtype']} | {r['backend']} | {status} | "
+                     f"{_f(t.get('device_us'), '.1f')} | {spread} | {_f(rf.get('gbps'), '.0f')} | "
+                     f"{_f(rf.get('tflops'), '.1f')} | {pct} | {_f(r.get('kernel_count'), 'd')} |")
+    return "\n".join(lines)
+
+
+def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -> list[Path]:
+    """The Markdown page, and one SVG per dtype x mode x measure beside it."""
+    from irlens.report.plots import bar_chart
+
+    c, v = doc["ceilings"], doc["versions"]
+    spreads = [r["device_timing"]["repeat_spread"] for r in doc["rows"] if r.get("device_timing")]
+    ok = sum(r["status"] == "ok" for r in doc["rows"])
+    parts = [
+        f"# GPU comparison: {doc['device_name']}",
+        "",
+        f"Produced by `{command}` (results: [`{json_name}`]({json_name})).",
+        "",
+        f"- device: {doc['device_name']}, driver {doc.get('driver')}; torch {v.get('torch')}, triton {v.get('triton')}, "
+        f"jax {v.get('jax')}/{v.get('jaxlib')}, thunder {v.get('thunder')}, python {v.get('python')}",
+        f"- ceilings measured in this run: device copy **{c['copy_gbps']:.0f} GB/s** (bytes read + written), "
+        f"bf16 matmul **{c['bf16_tflops']:.0f} TFLOP/s**, fp32 matmul **{c['fp32_tflops']:.0f} TFLOP/s** (8192³)",
+        f"- {len(doc['rows'])} rows, {ok} ok; preset `{doc['preset']}`; wall time {doc['wall_s'] / 60:.1f} min",
+        f"- repeatability: each row's device time is the median of 15 profiled steps (cold L2), measured twice; "
+        f"the two medians differ by at most {100 * max(spreads, default=0):.2f}% "
+        f"(median {100 * sorted(spreads)[len(spreads) // 2] if spreads else 0:.2f}%)",
+        "- device µs: sum of the step's kernel durations (CUPTI via torch.profiler, the same for every backend); "
+        "GB/s and TFLOP/s: the bytes the step must move and flops it must do (irlens.cost, from the common view) "
+        "over that time; % of ceiling: max(bytes/copy bandwidth, flops/matmul rate) over the time, and which bound.",
+        "",
+    ]
+    figures = []
+    for dtype in sorted({r["dtype"] for r in doc["rows"]}):
+        for mode in ("fwd", "fwdbwd"):
+            rows = [r for r in doc["rows"] if r["dtype"] == dtype and r["mode"] == mode]
+            if not rows:
+                continue
+            parts.append(f"## {dtype}, {mode}\n")
+            for measure, key, unit in (("GB/s", "gbps", ""), ("% of ceiling", "pct_of_ceiling", " %")):
+                name = f"{md_path.stem}-{dtype}-{mode}-{key}.svg"
+                charts = []
+                for wl in dict.fromkeys(r["workload"] for r in rows):
+                    items = [(r["backend"], (r.get("roofline") or {}).get(key)) for r in rows if r["workload"] == wl]
+                    charts.append(bar_chart(f"{wl}: {measure}", items, "{:.0f}", unit, missing="no timing"))
+                path = md_path.parent / name
+                path.write_text(_stack_svgs(charts))
+                figures.append(path)
+                parts.append(f"![{measure}, {dtype}, {mode}]({name})\n")
+            parts.append(format_bench_table({"rows": rows}))
+            parts.append("")
+    md_path.write_text("\n".join(parts) + "\n")
+    return [md_path, *figures]
+
+
+def _stack_svgs(svgs: list[str]) -> str:
+    """Several small charts under one another, as one SVG file."""
+    import re
+
+    y, body, width = 0, [], 0
+    for svg in svgs:
+        w, h = (float(x) for x in re.search(r'width="([\d.]+)" height="([\d.]+)"', svg).groups())
+        inner = svg[svg.index(">") + 1: svg.rindex("</svg>")]
+        body.append(f'<g transform="translate(0,{y})">{inner}</g>')
+        y, width = y + h + 8, max(width, w)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{y:.0f}" '
+            f'font-family="Helvetica, Arial, sans-serif" font-size="11">' + "".join(body) + "</svg>")
+
+
+def bench_main(args) -> int:
+    import torch
+
+    from irlens.registry import UnknownName
+
+    if not torch.cuda.is_available():
+        print("irlens bench: needs a CUDA GPU (device timing and ceilings); torch sees none here. "
+              "Use `irlens compare` on the CPU.", file=sys.stderr)
+        return 2
+    try:
+        doc = run_bench(args.workloads, args.backends, args.modes, args.dtypes, "cuda", args.preset, args.timeout,
+                        args.jobs)
+    except (UnknownName, ValueError) as e:
+        print(f"irlens bench: {e}", file=sys.stderr)
+        return 2
+    print(format_bench_table(doc))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1, allow_nan=False)
+    if args.md:
+        md = Path(args.md)
+        md.parent.mkdir(parents=True, exist_ok=True)
+        json_name = Path(args.json).name if args.json else ""
+        for path in write_results_page(doc, md, json_name, "irlens " + " ".join(sys.argv[1:])):
+            print(f"wrote {path}", file=sys.stderr)
+    return exit_status(doc)

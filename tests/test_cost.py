@@ -1,0 +1,63 @@
+"""Bytes and flops from the common view (irlens.cost), which `irlens bench` puts beside device times."""
+import pytest
+
+from irlens import cost
+from irlens.bench import must_cost, roofline
+from irlens.ir import Graph, Kernel, Node, TensorMeta
+from irlens.timing import Ceilings
+from irlens.workload import get_workload
+
+
+def T(name, shape, dtype="float32"):
+    return TensorMeta(name, tuple(shape), dtype)
+
+
+def test_matmul_and_elementwise_flops():
+    g = Graph("t", "test", "s", "composite", [T("a", (4, 8, 16)), T("b", (16, 32))],
+              [Node("mm", "matmul", ["a", "b"], [T("c", (4, 8, 32))]),
+               Node("e", "tanh", ["c"], [T("d", (4, 8, 32))]),
+               Node("r", "sum", ["d"], [T("s", (4, 8))], {"dims": [2], "keepdim": False})], ["s"])
+    assert cost.graph_flops(g) == 2 * 4 * 8 * 32 * 16 + 4 * 8 * 32 + 4 * 8 * 32
+
+
+def test_causal_attention_counts_the_unmasked_half():
+    q = T("q", (2, 4, 128, 64))
+    full = Node("n", "sdpa", ["q", "q", "q", None], [T("o", (2, 4, 128, 64))], {"is_causal": False})
+    causal = Node("n", "sdpa", ["q", "q", "q", None], [T("o", (2, 4, 128, 64))], {"is_causal": True})
+    f_full = cost.graph_flops(Graph("t", "t", "s", "composite", [q], [full], ["o"]))
+    f_causal = cost.graph_flops(Graph("t", "t", "s", "composite", [q], [causal], ["o"]))
+    matmuls = 2 * (2 * 2 * 4 * 128 * 128 * 64)  # QKᵀ and PV
+    mask = 128 * 128 + 2 * 4 * 128 * 128  # causal only: the row >= col test and the where over the scores
+    assert f_full - f_causal == matmuls / 2 - mask
+
+
+def test_kernel_io_reads_writes_and_what_stays_on_chip():
+    # x -> exp -> sum -> div(exp, sum): one fused kernel reads x, writes only the quotient
+    g = Graph("t", "test", "s", "primitive", [T("x", (4, 8))], [
+        Node("e", "exp", ["x"], [T("ex", (4, 8))]),
+        Node("s", "sum", ["ex"], [T("z", (4, 1))], {"dims": [1], "keepdim": True}),
+        Node("d", "div", ["ex", "z"], [T("y", (4, 8))])], ["y"])
+    k = Kernel("b", "k0", "fused", ["e", "s", "d"])
+    reads, writes, internal = cost.kernel_io(k, g)
+    assert [t.name for t in reads] == ["x"] and [t.name for t in writes] == ["y"]
+    assert {t.name for t in internal} == {"ex", "z"}
+    assert cost.kernel_cost(k, g)[0] == 2 * 4 * 8 * 4
+
+
+def test_must_cost_of_tinyhead_on_cpu():
+    must = must_cost(get_workload("tinyhead"), "fwd", "tiny", "float32", "cpu")
+    # Linear(64, 600) on 16 tokens: 2·16·64·600 flops, plus the bias add and the softmax
+    assert must["flops"] >= 2 * 16 * 64 * 600
+    assert must["flops"] < 2 * 16 * 64 * 600 + 20 * 16 * 600
+    # x, weight, bias read once; probabilities written once
+    assert must["bytes"] == 4 * (16 * 64 + 600 * 64 + 600 + 16 * 600)
+
+
+def test_roofline_picks_the_binding_ceiling():
+    c = Ceilings(copy_gbps=4000.0, bf16_tflops=800.0, fp32_tflops=50.0, device="test")
+    row = {"status": "ok", "dtype": "bfloat16", "device_timing": {"device_us": 1000.0}}
+    mem = roofline(row, {"bytes": 2e9, "flops": 1e9}, c)  # 0.5 ms of copying vs 1.25 µs of math
+    assert mem["bound"] == "memory" and mem["pct_of_ceiling"] == pytest.approx(50.0)
+    comp = roofline({**row, "dtype": "float32"}, {"bytes": 1e6, "flops": 4e10}, c)  # 0.8 ms at 50 TFLOP/s
+    assert comp["bound"] == "compute" and comp["pct_of_ceiling"] == pytest.approx(80.0)
+    assert roofline({**row, "status": "mismatch"}, {"bytes": 1, "flops": 1}, c) is None
