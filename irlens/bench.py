@@ -67,7 +67,9 @@ def annotate_kernels(row: dict) -> None:
 
 
 def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
-              timeout: float = 600.0, jobs: int = 1) -> dict:
+              timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None) -> dict:
+    """The bench document. `budget_s` bounds the whole run: cells not started in time are
+    `unavailable` rows that say so."""
     backends = backends or BENCH_BACKENDS
     dtypes = dtypes or BENCH_DTYPES
     plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True) for dtype in dtypes]
@@ -83,7 +85,8 @@ def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: st
             for mode in plan.modes:
                 print(f"irlens bench: counting the work of {wl.name} {mode} {plan.dtype} ...", file=sys.stderr)
                 musts[(wl.name, mode)] = must_cost(wl, mode, plan.preset, plan.dtype, device)
-        doc = execute(plan, timeout, progress=True, jobs=jobs)
+        left = None if budget_s is None else max(budget_s - (time.time() - started), 0.0)
+        doc = execute(plan, timeout, progress=True, jobs=jobs, budget_s=left)
         for row in doc["rows"]:
             row["dtype"] = plan.dtype
             must = musts[(row["workload"], row["mode"])]
@@ -122,7 +125,7 @@ def format_bench_table(doc: dict) -> str:
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r['reason'].splitlines()[0][:90] if r['reason'] else ''}"
         lines.append(f"| {r['workload']} | {r['mode']} | {r['dtype']} | {r['backend']} | {status} | "
                      f"{_f(t.get('device_us'), '.1f')} | {spread} | {_f(rf.get('gbps'), '.0f')} | "
-                     f"{_f(rf.get('tflops'), '.1f')} | {pct} | {_f(r.get('kernel_count'), 'd')} |")
+                     f"{_f(rf.get('tflops'), '.1f')} | {pct} | {_f(r.get('kernel_count') or t.get('kernel_launches'), 'd')} |")
     return "\n".join(lines)
 
 
@@ -199,7 +202,7 @@ def bench_main(args) -> int:
         return 2
     try:
         doc = run_bench(args.workloads, args.backends, args.modes, args.dtypes, "cuda", args.preset, args.timeout,
-                        args.jobs)
+                        args.jobs, args.budget_s)
     except (UnknownName, ValueError) as e:
         print(f"irlens bench: {e}", file=sys.stderr)
         return 2

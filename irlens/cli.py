@@ -95,34 +95,37 @@ def cmd_list(args) -> int:
 # --- irlens dump ---------------------------------------------------------------------------
 
 def cmd_dump(args) -> int:
+    if (args.frontend is None) == (args.backend is None):
+        raise UsageError("give exactly one of --frontend (its IR stages) or --backend (the stages it compiles through)")
     if args.frontend == "joint":
         from irlens.parallel.dump import dump_main
 
         return dump_main(args)
 
-    from irlens.frontends import get_frontend
     from irlens.registry import UnknownName
+    from irlens.workload import NoJaxTwin
 
     workload = resolve_workload(args.workload)
-    try:
-        frontend = get_frontend(args.frontend)
-    except UnknownName as e:
-        raise UsageError(f"{e}, joint") from None
-    avail = frontend.availability()
+    source = _dump_source(args)
+    avail = source.availability(args.device) if args.backend else source.availability()
     if not avail:
-        _err(f"frontend {frontend.name} is unavailable here: {avail.reason}")
+        _err(f"{'backend' if args.backend else 'frontend'} {source.name} is unavailable here: {avail.reason}")
         return EXIT_USAGE
-    mode = "fwdbwd" if args.backward else "fwd"
+    mode = args.mode or ("fwdbwd" if args.backward else "fwd")
     try:
         inst = workload.instantiate(args.preset, args.dtype, args.device)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    print(f"irlens: acquiring {workload.name} ({args.preset}, {inst.dtype}, {mode}) with {frontend.name} ...",
+    verb = "compiling" if args.backend else "acquiring"
+    print(f"irlens: {verb} {workload.name} ({args.preset}, {inst.dtype}, {mode}) with {source.name} ...",
           file=sys.stderr)
-    from irlens.workload import NoJaxTwin
-
     try:
-        acq = frontend.acquire(inst, mode)
+        if args.backend:
+            from irlens.frontends.base import Acquisition
+
+            acq = Acquisition(source.name, workload.name, mode, source.stages(inst, mode))
+        else:
+            acq = source.acquire(inst, mode)
     except NoJaxTwin as e:
         raise UsageError(str(e)) from None
 
@@ -133,19 +136,19 @@ def cmd_dump(args) -> int:
             print(f"# {k}: {v}")
         return EXIT_OK
 
-    names = [args.stage] if args.stage else ([frontend.default_stage(mode)] if not args.out else list(acq.stages))
+    names = [args.stage] if args.stage else ([_default_stage(source, acq, mode)] if not args.out else list(acq.stages))
     for name in names:
         try:
             stage = acq.stage(name)
         except UnknownName as e:
-            hint = "" if args.backward else " (backward stages need --backward)"
+            hint = "" if mode == "fwdbwd" else " (backward stages need --backward)"
             raise UsageError(f"{e}{hint}") from None
         text = _render_stage(acq, stage, args)
         if args.out:
             out = Path(args.out)
             out.mkdir(parents=True, exist_ok=True)
             level = f".{args.level}" if args.view == "common" else ""
-            path = out / f"{workload.name}.{frontend.name}.{stage.name}.{args.view}{level}.{'json' if args.format == 'json' else 'txt'}"
+            path = out / f"{workload.name}.{source.name}.{stage.name}.{args.view}{level}.{'json' if args.format == 'json' else 'txt'}"
             path.write_text(text + "\n")
             print(f"wrote {path}", file=sys.stderr)
         else:
@@ -153,10 +156,32 @@ def cmd_dump(args) -> int:
     return EXIT_OK
 
 
+def _dump_source(args):
+    """The frontend or backend `irlens dump` shows the stages of."""
+    from irlens.backends import get_backend
+    from irlens.frontends import get_frontend
+    from irlens.registry import UnknownName
+
+    try:
+        return get_backend(args.backend) if args.backend else get_frontend(args.frontend)
+    except UnknownName as e:
+        raise UsageError(str(e) if args.backend else f"{e}, joint") from None
+
+
+def _default_stage(source, acq, mode: str) -> str:
+    """A frontend's main stage; for a backend, the first stage under its `main_stage` prefix."""
+    from irlens.backends.base import Backend
+
+    if not isinstance(source, Backend):
+        return source.default_stage(mode)
+    return next((n for n in acq.stages if n.startswith(source.main_stage)), next(iter(acq.stages), ""))
+
+
 def _render_stage(acq, stage, args) -> str:
     if args.view == "native":
         if args.format == "json":
-            return json.dumps({"name": acq.workload, "frontend": acq.frontend, "stage": stage.name,
+            return json.dumps({"name": acq.workload, "backend" if args.backend else "frontend": acq.frontend,
+                               "stage": stage.name,
                                "view": "native", "native": stage.native_text}, indent=1)
         return stage.native_text
     graph = stage.common(args.level)
@@ -212,9 +237,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("dump", help="print one stage of one frontend's IR, native or in the common view")
     d.add_argument("workload", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME")
-    d.add_argument("--frontend", required=True, help="dynamo, thunder, jax (or joint for llama3/deepseek_v3)")
-    d.add_argument("--stage", help="which stage (default: the frontend's main one; see --stages)")
-    d.add_argument("--stages", action="store_true", help="list the stages this frontend keeps, then exit")
+    d.add_argument("--frontend", help="dynamo, thunder, jax (or joint for llama3/deepseek_v3)")
+    d.add_argument("--backend", help="inductor, thunder+torchcompile, nvfuser, xla: the IRs it compiles through "
+                                     "(fusion IR, generated code); give this or --frontend")
+    d.add_argument("--stage", help="which stage (default: the main one; see --stages)")
+    d.add_argument("--stages", action="store_true", help="list the stages this frontend or backend keeps, then exit")
+    d.add_argument("--mode", choices=["fwd", "fwdbwd"], default=None, help="fwdbwd is the same as --backward")
     d.add_argument("--view", choices=["native", "common"], default="native")
     d.add_argument("--level", choices=list(LEVELS), default="composite", help="common view level")
     d.add_argument("--backward", action="store_true", help="acquire forward+backward (adds backward stages)")
@@ -247,6 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--md", default=None, help="write the results page (Markdown + SVG plots) here")
     b.add_argument("--timeout", type=float, default=600.0, help="seconds per cell")
     b.add_argument("--jobs", type=int, default=1, help="cells compiled in parallel (device timings never overlap)")
+    b.add_argument("--budget-s", type=float, default=None,
+                   help="stop starting cells after this many seconds; the rest are rows saying they did not run")
     b.set_defaults(func=cmd_bench)
 
     r = sub.add_parser("report", help="HTML + Markdown report contrasting what each backend fused and what it cost")

@@ -21,6 +21,7 @@ import platform
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -375,7 +376,10 @@ def run_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", p
 
 
 def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True, jobs: int = 1,
-            isolate: bool = True) -> dict:
+            isolate: bool = True, budget_s: float | None = None) -> dict:
+    """Run a planned matrix. With `budget_s`, cells not started within that many seconds are
+    `unavailable` rows saying so (a long GPU run then still ends with a complete document)."""
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     from irlens.isolation import WORKER_ENV
 
     if os.environ.get(WORKER_ENV):  # a user file that compares at import time, loaded by a worker
@@ -401,7 +405,11 @@ def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tru
 
         def run(cell: Cell) -> dict:
             bar.start(cell, plan.workloads[cell.workload].name)
-            row = planned_row(plan, cell, refs) or runner.run(cell)
+            if deadline is not None and time.monotonic() > deadline:
+                row = new_row(plan.workloads[cell.workload].name, cell.mode, plan.backends[cell.backend],
+                              status="unavailable", reason=f"not run: the run's time budget of {budget_s:.0f} s ran out")
+            else:
+                row = planned_row(plan, cell, refs) or runner.run(cell)
             bar.finish()
             return row
 
