@@ -71,9 +71,9 @@ def annotate_kernels(row: dict) -> None:
 
 
 def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
-              timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None) -> dict:
+              timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None, checkpoint=None) -> dict:
     """The bench document. `budget_s` bounds the whole run: cells not started in time are
-    `unavailable` rows that say so."""
+    `unavailable` rows that say so. `checkpoint(doc)` is called after each dtype."""
     backends = backends or BENCH_BACKENDS
     dtypes = dtypes or BENCH_DTYPES
     plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True) for dtype in dtypes]
@@ -81,7 +81,7 @@ def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: st
     ceilings = measure_ceilings()
     print(f"irlens bench: copy {ceilings.copy_gbps:.0f} GB/s, bf16 {ceilings.bf16_tflops:.0f} TFLOP/s, "
           f"fp32 {ceilings.fp32_tflops:.0f} TFLOP/s", file=sys.stderr)
-    rows, doc = [], {}
+    rows: list[dict] = []
     started = time.time()
     flops: dict[tuple[str, str], int] = {}
     for plan in plans:
@@ -102,8 +102,12 @@ def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: st
             row["roofline"] = roofline(row, must, ceilings)
             annotate_kernels(row)
             rows.append(row)
-    return {**{k: doc[k] for k in ("device", "device_name", "versions", "preset")}, "driver": _driver(),
-            "ceilings": ceilings.to_json(), "wall_s": time.time() - started, "rows": rows}
+        print(format_bench_table({"rows": doc["rows"]}), file=sys.stderr)
+        result = {**{k: doc[k] for k in ("device", "device_name", "versions", "preset")}, "driver": _driver(),
+                  "ceilings": ceilings.to_json(), "wall_s": time.time() - started, "rows": rows}
+        if checkpoint is not None:  # what is done so far survives a later dtype's failure
+            checkpoint(result)
+    return result
 
 
 def _driver() -> str | None:
@@ -208,17 +212,19 @@ def bench_main(args) -> int:
         print("irlens bench: needs a CUDA GPU (device timing and ceilings); torch sees none here. "
               "Use `irlens compare` on the CPU.", file=sys.stderr)
         return 2
+    def save(doc: dict) -> None:
+        if args.json:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            with open(args.json, "w") as f:
+                json.dump(doc, f, indent=1, allow_nan=False)
+
     try:
         doc = run_bench(args.workloads, args.backends, args.modes, args.dtypes, "cuda", args.preset, args.timeout,
-                        args.jobs, args.budget_s)
-    except (UnknownName, ValueError) as e:
+                        args.jobs, args.budget_s, checkpoint=save)
+    except (UnknownName, ValueError) as e:  # TwinMismatch is a ValueError
         print(f"irlens bench: {e}", file=sys.stderr)
         return 2
     print(format_bench_table(doc))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1, allow_nan=False)
     if args.md:
         md = Path(args.md)
         md.parent.mkdir(parents=True, exist_ok=True)

@@ -115,9 +115,14 @@ def check_jax_twin(inst, torch_outputs: dict[str, torch.Tensor]) -> None:
 
     from irlens.workload import as_tuple
 
+    import jax
+
+    from irlens.frontends.jax import MATMUL_PRECISION
+
     name = inst.workload.name
     try:
-        outs = as_tuple(inst.jax_fn()(inst.jax_params(), *inst.jax_inputs()))
+        with jax.default_matmul_precision(MATMUL_PRECISION):  # the precision the xla backend runs at
+            outs = as_tuple(inst.jax_fn()(inst.jax_params(), *inst.jax_inputs()))
         twin = {f"out{i}": torch.from_numpy(np.asarray(o, dtype=np.float64)) for i, o in enumerate(outs)}
     except Exception as e:
         raise TwinMismatch(f"the JAX twin of workload {name!r} failed on the example inputs: {type(e).__name__}: {e}") from e
