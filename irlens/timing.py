@@ -39,11 +39,22 @@ class DeviceTiming:
                 "kernel_launches": self.kernel_launches, "steps": self.steps}
 
 
+_CUPTI_TAKEN = False
+
+
+def cupti_taken() -> bool:
+    """Whether this process has profiled CUDA through torch.profiler: its CUPTI subscription
+    stays, and CUPTI allows one subscriber (nvFuser's own profiler then cannot start)."""
+    return _CUPTI_TAKEN
+
+
 def device_profile(step: Callable[[], Any], steps: int) -> list[dict[str, float]]:
     """Per step: {kernel name: device µs} from the profiler, each step after an L2 flush."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    global _CUPTI_TAKEN
+    _CUPTI_TAKEN = True
     flush = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     per_step = []
     for _ in range(steps):

@@ -11,6 +11,11 @@ aliasing) comes with an empty name and zero time and bytes.
 
 Which of the region's ops each segment holds is not exposed; `irlens.backends.thunder` says
 how segments are mapped onto the region's nodes.
+
+For `irlens dump --backend nvfuser`, the definition's `FusionExecutorCache` (`fd.fec`, made on
+its first execution) gives, for the inputs the region last ran with, the fusion IR after
+scheduling (`get_scheduled_ir`) and the generated CUDA source (`get_cuda_kernel`), every
+segment's.
 """
 from __future__ import annotations
 
@@ -55,6 +60,12 @@ def profile_segments(bsym) -> list[Segment]:
     """
     import nvfuser_direct
 
+    from irlens.timing import cupti_taken
+
+    if cupti_taken():
+        # Both subscribe to CUPTI, which allows one subscriber: nvFuser would end the process.
+        raise NotProfiled("torch.profiler holds CUPTI in this process (device timing), "
+                          "and nvFuser's profiler cannot share it")
     wrapper = fusion_wrapper(bsym)
     if wrapper.last_inputs is None:
         raise NotProfiled("Thunder kept no inputs for the region (compile option nv_store_fusion_inputs)")
@@ -80,3 +91,32 @@ def _segment(index: int, kp) -> Segment:
     if not kp.name:  # no generated kernel: reported with an empty name and zero time and bytes
         return Segment(index, f"segment{index}" + (f":{scheduler}" if scheduler else ""), scheduler, False, None, None)
     return Segment(index, str(kp.name), scheduler, True, float(kp.time_ms) * 1e3, int(kp.input_bytes + kp.output_bytes))
+
+
+class NotKept(RuntimeError):
+    """What an IR is read from was not kept for a region; the message says what."""
+
+
+def _last_execution(bsym) -> tuple[Any, list, int]:
+    """The region's FusionDefinition, the inputs it last ran with and their CUDA device index."""
+    wrapper = fusion_wrapper(bsym)
+    fd = wrapper.last_used
+    if fd is None or not hasattr(fd, "fec"):
+        raise NotKept("the region's FusionDefinition has not run through a FusionExecutorCache")
+    if wrapper.last_inputs is None:
+        raise NotKept("Thunder kept no inputs for the region (compile option nv_store_fusion_inputs)")
+    inputs = list(wrapper.last_inputs)
+    device = next((a.device.index or 0 for a in inputs if getattr(a, "is_cuda", False)), 0)
+    return fd, inputs, device
+
+
+def scheduled_ir(bsym) -> str:
+    """nvFuser's fusion IR of the region after scheduling (every segment), for its last inputs."""
+    fd, inputs, device = _last_execution(bsym)
+    return fd.fec.get_scheduled_ir(inputs, tensor_transforms=False, device=device)
+
+
+def cuda_source(bsym) -> str:
+    """The CUDA source nvFuser generated for the region (every segment's kernel), for its last inputs."""
+    fd, inputs, device = _last_execution(bsym)
+    return fd.fec.get_cuda_kernel(inputs, device=device)
