@@ -9,6 +9,7 @@ the provenance records. Compiled C++/Triton kernels stay cached.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import statistics
@@ -18,7 +19,8 @@ from typing import Callable
 import torch
 
 from irlens.backends.base import BACKENDS, Backend, BackendRun, measure
-from irlens.frontends.base import Availability
+from irlens.backends.inductor_debug import GraphDebug, debug_trace, graph_stages, triton_asm
+from irlens.frontends.base import Availability, Stage
 from irlens.frontends.dynamo import indexed
 from irlens.ir_adapters.fx import fx_to_graph
 from irlens.ir import Kernel
@@ -32,12 +34,18 @@ class InductorCapture:
     Its post-grad pass records the graph Inductor is about to lower. Being a plain callable
     (no `CustomGraphPass.uuid`), it also makes Inductor bypass its FX-graph cache, whose hits
     would skip code generation and with it the provenance records; it works where
-    TORCHINDUCTOR_FX_GRAPH_CACHE=1 forces the cache on, which a config patch does not."""
+    TORCHINDUCTOR_FX_GRAPH_CACHE=1 forces the cache on, which a config patch does not.
 
-    def __init__(self, workload: str):
+    With `keep_debug`, it also keeps each graph's own IRs (`debug`, for `irlens dump --backend`):
+    the printed post-grad graph and the scheduler's IR before and after fusion."""
+
+    def __init__(self, workload: str, keep_debug: bool = False):
         self.workload = workload
+        self.keep_debug = keep_debug
         self.compiled: list[CompiledGraph] = []
+        self.debug: list[GraphDebug] = []
         self._post_grad = None
+        self._post_grad_text = ""
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs):
         from torch._inductor.compile_fx import compile_fx
@@ -48,12 +56,16 @@ class InductorCapture:
 
     def _keep_post_grad(self, graph: torch.fx.Graph) -> None:
         self._post_grad = fx_to_graph(graph.owning_module, name=self.workload, frontend="dynamo", stage="")
+        if self.keep_debug:
+            self._post_grad_text = graph.owning_module.print_readable(
+                print_output=False, include_stride=False, include_device=False)
 
     def _inner(self, gm: torch.fx.GraphModule, example_inputs, **kwargs):
         import torch._inductor.debug as inductor_debug
         from torch._inductor.compile_fx import compile_fx_inner
 
-        with inductor_debug.reset_provenance_globals():  # one graph's records, numbered from 1
+        trace = debug_trace() if self.keep_debug else contextlib.nullcontext()
+        with inductor_debug.reset_provenance_globals(), trace as scheduler_ir:  # one graph's records, numbered from 1
             out = compile_fx_inner(gm, example_inputs, **kwargs)
             provenance = dict(inductor_debug._inductor_triton_kernel_to_post_grad_node_info)
         backward = bool(kwargs.get("is_backward"))
@@ -61,6 +73,9 @@ class InductorCapture:
         graph, self._post_grad = self._post_grad, None
         graph.stage = indexed(base, sum(c.backward == backward for c in self.compiled))
         self.compiled.append(CompiledGraph(graph, getattr(out, "source_code", ""), provenance, backward))
+        if self.keep_debug:
+            self.debug.append(GraphDebug(self.compiled[-1], self._post_grad_text, scheduler_ir.pre_fusion,
+                                         scheduler_ir.post_fusion, getattr(out, "cache_key", "")))
         return out
 
 
@@ -99,6 +114,7 @@ class InductorBackend(Backend):
     name = "inductor"
     frontend = "dynamo"
     description = "torch.compile(backend='inductor'): C++/OpenMP kernels on CPU, Triton kernels on CUDA"
+    main_stage = "inductor.output_code"
 
     def availability(self, device: str) -> Availability:
         if device.startswith("cuda"):
@@ -127,6 +143,18 @@ class InductorBackend(Backend):
             notes={"codegen": "triton" if inst.device.startswith("cuda") else "cpp",
                    "compiled_graphs": len(capture.compiled)},
         )
+
+    def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
+        torch._dynamo.reset()
+        capture = InductorCapture(inst.name, keep_debug=True)
+        compiled = torch.compile(inst.module, backend=capture, dynamic=False)
+        run_eager(compiled, inst, mode)  # Triton kernels compile on their first launch
+        torch._dynamo.reset()
+        stages: dict[str, Stage] = {}
+        for debug in capture.debug:
+            debug.triton = triton_asm(debug.module_key)
+            stages.update(graph_stages(debug))
+        return stages
 
 
 BACKENDS.register(InductorBackend())

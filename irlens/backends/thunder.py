@@ -20,14 +20,15 @@ What happens inside a region is the fusion executor's business, and each says as
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import torch
 
 from irlens.backends.base import BACKENDS, Backend, BackendRun, measure
-from irlens.frontends.base import Availability, Unavailable
+from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.frontends.thunder import executor_names, final_traces, import_thunder_or_raise
 from irlens.ir import Graph, Kernel
-from irlens.ir_adapters.thunder_trace import ExecutionGroup, trace_to_graph_and_groups
+from irlens.ir_adapters.thunder_trace import ExecutionGroup, trace_to_graph, trace_to_graph_and_groups
 from irlens.ops import COMPOSITE, category
 from irlens.workload import Instance, run_eager
 
@@ -52,6 +53,22 @@ class RegionRecorder:
     def notes(self) -> dict:
         return {}
 
+    def region_stages(self, regions: list[Region]) -> dict[str, Stage]:
+        """The fusion executor's own IRs of each region, after the first call."""
+        return {}
+
+
+@dataclass(frozen=True)
+class Region:
+    """A fusion region of an execution trace, for `irlens dump --backend`."""
+
+    part: str  # forward | backward
+    group: ExecutionGroup
+
+    def stage(self, prefix: str, what: str, text: str) -> Stage:
+        return Stage(f"{prefix}.{self.part}.{self.group.name}", f"{what} of fusion region {self.group.name}", text,
+                     backward=self.part == "backward")
+
 
 class ThunderBackend(Backend):
     """thunder.jit with one fusion executor in front of Thunder's default executors."""
@@ -68,14 +85,17 @@ class ThunderBackend(Backend):
         defaults = [ex for ex in thunder.get_default_executors() if ex.name not in _FUSION_EXECUTORS]
         return [fusion, *defaults]
 
-    def run(self, inst: Instance, mode: str) -> BackendRun:
+    def _jit(self, inst: Instance):
+        """(thunder, the jitted module, a fresh recorder) for `inst`; `Unavailable` if it cannot run here."""
         available = self.availability(inst.device)
         if not available:
             raise Unavailable(f"{self.name}: {available.reason}")
         thunder = import_thunder_or_raise()
-        executors = self.executors(thunder)
-        jfn = thunder.jit(inst.module, executors=executors, **self.compile_options)
-        recorder = self.recorder(self.name)
+        jfn = thunder.jit(inst.module, executors=self.executors(thunder), **self.compile_options)
+        return thunder, jfn, self.recorder(self.name)
+
+    def run(self, inst: Instance, mode: str) -> BackendRun:
+        thunder, jfn, recorder = self._jit(inst)
         results, compile_s, run_us = measure(recorder.watch_first_call(lambda: run_eager(jfn, inst, mode)), inst.device)
 
         graphs: list[Graph] = []
@@ -87,6 +107,24 @@ class ThunderBackend(Backend):
                 kernels += recorder.region_kernels(group, graph) if group.fusion else [outside_kernel(self.name, group, graph)]
         notes = {"executors": executor_names(thunder, jfn), **recorder.notes()}
         return BackendRun(results, compile_s, run_us, kernels, graphs, notes)
+
+    def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
+        """The execution traces that ran (where the fusion regions are), then each region's IRs."""
+        thunder, jfn, recorder = self._jit(inst)
+        recorder.watch_first_call(lambda: run_eager(jfn, inst, mode))()
+        stages: dict[str, Stage] = {}
+        regions: list[Region] = []
+        for name, trace in final_traces(thunder, jfn, mode):
+            backward = name.startswith("thunder.backward")
+            stages[name] = Stage(
+                name, f"the {'backward' if backward else 'forward'} execution trace that ran: its fusion regions "
+                "and the calls outside them", str(trace),
+                lambda level, trace=trace, name=name: trace_to_graph(trace, name=inst.name, stage=name, level=level),
+                trace, backward)
+            _, groups = trace_to_graph_and_groups(trace, name=inst.name, stage=name)
+            regions += [Region("backward" if backward else "forward", g) for g in groups if g.fusion]
+        stages.update(recorder.region_stages(regions))
+        return stages
 
 
 def outside_kernel(backend: str, group: ExecutionGroup, graph: Graph) -> Kernel:
@@ -164,6 +202,15 @@ class InductorRecorder(RegionRecorder):
             per_region[key] = inductor_kernel_names(code)
         return {"inductor_kernels": per_region}
 
+    def region_stages(self, regions: list[Region]) -> dict[str, Stage]:
+        what = "the module Inductor generated (kernels and call())"
+        if len(self.codes) == len(regions):
+            stages = [r.stage("inductor.output_code", what, code) for r, code in zip(regions, self.codes)]
+        else:  # not attributable to regions (see the class docstring): in compile order
+            stages = [Stage(f"inductor.output_code[{i}]", f"{what}, module {i} in compile order", code)
+                      for i, code in enumerate(self.codes)]
+        return {s.name: s for s in stages}
+
 
 class ThunderTorchCompileBackend(ThunderBackend):
     name = "thunder+torchcompile"
@@ -171,6 +218,7 @@ class ThunderTorchCompileBackend(ThunderBackend):
     description = ("Thunder with its torchcompile fusion executor: each fusion region is compiled by "
                    "torch.compile (Inductor: C++ on the CPU, Triton on CUDA)")
     recorder = InductorRecorder
+    main_stage = "inductor.output_code"
 
     def availability(self, device: str) -> Availability:
         if device.startswith("cuda") and not torch.cuda.is_available():
@@ -213,6 +261,22 @@ class NvFuserRecorder(RegionRecorder):
             for s in segments
         ]
 
+    def region_stages(self, regions: list[Region]) -> dict[str, Stage]:
+        from irlens.ir_adapters.nvfuser import NotKept, cuda_source, definition_text, scheduled_ir
+
+        stages = []
+        for r in regions:
+            stages.append(r.stage("nvfuser.definition", "the nvFuser FusionDefinition Thunder built",
+                                  definition_text(r.group.bsym)))
+            for prefix, what, read in (("nvfuser.fusion_ir", "nvFuser's fusion IR after scheduling", scheduled_ir),
+                                       ("nvfuser.cuda", "the CUDA source nvFuser generated", cuda_source)):
+                try:
+                    text = read(r.group.bsym)
+                except NotKept as e:
+                    text = f"# not available: {e}"
+                stages.append(r.stage(prefix, what, text))
+        return {s.name: s for s in stages}
+
     def notes(self) -> dict:
         notes = {"nvfuser_segments": self.segmented}
         if self.not_profiled:
@@ -233,6 +297,7 @@ class NvFuserBackend(ThunderBackend):
     devices = ("cuda",)
     compile_options = {"nv_store_fusion_inputs": True}  # the profiler reruns each region on its inputs
     recorder = NvFuserRecorder
+    main_stage = "nvfuser.cuda"
 
     def availability(self, device: str) -> Availability:
         if not device.startswith("cuda"):

@@ -15,7 +15,8 @@ from collections import defaultdict
 import torch
 
 from irlens.backends.base import BACKENDS, Backend, BackendRun, measure
-from irlens.frontends.base import Availability, Unavailable
+from irlens.backends.xla_dump import compile_with_dump, xla_stages
+from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.frontends.jax import MATMUL_PRECISION, jax_device, jax_program, lower
 from irlens.ir import Graph, Kernel
 from irlens.ir_adapters.hlo import EntryOp, read_hlo
@@ -30,6 +31,7 @@ class XlaBackend(Backend):
     name = "xla"
     frontend = "jax"
     description = "jax.jit of the JAX twin: XLA fusions (CPU: LLVM loops + YNNPACK dots; GPU: loop/Triton fusions, cuBLAS)"
+    main_stage = "xla.hlo"
 
     def availability(self, device: str) -> Availability:
         try:
@@ -39,6 +41,10 @@ class XlaBackend(Backend):
         except Unavailable as e:
             return Availability(False, str(e))
         return Availability(True)
+
+    def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
+        compiled, files = compile_with_dump(lower(jax_program(inst, mode)))
+        return xla_stages(compiled, files, inst.name, backward=mode == "fwdbwd")
 
     def run(self, inst: Instance, mode: str) -> BackendRun:
         import jax

@@ -1,0 +1,178 @@
+"""`irlens dump --backend`: each backend's own IRs (fusion IR, generated code) as stages."""
+import re
+
+import pytest
+import torch
+
+from irlens.backends import get_backend
+from irlens.cli import main
+from irlens.workload import get_workload
+
+_STAGES: dict = {}
+
+
+def stages(backend: str, workload: str, mode: str = "fwd", device: str = "cpu") -> dict:
+    """Compiled once per test session: Inductor's debug capture bypasses its graph cache."""
+    key = (backend, workload, mode, device)
+    if key not in _STAGES:
+        inst = get_workload(workload).instantiate("tiny", None, device)
+        _STAGES[key] = get_backend(backend).stages(inst, mode)
+    return _STAGES[key]
+
+
+def scheduler_nodes(ir: str) -> dict[str, str]:
+    """{node name: node class} of every node Inductor's IR dump describes (fused ones list their parts too)."""
+    return dict(re.findall(r"^(\w+): (\w+)\(", ir, re.M))
+
+
+def top_level(nodes: dict[str, str]) -> dict[str, str]:
+    """Nodes that are not parts of a fused node (a fused node is named after its parts: op1_op2)."""
+    parts = {p for name, kind in nodes.items() if kind.endswith("FusedSchedulerNode") for p in name.split("_")}
+    return {name: kind for name, kind in nodes.items() if name not in parts}
+
+
+def defined_kernels(code: str) -> list[str]:
+    return re.findall(r"^(\w+) = async_compile\.(?:cpp_pybinding|cpp|triton)\(", code, re.M)
+
+
+# --- inductor ----------------------------------------------------------------------------------
+
+def test_inductor_stages_gelu():
+    st = stages("inductor", "gelu")
+    assert list(st) == ["inductor.post_grad.forward", "inductor.pre_fusion.forward",
+                        "inductor.post_fusion.forward", "inductor.output_code.forward"]
+    assert all(s.native_text.strip() and not s.backward for s in st.values())
+    # Lowering already inlines gelu's pointwise ops into one loop body: one node before and after fusion.
+    pre = scheduler_nodes(st["inductor.pre_fusion.forward"].native_text)
+    assert list(pre.values()) == ["SchedulerNode"]
+    assert "ops.tanh(" in st["inductor.pre_fusion.forward"].native_text
+    assert scheduler_nodes(st["inductor.post_fusion.forward"].native_text) == pre
+    kernels = defined_kernels(st["inductor.output_code.forward"].native_text)
+    assert len(kernels) == 1 and "tanh" in kernels[0]
+    common = st["inductor.post_grad.forward"].common()
+    assert "tanh" in {n.op for n in common.nodes}
+    assert "tanh" in st["inductor.post_grad.forward"].native_text
+
+
+def test_inductor_fuses_softmax_scheduler_nodes():
+    st = stages("inductor", "tinyhead")
+    pre = scheduler_nodes(st["inductor.pre_fusion.forward"].native_text)
+    post = scheduler_nodes(st["inductor.post_fusion.forward"].native_text)
+    computed = [n for n, kind in pre.items() if kind == "SchedulerNode"]
+    assert len(computed) >= 3  # amax, sum, div ... each its own buffer before fusion
+    assert not any(kind.endswith("FusedSchedulerNode") for kind in pre.values())
+    fused = [n for n, kind in post.items() if kind.endswith("FusedSchedulerNode")]
+    assert len(fused) == 1 and set(fused[0].split("_")) == set(computed)
+    after = top_level(post)
+    assert len(after) < len(pre)
+    # One generated kernel per fused/computed node after fusion; the GEMM stays an extern call.
+    kernels = defined_kernels(st["inductor.output_code.forward"].native_text)
+    assert len(kernels) == sum(kind != "ExternKernelSchedulerNode" for kind in after.values())
+    assert "extern_kernels.addmm" in st["inductor.output_code.forward"].native_text
+
+
+def test_inductor_backward_stages():
+    st = stages("inductor", "gelu", "fwdbwd")
+    backward = [name for name, s in st.items() if s.backward]
+    assert backward == ["inductor.post_grad.backward", "inductor.pre_fusion.backward",
+                        "inductor.post_fusion.backward", "inductor.output_code.backward"]
+    assert defined_kernels(st["inductor.output_code.backward"].native_text)
+
+
+# --- xla ---------------------------------------------------------------------------------------
+
+def entry_fusions(hlo: str) -> list[str]:
+    entry = hlo[hlo.index("\nENTRY"):]
+    return re.findall(r"^\s*(?:ROOT )?%(\S+) = .*? fusion\(", entry, re.M)
+
+
+def test_xla_stages_gelu_one_fusion():
+    st = stages("xla", "gelu")
+    assert list(st) == ["xla.hlo", "xla.llvm_ir"]
+    assert len(entry_fusions(st["xla.hlo"].native_text)) == 1
+    assert "define " in st["xla.llvm_ir"].native_text
+    assert {"tanh", "mul", "add"} <= {n.op for n in st["xla.hlo"].common().nodes}
+
+
+def test_xla_llvm_ir_per_fusion_tinyhead():
+    st = stages("xla", "tinyhead")
+    fusions = entry_fusions(st["xla.hlo"].native_text)
+    generated = [name.removeprefix("xla.llvm_ir.") for name in st if name.startswith("xla.llvm_ir.")]
+    assert len(generated) >= 2 and set(generated) <= set(fusions)
+    assert all(s.native_text.strip() for s in st.values())
+
+
+# --- thunder+torchcompile --------------------------------------------------------------------------
+
+def test_thunder_torchcompile_region_output_code():
+    st = stages("thunder+torchcompile", "gelu")
+    traces = [name for name in st if name.startswith("thunder.trace[")]
+    regions = [name for name in st if name.startswith("inductor.output_code.forward.")]
+    assert len(traces) == 1 and len(regions) == 1
+    region = regions[0].rsplit(".", 1)[1]
+    assert region in st[traces[0]].native_text  # the trace calls the region
+    kernels = defined_kernels(st[regions[0]].native_text)
+    assert len(kernels) == 1 and "tanh" in kernels[0]
+
+
+# --- CLI -----------------------------------------------------------------------------------------
+
+def test_cli_lists_and_dumps_backend_stages(capsys):
+    assert main(["dump", "gelu", "--backend", "xla", "--stages"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == ["xla.hlo", "xla.llvm_ir"]
+    assert main(["dump", "gelu", "--backend", "xla"]) == 0  # default: the optimized HLO
+    assert "ENTRY" in capsys.readouterr().out
+    assert main(["dump", "gelu", "--backend", "xla", "--view", "common"]) == 0
+    assert "tanh(" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--backend", "bogus"], "unknown backend 'bogus'; choose from: eager, inductor"),
+    (["--backend", "xla", "--stage", "nope"], "unknown stage 'nope'; choose from: xla.hlo, xla.llvm_ir"),
+    (["--backend", "xla", "--frontend", "jax"], "exactly one of --frontend"),
+    ([], "exactly one of --frontend"),
+    (["--backend", "eager"], "keeps no IR stages"),
+])
+def test_cli_usage_errors(capsys, argv, message):
+    assert main(["dump", "gelu", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the reason given without a GPU")
+def test_cli_nvfuser_on_cpu_says_why(capsys):
+    assert main(["dump", "gelu", "--backend", "nvfuser", "--stages"]) == 2
+    assert "nvFuser needs CUDA" in capsys.readouterr().err
+
+
+# --- GPU -------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_inductor_triton_asm_per_kernel():
+    st = stages("inductor", "gelu", device="cuda")
+    kernels = defined_kernels(st["inductor.output_code.forward"].native_text)
+    assert kernels and all(k.startswith("triton_") for k in kernels)
+    for kernel in kernels:
+        ttir, ttgir, ptx = (st[f"triton.{ext}.forward.{kernel}"].native_text for ext in ("ttir", "ttgir", "ptx"))
+        assert "tt.func" in ttir and "tt.func" in ttgir
+        assert re.search(rf"\.entry {kernel}\b", ptx)
+
+
+@pytest.mark.gpu
+def test_nvfuser_fusion_ir_and_cuda():
+    st = stages("nvfuser", "gelu", device="cuda")
+    regions = [name.rsplit(".", 1)[1] for name in st if name.startswith("nvfuser.cuda.forward.")]
+    assert len(regions) == 1
+    region = regions[0]
+    assert "fd.ops" in st[f"nvfuser.definition.forward.{region}"].native_text
+    fusion_ir = st[f"nvfuser.fusion_ir.forward.{region}"].native_text
+    assert "not available" not in fusion_ir and "tanh" in fusion_ir
+    assert "__global__" in st[f"nvfuser.cuda.forward.{region}"].native_text
+
+
+@pytest.mark.gpu
+def test_xla_ptx():
+    st = stages("xla", "gelu", device="cuda")
+    ptx = [s.native_text for name, s in st.items() if name.startswith("xla.ptx")]
+    assert ptx and any(".entry" in text for text in ptx)
+    assert len(entry_fusions(st["xla.hlo"].native_text)) == 1
