@@ -16,6 +16,14 @@ import torch.nn.functional as F
 from torch import nn
 
 REGION_KEY = "compile_with_inductor"  # the annotation torch.fx.passes.regional_inductor looks for
+MODULE_KEY = "module"  # our annotation: which top-level module (embedding, layers.<i>, norm, output) a node belongs to
+
+
+def module_scope(fqn: str):
+    """Annotate every node traced inside with the module it belongs to. The joint export keeps
+    annotations on forward nodes and copies them to their backward nodes; the bucketing and
+    checkpointing passes group collectives and layers by it."""
+    return torch.fx.traceback.annotate({MODULE_KEY: fqn})
 
 
 @dataclass(frozen=True)
@@ -55,11 +63,8 @@ PRESETS: dict[str, Llama3Config] = {
 }
 
 
-def get_config(name: str, flex: bool = False, seq_len: int | None = None) -> Llama3Config:
-    """`llama3:debug` or `debug` -> the preset, with the attention variant and sequence length asked for."""
-    preset = name.split(":", 1)[1] if ":" in name else name
-    if name.split(":", 1)[0] not in ("llama3", preset):
-        raise ValueError(f"unknown model {name!r}; the parallel path trains llama3:<preset>")
+def get_config(preset: str, flex: bool = False, seq_len: int | None = None) -> Llama3Config:
+    """The preset's config, with the attention variant and sequence length asked for."""
     if preset not in PRESETS:
         raise ValueError(f"unknown llama3 preset {preset!r}; choose from: {', '.join(PRESETS)}")
     cfg = replace(PRESETS[preset], flex=flex)
@@ -89,9 +94,11 @@ def rope_tables(cfg: Llama3Config) -> tuple[torch.Tensor, torch.Tensor]:
     return angles.cos(), angles.sin()
 
 
+@torch.fx.traceback.annotate_fn({REGION_KEY: "rope"})
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate interleaved pairs (x0, x1) of x [B, T, H, D] by the position's angle, in real arithmetic
-    (complex tensors do not shard or trace as cleanly)."""
+    (complex tensors do not shard or trace as cleanly). A chain of elementwise ops: annotated as a
+    region `regional_inductor` fuses (on the CPU too, where FlexAttention cannot train)."""
     xf = x.float().unflatten(-1, (-1, 2))
     x0, x1 = xf[..., 0], xf[..., 1]
     cos, sin = cos[None, :, None, :], sin[None, :, None, :]
@@ -117,7 +124,8 @@ class BlockCausalMask(nn.Module):
         from torch.nn.attention.flex_attention import create_block_mask
 
         self.mask_mod = block_causal_mask_mod(cfg.doc_len)
-        bm = create_block_mask(self.mask_mod, None, None, cfg.seq_len, cfg.seq_len, device="cpu")
+        bm = create_block_mask(self.mask_mod, None, None, cfg.seq_len, cfg.seq_len,
+                               device=torch.get_default_device())
         self.block_size = bm.BLOCK_SIZE
         self.seq_lengths = bm.seq_lengths
         for f in _BLOCK_MASK_FIELDS:
@@ -176,16 +184,18 @@ class FeedForward(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    def __init__(self, cfg: Llama3Config):
+    def __init__(self, cfg: Llama3Config, fqn: str):
         super().__init__()
+        self.fqn = fqn
         self.attention_norm = RMSNorm(cfg.dim, cfg.norm_eps)
         self.attention = Attention(cfg)
         self.ffn_norm = RMSNorm(cfg.dim, cfg.norm_eps)
         self.feed_forward = FeedForward(cfg)
 
     def forward(self, x, cos, sin, block_mask=None):
-        h = x + self.attention(self.attention_norm(x), cos, sin, block_mask)
-        return h + self.feed_forward(self.ffn_norm(h))
+        with module_scope(self.fqn):
+            h = x + self.attention(self.attention_norm(x), cos, sin, block_mask)
+            return h + self.feed_forward(self.ffn_norm(h))
 
 
 class Llama3(nn.Module):
@@ -193,7 +203,7 @@ class Llama3(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
-        self.layers = nn.ModuleDict({str(i): TransformerBlock(cfg) for i in range(cfg.n_layers)})
+        self.layers = nn.ModuleDict({str(i): TransformerBlock(cfg, f"layers.{i}") for i in range(cfg.n_layers)})
         self.norm = RMSNorm(cfg.dim, cfg.norm_eps)
         self.output = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
         cos, sin = rope_tables(cfg)
@@ -217,22 +227,11 @@ class Llama3(nn.Module):
         seqlen = tokens.shape[1]
         cos, sin = self.rope_cos[:seqlen], self.rope_sin[:seqlen]
         block_mask = self.block_mask() if self.block_mask is not None else None
-        h = self.tok_embeddings(tokens)
+        with module_scope("tok_embeddings"):
+            h = self.tok_embeddings(tokens)
         for layer in self.layers.values():
             h = layer(h, cos, sin, block_mask)
-        return self.output(self.norm(h))
-
-
-def cross_entropy_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
-
-
-class TrainStep(nn.Module):
-    """Model plus loss: the module the joint graph is captured from (its one output is the loss)."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return cross_entropy_loss(self.model(tokens), labels)
+        with module_scope("norm"):
+            h = self.norm(h)
+        with module_scope("output"):
+            return self.output(h)

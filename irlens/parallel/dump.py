@@ -1,0 +1,134 @@
+"""`irlens dump llama3 --frontend joint --stage joint|forward|backward`: the joint-graph path's graphs.
+
+Capture runs in this one process under a fake process group (FakeStore): collectives are
+traced with their real shapes for any mesh (default DP4 x TP2 = 8 ranks) without other ranks
+or a GPU; the values it would compute are meaningless, which a dump never looks at. Every pass
+of the list runs, and a summary of each (nodes, collectives, bucket sizes, before and after)
+goes to stderr, or into the JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from irlens.parallel.capture import CompiledStep, compile_joint
+from irlens.parallel.data import TokenDataset
+from irlens.parallel.distributed import ParallelDims
+from irlens.parallel.models import DEFAULT_PRESET, TrainStep
+from irlens.parallel.passes import GRAPH_PASSES, JOINT_PASSES
+
+STAGES = {
+    "joint": "the joint forward+backward graph after the joint passes (aot_export_joint_with_descriptors)",
+    "forward": "the partitioned forward graph after the forward graph passes",
+    "backward": "the partitioned backward graph after the backward graph passes",
+}
+
+
+@contextlib.contextmanager
+def fake_process_group(world_size: int):
+    """A process group of `world_size` ranks, this process being rank 0, that communicates nothing."""
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    if dist.is_initialized():
+        raise RuntimeError("a process group is already initialized; fake capture needs its own")
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def capture_fake(model: str = "llama3:debug", dp_shard: int = 4, tp: int = 2, flex: bool = False,
+                 joint_passes: list[str] = (), passes: list[str] = (), batch_size: int = 1) -> CompiledStep:
+    """Capture and compile (not run) the train step for a dp_shard x tp mesh on the CPU."""
+    from irlens.parallel.train import TrainConfig, build_model
+
+    tc = TrainConfig(model=model, dp_shard=dp_shard, tp=tp, flex=flex, joint_passes=list(joint_passes),
+                     passes=list(passes), mode="compiled", batch_size=batch_size)
+    family, cfg = tc.validate()
+    device = torch.device("cpu")
+    with fake_process_group(ParallelDims(dp_shard, tp).world_size):
+        mesh = tc.dims.build_mesh(device.type)
+        model_ = build_model(family, cfg, tc, mesh, device)
+        tokens, labels = TokenDataset(cfg.vocab_size, cfg.seq_len, cfg.doc_len, batch_size).batch(0, 0)
+        return compile_joint(TrainStep(model_), (tokens, labels), tc.joint_passes, tc.passes)
+
+
+def add_dump_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("workload", nargs="?", default="llama3:debug", help="llama3 or llama3:<preset> (default debug)")
+    parser.add_argument("--frontend", default="joint", choices=["joint"])
+    parser.add_argument("--stage", default=None, help=f"{', '.join(STAGES)} (default joint; with --out: all)")
+    parser.add_argument("--stages", action="store_true", help="list the stages, then exit")
+    parser.add_argument("--view", choices=["native", "common"], default="common")
+    parser.add_argument("--level", choices=["composite", "primitive"], default="composite")
+    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.add_argument("--out", help="write every stage (or --stage) to files in this folder")
+    return add_joint_options(parser)
+
+
+def add_joint_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options only the joint frontend has (for the irlens CLI's dump parser to add)."""
+    parser.add_argument("--dp-shard", type=int, default=4)
+    parser.add_argument("--tp", type=int, default=2)
+    parser.add_argument("--flex", action="store_true")
+    parser.add_argument("--joint-passes", nargs="*", default=[], help=", ".join(JOINT_PASSES))
+    parser.add_argument("--passes", nargs="*", default=[], help=", ".join(GRAPH_PASSES))
+    return parser
+
+
+def _model_name(workload: str) -> str:
+    return workload if ":" in workload else f"{workload}:{DEFAULT_PRESET}"
+
+
+def render(step: CompiledStep, stage: str, view: str, fmt: str, level: str, name: str) -> str:
+    gm = step.graphs[stage]
+    if view == "native":
+        if fmt == "json":
+            return json.dumps({"stage": stage, "code": gm.print_readable(print_output=False),
+                               "passes": [r.to_json() for r in step.records]}, indent=1)
+        return gm.print_readable(print_output=False)
+    from irlens.ir_adapters.fx import fx_to_graph
+
+    graph = fx_to_graph(gm, name=name, frontend="joint", stage=f"joint.{stage}", level=level)
+    if fmt == "json":
+        # default=str: the DeviceMesh/process-group inputs of DTensor graphs are opaque script objects
+        return json.dumps({**graph.to_json(), "passes": [r.to_json() for r in step.records]}, indent=1, default=str)
+    return graph.to_text()
+
+
+def dump_main(argv: list[str] | argparse.Namespace) -> int:
+    """Entry point of `irlens dump ... --frontend joint`: argv, or the namespace the irlens CLI parsed
+    (options it does not define take this parser's defaults)."""
+    defaults = add_dump_arguments(argparse.ArgumentParser(prog="irlens dump", description=__doc__.split("\n\n")[0]))
+    if isinstance(argv, argparse.Namespace):
+        args = argparse.Namespace(**{**vars(defaults.parse_args([])), **{k: v for k, v in vars(argv).items() if v is not None}})
+    else:
+        args = defaults.parse_args(argv)
+    if args.stages:
+        for s, what in STAGES.items():
+            print(f"{s:<10} {what}")
+        return 0
+    stages = [args.stage] if args.stage else (list(STAGES) if args.out else ["joint"])
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise ValueError(f"unknown stage {unknown[0]!r} for the joint frontend; choose from: {', '.join(STAGES)}")
+    model = _model_name(args.workload)
+    step = capture_fake(model, args.dp_shard, args.tp, args.flex, args.joint_passes, args.passes)
+    for r in step.records:
+        print(f"# {r.line()}", file=sys.stderr)
+    for stage in stages:
+        text = render(step, stage, args.view, args.format, args.level, model)
+        if args.out:
+            path = Path(args.out) / f"{model.replace(':', '_')}.{stage}.{args.view}.{'json' if args.format == 'json' else 'txt'}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text + "\n")
+            print(f"wrote {path}", file=sys.stderr)
+        else:
+            print(text)
+    return 0

@@ -1,0 +1,55 @@
+"""Per-step throughput, model FLOPs utilization and peak memory."""
+from __future__ import annotations
+
+import resource
+import sys
+from dataclasses import asdict, dataclass
+
+import torch
+
+# dense bf16 tensor-core peak per device (the vendors' spec sheets); fp32 runs count TF32's half of it
+_PEAK_BF16_FLOPS = {"H200": 989e12, "H100": 989e12, "A100": 312e12}
+
+
+def peak_flops(device: torch.device, dtype: torch.dtype) -> float | None:
+    """The device's peak FLOP/s for `dtype` matmuls, or None where unknown (CPUs)."""
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    for key, flops in _PEAK_BF16_FLOPS.items():
+        if key in name:
+            return flops if dtype in (torch.bfloat16, torch.float16) else flops / 2
+    return None
+
+
+def reset_peak_memory(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def peak_memory_gib(device: torch.device) -> float:
+    """Peak allocated device memory on the GPU; the process's peak resident set on the CPU."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**30
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return rss / (2**30 if sys.platform == "darwin" else 2**20)
+
+
+@dataclass
+class StepMetrics:
+    step: int
+    loss: float
+    grad_norm: float
+    time_s: float
+    tokens_per_s: float  # global: every data-parallel rank's tokens
+    mfu: float | None  # fraction of the devices' peak, None where the peak is unknown
+    peak_mem_gib: float
+
+    def line(self) -> str:
+        mfu = f"{100 * self.mfu:.1f}%" if self.mfu is not None else "n/a"
+        return (f"step {self.step:4d}  loss {self.loss:.4f}  grad_norm {self.grad_norm:.4f}  "
+                f"tok/s {self.tokens_per_s:,.0f}  mfu {mfu}  peak_mem {self.peak_mem_gib:.2f} GiB  "
+                f"time {1000 * self.time_s:.1f} ms")
+
+    def to_json(self) -> dict:
+        return asdict(self)

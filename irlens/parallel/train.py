@@ -1,0 +1,236 @@
+"""`irlens train`: llama3 with SimpleFSDP (+ TP), eager or as a compiled joint graph.
+
+    irlens train --model llama3:debug --dp-shard 2 --tp 1 --mode compiled \\
+        --joint-passes selective_activation_checkpoint --passes transformer_block_bucketing
+
+Under torchrun each process is one rank; without it the command spawns dp_shard x tp ranks
+itself. gloo on the CPU, NCCL on the GPU (bf16 compute, fp32 gradient reduction). Rank 0
+prints a line per step and, last, one JSON line with the configuration and its tokens/s,
+MFU and peak memory, for collecting results.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from irlens.parallel import checkpoint as ckpt
+from irlens.parallel.capture import compile_joint
+from irlens.parallel.data import TokenDataset
+from irlens.parallel.distributed import ParallelDims, init_process_group, launched_by_torchrun, spawn
+from irlens.parallel.metrics import StepMetrics, peak_flops, peak_memory_gib, reset_peak_memory
+from irlens.parallel.models import ModelFamily, TrainStep, resolve
+from irlens.parallel.passes import GRAPH_PASSES, JOINT_PASSES, numerics_changing, validate_passes
+from irlens.parallel.simple_fsdp import DP_DIM, TP_DIM, MixedPrecision, data_parallel
+
+MODES = ("eager", "compiled")
+WARMUP_STEPS = 2  # left out of the summary's throughput: first-touch allocations, autotuning, cudagraph capture
+
+
+@dataclass
+class TrainConfig:
+    model: str = "llama3:debug"
+    dp_shard: int = 1
+    tp: int = 1
+    flex: bool = False
+    joint_passes: list[str] = field(default_factory=list)
+    passes: list[str] = field(default_factory=list)
+    steps: int = 10
+    mode: str = "eager"
+    device: str = "cpu"
+    batch_size: int = 2  # sequences per data-parallel rank
+    seq_len: int | None = None  # default: the preset's
+    lr: float = 3e-4
+    seed: int = 0
+    checkpoint: str | None = None  # directory: saved after the last step
+    resume: bool = False  # start from the checkpoint in `checkpoint`
+    mixed_precision: bool | None = None  # bf16 compute + fp32 reduce; default: on cuda only
+
+    def validate(self) -> tuple[ModelFamily, Any]:
+        """Every user error, raised before any rank starts."""
+        if self.mode not in MODES:
+            raise ValueError(f"unknown --mode {self.mode!r}; choose from: {', '.join(MODES)}")
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"unknown --device {self.device!r}; choose from: cpu, cuda")
+        if self.mode == "eager" and (self.joint_passes or self.passes):
+            raise ValueError("--joint-passes and --passes apply to --mode compiled only")
+        if self.flex and self.device == "cpu":
+            raise ValueError("--flex trains on --device cuda only: torch's FlexAttention has no backward on the CPU")
+        if self.resume and not self.checkpoint:
+            raise ValueError("--resume needs --checkpoint DIR")
+        validate_passes(self.joint_passes, self.passes)
+        ParallelDims(self.dp_shard, self.tp)
+        return resolve(self.model, flex=self.flex, seq_len=self.seq_len)
+
+    def uses_mixed_precision(self, device: torch.device) -> bool:
+        return self.mixed_precision if self.mixed_precision is not None else device.type == "cuda"
+
+    @property
+    def dims(self) -> ParallelDims:
+        return ParallelDims(self.dp_shard, self.tp)
+
+
+@dataclass
+class TrainResult:
+    config: dict
+    steps: list[StepMetrics]
+    compile_s: float
+    numerics_changed: list[str]  # passes that change numerics, as run
+
+    def summary(self) -> dict:
+        timed = self.steps[WARMUP_STEPS:] or self.steps
+        last = self.steps[-1] if self.steps else None
+        mfus = [s.mfu for s in timed if s.mfu is not None]
+        return {
+            "config": self.config,
+            "steps": len(self.steps),
+            "final_loss": last.loss if last else None,
+            "final_grad_norm": last.grad_norm if last else None,
+            "tokens_per_s": statistics.median(s.tokens_per_s for s in timed) if timed else None,
+            "mfu": statistics.median(mfus) if mfus else None,
+            "peak_mem_gib": max((s.peak_mem_gib for s in self.steps), default=None),
+            "compile_s": self.compile_s,
+            "numerics_changed_by": self.numerics_changed,
+        }
+
+
+def build_model(family: ModelFamily, cfg: Any, tc: TrainConfig, mesh, device: torch.device) -> nn.Module:
+    """The same full weights on every rank (same seed), then TP, then SimpleFSDP sharding."""
+    torch.manual_seed(tc.seed)
+    with torch.device(device):
+        model = family.module(cfg)
+    if tc.tp > 1:
+        family.tensor_parallel(model, mesh[TP_DIM])
+    mp = MixedPrecision(torch.bfloat16, torch.float32) if tc.uses_mixed_precision(device) else MixedPrecision()
+    return data_parallel(model, mesh, mp)
+
+
+def grad_norm(model: nn.Module) -> torch.Tensor:
+    """The global L2 norm of the gradients: each shard's squares, replicas counted once, summed over ranks."""
+    total = None
+    for p in model.parameters():
+        if p.grad is None:
+            continue
+        g = p.grad
+        copies = 1
+        for mesh_dim, placement in enumerate(g.placements):
+            if placement.is_replicate():
+                copies *= g.device_mesh.size(mesh_dim)
+        sq = g.to_local().float().pow(2).sum() / copies
+        total = sq if total is None else total + sq
+    dist.all_reduce(total)
+    return total.sqrt()
+
+
+def _global_mean(x: torch.Tensor) -> float:
+    x = x.detach().float().clone()
+    dist.all_reduce(x)
+    return (x / dist.get_world_size()).item()
+
+
+def train(tc: TrainConfig) -> TrainResult:
+    """Train on this rank (the process group is initialized); returns rank-local metrics."""
+    family, cfg = tc.validate()
+    device = init_process_group(tc.device)
+    mesh = tc.dims.build_mesh(device.type)
+    model = build_model(family, cfg, tc, mesh, device)
+    step_module = TrainStep(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=0.1, foreach=True)
+    start = ckpt.load(tc.checkpoint, model, optimizer) if tc.resume else 0
+
+    dp_rank = mesh[DP_DIM].get_local_rank()
+    data = TokenDataset(cfg.vocab_size, cfg.seq_len, cfg.doc_len, tc.batch_size, tc.seed)
+    compile_s = 0.0
+    run = step_module
+    if tc.mode == "compiled":
+        t0 = time.perf_counter()
+        tokens, labels = (t.to(device) for t in data.batch(start, dp_rank))
+        run = compile_joint(step_module, (tokens, labels), tc.joint_passes, tc.passes)
+        compile_s = time.perf_counter() - t0
+
+    peak = peak_flops(device, torch.bfloat16 if tc.uses_mixed_precision(device) else torch.float32)
+    global_tokens = tc.batch_size * cfg.seq_len * tc.dp_shard
+    reset_peak_memory(device)
+    steps = []
+    for step in range(start, start + tc.steps):
+        tokens, labels = (t.to(device) for t in data.batch(step, dp_rank))
+        _sync(device)
+        t0 = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss = run(tokens, labels)
+        loss.backward()
+        norm = grad_norm(model)
+        optimizer.step()
+        _sync(device)
+        dt = time.perf_counter() - t0
+        tps = global_tokens / dt
+        mfu = cfg.flops_per_token() * tps / (peak * dist.get_world_size()) if peak else None
+        m = StepMetrics(step + 1, _global_mean(loss), norm.item(), dt, tps, mfu, peak_memory_gib(device))
+        steps.append(m)
+        if dist.get_rank() == 0:
+            print(m.line(), flush=True)
+    if tc.checkpoint:
+        ckpt.save(tc.checkpoint, model, optimizer, start + tc.steps)
+    return TrainResult(asdict(tc), steps, compile_s, numerics_changing(tc.joint_passes, tc.passes))
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _train_summary(tc: TrainConfig) -> dict:
+    return train(tc).summary()
+
+
+def run_training(tc: TrainConfig) -> dict:
+    """Train under torchrun, or on spawned ranks; returns rank 0's summary."""
+    tc.validate()
+    if launched_by_torchrun():
+        return _train_summary(tc)
+    return spawn(_train_summary, tc.dims.world_size, tc)
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    d = TrainConfig()
+    parser.add_argument("--model", default=d.model, help="llama3:<preset>: debug, tiny, 300M, 1B")
+    parser.add_argument("--dp-shard", type=int, default=d.dp_shard, help="SimpleFSDP degree")
+    parser.add_argument("--tp", type=int, default=d.tp, help="tensor-parallel degree")
+    parser.add_argument("--flex", action="store_true", help="FlexAttention with a block-causal mask")
+    parser.add_argument("--joint-passes", nargs="*", default=[], metavar="PASS",
+                        help=f"joint-graph passes: {', '.join(JOINT_PASSES)}")
+    parser.add_argument("--passes", nargs="*", default=[], metavar="PASS",
+                        help=f"forward/backward passes, in order: {', '.join(GRAPH_PASSES)}")
+    parser.add_argument("--steps", type=int, default=d.steps)
+    parser.add_argument("--mode", choices=MODES, default=d.mode)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default=d.device)
+    parser.add_argument("--batch-size", type=int, default=d.batch_size, help="sequences per data-parallel rank")
+    parser.add_argument("--seq-len", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--lr", type=float, default=d.lr)
+    parser.add_argument("--seed", type=int, default=d.seed)
+    parser.add_argument("--checkpoint", default=None, metavar="DIR", help="save here after the last step")
+    parser.add_argument("--resume", action="store_true", help="start from the checkpoint in --checkpoint")
+    parser.add_argument("--mixed-precision", default=None, action=argparse.BooleanOptionalAction,
+                        help="bf16 compute, fp32 gradient reduction (default: on cuda)")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    return TrainConfig(**{f: getattr(args, f) for f in TrainConfig.__dataclass_fields__})
+
+
+def train_main(argv: list[str]) -> int:
+    parser = add_train_arguments(argparse.ArgumentParser(prog="irlens train", description=__doc__.split("\n\n")[0]))
+    summary = run_training(config_from_args(parser.parse_args(argv)))
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        print(json.dumps(summary), flush=True)
+    if dist.is_initialized():  # under torchrun: this process's group
+        dist.destroy_process_group()
+    return 0
