@@ -97,10 +97,6 @@ def cmd_list(args) -> int:
 def cmd_dump(args) -> int:
     if (args.frontend is None) == (args.backend is None):
         raise UsageError("give exactly one of --frontend (its IR stages) or --backend (the stages it compiles through)")
-    if args.frontend == "joint":
-        from irlens.parallel.dump import dump_main
-
-        return dump_main(args)
 
     from irlens.registry import UnknownName
     from irlens.workload import NoJaxTwin
@@ -191,6 +187,10 @@ def _render_stage(acq, stage, args) -> str:
 # --- irlens compare / train (implemented in their own modules) --------------------------------
 
 def cmd_compare(args) -> int:
+    if getattr(args, "cross", False):
+        from irlens.cross import cross_main
+
+        return cross_main(args)
     from irlens.compare import compare_main
 
     return compare_main(args)
@@ -217,7 +217,25 @@ def cmd_explain(args) -> int:
 def cmd_train(argv: list[str]) -> int:
     from irlens.parallel.train import train_main
 
-    return train_main(argv)
+    try:
+        return train_main(argv)
+    except (ValueError, KeyError) as e:  # a bad model, mesh or pass list
+        raise UsageError(str(e).strip("'\"")) from None
+
+
+def cmd_joint_dump(argv: list[str]) -> int:
+    """`irlens dump MODEL --frontend joint ...`: the parallel path's own dump and its options."""
+    from irlens.parallel.dump import dump_main
+
+    try:
+        return dump_main(argv)
+    except (ValueError, KeyError) as e:
+        raise UsageError(str(e).strip("'\"")) from None
+
+
+def _asks_for_joint(argv: list[str]) -> bool:
+    return any(a == "--frontend=joint" or (a == "--frontend" and argv[i + 1:i + 2] == ["joint"])
+               for i, a in enumerate(argv))
 
 
 # --- parser ------------------------------------------------------------------------------------
@@ -263,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", default=None, help="write the full results to this file")
     c.add_argument("--timeout", type=float, default=300.0, help="seconds per cell before it counts as failed")
     c.add_argument("--jobs", type=int, default=1, help="cells run in parallel")
+    c.add_argument("--cross", action="store_true",
+                   help="the frontend x backend grid: graphs acquired by dynamo/thunder/jax, executed by inductor/nvfuser/xla")
     c.set_defaults(func=cmd_compare)
 
     b = sub.add_parser("bench", help="the matrix on a GPU: device time per row beside measured bandwidth/flop ceilings")
@@ -307,13 +327,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
     try:
+        # `train` and the joint dump own their options (irlens.parallel); they get the rest of argv.
         if argv[:1] == ["train"]:
-            return cmd_train(argv[1:])
+            return _guarded(cmd_train, argv[1:])
+        if argv[:1] == ["dump"] and _asks_for_joint(argv):
+            return _guarded(cmd_joint_dump, argv[1:])
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse already printed the message; keep its status (2 for errors)
         return int(e.code or 0)
+    return _guarded(args.func, args)
+
+
+def _guarded(func, arg) -> int:
+    """Run a command; bad input is one line and exit 2, anything else one line and exit 1."""
     try:
-        return args.func(args)
+        return func(arg)
     except UsageError as e:
         _err(str(e))
         return EXIT_USAGE

@@ -1,11 +1,15 @@
 """A reference interpreter for the common view, in float64 on the CPU.
 
-It gives every canonical op (both levels) one meaning, written once with torch ops, so that
-running a normalized graph checks the adapter that produced it (faithfulness) and the
-decomposition rules (composite and primitive views of one graph must agree).
+It gives every canonical op (both levels) one meaning, written once with torch ops
+(`MEANINGS`), so that running a normalized graph checks the adapter that produced it
+(faithfulness) and the decomposition rules (composite and primitive views of one graph must
+agree). The same table is what `irlens.lower.fx` builds its GraphModules from.
 
-Floating values are computed in float64 whatever the graph's dtypes say; integer and bool
-values keep their kinds. An op without a meaning here raises `Uninterpretable` naming it.
+The table preserves dtypes: an op computes in its operands' dtypes, and `convert`, `full` and
+`iota` make the dtype their attrs name (creation ops also read a `device` attr, which a
+lowering sets; the interpreter runs on the CPU). The interpreter runs it in float64: floating inputs
+are cast up, and floating `dtype` attrs are read as float64 (`float64_attrs`); integer and
+bool values keep their kinds. An op without a meaning here raises `Uninterpretable` naming it.
 """
 from __future__ import annotations
 
@@ -17,8 +21,9 @@ import torch
 from irlens.ir import Graph, Node
 
 F64 = torch.float64
-_INT_DTYPES = {"int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
-               "uint8": torch.uint8, "bool": torch.bool}
+TORCH_DTYPES = {"float64": F64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+                "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
+                "uint8": torch.uint8, "bool": torch.bool}
 
 
 class Uninterpretable(RuntimeError):
@@ -28,7 +33,17 @@ class Uninterpretable(RuntimeError):
 
 
 def _dtype(name: str) -> torch.dtype:
-    return _INT_DTYPES.get(name, F64)
+    if name not in TORCH_DTYPES:
+        raise ValueError(f"no torch dtype for {name!r}")
+    return TORCH_DTYPES[name]
+
+
+def float64_attrs(attrs: dict) -> dict:
+    """`attrs` with a floating `dtype` read as float64: how the interpreter runs the table."""
+    dtype = attrs.get("dtype")
+    if dtype is None or not _dtype(dtype).is_floating_point:
+        return attrs
+    return {**attrs, "dtype": "float64"}
 
 
 def _dims(a: dict, x: torch.Tensor) -> list[int]:
@@ -77,8 +92,8 @@ def _matmul(a, x, y):
     # general dot: move batch dims first, contract, keep free dims in order (XLA's dot_general)
     lfree = [d for d in range(x.dim()) if d not in lc and d not in lb]
     rfree = [d for d in range(y.dim()) if d not in rc and d not in rb]
-    xp = x.permute(*lb, *lfree, *lc).reshape(*[x.shape[d] for d in lb], math.prod(x.shape[d] for d in lfree) if lfree else 1, -1)
-    yp = y.permute(*rb, *rc, *rfree).reshape(*[y.shape[d] for d in rb], -1, math.prod(y.shape[d] for d in rfree) if rfree else 1)
+    xp = x.permute(*lb, *lfree, *lc).reshape(*[x.shape[d] for d in lb], math.prod([x.shape[d] for d in lfree]) if lfree else 1, -1)
+    yp = y.permute(*rb, *rc, *rfree).reshape(*[y.shape[d] for d in rb], -1, math.prod([y.shape[d] for d in rfree]) if rfree else 1)
     out = torch.matmul(xp, yp)
     return out.reshape(*[x.shape[d] for d in lb], *[x.shape[d] for d in lfree], *[y.shape[d] for d in rfree])
 
@@ -99,22 +114,23 @@ def _scatter_add(a, base, idx, src):
 
 def _iota(a):
     shape, dim = list(a["shape"]), a.get("dim", 0)
-    r = torch.arange(shape[dim], dtype=_dtype(a.get("dtype", "int64")))
+    r = torch.arange(shape[dim], dtype=_dtype(a.get("dtype", "int64")), device=a.get("device", "cpu"))
     view = [1] * len(shape)
     view[dim] = shape[dim]
     return r.reshape(view).expand(shape).clone()
 
 
 def _full(a):
-    return torch.full(list(a["shape"]), a.get("value", 0.0), dtype=_dtype(a.get("dtype", "float64")))
+    return torch.full(list(a["shape"]), a.get("value", 0.0), dtype=_dtype(a.get("dtype", "float64")),
+                      device=a.get("device", "cpu"))
 
 
 def _convert(a, x):
     return x.to(_dtype(a.get("dtype", "float64")))
 
 
-def _causal_keep(L: int, S: int) -> torch.Tensor:
-    return torch.ones(L, S, dtype=torch.bool).tril()
+def _causal_keep(L: int, S: int, device) -> torch.Tensor:
+    return torch.ones(L, S, dtype=torch.bool, device=device).tril()
 
 
 def _sdpa(a, q, k, v, mask=None):
@@ -126,7 +142,7 @@ def _sdpa_with_lse(a, q, k, v, mask=None):
     scale = a.get("scale") or 1.0 / math.sqrt(q.shape[-1])
     s = torch.matmul(q, k.transpose(-1, -2)) * scale
     if a.get("is_causal"):
-        s = s.masked_fill(~_causal_keep(s.shape[-2], s.shape[-1]), -math.inf)
+        s = s.masked_fill(~_causal_keep(s.shape[-2], s.shape[-1], s.device), -math.inf)
     if mask is not None:
         s = s.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else s + mask
     lse = torch.logsumexp(s, dim=-1)
@@ -152,8 +168,11 @@ def _rms_norm(a, x, w=None):
     return y * w if w is not None else y
 
 
+# The backward composites differentiate their forward meaning with autograd: grad mode is on
+# even where the caller runs the table under no_grad (a lowered graph does).
 def _with_grad(fn: Callable, n_diff: int):
     """A backward composite as autograd of its forward meaning: d(fn)/d(first n_diff args)."""
+    @torch.enable_grad()
     def run(a, g, *args):
         leaves = [t.detach().requires_grad_(True) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
                   for t in args]
@@ -163,6 +182,7 @@ def _with_grad(fn: Callable, n_diff: int):
     return run
 
 
+@torch.enable_grad()
 def _layer_norm_backward(a, g, x, mean, rstd, w=None, b=None):
     grads = a.get("grads", [True, w is not None, b is not None])
     leaves = [t.detach().requires_grad_(True) if t is not None else None for t in (x, w, b)]
@@ -171,26 +191,36 @@ def _layer_norm_backward(a, g, x, mean, rstd, w=None, b=None):
     return tuple(torch.autograd.grad(y, wanted, g))
 
 
+@torch.enable_grad()
 def _sdpa_backward(a, go, q, k, v, out=None, lse=None):
     leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
     return tuple(torch.autograd.grad(_sdpa(a, *leaves), leaves, go))
 
 
 def _embedding_backward(a, g, idx):
-    out = torch.zeros(a["num_weights"], g.shape[-1], dtype=g.dtype)
+    out = torch.zeros(a["num_weights"], g.shape[-1], dtype=g.dtype, device=g.device)
     out.index_add_(0, idx.reshape(-1).long(), g.reshape(-1, g.shape[-1]))
     return out
 
 
-def _scalar_tensor(v):
+def _scalar_tensor(v, like: torch.Tensor | None):
+    """A literal operand as a 0-d tensor. A float is float64 (a 0-d operand does not promote a
+    tensor operand, and the constant keeps its precision), unless the op's floating operand is
+    0-d itself: then it takes that one's dtype, so that a float32 graph stays float32."""
     if isinstance(v, torch.Tensor) or v is None:
         return v
-    return torch.tensor(v, dtype=F64 if isinstance(v, float) else (torch.bool if isinstance(v, bool) else torch.int64))
+    device = like.device if like is not None else None
+    if isinstance(v, float):
+        return torch.tensor(v, dtype=like.dtype if like is not None and like.dim() == 0 else F64, device=device)
+    return torch.tensor(v, dtype=torch.bool if isinstance(v, bool) else torch.int64, device=device)
 
 
 def _elementwise(fn):
-    # torch's functional forms want a tensor first; literals become 0-d tensors (float64 for floats)
-    return lambda a, *xs: fn(*[_scalar_tensor(x) for x in xs])
+    # torch's functional forms want a tensor first; literals become 0-d tensors
+    def run(a, *xs):
+        like = next((x for x in xs if isinstance(x, torch.Tensor) and x.is_floating_point()), None)
+        return fn(*[_scalar_tensor(x, like) for x in xs])
+    return run
 
 
 _T = torch
@@ -198,7 +228,7 @@ MEANINGS: dict[str, Callable] = {
     **{op: _elementwise(getattr(_T, op)) for op in
        "neg abs exp exp2 log log1p expm1 tanh sqrt rsqrt reciprocal sin cos erf sigmoid sign floor ceil round "
        "logical_not isnan add sub mul div pow maximum minimum remainder atan2 eq ne lt le gt ge logical_and "
-       "logical_or bitwise_and where".split()},
+       "logical_or bitwise_and bitwise_or where".split()},
     "sum": _reduce(lambda x, d, k: torch.sum(x, dim=d, keepdim=k)),
     "amax": _reduce(_amax),
     "amin": _reduce(lambda x, d, k: torch.amin(x, dim=d, keepdim=k)),
@@ -211,6 +241,7 @@ MEANINGS: dict[str, Callable] = {
     "broadcast": _broadcast,
     "slice": _slice,
     "concat": lambda a, *xs: torch.cat([x for x in xs if x is not None], dim=a["dim"]),
+    "stack": lambda a, *xs: torch.stack(xs, dim=a["dim"]),
     "gather": _gather,
     "scatter_add": _scatter_add,
     "copy": lambda a, x: x.clone(),
@@ -260,12 +291,24 @@ def interpret(graph: Graph, inputs: Sequence) -> list:
     env: dict[str, object] = {t.name: _as_value(v) for t, v in zip(graph.inputs, inputs)}
     for node in graph.nodes:
         args = [env[a] if isinstance(a, str) else a for a in node.inputs]
-        _bind(node, MEANINGS[node.op](node.attrs, *args), env)
+        _bind(node, MEANINGS[node.op](float64_attrs(node.attrs), *args), env)
     return [env[o] if isinstance(o, str) else o for o in graph.outputs]
 
 
-def _bind(node: Node, result, env: dict) -> None:
+def all_outputs(result, specs: list[tuple[tuple[int, ...], str]], device) -> list:
+    """A meaning's result as one value per declared output (shape, dtype). Outputs past those it
+    computes are zeros: the fused attention kernels' RNG state and sequence bookkeeping (philox
+    seed and offset, cumulative lengths), which no canonical op reads."""
     results = list(result) if isinstance(result, (tuple, list)) else [result]
+    return results + [torch.zeros(shape, dtype=_dtype(dtype), device=device) for shape, dtype in specs[len(results):]]
+
+
+def output_specs(node: Node) -> list[tuple[tuple[int, ...], str]]:
+    return [(tuple(o.shape), o.dtype) for o in node.outputs]
+
+
+def _bind(node: Node, result, env: dict) -> None:
+    results = all_outputs(result, output_specs(node), "cpu")
     for meta, value in zip(node.outputs, results):
         if isinstance(value, torch.Tensor) and value.is_floating_point():
             value = value.to(F64)

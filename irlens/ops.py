@@ -5,7 +5,7 @@ Every canonical op has a category. `primitive` graphs hold only the categories i
 
 Attribute conventions (Node.attrs), shared by every adapter so graphs compare and execute:
   dims: list[int] (non-negative), keepdim: bool     reductions (sum, amax, amin, mean, var, argmax)
-  dim: int (non-negative)                           softmax, log_softmax, concat, cumsum
+  dim: int (non-negative)                           softmax, log_softmax, concat, stack, cumsum
   shape: list[int]                                  reshape, broadcast, full, iota
   broadcast_dims: list[int]                         broadcast (which output dims the input maps to)
   perm: list[int]                                   permute
@@ -57,7 +57,7 @@ PRIMITIVE_CATEGORIES = {ELEMENTWISE, REDUCTION, MATMUL, DATA_MOVEMENT, CAST, CRE
 COMPUTE_CATEGORIES = {ELEMENTWISE, REDUCTION, MATMUL, COMPOSITE}
 
 _UNARY = "neg abs exp exp2 log log1p expm1 tanh sqrt rsqrt reciprocal sin cos erf sigmoid sign floor ceil round logical_not isnan"
-_BINARY = "add sub mul div pow maximum minimum remainder atan2 eq ne lt le gt ge logical_and logical_or bitwise_and"
+_BINARY = "add sub mul div pow maximum minimum remainder atan2 eq ne lt le gt ge logical_and logical_or bitwise_and bitwise_or"
 
 OPS: dict[str, str] = {
     **{op: ELEMENTWISE for op in _UNARY.split()},
@@ -67,7 +67,7 @@ OPS: dict[str, str] = {
     "argmin": REDUCTION, "cumsum": REDUCTION,
     "matmul": MATMUL,
     "reshape": DATA_MOVEMENT, "permute": DATA_MOVEMENT, "broadcast": DATA_MOVEMENT,
-    "slice": DATA_MOVEMENT, "concat": DATA_MOVEMENT, "gather": DATA_MOVEMENT, "scatter_add": DATA_MOVEMENT,
+    "slice": DATA_MOVEMENT, "concat": DATA_MOVEMENT, "stack": DATA_MOVEMENT, "gather": DATA_MOVEMENT, "scatter_add": DATA_MOVEMENT,
     "copy": DATA_MOVEMENT, "pad": DATA_MOVEMENT, "index_put": DATA_MOVEMENT,
     "convert": CAST,
     "full": CREATION, "iota": CREATION, "rand": CREATION,

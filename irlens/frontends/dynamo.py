@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from irlens.bindings import dynamo_input_keys
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Stage
 from irlens.ir_adapters.fx import fx_to_graph
 from irlens.workload import MODES, Instance, as_tuple
@@ -103,7 +104,8 @@ class DynamoFrontend(Frontend):
         counters.clear()
         capture = GraphCapture()
         run_compiled(torch.compile(inst.module, backend=capture, dynamic=False), inst, mode)
-        notes = {"graphs": len(capture.dynamo), **graph_break_notes(counters)}
+        notes = {"graphs": len(capture.dynamo), **graph_break_notes(counters),
+                 "graph_inputs": dynamo_input_keys(capture.example_inputs, inst)}  # irlens.bindings reads them
         torch._dynamo.reset()
 
         forward = "inference graph" if mode == "fwd" else "forward graph"

@@ -32,7 +32,7 @@ from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dt
 _SAME = (
     "neg abs exp exp2 log log1p expm1 tanh sqrt rsqrt reciprocal sin cos erf sigmoid sign floor ceil round "
     "logical_not isnan add sub mul div pow maximum minimum remainder atan2 eq ne lt le gt ge logical_and "
-    "logical_or bitwise_and where sum amax amin prod argmax argmin cumsum matmul gelu relu silu softmax "
+    "logical_or bitwise_and bitwise_or where sum amax amin prod argmax argmin cumsum matmul gelu relu silu softmax "
     "log_softmax layer_norm rms_norm linear embedding mean var dropout tril masked_fill gather"
 )
 
@@ -46,7 +46,7 @@ _COMMON: dict[str, str] = {
     "reshape_as": "reshape",
     "permute": "permute", "transpose": "permute", "t": "permute", "swapaxes": "permute",
     "expand": "broadcast", "expand_as": "broadcast", "broadcast_to": "broadcast",
-    "cat": "concat", "concat": "concat",
+    "cat": "concat", "concat": "concat", "stack": "stack",
     "split": "slice", "split_with_sizes": "slice", "chunk": "slice", "narrow": "slice", "select": "slice",
     "index_select": "gather",
     "clone": "copy", "contiguous": "copy", "copy": "copy", "copy_": "copy",
@@ -370,7 +370,7 @@ def _broadcast(c: _Call) -> list[Node]:
     return c.one([c.value(x)], {"shape": list(c.outputs[0].shape), "broadcast_dims": dims})
 
 
-@_converts(ops_=("concat",))
+@_converts(ops_=("concat", "stack"))
 def _concat(c: _Call) -> list[Node]:
     tensors = c.arg("tensors", 0)
     return c.one(list(c.value(tensors)), {"dim": c.arg("dim", 1, 0) % len(c.outputs[0].shape)})

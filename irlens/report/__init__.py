@@ -55,8 +55,13 @@ def report_frontend_table(doc: dict) -> Table | None:
 def write_report(docs: list[dict] | dict, out: str | Path, frontends: bool = True) -> dict[str, Path]:
     """Render; returns the paths written (html, md, json)."""
     from irlens.compare import jsonable
-    doc = merge_documents(docs if isinstance(docs, list) else [docs])
+    from irlens.report.cross_grid import cross_sections, is_cross
+
+    docs = docs if isinstance(docs, list) else [docs]
+    cross = [d for d in docs if is_cross(d)]  # `compare --cross` grids, drawn beside the native pairings
+    doc = merge_documents([d for d in docs if not is_cross(d)] or [{**cross[0], "rows": []}])
     report = build_report(doc, report_frontend_table(doc) if frontends else None)
+    report.sections += [s for d in cross for s in cross_sections(d)]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"html": out / "report.html", "md": out / "report.md", "json": out / "results.json"}

@@ -1,0 +1,230 @@
+"""Common view -> nvFuser FusionDefinitions for the fusible parts, torch ops around them (CUDA only).
+
+The graph is cut into regions: maximal runs of consecutive nodes whose ops nvFuser's direct
+API defines (`FUSIBLE`: elementwise, where, sum/amax/amin, broadcast, reshape, permute,
+convert, slice, concat and plain matmuls). Each region becomes one `FusionDefinition` (built
+on the first call, for the inputs' shapes and dtypes, as Thunder's nvFuser executor does in
+`thunder/executors/nvfuserex_impl.py`); every other node runs as its torch meaning from
+`irlens.interpret.MEANINGS` (dtype-preserving). So every op of the table is supported, and
+the nvFuser share is visible in the kernels: one per nvFuser segment of each region (from
+`nvfuser_direct.PythonProfiler`, with its time and bytes), one per torch op outside them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from irlens.frontends.base import Unavailable
+from irlens.interpret import MEANINGS, TORCH_DTYPES, all_outputs, output_specs
+from irlens.ir import Graph, Kernel, Node, canonical_dtype
+from irlens.lower import check_supported
+from irlens.ops import CREATION, MATMUL, category
+
+SUPPORTED = frozenset(MEANINGS)
+
+_UNARY = "neg abs exp exp2 log log1p expm1 tanh sqrt rsqrt reciprocal sin cos erf sign floor ceil".split()
+_BINARY = "add sub mul div pow maximum minimum remainder atan2 eq ne lt le gt ge bitwise_and".split()
+_REDUCTIONS = {"sum": "sum", "amax": "max", "amin": "min"}
+FUSIBLE = frozenset([*_UNARY, *_BINARY, *_REDUCTIONS, "where", "broadcast", "reshape", "permute", "convert",
+                     "copy", "slice", "concat", "matmul"])
+
+_NV_DTYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Int",
+              "int32": "Int32", "bool": "Bool"}
+
+
+def nvfuser_direct():
+    try:
+        import nvfuser_direct as nv
+    except ImportError as e:
+        raise Unavailable(f"nvFuser (nvfuser_direct) is not importable: {e}") from e
+    return nv
+
+
+def check_device(device: str) -> None:
+    if not device.startswith("cuda"):
+        raise Unavailable("nvFuser runs on CUDA devices only")
+
+
+def fusible(node: Node) -> bool:
+    if node.op not in FUSIBLE or any(o.dtype not in _NV_DTYPES for o in node.outputs):
+        return False
+    if not node.value_inputs():  # literals only (1.0 / 2048.0): a scalar, computed by torch
+        return False
+    if node.op == "slice" and any(step != 1 for step in node.attrs.get("step") or []):
+        return False  # nvFuser's slice takes unit strides only
+    if node.op == "matmul":  # plain a[.., m, k] @ b[.., k, n] only; nvFuser's matmul has no dot_general form
+        return "contract" not in node.attrs
+    return True
+
+
+@dataclass
+class Region:
+    """A run of fusible nodes: what it reads from outside, what later nodes read from it."""
+
+    nodes: list[Node]
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    definition: object = None  # the FusionDefinition, built on the first call
+
+    @property
+    def name(self) -> str:
+        return f"nvFusion:{self.nodes[0].id}-{self.nodes[-1].id}"
+
+
+def regions(graph: Graph) -> list[Node | Region]:
+    """The graph as an ordered list of torch nodes and nvFuser regions."""
+    items: list[Node | Region] = []
+    for node in graph.nodes:
+        if fusible(node):
+            if not (items and isinstance(items[-1], Region)):
+                items.append(Region([]))
+            items[-1].nodes.append(node)
+        else:
+            items.append(node)
+    used_later: list[set[str]] = []
+    later = {o for o in graph.outputs if isinstance(o, str)}
+    for item in reversed(items):
+        used_later.append(set(later))
+        nodes = item.nodes if isinstance(item, Region) else [item]
+        later |= {a for n in nodes for a in n.value_inputs()}
+    used_later.reverse()
+    for item, later in zip(items, used_later):
+        if isinstance(item, Region):
+            produced = {o.name for n in item.nodes for o in n.outputs}
+            item.inputs = list(dict.fromkeys(a for n in item.nodes for a in n.value_inputs() if a not in produced))
+            item.outputs = [o.name for n in item.nodes for o in n.outputs if o.name in later]
+    return items
+
+
+def _define(region: Region, values: list[torch.Tensor], graph: Graph):
+    nv = nvfuser_direct()
+    metas = {t.name: t for t in graph.inputs} | {o.name: o for n in graph.nodes for o in n.outputs}
+    fd = nv.FusionDefinition()
+    with fd:
+        env = {}
+        for name, value in zip(region.inputs, values):
+            env[name] = fd.define_tensor(shape=list(value.shape), contiguity=[True] * value.dim(),
+                                         dtype=getattr(nv.DataType, _NV_DTYPES[canonical_dtype(value.dtype)]))
+
+        def arg(a):
+            if a is None or isinstance(a, str):
+                return env.get(a)
+            kind = "Bool" if isinstance(a, bool) else ("Int" if isinstance(a, int) else "Double")
+            return fd.define_scalar(a, getattr(nv.DataType, kind))
+
+        for node in region.nodes:
+            env[node.outputs[0].name] = _emit(fd, nv, node, [arg(a) for a in node.inputs], metas)
+        for name in region.outputs:
+            fd.add_output(env[name])
+    return fd
+
+
+def _emit(fd, nv, node: Node, args: list, metas: dict):
+    a, op, out = node.attrs, node.op, node.outputs[0]
+    if op in _UNARY or op in _BINARY or op == "where":
+        # a Python literal is a Double scalar here: cast to the declared dtype, as Thunder does for where
+        return fd.ops.cast(getattr(fd.ops, op)(*args), getattr(nv.DataType, _NV_DTYPES[out.dtype]))
+    if op in _REDUCTIONS:
+        dims = a.get("dims")
+        dims = list(range(len(metas[node.inputs[0]].shape))) if dims is None else list(dims)
+        if not dims:
+            return args[0]
+        reduced = getattr(fd.ops, _REDUCTIONS[op])(args[0], dims)
+        if a.get("keepdim"):
+            kept = [d for d in range(len(out.shape)) if d not in dims]
+            reduced = fd.ops.broadcast_in_dim(reduced, list(out.shape), kept)
+        return reduced
+    if op == "broadcast":
+        bdims = a.get("broadcast_dims")
+        if bdims is None:  # numpy-style: align trailing dims
+            rank = len(metas[node.inputs[0]].shape)
+            bdims = list(range(len(a["shape"]) - rank, len(a["shape"])))
+        return fd.ops.broadcast_in_dim(args[0], list(a["shape"]), list(bdims))
+    if op == "reshape":
+        return fd.ops.reshape(args[0], list(a["shape"]))
+    if op == "permute":
+        return fd.ops.permute(args[0], list(a["perm"]))
+    if op == "convert":
+        return fd.ops.cast(args[0], getattr(nv.DataType, _NV_DTYPES[a["dtype"]]))
+    if op == "copy":
+        return fd.ops.set(args[0])
+    if op == "slice":
+        step = a.get("step") or [1] * len(a["start"])
+        return fd.ops.slice(args[0], list(a["start"]), list(a["limit"]), list(step))
+    if op == "concat":
+        return fd.ops.cat([x for x in args if x is not None], a["dim"])
+    if op == "matmul":
+        return fd.ops.matmul(*args)
+    raise AssertionError(f"{op} is not fusible")
+
+
+class NvFuserLowered:
+    """Regions through nvFuser, the rest through torch; kernels from nvFuser's profiler."""
+
+    def __init__(self, graph: Graph, device: str, tag: str):
+        check_device(device)
+        nvfuser_direct()
+        check_supported(graph, SUPPORTED, "nvfuser")
+        self.graph, self.device, self.tag = graph, device, tag
+        self.items = regions(graph)
+        self._last_inputs: dict[str, list] = {}
+
+    def __call__(self, inputs: list) -> list:
+        env = dict(zip((t.name for t in self.graph.inputs), inputs))
+        for item in self.items:
+            if isinstance(item, Region):
+                if not item.outputs:
+                    continue
+                values = [env[name].contiguous() for name in item.inputs]
+                if item.definition is None:
+                    item.definition = _define(item, values, self.graph)
+                self._last_inputs[item.name] = values
+                env.update(zip(item.outputs, item.definition.execute(values)))
+            else:
+                attrs = dict(item.attrs, device=self.device) if category(item.op) == CREATION else item.attrs
+                result = MEANINGS[item.op](attrs, *[env[a] if isinstance(a, str) else a for a in item.inputs])
+                results = all_outputs(result, output_specs(item), self.device)
+                env.update(zip((o.name for o in item.outputs), map(_as_declared, results, item.outputs)))
+        return [env[o] if isinstance(o, str) else o for o in self.graph.outputs]
+
+    def graphs(self) -> list[Graph]:
+        return [self.graph]
+
+    def kernels(self) -> list[Kernel]:
+        from irlens.ir_adapters.nvfuser import _segment
+
+        nv = nvfuser_direct()
+        stage = self.graph.stage
+        kernels = []
+        for item in self.items:
+            if not isinstance(item, Region):
+                kind = "matmul" if category(item.op) == MATMUL else "library"
+                kernels.append(Kernel("nvfuser", f"torch.{item.op}:{item.id}", kind, [item.id], stage=stage))
+                continue
+            if item.definition is None:
+                continue
+            ids = [n.id for n in item.nodes]
+            try:
+                with nv.PythonProfiler() as prof:
+                    item.definition.execute(self._last_inputs[item.name])
+                segments = [_segment(i, kp) for i, kp in enumerate(prof.profile.kernel_profiles)]
+            except Exception:  # noqa: BLE001  (the region ran; only its per-segment figures are missing)
+                segments = []
+            first = next((s for s in segments if s.generated), None)
+            for s in segments or [None]:
+                name = f"{item.name}/{s.name}" if s else item.name
+                kernels.append(Kernel("nvfuser", name, "fused", ids if s is first or s is None else [], stage=stage,
+                                      time_us=s.time_us if s else None, bytes=s.bytes if s else None))
+        return kernels
+
+
+def _as_declared(value, meta):
+    """A floating torch result in the dtype the graph declares (the table computes literal-only ops in float64)."""
+    if isinstance(value, torch.Tensor) and value.is_floating_point() and meta.dtype in TORCH_DTYPES:
+        return value.to(TORCH_DTYPES[meta.dtype])
+    return value
+
+
+def lower(graph: Graph, device: str, tag: str) -> NvFuserLowered:
+    return NvFuserLowered(graph, device, tag)

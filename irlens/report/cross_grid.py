@@ -1,0 +1,51 @@
+"""The cross grid (`irlens compare --cross` documents) as report sections: per workload x mode a
+table with the acquiring frontend down and the executing backend across. Each cell says its
+status, max relative error, kernel count and run time; the native pairings are marked * and
+stand beside the compare rows of the same stacks elsewhere in the report."""
+from __future__ import annotations
+
+from irlens.report.blocks import Section, Table, Text
+
+
+def is_cross(doc: dict) -> bool:
+    return doc.get("kind") == "cross"
+
+
+def cross_sections(doc: dict) -> list[Section]:
+    from irlens.report.build import anchor, fmt
+
+    cases: dict[tuple[str, str], list[dict]] = {}
+    for row in doc.get("rows", []):
+        cases.setdefault((row["workload"], row["mode"]), []).append(row)
+    backends = doc.get("executed_by") or sorted({r["executed_by"] for r in doc.get("rows", [])})
+    frontends = doc.get("acquired_by") or sorted({r["acquired_by"] for r in doc.get("rows", [])})
+    sections = []
+    for (workload, mode), rows in cases.items():
+        table, flagged, reasons = [], set(), []
+        for i, fe in enumerate(frontends):
+            cells = {r["executed_by"]: r for r in rows if r["acquired_by"] == fe}
+            line = [fe]
+            for j, be in enumerate(backends, start=1):
+                r = cells.get(be)
+                if r is None:
+                    line.append("-")
+                    continue
+                mark = " *" if r.get("native") else ""
+                if r["status"] in ("ok", "mismatch"):
+                    line.append(f"{r['status']}{mark} · err {fmt(r['max_rel_err'], '.1e')} · "
+                                f"{fmt(r['kernel_count'], 'd')} kernels · {fmt(r['run_us'], '.0f')} µs")
+                else:
+                    line.append(f"{r['status']}{mark}")
+                if r["status"] in ("mismatch", "failed"):
+                    flagged.add((i, j))
+                if r["status"] != "ok" and r.get("reason"):
+                    reasons.append(f"{fe} → {be}: {r['reason'].splitlines()[0]}")
+            table.append(line)
+        blocks = [Text([f"Graphs acquired by a frontend (rows), lowered from their primitive common view and "
+                        f"executed by a backend (columns), on {doc.get('device', '?')}; * marks each stack's own "
+                        "pairing. Numerics are checked against the float64 reference with compare's tolerances."]),
+                  Table(["acquired by \\ executed by", *backends], table, flagged=flagged)]
+        if reasons:
+            blocks.append(Text(list(dict.fromkeys(reasons)), style="note"))
+        sections.append(Section(f"Cross grid: {workload} · {mode}", anchor("cross", workload, mode), blocks))
+    return sections
