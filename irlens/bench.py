@@ -7,6 +7,10 @@ the common view (irlens.cost), once for all backends, so every backend is measur
 the same work. The ceilings (a large device copy, large bf16 and fp32 matrix products) are
 measured at the start of the same run.
 
+This process does no GPU work: the ceilings and the work counts are measured in one worker
+process (irlens.isolation) closed before the first cell, and the references and cells run in
+compare's workers; so each cell worker has the whole GPU's memory.
+
 A row's % of ceiling is ideal time / device time, ideal = max(bytes / copy bandwidth,
 flops / matmul rate of its dtype); `bound` says which term is larger.
 """
@@ -18,7 +22,7 @@ import time
 from pathlib import Path
 
 from irlens import cost
-from irlens.compare import exit_status, execute, plan_matrix
+from irlens.compare import Plan, exit_status, execute, plan_matrix
 from irlens.ir import Graph, Kernel
 from irlens.timing import Ceilings, measure_ceilings
 
@@ -43,9 +47,51 @@ def step_bytes(wl, mode: str, preset: str, dtype: str, device: str) -> int:
     return cost.workload_bytes(inst, run_eager(inst.module, inst, mode))
 
 
-def roofline(row: dict, must: dict, ceilings: Ceilings) -> dict | None:
+def work_in_worker(workload: str, modes: list[str], dtypes: list[str], preset: str, device: str) -> dict:
+    """The worker's entry point (irlens.isolation calls it by name): {mode: {"flops": n,
+    "bytes": {dtype: n}}} for one workload, flops counted once for all dtypes."""
+    from irlens.user_workload import resolve_workload
+
+    wl = resolve_workload(workload)
+    return {mode: {"flops": step_flops(wl, mode, preset, device),
+                   "bytes": {dtype: step_bytes(wl, mode, preset, dtype, device) for dtype in dtypes}}
+            for mode in modes}
+
+
+def ceilings_in_worker() -> dict:
+    """The worker's entry point for `measure_ceilings`."""
+    return measure_ceilings().to_json()
+
+
+def measure_in_worker(plans: list[Plan], timeout: float) -> tuple[Ceilings, dict[tuple[str, str, str], dict | None]]:
+    """The ceilings, and per workload name x mode x dtype the work a step must do ({"bytes", "flops"},
+    None where counting failed), measured in one worker process that ends before this returns."""
+    from irlens.isolation import CallFailed, WorkerSession
+
+    plan, dtypes = plans[0], [p.dtype for p in plans]
+    musts = {}
+    with WorkerSession(preload=("irlens.bench", "irlens.models")) as worker:
+        print("irlens bench: measuring the ceilings (device copy, bf16 and fp32 matrix products) ...", file=sys.stderr)
+        ceilings = Ceilings(**worker.call("irlens.bench:ceilings_in_worker", {}, timeout))
+        for key, wl in plan.workloads.items():
+            print(f"irlens bench: counting the work of {wl.name} ...", file=sys.stderr)
+            try:
+                work = worker.call("irlens.bench:work_in_worker", dict(workload=key, modes=plan.modes, dtypes=dtypes,
+                                                                       preset=plan.preset, device=plan.device), timeout)
+            except CallFailed as e:
+                print(f"irlens bench: cannot count the work of {wl.name} (no roofline for it): {e.reason}",
+                      file=sys.stderr)
+                work = {}
+            for mode in plan.modes:
+                for dtype in dtypes:
+                    musts[(wl.name, mode, dtype)] = ({"bytes": work[mode]["bytes"][dtype], "flops": work[mode]["flops"]}
+                                                     if mode in work else None)
+    return ceilings, musts
+
+
+def roofline(row: dict, must: dict | None, ceilings: Ceilings) -> dict | None:
     timing = row.get("device_timing")
-    if row["status"] != "ok" or not timing or not timing["device_us"]:
+    if must is None or row["status"] != "ok" or not timing or not timing["device_us"]:
         return None
     seconds = timing["device_us"] * 1e-6
     peak = (ceilings.fp32_tflops if row.get("dtype") == "float32" else ceilings.bf16_tflops) * 1e12
@@ -77,27 +123,17 @@ def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: st
     backends = backends or BENCH_BACKENDS
     dtypes = dtypes or BENCH_DTYPES
     plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True) for dtype in dtypes]
-    print("irlens bench: measuring the ceilings (device copy, bf16 and fp32 matrix products) ...", file=sys.stderr)
-    ceilings = measure_ceilings()
+    started = time.time()
+    ceilings, musts = measure_in_worker(plans, timeout)
     print(f"irlens bench: copy {ceilings.copy_gbps:.0f} GB/s, bf16 {ceilings.bf16_tflops:.0f} TFLOP/s, "
           f"fp32 {ceilings.fp32_tflops:.0f} TFLOP/s", file=sys.stderr)
     rows: list[dict] = []
-    started = time.time()
-    flops: dict[tuple[str, str], int] = {}
     for plan in plans:
-        musts = {}
-        for key, wl in plan.workloads.items():
-            for mode in plan.modes:
-                print(f"irlens bench: counting the work of {wl.name} {mode} {plan.dtype} ...", file=sys.stderr)
-                if (wl.name, mode) not in flops:
-                    flops[(wl.name, mode)] = step_flops(wl, mode, plan.preset, device)
-                musts[(wl.name, mode)] = {"bytes": step_bytes(wl, mode, plan.preset, plan.dtype, device),
-                                          "flops": flops[(wl.name, mode)]}
         left = None if budget_s is None else max(budget_s - (time.time() - started), 0.0)
         doc = execute(plan, timeout, progress=True, jobs=jobs, budget_s=left)
         for row in doc["rows"]:
             row["dtype"] = plan.dtype
-            must = musts[(row["workload"], row["mode"])]
+            must = musts[(row["workload"], row["mode"], plan.dtype)]
             row["must"] = must
             row["roofline"] = roofline(row, must, ceilings)
             annotate_kernels(row)
@@ -206,6 +242,7 @@ def _stack_svgs(svgs: list[str]) -> str:
 def bench_main(args) -> int:
     import torch
 
+    from irlens.isolation import CallFailed
     from irlens.registry import UnknownName
 
     if not torch.cuda.is_available():
@@ -223,6 +260,9 @@ def bench_main(args) -> int:
                         args.jobs, args.budget_s, checkpoint=save)
     except (UnknownName, ValueError) as e:  # TwinMismatch is a ValueError
         print(f"irlens bench: {e}", file=sys.stderr)
+        return 2
+    except CallFailed as e:  # measuring the ceilings failed: no roofline without them
+        print(f"irlens bench: measuring the ceilings: {e}\n{e.detail}", file=sys.stderr)
         return 2
     print(format_bench_table(doc))
     if args.md:

@@ -1,11 +1,19 @@
 """The comparison matrix: every workload x backend x mode, checked against a float64 reference.
 
-`run_matrix` plans the cells, computes the float64 reference once per workload x mode in
-this process, and runs each cell in a worker process (irlens.isolation) with a timeout: a
-crash, a hang or an exception is a `failed` row and the rest of the matrix goes on. A worker
-serves consecutive cells of one backend, so a backend's imports are paid once per worker;
-torch._dynamo is reset between cells. `compare_main` is `irlens compare`: progress on stderr,
-a table on stdout, the JSON document on request, and the exit status.
+`run_matrix` plans the cells, computes the float64 reference once per workload x mode, and
+runs each cell in a worker process (irlens.isolation) with a timeout: a crash, a hang or an
+exception is a `failed` row and the rest of the matrix goes on. A worker serves consecutive
+cells of one backend, so a backend's imports are paid once per worker; torch._dynamo is
+reset between cells.
+
+Where device work happens: isolated (the default), nowhere in this process. One worker
+computes every reference into a file and checks the JAX twins, and is closed before the
+first cell starts; cell workers load the files. On a GPU, the memory torch's and JAX's
+allocators keep after any work in this process would otherwise starve the cell workers.
+In-process (`isolate=False`, for tests and unpicklable workloads) everything runs here.
+
+`compare_main` is `irlens compare`: progress on stderr, a table on stdout, the JSON document
+on request, and the exit status.
 
 Test-only backends (one that crashes, hangs or raises) come in through the environment:
 IRLENS_EXTRA_BACKENDS="path/to/file.py:NAME,package.module:NAME", each a Backend instance;
@@ -14,6 +22,8 @@ workers inherit the environment, so they see the same backends.
 from __future__ import annotations
 
 import contextlib
+import gc
+import importlib.util
 import json
 import math
 import os
@@ -201,6 +211,34 @@ def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: 
     return Reference(run_eager(ref.module, ref, mode), inst.module.state_dict(), inst.inputs)
 
 
+def reference_and_twin(wl: Workload, mode: str, device: str, preset: str, dtype: str | None,
+                       check_twin: bool) -> tuple[Reference, str]:
+    """The reference, and with `check_twin` in fwd mode why `wl`'s JAX twin disagrees with it
+    ("" when it agrees, or there is no twin or no JAX to run it)."""
+    reference = compute_reference(wl, mode, device, preset, dtype)
+    if not (check_twin and mode == "fwd" and wl.jax is not None and importlib.util.find_spec("jax")):
+        return reference, ""
+    try:
+        check_jax_twin(reference.pin(wl.instantiate(preset, dtype, device)), reference.results)
+    except TwinMismatch as e:
+        return reference, str(e)
+    return reference, ""
+
+
+def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtype: str | None, path: str,
+                        check_twin: bool) -> str:
+    """The worker's entry point (irlens.isolation calls it by name): save the reference to `path`,
+    return what `reference_and_twin` says of the twin, and give the memory back before the next."""
+    print(f"[irlens] reference {workload} {mode}", file=sys.stderr, flush=True)
+    reference, twin = reference_and_twin(resolve_workload(workload), mode, device, preset, dtype, check_twin)
+    reference.save(path)
+    del reference
+    gc.collect()
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    return twin
+
+
 def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
              reference: Reference, device_timing: bool = False, timing_lock: str | None = None) -> dict:
     """Run one cell in this process; every exception becomes a failed row naming the phase.
@@ -281,49 +319,94 @@ def cell_in_worker(workload: str, backend: str, mode: str, device: str, preset: 
 
 # --- the matrix ------------------------------------------------------------------------------
 
-class _References:
-    """The float64 reference per workload x mode, computed once (and saved for the workers)."""
+@dataclass
+class _Entry:
+    reference: Reference | None  # in-process only
+    path: str | None  # isolated only
+    error: str  # why there is no reference, or ""
+    twin: str  # why the JAX twin disagrees (fwd, with twin checks), or ""
 
-    def __init__(self, plan: Plan, directory: str | None):
-        self.plan, self.directory = plan, directory
-        self._cache: dict[tuple[str, str], tuple[Reference | None, str | None, str]] = {}
-        self._lock = threading.Lock()
+
+class _References:
+    """The float64 reference per workload x mode, computed once. In-process (no `directory`)
+    they are computed here when first asked for. Isolated, the first `get` has one worker
+    compute them all into files in `directory`, then closes it (see the module docstring).
+    With `check_twins`, each fwd reference also carries its JAX twin's verdict."""
+
+    def __init__(self, plan: Plan, directory: str | None, timeout: float = DEFAULT_TIMEOUT_S,
+                 check_twins: bool = False):
+        self.plan, self.directory, self.timeout, self.check_twins = plan, directory, timeout, check_twins
+        self._cache: dict[tuple[str, str], _Entry] = {}
+        self._lock = threading.RLock()
 
     def get(self, workload: str, mode: str) -> tuple[Reference | None, str | None, str]:
-        """(reference, its file or None, error message or "")."""
+        """(reference in-process, its file when isolated, error message or "")."""
+        entry = self._entry(workload, mode)
+        return entry.reference, entry.path, entry.error
+
+    def twin_problem(self, workload: str) -> str:
+        return self._entry(workload, "fwd").twin
+
+    def prepare(self) -> None:
+        """Compute every reference the plan's cells and twin checks need, now."""
+        for key in self._keys():
+            self._entry(*key)
+
+    def _keys(self) -> list[tuple[str, str]]:
+        p = self.plan
+        cells = [(w, m) for w in p.workloads for m in p.modes]
+        return list(dict.fromkeys(cells + [(w, "fwd") for w, wl in p.workloads.items() if wl.jax is not None]))
+
+    def _entry(self, workload: str, mode: str) -> _Entry:
         with self._lock:
             key = (workload, mode)
             if key not in self._cache:
-                self._cache[key] = self._compute(workload, mode, len(self._cache))
+                if self.directory is not None:  # all at once: one worker, one start
+                    self._compute_in_worker([k for k in dict.fromkeys([*self._keys(), key]) if k not in self._cache])
+                else:
+                    self._cache[key] = self._compute(workload, mode)
             return self._cache[key]
 
-    def _compute(self, workload: str, mode: str, index: int):
+    def _compute(self, workload: str, mode: str) -> _Entry:
         p = self.plan
         try:
-            reference = compute_reference(p.workloads[workload], mode, p.device, p.preset, p.dtype)
+            reference, twin = reference_and_twin(p.workloads[workload], mode, p.device, p.preset, p.dtype,
+                                                 self.check_twins)
         except Exception as e:
-            return None, None, f"the float64 eager reference failed: {type(e).__name__}: {e}"
-        path = None
-        if self.directory is not None:
-            path = os.path.join(self.directory, f"reference{index}.pt")
-            reference.save(path)
-        return reference, path, ""
+            return _Entry(None, None, f"the float64 eager reference failed: {type(e).__name__}: {e}", "")
+        return _Entry(reference, None, "", twin)
+
+    def _compute_in_worker(self, keys: list[tuple[str, str]]) -> None:
+        from irlens.isolation import CallFailed, WorkerSession
+
+        p = self.plan
+        with WorkerSession(preload=("irlens.compare", "irlens.models")) as worker:
+            for workload, mode in keys:
+                path = os.path.join(self.directory, f"reference{len(self._cache)}.pt")
+                kwargs = dict(workload=workload, mode=mode, device=p.device, preset=p.preset, dtype=p.dtype,
+                              path=path, check_twin=self.check_twins)
+                try:
+                    twin = worker.call("irlens.compare:reference_in_worker", kwargs, self.timeout)
+                    self._cache[(workload, mode)] = _Entry(None, path, "", twin)
+                except CallFailed as e:
+                    self._cache[(workload, mode)] = _Entry(
+                        None, None, f"the float64 eager reference failed: {e.reason}", "")
 
 
 def check_twins(plan: Plan, refs: _References) -> None:
     """Each JAX twin must match its torch module, before anything runs (raises TwinMismatch).
     Skipped where JAX is not installed: no JAX backend can run there either."""
-    import importlib.util
-
     if importlib.util.find_spec("jax") is None:
         return
     for ref, wl in plan.workloads.items():
         if wl.jax is None:
             continue
-        reference, _, error = refs.get(ref, "fwd")
+        _, _, error = refs.get(ref, "fwd")
         if error:
             raise TwinMismatch(f"cannot check the JAX twin of workload {wl.name!r}: {error}")
-        check_jax_twin(reference.pin(wl.instantiate(plan.preset, plan.dtype, plan.device)), reference.results)
+        problem = refs.twin_problem(ref)
+        if problem:
+            raise TwinMismatch(problem)
 
 
 class _Progress:
@@ -389,14 +472,16 @@ def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tru
         raise ValueError("a workload given as an object has no module-level name another process can import; "
                          "run it with isolate=False or declare it at the top level of a file")
     with tempfile.TemporaryDirectory(prefix="irlens-compare-") as tmp:
-        refs = _References(plan, tmp if isolate else None)
+        refs = _References(plan, tmp if isolate else None, timeout, check_twins=True)
+        if isolate or plan.device_timing:  # all float64 work first: none of it may overlap a cell or a timing
+            if progress:
+                print(f"irlens: computing the float64 references{' in a worker' if isolate else ''} ...",
+                      file=sys.stderr, flush=True)
+            refs.prepare()
         check_twins(plan, refs)
         cells = plan.cells()
-        if plan.device_timing:  # all float64 work first: nothing of the parent's may overlap a timing
-            for cell in cells:
-                refs.get(cell.workload, cell.mode)
-            if plan.device.startswith("cuda"):
-                torch.cuda.empty_cache()
+        if plan.device_timing and not isolate and plan.device.startswith("cuda"):
+            torch.cuda.empty_cache()
         bar = _Progress(len(cells), progress)
         lock = os.path.join(tmp, "device-timing.lock")
         runner = _IsolatedRunner(plan, refs, timeout, lock) if isolate else _InProcessRunner(plan, refs)

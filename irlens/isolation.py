@@ -8,6 +8,12 @@ machine) does not eat into it. The worker keeps its imports between calls (torch
 compiler) so a run of calls pays them once. Replies travel on a private copy of the worker's stdout; fd 1 itself is pointed at
 stderr, so whatever libraries print cannot corrupt the protocol. The worker's stderr goes
 to a file the parent reads the tail of when a call dies.
+
+A worker dies with its parent: it watches its parent process and, once orphaned (the parent
+exited or was killed, e.g. by `timeout`), kills its own process group, compiler subprocesses
+included, even in the middle of a call. `WorkerSession` is a run of calls in one worker
+that is started again when a call killed it, and closed at the end of the run: a caller
+that must hold no device memory (the compare parent on a GPU) does its device work there.
 """
 from __future__ import annotations
 
@@ -19,12 +25,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
 STDERR_TAIL_CHARS = 3000
 WORKER_ENV = "IRLENS_WORKER"  # set inside a worker process
 STARTUP_TIMEOUT_S = 180.0
+ORPHAN_POLL_S = 1.0
 
 
 class CallFailed(RuntimeError):
@@ -120,6 +128,32 @@ class Worker:
         self._stderr.close()
 
 
+class WorkerSession:
+    """Calls in one worker process, started again when a call killed it (a crash, a timeout);
+    the process ends with the `with` block, and with it all the memory it held."""
+
+    def __init__(self, preload: tuple[str, ...] = ()):
+        self.preload = preload
+        self._worker: Worker | None = None
+
+    def call(self, fn: str, kwargs: dict, timeout: float):
+        if self._worker is None or not self._worker.alive:
+            self.close()
+            self._worker = Worker(self.preload)
+        return self._worker.call(fn, kwargs, timeout)
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def __enter__(self) -> "WorkerSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def worker_env() -> dict[str, str]:
     """The parent's environment, with its import path, so the worker resolves the same modules."""
     env = dict(os.environ)
@@ -143,7 +177,18 @@ def resolve_function(ref: str):
     return getattr(importlib.import_module(module), name)
 
 
+def exit_when_orphaned(parent: int) -> None:
+    """Kill this worker (and what it started) once `parent` is gone: a busy worker never reads
+    the end of its stdin, and a killed parent closes nothing for it."""
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_POLL_S)
+    if os.getpgrp() == os.getpid():  # started by Worker: the group is this worker and its subprocesses
+        os.killpg(os.getpid(), signal.SIGKILL)
+    os._exit(1)
+
+
 def serve(preload: list[str]) -> None:
+    threading.Thread(target=exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     os.environ[WORKER_ENV] = "1"

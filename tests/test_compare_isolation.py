@@ -2,11 +2,17 @@
 (with the reason and the tail of stderr), a wrong answer a mismatch, and the rest goes on.
 
 The broken backends below are test-only: they reach the compare workers through
-IRLENS_EXTRA_BACKENDS, which names them by this file's path.
+IRLENS_EXTRA_BACKENDS, which names them by this file's path. Isolated, the parent does no
+workload work at all (on a GPU it would keep memory the workers need), and workers die with it.
 """
 import ctypes
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -15,7 +21,8 @@ import torch
 import irlens.compare as cmp
 from irlens.backends.base import Backend, BackendRun
 from irlens.frontends.base import Availability
-from irlens.workload import Workload, run_eager
+from irlens.isolation import worker_env
+from irlens.workload import Workload, get_workload, run_eager
 
 
 class BrokenBackend(Backend):
@@ -146,3 +153,67 @@ def test_compare_reference_is_computed_once_per_workload_and_mode(broken_backend
                          isolate=False)
     assert sorted(calls) == [("gelu", "fwd"), ("gelu", "fwdbwd")]
     assert [r["status"] for r in doc["rows"]] == ["ok", "ok", "failed", "ok", "mismatch", "ok"]
+
+
+@pytest.fixture
+def instantiated_here(monkeypatch) -> list[str]:
+    """Each workload this process instantiates (workers are other processes: they are not seen)."""
+    seen = []
+    real = Workload.instantiate
+    monkeypatch.setattr(Workload, "instantiate", lambda wl, *a, **kw: seen.append(wl.name) or real(wl, *a, **kw))
+    return seen
+
+
+def test_compare_isolated_parent_does_no_device_work(instantiated_here, tmp_path):
+    # On a GPU, any reference, twin check or cell computed in the parent keeps memory the
+    # workers need; every one starts from Workload.instantiate, so none may happen here.
+    # The first workload's reference crashes its worker; gelu's are computed in a fresh one.
+    path = tmp_path / "crashes.py"
+    path.write_text("import ctypes, irlens\n"
+                    "wl = irlens.Workload.from_module('crashes', lambda x: ctypes.string_at(0) and x,"
+                    " example_inputs=((4, 4),))\n")
+    doc = cmp.run_matrix([f"{path}:wl", "gelu"], ["eager"], ["fwd", "fwdbwd"], progress=False, isolate=True)
+    assert [(r["workload"], r["status"], r["phase"]) for r in doc["rows"]] == [
+        ("crashes", "failed", "reference"), ("crashes", "failed", "reference"), ("gelu", "ok", ""), ("gelu", "ok", "")]
+    assert doc["rows"][0]["reason"] == "the float64 eager reference failed: worker process crashed (SIGSEGV)"
+    assert instantiated_here == []
+    cmp.compute_reference(get_workload("gelu"), "fwd", "cpu", "tiny", None)
+    assert instantiated_here == ["gelu"]  # the spy sees work done here
+
+
+def _live_group_members(pgid: int) -> list[int]:
+    """Processes of group `pgid` that are not zombies (an orphan's zombie waits for its reaper)."""
+    live = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            live.append(int(stat.parent.name))
+    return live
+
+
+def test_worker_dies_with_its_parent_even_mid_call():
+    # The parent is killed (as `timeout` does) while its worker is busy with a subprocess.
+    script = ("from irlens.isolation import Worker\n"
+              "w = Worker()\n"
+              "print(w.call('os:getpid', {}, 60), flush=True)\n"
+              "w.call('subprocess:run', {'args': ['sleep', '600']}, 600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=worker_env())
+    worker = int(parent.stdout.readline())  # also its process group
+    try:
+        deadline = time.monotonic() + 30
+        while len(_live_group_members(worker)) < 2 and time.monotonic() < deadline:  # the worker and its `sleep`
+            time.sleep(0.1)
+        assert len(_live_group_members(worker)) == 2
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _live_group_members(worker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _live_group_members(worker) == []
+    finally:  # when it fails, leave nothing behind
+        parent.kill()
+        if _live_group_members(worker):
+            os.killpg(worker, signal.SIGKILL)

@@ -2,10 +2,11 @@
 import pytest
 
 from irlens import cost
-from irlens.bench import roofline, step_bytes, step_flops
+from irlens.bench import roofline, run_bench
 from irlens.ir import Graph, Kernel, Node, TensorMeta
+from irlens.isolation import WorkerSession
 from irlens.timing import Ceilings
-from irlens.workload import get_workload
+from irlens.workload import Workload
 
 
 def T(name, shape, dtype="float32"):
@@ -44,14 +45,26 @@ def test_kernel_io_reads_writes_and_what_stays_on_chip():
     assert cost.kernel_cost(k, g)[0] == 2 * 4 * 8 * 4
 
 
-def test_must_cost_of_tinyhead_on_cpu():
-    wl = get_workload("tinyhead")
-    must = {"flops": step_flops(wl, "fwd", "tiny", "cpu"), "bytes": step_bytes(wl, "fwd", "tiny", "float32", "cpu")}
-    # Linear(64, 600) on 16 tokens: 2·16·64·600 flops, plus the bias add and the softmax
-    assert must["flops"] >= 2 * 16 * 64 * 600
-    assert must["flops"] < 2 * 16 * 64 * 600 + 20 * 16 * 600
+def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch):
+    # `irlens bench` on the CPU, the ceilings stubbed (they need a GPU): every instantiation of
+    # a workload (work counts, references, cells) must happen in a worker, none here.
+    here = []
+    real_instantiate, real_call = Workload.instantiate, WorkerSession.call
+    monkeypatch.setattr(Workload, "instantiate", lambda wl, *a, **kw: here.append(wl.name) or real_instantiate(wl, *a, **kw))
+    ceilings = Ceilings(copy_gbps=1000.0, bf16_tflops=100.0, fp32_tflops=10.0, device="stub")
+    monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout: ceilings.to_json()
+                        if fn == "irlens.bench:ceilings_in_worker" else real_call(self, fn, kwargs, timeout))
+    doc = run_bench(["tinyhead"], ["eager"], ["fwd"], ["float32", "bfloat16"], device="cpu", preset="tiny")
+    assert here == []
+    assert doc["ceilings"] == ceilings.to_json()
+    assert [(r["dtype"], r["status"]) for r in doc["rows"]] == [("float32", "ok"), ("bfloat16", "ok")]
+    flops = doc["rows"][0]["must"]["flops"]
+    # Linear(64, 600) on 16 tokens: 2·16·64·600 flops, plus the bias add and the softmax, in every dtype
+    assert 2 * 16 * 64 * 600 <= flops < 2 * 16 * 64 * 600 + 20 * 16 * 600
     # x, weight, bias read once; probabilities written once
-    assert must["bytes"] == 4 * (16 * 64 + 600 * 64 + 600 + 16 * 600)
+    elements = 16 * 64 + 600 * 64 + 600 + 16 * 600
+    assert [r["must"] for r in doc["rows"]] == [{"bytes": 4 * elements, "flops": flops},
+                                                {"bytes": 2 * elements, "flops": flops}]
 
 
 def test_roofline_picks_the_binding_ceiling():
@@ -62,3 +75,4 @@ def test_roofline_picks_the_binding_ceiling():
     comp = roofline({**row, "dtype": "float32"}, {"bytes": 1e6, "flops": 4e10}, c)  # 0.8 ms at 50 TFLOP/s
     assert comp["bound"] == "compute" and comp["pct_of_ceiling"] == pytest.approx(80.0)
     assert roofline({**row, "status": "mismatch"}, {"bytes": 1, "flops": 1}, c) is None
+    assert roofline(row, None, c) is None  # the work could not be counted
