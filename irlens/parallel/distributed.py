@@ -21,10 +21,14 @@ from irlens.parallel.simple_fsdp import DP_DIM, TP_DIM
 class ParallelDims:
     dp_shard: int = 1
     tp: int = 1
+    ep: int = 1  # expert parallelism: borrows its ranks from dp_shard (which it must divide)
 
     def __post_init__(self):
-        if self.dp_shard < 1 or self.tp < 1:
-            raise ValueError(f"--dp-shard and --tp must be >= 1, got {self.dp_shard} and {self.tp}")
+        if self.dp_shard < 1 or self.tp < 1 or self.ep < 1:
+            raise ValueError(f"--dp-shard, --tp and --ep must be >= 1, got {self.dp_shard}, {self.tp} and {self.ep}")
+        if self.dp_shard % self.ep:
+            raise ValueError(f"--ep {self.ep} must divide --dp-shard {self.dp_shard}: expert-parallel ranks are "
+                             f"data-parallel ranks")
 
     @property
     def world_size(self) -> int:
@@ -38,6 +42,16 @@ class ParallelDims:
         if self.tp > 1:
             return init_device_mesh(device_type, (self.dp_shard, self.tp), mesh_dim_names=(DP_DIM, TP_DIM))
         return init_device_mesh(device_type, (self.dp_shard,), mesh_dim_names=(DP_DIM,))
+
+    def build_expert_mesh(self, device_type: str) -> DeviceMesh:
+        """(dp_shard_mod_ep, ep[, tp]) over the same ranks, in the same order, as build_mesh's mesh:
+        dense rank (d, t) is expert rank (d // ep, d % ep, t)."""
+        from irlens.parallel.expert_parallel import EFSDP_DIM, EP_DIM
+
+        shape, names = (self.dp_shard // self.ep, self.ep), (EFSDP_DIM, EP_DIM)
+        if self.tp > 1:
+            shape, names = (*shape, self.tp), (*names, TP_DIM)
+        return init_device_mesh(device_type, shape, mesh_dim_names=names)
 
 
 def launched_by_torchrun() -> bool:

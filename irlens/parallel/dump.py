@@ -45,15 +45,16 @@ def fake_process_group(world_size: int):
 
 
 def capture_fake(model: str = "llama3:debug", dp_shard: int = 4, tp: int = 2, flex: bool = False,
-                 joint_passes: list[str] = (), passes: list[str] = (), batch_size: int = 1) -> CompiledStep:
-    """Capture and compile (not run) the train step for a dp_shard x tp mesh on the CPU."""
+                 joint_passes: list[str] = (), passes: list[str] = (), batch_size: int = 1, ep: int = 1) -> CompiledStep:
+    """Capture and compile (not run) the train step for a dp_shard x tp mesh (ep of the dp ranks
+    expert-parallel) on the CPU."""
     from irlens.parallel.train import TrainConfig, build_model
 
-    tc = TrainConfig(model=model, dp_shard=dp_shard, tp=tp, flex=flex, joint_passes=list(joint_passes),
+    tc = TrainConfig(model=model, dp_shard=dp_shard, tp=tp, ep=ep, flex=flex, joint_passes=list(joint_passes),
                      passes=list(passes), mode="compiled", batch_size=batch_size)
     family, cfg = tc.validate()
     device = torch.device("cpu")
-    with fake_process_group(ParallelDims(dp_shard, tp).world_size):
+    with fake_process_group(ParallelDims(dp_shard, tp, ep).world_size):
         mesh = tc.dims.build_mesh(device.type)
         model_ = build_model(family, cfg, tc, mesh, device)
         tokens, labels = TokenDataset(cfg.vocab_size, cfg.seq_len, cfg.doc_len, batch_size).batch(0, 0)
@@ -61,7 +62,8 @@ def capture_fake(model: str = "llama3:debug", dp_shard: int = 4, tp: int = 2, fl
 
 
 def add_dump_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("workload", nargs="?", default="llama3:debug", help="llama3 or llama3:<preset> (default debug)")
+    parser.add_argument("workload", nargs="?", default="llama3:debug",
+                        help="llama3, deepseek_v3 or <family>:<preset> (default preset debug)")
     parser.add_argument("--frontend", default="joint", choices=["joint"])
     parser.add_argument("--stage", default=None, help=f"{', '.join(STAGES)} (default joint; with --out: all)")
     parser.add_argument("--stages", action="store_true", help="list the stages, then exit")
@@ -76,6 +78,7 @@ def add_joint_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     """The options only the joint frontend has (for the irlens CLI's dump parser to add)."""
     parser.add_argument("--dp-shard", type=int, default=4)
     parser.add_argument("--tp", type=int, default=2)
+    parser.add_argument("--ep", type=int, default=1, help="expert parallelism (deepseek_v3), of the dp-shard ranks")
     parser.add_argument("--flex", action="store_true")
     parser.add_argument("--joint-passes", nargs="*", default=[], help=", ".join(JOINT_PASSES))
     parser.add_argument("--passes", nargs="*", default=[], help=", ".join(GRAPH_PASSES))
@@ -119,7 +122,7 @@ def dump_main(argv: list[str] | argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"unknown stage {unknown[0]!r} for the joint frontend; choose from: {', '.join(STAGES)}")
     model = _model_name(args.workload)
-    step = capture_fake(model, args.dp_shard, args.tp, args.flex, args.joint_passes, args.passes)
+    step = capture_fake(model, args.dp_shard, args.tp, args.flex, args.joint_passes, args.passes, ep=args.ep)
     for r in step.records:
         print(f"# {r.line()}", file=sys.stderr)
     for stage in stages:

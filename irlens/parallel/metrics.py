@@ -1,4 +1,4 @@
-"""Per-step throughput, model FLOPs utilization and peak memory."""
+"""Per-step throughput, model FLOPs utilization, peak memory and (MoE) the router's load balance."""
 from __future__ import annotations
 
 import resource
@@ -44,12 +44,27 @@ class StepMetrics:
     tokens_per_s: float  # global: every data-parallel rank's tokens
     mfu: float | None  # fraction of the devices' peak, None where the peak is unknown
     peak_mem_gib: float
+    # MoE only: assignments routed to each expert this step (all ranks, all MoE layers), the
+    # imbalance max/mean of those counts (1.0 = perfectly even), the share dropped by capacity
+    expert_tokens: list[int] | None = None
+    expert_imbalance: float | None = None
+    dropped_frac: float | None = None
 
     def line(self) -> str:
         mfu = f"{100 * self.mfu:.1f}%" if self.mfu is not None else "n/a"
+        moe = (f"  expert_imbalance {self.expert_imbalance:.2f}  dropped {100 * self.dropped_frac:.1f}%"
+               if self.expert_tokens is not None else "")
         return (f"step {self.step:4d}  loss {self.loss:.4f}  grad_norm {self.grad_norm:.4f}  "
                 f"tok/s {self.tokens_per_s:,.0f}  mfu {mfu}  peak_mem {self.peak_mem_gib:.2f} GiB  "
-                f"time {1000 * self.time_s:.1f} ms")
+                f"time {1000 * self.time_s:.1f} ms{moe}")
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def load_balance(load: torch.Tensor) -> dict:
+    """[2, n_experts] routed and kept assignment counts -> StepMetrics' MoE fields."""
+    routed, kept = load.double()
+    return {"expert_tokens": [int(c) for c in routed.tolist()],
+            "expert_imbalance": (routed.max() / routed.mean()).item(),
+            "dropped_frac": (1 - kept.sum() / routed.sum()).item()}

@@ -2,7 +2,7 @@
 
 A family gives a config per preset (with `vocab_size`, `seq_len`, `doc_len` and
 `flops_per_token()`), the module built from it (its one output: logits) and its tensor-parallel
-plan. Adding a family (deepseek_v3 with expert parallelism) is one entry here.
+plan; a mixture-of-experts family also its expert parallelism and its router's load counters.
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 
-from irlens.parallel import llama3
+from irlens.parallel import deepseek_v3, llama3
+from irlens.parallel.expert_parallel import expert_parallel
 from irlens.parallel.tensor_parallel import tensor_parallel as llama3_tensor_parallel
 from irlens.registry import Registry
 
@@ -27,14 +28,20 @@ class ModelFamily:
     config: Callable[..., Any]  # (preset, flex=bool, seq_len=int | None) -> config
     module: Callable[[Any], nn.Module]  # config -> module, weights drawn from the global RNG
     tensor_parallel: Callable[[nn.Module, DeviceMesh], nn.Module]  # shards the module in place
+    # (module, expert mesh, MixedPrecision) -> module: shards the experts in place; None: no experts
+    expert_parallel: Callable[..., nn.Module] | None = None
+    # module -> [2, n_experts] routed and kept assignments since the last call (then reset)
+    expert_load: Callable[[nn.Module], torch.Tensor] | None = None
 
 
 FAMILIES: Registry[ModelFamily] = Registry("parallel model family")
 FAMILIES.register(ModelFamily("llama3", llama3.get_config, llama3.Llama3, llama3_tensor_parallel))
+FAMILIES.register(ModelFamily("deepseek_v3", deepseek_v3.get_config, deepseek_v3.DeepSeekV3,
+                              deepseek_v3.tensor_parallel, expert_parallel, deepseek_v3.expert_load))
 
 
 def resolve(model: str, flex: bool = False, seq_len: int | None = None) -> tuple[ModelFamily, Any]:
-    """`llama3` or `llama3:<preset>` -> the family and the preset's config."""
+    """`llama3`, `deepseek_v3` or `<family>:<preset>` -> the family and the preset's config."""
     name, _, preset = model.partition(":")
     family = FAMILIES.get(name)
     return family, family.config(preset or DEFAULT_PRESET, flex=flex, seq_len=seq_len)

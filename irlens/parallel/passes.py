@@ -38,7 +38,7 @@ def collective_kind(node: fx.Node) -> str | None:
     target = node.target
     if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
         return None
-    if target.namespace not in ("_c10d_functional", "c10d_functional"):
+    if target.namespace not in ("_c10d_functional", "c10d_functional", "_c10d_functional_autograd"):
         return None
     name = target._opname
     if name == "wait_tensor":

@@ -104,7 +104,7 @@ def data_parallel(model: nn.Module, mesh: DeviceMesh, mp: MixedPrecision | None 
     mp = mp or MixedPrecision()
     for module in model.modules():
         names = tuple(n for n, p in module._parameters.items() if p is not None)
-        if not names:
+        if not names or hasattr(module, "_fsdp_gather"):  # none, or sharded already (expert_parallel)
             continue
         for n in names:
             module._parameters[n] = _shard_param(module._parameters[n], mesh)

@@ -8,6 +8,8 @@ rows (all-reduce of the looked-up rows), the output projection by vocabulary col
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import Replicate
@@ -24,8 +26,10 @@ BLOCK_PLAN = {
 }
 
 
-def tensor_parallel(model: nn.Module, tp_mesh: DeviceMesh) -> nn.Module:
-    """Shard `model` (a Llama3) over `tp_mesh` in place; n_heads and ffn_hidden must divide by tp."""
+def tensor_parallel(model: nn.Module, tp_mesh: DeviceMesh,
+                    block_plan: Callable[[nn.Module], dict] = lambda block: BLOCK_PLAN) -> nn.Module:
+    """Shard `model` (a Llama3, or a model built on it) over `tp_mesh` in place; n_heads and
+    ffn_hidden must divide by tp. `block_plan` gives each block's plan (deepseek_v3: MoE blocks')."""
     cfg, tp = model.cfg, tp_mesh.size()
     for what, n in (("n_heads", cfg.n_heads), ("ffn_hidden", cfg.ffn_hidden), ("vocab_size", cfg.vocab_size)):
         if n % tp:
@@ -35,5 +39,5 @@ def tensor_parallel(model: nn.Module, tp_mesh: DeviceMesh) -> nn.Module:
         "output": ColwiseParallel(output_layouts=Replicate()),
     })
     for block in model.layers.values():
-        parallelize_module(block, tp_mesh, BLOCK_PLAN)
+        parallelize_module(block, tp_mesh, block_plan(block))
     return model

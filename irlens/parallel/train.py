@@ -1,12 +1,12 @@
-"""`irlens train`: llama3 with SimpleFSDP (+ TP), eager or as a compiled joint graph.
+"""`irlens train`: llama3 or deepseek_v3 with SimpleFSDP (+ TP, + EP), eager or as a compiled joint graph.
 
     irlens train --model llama3:debug --dp-shard 2 --tp 1 --mode compiled \\
         --joint-passes selective_activation_checkpoint --passes transformer_block_bucketing
 
 Under torchrun each process is one rank; without it the command spawns dp_shard x tp ranks
-itself. gloo on the CPU, NCCL on the GPU (bf16 compute, fp32 gradient reduction). Rank 0
+itself (expert parallelism borrows its ep ranks from dp_shard). gloo on the CPU, NCCL on the GPU (bf16 compute, fp32 gradient reduction). Rank 0
 prints a line per step and, last, one JSON line with the configuration and its tokens/s,
-MFU and peak memory, for collecting results.
+MFU and peak memory (and, for MoE models, the router's load balance), for collecting results.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from irlens.parallel import checkpoint as ckpt
 from irlens.parallel.capture import compile_joint
 from irlens.parallel.data import TokenDataset
 from irlens.parallel.distributed import ParallelDims, init_process_group, launched_by_torchrun, spawn
-from irlens.parallel.metrics import StepMetrics, peak_flops, peak_memory_gib, reset_peak_memory
+from irlens.parallel.metrics import StepMetrics, load_balance, peak_flops, peak_memory_gib, reset_peak_memory
 from irlens.parallel.models import ModelFamily, TrainStep, resolve
 from irlens.parallel.passes import GRAPH_PASSES, JOINT_PASSES, numerics_changing, validate_passes
 from irlens.parallel.simple_fsdp import DP_DIM, TP_DIM, MixedPrecision, data_parallel
@@ -39,6 +39,7 @@ class TrainConfig:
     model: str = "llama3:debug"
     dp_shard: int = 1
     tp: int = 1
+    ep: int = 1
     flex: bool = False
     joint_passes: list[str] = field(default_factory=list)
     passes: list[str] = field(default_factory=list)
@@ -66,15 +67,20 @@ class TrainConfig:
         if self.resume and not self.checkpoint:
             raise ValueError("--resume needs --checkpoint DIR")
         validate_passes(self.joint_passes, self.passes)
-        ParallelDims(self.dp_shard, self.tp)
-        return resolve(self.model, flex=self.flex, seq_len=self.seq_len)
+        ParallelDims(self.dp_shard, self.tp, self.ep)
+        family, cfg = resolve(self.model, flex=self.flex, seq_len=self.seq_len)
+        if self.ep > 1 and family.expert_parallel is None:
+            raise ValueError(f"--ep {self.ep}: model family {family.name} has no experts to shard")
+        if self.ep > 1 and cfg.n_experts % self.ep:
+            raise ValueError(f"--ep {self.ep} does not divide the model's {cfg.n_experts} experts")
+        return family, cfg
 
     def uses_mixed_precision(self, device: torch.device) -> bool:
         return self.mixed_precision if self.mixed_precision is not None else device.type == "cuda"
 
     @property
     def dims(self) -> ParallelDims:
-        return ParallelDims(self.dp_shard, self.tp)
+        return ParallelDims(self.dp_shard, self.tp, self.ep)
 
 
 @dataclass
@@ -88,6 +94,8 @@ class TrainResult:
         timed = self.steps[WARMUP_STEPS:] or self.steps
         last = self.steps[-1] if self.steps else None
         mfus = [s.mfu for s in timed if s.mfu is not None]
+        moe = {k: getattr(last, k) for k in ("expert_tokens", "expert_imbalance", "dropped_frac")} \
+            if last and last.expert_tokens is not None else {}
         return {
             "config": self.config,
             "steps": len(self.steps),
@@ -98,17 +106,20 @@ class TrainResult:
             "peak_mem_gib": max((s.peak_mem_gib for s in self.steps), default=None),
             "compile_s": self.compile_s,
             "numerics_changed_by": self.numerics_changed,
+            **moe,  # the last step's load balance
         }
 
 
 def build_model(family: ModelFamily, cfg: Any, tc: TrainConfig, mesh, device: torch.device) -> nn.Module:
-    """The same full weights on every rank (same seed), then TP, then SimpleFSDP sharding."""
+    """The same full weights on every rank (same seed), then TP, then EP (experts), then SimpleFSDP sharding."""
     torch.manual_seed(tc.seed)
     with torch.device(device):
         model = family.module(cfg)
     if tc.tp > 1:
         family.tensor_parallel(model, mesh[TP_DIM])
     mp = MixedPrecision(torch.bfloat16, torch.float32) if tc.uses_mixed_precision(device) else MixedPrecision()
+    if tc.ep > 1:
+        family.expert_parallel(model, tc.dims.build_expert_mesh(device.type), mp)
     return data_parallel(model, mesh, mp)
 
 
@@ -172,13 +183,21 @@ def train(tc: TrainConfig) -> TrainResult:
         dt = time.perf_counter() - t0
         tps = global_tokens / dt
         mfu = cfg.flops_per_token() * tps / (peak * dist.get_world_size()) if peak else None
-        m = StepMetrics(step + 1, _global_mean(loss), norm.item(), dt, tps, mfu, peak_memory_gib(device))
+        moe = load_balance(_expert_load(family, model, tc.tp)) if family.expert_load else {}
+        m = StepMetrics(step + 1, _global_mean(loss), norm.item(), dt, tps, mfu, peak_memory_gib(device), **moe)
         steps.append(m)
         if dist.get_rank() == 0:
             print(m.line(), flush=True)
     if tc.checkpoint:
         ckpt.save(tc.checkpoint, model, optimizer, start + tc.steps)
     return TrainResult(asdict(tc), steps, compile_s, numerics_changing(tc.joint_passes, tc.passes))
+
+
+def _expert_load(family: ModelFamily, model: nn.Module, tp: int) -> torch.Tensor:
+    """The step's routed and kept counts over all ranks; TP ranks route the same tokens: counted once."""
+    load = family.expert_load(model)
+    dist.all_reduce(load)
+    return load / tp
 
 
 def _sync(device: torch.device) -> None:
@@ -200,9 +219,12 @@ def run_training(tc: TrainConfig) -> dict:
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     d = TrainConfig()
-    parser.add_argument("--model", default=d.model, help="llama3:<preset>: debug, tiny, 300M, 1B")
+    parser.add_argument("--model", default=d.model,
+                        help="llama3:<preset> (debug, tiny, 300M, 1B) or deepseek_v3:<preset> (debug, tiny, 2B)")
     parser.add_argument("--dp-shard", type=int, default=d.dp_shard, help="SimpleFSDP degree")
     parser.add_argument("--tp", type=int, default=d.tp, help="tensor-parallel degree")
+    parser.add_argument("--ep", type=int, default=d.ep,
+                        help="expert-parallel degree (MoE models; its ranks are dp-shard ranks: must divide --dp-shard)")
     parser.add_argument("--flex", action="store_true", help="FlexAttention with a block-causal mask")
     parser.add_argument("--joint-passes", nargs="*", default=[], metavar="PASS",
                         help=f"joint-graph passes: {', '.join(JOINT_PASSES)}")
