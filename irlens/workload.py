@@ -11,6 +11,7 @@ every parameter).
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -144,7 +145,7 @@ class Instance:
     def cast(self, dtype: str, device: str | None = None) -> "Instance":
         """The same weights and inputs in another dtype (and device): the float64 reference."""
         device = device or self.device
-        module = _clone_module(self.module).to(device=device, dtype=DTYPES[dtype])
+        module = copy.deepcopy(self.module).to(device=device, dtype=DTYPES[dtype])
         inputs = tuple(
             t.to(device=device, dtype=DTYPES[dtype]) if isinstance(t, torch.Tensor) and t.is_floating_point()
             else (t.to(device) if isinstance(t, torch.Tensor) else t)
@@ -199,12 +200,6 @@ def to_jax(t: torch.Tensor):
     if t.dtype == torch.bfloat16:
         return jnp.asarray(t.float().numpy(), dtype=jnp.bfloat16)
     return jnp.asarray(t.numpy())
-
-
-def _clone_module(module: torch.nn.Module) -> torch.nn.Module:
-    import copy
-
-    return copy.deepcopy(module)
 
 
 def run_eager(fn: Callable, inst: Instance, mode: str) -> dict[str, torch.Tensor]:

@@ -65,9 +65,9 @@ class Frontend(ABC):
     def acquire(self, inst: Instance, mode: str) -> Acquisition:
         """Trace `inst` in `mode` (fwd | fwdbwd) and return every stage this frontend keeps."""
 
+    @abstractmethod
     def default_stage(self, mode: str) -> str:
         """The stage `irlens dump` shows when none is asked for."""
-        raise NotImplementedError
 
 
 FRONTENDS: Registry[Frontend] = Registry("frontend")
