@@ -16,13 +16,12 @@ flops / matmul rate of its dtype); `bound` says which term is larger.
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
 from irlens import cost
-from irlens.compare import Plan, exit_status, execute, plan_matrix
+from irlens.compare import Plan, execute, exit_status, plan_matrix, write_document
 from irlens.ir import Graph, Kernel
 from irlens.timing import Ceilings, measure_ceilings
 
@@ -249,11 +248,10 @@ def bench_main(args) -> int:
         print("irlens bench: needs a CUDA GPU (device timing and ceilings); torch sees none here. "
               "Use `irlens compare` on the CPU.", file=sys.stderr)
         return 2
+
     def save(doc: dict) -> None:
         if args.json:
-            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-            with open(args.json, "w") as f:
-                json.dump(doc, f, indent=1, allow_nan=False)
+            write_document(doc, args.json)
 
     try:
         doc = run_bench(args.workloads, args.backends, args.modes, args.dtypes, "cuda", args.preset, args.timeout,

@@ -621,6 +621,15 @@ def device_name(device: str) -> str:
     return platform.processor() or "cpu"
 
 
+def write_document(doc: dict, path: str) -> None:
+    """A results document as strict JSON (NaN and Inf were made null by `jsonable`)."""
+    from pathlib import Path
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, allow_nan=False)
+
+
 def exit_status(doc: dict) -> int:
     """0 when every available row is ok, 1 on any mismatch or failure."""
     return 1 if any(r["status"] in ("mismatch", "failed") for r in doc["rows"]) else 0
@@ -673,8 +682,7 @@ def compare_main(args) -> int:
         return 2
     print(format_table(doc))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1, allow_nan=False)
+        write_document(doc, args.json)
     return exit_status(doc)
 
 

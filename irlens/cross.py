@@ -21,7 +21,6 @@ backward), "kernel_count", "kernels", "graphs" (per lowered graph: stage and nod
 from __future__ import annotations
 
 import functools
-import json
 import sys
 import tempfile
 import traceback
@@ -237,7 +236,7 @@ def cell_text(r: dict) -> str:
 def cross_main(args) -> int:
     """`irlens compare --cross`: args has workloads, device, modes, preset, dtype, json, timeout, and
     optionally backends (which of inductor, nvfuser, xla execute; default all)."""
-    from irlens.compare import exit_status
+    from irlens.compare import exit_status, write_document
     from irlens.registry import UnknownName
 
     try:
@@ -249,6 +248,5 @@ def cross_main(args) -> int:
         return 2
     print(format_grid(doc))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1, allow_nan=False)
+        write_document(doc, args.json)
     return exit_status(doc)

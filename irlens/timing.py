@@ -149,7 +149,6 @@ def measure_ceilings() -> Ceilings:
     src = torch.randn(n, device="cuda")
     dst = torch.empty_like(src)
     copy_ms = do_bench(lambda: dst.copy_(src), warmup=50, rep=500, return_mode="median")
-    del src, dst
     m = 8192
     tflops = {}
     for dt in (torch.bfloat16, torch.float32):

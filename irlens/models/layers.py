@@ -6,7 +6,6 @@ The JAX functions take the torch module's parameters by their `named_parameters(
 """
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import nn
 

@@ -82,14 +82,7 @@ PRESETS: dict[str, DeepSeekV3Config] = {
 
 
 def get_config(preset: str, flex: bool = False, seq_len: int | None = None) -> DeepSeekV3Config:
-    if preset not in PRESETS:
-        raise ValueError(f"unknown deepseek_v3 preset {preset!r}; choose from: {', '.join(PRESETS)}")
-    cfg = replace(PRESETS[preset], flex=flex)
-    if seq_len is not None:
-        cfg = replace(cfg, seq_len=seq_len, doc_len=min(cfg.doc_len, seq_len))
-    if cfg.flex and cfg.seq_len % cfg.doc_len:
-        raise ValueError(f"seq_len {cfg.seq_len} must be a multiple of doc_len {cfg.doc_len} for the block-causal mask")
-    return cfg
+    return llama3.resolve_config("deepseek_v3", PRESETS, preset, flex, seq_len)
 
 
 class Router(nn.Module):

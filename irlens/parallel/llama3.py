@@ -65,9 +65,15 @@ PRESETS: dict[str, Llama3Config] = {
 
 def get_config(preset: str, flex: bool = False, seq_len: int | None = None) -> Llama3Config:
     """The preset's config, with the attention variant and sequence length asked for."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown llama3 preset {preset!r}; choose from: {', '.join(PRESETS)}")
-    cfg = replace(PRESETS[preset], flex=flex)
+    return resolve_config("llama3", PRESETS, preset, flex, seq_len)
+
+
+def resolve_config(family: str, presets: dict, preset: str, flex: bool, seq_len: int | None):
+    """A family's preset with the attention variant and sequence length asked for (any family
+    whose config has flex, seq_len and doc_len fields)."""
+    if preset not in presets:
+        raise ValueError(f"unknown {family} preset {preset!r}; choose from: {', '.join(presets)}")
+    cfg = replace(presets[preset], flex=flex)
     if seq_len is not None:
         cfg = replace(cfg, seq_len=seq_len, doc_len=min(cfg.doc_len, seq_len))
     if cfg.flex and cfg.seq_len % cfg.doc_len:
