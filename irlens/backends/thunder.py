@@ -179,9 +179,14 @@ class InductorRecorder(RegionRecorder):
     def watch_first_call(self, call):
         from torch._inductor.utils import run_and_get_code
 
+        first = [True]
+
         def watched():
-            if self.codes:
+            # Only the first call: run_and_get_code resets Dynamo, and a cache hit captures no
+            # code, so "no code yet" must not mean "watch again" (every call would recompile).
+            if not first[0]:
                 return call()
+            first[0] = False
             result, self.codes = run_and_get_code(call)
             return result
 
