@@ -244,6 +244,8 @@ MEANINGS: dict[str, Callable] = {
     "stack": lambda a, *xs: torch.stack(xs, dim=a["dim"]),
     "gather": _gather,
     "scatter_add": _scatter_add,
+    "scatter": lambda a, base, idx, src: (torch.scatter(base, a["dim"], idx.long(), src) if isinstance(src, torch.Tensor)
+                                          else torch.scatter(base, a["dim"], idx.long(), float(src))),
     "copy": lambda a, x: x.clone(),
     "convert": _convert,
     "full": _full,
@@ -264,6 +266,8 @@ MEANINGS: dict[str, Callable] = {
     "tril": lambda a, x: torch.tril(x, a.get("diagonal", 0)),
     "masked_fill": lambda a, x, m, v: x.masked_fill(m, v),
     "tanh_backward": lambda a, g, y: g * (1 - y * y),
+    "sigmoid_backward": lambda a, g, y: g * y * (1 - y),
+    "topk": lambda a, x: tuple(torch.topk(x, a["k"], dim=a.get("dim", -1), largest=a.get("largest", True))),
     "gelu_backward": _with_grad(lambda a, x: torch.nn.functional.gelu(x, approximate=a.get("approximate", "none")), 1),
     "silu_backward": _with_grad(lambda a, x: torch.nn.functional.silu(x), 1),
     "softmax_backward": lambda a, g, y: y * (g - (g * y).sum(dim=a["dim"], keepdim=True)),

@@ -30,6 +30,7 @@ relies on it):
   embedding(weight, indices)       mean(x) {dims, keepdim}    var(x) {dims, keepdim, correction}
   tril(x) {diagonal}               masked_fill(x, mask, value)
   gelu_backward(grad, x) {approximate}    tanh_backward(grad, y)    silu_backward(grad, x)
+  sigmoid_backward(grad, y)
   softmax_backward(grad, y) {dim}         log_softmax_backward(grad, y) {dim}
   threshold_backward(grad, x) {threshold}
   layer_norm_backward(grad, x, mean, rstd, weight, bias) {normalized_ndim}  outputs [dx, dweight, dbias]
@@ -38,6 +39,9 @@ relies on it):
   embedding_backward(grad, indices) {num_weights}
 Primitive ops with operands: where(cond, a, b); pow(x, exponent); convert(x) {dtype};
   gather(table, indices) {dim}: take along `dim`, output shape = indices.shape in place of dim;
+  scatter_add(base, indices, src) {dim}: base with src's slices added at the (flattened)
+  indices along `dim` (torch's index_add); scatter(base, indices, src) {dim}: torch.scatter
+  (indices shaped like src; src may be a scalar); topk(x) {k, dim, largest} -> [values, indices];
   full() {shape, value, dtype}; iota() {shape, dim, dtype}; matmul(a, b) (torch.matmul
   broadcasting unless contract/batch attrs say otherwise). Elementwise ops broadcast like numpy.
 """
@@ -65,9 +69,10 @@ OPS: dict[str, str] = {
     "where": ELEMENTWISE,
     "sum": REDUCTION, "amax": REDUCTION, "amin": REDUCTION, "prod": REDUCTION, "argmax": REDUCTION,
     "argmin": REDUCTION, "cumsum": REDUCTION,
+    "topk": OTHER,
     "matmul": MATMUL,
     "reshape": DATA_MOVEMENT, "permute": DATA_MOVEMENT, "broadcast": DATA_MOVEMENT,
-    "slice": DATA_MOVEMENT, "concat": DATA_MOVEMENT, "stack": DATA_MOVEMENT, "gather": DATA_MOVEMENT, "scatter_add": DATA_MOVEMENT,
+    "slice": DATA_MOVEMENT, "concat": DATA_MOVEMENT, "stack": DATA_MOVEMENT, "gather": DATA_MOVEMENT, "scatter_add": DATA_MOVEMENT, "scatter": DATA_MOVEMENT,
     "copy": DATA_MOVEMENT, "pad": DATA_MOVEMENT, "index_put": DATA_MOVEMENT,
     "convert": CAST,
     "full": CREATION, "iota": CREATION, "rand": CREATION,
@@ -79,7 +84,7 @@ OPS: dict[str, str] = {
     "gelu_backward": COMPOSITE, "tanh_backward": COMPOSITE, "softmax_backward": COMPOSITE,
     "log_softmax_backward": COMPOSITE, "layer_norm_backward": COMPOSITE,
     "sdpa_backward": COMPOSITE, "embedding_backward": COMPOSITE, "threshold_backward": COMPOSITE,
-    "silu_backward": COMPOSITE,
+    "silu_backward": COMPOSITE, "sigmoid_backward": COMPOSITE,
     # collectives (the joint-graph parallel path)
     "all_gather": COLLECTIVE, "reduce_scatter": COLLECTIVE, "all_reduce": COLLECTIVE,
     "all_to_all": COLLECTIVE, "wait": COLLECTIVE,

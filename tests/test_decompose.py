@@ -67,6 +67,7 @@ def cases():
         "gelu_backward_erf": (Node("n", "gelu_backward", ["g", "x"], y, {"approximate": "none"}), [G, X], [g, x]),
         "tanh_backward": (Node("n", "tanh_backward", ["g", "x"], y), [G, X], [g, torch.tanh(x)]),
         "silu_backward": (Node("n", "silu_backward", ["g", "x"], y), [G, X], [g, x]),
+        "sigmoid_backward": (Node("n", "sigmoid_backward", ["g", "x"], y), [G, X], [g, torch.sigmoid(x)]),
         "threshold_backward": (Node("n", "threshold_backward", ["g", "x"], y, {"threshold": 0.0}), [G, X], [g, x]),
         "softmax_backward": (Node("n", "softmax_backward", ["g", "x"], y, {"dim": 1}), [G, X], [g, torch.softmax(x, 1)]),
         "log_softmax_backward": (Node("n", "log_softmax_backward", ["g", "x"], y, {"dim": 1}), [G, X],

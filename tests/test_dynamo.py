@@ -211,3 +211,38 @@ def test_multi_output_values_take_their_getitem_names():
     used = {a for n in graph.nodes for a in n.value_inputs()}
     assert used <= produced | {t.name for t in graph.inputs}
     assert not any("getitem" in n.native for n in graph.nodes)
+
+
+def test_moe_routing_ops_map_and_compute():
+    """The ops a mixture-of-experts router brings (sigmoid, topk, index_add; in the backward
+    sigmoid_backward and topk's scatter) are canonical ops, and the ATen graphs built from them,
+    forward chained into backward, compute the module's outputs and gradients."""
+    from irlens.bindings import program_for, run_program
+    from irlens.workload import Workload, run_eager
+
+    class Router(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = torch.nn.Parameter(torch.randn(8, 4))
+
+        def forward(self, x):
+            scores = torch.sigmoid(x @ self.gate)
+            weights, experts = torch.topk(scores, 2, dim=-1)
+            load = torch.zeros(4, dtype=x.dtype).index_add(0, experts.reshape(-1), weights.reshape(-1))
+            return weights, load
+
+    wl = Workload("router", lambda cfg: Router(), lambda cfg, dt, g: (torch.randn(6, 8, generator=g).to(dt),),
+                  {"tiny": {}})
+    inst = wl.instantiate()
+    acq = get_frontend("dynamo").acquire(inst, "fwdbwd")
+    fwd, bwd = acq.stage("aot.forward").common(), acq.stage("aot.backward").common()
+    assert {"topk", "scatter_add", "sigmoid"} <= set(fwd.op_counts())
+    assert {"sigmoid_backward", "scatter"} <= set(bwd.op_counts())
+    assert not fwd.unknown_ops() and not bwd.unknown_ops()
+    ref = inst.cast("float64")
+    want = run_eager(ref.module, ref, "fwdbwd")
+    for level in ("composite", "primitive"):
+        got = run_program(program_for(acq, inst), inst, lambda step, xs: interpret(step.graph(level), xs))
+        assert set(got) == set(want)
+        for name in want:
+            assert torch.allclose(got[name], want[name], rtol=1e-5, atol=1e-6), (level, name)

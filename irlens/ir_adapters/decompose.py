@@ -315,6 +315,14 @@ def _gelu_backward(e: _Emitter, vals):
     e.emit("mul", [g, d], sh, dt, out.name)
 
 
+@rule("sigmoid_backward")
+def _sigmoid_backward(e: _Emitter, vals):
+    g, y = e.parent.inputs[:2]
+    out = e.out()
+    sh, dt = out.shape, out.dtype
+    e.emit("mul", [g, e.emit("mul", [y, e.emit("sub", [1.0, y], sh, dt)], sh, dt)], sh, dt, out.name)
+
+
 @rule("silu_backward")
 def _silu_backward(e: _Emitter, vals):
     g, x = e.parent.inputs[:2]

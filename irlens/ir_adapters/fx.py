@@ -73,6 +73,7 @@ ATEN_NAMES: dict[str, str] = {
     "aten.slice": "slice", "aten.index": "gather", "aten._unsafe_index": "gather", "aten.var_mean": "var",
     "aten.index_put": "index_put", "aten.index_put_": "index_put", "aten._unsafe_index_put": "index_put",
     "aten._unsafe_masked_index_put_accumulate": "index_put", "aten.scatter_add": "scatter_add",
+    "aten.index_add": "scatter_add", "aten.scatter": "scatter", "aten.topk": "topk", "aten.sigmoid_backward": "sigmoid_backward",
     "prims.iota": "iota", "prims.prepare_softmax_online": "sum",
     "aten._to_copy": "convert", "prims.convert_element_type": "convert", "prims.fma": "add",
     "aten._softmax": "softmax", "aten._log_softmax": "log_softmax",
@@ -305,6 +306,27 @@ def _scatter_add(c: _Call) -> list[Node]:
     x = c.arg("self", 0)
     inputs = [c.value(x), c.value(c.arg("index", 2)), c.value(c.arg("src", 3))]
     return c.one(inputs, {"dim": c.arg("dim", 1) % c.rank(x)})
+
+
+@_converts("index_add")
+def _index_add(c: _Call) -> list[Node]:
+    x = c.arg("self", 0)
+    inputs = [c.value(x), c.value(c.arg("index", 2)), c.value(c.arg("source", 3))]
+    return c.one(inputs, {"dim": c.arg("dim", 1) % c.rank(x)}, op="scatter_add")
+
+
+@_converts("scatter")
+def _scatter(c: _Call) -> list[Node]:
+    x = c.arg("self", 0)
+    src = c.arg("src", 3) if c.arg("src") is not None else c.arg("value", 3)
+    return c.one([c.value(x), c.value(c.arg("index", 2)), c.value(src)], {"dim": c.arg("dim", 1) % c.rank(x)})
+
+
+@_converts("topk")
+def _topk(c: _Call) -> list[Node]:
+    x = c.arg("self", 0)
+    return c.one([c.value(x)], {"k": int(c.arg("k", 1)), "dim": c.arg("dim", 2, -1) % max(c.rank(x), 1),
+                                "largest": bool(c.arg("largest", 3, True))})
 
 
 @_converts("cumsum", "softmax", "log_softmax", "_softmax", "_log_softmax")
