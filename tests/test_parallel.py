@@ -13,6 +13,7 @@ from irlens.parallel.distributed import spawn
 from irlens.parallel.dump import capture_fake, dump_main
 from irlens.parallel.passes import NeedsGPU, PassError, validate_passes
 from irlens.parallel.train import TrainConfig, train, train_main
+from parallel_gpu import assert_gpu_passes_match_eager
 
 STEPS = 10
 NUMERICS_RTOL = 1e-4
@@ -200,20 +201,6 @@ def test_train_main_prints_final_json(capfd):
 
 # --- GPU (skipped here): the CUDA-only passes, NCCL, one rank -------------------------------------
 
-GPU_RTOL = 1e-3  # fp32 compute; Inductor's kernels and TF32-free matmuls round differently from eager
-
-
 @pytest.mark.gpu
 def test_gpu_full_inductor_cudagraph_and_flex_regional_match_eager():
-    base = dict(model="llama3:tiny", steps=5, device="cuda", mixed_precision=False)
-    runs = spawn(_run, 1, {
-        "eager": TrainConfig(**base),
-        "inductor_cudagraph": TrainConfig(**base, mode="compiled", joint_passes=["inductor_decomposition"],
-                                          passes=["autobucketing_reordering", "full_inductor_compilation", "cudagraph"]),
-        "flex_eager": TrainConfig(**base, flex=True),
-        "flex_regional": TrainConfig(**base, flex=True, mode="compiled", passes=["regional_inductor", "cudagraph"]),
-    })
-    for ref, other in (("eager", "inductor_cudagraph"), ("flex_eager", "flex_regional")):
-        for (_, loss, norm), (_, loss_ref, norm_ref) in zip(runs[other], runs[ref], strict=True):
-            assert loss == pytest.approx(loss_ref, rel=GPU_RTOL)
-            assert norm == pytest.approx(norm_ref, rel=GPU_RTOL)
+    assert_gpu_passes_match_eager(dict(model="llama3:tiny", steps=5, device="cuda", mixed_precision=False), ranks=1)
