@@ -16,6 +16,8 @@ flops / matmul rate of its dtype); `bound` says which term is larger.
 """
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -180,7 +182,7 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
     """The Markdown page, and one SVG per dtype x mode x measure beside it."""
     from irlens.report.plots import bar_chart
 
-    c, v = doc["ceilings"], doc["versions"]
+    v = doc["versions"]
     spreads = [r["device_timing"]["repeat_spread"] for r in doc["rows"] if r.get("device_timing")]
     ok = sum(r["status"] == "ok" for r in doc["rows"])
     parts = [
@@ -190,8 +192,7 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
         "",
         f"- device: {doc['device_name']}, driver {doc.get('driver')}; torch {v.get('torch')}, triton {v.get('triton')}, "
         f"jax {v.get('jax')}/{v.get('jaxlib')}, thunder {v.get('thunder')}, python {v.get('python')}",
-        f"- ceilings measured in this run: device copy **{c['copy_gbps']:.0f} GB/s** (bytes read + written), "
-        f"bf16 matmul **{c['bf16_tflops']:.0f} TFLOP/s**, fp32 matmul **{c['fp32_tflops']:.0f} TFLOP/s** (8192³)",
+        *(_ceilings_line(part) for part in parts_of(doc)),
         f"- {len(doc['rows'])} rows, {ok} ok; preset `{doc['preset']}`; wall time {doc['wall_s'] / 60:.1f} min",
         f"- repeatability: each row's device time is the median of 15 profiled steps (cold L2), measured twice; "
         f"the two medians differ by at most {100 * max(spreads, default=0):.2f}% "
@@ -224,6 +225,19 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
     return [md_path, *figures]
 
 
+def parts_of(doc: dict) -> list[dict]:
+    """The document's runs, one per GPU: {"gpu", "dtypes", "ceilings"}; a single-GPU run is one part."""
+    return doc.get("parts") or [{"gpu": None, "dtypes": sorted({r["dtype"] for r in doc["rows"]}),
+                                 "ceilings": doc["ceilings"]}]
+
+
+def _ceilings_line(part: dict) -> str:
+    c = part["ceilings"]
+    where = "this run" if part["gpu"] is None else f"this run on GPU {part['gpu']} (its rows: {', '.join(part['dtypes'])})"
+    return (f"- ceilings measured in {where}: device copy **{c['copy_gbps']:.0f} GB/s** (bytes read + written), "
+            f"bf16 matmul **{c['bf16_tflops']:.0f} TFLOP/s**, fp32 matmul **{c['fp32_tflops']:.0f} TFLOP/s** (8192³)")
+
+
 def _stack_svgs(svgs: list[str]) -> str:
     """Several small charts under one another, as one SVG file."""
     import re
@@ -236,6 +250,78 @@ def _stack_svgs(svgs: list[str]) -> str:
         y, width = y + h + 8, max(width, w)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{y:.0f}" '
             f'font-family="Helvetica, Arial, sans-serif" font-size="11">' + "".join(body) + "</svg>")
+
+
+# --- several GPUs: one child run per GPU -------------------------------------------------------
+
+def child_argv(args, dtypes: list[str], json_path: str) -> list[str]:
+    """`irlens bench` arguments for one GPU's share: the same matrix options, its dtypes, its own JSON."""
+    argv = ["bench", "--dtypes", ",".join(dtypes), "--json", json_path, "--preset", args.preset,
+            "--mode", ",".join(args.modes), "--timeout", str(args.timeout), "--jobs", str(args.jobs)]
+    for flag, names in (("--workloads", args.workloads), ("--backends", args.backends)):
+        if names:
+            argv += [flag, ",".join(names)]
+    if args.budget_s is not None:
+        argv += ["--budget-s", str(args.budget_s)]
+    return argv
+
+
+def share_dtypes(dtypes: list[str], gpus: list[str]) -> dict[str, list[str]]:
+    """Round-robin; a GPU left without a dtype is not used."""
+    shares: dict[str, list[str]] = {}
+    for i, dtype in enumerate(dtypes):
+        shares.setdefault(gpus[i % len(gpus)], []).append(dtype)
+    return shares
+
+
+def merge_parts(parts: list[tuple[str, dict]]) -> dict:
+    """One document from the GPUs' documents. Each row keeps the GPU it ran on and that GPU's
+    ceilings (its roofline was computed against them)."""
+    first = parts[0][1]
+    rows = [{**row, "gpu": gpu, "ceilings": doc["ceilings"]} for gpu, doc in parts for row in doc["rows"]]
+    return {**{k: first.get(k) for k in ("device", "device_name", "versions", "preset", "driver")},
+            "parts": [{"gpu": gpu, "dtypes": list(dict.fromkeys(r["dtype"] for r in doc["rows"])),
+                       "ceilings": doc["ceilings"], "wall_s": doc["wall_s"]} for gpu, doc in parts],
+            "wall_s": max(doc["wall_s"] for _, doc in parts), "rows": rows}
+
+
+def run_on_gpus(args, gpus: list[str]) -> dict:
+    """Run each GPU's share in a child `irlens bench` pinned to it (CUDA_VISIBLE_DEVICES), at
+    the same time; their progress is relayed with a `[gpu N]` prefix."""
+    import subprocess
+    import tempfile
+    import threading
+
+    from irlens.isolation import worker_env
+
+    shares = share_dtypes(args.dtypes or BENCH_DTYPES, gpus)
+    with tempfile.TemporaryDirectory(prefix="irlens-bench-") as tmp:
+        children = []
+        for gpu, dtypes in shares.items():
+            path = os.path.join(tmp, f"gpu{gpu}.json")
+            # tqdm's refreshes become lines once relayed: fewer of them
+            env = {**worker_env(), "CUDA_VISIBLE_DEVICES": gpu, "TQDM_MININTERVAL": "15"}
+            proc = subprocess.Popen([sys.executable, "-m", "irlens", *child_argv(args, dtypes, path)], env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            relay = threading.Thread(target=lambda p=proc, g=gpu: [print(f"[gpu {g}] {line}", end="", file=sys.stderr)
+                                                                   for line in p.stderr], daemon=True)
+            relay.start()
+            children.append((gpu, dtypes, path, proc, relay))
+        parts, missing = [], []
+        for gpu, dtypes, path, proc, relay in children:
+            code = proc.wait()
+            relay.join()
+            if os.path.exists(path):  # written after each dtype, so a late failure keeps the rest
+                parts.append((gpu, json.loads(Path(path).read_text())))
+            else:
+                missing.append(f"GPU {gpu} ({', '.join(dtypes)}): its run exited with status {code} before any result")
+    if not parts:
+        raise RuntimeError("irlens bench: no GPU produced a result: " + "; ".join(missing))
+    doc = merge_parts(parts)
+    for line in missing:
+        print(f"irlens bench: no rows from {line}", file=sys.stderr)
+    doc["missing"] = missing
+    return doc
 
 
 def bench_main(args) -> int:
@@ -254,8 +340,14 @@ def bench_main(args) -> int:
             write_document(doc, args.json)
 
     try:
-        doc = run_bench(args.workloads, args.backends, args.modes, args.dtypes, "cuda", args.preset, args.timeout,
-                        args.jobs, args.budget_s, checkpoint=save)
+        if args.gpus and len(args.gpus) > 1:
+            doc = run_on_gpus(args, args.gpus)
+            save(doc)
+        else:
+            if args.gpus:
+                os.environ["CUDA_VISIBLE_DEVICES"] = args.gpus[0]  # before any worker starts
+            doc = run_bench(args.workloads, args.backends, args.modes, args.dtypes, "cuda", args.preset,
+                            args.timeout, args.jobs, args.budget_s, checkpoint=save)
     except (UnknownName, ValueError) as e:  # TwinMismatch is a ValueError
         print(f"irlens bench: {e}", file=sys.stderr)
         return 2
@@ -269,4 +361,4 @@ def bench_main(args) -> int:
         json_name = Path(args.json).name if args.json else ""
         for path in write_results_page(doc, md, json_name, "irlens " + " ".join(sys.argv[1:])):
             print(f"wrote {path}", file=sys.stderr)
-    return exit_status(doc)
+    return 1 if doc.get("missing") else exit_status(doc)

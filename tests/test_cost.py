@@ -2,7 +2,7 @@
 import pytest
 
 from irlens import cost
-from irlens.bench import roofline, run_bench
+from irlens.bench import merge_parts, roofline, run_bench, share_dtypes, write_results_page
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 from irlens.isolation import WorkerSession
 from irlens.timing import Ceilings
@@ -45,15 +45,20 @@ def test_kernel_io_reads_writes_and_what_stays_on_chip():
     assert cost.kernel_cost(k, g)[0] == 2 * 4 * 8 * 4
 
 
-def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch):
-    # `irlens bench` on the CPU, the ceilings stubbed (they need a GPU): every instantiation of
-    # a workload (work counts, references, cells) must happen in a worker, none here.
-    here = []
-    real_instantiate, real_call = Workload.instantiate, WorkerSession.call
-    monkeypatch.setattr(Workload, "instantiate", lambda wl, *a, **kw: here.append(wl.name) or real_instantiate(wl, *a, **kw))
-    ceilings = Ceilings(copy_gbps=1000.0, bf16_tflops=100.0, fp32_tflops=10.0, device="stub")
+def _stub_ceilings(monkeypatch, ceilings: Ceilings) -> None:
+    """`irlens bench` on the CPU: the ceilings need a GPU, so their worker call returns these."""
+    real_call = WorkerSession.call
     monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout: ceilings.to_json()
                         if fn == "irlens.bench:ceilings_in_worker" else real_call(self, fn, kwargs, timeout))
+
+
+def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch):
+    # every instantiation of a workload (work counts, references, cells) must happen in a worker, none here
+    here = []
+    real_instantiate = Workload.instantiate
+    monkeypatch.setattr(Workload, "instantiate", lambda wl, *a, **kw: here.append(wl.name) or real_instantiate(wl, *a, **kw))
+    ceilings = Ceilings(copy_gbps=1000.0, bf16_tflops=100.0, fp32_tflops=10.0, device="stub")
+    _stub_ceilings(monkeypatch, ceilings)
     doc = run_bench(["tinyhead"], ["eager"], ["fwd"], ["float32", "bfloat16"], device="cpu", preset="tiny")
     assert here == []
     assert doc["ceilings"] == ceilings.to_json()
@@ -76,3 +81,22 @@ def test_roofline_picks_the_binding_ceiling():
     assert comp["bound"] == "compute" and comp["pct_of_ceiling"] == pytest.approx(80.0)
     assert roofline({**row, "status": "mismatch"}, {"bytes": 1, "flops": 1}, c) is None
     assert roofline(row, None, c) is None  # the work could not be counted
+
+
+def test_bench_over_two_gpus_keeps_each_gpus_ceilings(monkeypatch, tmp_path):
+    # `irlens bench --gpus 0,1`: each GPU's share runs with its own measured ceilings; the merged
+    # document and page keep every row with its GPU's ceilings
+    assert share_dtypes(["bfloat16", "float32"], ["0", "1"]) == {"0": ["bfloat16"], "1": ["float32"]}
+    assert share_dtypes(["bfloat16", "float32"], ["3"]) == {"3": ["bfloat16", "float32"]}
+    parts = []
+    for gpu, dtype, copy in (("0", "bfloat16", 1000.0), ("1", "float32", 2000.0)):
+        _stub_ceilings(monkeypatch, Ceilings(copy_gbps=copy, bf16_tflops=100.0, fp32_tflops=10.0, device="stub"))
+        parts.append((gpu, run_bench(["gelu"], ["eager"], ["fwd"], [dtype], device="cpu", preset="tiny")))
+    doc = merge_parts(parts)
+    assert [(r["gpu"], r["dtype"], r["ceilings"]["copy_gbps"]) for r in doc["rows"]] == \
+        [("0", "bfloat16", 1000.0), ("1", "float32", 2000.0)]
+    assert [(p["gpu"], p["dtypes"]) for p in doc["parts"]] == [("0", ["bfloat16"]), ("1", ["float32"])]
+    doc["wall_s"], doc["device_name"] = 1.0, "stub"
+    page = write_results_page(doc, tmp_path / "r.md", "r.json", "irlens bench --gpus 0,1")[0].read_text()
+    assert "on GPU 0 (its rows: bfloat16): device copy **1000 GB/s**" in page
+    assert "on GPU 1 (its rows: float32): device copy **2000 GB/s**" in page

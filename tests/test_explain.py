@@ -130,3 +130,24 @@ def test_explain_unknown_kernel_exits_2(monkeypatch, runs, capsys, backend):
     assert _explain_cli(monkeypatch, runs, backend, kernel="no-such-kernel") == 2
     err = capsys.readouterr().err
     assert "no kernel 'no-such-kernel'" in err and "k0 " in err
+
+
+GPU_SOURCE = {"inductor": "Triton", "nvfuser": "CUDA", "xla": "HLO"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", sorted(GPU_SOURCE))
+def test_explain_every_gpu_backend(backend):
+    """On the GPU, every kernel of each compiling backend explains, with its generated source."""
+    from irlens.compare import get_backend
+    from irlens.workload import get_workload
+
+    run = get_backend(backend).run(get_workload("tinyhead").instantiate("tiny", device="cuda"), "fwd")
+    assert run.kernels, f"{backend} reported no kernels for tinyhead on the GPU"
+    for i, k in enumerate(run.kernels):
+        text = explain_run(run, backend, i, "tinyhead fwd")
+        assert f"kernel k{i} {k.name}" in text and "reads " in text and "writes " in text
+    assert any(f"generated source ({GPU_SOURCE[backend]})" in explain_run(run, backend, i, "tinyhead fwd")
+               for i in range(len(run.kernels)))
+    with pytest.raises(UnknownKernel, match="this run has"):
+        explain_run(run, backend, "no-such-kernel", "tinyhead fwd")
