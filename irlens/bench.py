@@ -226,14 +226,14 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
 
 
 def parts_of(doc: dict) -> list[dict]:
-    """The document's runs, one per GPU: {"gpu", "dtypes", "ceilings"}; a single-GPU run is one part."""
-    return doc.get("parts") or [{"gpu": None, "dtypes": sorted({r["dtype"] for r in doc["rows"]}),
-                                 "ceilings": doc["ceilings"]}]
+    """The document's runs, one per GPU: {"gpu", "dtypes", "modes", "ceilings"}; a single-GPU run is one part."""
+    return doc.get("parts") or [{"gpu": None, "dtypes": [], "modes": [], "ceilings": doc["ceilings"]}]
 
 
 def _ceilings_line(part: dict) -> str:
     c = part["ceilings"]
-    where = "this run" if part["gpu"] is None else f"this run on GPU {part['gpu']} (its rows: {', '.join(part['dtypes'])})"
+    where = "this run" if part["gpu"] is None else \
+        f"this run on GPU {part['gpu']} (its rows: {' and '.join(part['dtypes'])}, {' and '.join(part['modes'])})"
     return (f"- ceilings measured in {where}: device copy **{c['copy_gbps']:.0f} GB/s** (bytes read + written), "
             f"bf16 matmul **{c['bf16_tflops']:.0f} TFLOP/s**, fp32 matmul **{c['fp32_tflops']:.0f} TFLOP/s** (8192³)")
 
@@ -254,10 +254,10 @@ def _stack_svgs(svgs: list[str]) -> str:
 
 # --- several GPUs: one child run per GPU -------------------------------------------------------
 
-def child_argv(args, dtypes: list[str], json_path: str) -> list[str]:
-    """`irlens bench` arguments for one GPU's share: the same matrix options, its dtypes, its own JSON."""
-    argv = ["bench", "--dtypes", ",".join(dtypes), "--json", json_path, "--preset", args.preset,
-            "--mode", ",".join(args.modes), "--timeout", str(args.timeout), "--jobs", str(args.jobs)]
+def child_argv(args, dtypes: list[str], modes: list[str], json_path: str) -> list[str]:
+    """`irlens bench` arguments for one GPU's share: the same matrix options, its dtypes and modes, its own JSON."""
+    argv = ["bench", "--dtypes", ",".join(dtypes), "--mode", ",".join(modes), "--json", json_path,
+            "--preset", args.preset, "--timeout", str(args.timeout), "--jobs", str(args.jobs)]
     for flag, names in (("--workloads", args.workloads), ("--backends", args.backends)):
         if names:
             argv += [flag, ",".join(names)]
@@ -266,11 +266,14 @@ def child_argv(args, dtypes: list[str], json_path: str) -> list[str]:
     return argv
 
 
-def share_dtypes(dtypes: list[str], gpus: list[str]) -> dict[str, list[str]]:
-    """Round-robin; a GPU left without a dtype is not used."""
-    shares: dict[str, list[str]] = {}
+def share_matrix(dtypes: list[str], modes: list[str], gpus: list[str]) -> dict[str, tuple[list[str], list[str]]]:
+    """{gpu: (dtypes, modes)}: one dtype x mode per GPU where there are GPUs enough, else whole
+    dtypes round-robin. A GPU left without a share is not used."""
+    if len(gpus) >= len(dtypes) * len(modes):
+        return {gpu: ([d], [m]) for gpu, (d, m) in zip(gpus, [(d, m) for d in dtypes for m in modes])}
+    shares: dict[str, tuple[list[str], list[str]]] = {}
     for i, dtype in enumerate(dtypes):
-        shares.setdefault(gpus[i % len(gpus)], []).append(dtype)
+        shares.setdefault(gpus[i % len(gpus)], ([], list(modes)))[0].append(dtype)
     return shares
 
 
@@ -281,6 +284,7 @@ def merge_parts(parts: list[tuple[str, dict]]) -> dict:
     rows = [{**row, "gpu": gpu, "ceilings": doc["ceilings"]} for gpu, doc in parts for row in doc["rows"]]
     return {**{k: first.get(k) for k in ("device", "device_name", "versions", "preset", "driver")},
             "parts": [{"gpu": gpu, "dtypes": list(dict.fromkeys(r["dtype"] for r in doc["rows"])),
+                       "modes": list(dict.fromkeys(r["mode"] for r in doc["rows"])),
                        "ceilings": doc["ceilings"], "wall_s": doc["wall_s"]} for gpu, doc in parts],
             "wall_s": max(doc["wall_s"] for _, doc in parts), "rows": rows}
 
@@ -294,27 +298,27 @@ def run_on_gpus(args, gpus: list[str]) -> dict:
 
     from irlens.isolation import worker_env
 
-    shares = share_dtypes(args.dtypes or BENCH_DTYPES, gpus)
+    shares = share_matrix(args.dtypes or BENCH_DTYPES, args.modes, gpus)
     with tempfile.TemporaryDirectory(prefix="irlens-bench-") as tmp:
         children = []
-        for gpu, dtypes in shares.items():
+        for gpu, (dtypes, modes) in shares.items():
             path = os.path.join(tmp, f"gpu{gpu}.json")
             # tqdm's refreshes become lines once relayed: fewer of them
             env = {**worker_env(), "CUDA_VISIBLE_DEVICES": gpu, "TQDM_MININTERVAL": "15"}
-            proc = subprocess.Popen([sys.executable, "-m", "irlens", *child_argv(args, dtypes, path)], env=env,
+            proc = subprocess.Popen([sys.executable, "-m", "irlens", *child_argv(args, dtypes, modes, path)], env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             relay = threading.Thread(target=lambda p=proc, g=gpu: [print(f"[gpu {g}] {line}", end="", file=sys.stderr)
                                                                    for line in p.stderr], daemon=True)
             relay.start()
-            children.append((gpu, dtypes, path, proc, relay))
+            children.append((gpu, dtypes + modes, path, proc, relay))
         parts, missing = [], []
-        for gpu, dtypes, path, proc, relay in children:
+        for gpu, share, path, proc, relay in children:
             code = proc.wait()
             relay.join()
             if os.path.exists(path):  # written after each dtype, so a late failure keeps the rest
                 parts.append((gpu, json.loads(Path(path).read_text())))
             else:
-                missing.append(f"GPU {gpu} ({', '.join(dtypes)}): its run exited with status {code} before any result")
+                missing.append(f"GPU {gpu} ({' '.join(share)}): its run exited with status {code} before any result")
     if not parts:
         raise RuntimeError("irlens bench: no GPU produced a result: " + "; ".join(missing))
     doc = merge_parts(parts)

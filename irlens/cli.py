@@ -298,8 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--budget-s", type=float, default=None,
                    help="stop starting cells after this many seconds; the rest are rows saying they did not run")
     b.add_argument("--gpus", type=_csv, default=None,
-                   help="GPU indices (e.g. 0,1): the dtypes are shared out over them, one child run per GPU "
-                        "measuring its own ceilings; default: the one GPU torch picks")
+                   help="GPU indices (e.g. 0,1,2,3): the dtype x mode parts of the matrix are shared out over "
+                        "them, one child run per GPU measuring its own ceilings; default: the one GPU torch picks")
     b.set_defaults(func=cmd_bench)
 
     r = sub.add_parser("report", help="HTML + Markdown report contrasting what each backend fused and what it cost")

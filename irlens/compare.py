@@ -230,7 +230,18 @@ def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtyp
     """The worker's entry point (irlens.isolation calls it by name): save the reference to `path`,
     return what `reference_and_twin` says of the twin, and give the memory back before the next."""
     print(f"[irlens] reference {workload} {mode}", file=sys.stderr, flush=True)
-    reference, twin = reference_and_twin(resolve_workload(workload), mode, device, preset, dtype, check_twin)
+    wl = resolve_workload(workload)
+    try:
+        reference, twin = reference_and_twin(wl, mode, device, preset, dtype, check_twin)
+    except torch.OutOfMemoryError:
+        # float64 needs twice the memory of float32 (attention_manual's [B, H, S, S] scores at the
+        # bench size do not fit twice over): compute it on the CPU instead. Cells pin the
+        # reference's own weights and inputs, so they still compute on the same numbers.
+        print(f"[irlens] reference {workload} {mode}: out of GPU memory in float64, computing it on the CPU",
+              file=sys.stderr, flush=True)
+        gc.collect()
+        torch.cuda.empty_cache()
+        reference, twin = reference_and_twin(wl, mode, "cpu", preset, dtype, check_twin)
     reference.save(path)
     del reference
     gc.collect()

@@ -48,13 +48,19 @@ def cupti_taken() -> bool:
     return _CUPTI_TAKEN
 
 
+def mark_cupti_taken() -> None:
+    """Say that this process is about to profile CUDA through torch.profiler (see `cupti_taken`):
+    every such caller marks it, so nvFuser's profiler is not started after it (that ends the process)."""
+    global _CUPTI_TAKEN
+    _CUPTI_TAKEN = True
+
+
 def device_profile(step: Callable[[], Any], steps: int) -> list[dict[str, float]]:
     """Per step: {kernel name: device µs} from the profiler, each step after an L2 flush."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    global _CUPTI_TAKEN
-    _CUPTI_TAKEN = True
+    mark_cupti_taken()
     flush = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     per_step = []
     for _ in range(steps):

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -38,12 +40,15 @@ ROWS: dict[str, list[str]] = {
 def run_row(name: str, base: list[str], timeout: float, log: Path) -> dict:
     argv = [sys.executable, "-m", "irlens", "train", *base, *ROWS[name]]
     t0 = time.time()
+    # its own process group: on a timeout the spawned ranks go too, and free their GPUs
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-        out, err, code = proc.stdout, proc.stderr, proc.returncode
-    except subprocess.TimeoutExpired as e:
-        out, err, code = e.stdout or "", e.stderr or "", None
-        out, err = (x.decode() if isinstance(x, bytes) else x for x in (out, err))
+        out, err = proc.communicate(timeout=timeout)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        code = None
     log.write_text(f"$ {shlex.join(['irlens', *argv[3:]])}\n{out}\n--- stderr ---\n{err}")
     row = {"row": name, "options": shlex.join(ROWS[name]), "wall_s": time.time() - t0}
     summary = next((json.loads(line) for line in reversed(out.splitlines()) if line.startswith("{")), None)
@@ -89,6 +94,8 @@ def main() -> int:
     p.add_argument("--extra", default="", help="more `irlens train` options for every row, e.g. '--batch-size 1'")
     p.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, from: {', '.join(ROWS)}")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per row")
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="start no row after this many seconds, and end each by then; the rest say they did not run")
     p.add_argument("--out", required=True, help="writes OUT.md, OUT.json and the logs in OUT-logs/")
     a = p.parse_args()
     names = a.rows.split(",")
@@ -102,9 +109,15 @@ def main() -> int:
     logs.mkdir(parents=True, exist_ok=True)
     command = shlex.join(["irlens", "train", *base])
     rows = []
+    deadline = None if a.budget_s is None else time.time() + a.budget_s
     for name in names:
         print(f"[{len(rows) + 1}/{len(names)}] {name} ...", file=sys.stderr, flush=True)
-        rows.append(run_row(name, base, a.timeout, logs / f"{name}.log"))
+        left = a.timeout if deadline is None else min(a.timeout, deadline - time.time())
+        if deadline is not None and left < 30:  # too little to start a run of several ranks
+            rows.append({"row": name, "options": shlex.join(ROWS[name]), "status": "not run",
+                         "reason": f"the table's time budget of {a.budget_s:.0f} s ran out"})
+        else:
+            rows.append(run_row(name, base, left, logs / f"{name}.log"))
         r = rows[-1]
         print(f"    {r['status']}: " + (f"{r['tokens_per_s']:.0f} tokens/s, compile {r['compile_s']:.0f} s"
                                         if r["status"] == "ok" else r["reason"]), file=sys.stderr, flush=True)

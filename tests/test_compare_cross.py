@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 
 import pytest
 import torch
@@ -160,14 +161,20 @@ class _FakeNvFuser:
         "sum": lambda x, dims: x.sum(dims), "max": lambda x, dims: x.amax(dims), "min": lambda x, dims: x.amin(dims),
         "broadcast_in_dim": lambda x, shape, dims: x.reshape([x.shape[dims.index(d)] if d in dims else 1
                                                               for d in range(len(shape))]).expand(shape),
-        "reshape": lambda x, shape: x.reshape(shape), "permute": lambda x, perm: x.permute(perm),
+        "reshape": lambda x, shape: _FakeNvFuser.reshape(x, shape), "permute": lambda x, perm: x.permute(perm),
         "set": lambda x: x.clone(), "cat": lambda xs, dim: torch.cat(xs, dim), "matmul": torch.matmul,
         "slice": lambda x, start, end, strides: x[tuple(slice(s, e, st) for s, e, st in zip(start, end, strides))],
     }
 
+    @staticmethod
+    def reshape(x, shape):
+        # nvFuser reshapes statically defined tensors to the sizes given: no inferred (-1) dims
+        assert all(d >= 0 for d in shape) and x.numel() == math.prod(shape), (tuple(x.shape), shape)
+        return x.reshape(shape)
+
     class FusionDefinition:
         def __init__(self):
-            self.n_inputs, self.outputs, self.ops = 0, [], self
+            self.inputs, self.outputs, self.ops = [], [], self
 
         def __enter__(self):
             return self
@@ -175,8 +182,10 @@ class _FakeNvFuser:
         def __exit__(self, *exc):
             return False
 
-        def define_tensor(self, shape, contiguity, dtype):
-            i, self.n_inputs = self.n_inputs, self.n_inputs + 1
+        def define_tensor(self, sizes, strides, dtype, static_sizes=False, is_cpu=False):
+            # the `sizes, strides` form: nvFuser derives contiguity (None for size-1 dims) itself
+            i = len(self.inputs)
+            self.inputs.append((list(sizes), list(strides), dtype))
             return _FakeNvFuser.Value(lambda xs: xs[i])
 
         def define_scalar(self, value, dtype):
@@ -186,6 +195,8 @@ class _FakeNvFuser:
             self.outputs.append(value)
 
         def execute(self, inputs):
+            # nvFuser binds each input to its definition: same sizes, strides and dtype
+            assert [(list(x.shape), list(x.stride()), x.dtype) for x in inputs] == self.inputs
             return [torch.as_tensor(o.fn(inputs)) for o in self.outputs]
 
         def __getattr__(self, name):  # fd.ops.<name>
@@ -211,14 +222,38 @@ class _FakeNvFuser:
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("workload", ["gelu", "block"])
-def test_nvfuser_lowering_regions_compute_the_graph(monkeypatch, workload, mode):
+@pytest.mark.parametrize("acquired_by", ["dynamo", "jax"])
+def test_nvfuser_lowering_regions_compute_the_graph(monkeypatch, acquired_by, workload, mode):
+    """jax's graphs hold size-1 dims in region inputs (block) and literal-only nodes torch
+    computes as 0-d CPU tensors (gelu fwdbwd): both reach nvFuser as inputs."""
     import irlens.lower.nvfuser as nvfuser_lowering
 
     monkeypatch.setattr(nvfuser_lowering, "nvfuser_direct", lambda: _FakeNvFuser)
     monkeypatch.setattr(nvfuser_lowering, "check_device", lambda device: None)
-    row = run(workload, "dynamo", "nvfuser", mode)
+    row = run(workload, acquired_by, "nvfuser", mode)
     assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
     fused = [k for k in row["kernels"] if k["kind"] == "fused"]
     assert fused and all(k["name"].startswith("nvFusion:") for k in fused)
     if workload == "gelu" and mode == "fwd":
         assert len(row["kernels"]) == 1  # the whole formula is one region
+
+
+def test_nvfuser_lowering_skips_its_profiler_once_torch_profiler_holds_cupti(monkeypatch):
+    """CUPTI takes one subscriber: nvFuser's profiler started after torch.profiler ends the process."""
+    import irlens.lower.nvfuser as nvfuser_lowering
+    import irlens.timing as timing
+
+    started = []
+
+    class Refusing(_FakeNvFuser):
+        class PythonProfiler(_FakeNvFuser.PythonProfiler):
+            def __enter__(self):
+                started.append(self)  # (an exception here would be taken for a failed profile)
+                return self
+
+    monkeypatch.setattr(nvfuser_lowering, "nvfuser_direct", lambda: Refusing)
+    monkeypatch.setattr(nvfuser_lowering, "check_device", lambda device: None)
+    monkeypatch.setattr(timing, "_CUPTI_TAKEN", True)
+    row = run("gelu", "dynamo", "nvfuser", "fwd")
+    assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
+    assert [k["kind"] for k in row["kernels"]] == ["fused"] and not started

@@ -217,3 +217,25 @@ def test_worker_dies_with_its_parent_even_mid_call():
         parent.kill()
         if _live_group_members(worker):
             os.killpg(worker, signal.SIGKILL)
+
+
+def test_a_reference_out_of_gpu_memory_is_computed_on_the_cpu(monkeypatch, tmp_path):
+    # float64 needs twice float32's memory: a reference that does not fit on the GPU falls back
+    # to the CPU, with the weights and inputs the cells will be pinned to
+    from irlens import compare
+    from irlens.compare import Reference
+
+    real, devices = compare.reference_and_twin, []
+
+    def on_a_full_gpu(wl, mode, device, *args):
+        devices.append(device)
+        if device != "cpu":
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(wl, mode, device, *args)
+
+    monkeypatch.setattr(compare, "reference_and_twin", on_a_full_gpu)
+    path = str(tmp_path / "ref.pt")
+    assert compare.reference_in_worker("tinyhead", "fwd", "cuda", "tiny", None, path, check_twin=False) == ""
+    assert devices == ["cuda", "cpu"]
+    ref = Reference.load(path, "cpu")
+    assert ref.results["out0"].dtype == torch.float64 and ref.results["out0"].shape == (16, 600)

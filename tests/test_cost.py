@@ -2,7 +2,7 @@
 import pytest
 
 from irlens import cost
-from irlens.bench import merge_parts, roofline, run_bench, share_dtypes, write_results_page
+from irlens.bench import merge_parts, roofline, run_bench, share_matrix, write_results_page
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 from irlens.isolation import WorkerSession
 from irlens.timing import Ceilings
@@ -84,10 +84,14 @@ def test_roofline_picks_the_binding_ceiling():
 
 
 def test_bench_over_two_gpus_keeps_each_gpus_ceilings(monkeypatch, tmp_path):
-    # `irlens bench --gpus 0,1`: each GPU's share runs with its own measured ceilings; the merged
+    # `irlens bench --gpus 0,1,2,3`: each GPU's share runs with its own measured ceilings; the merged
     # document and page keep every row with its GPU's ceilings
-    assert share_dtypes(["bfloat16", "float32"], ["0", "1"]) == {"0": ["bfloat16"], "1": ["float32"]}
-    assert share_dtypes(["bfloat16", "float32"], ["3"]) == {"3": ["bfloat16", "float32"]}
+    assert share_matrix(["bfloat16", "float32"], ["fwd", "fwdbwd"], ["0", "1", "2", "3"]) == {
+        "0": (["bfloat16"], ["fwd"]), "1": (["bfloat16"], ["fwdbwd"]), "2": (["float32"], ["fwd"]),
+        "3": (["float32"], ["fwdbwd"])}
+    assert share_matrix(["bfloat16", "float32"], ["fwd", "fwdbwd"], ["0", "1", "2"]) == {
+        "0": (["bfloat16"], ["fwd", "fwdbwd"]), "1": (["float32"], ["fwd", "fwdbwd"])}
+    assert share_matrix(["bfloat16", "float32"], ["fwd"], ["3"]) == {"3": (["bfloat16", "float32"], ["fwd"])}
     parts = []
     for gpu, dtype, copy in (("0", "bfloat16", 1000.0), ("1", "float32", 2000.0)):
         _stub_ceilings(monkeypatch, Ceilings(copy_gbps=copy, bf16_tflops=100.0, fp32_tflops=10.0, device="stub"))
@@ -95,8 +99,9 @@ def test_bench_over_two_gpus_keeps_each_gpus_ceilings(monkeypatch, tmp_path):
     doc = merge_parts(parts)
     assert [(r["gpu"], r["dtype"], r["ceilings"]["copy_gbps"]) for r in doc["rows"]] == \
         [("0", "bfloat16", 1000.0), ("1", "float32", 2000.0)]
-    assert [(p["gpu"], p["dtypes"]) for p in doc["parts"]] == [("0", ["bfloat16"]), ("1", ["float32"])]
+    assert [(p["gpu"], p["dtypes"], p["modes"]) for p in doc["parts"]] == [("0", ["bfloat16"], ["fwd"]),
+                                                                           ("1", ["float32"], ["fwd"])]
     doc["wall_s"], doc["device_name"] = 1.0, "stub"
     page = write_results_page(doc, tmp_path / "r.md", "r.json", "irlens bench --gpus 0,1")[0].read_text()
-    assert "on GPU 0 (its rows: bfloat16): device copy **1000 GB/s**" in page
-    assert "on GPU 1 (its rows: float32): device copy **2000 GB/s**" in page
+    assert "on GPU 0 (its rows: bfloat16, fwd): device copy **1000 GB/s**" in page
+    assert "on GPU 1 (its rows: float32, fwd): device copy **2000 GB/s**" in page

@@ -29,6 +29,10 @@ def _causal_lse(q, k):
     return torch.logsumexp(s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), -math.inf), -1)
 
 
+def _padded(lse, rows: int):
+    return torch.cat([lse, torch.full((*lse.shape[:-1], rows - lse.shape[-1]), math.inf, dtype=lse.dtype)], -1)
+
+
 def cases():
     torch.manual_seed(0)
     x, g, w, b = rnd(4, 8), rnd(4, 8), rnd(8), rnd(8)
@@ -81,6 +85,11 @@ def cases():
                           [T("go", go.shape), Q, K, V, T("o", o.shape), T("l", lse.shape)], [go, q, k, v, o, lse]),
         "embedding_backward": (Node("n", "embedding_backward", ["g", "i"], [T("y", (5, 8))], {"num_weights": 5}),
                                [T("g", (2, 2, 8)), T("i", (2, 2), "int64")], [rnd(2, 2, 8), idx]),
+        # CUDA's memory-efficient attention saves the log-sum-exp padded to 32 rows per head (+inf past the last)
+        "sdpa_backward_padded_lse": (Node("n", "sdpa_backward", ["go", "q", "k", "v", "o", "l"],
+                                          [T("dq", q.shape), T("dk", k.shape), T("dv", v.shape)], attn),
+                                     [T("go", go.shape), Q, K, V, T("o", o.shape), T("l", (2, 3, 32))],
+                                     [go, q, k, v, o, _padded(lse, 32)]),
     }
 
 
@@ -109,3 +118,23 @@ def test_gelu_rule_matches_the_formula_op_multiset():
     node, inputs, _ = CASES["gelu_tanh"]
     prim = to_primitive(Graph("t", "test", "s", "composite", inputs, [node], ["y"]))
     assert prim.compute_op_counts() == {"mul": 4, "pow": 1, "add": 2, "tanh": 1}
+
+
+@pytest.mark.parametrize("kept", [32, 0])
+def test_sdpa_rule_gives_the_lse_and_rng_outputs_cuda_attention_declares(kept):
+    """CUDA's memory-efficient attention declares (out, lse[B, H, 32 * ceil(L / 32)], philox seed,
+    philox offset); without grad the lse keeps no rows. The expansion yields each in its
+    declared shape: the padding is +inf, as the kernel writes it, the RNG state zeros."""
+    _, inputs, values = CASES["sdpa"]
+    q, k, _ = values
+    outs = [T("o", q.shape), T("l", (2, 3, kept)), T("seed", (), "int64"), T("offset", (), "int64")]
+    node = Node("n", "sdpa", ["q", "k", "v", None], outs, {"is_causal": True, "scale": None})
+    graph = Graph("t", "test", "s", "composite", inputs, [node], [o.name for o in outs])
+    prim = to_primitive(graph)
+    assert not unexpanded(prim)
+    o, lse, seed, offset = interpret(prim, values)
+    want_o, _, _, _ = interpret(graph, values)
+    assert torch.allclose(o, want_o, rtol=1e-12, atol=1e-12)
+    assert lse.shape == (2, 3, kept) and seed.shape == () and offset.shape == () and seed == 0
+    if kept:
+        assert torch.allclose(lse, _padded(_causal_lse(q, k), kept), rtol=1e-12, atol=1e-12)

@@ -102,6 +102,29 @@ def test_xla_llvm_ir_per_fusion_tinyhead():
     assert all(s.native_text.strip() for s in st.values())
 
 
+def test_xla_dump_in_a_fresh_process_reads_xla_flags():
+    """The fallback where the per-compilation dump option leaves no generated code (the GPU's PTX):
+    the StableHLO compiled again by a fresh process started with XLA_FLAGS=--xla_dump_to."""
+    from irlens.backends.xla_dump import dump_in_fresh_process
+    from irlens.frontends.jax import jax_program, lower
+
+    lowered = lower(jax_program(get_workload("gelu").instantiate("tiny", None, "cpu"), "fwd"))
+    files = dump_in_fresh_process(lowered.as_text(), "cpu", 0)
+    assert files and all(name.endswith(".ir-with-opt.ll") and "define " in text for name, text in files.items())
+
+
+def test_xla_dump_falls_back_to_a_fresh_process_when_the_platform_code_is_missing(monkeypatch):
+    import irlens.backends.xla_dump as xla_dump
+    from irlens.frontends.jax import jax_program, lower
+
+    calls = []
+    monkeypatch.setattr(xla_dump, "EXPECTED", {"cpu": ".ptx"})  # as on the GPU: no PTX in the folder
+    monkeypatch.setattr(xla_dump, "dump_in_fresh_process",
+                        lambda module, platform, device: calls.append((platform, device)) or {"m.ptx": ".entry"})
+    _, files = xla_dump.compile_with_dump(lower(jax_program(get_workload("gelu").instantiate("tiny"), "fwd")))
+    assert calls == [("cpu", 0)] and files == {"m.ptx": ".entry"}
+
+
 # --- thunder+torchcompile --------------------------------------------------------------------------
 
 def test_thunder_torchcompile_region_output_code():

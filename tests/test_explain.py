@@ -132,6 +132,35 @@ def test_explain_unknown_kernel_exits_2(monkeypatch, runs, capsys, backend):
     assert "no kernel 'no-such-kernel'" in err and "k0 " in err
 
 
+NVFUSER_CODE = """// Codegen generated code
+__global__ void nvfuser_pointwise_f0_c1_r0_g0(Tensor<float, 2, 2> T0, Tensor<float, 2, 2> T1) {
+  T1[0] = tanhf(T0[0]);
+}
+__global__ void __launch_bounds__(/*maxThreadsPerBlock=*/128) nvfuser_inner_persistent_f0_c1_r0_g1(Tensor<float, 2, 2> T0) {
+  blockReduce(T0);
+}
+"""
+
+
+def test_explain_shows_each_nvfuser_segment_its_own_cuda_kernel():
+    """nvFuser gives one region's CUDA (every kernel) at once; each profiled segment, named the way
+    CUPTI reports it (demangled), gets its own kernel; a segment without a kernel the definition."""
+    from irlens.ir import Kernel
+    from irlens.ir_adapters.nvfuser import Segment, segment_sources
+
+    segments = [Segment(0, "CudaCodeGen::nvfuser_inner_persistent_f0_c1_r0_g1(CudaCodeGen::Tensor<float, 2, 2>)",
+                        "inner_persistent", True, 3.0, 64),
+                Segment(1, "segment1:expr_eval", "expr_eval", False, None, None),
+                Segment(2, "CudaCodeGen::nvfuser_pointwise_f0_c1_r0_g0(...)", "pointwise", True, 2.0, 64)]
+    persistent, evaluated, pointwise = segment_sources(NVFUSER_CODE, segments, "fd.ops.tanh(T0)")
+    assert "nvfuser_inner_persistent_f0_c1_r0_g1" in persistent and "nvfuser_pointwise" not in persistent
+    assert pointwise.startswith("__global__ void nvfuser_pointwise_f0_c1_r0_g0(") and "blockReduce" not in pointwise
+    assert evaluated == "fd.ops.tanh(T0)"
+    assert segment_sources("", segments, "definition") == ["definition"] * 3
+    text = format_explanation(explain_kernel(Kernel("nvfuser", "nvFusion0/k", "fused", [], source=pointwise), None))
+    assert "generated source (CUDA)" in text
+
+
 GPU_SOURCE = {"inductor": "Triton", "nvfuser": "CUDA", "xla": "HLO"}
 
 

@@ -25,6 +25,7 @@ from irlens.frontends.dynamo import indexed
 from irlens.ir_adapters.fx import fx_to_graph
 from irlens.ir import Kernel
 from irlens.ir_adapters.inductor_code import CompiledGraph, map_kernels, profiler_name
+from irlens.timing import mark_cupti_taken
 from irlens.workload import Instance, run_eager
 
 
@@ -88,6 +89,8 @@ def time_kernels(call: Callable[[], object], kernels: list[Kernel], device: str,
     from torch.profiler import ProfilerActivity, profile
 
     cuda = device.startswith("cuda")
+    if cuda:
+        mark_cupti_taken()  # a later nvFuser profiler in this process would end it
     with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
         for _ in range(repeats):
             call()

@@ -240,7 +240,8 @@ class ThunderTorchCompileBackend(ThunderBackend):
 class NvFuserRecorder(RegionRecorder):
     """One kernel per nvFuser segment of a region, with the time and bytes nvFuser's profiler
     reports. nvFuser does not say which of the region's ops each segment holds: the first
-    segment with a generated kernel lists the region's nodes, the others none."""
+    segment with a generated kernel lists the region's nodes, the others none. A segment's
+    source is the CUDA nvFuser generated for it (the definition for one it generated none for)."""
 
     def __init__(self, backend: str):
         super().__init__(backend)
@@ -248,22 +249,26 @@ class NvFuserRecorder(RegionRecorder):
         self.not_profiled: dict[str, str] = {}
 
     def region_kernels(self, group: ExecutionGroup, graph: Graph) -> list[Kernel]:
-        from irlens.ir_adapters.nvfuser import NotProfiled, definition_text, profile_segments
+        from irlens.ir_adapters.nvfuser import (NotProfiled, definition_text, profile_segments, region_code,
+                                                segment_sources)
 
         region = f"{graph.stage}/{group.name}"
-        source = definition_text(group.bsym)
+        definition = definition_text(group.bsym)
         try:
             segments = profile_segments(group.bsym)
         except NotProfiled as e:  # the region as one fused kernel, and why no more is known
             self.not_profiled[region] = str(e)
-            return [Kernel(self.backend, group.name, "fused", list(group.node_ids), stage=graph.stage, source=source)]
+            # its source: the CUDA of all its kernels where nvFuser gives it, else the definition
+            return [Kernel(self.backend, group.name, "fused", list(group.node_ids), stage=graph.stage,
+                           source=region_code(group.bsym) or definition)]
         if len(segments) > 1:
             self.segmented[region] = len(segments)
         owner = next((s for s in segments if s.generated), segments[0])
+        sources = segment_sources(region_code(group.bsym), segments, definition)
         return [
             Kernel(self.backend, f"{group.name}/{s.name}", _segment_kind(s), list(group.node_ids) if s is owner else [],
                    stage=graph.stage, time_us=s.time_us, bytes=s.bytes, source=source)
-            for s in segments
+            for s, source in zip(segments, sources)
         ]
 
     def region_stages(self, regions: list[Region]) -> dict[str, Stage]:

@@ -251,7 +251,37 @@ def _sdpa(e: _Emitter, vals):
     if lse_out is not None:  # log-sum-exp of the scores, kept by fused attention for its backward
         lse = e.emit("add", [e.emit("log", [z], _reduced(ssh, [dim], True), dt), m],
                      _reduced(ssh, [dim], True), lse_out.dtype)
-        e.emit("reshape", [lse], lse_out.shape, lse_out.dtype, lse_out.name, shape=list(lse_out.shape))
+        _lse_as_declared(e, lse, ssh[:-1], lse_out)
+    for extra in e.parent.outputs[2:]:
+        # RNG state and sequence bookkeeping (philox seed and offset, ...): zeros, as
+        # `irlens.interpret.all_outputs` gives them; no canonical op reads them.
+        e.emit("full", [], extra.shape, extra.dtype, extra.name, value=0, dtype=extra.dtype, shape=list(extra.shape))
+
+
+def _lse_as_declared(e: _Emitter, lse: str, rows, lse_out: TensorMeta) -> None:
+    """The log-sum-exp (one value per score row, keepdim shape) in the shape the attention kernel
+    declares for it. CUDA's memory-efficient kernel pads the rows of each head to a multiple of
+    32, and fills the padding with +inf; without grad it keeps none (a last dim of 0)."""
+    rows, declared = list(rows), list(lse_out.shape)
+    kept = declared[-1] if declared else 0
+    if declared[:-1] != rows[:-1] or kept == rows[-1]:
+        e.emit("reshape", [lse], declared, lse_out.dtype, lse_out.name, shape=declared)
+    elif kept == 0:
+        e.emit("full", [], declared, lse_out.dtype, lse_out.name, value=0.0, dtype=lse_out.dtype, shape=declared)
+    else:
+        flat = e.emit("reshape", [lse], rows, lse_out.dtype, shape=rows)
+        pad = rows[:-1] + [kept - rows[-1]]
+        inf = e.emit("full", [], pad, lse_out.dtype, value=math.inf, dtype=lse_out.dtype, shape=pad)
+        e.emit("concat", [flat, inf], declared, lse_out.dtype, lse_out.name, dim=len(declared) - 1)
+
+
+def _lse_rows(e: _Emitter, lse: str, lse_meta: TensorMeta, ksh) -> str:
+    """A saved log-sum-exp as one value per score row (keepdim shape `ksh`): the padding a fused
+    kernel added past the last row is sliced off (see `_lse_as_declared`)."""
+    shape, rows = list(lse_meta.shape), list(ksh[:-1])
+    if len(shape) == len(rows) and shape[:-1] == rows[:-1] and shape[-1] > rows[-1]:
+        lse = e.emit("slice", [lse], rows, lse_meta.dtype, start=[0] * len(rows), limit=rows, step=[1] * len(rows))
+    return e.emit("reshape", [lse], ksh, lse_meta.dtype, shape=list(ksh))
 
 
 @rule("embedding")
@@ -398,8 +428,7 @@ def _sdpa_backward(e: _Emitter, vals):
     s, ssh, dt = _attention_probs(e, vals, q, k, None, a.get("is_causal", False), a.get("scale"))
     dim = len(ssh) - 1
     if lse is not None:  # recompute the probabilities from the saved log-sum-exp
-        lse_k = e.emit("reshape", [lse], _reduced(ssh, [dim], True), _meta(vals, lse).dtype,
-                       shape=_reduced(ssh, [dim], True))
+        lse_k = _lse_rows(e, lse, _meta(vals, lse), _reduced(ssh, [dim], True))
         p = e.emit("exp", [e.emit("sub", [s, lse_k], ssh, dt)], ssh, dt)
     else:
         _, _, ex, z = _softmax_core(e, s, dim, ssh, dt)

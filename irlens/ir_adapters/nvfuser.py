@@ -15,10 +15,13 @@ how segments are mapped onto the region's nodes.
 For `irlens dump --backend nvfuser`, the definition's `FusionExecutorCache` (`fd.fec`, made on
 its first execution) gives, for the inputs the region last ran with, the fusion IR after
 scheduling (`get_scheduled_ir`) and the generated CUDA source (`get_cuda_kernel`), every
-segment's.
+segment's. That source is one `__global__` function per generated kernel, one after another;
+`kernel_sources` splits it, and a profiled segment finds its own by the kernel name (CUPTI
+reports it demangled: `CudaCodeGen::nvfuser_pointwise_f0_c1_r0_g0(...)`).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,3 +123,51 @@ def cuda_source(bsym) -> str:
     """The CUDA source nvFuser generated for the region (every segment's kernel), for its last inputs."""
     fd, inputs, device = _last_execution(bsym)
     return fd.fec.get_cuda_kernel(inputs, device=device)
+
+
+def generated_code(fd, inputs: list, device: int = 0) -> str:
+    """The CUDA source of every kernel a run of `fd` on `inputs` used; "" where nvFuser gives none
+    (not run yet, or it raises): the kernel records then go without."""
+    if fd is None or not hasattr(fd, "fec"):
+        return ""
+    try:
+        return fd.fec.get_cuda_kernel(inputs, device=device) or ""
+    except RuntimeError:  # nvFuser's errors (c10::Error) arrive as RuntimeError
+        return ""
+
+
+def region_code(bsym) -> str:
+    """`cuda_source` of a Thunder region, "" where it cannot be had."""
+    try:
+        fd, inputs, device = _last_execution(bsym)
+    except NotKept:
+        return ""
+    return generated_code(fd, inputs, device)
+
+
+# `__global__ void [__cluster_dims__(...)] [__launch_bounds__(...)] <name>(`: where each kernel starts
+_KERNEL_DECL = re.compile(r"^.*?__global__\s+void\s+(?:__\w+__\([^)]*\)\s*)*(\w+)\s*\(", re.M)
+
+
+def kernel_sources(code: str) -> dict[str, str]:
+    """nvFuser's generated CUDA (every kernel of a fusion, one after another) per kernel:
+    {kernel name: its source}, each from its declaration's line to the next one's."""
+    found = list(_KERNEL_DECL.finditer(code))
+    ends = [m.start() for m in found[1:]] + [len(code)]
+    return {m[1]: code[m.start():end].strip() + "\n" for m, end in zip(found, ends)}
+
+
+def segment_source(sources: dict[str, str], segment_name: str) -> str | None:
+    """The source of the kernel a profiled segment ran: the one whose name the segment's (as the
+    profiler reports it) contains as a whole word; None if no kernel matches."""
+    for name, text in sources.items():
+        if re.search(rf"\b{re.escape(name)}\b", segment_name):
+            return text
+    return None
+
+
+def segment_sources(code: str, segments: list[Segment], fallback: str) -> list[str]:
+    """One source per segment: a generated segment's own kernel (the whole `code` if none matches
+    its name), `fallback` for a segment nvFuser generated no kernel for, or for all without `code`."""
+    sources = kernel_sources(code) if code else {}
+    return [(segment_source(sources, s.name) or code) if code and s.generated else fallback for s in segments]

@@ -60,6 +60,9 @@ class InductorLowered:
         self.compiled = torch.compile(self.module, backend=self.capture, dynamic=False)
 
     def __call__(self, inputs: list) -> list:
+        # a 0-d CPU tensor (a value the chain computed from literals) would make the traced graph
+        # mix devices, which Inductor's fake tensors refuse
+        inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
         with torch.no_grad():
             return list(self.compiled(*inputs))
 

@@ -102,10 +102,7 @@ def _define(region: Region, values: list[torch.Tensor], graph: Graph):
     metas = {t.name: t for t in graph.inputs} | {o.name: o for n in graph.nodes for o in n.outputs}
     fd = nv.FusionDefinition()
     with fd:
-        env = {}
-        for name, value in zip(region.inputs, values):
-            env[name] = fd.define_tensor(shape=list(value.shape), contiguity=[True] * value.dim(),
-                                         dtype=getattr(nv.DataType, _NV_DTYPES[canonical_dtype(value.dtype)]))
+        env = {name: _define_input(fd, nv, value) for name, value in zip(region.inputs, values)}
 
         def arg(a):
             if a is None or isinstance(a, str):
@@ -118,6 +115,21 @@ def _define(region: Region, values: list[torch.Tensor], graph: Graph):
         for name in region.outputs:
             fd.add_output(env[name])
     return fd
+
+
+def _define_input(fd, nv, value: torch.Tensor):
+    """A fusion input for `value`, with the sizes and strides it has. nvFuser's own descriptor
+    (the `sizes, strides` form of `define_tensor`, `compute_tensor_descriptor` inside) makes a
+    size-1 dim a broadcast dim, whose contiguity must be None: [True] * rank is refused for one.
+    Static sizes: the definition is built for the first call's shapes, and every call has those."""
+    return fd.define_tensor(sizes=list(value.shape), strides=list(value.stride()), static_sizes=True,
+                            dtype=getattr(nv.DataType, _NV_DTYPES[canonical_dtype(value.dtype)]))
+
+
+def _fusion_input(value: torch.Tensor, device: str) -> torch.Tensor:
+    """A region input as nvFuser binds it: on the fusion's device (a node with literal operands
+    only ran through torch on the CPU; nvFuser refuses a CPU tensor for a CUDA input), dense."""
+    return value.to(device).contiguous()
 
 
 def _emit(fd, nv, node: Node, args: list, metas: dict):
@@ -135,14 +147,16 @@ def _emit(fd, nv, node: Node, args: list, metas: dict):
             kept = [d for d in range(len(out.shape)) if d not in dims]
             reduced = fd.ops.broadcast_in_dim(reduced, list(out.shape), kept)
         return reduced
+    # Shapes come from the declared output (concrete sizes): an adapter's `shape` attr may carry
+    # -1 for an inferred dim, which nvFuser's static reshape does not resolve.
     if op == "broadcast":
         bdims = a.get("broadcast_dims")
         if bdims is None:  # numpy-style: align trailing dims
             rank = len(metas[node.inputs[0]].shape)
-            bdims = list(range(len(a["shape"]) - rank, len(a["shape"])))
-        return fd.ops.broadcast_in_dim(args[0], list(a["shape"]), list(bdims))
+            bdims = list(range(len(out.shape) - rank, len(out.shape)))
+        return fd.ops.broadcast_in_dim(args[0], list(out.shape), list(bdims))
     if op == "reshape":
-        return fd.ops.reshape(args[0], list(a["shape"]))
+        return fd.ops.reshape(args[0], list(out.shape))
     if op == "permute":
         return fd.ops.permute(args[0], list(a["perm"]))
     if op == "convert":
@@ -176,7 +190,7 @@ class NvFuserLowered:
             if isinstance(item, Region):
                 if not item.outputs:
                     continue
-                values = [env[name].contiguous() for name in item.inputs]
+                values = [_fusion_input(env[name], self.device) for name in item.inputs]
                 if item.definition is None:
                     item.definition = _define(item, values, self.graph)
                 self._last_inputs[item.name] = values
@@ -192,9 +206,8 @@ class NvFuserLowered:
         return [self.graph]
 
     def kernels(self) -> list[Kernel]:
-        from irlens.ir_adapters.nvfuser import _segment
+        from irlens.ir_adapters.nvfuser import generated_code, segment_sources
 
-        nv = nvfuser_direct()
         stage = self.graph.stage
         kernels = []
         for item in self.items:
@@ -205,18 +218,36 @@ class NvFuserLowered:
             if item.definition is None:
                 continue
             ids = [n.id for n in item.nodes]
-            try:
-                with nv.PythonProfiler() as prof:
-                    item.definition.execute(self._last_inputs[item.name])
-                segments = [_segment(i, kp) for i, kp in enumerate(prof.profile.kernel_profiles)]
-            except Exception:  # noqa: BLE001  (the region ran; only its per-segment figures are missing)
-                segments = []
+            inputs = self._last_inputs[item.name]
+            segments = self._profile(item.definition, inputs)
+            code = generated_code(item.definition, inputs, torch.device(self.device).index or 0)
             first = next((s for s in segments if s.generated), None)
-            for s in segments or [None]:
+            sources = segment_sources(code, segments, "") if segments else [code]
+            for s, source in zip(segments or [None], sources):
                 name = f"{item.name}/{s.name}" if s else item.name
                 kernels.append(Kernel("nvfuser", name, "fused", ids if s is first or s is None else [], stage=stage,
-                                      time_us=s.time_us if s else None, bytes=s.bytes if s else None))
+                                      time_us=s.time_us if s else None, bytes=s.bytes if s else None, source=source))
         return kernels
+
+    @staticmethod
+    def _profile(definition, inputs: list) -> list:
+        """The region's segments, from one more run under nvFuser's profiler; none when it cannot
+        run: torch.profiler holds CUPTI in this process (nvFuser's profiler would end it), or it fails."""
+        from irlens.ir_adapters.nvfuser import _segment
+        from irlens.timing import cupti_taken
+
+        if cupti_taken():
+            return []
+        nv = nvfuser_direct()
+        try:
+            with nv.PythonProfiler() as prof:
+                definition.execute(inputs)
+            return [_segment(i, kp) for i, kp in enumerate(prof.profile.kernel_profiles)]
+        except Exception:  # noqa: BLE001  (the region ran; only its per-segment figures are missing)
+            reset = getattr(nv, "reset_profiler", None)  # a failed run leaves nvFuser's profiler running
+            if reset is not None:
+                reset()
+            return []
 
 
 def _as_declared(value, meta):

@@ -8,11 +8,22 @@ Collectives inside the graph are fine with NCCL (recorded on the capture stream)
 """
 from __future__ import annotations
 
+import weakref
 from typing import Callable
 
 import torch
 
 WARMUP_CALLS = 1  # eager calls before recording: lazy initializations (NCCL comms, cuBLAS handles)
+_RECORDED: "weakref.WeakSet[CUDAGraphWrapper]" = weakref.WeakSet()
+
+
+def release_graphs() -> None:
+    """Delete every recorded graph. NCCL cannot destroy a communicator that a live graph recorded
+    collectives on: destroy_process_group would hang (pytorch/pytorch#115388)."""
+    for wrapper in list(_RECORDED):
+        if wrapper.graph is not None:
+            wrapper.graph.reset()
+            wrapper.graph = None
 
 
 class CUDAGraphWrapper:
@@ -47,9 +58,13 @@ class CUDAGraphWrapper:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            self.fn(list(self.static_inputs))  # one more warm-up on the side stream, as capture requires
+            # one more warm-up on the side stream, as capture requires, on copies of the inputs:
+            # a compiled backward may reuse its saved-activation inputs as scratch (AOTAutograd
+            # donates them), and the replay below must read them intact
+            self.fn([x.clone() if isinstance(x, torch.Tensor) else x for x in self.static_inputs])
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
+        _RECORDED.add(self)
         with torch.cuda.graph(self.graph):
             self.static_outputs = self.fn(list(self.static_inputs))
         self.graph.replay()

@@ -90,8 +90,20 @@ def _rank_entry(rank: int, world_size: int, port: int, fn: Callable, args: tuple
         if rank == 0:
             results.put(out)
     finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        shutdown()
+
+
+def shutdown() -> None:
+    """Leave the process group: CUDA graphs that recorded its collectives go first (see
+    irlens.parallel.cudagraph.release_graphs)."""
+    if not dist.is_initialized():
+        return
+    if torch.cuda.is_initialized():
+        from irlens.parallel.cudagraph import release_graphs
+
+        release_graphs()
+        torch.cuda.synchronize()
+    dist.destroy_process_group()
 
 
 def spawn(fn: Callable, world_size: int, *args: Any) -> Any:

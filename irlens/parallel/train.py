@@ -24,7 +24,7 @@ from torch import nn
 from irlens.parallel import checkpoint as ckpt
 from irlens.parallel.capture import compile_joint
 from irlens.parallel.data import TokenDataset
-from irlens.parallel.distributed import ParallelDims, init_process_group, launched_by_torchrun, spawn
+from irlens.parallel.distributed import ParallelDims, init_process_group, launched_by_torchrun, shutdown, spawn
 from irlens.parallel.metrics import StepMetrics, load_balance, peak_flops, peak_memory_gib, reset_peak_memory
 from irlens.parallel.models import ModelFamily, TrainStep, resolve
 from irlens.parallel.passes import GRAPH_PASSES, JOINT_PASSES, numerics_changing, validate_passes
@@ -253,6 +253,5 @@ def train_main(argv: list[str]) -> int:
     summary = run_training(config_from_args(parser.parse_args(argv)))
     if not dist.is_initialized() or dist.get_rank() == 0:
         print(json.dumps(summary), flush=True)
-    if dist.is_initialized():  # under torchrun: this process's group
-        dist.destroy_process_group()
+    shutdown()  # under torchrun: this process's group
     return 0
