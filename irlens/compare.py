@@ -47,7 +47,7 @@ from irlens.ir import Graph, Kernel
 from irlens.numerics import TwinMismatch, check_jax_twin, compare_results, tolerance
 from irlens.ops import is_compute
 from irlens.registry import UnknownName
-from irlens.timing import recording_device_time
+from irlens.timing import gpu_alone, recording_device_time, sharing_gpu
 from irlens.user_workload import absolute_reference, load_object, reference_of, resolve_workload
 from irlens.workload import DTYPES, MODES, PRESETS, Instance, Workload, run_eager, workload_names
 
@@ -251,12 +251,20 @@ def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtyp
 
 
 def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
-             reference: Reference, device_timing: bool = False, timing_lock: str | None = None) -> dict:
+             reference: Reference, device_timing: bool = False, timing_lock: str | None = None,
+             alone: bool = False) -> dict:
     """Run one cell in this process; every exception becomes a failed row naming the phase.
     With `device_timing`, the backend's steady-state step is also timed on the device
-    (irlens.timing), one worker at a time through `timing_lock`."""
+    (irlens.timing); with `timing_lock`, the cell shares the GPU with other workers' cells,
+    has it alone while it is timed, and with `alone` throughout."""
     if "torch._dynamo" in sys.modules:
         torch._dynamo.reset()  # a previous cell's compiled code and guards must not leak into this one
+    with gpu_alone(timing_lock) if alone else sharing_gpu(timing_lock):
+        return _run_cell(wl, backend, mode, device, preset, dtype, reference, device_timing, timing_lock)
+
+
+def _run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
+              reference: Reference, device_timing: bool, timing_lock: str | None) -> dict:
     row = new_row(wl.name, mode, backend)
     phase = "availability"
     try:
@@ -320,12 +328,22 @@ def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> dict:
 
 
 def cell_in_worker(workload: str, backend: str, mode: str, device: str, preset: str, dtype: str | None,
-                   reference_path: str, device_timing: bool = False, timing_lock: str | None = None) -> dict:
+                   reference_path: str, device_timing: bool = False, timing_lock: str | None = None,
+                   alone: bool = False) -> dict:
     """The worker's entry point (irlens.isolation calls it by name): one cell, a JSON-able row."""
     print(f"[irlens] {workload} {backend} {mode}", file=sys.stderr, flush=True)
     reference = Reference.load(reference_path, device)
     return jsonable(run_cell(resolve_workload(workload), get_backend(backend), mode, device, preset, dtype, reference,
-                             device_timing, timing_lock))
+                             device_timing, timing_lock, alone))
+
+
+_OUT_OF_MEMORY = ("out of memory", "resource_exhausted", "outofmemoryerror")
+
+
+def out_of_memory(row: dict) -> bool:
+    """A failed row whose cause was device memory (torch's, JAX's or the CUDA driver's words for it)."""
+    text = f"{row.get('reason') or ''}\n{row.get('detail') or ''}".lower()
+    return row["status"] == "failed" and any(words in text for words in _OUT_OF_MEMORY)
 
 
 # --- the matrix ------------------------------------------------------------------------------
@@ -495,7 +513,9 @@ def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tru
             torch.cuda.empty_cache()
         bar = _Progress(len(cells), progress)
         lock = os.path.join(tmp, "device-timing.lock")
-        runner = _IsolatedRunner(plan, refs, timeout, lock) if isolate else _InProcessRunner(plan, refs)
+        # the GPU turns (irlens.timing) matter only where cells are timed on the device
+        runner = _IsolatedRunner(plan, refs, timeout, lock if plan.device_timing else None) if isolate \
+            else _InProcessRunner(plan, refs)
         # Backend-major order, so that a worker serves one backend's cells in a row.
         order = sorted(cells, key=lambda c: list(plan.backends).index(c.backend))
 
@@ -551,7 +571,7 @@ class _InProcessRunner:
 class _IsolatedRunner:
     """Runs cells in worker processes: one per thread, restarted on a crash, a hang or a new backend."""
 
-    def __init__(self, plan: Plan, refs: _References, timeout: float, timing_lock: str):
+    def __init__(self, plan: Plan, refs: _References, timeout: float, timing_lock: str | None):
         self.plan, self.refs, self.timeout, self.timing_lock = plan, refs, timeout, timing_lock
         self._local = threading.local()
         self._workers: list = []
@@ -573,17 +593,27 @@ class _IsolatedRunner:
         return worker
 
     def run(self, cell: Cell) -> dict:
-        from irlens.isolation import CallFailed
-
         p = self.plan
         _, path, _ = self.refs.get(cell.workload, cell.mode)
         kwargs = dict(workload=cell.workload, backend=cell.backend, mode=cell.mode, device=p.device,
                       preset=p.preset, dtype=p.dtype, reference_path=path, device_timing=p.device_timing,
                       timing_lock=self.timing_lock)
+        row = self._call(cell, kwargs)
+        if self.timing_lock and out_of_memory(row):
+            # out of memory beside the other workers' cells: once more with the GPU alone, in a
+            # fresh worker (the old one's allocator may hold what it got)
+            self._local.worker[1].close()
+            row = self._call(cell, {**kwargs, "alone": True})
+            row.setdefault("notes", {})["gpu_alone"] = "ran out of device memory beside other cells; run again alone"
+        return row
+
+    def _call(self, cell: Cell, kwargs: dict) -> dict:
+        from irlens.isolation import CallFailed
+
         try:
             return self._worker(cell.backend).call("irlens.compare:cell_in_worker", kwargs, self.timeout)
         except CallFailed as e:
-            row = new_row(p.workloads[cell.workload].name, cell.mode, p.backends[cell.backend])
+            row = new_row(self.plan.workloads[cell.workload].name, cell.mode, self.plan.backends[cell.backend])
             return failed(row, "worker", e.reason, e.detail)
 
     def close(self) -> None:

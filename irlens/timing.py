@@ -90,26 +90,94 @@ def time_on_device(step: Callable[[], Any], steps: int = 15) -> DeviceTiming:
     )
 
 
+# --- taking turns on the GPU between worker processes -----------------------------------------
+#
+# Cells in several worker processes share one GPU while they compile, run and check numerics;
+# a timing has it alone, or other cells' kernels would slow its kernels down. A readers-writer
+# lock over files: sharers hold `path` with LOCK_SH, a timing with LOCK_EX. A timing that waits
+# holds `path.turnstile`, which every new sharer passes through, so that sharers arriving later
+# wait behind it (a waiting timing is never starved). Locks die with their process.
+
+_GPU_TURN: tuple[str, Any] | None = None  # this process's hold: ("shared", file) or ("alone", None)
+
+
+def _flock(f, op: int) -> None:
+    import fcntl
+
+    fcntl.flock(f, op)
+
+
+def _pass_turnstile(path: str) -> None:
+    import fcntl
+
+    with open(path + ".turnstile", "a") as turn:
+        _flock(turn, fcntl.LOCK_EX)
+        _flock(turn, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def sharing_gpu(path: str | None):
+    """Use the GPU beside other sharers for the block; timings wait until it ends."""
+    global _GPU_TURN
+    import fcntl
+
+    if not path or _GPU_TURN is not None:
+        yield
+        return
+    with open(path, "a") as lock:
+        _pass_turnstile(path)
+        _flock(lock, fcntl.LOCK_SH)
+        _GPU_TURN = ("shared", lock)
+        try:
+            yield
+        finally:
+            _GPU_TURN = None
+            _flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def gpu_alone(path: str | None):
+    """Have the GPU alone for the block: step out of this process's share, keep new sharers out,
+    wait for the others to finish theirs; then share again."""
+    global _GPU_TURN
+    import fcntl
+
+    if not path or (_GPU_TURN is not None and _GPU_TURN[0] == "alone"):
+        yield
+        return
+    held = _GPU_TURN
+    with open(path, "a") as lock, open(path + ".turnstile", "a") as turn:
+        if held is not None:
+            _flock(held[1], fcntl.LOCK_UN)
+        _flock(turn, fcntl.LOCK_EX)
+        _flock(lock, fcntl.LOCK_EX)
+        _flock(turn, fcntl.LOCK_UN)
+        _GPU_TURN = ("alone", None)
+        try:
+            yield
+        finally:
+            _GPU_TURN = held
+            _flock(lock, fcntl.LOCK_UN)
+            if held is not None:
+                _pass_turnstile(path)
+                _flock(held[1], fcntl.LOCK_SH)
+
+
 class DeviceTimingRecorder:
     """Collects the device timing of the step a backend measures, while it is active.
 
     Backends time their steady state through `irlens.backends.base.measure`, which hands the
-    step to `record(...)`: so device timing needs no code in any backend. Measurements from
-    several worker processes are serialized by an exclusive lock on `lock_path`, so that no
-    two timings share the GPU (compiles may overlap; they run on the host)."""
+    step to `record(...)`: so device timing needs no code in any backend. With `lock_path`,
+    a timing has the GPU alone (`gpu_alone`) among the worker processes sharing it."""
 
     def __init__(self, lock_path: str | None):
         self.lock_path = lock_path
         self.timing: DeviceTiming | None = None
 
     def record(self, step: Callable[[], Any]) -> None:
-        import fcntl
-
-        with open(self.lock_path or os.devnull, "a") as lock:
-            if self.lock_path:
-                fcntl.flock(lock, fcntl.LOCK_EX)
+        with gpu_alone(self.lock_path):
             timing = time_on_device(step)
-            if timing.repeat_spread > 0.03:  # disturbed (clocks ramping, a neighbour): measure once more
+            if timing.repeat_spread > 0.03:  # disturbed (clocks ramping): measure once more
                 timing = time_on_device(step)
             self.timing = timing
 

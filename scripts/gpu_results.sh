@@ -15,7 +15,7 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv > "$R
 # Only the bench's times are reported as performance: the other jobs check numerics and kernels,
 # and start on a GPU once the bench has left it.
 bench() {  # issue 4: the whole matrix, one dtype x mode per GPU, each beside its own measured ceilings
-  timeout 520 python -m irlens bench --gpus 0,1,2,3 --jobs 10 --timeout 170 --budget-s 300 \
+  timeout 520 python -m irlens bench --gpus 0,1,2,3 --jobs 6 --timeout 170 --budget-s 300 \
     --json "$R/h200.json" --md "$R/h200.md" > "$R/bench.out" 2> "$R/bench.log"
   echo "bench rc=$?"
 }
@@ -25,15 +25,17 @@ wait_idle() {  # until no process computes on GPU $1 (after the bench has had ti
   while [ -n "$(nvidia-smi -i "$1" --query-compute-apps=pid --format=csv,noheader)" ]; do sleep 5; done
 }
 
-gpu_tests() {  # issues 4, 5, 10: the GPU-marked tests. CUPTI takes one subscriber per process, and
-  # the Thunder facts need nvFuser's own profiler: their files run in a pytest of their own
-  local nv="tests/test_compare_thunder_facts.py tests/test_thunder.py"
+gpu_tests() {  # issues 4, 5, 10: the GPU-marked tests. CUPTI takes one subscriber per process: the
+  # Thunder facts need nvFuser's own profiler, Inductor's kernel timing torch's; each group runs in
+  # pytest processes of its own
+  local nv="tests/test_compare_thunder_facts.py tests/test_thunder.py" ind="tests/test_compare_inductor_facts.py"
   CUDA_VISIBLE_DEVICES=$1 timeout 300 python -m pytest -m gpu -rA -p no:cacheprovider $nv > "$R/gpu-tests-nvfuser.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=$1 timeout 300 python -m pytest -m gpu -rA -p no:cacheprovider $ind > "$R/gpu-tests-inductor.log" 2>&1 &
   CUDA_VISIBLE_DEVICES=$1 timeout 300 python -m pytest -m gpu -rA -n 4 -p no:cacheprovider tests \
-    $(for f in $nv tests/test_parallel.py tests/test_parallel_moe.py; do echo --ignore=$f; done) > "$R/gpu-tests.log" 2>&1
+    $(for f in $nv $ind tests/test_parallel.py tests/test_parallel_moe.py; do echo --ignore=$f; done) > "$R/gpu-tests.log" 2>&1
   echo "gpu tests rc=$?"
   wait
-  echo "gpu nvfuser tests done"
+  echo "gpu nvfuser and inductor tests done"
 }
 
 cross() {  # issue 10: the 3 x 3 grid for gelu and block, fwd and fwd+bwd

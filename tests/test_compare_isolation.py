@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import irlens.compare as cmp
+from irlens import timing
 from irlens.backends.base import Backend, BackendRun
 from irlens.frontends.base import Availability
 from irlens.isolation import worker_env
@@ -48,6 +49,8 @@ class BrokenBackend(Backend):
                 raise RuntimeError("deliberately broken backend")
             elif self.how == "wrong":
                 results = {k: v * 1.01 for k, v in results.items()}
+            elif self.how == "oom" and (timing._GPU_TURN or ("",))[0] != "alone":
+                raise torch.OutOfMemoryError("CUDA out of memory (simulated: too many cells on the GPU)")
         return BackendRun(results=results, compile_s=0.0, run_us=1.0, kernels=[])
 
 
@@ -56,12 +59,13 @@ HANG = BrokenBackend("test-hang", "hang")
 RAISE = BrokenBackend("test-raise", "raise")
 WRONG = BrokenBackend("test-wrong", "wrong", broken_mode="fwdbwd")
 FAKE_XLA = BrokenBackend("test-jax", "none", frontend="jax")
+OOM = BrokenBackend("test-oom", "oom")
 BROKEN = ["test-segfault", "test-hang", "test-raise", "test-wrong"]
 
 
 @pytest.fixture
 def broken_backends(monkeypatch):
-    names = ["SEGFAULT", "HANG", "RAISE", "WRONG", "FAKE_XLA"]
+    names = ["SEGFAULT", "HANG", "RAISE", "WRONG", "FAKE_XLA", "OOM"]
     monkeypatch.setenv(cmp.EXTRA_BACKENDS_ENV, ",".join(f"{__file__}:{n}" for n in names))
 
 
@@ -239,3 +243,14 @@ def test_a_reference_out_of_gpu_memory_is_computed_on_the_cpu(monkeypatch, tmp_p
     assert devices == ["cuda", "cpu"]
     ref = Reference.load(path, "cpu")
     assert ref.results["out0"].dtype == torch.float64 and ref.results["out0"].shape == (16, 600)
+
+
+def test_a_timed_cell_out_of_memory_beside_others_runs_again_alone(broken_backends):
+    plan = cmp.plan_matrix(["gelu", "tinyhead"], ["test-oom"], ["fwd"], "cpu", "tiny", None, device_timing=True)
+    doc = cmp.execute(plan, timeout=60.0, progress=False, jobs=2)
+    assert [r["status"] for r in doc["rows"]] == ["ok", "ok"]
+    assert all("run again alone" in r["notes"]["gpu_alone"] for r in doc["rows"])
+    # untimed (a compare run), the same failure stays a failure: nothing else shares a GPU turn
+    plan = cmp.plan_matrix(["gelu"], ["test-oom"], ["fwd"], "cpu", "tiny", None)
+    (row,) = cmp.execute(plan, timeout=60.0, progress=False)["rows"]
+    assert row["status"] == "failed" and cmp.out_of_memory(row)

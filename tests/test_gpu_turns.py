@@ -1,0 +1,56 @@
+"""Taking turns on one GPU between worker processes (irlens.timing.sharing_gpu / gpu_alone):
+sharers overlap, a timing has it alone, and sharers that arrive while a timing waits go after it."""
+import multiprocessing as mp
+import time
+
+from irlens.timing import gpu_alone, sharing_gpu
+
+
+def _hold(path: str, kind: str, delay: float, hold: float, log, t0: float) -> None:
+    time.sleep(max(0.0, t0 + delay - time.time()))
+    if kind == "share-then-alone":  # a cell that is timed in the middle of its share
+        with sharing_gpu(path):
+            with gpu_alone(path):
+                start = time.time()
+                time.sleep(hold)
+                log.put((kind, start - t0, time.time() - t0))
+        return
+    with (sharing_gpu(path) if kind == "share" else gpu_alone(path)):
+        start = time.time()
+        time.sleep(hold)
+        log.put((kind, start - t0, time.time() - t0))
+
+
+def _run(path: str, plan: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
+    ctx = mp.get_context("spawn")
+    log, t0 = ctx.Queue(), time.time() + 2.0  # time for the spawned interpreters to start
+    procs = [ctx.Process(target=_hold, args=(path, kind, delay, hold, log, t0)) for kind, delay, hold in plan]
+    for p in procs:
+        p.start()
+    out = [log.get(timeout=30) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    return sorted(out, key=lambda r: r[1])
+
+
+def _overlap(a, b) -> bool:
+    return a[1] < b[2] and b[1] < a[2]
+
+
+def test_sharers_overlap_and_a_timing_is_alone(tmp_path):
+    lock = str(tmp_path / "gpu.lock")
+    # two sharers from t=0 (1 s each); a timing asks at 0.2 s; a sharer arrives at 0.4 s, while it waits
+    runs = _run(lock, [("share", 0.0, 1.0), ("share", 0.0, 1.0), ("alone", 0.2, 0.5), ("share", 0.4, 0.3)])
+    shares = [r for r in runs if r[0] == "share"]
+    (alone,) = [r for r in runs if r[0] == "alone"]
+    assert _overlap(shares[0], shares[1])
+    assert not any(_overlap(alone, s) for s in shares)
+    assert [r[0] for r in runs] == ["share", "share", "alone", "share"]  # the late sharer waited for the timing
+
+
+def test_a_sharer_steps_out_to_be_timed(tmp_path):
+    lock = str(tmp_path / "gpu.lock")
+    # each process shares, then is timed alone inside its share: no deadlock, and no two timings overlap
+    runs = _run(lock, [("share-then-alone", 0.0, 0.4), ("share-then-alone", 0.0, 0.4), ("share", 0.1, 0.2)])
+    timed = [r for r in runs if r[0] == "share-then-alone"]
+    assert len(timed) == 2 and not _overlap(*timed)
