@@ -54,6 +54,9 @@ from irlens.workload import DTYPES, MODES, PRESETS, Instance, Workload, run_eage
 STATUSES = ("ok", "mismatch", "failed", "unavailable")
 DEVICES = ("cpu", "cuda")
 EXTRA_BACKENDS_ENV = "IRLENS_EXTRA_BACKENDS"
+# a float64 reference at the bench size can take minutes (minigpt fwd+bwd: ~2e16 flops); with
+# cells starting as their references are ready, the costly ones need not hold the others up
+REFERENCE_TIMEOUT_S = 900.0
 DEFAULT_TIMEOUT_S = 300.0
 
 
@@ -226,22 +229,30 @@ def reference_and_twin(wl: Workload, mode: str, device: str, preset: str, dtype:
 
 
 def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtype: str | None, path: str,
-                        check_twin: bool) -> str:
+                        check_twin: bool, gpu_lock: str | None = None) -> str:
     """The worker's entry point (irlens.isolation calls it by name): save the reference to `path`,
-    return what `reference_and_twin` says of the twin, and give the memory back before the next."""
+    return what `reference_and_twin` says of the twin, and give the memory back before the next.
+    With `gpu_lock` it shares the GPU like a cell (no timing runs beside it). Out of device
+    memory, it tries again with the GPU alone, then on the CPU: float64 needs twice float32's
+    memory (attention_manual's [B, H, S, S] scores at the bench size do not fit twice over).
+    Cells pin the reference's own weights and inputs, so they compute on the same numbers."""
     print(f"[irlens] reference {workload} {mode}", file=sys.stderr, flush=True)
     wl = resolve_workload(workload)
-    try:
-        reference, twin = reference_and_twin(wl, mode, device, preset, dtype, check_twin)
-    except torch.OutOfMemoryError:
-        # float64 needs twice the memory of float32 (attention_manual's [B, H, S, S] scores at the
-        # bench size do not fit twice over): compute it on the CPU instead. Cells pin the
-        # reference's own weights and inputs, so they still compute on the same numbers.
-        print(f"[irlens] reference {workload} {mode}: out of GPU memory in float64, computing it on the CPU",
-              file=sys.stderr, flush=True)
-        gc.collect()
-        torch.cuda.empty_cache()
-        reference, twin = reference_and_twin(wl, mode, "cpu", preset, dtype, check_twin)
+    tries = [(device, sharing_gpu), (device, gpu_alone)] if gpu_lock else [(device, sharing_gpu)]
+    if device != "cpu":
+        tries.append(("cpu", sharing_gpu))
+    for i, (where, turn) in enumerate(tries):
+        try:
+            with turn(gpu_lock if where != "cpu" else None):
+                reference, twin = reference_and_twin(wl, mode, where, preset, dtype, check_twin)
+            break
+        except torch.OutOfMemoryError:
+            if i == len(tries) - 1:
+                raise
+            print(f"[irlens] reference {workload} {mode}: out of memory in float64 on {where}; next: "
+                  f"{'the GPU alone' if tries[i + 1][1] is gpu_alone else tries[i + 1][0]}", file=sys.stderr, flush=True)
+            gc.collect()
+            torch.cuda.empty_cache()
     reference.save(path)
     del reference
     gc.collect()
@@ -358,14 +369,20 @@ class _Entry:
 
 class _References:
     """The float64 reference per workload x mode, computed once. In-process (no `directory`)
-    they are computed here when first asked for. Isolated, the first `get` has one worker
-    compute them all into files in `directory`, then closes it (see the module docstring).
+    they are computed here when first asked for. Isolated, one worker computes them all into
+    files in `directory`, in the background from the first `start` or `get` on (fwd first, for
+    the twin checks), and `get` waits for its own: cells start as soon as their reference is
+    there, while the costly ones (float64 at the bench size takes minutes) are still being
+    computed. With `gpu_lock`, the worker takes its GPU turns like a cell (irlens.timing).
     With `check_twins`, each fwd reference also carries its JAX twin's verdict."""
 
     def __init__(self, plan: Plan, directory: str | None, timeout: float = DEFAULT_TIMEOUT_S,
-                 check_twins: bool = False):
+                 check_twins: bool = False, gpu_lock: str | None = None):
         self.plan, self.directory, self.timeout, self.check_twins = plan, directory, timeout, check_twins
+        self.gpu_lock = gpu_lock
         self._cache: dict[tuple[str, str], _Entry] = {}
+        self._ready: dict[tuple[str, str], threading.Event] = {}
+        self._worker: threading.Thread | None = None
         self._lock = threading.RLock()
 
     def get(self, workload: str, mode: str) -> tuple[Reference | None, str | None, str]:
@@ -381,20 +398,33 @@ class _References:
         for key in self._keys():
             self._entry(*key)
 
+    def start(self) -> None:
+        """Isolated: start computing every planned reference in the background."""
+        with self._lock:
+            if self.directory is None or self._worker is not None:
+                return
+            keys = sorted(self._keys(), key=lambda k: k[1] != "fwd")  # fwd first: the twin checks wait for them
+            self._ready = {k: threading.Event() for k in keys}
+            self._worker = threading.Thread(target=self._compute_in_worker, args=(keys,), daemon=True)
+            self._worker.start()
+
     def _keys(self) -> list[tuple[str, str]]:
         p = self.plan
         cells = [(w, m) for w in p.workloads for m in p.modes]
         return list(dict.fromkeys(cells + [(w, "fwd") for w, wl in p.workloads.items() if wl.jax is not None]))
 
     def _entry(self, workload: str, mode: str) -> _Entry:
-        with self._lock:
-            key = (workload, mode)
-            if key not in self._cache:
-                if self.directory is not None:  # all at once: one worker, one start
-                    self._compute_in_worker([k for k in dict.fromkeys([*self._keys(), key]) if k not in self._cache])
-                else:
+        key = (workload, mode)
+        if self.directory is None:
+            with self._lock:
+                if key not in self._cache:
                     self._cache[key] = self._compute(workload, mode)
-            return self._cache[key]
+                return self._cache[key]
+        self.start()
+        if key not in self._ready:
+            raise KeyError(f"no reference was planned for {workload} {mode}")
+        self._ready[key].wait()
+        return self._cache[key]
 
     def _compute(self, workload: str, mode: str) -> _Entry:
         p = self.plan
@@ -409,17 +439,24 @@ class _References:
         from irlens.isolation import CallFailed, WorkerSession
 
         p = self.plan
-        with WorkerSession(preload=("irlens.compare", "irlens.models")) as worker:
-            for workload, mode in keys:
-                path = os.path.join(self.directory, f"reference{len(self._cache)}.pt")
-                kwargs = dict(workload=workload, mode=mode, device=p.device, preset=p.preset, dtype=p.dtype,
-                              path=path, check_twin=self.check_twins)
-                try:
-                    twin = worker.call("irlens.compare:reference_in_worker", kwargs, self.timeout)
-                    self._cache[(workload, mode)] = _Entry(None, path, "", twin)
-                except CallFailed as e:
-                    self._cache[(workload, mode)] = _Entry(
-                        None, None, f"the float64 eager reference failed: {e.reason}", "")
+        try:
+            with WorkerSession(preload=("irlens.compare", "irlens.models")) as worker:
+                for i, (workload, mode) in enumerate(keys):
+                    path = os.path.join(self.directory, f"reference{i}.pt")
+                    kwargs = dict(workload=workload, mode=mode, device=p.device, preset=p.preset, dtype=p.dtype,
+                                  path=path, check_twin=self.check_twins, gpu_lock=self.gpu_lock)
+                    try:
+                        twin = worker.call("irlens.compare:reference_in_worker", kwargs, self.timeout)
+                        self._cache[(workload, mode)] = _Entry(None, path, "", twin)
+                    except CallFailed as e:
+                        self._cache[(workload, mode)] = _Entry(
+                            None, None, f"the float64 eager reference failed: {e.reason}", "")
+                    self._ready[(workload, mode)].set()
+        finally:  # whatever stopped this thread, nobody may wait forever
+            for key in keys:
+                if key not in self._cache:
+                    self._cache[key] = _Entry(None, None, "the float64 reference was not computed: its worker stopped", "")
+                self._ready[key].set()
 
 
 def check_twins(plan: Plan, refs: _References) -> None:
@@ -501,21 +538,23 @@ def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tru
         raise ValueError("a workload given as an object has no module-level name another process can import; "
                          "run it with isolate=False or declare it at the top level of a file")
     with tempfile.TemporaryDirectory(prefix="irlens-compare-") as tmp:
-        refs = _References(plan, tmp if isolate else None, timeout, check_twins=True)
-        if isolate or plan.device_timing:  # all float64 work first: none of it may overlap a cell or a timing
-            if progress:
-                print(f"irlens: computing the float64 references{' in a worker' if isolate else ''} ...",
-                      file=sys.stderr, flush=True)
+        # the GPU turns (irlens.timing) matter only where cells are timed on the device
+        lock = os.path.join(tmp, "device-timing.lock") if plan.device_timing else None
+        refs = _References(plan, tmp if isolate else None, max(timeout, REFERENCE_TIMEOUT_S), check_twins=True,
+                           gpu_lock=lock)
+        if progress:
+            print(f"irlens: computing the float64 references{' in a worker, cells start as theirs are ready' if isolate else ''} ...",
+                  file=sys.stderr, flush=True)
+        if isolate:
+            refs.start()
+        elif plan.device_timing:  # in this process: all float64 work first, none of it beside a timing
             refs.prepare()
         check_twins(plan, refs)
         cells = plan.cells()
         if plan.device_timing and not isolate and plan.device.startswith("cuda"):
             torch.cuda.empty_cache()
         bar = _Progress(len(cells), progress)
-        lock = os.path.join(tmp, "device-timing.lock")
-        # the GPU turns (irlens.timing) matter only where cells are timed on the device
-        runner = _IsolatedRunner(plan, refs, timeout, lock if plan.device_timing else None) if isolate \
-            else _InProcessRunner(plan, refs)
+        runner = _IsolatedRunner(plan, refs, timeout, lock) if isolate else _InProcessRunner(plan, refs)
         # Backend-major order, so that a worker serves one backend's cells in a row.
         order = sorted(cells, key=lambda c: list(plan.backends).index(c.backend))
 

@@ -100,6 +100,24 @@ def grid() -> dict:
     return run_cross(["gelu"], ["fwd"], acquired_by="dynamo", executed_by="inductor,nvfuser", timeout=240)
 
 
+@pytest.mark.parametrize("workload", ["gelu", "block"])
+def test_fx_lowering_computes_literals_on_the_target_device(workload):
+    """JAX's fwd+bwd graph divides literals (the mean's cotangent, 1.0 / 512.0) and broadcasts the
+    quotient: made on the CPU, it met CUDA tensors and Inductor's fake tensors refused the cell on
+    the GPU. Lowered for the meta device, every value of the graph must be on it."""
+    from irlens.bindings import program_for
+    from irlens.frontends import get_frontend
+    from irlens.lower import LEVEL
+    from irlens.lower.fx import to_graph_module
+
+    inst = get_workload(workload).instantiate("tiny", None, "cpu")
+    graph = program_for(get_frontend("jax").acquire(inst, "fwdbwd"), inst).forward.graph(LEVEL)
+    assert any(not n.value_inputs() for n in graph.nodes)  # the case: an op of literals only
+    module = to_graph_module(graph, "meta")
+    outputs = module(*[torch.empty(t.shape, dtype=getattr(torch, t.dtype), device="meta") for t in graph.inputs])
+    assert {o.device.type for o in outputs if isinstance(o, torch.Tensor)} == {"meta"}
+
+
 def test_run_cross_isolated_document():
     doc = grid()
     assert doc["kind"] == "cross" and doc["acquired_by"] == ["dynamo"] and doc["executed_by"] == ["inductor", "nvfuser"]

@@ -43,8 +43,8 @@ class XlaBackend(Backend):
         return Availability(True)
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
-        compiled, files = compile_with_dump(lower(jax_program(inst, mode)))
-        return xla_stages(compiled, files, inst.name, backward=mode == "fwdbwd")
+        compiled, files, missing = compile_with_dump(lower(jax_program(inst, mode)))
+        return xla_stages(compiled, files, inst.name, backward=mode == "fwdbwd", missing=missing)
 
     def run(self, inst: Instance, mode: str) -> BackendRun:
         import jax

@@ -3,22 +3,36 @@
 The optimized HLO comes from the compiled executable itself. What XLA generates from it is
 only written to a dump folder: `compile(compiler_options={"xla_dump_to": DIR})` sets XLA's
 debug options for that one compilation (XLA_FLAGS would be read once per process). There
-XLA writes, per module `module_<id>.<name>.`, the PTX on GPU (`*.ptx`) and on CPU the LLVM IR
-of each kernel after LLVM's optimizations (`*.<kernel>_kernel_module.ir-with-opt.ll`); some
-files go to a folder per module, so the whole tree is read.
+XLA writes, per module `module_<id>.<name>.`, on CPU the LLVM IR of each kernel after LLVM's
+optimizations (`*.<kernel>_kernel_module.ir-with-opt.ll`) and on GPU the PTX: openxla/xla
+`NVPTXCompiler::CompileTargetBinary` (xla/service/gpu/nvptx_compiler.cc) calls
+`DumpToFileInDirOrStdout(*debug_module, "", shard ? "<shard>.ptx" : "ptx", ptx)` right after
+`nvptx::CompileToPtx`, whenever `DumpingEnabledForHloModule` holds (xla_dump_to set,
+xla_enable_dumping true, the module matching xla_dump_hlo_module_re): `module_0001.jit_f.ptx`,
+or `module_0001.jit_f.<i>.ptx` per LLVM-module shard when
+xla_gpu_enable_llvm_module_compilation_parallelism splits the module (GpuCompiler::CompileAndLink).
+Some files go to a folder per module, so the whole tree is read.
 
-On the GPU that compilation left no PTX (jax 0.11.2, H200). Where the platform's generated
-code is missing, the program's StableHLO is compiled once more in a fresh Python process
-started with `XLA_FLAGS=--xla_dump_to=DIR`: XLA reads the flag when its backend starts, and
-dumps every compilation of that process.
+XLA writes no PTX where no LLVM is compiled for the program: a JAX persistent-cache hit (JAX drops
+xla_dump_* from its cache key, jax/_src/cache_key.py, so the dump compile can be a cache read),
+kernels reused from XLA's kernel cache (xla_gpu_kernel_cache_file, set by JAX when its persistent
+cache is on: they are left out of the LLVM module, so out of the PTX), PTX loaded from
+xla_gpu_ptx_file, or only library calls (cuBLAS, cuDNN). The dump compile therefore asks for
+dumping explicitly and turns the kernel cache off. Where the dump still lacks the platform's code
+(jax 0.11.2 on an H200 left no `*.ptx`), two more sources are read: the serialized executable
+(GpuExecutable::ToProto / GpuThunkAotCompilationResult keep the PTX as `asm_text`), and a
+compilation of the program's StableHLO in a fresh Python process started with
+`XLA_FLAGS=--xla_dump_to=DIR` (XLA reads the flag when its backend starts). Where all of them
+come back without it, the stages say so: a `<prefix>.missing` stage holds what was tried and seen.
 """
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 from irlens.frontends.base import Stage
@@ -36,65 +50,242 @@ _DUMP_NAME = re.compile(r"^module_\d+\.(?P<module>[^.]+)\.?(?P<rest>.*)$")
 EXPECTED = {"gpu": ".ptx", "cuda": ".ptx", "cpu": ".ir-with-opt.ll"}
 FRESH_PROCESS_TIMEOUT_S = 600.0
 
-# Run by `dump_in_fresh_process`: compiles a StableHLO module for one device of a platform.
-# The backend API (not jax.jit) because the module is all the child has; jax.export's
-# serialization would need the flatbuffers package, which the GPU machine may lack.
+# Debug options for the dump compile (XLA's names; set per compile as env_option_overrides).
+# xla_dump_to alone enables dumping (xla/service/dump_options.cc); the others undo settings
+# that would keep generated code out of the dump: XLA_FLAGS' xla_enable_dumping=false or a
+# module regex, and XLA's kernel cache (reused kernels are not compiled, so not in the PTX).
+EXTRA_DUMP_OPTIONS = {"xla_enable_dumping": True, "xla_dump_hlo_module_re": ".*",
+                      "xla_gpu_kernel_cache_file": ""}
+
+# Run by `dump_in_fresh_process`: compiles a StableHLO module for one device of a platform and
+# writes the serialized executable next to it. The backend API (not jax.jit) because the module
+# is all the child has; jax.export's serialization would need the flatbuffers package, which
+# the GPU machine may lack.
 _COMPILE_IN_CHILD = """
-import sys
+import json, os, sys
 import jax.extend.backend as jb
 module, platform, device_id = open(sys.argv[1]).read(), sys.argv[2], int(sys.argv[3])
+executable_path, overrides = sys.argv[4], json.loads(sys.argv[5])
 backend = jb.get_backend(platform)
 devices = [d for d in backend.local_devices() if d.id == device_id] or backend.local_devices()[:1]
-options = jb.get_compile_options(num_replicas=1, num_partitions=1, device_assignment=tuple(devices))
+def options(overrides):
+    return jb.get_compile_options(num_replicas=1, num_partitions=1, device_assignment=tuple(devices),
+                                  env_options_overrides=overrides)
 try:
     from jax._src.lib import xla_client
-    devices = xla_client.DeviceList(tuple(devices))
+    device_list = xla_client.DeviceList(tuple(devices))
 except (ImportError, AttributeError):
-    pass
-backend.compile_and_load(module, devices, options)
+    device_list = devices
+try:
+    executable = backend.compile_and_load(module, device_list, options(overrides))
+except Exception as e:  # an option this XLA does not know: XLA_FLAGS' --xla_dump_to is enough
+    print(f"compile with {sorted(overrides)} failed ({e!r}); compiled with XLA_FLAGS alone", file=sys.stderr)
+    executable = backend.compile_and_load(module, device_list, options(None))
+try:
+    if hasattr(executable, "serialize"):
+        data = executable.serialize()
+    else:
+        data = executable.client.serialize_executable(executable)
+    open(executable_path, "wb").write(data)
+except Exception as e:
+    print(f"could not serialize the executable: {e!r}", file=sys.stderr)
 """
 
 
 def generated_files(folder) -> dict[str, str]:
     """{file name: text} of the generated-code files (`GENERATED`) anywhere under a dump folder."""
-    return {p.name: p.read_text() for p in sorted(Path(folder).rglob("*"))
+    return {p.name: p.read_text(errors="replace") for p in sorted(Path(folder).rglob("*"))
             if p.is_file() and any(p.name.endswith(suffix) for suffix in GENERATED)}
 
 
 def compile_with_dump(lowered):
-    """`lowered.compile()`, keeping what XLA dumps: (compiled, {file name: text}). Where that
-    dump lacks the platform's generated code, the files are `dump_in_fresh_process`'s (all from
-    that one compilation: two dumps of one module would name their files alike)."""
+    """`lowered.compile()`, keeping what XLA dumps: (compiled, {file name: text}, missing).
+
+    Where that dump lacks the platform's generated code, the PTX is taken from the serialized
+    executable, then from `dump_in_fresh_process` (all files from that one compilation: two dumps
+    of one module would name their files alike). `missing` is None when the platform's code was
+    found, else what each attempt saw (for the `<prefix>.missing` stage)."""
     with tempfile.TemporaryDirectory(prefix="irlens-xla-") as folder:
-        compiled = lowered.compile(compiler_options={"xla_dump_to": folder})
+        compiled, tried = _compile_dumping(lowered, folder)
         files = generated_files(folder)
+        seen = _describe_dump(folder)
     device = compiled.runtime_executable().local_devices()[0]
     expected = EXPECTED.get(device.platform)
-    if expected and not any(name.endswith(expected) for name in files):
-        files = dump_in_fresh_process(lowered.as_text(), device.platform, device.id) or files
-    return compiled, files
+    if not expected or _has(files, expected):
+        return compiled, files, None
+    report = [f"platform {device.platform!r} ({_versions()}); expected *{expected} files.",
+              f"1. this process: compile(compiler_options={tried}): {seen}", _jax_cache_state()]
+    if expected == ".ptx":
+        ptx, how = ptx_of_executable(compiled.runtime_executable())
+        report.append(f"2. the compiled executable, serialized: {how}")
+        if ptx:
+            return compiled, {**files, "executable.ptx": ptx}, None
+    fresh, how = dump_in_fresh_process(lowered.as_text(), device.platform, device.id)
+    report.append(f"3. a fresh process (XLA_FLAGS=--xla_dump_to): {how}")
+    if _has(fresh, expected):
+        return compiled, fresh, None
+    report.append(f"XLA_FLAGS here: {os.environ.get('XLA_FLAGS', '(unset)')!r}")
+    return compiled, files, "\n".join(report)
 
 
-def dump_in_fresh_process(module: str, platform: str, device_id: int) -> dict[str, str]:
+def _has(files: dict[str, str], suffix: str) -> bool:
+    return any(name.endswith(suffix) for name in files)
+
+
+def _compile_dumping(lowered, folder: str):
+    """(compiled, the compiler options it used): the dump options, else xla_dump_to alone where
+    this XLA refuses one of the others."""
+    options = {"xla_dump_to": folder, **EXTRA_DUMP_OPTIONS}
+    try:
+        return lowered.compile(compiler_options=options), sorted(options)
+    except Exception:  # noqa: BLE001 - an option name this XLA does not know
+        return lowered.compile(compiler_options={"xla_dump_to": folder}), ["xla_dump_to"]
+
+
+def _describe_dump(folder: str) -> str:
+    """What XLA wrote into a dump folder: the file names, and the debug options relevant to the
+    generated code (XLA writes `module_*.debug_options` for each module it compiles)."""
+    paths = sorted(p for p in Path(folder).rglob("*") if p.is_file())
+    if not paths:
+        return ("XLA wrote no file at all: it compiled nothing (a compilation-cache hit) "
+                "or ignored the dump options")
+    names = [p.name for p in paths]
+    text = f"{len(names)} files ({', '.join(names[:12])}{', ...' if len(names) > 12 else ''})"
+    for p in paths:
+        if p.name.endswith(".debug_options"):
+            keep = [line.strip() for line in p.read_text(errors="replace").splitlines()
+                    if re.search(r"dump|kernel_cache|ptx_file|llvm_ir_file|compilation_parallelism|autotune_level",
+                                 line)]
+            if keep:
+                text += f"; {p.name}: {'; '.join(keep)}"
+            break
+    return text
+
+
+def _jax_cache_state() -> str:
+    try:
+        import jax
+
+        directory = jax.config.jax_compilation_cache_dir
+        enabled = jax.config.jax_enable_compilation_cache
+    except Exception as e:  # noqa: BLE001 - a diagnostic only
+        return f"JAX persistent cache: unknown ({e!r})"
+    if directory and enabled:
+        return (f"JAX persistent cache ON at {directory}: a hit compiles nothing, so dumps nothing; "
+                "JAX also sets XLA's kernel cache, whose kernels are not compiled again")
+    return "JAX persistent cache off"
+
+
+def _versions() -> str:
+    try:
+        import jax
+        import jaxlib
+
+        return f"jax {jax.__version__}, jaxlib {jaxlib.__version__}"
+    except Exception:  # noqa: BLE001
+        return "jax version unknown"
+
+
+# PTX as LLVM's NVPTX backend writes it: its first lines (XLA's kernels and Triton's both come from LLVM)
+_PTX_HEADER = b"//\n// Generated by LLVM NVPTX Back-End"
+_PTX_DIRECTIVES = re.compile(rb"\.version \d+\.\d+\s+\.target sm_\w+")
+_TEXT_BYTES = re.compile(rb"[\t\n\r\x20-\x7e]+")
+
+
+def ptx_of_executable(executable) -> tuple[str, str]:
+    """(PTX, how it was found) from a loaded executable, through its serialization."""
+    try:
+        data = executable.serialize() if hasattr(executable, "serialize") else \
+            executable.client.serialize_executable(executable)
+    except Exception as e:  # noqa: BLE001
+        return "", f"not serializable ({type(e).__name__}: {str(e)[:200]})"
+    found = ptx_in_serialized(bytes(data))
+    if not found:
+        return "", f"{len(data)} bytes, no PTX among them (no '.version ... .target sm_' text)"
+    return "\n".join(found), f"{len(found)} PTX text(s) in {len(data)} bytes"
+
+
+def ptx_in_serialized(data: bytes) -> list[str]:
+    """The PTX texts held in a serialized XLA GPU executable (protobuf: the `asm_text` string field).
+
+    A protobuf string is its tag, its length as a varint, then its bytes: the PTX's first line is
+    found, the varint that ends right before it read backwards (its last byte is the only one
+    below 0x80), and the text cut to that length. Where the length does not fit, the text runs to
+    the first byte that is not printable."""
+    found, end = [], 0
+    starts = [m.start() for m in re.finditer(re.escape(_PTX_HEADER), data)]
+    for start in starts:
+        if start < end:
+            continue  # a later shard of a text already taken (XLA joins shards' PTX with "\n")
+        length = _varint_ending_at(data, start)
+        stop = start + length if length and start + length <= len(data) else _text_end(data, start)
+        text = data[start:stop]
+        if not _PTX_DIRECTIVES.search(text):
+            stop = _text_end(data, start)
+            text = data[start:stop]
+        if _PTX_DIRECTIVES.search(text):
+            found.append(text.decode("ascii", "replace"))
+            end = stop
+    if not found:  # PTX from elsewhere than LLVM: the printable run around its directives
+        for m in _PTX_DIRECTIVES.finditer(data):
+            if m.start() < end:
+                continue
+            run = next(r for r in _TEXT_BYTES.finditer(data, max(0, m.start() - 4096)) if r.end() >= m.end())
+            found.append(run.group().decode("ascii").lstrip())
+            end = run.end()
+    return found
+
+
+def _varint_ending_at(data: bytes, stop: int) -> int | None:
+    """The varint whose last byte is data[stop - 1], or None."""
+    if stop == 0 or data[stop - 1] >= 0x80:
+        return None
+    begin = stop - 1
+    while begin > 0 and data[begin - 1] >= 0x80 and stop - begin < 10:
+        begin -= 1
+    value = 0
+    for i, byte in enumerate(data[begin:stop]):
+        value |= (byte & 0x7F) << (7 * i)
+    return value
+
+
+def _text_end(data: bytes, start: int) -> int:
+    run = _TEXT_BYTES.match(data, start)
+    return run.end() if run else start
+
+
+def dump_in_fresh_process(module: str, platform: str, device_id: int) -> tuple[dict[str, str], str]:
     """The generated-code files XLA dumps when a fresh process, started with XLA_FLAGS'
-    `--xla_dump_to`, compiles `module` (StableHLO text) for `platform`; {} with a warning if it fails."""
+    `--xla_dump_to`, compiles `module` (StableHLO text) for `platform`, with a line saying what
+    that process did; for the GPU, the PTX of its serialized executable where the dump has none."""
     from irlens.isolation import worker_env
 
     with tempfile.TemporaryDirectory(prefix="irlens-xla-") as folder:
-        path, dump = Path(folder, "module.mlir"), Path(folder, "dump")
+        path, dump, executable = Path(folder, "module.mlir"), Path(folder, "dump"), Path(folder, "executable.bin")
         path.write_text(module)
         env = worker_env()
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_dump_to={dump}".strip()
+        env["JAX_ENABLE_COMPILATION_CACHE"] = "false"  # or JAX would set XLA's kernel cache
+        overrides = {"xla_dump_to": str(dump), **EXTRA_DUMP_OPTIONS}
+        command = [sys.executable, "-c", _COMPILE_IN_CHILD, str(path), platform, str(device_id),
+                   str(executable), json.dumps(overrides)]
         try:
-            done = subprocess.run([sys.executable, "-c", _COMPILE_IN_CHILD, str(path), platform, str(device_id)],
-                                  env=env, capture_output=True, text=True, timeout=FRESH_PROCESS_TIMEOUT_S)
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=FRESH_PROCESS_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            warnings.warn(f"XLA's dump in a fresh process took over {FRESH_PROCESS_TIMEOUT_S:.0f} s; skipped")
-            return {}
+            return {}, f"took over {FRESH_PROCESS_TIMEOUT_S:.0f} s; stopped"
+        stderr = done.stderr.strip()
         if done.returncode != 0:
-            warnings.warn(f"XLA's dump in a fresh process failed (status {done.returncode}):\n{done.stderr[-2000:]}")
-            return {}
-        return generated_files(dump)
+            return {}, f"failed (status {done.returncode}): {stderr[-2000:]}"
+        files = generated_files(dump)
+        how = f"compiled; dump: {_describe_dump(dump)}"
+        if EXPECTED.get(platform) == ".ptx" and not _has(files, ".ptx"):
+            ptx = ptx_in_serialized(executable.read_bytes()) if executable.exists() else []
+            how += f"; its executable: {len(ptx)} PTX text(s)" if executable.exists() else "; no executable written"
+            if ptx:
+                files = {**files, "executable.ptx": "\n".join(ptx)}
+        if stderr:
+            how += f"; its stderr ends: {stderr[-1500:]}"
+        return files, how
 
 
 def _label(file_name: str, suffix: str) -> str:
@@ -106,8 +297,11 @@ def _label(file_name: str, suffix: str) -> str:
     return (found["rest"] or found["module"]).removesuffix("_kernel_module")
 
 
-def xla_stages(compiled, files: dict[str, str], workload: str, backward: bool) -> dict[str, Stage]:
-    """The optimized HLO (with its common view) and the code XLA generated from it."""
+def xla_stages(compiled, files: dict[str, str], workload: str, backward: bool,
+               missing: str | None = None) -> dict[str, Stage]:
+    """The optimized HLO (with its common view) and the code XLA generated from it; where that
+    code could not be had (`missing`, from `compile_with_dump`), a `<prefix>.missing` stage
+    saying so and why."""
     module = compiled.runtime_executable().hlo_modules()[0]
     stages = {"xla.hlo": Stage(
         "xla.hlo", "XLA-optimized HLO: each ENTRY fusion / custom-call is one kernel", compiled.as_text(),
@@ -118,4 +312,10 @@ def xla_stages(compiled, files: dict[str, str], workload: str, backward: bool) -
             label = _label(name, suffix)
             stage = prefix if len(found) == 1 else f"{prefix}.{label}"
             stages[stage] = Stage(stage, f"{what} ({label})", files[name], backward=backward)
+    if missing:
+        platform = compiled.runtime_executable().local_devices()[0].platform
+        prefix, what = GENERATED[EXPECTED[platform]]
+        stages[f"{prefix}.missing"] = Stage(
+            f"{prefix}.missing", f"NOT FOUND: the {what} (XLA wrote none; this stage's text says what was tried)",
+            f"No {what} could be read for this program.\n{missing}\n", backward=backward)
     return stages

@@ -3,9 +3,13 @@
 Every node becomes one `call_function` of the op's meaning in `irlens.interpret.MEANINGS`
 (the table the reference interpreter runs, dtype-preserving), with the node's attrs as a
 constant first argument; multi-output nodes are unpacked with `getitem`. Creation ops get the
-target device in their attrs; an elementwise op of literals only is cast to its declared dtype. `torch.compile` then traces the module (inlining the table's
-torch calls) and Inductor compiles it; `irlens.backends.inductor.InductorCapture` keeps the
-post-grad graph, the generated code and its provenance, from which the kernels are mapped.
+target device in their attrs; an elementwise op of literals only (JAX's `div 1.0 512.0`, the
+mean's cotangent) computes on 0-d tensors made on the target device, then is cast to its
+declared dtype: made by the table, they would be CPU tensors, and once broadcast, a CPU operand
+of a CUDA op, which Inductor's fake tensors refuse. `torch.compile` then traces the module
+(inlining the table's torch calls) and Inductor compiles it;
+`irlens.backends.inductor.InductorCapture` keeps the post-grad graph, the generated code and its
+provenance, from which the kernels are mapped.
 """
 from __future__ import annotations
 
@@ -27,9 +31,12 @@ def to_graph_module(graph: Graph, device: str) -> torch.fx.GraphModule:
     for node in graph.nodes:
         attrs = dict(node.attrs, device=device) if category(node.op) == CREATION else dict(node.attrs)
         args = [env[a] if isinstance(a, str) else a for a in node.inputs]
+        literals_only = not node.value_inputs() and category(node.op) == ELEMENTWISE
+        if literals_only:
+            args = [fx_graph.call_function(device_literal, (a, device)) if _is_number(a) else a for a in args]
         call = fx_graph.call_function(MEANINGS[node.op], (attrs, *args))
-        if not node.value_inputs() and category(node.op) == ELEMENTWISE:
-            # literals only (1.0 / 2048.0): the table computes them in float64, the graph says which dtype
+        if literals_only:
+            # literals only (1.0 / 2048.0): computed in float64, the graph says which dtype
             call = fx_graph.call_function(MEANINGS["convert"], ({"dtype": node.outputs[0].dtype}, call))
         if len(node.outputs) == 1 and category(node.op) != COMPOSITE:  # composites may return a tuple
             env[node.outputs[0].name] = call
@@ -39,6 +46,17 @@ def to_graph_module(graph: Graph, device: str) -> torch.fx.GraphModule:
                 env[meta.name] = fx_graph.call_function(operator.getitem, (call, i))
     fx_graph.output(tuple(env[o] if isinstance(o, str) else o for o in graph.outputs))
     return torch.fx.GraphModule(torch.nn.Module(), fx_graph)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (bool, int, float))
+
+
+def device_literal(value, device) -> torch.Tensor:
+    """A literal operand as the table's `_scalar_tensor` makes it (float64, int64 or bool, 0-d),
+    on `device`."""
+    dtype = torch.bool if isinstance(value, bool) else torch.int64 if isinstance(value, int) else torch.float64
+    return torch.tensor(value, dtype=dtype, device=device)
 
 
 def _identifier(name: str) -> str:
