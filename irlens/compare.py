@@ -685,6 +685,10 @@ def versions() -> dict[str, str | None]:
             found[key] = version(dist)
         except PackageNotFoundError:
             found[key] = None
+    if found["irlens"] is None:  # run from a checkout on the import path, not installed
+        import irlens
+
+        found["irlens"] = f"{irlens.__version__} (source checkout)"
     return found
 
 

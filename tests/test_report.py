@@ -252,3 +252,16 @@ def test_report_renders_in_headless_chromium(real_report, tmp_path):
     assert len(colours) > 50, f"the screenshot is (nearly) blank: {len(colours)} colours"
     # Not all white either: a good part of the page is text, tables and drawings.
     assert (pixels.min(axis=2) < 200).mean() > 0.01
+
+
+def test_a_bench_document_keeps_its_dtypes_apart():
+    bf16, fp32 = synthetic_document()["rows"], synthetic_document()["rows"]
+    rows = [{**r, "dtype": "bfloat16"} for r in bf16] + [{**r, "dtype": "float32"} for r in fp32]
+    assert set(group_rows(rows)) == {("tinyhead", "fwd", "bfloat16"), ("tinyhead", "fwd", "float32")}
+    html = render_html(build_report({**synthetic_document(), "rows": rows}))
+    assert "tinyhead · fwd · bfloat16" in html and "tinyhead · fwd · float32" in html
+    summary = build_report({**synthetic_document(), "rows": rows}).sections[1].blocks[0]
+    assert summary.header[:4] == ["workload", "mode", "dtype", "backend"]
+    assert [row[2] for row in summary.rows] == ["bfloat16"] * len(bf16) + ["float32"] * len(fp32)
+    # one dtype throughout (a compare run): no dtype in the section names
+    assert set(group_rows([{**r, "dtype": "float32"} for r in fp32])) == {("tinyhead", "fwd", "")}

@@ -23,9 +23,9 @@ def build_report(doc: dict, frontend_table: Table | None = None) -> Report:
             Text(["What each frontend captures, computed from its acquisitions of the workloads below "
                   "(op counts: nodes of the forward common view at the composite / primitive level)."]),
             frontend_table]))
-    for (workload, mode, device), group in group_rows(rows).items():
+    for (workload, mode, variant), group in group_rows(rows).items():
         ceiling = ceiling_for(group[0].get("ceilings") or doc.get("ceilings"))
-        sections.append(_workload_section(workload, mode, device, group, ceiling, doc))
+        sections.append(_workload_section(workload, mode, variant, group, ceiling, doc))
     subtitle = f"{doc.get('device', '?')} · {doc.get('device_name', '')} · preset {doc.get('preset', '?')}"
     return Report("irlens report", subtitle, sections)
 
@@ -57,22 +57,26 @@ def _run_section(doc: dict) -> Section:
 
 
 def _summary_section(rows: list[dict]) -> Section:
-    header = ["workload", "mode", "backend", "status", "max rel err", "tol", "kernels", "compile s", "run µs", "reason"]
-    table = Table(header, [], numeric={4, 5, 6, 7, 8})
+    # a dtype column where the rows have several dtypes (a bench run), as in the section names
+    dtyped = len({r.get("dtype") for r in rows}) > 1
+    lead = ["workload", "mode", *(["dtype"] if dtyped else []), "backend", "status"]
+    header = [*lead, "max rel err", "tol", "kernels", "compile s", "run µs", "reason"]
+    table = Table(header, [], numeric=set(range(len(lead), len(lead) + 5)))
     for i, r in enumerate(rows):
-        table.rows.append([r["workload"], r["mode"], r["backend"], r["status"], fmt(r.get("max_rel_err"), ".1e"),
-                           fmt(r.get("tol"), ".0e"), str(len(r.get("kernels") or [])) if r["status"] in RAN else "-",
+        table.rows.append([r["workload"], r["mode"], *([r.get("dtype") or "-"] if dtyped else []), r["backend"],
+                           r["status"], fmt(r.get("max_rel_err"), ".1e"), fmt(r.get("tol"), ".0e"),
+                           str(len(r.get("kernels") or [])) if r["status"] in RAN else "-",
                            fmt(r.get("compile_s"), ".2f"), fmt(r.get("run_us"), ".1f"), first_line(r.get("reason"))])
         if r["status"] in ("mismatch", "failed"):
-            table.flagged.add((i, 3))
+            table.flagged.add((i, len(lead) - 1))
     return Section("Summary", "summary", [table])
 
 
 # --- per workload x mode -------------------------------------------------------------------------
 
-def _workload_section(workload: str, mode: str, device: str, rows: list[dict], ceiling, doc: dict) -> Section:
-    key = anchor(workload, mode, device)
-    section = Section(" · ".join(filter(None, (workload, mode, device))), key)
+def _workload_section(workload: str, mode: str, variant: str, rows: list[dict], ceiling, doc: dict) -> Section:
+    key = anchor(workload, mode, variant)
+    section = Section(" · ".join(filter(None, (workload, mode, variant))), key)
     not_run = [f"{r['backend']}: {r['status']}: {first_line(r.get('reason')) or 'no reason given'}"
                for r in rows if r["status"] not in RAN]
     if not_run:

@@ -5,6 +5,7 @@ stand beside the compare rows of the same stacks elsewhere in the report."""
 from __future__ import annotations
 
 from irlens.report.blocks import Section, Table, Text
+from irlens.report.records import first_line
 
 
 def is_cross(doc: dict) -> bool:
@@ -39,7 +40,7 @@ def cross_sections(doc: dict) -> list[Section]:
                 if r["status"] in ("mismatch", "failed"):
                     flagged.add((i, j))
                 if r["status"] != "ok" and r.get("reason"):
-                    reasons.append(f"{fe} → {be}: {r['reason'].splitlines()[0]}")
+                    reasons.append(f"{fe} → {be}: {first_line(r['reason'])}")
             table.append(line)
         blocks = [Text([f"Graphs acquired by a frontend (rows), lowered from their primitive common view and "
                         f"executed by a backend (columns), on {doc.get('device', '?')}; * marks each stack's own "

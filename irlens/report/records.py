@@ -41,15 +41,23 @@ def kernel_stage(kernel: Kernel, graphs: dict[str, Graph]) -> str | None:
 
 
 def group_rows(rows: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
-    """Rows by (workload, mode, device), in the document's order; a row carries its device only
-    in a report merged from several runs (else the device part is "")."""
+    """Rows by (workload, mode, variant), in the document's order. The variant tells apart rows
+    that would otherwise meet in one section: the device (a row carries it only in a report
+    merged from several runs) and the dtype where the rows have several (a bench run); else ""."""
+    several_dtypes = len({row.get("dtype") for row in rows}) > 1
     groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for row in rows:
-        groups[(row["workload"], row["mode"], row.get("device") or "")].append(row)
+        variant = " ".join(filter(None, (row.get("device"), row.get("dtype") if several_dtypes else None)))
+        groups[(row["workload"], row["mode"], variant)].append(row)
     return dict(groups)
 
 
+REASON_CHARS = 200
+
+
 def first_line(text: str | None) -> str:
-    """A row's reason in one line ("" when there is none)."""
+    """A row's reason in one line of at most REASON_CHARS ("" when there is none); the whole
+    text stays in the results file (an out-of-memory message lists every process's memory)."""
     text = (text or "").strip()
-    return text.splitlines()[0] if text else ""
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= REASON_CHARS else line[:REASON_CHARS - 1] + "…"
