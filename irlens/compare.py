@@ -214,28 +214,37 @@ def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: 
     return Reference(run_eager(ref.module, ref, mode), inst.module.state_dict(), inst.inputs)
 
 
-def reference_and_twin(wl: Workload, mode: str, device: str, preset: str, dtype: str | None,
-                       check_twin: bool) -> tuple[Reference, str]:
-    """The reference, and with `check_twin` in fwd mode why `wl`'s JAX twin disagrees with it
-    ("" when it agrees, or there is no twin or no JAX to run it)."""
-    reference = compute_reference(wl, mode, device, preset, dtype)
-    if not (check_twin and mode == "fwd" and wl.jax is not None and importlib.util.find_spec("jax")):
-        return reference, ""
+TWIN_PRESET = "tiny"  # a twin computes the same function at every size: checked where it is cheap
+
+
+def twin_problem(wl: Workload, device: str, dtype: str | None) -> str:
+    """Why `wl`'s JAX twin disagrees with its torch module on the same weights and inputs ("" when
+    it agrees, or there is no twin or no JAX to run it), at the small preset: at the bench size
+    the check would cost minutes (JAX in float32 at `highest` precision) and say nothing more."""
+    if wl.jax is None or importlib.util.find_spec("jax") is None:
+        return ""
+    reference = compute_reference(wl, "fwd", device, TWIN_PRESET, dtype)
     try:
-        check_jax_twin(reference.pin(wl.instantiate(preset, dtype, device)), reference.results)
+        check_jax_twin(reference.pin(wl.instantiate(TWIN_PRESET, dtype, device)), reference.results)
     except TwinMismatch as e:
-        return reference, str(e)
-    return reference, ""
+        return str(e)
+    return ""
+
+
+def twin_in_worker(workload: str, device: str, dtype: str | None, gpu_lock: str | None = None) -> str:
+    """The worker's entry point for `twin_problem`."""
+    with sharing_gpu(gpu_lock):
+        return twin_problem(resolve_workload(workload), device, dtype)
 
 
 def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtype: str | None, path: str,
-                        check_twin: bool, gpu_lock: str | None = None) -> str:
+                        gpu_lock: str | None = None) -> None:
     """The worker's entry point (irlens.isolation calls it by name): save the reference to `path`,
-    return what `reference_and_twin` says of the twin, and give the memory back before the next.
-    With `gpu_lock` it shares the GPU like a cell (no timing runs beside it). Out of device
-    memory, it tries again with the GPU alone, then on the CPU: float64 needs twice float32's
-    memory (attention_manual's [B, H, S, S] scores at the bench size do not fit twice over).
-    Cells pin the reference's own weights and inputs, so they compute on the same numbers."""
+    and give the memory back before the next. With `gpu_lock` it shares the GPU like a cell (no
+    timing runs beside it). Out of device memory, it tries again with the GPU alone, then on the
+    CPU: float64 needs twice float32's memory (attention_manual's [B, H, S, S] scores at the
+    bench size do not fit twice over). Cells pin the reference's own weights and inputs, so they
+    compute on the same numbers."""
     print(f"[irlens] reference {workload} {mode}", file=sys.stderr, flush=True)
     wl = resolve_workload(workload)
     tries = [(device, sharing_gpu), (device, gpu_alone)] if gpu_lock else [(device, sharing_gpu)]
@@ -244,7 +253,7 @@ def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtyp
     for i, (where, turn) in enumerate(tries):
         try:
             with turn(gpu_lock if where != "cpu" else None):
-                reference, twin = reference_and_twin(wl, mode, where, preset, dtype, check_twin)
+                reference = compute_reference(wl, mode, where, preset, dtype)
             break
         except torch.OutOfMemoryError:
             if i == len(tries) - 1:
@@ -258,7 +267,6 @@ def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtyp
     gc.collect()
     if device.startswith("cuda"):
         torch.cuda.empty_cache()
-    return twin
 
 
 def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
@@ -364,24 +372,25 @@ class _Entry:
     reference: Reference | None  # in-process only
     path: str | None  # isolated only
     error: str  # why there is no reference, or ""
-    twin: str  # why the JAX twin disagrees (fwd, with twin checks), or ""
 
 
 class _References:
-    """The float64 reference per workload x mode, computed once. In-process (no `directory`)
-    they are computed here when first asked for. Isolated, one worker computes them all into
-    files in `directory`, in the background from the first `start` or `get` on (fwd first, for
-    the twin checks), and `get` waits for its own: cells start as soon as their reference is
-    there, while the costly ones (float64 at the bench size takes minutes) are still being
-    computed. With `gpu_lock`, the worker takes its GPU turns like a cell (irlens.timing).
-    With `check_twins`, each fwd reference also carries its JAX twin's verdict."""
+    """The float64 reference per workload x mode, computed once, and with `check_twins` each
+    JAX twin's verdict. In-process (no `directory`) they are computed here when first asked for.
+    Isolated, one worker computes them into files in `directory`, in the background from the
+    first `start` or `get` on (the twins first, the check waits for them), and `get` waits for
+    its own: cells start as soon as their reference is there, while costly ones (float64 at the
+    bench size takes minutes) are still being computed. With `gpu_lock`, the worker takes its
+    GPU turns like a cell (irlens.timing)."""
 
     def __init__(self, plan: Plan, directory: str | None, timeout: float = DEFAULT_TIMEOUT_S,
                  check_twins: bool = False, gpu_lock: str | None = None):
         self.plan, self.directory, self.timeout, self.check_twins = plan, directory, timeout, check_twins
         self.gpu_lock = gpu_lock
         self._cache: dict[tuple[str, str], _Entry] = {}
+        self._twins: dict[str, str] = {}
         self._ready: dict[tuple[str, str], threading.Event] = {}
+        self._twins_ready = threading.Event()
         self._worker: threading.Thread | None = None
         self._lock = threading.RLock()
 
@@ -391,27 +400,36 @@ class _References:
         return entry.reference, entry.path, entry.error
 
     def twin_problem(self, workload: str) -> str:
-        return self._entry(workload, "fwd").twin
+        """Why the workload's JAX twin disagrees, or cannot be checked ("" when it agrees)."""
+        if self.directory is None:
+            with self._lock:
+                if workload not in self._twins:
+                    self._twins[workload] = self._twin(workload)
+                return self._twins[workload]
+        self.start()
+        self._twins_ready.wait()
+        return self._twins.get(workload, "")
 
     def prepare(self) -> None:
-        """Compute every reference the plan's cells and twin checks need, now."""
+        """Compute every reference the plan's cells need, now."""
         for key in self._keys():
             self._entry(*key)
 
     def start(self) -> None:
-        """Isolated: start computing every planned reference in the background."""
+        """Isolated: start computing the twin verdicts and every planned reference in the background."""
         with self._lock:
             if self.directory is None or self._worker is not None:
                 return
-            keys = sorted(self._keys(), key=lambda k: k[1] != "fwd")  # fwd first: the twin checks wait for them
+            keys = self._keys()
             self._ready = {k: threading.Event() for k in keys}
             self._worker = threading.Thread(target=self._compute_in_worker, args=(keys,), daemon=True)
             self._worker.start()
 
     def _keys(self) -> list[tuple[str, str]]:
-        p = self.plan
-        cells = [(w, m) for w in p.workloads for m in p.modes]
-        return list(dict.fromkeys(cells + [(w, "fwd") for w, wl in p.workloads.items() if wl.jax is not None]))
+        return [(w, m) for w in self.plan.workloads for m in self.plan.modes]
+
+    def _twinned(self) -> list[str]:
+        return [w for w, wl in self.plan.workloads.items() if wl.jax is not None] if self.check_twins else []
 
     def _entry(self, workload: str, mode: str) -> _Entry:
         key = (workload, mode)
@@ -429,11 +447,16 @@ class _References:
     def _compute(self, workload: str, mode: str) -> _Entry:
         p = self.plan
         try:
-            reference, twin = reference_and_twin(p.workloads[workload], mode, p.device, p.preset, p.dtype,
-                                                 self.check_twins)
+            return _Entry(compute_reference(p.workloads[workload], mode, p.device, p.preset, p.dtype), None, "")
         except Exception as e:
-            return _Entry(None, None, f"the float64 eager reference failed: {type(e).__name__}: {e}", "")
-        return _Entry(reference, None, "", twin)
+            return _Entry(None, None, f"the float64 eager reference failed: {type(e).__name__}: {e}")
+
+    def _twin(self, workload: str) -> str:
+        p = self.plan
+        try:
+            return twin_problem(p.workloads[workload], p.device, p.dtype)
+        except Exception as e:
+            return f"cannot check the JAX twin of workload {p.workloads[workload].name!r}: {type(e).__name__}: {e}"
 
     def _compute_in_worker(self, keys: list[tuple[str, str]]) -> None:
         from irlens.isolation import CallFailed, WorkerSession
@@ -441,21 +464,31 @@ class _References:
         p = self.plan
         try:
             with WorkerSession(preload=("irlens.compare", "irlens.models")) as worker:
+                for workload in self._twinned():
+                    try:
+                        self._twins[workload] = worker.call("irlens.compare:twin_in_worker", dict(
+                            workload=workload, device=p.device, dtype=p.dtype, gpu_lock=self.gpu_lock), self.timeout)
+                    except CallFailed as e:
+                        self._twins[workload] = (f"cannot check the JAX twin of workload "
+                                                 f"{p.workloads[workload].name!r}: {e.reason}")
+                self._twins_ready.set()
                 for i, (workload, mode) in enumerate(keys):
                     path = os.path.join(self.directory, f"reference{i}.pt")
                     kwargs = dict(workload=workload, mode=mode, device=p.device, preset=p.preset, dtype=p.dtype,
-                                  path=path, check_twin=self.check_twins, gpu_lock=self.gpu_lock)
+                                  path=path, gpu_lock=self.gpu_lock)
                     try:
-                        twin = worker.call("irlens.compare:reference_in_worker", kwargs, self.timeout)
-                        self._cache[(workload, mode)] = _Entry(None, path, "", twin)
+                        worker.call("irlens.compare:reference_in_worker", kwargs, self.timeout)
+                        self._cache[(workload, mode)] = _Entry(None, path, "")
                     except CallFailed as e:
-                        self._cache[(workload, mode)] = _Entry(
-                            None, None, f"the float64 eager reference failed: {e.reason}", "")
+                        self._cache[(workload, mode)] = _Entry(None, None, f"the float64 eager reference failed: {e.reason}")
                     self._ready[(workload, mode)].set()
         finally:  # whatever stopped this thread, nobody may wait forever
+            for workload in self._twinned():
+                self._twins.setdefault(workload, "cannot check the JAX twin: the reference worker stopped")
+            self._twins_ready.set()
             for key in keys:
                 if key not in self._cache:
-                    self._cache[key] = _Entry(None, None, "the float64 reference was not computed: its worker stopped", "")
+                    self._cache[key] = _Entry(None, None, "the float64 reference was not computed: its worker stopped")
                 self._ready[key].set()
 
 
@@ -467,9 +500,6 @@ def check_twins(plan: Plan, refs: _References) -> None:
     for ref, wl in plan.workloads.items():
         if wl.jax is None:
             continue
-        _, _, error = refs.get(ref, "fwd")
-        if error:
-            raise TwinMismatch(f"cannot check the JAX twin of workload {wl.name!r}: {error}")
         problem = refs.twin_problem(ref)
         if problem:
             raise TwinMismatch(problem)
