@@ -59,10 +59,11 @@ case "${1:-}" in
     (wait_idle 2; cross 2; CUDA_VISIBLE_DEVICES=2 timeout 100 python -m pytest -m gpu -rA -p no:cacheprovider \
       tests/test_parallel.py > "$R/gpu-tests-parallel.log" 2>&1; echo "parallel gpu test rc=$?") &
     wait ;;
-  parallel)  # rows in order of importance, each table within its time budget
-    table llama3 --model llama3:1B --dp-shard 2 --tp 2 --steps 8 --timeout 120 --budget-s 360 \
-      --rows eager,autobucketing_full_inductor,compiled,autobucketing_full_inductor_cudagraph,sac_reshard_block_bucketing,autobucketing,flex_eager,flex_block_bucketing_regional_cudagraph
-    table deepseek --model deepseek_v3:2B --dp-shard 2 --tp 2 --ep 2 --steps 8 --timeout 100 --budget-s 160 \
-      --rows eager,compiled,autobucketing_full_inductor_cudagraph ;;
+  parallel)  # rows in order of importance, each table within its time budget; LLAMA3_ROWS and
+    # DEEPSEEK_ROWS (comma-separated row names, or "none") choose others
+    [ "${LLAMA3_ROWS:-}" = none ] || table llama3 --model llama3:1B --dp-shard 2 --tp 2 --steps 8 --timeout 150 --budget-s 360 \
+      --rows "${LLAMA3_ROWS:-eager,autobucketing_full_inductor,compiled,autobucketing_full_inductor_cudagraph,sac_reshard_block_bucketing,autobucketing,flex_eager,flex_block_bucketing_regional_cudagraph}"
+    [ "${DEEPSEEK_ROWS:-}" = none ] || table deepseek --model deepseek_v3:2B --dp-shard 2 --tp 2 --ep 2 --steps 8 --timeout 100 --budget-s 160 \
+      --rows "${DEEPSEEK_ROWS:-eager,compiled,autobucketing_full_inductor_cudagraph}" ;;
   *) echo "usage: $0 single|parallel" >&2; exit 2 ;;
 esac
