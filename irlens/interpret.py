@@ -203,23 +203,25 @@ def _embedding_backward(a, g, idx):
     return out
 
 
-def _scalar_tensor(v, like: torch.Tensor | None):
+def _scalar_tensor(v, like: torch.Tensor | None, device: str | None = None):
     """A literal operand as a 0-d tensor. A float is float64 (a 0-d operand does not promote a
     tensor operand, and the constant keeps its precision), unless the op's floating operand is
-    0-d itself: then it takes that one's dtype, so that a float32 graph stays float32."""
+    0-d itself: then it takes that one's dtype, so that a float32 graph stays float32. It lives on
+    `like`'s device, else on `device`."""
     if isinstance(v, torch.Tensor) or v is None:
         return v
-    device = like.device if like is not None else None
+    device = like.device if like is not None else device
     if isinstance(v, float):
         return torch.tensor(v, dtype=like.dtype if like is not None and like.dim() == 0 else F64, device=device)
     return torch.tensor(v, dtype=torch.bool if isinstance(v, bool) else torch.int64, device=device)
 
 
 def _elementwise(fn):
-    # torch's functional forms want a tensor first; literals become 0-d tensors
+    # torch's functional forms want a tensor first; literals become 0-d tensors. An op of literals
+    # only computes where a lowering says (`a["device"]`, see node_attrs), else on the CPU.
     def run(a, *xs):
         like = next((x for x in xs if isinstance(x, torch.Tensor) and x.is_floating_point()), None)
-        return fn(*[_scalar_tensor(x, like) for x in xs])
+        return fn(*[_scalar_tensor(x, like, a.get("device")) for x in xs])
     return run
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Protocol, Sequence
 
 from irlens.frontends.base import Unavailable
-from irlens.ir import Graph, Kernel
+from irlens.ir import Graph, Kernel, Node
+from irlens.ops import CREATION, ELEMENTWISE, category
 
 LEVEL = "primitive"
 
@@ -27,6 +28,15 @@ def check_supported(graph: Graph, supported: frozenset[str], lowering: str) -> N
     missing = [n.op for n in graph.nodes if n.op not in supported]
     if missing:
         raise Unsupported(lowering, missing)
+
+
+def node_attrs(node: Node, device: str) -> dict:
+    """The attrs a node's meaning (irlens.interpret.MEANINGS) runs with in a lowering: creation
+    ops and elementwise ops of literals only (JAX's `div 1.0 512.0`, the mean's cotangent) make
+    their tensors on the lowering's device. Made on the CPU, a literal-only result broadcast into
+    a CUDA op is a CPU operand, which Inductor's fake tensors and nvFuser's inputs refuse."""
+    here = category(node.op) == CREATION or (category(node.op) == ELEMENTWISE and not node.value_inputs())
+    return dict(node.attrs, device=device) if here else dict(node.attrs)
 
 
 class LoweredGraph(Protocol):

@@ -18,8 +18,8 @@ import torch
 from irlens.frontends.base import Unavailable
 from irlens.interpret import MEANINGS, TORCH_DTYPES, all_outputs, output_specs
 from irlens.ir import Graph, Kernel, Node, canonical_dtype
-from irlens.lower import check_supported
-from irlens.ops import CREATION, MATMUL, category
+from irlens.lower import check_supported, node_attrs
+from irlens.ops import MATMUL, category
 
 SUPPORTED = frozenset(MEANINGS)
 
@@ -127,8 +127,8 @@ def _define_input(fd, nv, value: torch.Tensor):
 
 
 def _fusion_input(value: torch.Tensor, device: str) -> torch.Tensor:
-    """A region input as nvFuser binds it: on the fusion's device (a node with literal operands
-    only ran through torch on the CPU; nvFuser refuses a CPU tensor for a CUDA input), dense."""
+    """A region input as nvFuser binds it: dense, and on the fusion's device (nvFuser refuses a
+    CPU tensor for a CUDA input; the torch-side ops make theirs there, `node_attrs`)."""
     return value.to(device).contiguous()
 
 
@@ -196,8 +196,8 @@ class NvFuserLowered:
                 self._last_inputs[item.name] = values
                 env.update(zip(item.outputs, item.definition.execute(values)))
             else:
-                attrs = dict(item.attrs, device=self.device) if category(item.op) == CREATION else item.attrs
-                result = MEANINGS[item.op](attrs, *[env[a] if isinstance(a, str) else a for a in item.inputs])
+                result = MEANINGS[item.op](node_attrs(item, self.device),
+                                           *[env[a] if isinstance(a, str) else a for a in item.inputs])
                 results = all_outputs(result, output_specs(item), self.device)
                 env.update(zip((o.name for o in item.outputs), map(_as_declared, results, item.outputs)))
         return [env[o] if isinstance(o, str) else o for o in self.graph.outputs]
