@@ -12,7 +12,7 @@ result carries its own repeatability figure. Host wall time stays with
 from __future__ import annotations
 
 import contextlib
-import os
+import fcntl
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -101,38 +101,29 @@ def time_on_device(step: Callable[[], Any], steps: int = 15) -> DeviceTiming:
 _GPU_TURN: tuple[str, Any] | None = None  # this process's hold: ("shared", file) or ("alone", None)
 
 
-def _flock(f, op: int) -> None:
-    import fcntl
-
-    fcntl.flock(f, op)
-
-
 def _pass_turnstile(path: str) -> None:
-    import fcntl
-
     with open(path + ".turnstile", "a") as turn:
-        _flock(turn, fcntl.LOCK_EX)
-        _flock(turn, fcntl.LOCK_UN)
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        fcntl.flock(turn, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager
 def sharing_gpu(path: str | None):
     """Use the GPU beside other sharers for the block; timings wait until it ends."""
     global _GPU_TURN
-    import fcntl
 
     if not path or _GPU_TURN is not None:
         yield
         return
     with open(path, "a") as lock:
         _pass_turnstile(path)
-        _flock(lock, fcntl.LOCK_SH)
+        fcntl.flock(lock, fcntl.LOCK_SH)
         _GPU_TURN = ("shared", lock)
         try:
             yield
         finally:
             _GPU_TURN = None
-            _flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager
@@ -140,7 +131,6 @@ def gpu_alone(path: str | None):
     """Have the GPU alone for the block: step out of this process's share, keep new sharers out,
     wait for the others to finish theirs; then share again."""
     global _GPU_TURN
-    import fcntl
 
     if not path or (_GPU_TURN is not None and _GPU_TURN[0] == "alone"):
         yield
@@ -148,19 +138,19 @@ def gpu_alone(path: str | None):
     held = _GPU_TURN
     with open(path, "a") as lock, open(path + ".turnstile", "a") as turn:
         if held is not None:
-            _flock(held[1], fcntl.LOCK_UN)
-        _flock(turn, fcntl.LOCK_EX)
-        _flock(lock, fcntl.LOCK_EX)
-        _flock(turn, fcntl.LOCK_UN)
+            fcntl.flock(held[1], fcntl.LOCK_UN)
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(turn, fcntl.LOCK_UN)
         _GPU_TURN = ("alone", None)
         try:
             yield
         finally:
             _GPU_TURN = held
-            _flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(lock, fcntl.LOCK_UN)
             if held is not None:
                 _pass_turnstile(path)
-                _flock(held[1], fcntl.LOCK_SH)
+                fcntl.flock(held[1], fcntl.LOCK_SH)
 
 
 class DeviceTimingRecorder:
