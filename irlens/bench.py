@@ -16,6 +16,7 @@ flops / matmul rate of its dtype); `bound` says which term is larger.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -28,6 +29,7 @@ from irlens.ir import Graph, Kernel
 from irlens.timing import Ceilings, measure_ceilings
 
 BENCH_BACKENDS = ["eager", "inductor", "nvfuser", "xla"]
+_CHILD_ENV = "IRLENS_BENCH_CHILD"  # set for the per-GPU runs of `--gpus`
 BENCH_DTYPES = ["bfloat16", "float32"]
 
 
@@ -118,12 +120,16 @@ def annotate_kernels(row: dict) -> None:
 
 
 def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
-              timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None, checkpoint=None) -> dict:
+              timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None, checkpoint=None,
+              only: dict[str, frozenset] | None = None) -> dict:
     """The bench document. `budget_s` bounds the whole run: cells not started in time are
-    `unavailable` rows that say so. `checkpoint(doc)` is called after each dtype."""
+    `unavailable` rows that say so. `checkpoint(doc)` is called after each dtype. `only`
+    ({dtype: {(workload, mode, backend)}}) runs just those cells of the matrix."""
     backends = backends or BENCH_BACKENDS
     dtypes = dtypes or BENCH_DTYPES
     plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True) for dtype in dtypes]
+    if only is not None:
+        plans = [dataclasses.replace(plan, only=only.get(plan.dtype, frozenset())) for plan in plans]
     started = time.time()
     ceilings, musts = measure_in_worker(plans, timeout)
     print(f"irlens bench: copy {ceilings.copy_gbps:.0f} GB/s, bf16 {ceilings.bf16_tflops:.0f} TFLOP/s, "
@@ -188,11 +194,11 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
     parts = [
         f"# GPU comparison: {doc['device_name']}",
         "",
-        f"Produced by `{command}` (results: [`{json_name}`]({json_name})).",
+        *_produced_by(doc, command, json_name),
         "",
         f"- device: {doc['device_name']}, driver {doc.get('driver')}; torch {v.get('torch')}, triton {v.get('triton')}, "
         f"jax {v.get('jax')}/{v.get('jaxlib')}, thunder {v.get('thunder')}, python {v.get('python')}",
-        *(_ceilings_line(part) for part in parts_of(doc)),
+        *(_ceilings_line(part, doc.get("reruns", 0)) for part in parts_of(doc)),
         f"- {len(doc['rows'])} rows, {ok} ok; preset `{doc['preset']}`; wall time {doc['wall_s'] / 60:.1f} min",
         f"- repeatability: each row's device time is the median of 15 profiled steps (cold L2), measured twice; "
         f"the two medians differ by at most {100 * max(spreads, default=0):.2f}% "
@@ -225,15 +231,29 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
     return [md_path, *figures]
 
 
+def _produced_by(doc: dict, command: str, json_name: str) -> list[str]:
+    results = f"(results: [`{json_name}`]({json_name}))"
+    earlier = doc.get("commands", [])[:-1]
+    if not earlier and not doc.get("reruns"):
+        return [f"Produced by `{command}` {results}."]
+    lines = [f"`{c}`, then" for c in earlier] or ["an earlier run (its command was not recorded in its document), then"]
+    lines[0] = "Produced by " + lines[0]
+    count = doc.get("reruns", 1)
+    reruns = "the last one" if count == 1 else f"the last {count}"
+    return lines + [f"`{command}` {results}; {reruns} ran again the rows that were not ok and replaced them "
+                    f"(with the GPU and ceilings of the rerun that measured them)."]
+
+
 def parts_of(doc: dict) -> list[dict]:
     """The document's runs, one per GPU: {"gpu", "dtypes", "modes", "ceilings"}; a single-GPU run is one part."""
     return doc.get("parts") or [{"gpu": None, "dtypes": [], "modes": [], "ceilings": doc["ceilings"]}]
 
 
-def _ceilings_line(part: dict) -> str:
+def _ceilings_line(part: dict, doc_reruns: int = 0) -> str:
     c = part["ceilings"]
-    where = "this run" if part["gpu"] is None else \
-        f"this run on GPU {part['gpu']} (its rows: {' and '.join(part['dtypes'])}, {' and '.join(part['modes'])})"
+    run = "a rerun" if part.get("rerun") else "the first run" if doc_reruns else "this run"
+    where = run if part["gpu"] is None else \
+        f"{run} on GPU {part['gpu']} (its rows: {' and '.join(part['dtypes'])}, {' and '.join(part['modes'])})"
     return (f"- ceilings measured in {where}: device copy **{c['copy_gbps']:.0f} GB/s** (bytes read + written), "
             f"bf16 matmul **{c['bf16_tflops']:.0f} TFLOP/s**, fp32 matmul **{c['fp32_tflops']:.0f} TFLOP/s** (8192³)")
 
@@ -258,6 +278,8 @@ def child_argv(args, dtypes: list[str], modes: list[str], json_path: str) -> lis
     """`irlens bench` arguments for one GPU's share: the same matrix options, its dtypes and modes, its own JSON."""
     argv = ["bench", "--dtypes", ",".join(dtypes), "--mode", ",".join(modes), "--json", json_path,
             "--preset", args.preset, "--timeout", str(args.timeout), "--jobs", str(args.jobs)]
+    if args.rerun:
+        argv += ["--rerun", args.rerun]
     for flag, names in (("--workloads", args.workloads), ("--backends", args.backends)):
         if names:
             argv += [flag, ",".join(names)]
@@ -266,14 +288,17 @@ def child_argv(args, dtypes: list[str], modes: list[str], json_path: str) -> lis
     return argv
 
 
-def share_matrix(dtypes: list[str], modes: list[str], gpus: list[str]) -> dict[str, tuple[list[str], list[str]]]:
-    """{gpu: (dtypes, modes)}: one dtype x mode per GPU where there are GPUs enough, else whole
-    dtypes round-robin. A GPU left without a share is not used."""
-    if len(gpus) >= len(dtypes) * len(modes):
-        return {gpu: ([d], [m]) for gpu, (d, m) in zip(gpus, [(d, m) for d in dtypes for m in modes])}
+def share_matrix(units: list[tuple[str, str]], gpus: list[str]) -> dict[str, tuple[list[str], list[str]]]:
+    """{gpu: (dtypes, modes)} for the (dtype, mode) parts of a matrix: one part per GPU where
+    there are GPUs enough, else whole dtypes round-robin. A GPU left without a share is not used."""
+    if len(gpus) >= len(units):
+        return {gpu: ([d], [m]) for gpu, (d, m) in zip(gpus, units)}
     shares: dict[str, tuple[list[str], list[str]]] = {}
-    for i, dtype in enumerate(dtypes):
-        shares.setdefault(gpus[i % len(gpus)], ([], list(modes)))[0].append(dtype)
+    for i, dtype in enumerate(dict.fromkeys(d for d, _ in units)):
+        modes = list(dict.fromkeys(m for d, m in units if d == dtype))
+        dtypes, share_modes = shares.setdefault(gpus[i % len(gpus)], ([], []))
+        dtypes.append(dtype)
+        share_modes.extend(m for m in modes if m not in share_modes)
     return shares
 
 
@@ -298,13 +323,15 @@ def run_on_gpus(args, gpus: list[str]) -> dict:
 
     from irlens.isolation import worker_env
 
-    shares = share_matrix(args.dtypes or BENCH_DTYPES, args.modes, gpus)
+    units = [(d, m) for d in args.dtypes or BENCH_DTYPES for m in args.modes
+             if args.only is None or any(cell[1] == m for cell in args.only.get(d, ()))]
+    shares = share_matrix(units, gpus)
     with tempfile.TemporaryDirectory(prefix="irlens-bench-") as tmp:
         children = []
         for gpu, (dtypes, modes) in shares.items():
             path = os.path.join(tmp, f"gpu{gpu}.json")
             # tqdm's refreshes become lines once relayed: fewer of them
-            env = {**worker_env(), "CUDA_VISIBLE_DEVICES": gpu, "TQDM_MININTERVAL": "15"}
+            env = {**worker_env(), "CUDA_VISIBLE_DEVICES": gpu, "TQDM_MININTERVAL": "15", _CHILD_ENV: "1"}
             proc = subprocess.Popen([sys.executable, "-m", "irlens", *child_argv(args, dtypes, modes, path)], env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             relay = threading.Thread(target=lambda p=proc, g=gpu: [print(f"[gpu {g}] {line}", end="", file=sys.stderr)
@@ -328,6 +355,47 @@ def run_on_gpus(args, gpus: list[str]) -> dict:
     return doc
 
 
+def not_ok_cells(doc: dict) -> dict[str, frozenset]:
+    """{dtype: {(workload, mode, backend)}} of a bench document's rows that are not ok."""
+    cells: dict[str, set] = {}
+    for r in doc["rows"]:
+        if r["status"] != "ok":
+            cells.setdefault(r["dtype"], set()).add((r["workload"], r["mode"], r["backend"]))
+    return {dtype: frozenset(c) for dtype, c in cells.items()}
+
+
+def restrict_to_rerun(args, previous: dict) -> bool:
+    """Narrow the matrix options to the cells of `previous` that are not ok (and that the options
+    also name); False when there are none."""
+    only = not_ok_cells(previous)
+    if args.dtypes:
+        only = {d: c for d, c in only.items() if d in args.dtypes}
+    only = {d: frozenset(c for c in cells if (args.workloads is None or c[0] in args.workloads)
+                         and c[1] in args.modes and (args.backends is None or c[2] in args.backends))
+            for d, cells in only.items()}
+    only = {d: c for d, c in only.items() if c}
+    if not only:
+        return False
+    every = [c for cells in only.values() for c in cells]
+    args.only = only
+    args.dtypes = [d for d in BENCH_DTYPES if d in only] + [d for d in only if d not in BENCH_DTYPES]
+    args.workloads = list(dict.fromkeys(c[0] for c in sorted(every)))
+    args.modes = [m for m in args.modes if any(c[1] == m for c in every)]
+    args.backends = [b for b in args.backends or BENCH_BACKENDS if any(c[2] == b for c in every)]
+    return True
+
+
+def merge_rerun(previous: dict, rerun: dict) -> dict:
+    """`previous` with the rows the rerun ran replaced by the rerun's (each with the GPU and
+    ceilings of the rerun's part), the rerun's parts added."""
+    key = lambda r: (r["workload"], r["mode"], r["dtype"], r["backend"])  # noqa: E731
+    fresh = {key(r): r for r in rerun["rows"]}
+    return {**previous, "parts": parts_of(previous) + [{**p, "rerun": True} for p in rerun["parts"]],
+            "rows": [fresh.get(key(r), r) for r in previous["rows"]],
+            "reruns": previous.get("reruns", 0) + 1, "wall_s": previous["wall_s"] + rerun["wall_s"],
+            "missing": previous.get("missing", []) + rerun.get("missing", [])}
+
+
 def bench_main(args) -> int:
     import torch
 
@@ -339,19 +407,47 @@ def bench_main(args) -> int:
               "Use `irlens compare` on the CPU.", file=sys.stderr)
         return 2
 
+    command = "irlens " + " ".join(sys.argv[1:])
+    args.only, previous = None, None
+    if args.rerun:
+        try:
+            previous = json.loads(Path(args.rerun).read_text())
+            if not isinstance(previous, dict) or not isinstance(previous.get("rows"), list):
+                raise ValueError("it has no rows")
+        except (OSError, ValueError) as e:
+            print(f"irlens bench: --rerun {args.rerun}: not a bench results document ({e})", file=sys.stderr)
+            return 2
+        if not restrict_to_rerun(args, previous):
+            print(f"irlens bench: every row of {args.rerun} that these options name is ok: nothing to run again",
+                  file=sys.stderr)
+            return 0
+        print(f"irlens bench: running again {sum(map(len, args.only.values()))} rows of {args.rerun} that are "
+              f"not ok", file=sys.stderr)
+
+    def finished(doc: dict) -> dict:
+        """The document as written: its commands, and merged into the earlier one on a rerun (in
+        the parent only: a GPU's child writes just its rows, and the parent merges them)."""
+        if previous is None or os.environ.get(_CHILD_ENV):
+            return {**doc, "commands": [command]}
+        if "parts" not in doc:  # one GPU: its rows as one part, like a child's
+            doc = merge_parts([(args.gpus[0] if args.gpus else os.environ.get("CUDA_VISIBLE_DEVICES"), doc)])
+        return {**merge_rerun(previous, doc), "commands": previous.get("commands", []) + [command]}
+
     def save(doc: dict) -> None:
         if args.json:
-            write_document(doc, args.json)
+            write_document(finished(doc), args.json)
 
     try:
         if args.gpus and len(args.gpus) > 1:
             doc = run_on_gpus(args, args.gpus)
-            save(doc)
         else:
             if args.gpus:
                 os.environ["CUDA_VISIBLE_DEVICES"] = args.gpus[0]  # before any worker starts
             doc = run_bench(args.workloads, args.backends, args.modes, args.dtypes, "cuda", args.preset,
-                            args.timeout, args.jobs, args.budget_s, checkpoint=save)
+                            args.timeout, args.jobs, args.budget_s, checkpoint=save, only=args.only)
+        doc = finished(doc)
+        if args.json:
+            write_document(doc, args.json)
     except (UnknownName, ValueError) as e:  # TwinMismatch is a ValueError
         print(f"irlens bench: {e}", file=sys.stderr)
         return 2
@@ -363,6 +459,6 @@ def bench_main(args) -> int:
         md = Path(args.md)
         md.parent.mkdir(parents=True, exist_ok=True)
         json_name = Path(args.json).name if args.json else ""
-        for path in write_results_page(doc, md, json_name, "irlens " + " ".join(sys.argv[1:])):
+        for path in write_results_page(doc, md, json_name, command):
             print(f"wrote {path}", file=sys.stderr)
     return 1 if doc.get("missing") else exit_status(doc)

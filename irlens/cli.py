@@ -300,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--gpus", type=_csv, default=None,
                    help="GPU indices (e.g. 0,1,2,3): the dtype x mode parts of the matrix are shared out over "
                         "them, one child run per GPU measuring its own ceilings; default: the one GPU torch picks")
+    b.add_argument("--rerun", default=None, metavar="RESULTS_JSON",
+                   help="run again only the rows of this earlier bench document that are not ok (and that the "
+                        "other options name), and write it with those rows replaced")
     b.set_defaults(func=cmd_bench)
 
     r = sub.add_parser("report", help="HTML + Markdown report contrasting what each backend fused and what it cost")

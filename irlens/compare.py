@@ -78,6 +78,9 @@ class Plan:
     preset: str
     dtype: str | None
     device_timing: bool = False  # also measure kernels' device time (CUDA; `irlens bench`)
+    # (workload name, mode, backend) of the cells to run, where not all of the product are
+    # (`irlens bench --rerun`); None: all of them
+    only: frozenset[tuple[str, str, str]] | None = None
 
     @property
     def isolatable(self) -> bool:
@@ -85,7 +88,8 @@ class Plan:
         return not any(k.startswith("<object>:") for k in self.workloads)
 
     def cells(self) -> list[Cell]:
-        return [Cell(w, b, m) for w in self.workloads for m in self.modes for b in self.backends]
+        return [Cell(w, b, m) for w in self.workloads for m in self.modes for b in self.backends
+                if self.only is None or (self.workloads[w].name, m, b) in self.only]
 
 
 # --- planning: every bad argument is found here, before anything runs ----------------------
@@ -352,8 +356,16 @@ def cell_in_worker(workload: str, backend: str, mode: str, device: str, preset: 
     """The worker's entry point (irlens.isolation calls it by name): one cell, a JSON-able row."""
     print(f"[irlens] {workload} {backend} {mode}", file=sys.stderr, flush=True)
     reference = Reference.load(reference_path, device)
-    return jsonable(run_cell(resolve_workload(workload), get_backend(backend), mode, device, preset, dtype, reference,
-                             device_timing, timing_lock, alone))
+    try:
+        return jsonable(run_cell(resolve_workload(workload), get_backend(backend), mode, device, preset, dtype,
+                                 reference, device_timing, timing_lock, alone))
+    finally:
+        # a worker waiting for its next cell holds no cached device memory: a cell beside it, or one
+        # run again alone after running out, gets what this one used
+        del reference
+        gc.collect()
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
 
 
 _OUT_OF_MEMORY = ("out of memory", "resource_exhausted", "outofmemoryerror")
@@ -426,7 +438,7 @@ class _References:
             self._worker.start()
 
     def _keys(self) -> list[tuple[str, str]]:
-        return [(w, m) for w in self.plan.workloads for m in self.plan.modes]
+        return list(dict.fromkeys((c.workload, c.mode) for c in self.plan.cells()))
 
     def _twinned(self) -> list[str]:
         return [w for w, wl in self.plan.workloads.items() if wl.jax is not None] if self.check_twins else []
@@ -674,6 +686,10 @@ class _IsolatedRunner:
             self._local.worker[1].close()
             row = self._call(cell, {**kwargs, "alone": True})
             row.setdefault("notes", {})["gpu_alone"] = "ran out of device memory beside other cells; run again alone"
+        if self.timing_lock and p.backends[cell.backend].frontend == "jax":
+            # XLA's allocator keeps what it took until its process ends: on a shared GPU, a JAX
+            # cell's worker ends with the cell, so the next cells get that memory
+            self._local.worker[1].close()
         return row
 
     def _call(self, cell: Cell, kwargs: dict) -> dict:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -33,6 +34,34 @@ STDERR_TAIL_CHARS = 3000
 WORKER_ENV = "IRLENS_WORKER"  # set inside a worker process
 STARTUP_TIMEOUT_S = 180.0
 ORPHAN_POLL_S = 1.0
+
+
+# the line a crash's cause is on: a Python exception, a C++ exception that ended the process, a CUDA error
+_ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception)\b.*|terminate called .*|.*CUDA error: .*|\s*what\(\): .*)$")
+
+
+def first_error(stderr: str) -> str | None:
+    """The first line of a worker's stderr that names an error: after a crash, the tail holds
+    the teardown (e.g. a C++ destructor aborting on the dead CUDA context), the cause is earlier."""
+    lines = stderr.splitlines()
+    first = next((i for i, line in enumerate(lines) if _ERROR_LINE.match(line)), None)
+    if first is None:
+        return None
+    found = lines[first].strip()
+    if found.startswith("terminate called") and first + 1 < len(lines) and "what():" in lines[first + 1]:
+        found = lines[first + 1].strip().removeprefix("what():").strip()  # the C++ exception's message
+    return found[:300]
+
+
+def stderr_excerpt(stderr: str) -> str:
+    """The tail of a worker's stderr, with its first error line and a few after it in front where
+    the tail no longer holds them."""
+    tail = stderr[-STDERR_TAIL_CHARS:]
+    lines = stderr.splitlines()
+    first = next((i for i, line in enumerate(lines) if _ERROR_LINE.match(line)), None)
+    if first is None or lines[first] in tail:
+        return tail
+    return "\n".join(lines[first:first + 8])[:STDERR_TAIL_CHARS] + "\n[...]\n" + tail
 
 
 class CallFailed(RuntimeError):
@@ -85,7 +114,10 @@ class Worker:
         try:
             line = self._read_line(time.monotonic() + timeout)
         except EOFError:  # it died; the pipe closes a moment before the process is gone
-            raise CallFailed(prefix + describe_exit(self._proc.wait()), self._stderr_tail(stderr_start)) from None
+            detail = self._stderr_tail(stderr_start)
+            error = first_error(detail)
+            raise CallFailed(prefix + describe_exit(self._proc.wait()) + (f", after: {error}" if error else ""),
+                             detail) from None
         if line is None:
             self.kill()
             raise CallFailed(f"{prefix}timed out after {timeout:g} s", self._stderr_tail(stderr_start))
@@ -107,7 +139,7 @@ class Worker:
 
     def _stderr_tail(self, start: int) -> str:
         self._stderr.seek(start)
-        return self._stderr.read().decode(errors="replace")[-STDERR_TAIL_CHARS:]
+        return stderr_excerpt(self._stderr.read().decode(errors="replace"))
 
     def kill(self) -> None:
         if self.alive:

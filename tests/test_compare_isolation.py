@@ -51,7 +51,7 @@ class BrokenBackend(Backend):
                 results = {k: v * 1.01 for k, v in results.items()}
             elif self.how == "oom" and (timing._GPU_TURN or ("",))[0] != "alone":
                 raise torch.OutOfMemoryError("CUDA out of memory (simulated: too many cells on the GPU)")
-        return BackendRun(results=results, compile_s=0.0, run_us=1.0, kernels=[])
+        return BackendRun(results=results, compile_s=0.0, run_us=1.0, kernels=[], notes={"pid": os.getpid()})
 
 
 SEGFAULT = BrokenBackend("test-segfault", "segfault")
@@ -259,3 +259,55 @@ def test_a_timed_cell_out_of_memory_beside_others_runs_again_alone(broken_backen
     plan = cmp.plan_matrix(["gelu"], ["test-oom"], ["fwd"], "cpu", "tiny", None)
     (row,) = cmp.execute(plan, timeout=60.0, progress=False)["rows"]
     assert row["status"] == "failed" and cmp.out_of_memory(row)
+
+
+def test_a_crash_reports_its_first_error_not_only_the_teardown(tmp_path):
+    # nvFuser on a GPU: an illegal memory access, then thousands of characters of C++ frames
+    # while its destructors abort on the dead context; the row must name the cause
+    from irlens.isolation import CallFailed, Worker
+
+    (tmp_path / "crashy.py").write_text(
+        "import os, sys\n"
+        "def crash():\n"
+        "    print('[irlens] minigpt nvfuser fwdbwd', file=sys.stderr)\n"
+        "    print('RuntimeError: CUDA error: an illegal memory access was encountered', file=sys.stderr)\n"
+        "    print('frame #3: nvfuser::CompiledKernel::~CompiledKernel()\\n' * 200, file=sys.stderr, flush=True)\n"
+        "    os.abort()\n")
+    env = worker_env()
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tmp_path), env.get("PYTHONPATH")) if p)
+    worker = Worker(env=env)
+    try:
+        with pytest.raises(CallFailed) as failure:
+            worker.call("crashy:crash", {}, 60)
+    finally:
+        worker.close()
+    assert failure.value.reason == ("worker process crashed (SIGABRT), after: "
+                                    "RuntimeError: CUDA error: an illegal memory access was encountered")
+    head, tail = failure.value.detail.split("\n[...]\n")
+    assert head.startswith("RuntimeError: CUDA error") and tail.rstrip().endswith("~CompiledKernel()")
+
+
+def test_on_a_shared_gpu_a_jax_cells_worker_ends_with_it(broken_backends):
+    # XLA keeps the device memory it took until its process ends: timed cells share the GPU, so
+    # each JAX cell gets a fresh worker; other backends' workers serve cell after cell
+    def pids(backend, device_timing):
+        plan = cmp.plan_matrix(["gelu", "tinyhead"], [backend], ["fwd"], "cpu", "tiny", None, device_timing=device_timing)
+        rows = cmp.execute(plan, timeout=60.0, progress=False)["rows"]
+        assert [r["status"] for r in rows] == ["ok", "ok"]
+        return {r["notes"]["pid"] for r in rows}
+
+    assert len(pids("test-jax", device_timing=True)) == 2
+    assert len(pids("test-wrong", device_timing=True)) == 1  # in fwd, eager
+    assert len(pids("test-jax", device_timing=False)) == 1
+
+
+def test_first_error_of_a_cpp_exception_that_ended_the_process():
+    from irlens.isolation import first_error
+
+    stderr = ("[irlens] minigpt nvfuser fwdbwd\n"
+              "terminate called after throwing an instance of 'nvfuser::nvfError'\n"
+              "  what():   INTERNAL ASSERT FAILED at executor_utils.cpp:559. CUDA_ERROR_ILLEGAL_ADDRESS\n"
+              "frame #0: nvfuser::nvfCheckFail\n")
+    assert first_error(stderr) == "INTERNAL ASSERT FAILED at executor_utils.cpp:559. CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert first_error("Traceback (most recent call last):\nValueError: bad\n") == "ValueError: bad"
+    assert first_error("UserWarning: nothing wrong\n") is None

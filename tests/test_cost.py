@@ -1,8 +1,11 @@
 """Bytes and flops from the common view (irlens.cost), which `irlens bench` puts beside device times."""
+import argparse
+
 import pytest
 
 from irlens import cost
-from irlens.bench import merge_parts, roofline, run_bench, share_matrix, write_results_page
+from irlens.bench import (merge_parts, merge_rerun, restrict_to_rerun, roofline, run_bench, share_matrix,
+                          write_results_page)
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 from irlens.isolation import WorkerSession
 from irlens.timing import Ceilings
@@ -86,12 +89,13 @@ def test_roofline_picks_the_binding_ceiling():
 def test_bench_over_two_gpus_keeps_each_gpus_ceilings(monkeypatch, tmp_path):
     # `irlens bench --gpus 0,1,2,3`: each GPU's share runs with its own measured ceilings; the merged
     # document and page keep every row with its GPU's ceilings
-    assert share_matrix(["bfloat16", "float32"], ["fwd", "fwdbwd"], ["0", "1", "2", "3"]) == {
+    every = [(d, m) for d in ("bfloat16", "float32") for m in ("fwd", "fwdbwd")]
+    assert share_matrix(every, ["0", "1", "2", "3"]) == {
         "0": (["bfloat16"], ["fwd"]), "1": (["bfloat16"], ["fwdbwd"]), "2": (["float32"], ["fwd"]),
         "3": (["float32"], ["fwdbwd"])}
-    assert share_matrix(["bfloat16", "float32"], ["fwd", "fwdbwd"], ["0", "1", "2"]) == {
+    assert share_matrix(every, ["0", "1", "2"]) == {
         "0": (["bfloat16"], ["fwd", "fwdbwd"]), "1": (["float32"], ["fwd", "fwdbwd"])}
-    assert share_matrix(["bfloat16", "float32"], ["fwd"], ["3"]) == {"3": (["bfloat16", "float32"], ["fwd"])}
+    assert share_matrix([("bfloat16", "fwd"), ("float32", "fwd")], ["3"]) == {"3": (["bfloat16", "float32"], ["fwd"])}
     parts = []
     for gpu, dtype, copy in (("0", "bfloat16", 1000.0), ("1", "float32", 2000.0)):
         _stub_ceilings(monkeypatch, Ceilings(copy_gbps=copy, bf16_tflops=100.0, fp32_tflops=10.0, device="stub"))
@@ -105,3 +109,34 @@ def test_bench_over_two_gpus_keeps_each_gpus_ceilings(monkeypatch, tmp_path):
     page = write_results_page(doc, tmp_path / "r.md", "r.json", "irlens bench --gpus 0,1")[0].read_text()
     assert "on GPU 0 (its rows: bfloat16, fwd): device copy **1000 GB/s**" in page
     assert "on GPU 1 (its rows: float32, fwd): device copy **2000 GB/s**" in page
+
+
+def test_bench_rerun_runs_only_the_rows_not_ok_and_replaces_them(monkeypatch, tmp_path):
+    # `irlens bench --rerun h200.json`: the rows that failed or did not run, and only those, run
+    # again; the document keeps every other row with its first run's GPU and ceilings
+    _stub_ceilings(monkeypatch, Ceilings(copy_gbps=1000.0, bf16_tflops=100.0, fp32_tflops=10.0, device="stub"))
+    first = merge_parts([("0", run_bench(["gelu", "tinyhead"], ["eager", "inductor"], ["fwd"], ["float32"],
+                                         device="cpu", preset="tiny"))])
+    assert [r["status"] for r in first["rows"]] == ["ok"] * 4
+    lost = next(i for i, r in enumerate(first["rows"]) if (r["workload"], r["backend"]) == ("gelu", "inductor"))
+    first["rows"][lost] = {**first["rows"][lost], "status": "unavailable", "reason": "not run: budget"}
+    args = argparse.Namespace(dtypes=None, workloads=None, modes=["fwd", "fwdbwd"], backends=None)
+    assert restrict_to_rerun(args, first)
+    assert args.only == {"float32": frozenset({("gelu", "fwd", "inductor")})}
+    assert (args.dtypes, args.workloads, args.modes, args.backends) == (["float32"], ["gelu"], ["fwd"], ["inductor"])
+
+    _stub_ceilings(monkeypatch, Ceilings(copy_gbps=3000.0, bf16_tflops=100.0, fp32_tflops=10.0, device="stub"))
+    rerun = merge_parts([("3", run_bench(args.workloads, args.backends, args.modes, args.dtypes, device="cpu",
+                                         preset="tiny", only=args.only))])
+    assert [(r["workload"], r["backend"], r["status"]) for r in rerun["rows"]] == [("gelu", "inductor", "ok")]
+    doc = merge_rerun(first, rerun)
+    assert [(r["workload"], r["backend"], r["status"], r["gpu"], r["ceilings"]["copy_gbps"]) for r in doc["rows"]] == [
+        ("gelu", "eager", "ok", "0", 1000.0), ("gelu", "inductor", "ok", "3", 3000.0),
+        ("tinyhead", "eager", "ok", "0", 1000.0), ("tinyhead", "inductor", "ok", "0", 1000.0)]
+    assert not restrict_to_rerun(argparse.Namespace(dtypes=None, workloads=None, modes=["fwd"], backends=None), doc)
+
+    doc["device_name"], doc["commands"] = "stub", ["irlens bench --gpus 0", "irlens bench --rerun r.json"]
+    page = write_results_page(doc, tmp_path / "r.md", "r.json", doc["commands"][-1])[0].read_text()
+    assert "Produced by `irlens bench --gpus 0`, then\n`irlens bench --rerun r.json`" in page
+    assert "a rerun on GPU 3 (its rows: float32, fwd): device copy **3000 GB/s**" in page
+    assert "the first run on GPU 0 (its rows: float32, fwd): device copy **1000 GB/s**" in page

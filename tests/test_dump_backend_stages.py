@@ -277,3 +277,11 @@ def test_xla_ptx():
     ptx = [s.native_text for name, s in st.items() if name.startswith("xla.ptx")]
     assert ptx and any(".entry" in text for text in ptx), list(st)
     assert len(entry_fusions(st["xla.hlo"].native_text)) == 1
+
+
+def test_xla_dump_file_labels():
+    from irlens.backends.xla_dump import _label
+
+    assert _label("module_0004.jit_f.multiply_fusion_kernel_module.ir-with-opt.ll", ".ir-with-opt.ll") == "multiply_fusion"
+    assert _label("module_0004.jit_f.ptx", ".ptx") == "jit_f"
+    assert _label("module_1325.jit_outputs.1.ptx", ".ptx") == "jit_outputs.1"  # jax 0.11.2 on an H200

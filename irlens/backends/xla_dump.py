@@ -17,9 +17,10 @@ XLA writes no PTX where no LLVM is compiled for the program: a JAX persistent-ca
 xla_dump_* from its cache key, jax/_src/cache_key.py, so the dump compile can be a cache read),
 kernels reused from XLA's kernel cache (xla_gpu_kernel_cache_file, set by JAX when its persistent
 cache is on: they are left out of the LLVM module, so out of the PTX), PTX loaded from
-xla_gpu_ptx_file, or only library calls (cuBLAS, cuDNN). The dump compile therefore asks for
-dumping explicitly and turns the kernel cache off. Where the dump still lacks the platform's code
-(jax 0.11.2 on an H200 left no `*.ptx`), two more sources are read: the serialized executable
+xla_gpu_ptx_file, or only library calls (cuBLAS, cuDNN). The XLA of jax 0.11.2 on a GPU also
+needs emitter dumping (xla_dump_emitter_re) before it writes any LLVM IR or PTX. The dump compile
+therefore asks for all of it explicitly and turns the kernel cache off. Where the dump still lacks
+the platform's code, two more sources are read: the serialized executable
 (GpuExecutable::ToProto / GpuThunkAotCompilationResult keep the PTX as `asm_text`), and a
 compilation of the program's StableHLO in a fresh Python process started with
 `XLA_FLAGS=--xla_dump_to=DIR` (XLA reads the flag when its backend starts). Where all of them
@@ -51,10 +52,13 @@ EXPECTED = {"gpu": ".ptx", "cuda": ".ptx", "cpu": ".ir-with-opt.ll"}
 FRESH_PROCESS_TIMEOUT_S = 600.0
 
 # Debug options for the dump compile (XLA's names; set per compile as env_option_overrides).
-# xla_dump_to alone enables dumping (xla/service/dump_options.cc); the others undo settings
-# that would keep generated code out of the dump: XLA_FLAGS' xla_enable_dumping=false or a
-# module regex, and XLA's kernel cache (reused kernels are not compiled, so not in the PTX).
-EXTRA_DUMP_OPTIONS = {"xla_enable_dumping": True, "xla_dump_hlo_module_re": ".*",
+# xla_dump_to alone enables dumping (xla/service/dump_options.cc). The XLA of jax 0.11.2 writes
+# a GPU kernel's LLVM IR and PTX (`module_<id>.<name>.<shard>.ptx`) only with emitter dumping
+# asked for too (xla_dump_emitter_re; tried on an H200, docs/results/README.md); the others
+# undo settings that would keep generated code out of the dump: XLA_FLAGS'
+# xla_enable_dumping=false or a module regex, and XLA's kernel cache (reused kernels are not
+# compiled, so not in the PTX).
+EXTRA_DUMP_OPTIONS = {"xla_enable_dumping": True, "xla_dump_hlo_module_re": ".*", "xla_dump_emitter_re": ".*",
                       "xla_gpu_kernel_cache_file": ""}
 
 # Run by `dump_in_fresh_process`: compiles a StableHLO module for one device of a platform and
@@ -290,11 +294,15 @@ def dump_in_fresh_process(module: str, platform: str, device_id: int) -> tuple[d
 
 def _label(file_name: str, suffix: str) -> str:
     """What one dump file holds: module_0004.jit_f.multiply_fusion_kernel_module.ir-with-opt.ll ->
-    multiply_fusion (CPU, a kernel); module_0004.jit_f.ptx -> jit_f (GPU, the module)."""
+    multiply_fusion (CPU, a kernel); module_0004.jit_f.ptx -> jit_f (GPU, the module);
+    module_0004.jit_f.1.ptx -> jit_f.1 (GPU, one LLVM module of several)."""
     found = _DUMP_NAME.match(file_name.removesuffix(suffix))
     if found is None:
         return file_name.removesuffix(suffix)
-    return (found["rest"] or found["module"]).removesuffix("_kernel_module")
+    rest = found["rest"]
+    if not rest or rest.isdigit():
+        return ".".join(filter(None, (found["module"], rest)))
+    return rest.removesuffix("_kernel_module")
 
 
 def xla_stages(compiled, files: dict[str, str], workload: str, backward: bool,
