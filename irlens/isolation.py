@@ -40,11 +40,15 @@ ORPHAN_POLL_S = 1.0
 _ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception)\b.*|terminate called .*|.*CUDA error: .*|\s*what\(\): .*)$")
 
 
+def _first_error_line(lines: list[str]) -> int | None:
+    return next((i for i, line in enumerate(lines) if _ERROR_LINE.match(line)), None)
+
+
 def first_error(stderr: str) -> str | None:
     """The first line of a worker's stderr that names an error: after a crash, the tail holds
     the teardown (e.g. a C++ destructor aborting on the dead CUDA context), the cause is earlier."""
     lines = stderr.splitlines()
-    first = next((i for i, line in enumerate(lines) if _ERROR_LINE.match(line)), None)
+    first = _first_error_line(lines)
     if first is None:
         return None
     found = lines[first].strip()
@@ -58,7 +62,7 @@ def stderr_excerpt(stderr: str) -> str:
     the tail no longer holds them."""
     tail = stderr[-STDERR_TAIL_CHARS:]
     lines = stderr.splitlines()
-    first = next((i for i, line in enumerate(lines) if _ERROR_LINE.match(line)), None)
+    first = _first_error_line(lines)
     if first is None or lines[first] in tail:
         return tail
     return "\n".join(lines[first:first + 8])[:STDERR_TAIL_CHARS] + "\n[...]\n" + tail
