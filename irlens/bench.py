@@ -17,7 +17,6 @@ flops / matmul rate of its dtype); `bound` says which term is larger.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from irlens import cost
 from irlens.compare import Plan, execute, exit_status, plan_matrix, write_document
+from irlens.documents import read_json
 from irlens.ir import Graph, Kernel
 from irlens.timing import Ceilings, measure_ceilings
 
@@ -343,7 +343,7 @@ def run_on_gpus(args, gpus: list[str]) -> dict:
             code = proc.wait()
             relay.join()
             if os.path.exists(path):  # written after each dtype, so a late failure keeps the rest
-                parts.append((gpu, json.loads(Path(path).read_text())))
+                parts.append((gpu, read_json(path)))
             else:
                 missing.append(f"GPU {gpu} ({' '.join(share)}): its run exited with status {code} before any result")
     if not parts:
@@ -411,7 +411,7 @@ def bench_main(args) -> int:
     args.only, previous = None, None
     if args.rerun:
         try:
-            previous = json.loads(Path(args.rerun).read_text())
+            previous = read_json(args.rerun)
             if not isinstance(previous, dict) or not isinstance(previous.get("rows"), list):
                 raise ValueError("it has no rows")
         except (OSError, ValueError) as e:

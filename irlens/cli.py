@@ -309,7 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--from", dest="from_", nargs="*", default=[], metavar="RESULTS_JSON",
                    help="compare/bench result files (default: run the CPU tiny matrix now)")
     r.add_argument("--out", default="irlens-report", help="output folder (default: irlens-report)")
-    r.add_argument("--workloads", type=_csv, default=None, help="for the matrix run without --from")
+    r.add_argument("--workloads", type=_csv, default=None,
+                   help="with --from: draw only these workloads' rows; without: the workloads of the matrix run")
     r.add_argument("--backends", type=_csv, default=None, help="for the matrix run without --from")
     r.add_argument("--mode", dest="modes", type=_csv, default=["fwd", "fwdbwd"])
     r.set_defaults(func=cmd_report)

@@ -752,12 +752,11 @@ def device_name(device: str) -> str:
 
 
 def write_document(doc: dict, path: str) -> None:
-    """A results document as strict JSON (NaN and Inf were made null by `jsonable`)."""
-    from pathlib import Path
+    """A results document as strict JSON (NaN and Inf were made null by `jsonable`); `.json.gz`
+    writes it compressed."""
+    from irlens.documents import write_json
 
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1, allow_nan=False)
+    write_json(doc, path)
 
 
 def exit_status(doc: dict) -> int:

@@ -16,7 +16,7 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv > "$R
 # and start on a GPU once the bench has left it.
 bench() {  # issue 4: the whole matrix, one dtype x mode per GPU, each beside its own measured ceilings
   timeout 520 python -m irlens bench --gpus 0,1,2,3 --jobs 6 --timeout 170 --budget-s 300 \
-    --json "$R/h200.json" --md "$R/h200.md" > "$R/bench.out" 2> "$R/bench.log"
+    --json "$R/h200.json.gz" --md "$R/h200.md" > "$R/bench.out" 2> "$R/bench.log"
   echo "bench rc=$?"
 }
 

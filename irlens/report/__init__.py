@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from irlens.documents import read_json
 from irlens.report.blocks import Table
 from irlens.report.build import build_report
 from irlens.report.html import render_html
@@ -72,13 +73,12 @@ def write_report(docs: list[dict] | dict, out: str | Path, frontends: bool = Tru
 
 
 def load_documents(paths: list[str]) -> list[dict]:
-    """Read compare documents; a missing or malformed file raises ValueError naming it."""
+    """Read compare documents (plain or `.json.gz`); a missing or malformed file raises ValueError naming it."""
     docs = []
     for path in paths:
         try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, json.JSONDecodeError) as e:
+            doc = read_json(path)
+        except (OSError, ValueError) as e:
             raise ValueError(f"cannot read compare results from {path}: {e}") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
             raise ValueError(f"{path} is not an `irlens compare --json` document (no 'rows' list)")
@@ -86,10 +86,20 @@ def load_documents(paths: list[str]) -> list[dict]:
     return docs
 
 
+def only_workloads(docs: list[dict], workloads: list[str]) -> list[dict]:
+    """The documents with only the rows of `workloads` (a page small enough to commit); a name
+    no document has raises ValueError listing those it has."""
+    present = {r["workload"] for d in docs for r in d["rows"]}
+    absent = [w for w in workloads if w not in present]
+    if absent:
+        raise ValueError(f"no rows for workload(s) {', '.join(absent)}; the documents have: {', '.join(sorted(present))}")
+    return [{**d, "rows": [r for r in d["rows"] if r["workload"] in workloads]} for d in docs]
+
+
 def report_main(args) -> int:
     """`irlens report`: args.from_ (list of JSON files; empty: run the CPU tiny matrix), args.out (folder).
-    Optional: args.workloads, args.backends, args.modes (for the matrix run), args.frontends (False skips
-    the frontend table)."""
+    Optional: args.workloads (with --from: only those workloads' rows; else for the matrix run),
+    args.backends, args.modes (for the matrix run), args.frontends (False skips the frontend table)."""
     try:
         docs = load_documents(list(args.from_ or []))
     except ValueError as e:
@@ -104,6 +114,12 @@ def report_main(args) -> int:
             docs = [run_matrix(getattr(args, "workloads", None), getattr(args, "backends", None),
                                getattr(args, "modes", None), device="cpu", preset="tiny")]
         except (UnknownName, ValueError) as e:
+            print(f"irlens report: {e}", file=sys.stderr)
+            return 2
+    elif getattr(args, "workloads", None):
+        try:
+            docs = only_workloads(docs, args.workloads)
+        except ValueError as e:
             print(f"irlens report: {e}", file=sys.stderr)
             return 2
     paths = write_report(docs, args.out or "irlens-report", frontends=getattr(args, "frontends", True))
