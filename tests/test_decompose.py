@@ -110,7 +110,7 @@ def test_rule_matches_composite_meaning(case):
 
 
 def test_every_composite_op_has_a_rule():
-    composite = {op for op, cat in ops.OPS.items() if cat == ops.COMPOSITE}
+    composite = {name for name, op in ops.OPS.items() if op.category == ops.COMPOSITE}
     assert composite <= set(RULES), composite - set(RULES)
 
 

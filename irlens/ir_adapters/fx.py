@@ -32,8 +32,9 @@ from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dt
 _SAME = (
     "neg abs exp exp2 log log1p expm1 tanh sqrt rsqrt reciprocal sin cos erf sigmoid sign floor ceil round "
     "logical_not isnan add sub mul div pow maximum minimum remainder atan2 eq ne lt le gt ge logical_and "
-    "logical_or bitwise_and bitwise_or where sum amax amin prod argmax argmin cumsum matmul gelu relu silu softmax "
-    "log_softmax layer_norm rms_norm linear embedding mean var dropout tril masked_fill gather"
+    "logical_or logical_xor bitwise_and bitwise_or bitwise_xor bitwise_not where sum amax amin prod argmax argmin "
+    "cumsum matmul gelu relu silu softmax log_softmax layer_norm rms_norm linear embedding mean var dropout tril "
+    "masked_fill gather scatter_add index_add"
 )
 
 # Names shared by torch functions, Tensor methods and ATen op packets.
@@ -48,13 +49,15 @@ _COMMON: dict[str, str] = {
     "expand": "broadcast", "expand_as": "broadcast", "broadcast_to": "broadcast",
     "cat": "concat", "concat": "concat", "stack": "stack",
     "split": "slice", "split_with_sizes": "slice", "chunk": "slice", "narrow": "slice", "select": "slice",
-    "index_select": "gather",
+    "index_select": "take", "take_along_dim": "gather",
     "clone": "copy", "contiguous": "copy", "copy": "copy", "copy_": "copy",
     "to": "convert", "type_as": "convert", "float": "convert", "half": "convert", "bfloat16": "convert",
     "double": "convert", "long": "convert", "int": "convert", "bool": "convert", "type": "convert",
-    "full": "full", "ones": "full", "zeros": "full", "empty": "full", "full_like": "full",
-    "ones_like": "full", "zeros_like": "full", "empty_like": "full", "new_full": "full",
-    "new_ones": "full", "new_zeros": "full", "new_empty": "full", "scalar_tensor": "full",
+    "full": "full", "ones": "full", "zeros": "full", "full_like": "full",
+    "ones_like": "full", "zeros_like": "full", "new_full": "full",
+    "new_ones": "full", "new_zeros": "full", "scalar_tensor": "full",
+    "fill": "full", "fill_": "full", "zero": "full", "zero_": "full",
+    "empty": "empty", "empty_like": "empty", "new_empty": "empty", "empty_strided": "empty",
     "arange": "iota",
     "rand": "rand", "randn": "rand", "rand_like": "rand", "randn_like": "rand",
 }
@@ -62,18 +65,17 @@ _COMMON: dict[str, str] = {
 # Dynamo level: the bare name of a torch / F / operator function or Tensor method.
 TORCH_NAMES: dict[str, str] = {
     **_COMMON,
-    "truediv": "div", "floordiv": "div", "mod": "remainder", "invert": "logical_not", "and_": "logical_and",
-    "or_": "logical_or", "iadd": "add", "isub": "sub", "imul": "mul", "itruediv": "div", "getitem": "slice",
+    "truediv": "div", "floordiv": "div", "mod": "remainder", "invert": "bitwise_not", "and_": "bitwise_and",
+    "or_": "bitwise_or", "xor": "bitwise_xor", "iadd": "add", "isub": "sub", "imul": "mul", "itruediv": "div", "getitem": "slice",
     "scaled_dot_product_attention": "sdpa",
 }
 
 # ATen level: `namespace.op` of an OpOverload.
 ATEN_NAMES: dict[str, str] = {
     **{f"aten.{k}": v for k, v in _COMMON.items()},
-    "aten.slice": "slice", "aten.index": "gather", "aten._unsafe_index": "gather", "aten.var_mean": "var",
+    "aten.slice": "slice", "aten.index": "index", "aten._unsafe_index": "index", "aten.var_mean": "var",
     "aten.index_put": "index_put", "aten.index_put_": "index_put", "aten._unsafe_index_put": "index_put",
-    "aten._unsafe_masked_index_put_accumulate": "index_put", "aten.scatter_add": "scatter_add",
-    "aten.index_add": "scatter_add", "aten.scatter": "scatter", "aten.topk": "topk", "aten.sigmoid_backward": "sigmoid_backward",
+    "aten.scatter": "scatter", "aten.topk": "topk", "aten.sigmoid_backward": "sigmoid_backward",
     "prims.iota": "iota", "prims.prepare_softmax_online": "sum",
     "aten._to_copy": "convert", "prims.convert_element_type": "convert", "prims.fma": "add",
     "aten._softmax": "softmax", "aten._log_softmax": "log_softmax",
@@ -245,9 +247,21 @@ def _is_operand(a: Any, v: Any) -> bool:
     return isinstance(a, (int, float, bool))
 
 
+class Unmapped(ValueError):
+    """An argument the converter cannot express in the canonical op: the node must not get its name."""
+
+
 @_converts("rsub")
 def _rsub(c: _Call) -> list[Node]:
+    if c.arg("alpha", default=1) != 1:
+        raise Unmapped("rsub with alpha")
     return c.one([c.value(c.arg("other", 1)), c.value(c.arg("self", 0))])
+
+
+@_converts("floordiv")
+def _floordiv(c: _Call) -> list[Node]:
+    """Python's // on tensors: torch.floor_divide."""
+    return c.one([c.value(c.args[0]), c.value(c.args[1])], {"rounding_mode": "floor"})
 
 
 @_converts("prims.fma")
@@ -264,17 +278,29 @@ def _square(c: _Call) -> list[Node]:
     return c.one([x, x])
 
 
-@_converts(ops_=("sum", "amax", "amin", "prod", "argmax", "argmin", "mean", "var"))
+@_converts(ops_=("sum", "amax", "amin", "prod", "mean", "var"))
 def _reduction(c: _Call) -> list[Node]:
     x = c.arg("self", 0)
     keepdim = c.arg("keepdim", 3 if c.op == "var" else 2, False)
     attrs = {"dims": _dims(c.arg("dim", 1), c.rank(x)), "keepdim": bool(keepdim)}
     if c.op == "var":
         correction = c.arg("correction")
-        attrs["correction"] = int(correction) if correction is not None else int(bool(c.arg("unbiased", 2, True)))
-    if c.arg("dtype") is not None:
-        attrs["dtype"] = canonical_dtype(c.arg("dtype"))
-    return c.one([c.value(x)], attrs)
+        attrs["correction"] = correction if correction is not None else int(bool(c.arg("unbiased", 2, True)))
+    if c.arg("dtype") is None:
+        return c.one([c.value(x)], attrs)
+    # torch.sum(x, dtype=...): x converted first, then reduced
+    dtype = canonical_dtype(c.arg("dtype"))
+    cast = TensorMeta(f"{c.node.name}.0", c.meta(x).shape, dtype)
+    return [c.emit("convert", [c.value(x)], {"dtype": dtype}, suffix="0", outputs=[cast]),
+            c.emit(c.op, [cast.name], attrs)]
+
+
+@_converts(ops_=("argmax", "argmin"))
+def _arg_reduction(c: _Call) -> list[Node]:
+    x = c.arg("self", 0)
+    dim = c.arg("dim", 1)
+    return c.one([c.value(x)], {"dim": None if dim is None else dim % max(c.rank(x), 1),
+                                "keepdim": bool(c.arg("keepdim", 2, False))})
 
 
 @_converts("var_mean")
@@ -301,32 +327,59 @@ def _prepare_softmax_online(c: _Call) -> list[Node]:
             c.emit("sum", [exp.name], keep, outputs=[total])]
 
 
-@_converts("scatter_add")
+@_converts("scatter_add", "gather")
 def _scatter_add(c: _Call) -> list[Node]:
+    """torch.scatter_add(x, dim, index, src) / torch.gather(x, dim, index)."""
     x = c.arg("self", 0)
-    inputs = [c.value(x), c.value(c.arg("index", 2)), c.value(c.arg("src", 3))]
-    return c.one(inputs, {"dim": c.arg("dim", 1) % c.rank(x)})
+    inputs = [c.value(x), c.value(c.arg("index", 2))]
+    if c.op == "scatter_add":
+        inputs.append(c.value(c.arg("src", 3)))
+    return c.one(inputs, {"dim": c.arg("dim", 1) % max(c.rank(x), 1)})
+
+
+@_converts("take_along_dim")
+def _take_along_dim(c: _Call) -> list[Node]:
+    """torch.take_along_dim(x, indices, dim): a gather where the two agree outside dim (it
+    broadcasts them, and dim None means the flattened x: those stay unknown)."""
+    x, idx, dim = c.arg("self", 0), c.arg("indices", 1), c.arg("dim", 2)
+    xs, ids = c.meta(x).shape, c.meta(idx).shape
+    if dim is None or len(xs) != len(ids):
+        raise Unmapped("take_along_dim that flattens or broadcasts")
+    dim %= len(xs)
+    if any(a != b for d, (a, b) in enumerate(zip(xs, ids)) if d != dim):
+        raise Unmapped("take_along_dim that broadcasts")
+    return c.one([c.value(x), c.value(idx)], {"dim": dim})
 
 
 @_converts("index_add")
 def _index_add(c: _Call) -> list[Node]:
     x = c.arg("self", 0)
     inputs = [c.value(x), c.value(c.arg("index", 2)), c.value(c.arg("source", 3))]
-    return c.one(inputs, {"dim": c.arg("dim", 1) % c.rank(x)}, op="scatter_add")
+    return c.one(inputs, {"dim": c.arg("dim", 1) % max(c.rank(x), 1), "alpha": c.arg("alpha", default=1)})
 
 
 @_converts("scatter")
 def _scatter(c: _Call) -> list[Node]:
+    if c.arg("reduce") is not None:
+        raise Unmapped("scatter with reduce")
     x = c.arg("self", 0)
     src = c.arg("src", 3) if c.arg("src") is not None else c.arg("value", 3)
-    return c.one([c.value(x), c.value(c.arg("index", 2)), c.value(src)], {"dim": c.arg("dim", 1) % c.rank(x)})
+    return c.one([c.value(x), c.value(c.arg("index", 2)), c.value(src)],
+                 {"dim": c.arg("dim", 1) % max(c.rank(x), 1)})
+
+
+@_converts("index_put", "index_put_", "_unsafe_index_put")
+def _index_put(c: _Call) -> list[Node]:
+    indices = [c.value(i) for i in c.arg("indices", 1)]
+    return c.one([c.value(c.arg("self", 0)), c.value(c.arg("values", 2)), *indices],
+                 {"accumulate": bool(c.arg("accumulate", 3, False))})
 
 
 @_converts("topk")
 def _topk(c: _Call) -> list[Node]:
     x = c.arg("self", 0)
     return c.one([c.value(x)], {"k": int(c.arg("k", 1)), "dim": c.arg("dim", 2, -1) % max(c.rank(x), 1),
-                                "largest": bool(c.arg("largest", 3, True))})
+                                "largest": bool(c.arg("largest", 3, True)), "sorted": bool(c.arg("sorted", 4, True))})
 
 
 @_converts("cumsum", "softmax", "log_softmax", "_softmax", "_log_softmax")
@@ -455,18 +508,18 @@ def _split(c: _Call) -> list[Node]:
 
 @_converts("index", "_unsafe_index")
 def _index(c: _Call) -> list[Node]:
-    """aten.index with one index tensor: a gather along that dim; anything else stays unknown."""
+    """aten.index: with one integer index tensor a `take` along its dim, else `index`."""
     x, indices = c.arg("self"), list(c.arg("indices"))
     present = [i for i, t in enumerate(indices) if t is not None]
-    if len(present) != 1:
-        return c.one([c.value(x)] + [c.value(t) for t in indices if t is not None], op=_unknown(c.native))
-    return c.one([c.value(x), c.value(indices[present[0]])], {"dim": present[0]}, op="gather")
+    if len(present) == 1 and c.meta(indices[present[0]]).dtype != "bool":
+        return c.one([c.value(x), c.value(indices[present[0]])], {"dim": present[0]}, op="take")
+    return c.one([c.value(x), *(c.value(t) for t in indices)], op="index")
 
 
 @_converts("index_select")
 def _index_select(c: _Call) -> list[Node]:
     x = c.arg("self", 0)
-    return c.one([c.value(x), c.value(c.arg("index", 2))], {"dim": c.arg("dim", 1) % c.rank(x)}, op="gather")
+    return c.one([c.value(x), c.value(c.arg("index", 2))], {"dim": c.arg("dim", 1) % max(c.rank(x), 1)}, op="take")
 
 
 @_converts("getitem")
@@ -476,8 +529,8 @@ def _getitem_tensor(c: _Call) -> list[Node]:
     x, index = c.args
     shape = c.meta(x).shape
     items = list(index) if isinstance(index, tuple) else [index]
-    if len(items) == 1 and isinstance(items[0], fx.Node):
-        return c.one([c.value(x), c.value(items[0])], {"dim": 0}, op="gather")
+    if len(items) == 1 and isinstance(items[0], fx.Node) and c.meta(items[0]).dtype != "bool":
+        return c.one([c.value(x), c.value(items[0])], {"dim": 0}, op="take")
     if any(isinstance(i, fx.Node) or not isinstance(i, (slice, int, type(None), type(Ellipsis))) for i in items):
         return c.one([c.value(x)], op=_unknown(c.native))
     if Ellipsis in items:
@@ -521,25 +574,48 @@ def _convert(c: _Call) -> list[Node]:
 
 @_converts(ops_=("copy",))
 def _copy(c: _Call) -> list[Node]:
+    """clone / contiguous: a copy; x.copy_(src): src in x's dtype and shape."""
     src = c.arg("src", 1) if c.key.rsplit(".", 1)[-1] in ("copy", "copy_") else c.arg("self", 0)
-    return c.one([c.value(src)])
+    return _copy_into(c, src)
 
 
-_FILL_VALUES = {"ones": 1, "ones_like": 1, "new_ones": 1, "zeros": 0, "zeros_like": 0, "new_zeros": 0}
+def _copy_into(c: _Call, src: fx.Node) -> list[Node]:
+    """src's values converted to the output's dtype and broadcast to its shape."""
+    out, meta = c.outputs[0], c.meta(src)
+    if (meta.shape, meta.dtype) == (out.shape, out.dtype):
+        return c.one([c.value(src)], op="copy")
+    if meta.shape == out.shape:
+        return c.one([c.value(src)], {"dtype": out.dtype}, op="convert")
+    value, nodes = c.value(src), []
+    if meta.dtype != out.dtype:
+        cast = TensorMeta(f"{c.node.name}.0", meta.shape, out.dtype)
+        nodes.append(c.emit("convert", [value], {"dtype": out.dtype}, suffix="0", outputs=[cast]))
+        value = cast.name
+    rank = len(out.shape)
+    dims = list(range(rank - len(meta.shape), rank))
+    return nodes + [c.emit("broadcast", [value], {"shape": list(out.shape), "broadcast_dims": dims})]
 
 
-@_converts(ops_=("full",))
+_FILL_VALUES = {"ones": 1, "ones_like": 1, "new_ones": 1, "zeros": 0, "zeros_like": 0, "new_zeros": 0, "zero": 0,
+                "zero_": 0}
+
+
+@_converts(ops_=("full", "empty"))
 def _full(c: _Call) -> list[Node]:
     bare = c.key.rsplit(".", 1)[-1]
+    out = c.outputs[0]
+    if c.op == "empty":
+        return c.one([], {"shape": list(out.shape), "dtype": out.dtype})
     if bare in _FILL_VALUES:
         value = _FILL_VALUES[bare]
     elif bare == "scalar_tensor":
         value = c.arg("s", 0)
-    elif bare.startswith("empty") or bare == "new_empty":
-        value = None  # uninitialized memory
+    elif bare in ("fill", "fill_"):
+        value = c.arg("value", 1)
+        if isinstance(value, fx.Node):  # a 0-d tensor's value, in x's dtype, everywhere
+            return _copy_into(c, value)
     else:
         value = c.arg("fill_value", 2 if bare == "new_full" else 1)
-    out = c.outputs[0]
     return c.one([], {"shape": list(out.shape), "value": _attr(c.value(value)), "dtype": out.dtype})
 
 
@@ -627,7 +703,8 @@ def _linear(c: _Call) -> list[Node]:
 def _sdpa(c: _Call) -> list[Node]:
     q, k, v = (c.value(c.arg(n, i)) for i, n in enumerate(("query", "key", "value")))
     mask = c.arg("attn_mask", 3, c.arg("attn_bias"))
-    attrs = {"is_causal": bool(c.arg("is_causal", 5, False)), "scale": c.arg("scale", 6)}
+    attrs = {"is_causal": bool(c.arg("is_causal", 5, False)), "scale": c.arg("scale", 6),
+             "enable_gqa": bool(c.arg("enable_gqa", 7, False))}
     if c.arg("dropout_p", 4, 0.0):
         attrs["dropout_p"] = float(c.arg("dropout_p", 4))
     return c.one([q, k, v, c.value(mask)], attrs)
@@ -649,7 +726,10 @@ def _embedding(c: _Call) -> list[Node]:
 
 @_converts(ops_=("embedding_backward",))
 def _embedding_backward(c: _Call) -> list[Node]:
-    return c.one([c.value(c.arg("grad_output")), c.value(c.arg("indices"))], {"num_weights": int(c.arg("num_weights"))})
+    padding_idx = c.arg("padding_idx", default=-1)  # ATen's -1: none (F.embedding made a negative one positive)
+    return c.one([c.value(c.arg("grad_output")), c.value(c.arg("indices"))],
+                 {"num_weights": int(c.arg("num_weights")), "padding_idx": None if padding_idx < 0 else int(padding_idx),
+                  "scale_grad_by_freq": bool(c.arg("scale_grad_by_freq", default=False))})
 
 
 @_converts(ops_=("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "wait"))
@@ -677,6 +757,8 @@ def _module_call(c: _Call) -> list[Node]:
         v = getattr(module, field, None)
         if v is not None and not isinstance(v, torch.Tensor):
             attrs[key] = len(v) if key == "normalized_ndim" else v
+    if c.op == "dropout":
+        attrs["training"] = module.training
     return c.one(inputs, attrs)
 
 
@@ -804,7 +886,7 @@ class _Converter:
         for n in nodes:
             for o in n.outputs:
                 self.metas[o.name] = o
-        self.nodes.extend(nodes)
+        self.nodes.extend(ops.conform(n) for n in nodes)
 
 
 def _canonical(node: fx.Node, key: str, native: str) -> str:

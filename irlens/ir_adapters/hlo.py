@@ -19,7 +19,7 @@ from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
 from irlens.ir_adapters.jaxpr import at_level, full_attrs, is_row_gather, is_row_scatter_add, matmul_attrs, source_span
-from irlens.ops import check_vocabulary
+from irlens.ops import check_vocabulary, conform
 
 # HLO opcode (as printed in HLO text) -> canonical op. StableHLO names map onto these
 # through `_stablehlo_opcode`.
@@ -31,7 +31,7 @@ OPCODES: dict[str, str] = {
     "erf": "erf", "abs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil", "round-nearest-afz": "round",
     "and": "logical_and", "or": "logical_or", "not": "logical_not", "select": "where",
     "dot": "matmul", "broadcast": "broadcast", "reshape": "reshape", "bitcast": "reshape",
-    "transpose": "permute", "slice": "slice", "concatenate": "concat", "pad": "pad", "gather": "gather",
+    "transpose": "permute", "slice": "slice", "concatenate": "concat", "pad": "pad", "gather": "take",
     "copy": "copy", "convert": "convert", "iota": "iota",
 }
 check_vocabulary(OPCODES)
@@ -39,7 +39,7 @@ check_vocabulary(OPCODES)
 _COMPARE = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge"}
 # reduce / reduce-window / scatter: the op their body applies
 _REDUCE_BY_BODY = {"add": "sum", "maximum": "amax", "minimum": "amin", "multiply": "prod"}
-_SCATTER_BY_BODY = {"add": "scatter_add"}
+_SCATTER_BY_BODY = {"add": "index_add"}
 check_vocabulary({**_COMPARE, **_REDUCE_BY_BODY, **_SCATTER_BY_BODY})
 
 # StableHLO names that differ from the HLO opcode beyond `_` -> `-`
@@ -312,7 +312,7 @@ class _HloReader:
             env[ins.name] = ins.name
         flat = [a for arg in args for a in (arg if isinstance(arg, list) else [arg])]
         node = Node(ins.name, op, flat, outputs, self.attrs(ins, op), native=ins.opcode, scope=scope)
-        self.nodes += normalize(node, ins.opcode, [self.shapes[o] for o in ins.operands], ins.text)
+        self.nodes += map(conform, normalize(node, ins.opcode, [self.shapes[o] for o in ins.operands], ins.text))
         return ins.name
 
     def attrs(self, ins: Instruction, op: str) -> dict:
@@ -341,6 +341,9 @@ class _HloReader:
             ranges = [_int_list(r) for r in re.findall(r"\[([^\]]*)\]", a["slice"])]
             attrs.update(start=[r[0] for r in ranges], limit=[r[1] for r in ranges],
                          step=[r[2] if len(r) > 2 else 1 for r in ranges])
+        elif ins.opcode == "pad":  # padding=lo_hi[_interior]x... per dim
+            attrs["padding"] = [[int(v) for v in dim.split("_")] + [0] * (3 - len(dim.split("_")))
+                                for dim in a["padding"].split("x")]
         elif ins.opcode == "custom-call":
             attrs["target"] = a.get("custom_call_target", "").strip('"')
         meta = _metadata(a.get("metadata", ""))
@@ -395,17 +398,17 @@ def _spec_ints(spec: str, key: str) -> list[int] | None:
 
 
 def _row_indexing(node: Node, opcode: str, operands: list[tuple[str, tuple[int, ...]]], spec: str) -> list[Node]:
-    """gather / scatter(add) along dim 0 as canonical `gather` / `scatter_add` (attrs dim=0, indices
+    """gather / scatter(add) along dim 0 as canonical `take` / `index_add` (attrs dim=0, indices
     without a trailing index-vector dim); any other form stays `unknown:`."""
     (_, operand), (index_dtype, indices) = operands[0], operands[1]
     vector_dim = _spec_ints(spec, "index_vector_dim")
     vector_dim = len(indices) if vector_dim is None else vector_dim[0]
     if opcode == "gather":
-        rows = node.op == "gather" and is_row_gather(
+        rows = node.op == "take" and is_row_gather(
             operand, indices, _spec_ints(spec, "offset_dims") or [], _spec_ints(spec, "collapsed_slice_dims") or [],
             _spec_ints(spec, "start_index_map") or [], _spec_ints(spec, "slice_sizes") or [], vector_dim)
     else:
-        rows = node.op == "scatter_add" and is_row_scatter_add(
+        rows = node.op == "index_add" and is_row_scatter_add(
             operand, indices, _spec_ints(spec, "update_window_dims") or [],
             _spec_ints(spec, "inserted_window_dims") or [], _spec_ints(spec, "scatter_dims_to_operand_dims") or [],
             vector_dim)
@@ -538,7 +541,7 @@ class _MlirReader:
                     native=op.name, scope=scope)
         spec = ", ".join(f"{k} = {v}" for k, v in attrs_in.items())
         operands = [(m.dtype, m.shape) for m in (_mlir_meta("", v.type) for v in op.operands)]
-        self.nodes += normalize(node, opcode, operands, spec)
+        self.nodes += map(conform, normalize(node, opcode, operands, spec))
 
     @staticmethod
     def attrs(opcode: str, op: str, a: dict, mlir_op, outputs: list[TensorMeta]) -> dict:
@@ -565,6 +568,9 @@ class _MlirReader:
             ranks = [len(v.type.shape) for v in mlir_op.operands]
             return matmul_attrs(*ranks, field_("lhs_contracting_dimensions"), field_("rhs_contracting_dimensions"),
                                 field_("lhs_batching_dimensions"), field_("rhs_batching_dimensions"))
+        if opcode == "pad":
+            edges = zip(*(_mlir_ints(a[k]) for k in ("edge_padding_low", "edge_padding_high", "interior_padding")))
+            return {"padding": [list(e) for e in edges]}
         if opcode == "custom-call":
             return {"target": str(a.get("call_target_name", "")).strip('"')}
         return {}

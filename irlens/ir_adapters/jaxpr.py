@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
-from irlens.ops import check_vocabulary
+from irlens.ops import check_vocabulary, conform
 
 # primitive name -> canonical op, for primitives whose params need no translation
 # (or whose attrs `_ATTRS` below supplies).
@@ -30,7 +30,7 @@ PRIMITIVES: dict[str, str] = {
     "dot_general": "matmul",
     "broadcast_in_dim": "broadcast", "reshape": "reshape", "squeeze": "reshape", "expand_dims": "reshape",
     "transpose": "permute", "slice": "slice", "concatenate": "concat", "pad": "pad",
-    "gather": "gather", "scatter-add": "scatter_add", "scatter_add": "scatter_add",
+    "gather": "take", "scatter-add": "index_add", "scatter_add": "index_add",
     "copy": "copy", "copy_p": "copy",
     # the identity in the forward; it only stops differentiation
     "stop_gradient": "copy",
@@ -80,7 +80,8 @@ def _out_shape(eqn) -> dict:
 
 # primitive -> attrs builder (params -> irlens.ops conventions)
 _ATTRS: dict[str, Callable[[Any], dict]] = {
-    **{p: _axes for p in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin")},
+    **{p: _axes for p in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod")},
+    **{p: lambda e: {"dim": int(e.params["axes"][0]), "keepdim": False} for p in ("argmax", "argmin")},
     "cumsum": lambda e: {"dim": int(e.params["axis"]), "reverse": bool(e.params.get("reverse", False))},
     "dot_general": _matmul,
     "broadcast_in_dim": lambda e: {"shape": list(e.params["shape"]),
@@ -246,11 +247,11 @@ class _Builder:
         self.add(Node(node_id, op, inputs, self.outputs(outvars, node_id), attrs, native=native, scope=scope))
 
     def add(self, node: Node) -> None:
-        self.nodes.append(node)
+        self.nodes.append(conform(node))
         self.origins[node.id] = self.origin
 
     def indexing(self, eqn, inputs: list[Arg], scope: str) -> tuple[str, dict, list[Arg]]:
-        """gather / scatter-add along dim 0 as canonical `gather` / `scatter_add` (dim=0, indices
+        """gather / scatter-add along dim 0 as canonical `take` / `index_add` (dim=0, indices
         without jax's trailing index-vector dim); any other form stays `unknown:` with its params."""
         p = eqn.params
         dn = p["dimension_numbers"]
@@ -259,11 +260,11 @@ class _Builder:
         if eqn.primitive.name == "gather":
             rows = is_row_gather(operand, indices, dn.offset_dims, dn.collapsed_slice_dims, dn.start_index_map,
                                  p["slice_sizes"], vector_dim)
-            op = "gather"
+            op = "take"
         else:
             rows = is_row_scatter_add(operand, indices, dn.update_window_dims, dn.inserted_window_dims,
                                       dn.scatter_dims_to_operand_dims, vector_dim)
-            op = "scatter_add"
+            op = "index_add"
         if not rows:
             return UNKNOWN_PREFIX + eqn.primitive.name, {"dimension_numbers": str(dn)}, inputs
         node_id = f"e{len(self.nodes)}"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from irlens.ir import LEVELS, Arg, Graph, Node, TensorMeta, canonical_dtype
-from irlens.ops import check_vocabulary
+from irlens.ops import check_vocabulary, conform
 
 # --- name tables: thunder symbol id (torch-level) or printed name (prims) -> canonical op ----
 
@@ -74,7 +74,7 @@ PRIMS_OPS: dict[str, str] = {
     "prims.matmul": "matmul", "prims.linear": "linear",
     "prims.embedding": "embedding", "prims.embedding_backward": "embedding_backward",
     "prims.reshape": "reshape", "prims.squeeze": "reshape", "prims.broadcast_in_dim": "broadcast",
-    "prims.transpose": "permute", "prims.slice_prim": "slice", "prims.cat": "concat", "prims.take": "gather",
+    "prims.transpose": "permute", "prims.slice_prim": "slice", "prims.cat": "concat", "prims.take": "take",
     "prims.convert_element_type": "convert",
     "prims.shallow_copy": "copy", "prims.clone": "copy", "prims.stride_order": "copy",
     "prims.full": "full", "prims.iota": "iota",
@@ -221,7 +221,7 @@ class _GraphBuilder:
         while node_id in self._ids:  # ids are output names, unique in SSA traces; guard anyway
             node_id += "'"
         self._ids.add(node_id)
-        self.nodes.append(Node(node_id, spec.op, spec.inputs, outputs, spec.attrs, native, scope))
+        self.nodes.append(conform(Node(node_id, spec.op, spec.inputs, outputs, spec.attrs, native, scope)))
         return node_id
 
 
@@ -319,6 +319,10 @@ class _Derived:
 
 
 def _reduction(op: str, c: _Call) -> list[_Spec]:
+    if op in ("argmax", "argmin"):  # one dim, or None: over the flattened input
+        dim = c.get("dim")
+        return c.spec(op, [c.first().name], dim=None if dim is None else _dim(dim, c.in_ndim),
+                      keepdim=bool(c.get("keepdim", default=False)))
     attrs = {"dims": _dims(c.get("dim", "dims"), c.in_ndim), "keepdim": bool(c.get("keepdim", default=False))}
     if op == "var":
         attrs["correction"] = _correction(c)
@@ -459,9 +463,9 @@ _NORMALIZERS: dict[str, Callable[[str, _Call], list[_Spec]]] = {
     "linear": _ordered("a w bias"), "matmul": _ordered("a b"),
     "embedding": _ordered("weight a"), "embedding_backward": _ordered("grad indices", num_weights="num_weights"),
     "log_softmax_backward": _ordered("g output", dim="dim"),
-    "dropout": _ordered("a", p="p"), "tril": _ordered("a", diagonal="diagonal"), "masked_fill": _ordered("a mask value"),
+    "dropout": _ordered("a", p="p", training="training"), "tril": _ordered("a", diagonal="diagonal"), "masked_fill": _ordered("a mask value"),
     "reshape": _reshape, "permute": _permute, "broadcast": _broadcast, "slice": _slice, "concat": _concat,
-    "gather": _take, "copy": _copy, "convert": _convert, "full": _full, "iota": _iota,
+    "take": _take, "copy": _copy, "convert": _convert, "full": _full, "iota": _iota,
 }
 
 

@@ -13,7 +13,7 @@ from typing import Protocol, Sequence
 
 from irlens.frontends.base import Unavailable
 from irlens.ir import Graph, Kernel, Node
-from irlens.ops import CREATION, ELEMENTWISE, category
+from irlens.ops import CREATION, ELEMENTWISE, OPS, category
 
 LEVEL = "primitive"
 
@@ -31,12 +31,14 @@ def check_supported(graph: Graph, supported: frozenset[str], lowering: str) -> N
 
 
 def node_attrs(node: Node, device: str) -> dict:
-    """The attrs a node's meaning (irlens.interpret.MEANINGS) runs with in a lowering: creation
+    """The attrs a node's meaning (irlens.interpret.MEANINGS) runs with in a lowering, the declared
+    defaults filled in. Creation
     ops and elementwise ops of literals only (JAX's `div 1.0 512.0`, the mean's cotangent) make
     their tensors on the lowering's device. Made on the CPU, a literal-only result broadcast into
     a CUDA op is a CPU operand, which Inductor's fake tensors and nvFuser's inputs refuse."""
     here = category(node.op) == CREATION or (category(node.op) == ELEMENTWISE and not node.value_inputs())
-    return dict(node.attrs, device=device) if here else dict(node.attrs)
+    attrs = dict(OPS[node.op].attrs_of(node.attrs))
+    return dict(attrs, device=device) if here else attrs
 
 
 class LoweredGraph(Protocol):

@@ -1,7 +1,7 @@
 """Common view -> nvFuser FusionDefinitions for the fusible parts, torch ops around them (CUDA only).
 
-The graph is cut into regions: maximal runs of consecutive nodes whose ops nvFuser's direct
-API defines (`FUSIBLE`: elementwise, where, sum/amax/amin, broadcast, reshape, permute,
+The graph is cut into regions: maximal runs of consecutive nodes whose ops declare an nvFuser
+lowering in `irlens.ops` (elementwise ops, sum/amax/amin, broadcast, reshape, permute,
 convert, slice, concat and plain matmuls). Each region becomes one `FusionDefinition` (built
 on the first call, for the inputs' shapes and dtypes, as Thunder's nvFuser executor does in
 `thunder/executors/nvfuserex_impl.py`); every other node runs as its torch meaning from
@@ -19,18 +19,16 @@ from irlens.frontends.base import Unavailable
 from irlens.interpret import MEANINGS, TORCH_DTYPES, all_outputs, output_specs
 from irlens.ir import Graph, Kernel, Node, canonical_dtype
 from irlens.lower import check_supported, node_attrs
-from irlens.ops import MATMUL, category
+from irlens.ops import MATMUL, OPS, category
 
 SUPPORTED = frozenset(MEANINGS)
 
-_UNARY = "neg abs exp exp2 log log1p expm1 tanh sqrt rsqrt reciprocal sin cos erf sign floor ceil".split()
-_BINARY = "add sub mul div pow maximum minimum remainder atan2 eq ne lt le gt ge bitwise_and".split()
-_REDUCTIONS = {"sum": "sum", "amax": "max", "amin": "min"}
-FUSIBLE = frozenset([*_UNARY, *_BINARY, *_REDUCTIONS, "where", "broadcast", "reshape", "permute", "convert",
-                     "copy", "slice", "concat", "matmul"])
-
 _NV_DTYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Int",
               "int32": "Int32", "bool": "Bool"}
+
+
+def nv_dtype(nv, dtype: str):
+    return getattr(nv.DataType, _NV_DTYPES[dtype])
 
 
 def nvfuser_direct():
@@ -47,15 +45,14 @@ def check_device(device: str) -> None:
 
 
 def fusible(node: Node) -> bool:
-    if node.op not in FUSIBLE or any(o.dtype not in _NV_DTYPES for o in node.outputs):
+    """The op declares an nvFuser lowering that takes this node, in dtypes nvFuser has."""
+    op = OPS.get(node.op)
+    if op is None or "nvfuser" not in op.lowerings or any(o.dtype not in _NV_DTYPES for o in node.outputs):
         return False
     if not node.value_inputs():  # literals only (1.0 / 2048.0): a scalar, computed by torch
         return False
-    if node.op == "slice" and any(step != 1 for step in node.attrs.get("step") or []):
-        return False  # nvFuser's slice takes unit strides only
-    if node.op == "matmul":  # plain a[.., m, k] @ b[.., k, n] only; nvFuser's matmul has no dot_general form
-        return "contract" not in node.attrs
-    return True
+    when = op.lowerable.get("nvfuser")
+    return when is None or when(node)
 
 
 @dataclass
@@ -123,7 +120,7 @@ def _define_input(fd, nv, value: torch.Tensor):
     size-1 dim a broadcast dim, whose contiguity must be None: [True] * rank is refused for one.
     Static sizes: the definition is built for the first call's shapes, and every call has those."""
     return fd.define_tensor(sizes=list(value.shape), strides=list(value.stride()), static_sizes=True,
-                            dtype=getattr(nv.DataType, _NV_DTYPES[canonical_dtype(value.dtype)]))
+                            dtype=nv_dtype(nv, canonical_dtype(value.dtype)))
 
 
 def _fusion_input(value: torch.Tensor, device: str) -> torch.Tensor:
@@ -133,44 +130,12 @@ def _fusion_input(value: torch.Tensor, device: str) -> torch.Tensor:
 
 
 def _emit(fd, nv, node: Node, args: list, metas: dict):
-    a, op, out = node.attrs, node.op, node.outputs[0]
-    if op in _UNARY or op in _BINARY or op == "where":
-        # a Python literal is a Double scalar here: cast to the declared dtype, as Thunder does for where
-        return fd.ops.cast(getattr(fd.ops, op)(*args), getattr(nv.DataType, _NV_DTYPES[out.dtype]))
-    if op in _REDUCTIONS:
-        dims = a.get("dims")
-        dims = list(range(len(metas[node.inputs[0]].shape))) if dims is None else list(dims)
-        if not dims:
-            return args[0]
-        reduced = getattr(fd.ops, _REDUCTIONS[op])(args[0], dims)
-        if a.get("keepdim"):
-            kept = [d for d in range(len(out.shape)) if d not in dims]
-            reduced = fd.ops.broadcast_in_dim(reduced, list(out.shape), kept)
-        return reduced
-    # Shapes come from the declared output (concrete sizes): an adapter's `shape` attr may carry
-    # -1 for an inferred dim, which nvFuser's static reshape does not resolve.
-    if op == "broadcast":
-        bdims = a.get("broadcast_dims")
-        if bdims is None:  # numpy-style: align trailing dims
-            rank = len(metas[node.inputs[0]].shape)
-            bdims = list(range(len(out.shape) - rank, len(out.shape)))
-        return fd.ops.broadcast_in_dim(args[0], list(out.shape), list(bdims))
-    if op == "reshape":
-        return fd.ops.reshape(args[0], list(out.shape))
-    if op == "permute":
-        return fd.ops.permute(args[0], list(a["perm"]))
-    if op == "convert":
-        return fd.ops.cast(args[0], getattr(nv.DataType, _NV_DTYPES[a["dtype"]]))
-    if op == "copy":
-        return fd.ops.set(args[0])
-    if op == "slice":
-        step = a.get("step") or [1] * len(a["start"])
-        return fd.ops.slice(args[0], list(a["start"]), list(a["limit"]), list(step))
-    if op == "concat":
-        return fd.ops.cat([x for x in args if x is not None], a["dim"])
-    if op == "matmul":
-        return fd.ops.matmul(*args)
-    raise AssertionError(f"{op} is not fusible")
+    impl = OPS[node.op].lowerings["nvfuser"]
+    if isinstance(impl, str):
+        # an elementwise op by its fd.ops name; a Python literal is a Double scalar here: cast to
+        # the declared dtype, as Thunder does for where
+        return fd.ops.cast(getattr(fd.ops, impl)(*args), nv_dtype(nv, node.outputs[0].dtype))
+    return impl(fd, nv, node, args, metas)
 
 
 class NvFuserLowered:

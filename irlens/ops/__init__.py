@@ -1,0 +1,68 @@
+"""The canonical op vocabulary of the common view: each op declared once, with its rules beside it.
+
+An op lives in the module of its family (`elementwise`, `reduction`, `linalg`, `movement`,
+`indexing`, `creation`, `nn`, `collectives`): its name, category, operand and attribute schema,
+float64 meaning, and the rules registered for it (a composite's decomposition, lowerings to
+JAX and nvFuser). `irlens.ops.core` says how to declare one; `python -m irlens.ops` lists them.
+
+Conventions every declaration follows, so graphs compare and execute alike:
+- Node.inputs are value names or scalar literals (0.5 in 0.5 * x), in the declared operand
+  order; an absent optional operand is None. Every other argument is an attr.
+- Dims are non-negative: `dims` (list, None = all) for reductions, `dim` for one axis.
+- Shapes, permutations and slice bounds are lists of ints (`shape`, `perm`, `start/limit/step`).
+- Dtypes are canonical names (`float32`, `int64`, `bool`; irlens.ir.canonical_dtype).
+- `primitive` graphs hold only PRIMITIVE_CATEGORIES; composites are expanded by
+  `irlens.ir_adapters.decompose` with their declared rules.
+
+Adapters hold only name tables and argument normalization; every node they emit passes
+`conform`: one off its op's schema becomes `unknown:<native>` (in strict mode, as the test
+suite runs, it raises).
+"""
+from __future__ import annotations
+
+from irlens.ops.core import (  # noqa: F401  (the public API)
+    CAST,
+    CATEGORIES,
+    COLLECTIVE,
+    COMPOSITE,
+    COMPUTE_CATEGORIES,
+    CREATION,
+    DATA_MOVEMENT,
+    ELEMENTWISE,
+    MATMUL,
+    OPS,
+    OTHER,
+    PRIMITIVE_CATEGORIES,
+    REDUCTION,
+    Attr,
+    Op,
+    SchemaError,
+    category,
+    check_vocabulary,
+    conform,
+    declare,
+    decomposition,
+    is_compute,
+    is_primitive,
+    lowering,
+    meaning,
+    node_problem,
+)
+from irlens.ops import collectives, creation, elementwise, indexing, linalg, movement, nn, reduction  # noqa: F401,E402
+from irlens.ops.core import check_declarations as _check_declarations  # noqa: E402
+
+_check_declarations()
+
+
+def describe() -> str:
+    """The vocabulary as text: one line per op, by family."""
+    lines = []
+    for family in sorted({op.family for op in OPS.values()}):
+        lines.append(f"# {family}")
+        for op in sorted((o for o in OPS.values() if o.family == family), key=lambda o: o.name):
+            rules = [r for r, has in (("decomposition", op.decomposition), ("jax", "jax" in op.lowerings),
+                                      ("nvfuser", "nvfuser" in op.lowerings)) if has]
+            lines.append(f"{op.signature():<70} [{op.category}]{'  ' + ', '.join(rules) if rules else ''}")
+            if op.doc:
+                lines.append(f"    {op.doc}")
+    return "\n".join(lines)

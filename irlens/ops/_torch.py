@@ -1,0 +1,65 @@
+"""What the meanings share: dtype names, literal operands as tensors, the elementwise wrapper.
+
+Meanings preserve dtypes: an op computes in its operands' dtypes (`irlens.lower.fx` runs them
+in the graph's dtypes); the interpreter hands them float64 values.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+F64 = torch.float64
+TORCH_DTYPES = {"float64": F64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+                "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
+                "uint8": torch.uint8, "bool": torch.bool, "complex64": torch.complex64,
+                "complex128": torch.complex128, "float8_e4m3fn": torch.float8_e4m3fn,
+                "float8_e5m2": torch.float8_e5m2, "uint16": torch.uint16, "uint32": torch.uint32,
+                "uint64": torch.uint64}
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    if name not in TORCH_DTYPES:
+        raise ValueError(f"no torch dtype for {name!r}")
+    return TORCH_DTYPES[name]
+
+
+def scalar_tensor(v, like: torch.Tensor | None, device: str | None = None):
+    """A literal operand as a 0-d tensor. A float is float64 (a 0-d operand does not promote a
+    tensor operand, and the constant keeps its precision), unless the op's floating operand is
+    0-d itself: then it takes that one's dtype, so that a float32 graph stays float32. It lives on
+    `like`'s device, else on `device`."""
+    if isinstance(v, torch.Tensor) or v is None:
+        return v
+    device = like.device if like is not None else device
+    if isinstance(v, float):
+        return torch.tensor(v, dtype=like.dtype if like is not None and like.dim() == 0 else F64, device=device)
+    return torch.tensor(v, dtype=torch.bool if isinstance(v, bool) else torch.int64, device=device)
+
+
+def elementwise(fn: Callable) -> Callable:
+    """A torch function of tensors as a meaning: literals become 0-d tensors. An op of literals
+    only computes where a lowering says (`a["device"]`, see irlens.lower.node_attrs), else on the CPU."""
+    def run(a, *xs):
+        like = next((x for x in xs if isinstance(x, torch.Tensor) and x.is_floating_point()), None)
+        return fn(*[scalar_tensor(x, like, a.get("device")) for x in xs])
+    run.__name__ = getattr(fn, "__name__", "elementwise")
+    return run
+
+
+def dims_of(a: dict, x: torch.Tensor) -> list[int]:
+    """A reduction's `dims` attr; None means every dim."""
+    dims = a.get("dims")
+    return list(range(x.dim())) if dims is None else list(dims)
+
+
+def jnp():
+    import jax.numpy
+
+    return jax.numpy
+
+
+def lax():
+    from jax import lax as jax_lax
+
+    return jax_lax

@@ -1,0 +1,303 @@
+"""How a canonical op is declared: its schema, its float64 meaning, and the rules registered
+beside it (decomposition, lowerings), the way JAX declares `abs_p` and registers its lowering
+and derivative on the next lines.
+
+    neg = unary("neg", jax="negative", nvfuser="neg")          # one line for a plain unary op
+
+    div = declare("div", ELEMENTWISE, "x y", rounding_mode=Attr("str", None, choices=(None, "floor", "trunc")))
+
+    @meaning(div)
+    def _div(a, x, y): ...                                       # float64 meaning, dtype-preserving
+
+    @lowering(div, "jax")
+    def _div_jax(a, x, y): ...
+
+A meaning and a JAX lowering take `(attrs, *inputs)`; attrs arrive with the declared defaults
+filled in (`Op.attrs_of`). An nvFuser lowering takes `(fd, nv, node, args, metas)`. A
+decomposition rule takes `(emitter, values)` (see `irlens.ir_adapters.decompose`). A string
+in place of a lowering names the library's function of the same arity (`jnp.negative`,
+`fd.ops.neg`).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+ELEMENTWISE = "elementwise"
+REDUCTION = "reduction"
+MATMUL = "matmul"
+DATA_MOVEMENT = "data_movement"
+CAST = "cast"
+CREATION = "creation"
+COMPOSITE = "composite"
+COLLECTIVE = "collective"
+OTHER = "other"
+
+CATEGORIES = (ELEMENTWISE, REDUCTION, MATMUL, DATA_MOVEMENT, CAST, CREATION, COMPOSITE, COLLECTIVE, OTHER)
+PRIMITIVE_CATEGORIES = frozenset(CATEGORIES) - {COMPOSITE}
+COMPUTE_CATEGORIES = frozenset({ELEMENTWISE, REDUCTION, MATMUL, COMPOSITE})
+LOWERINGS = ("jax", "nvfuser")
+
+UNKNOWN_PREFIX = "unknown:"  # irlens.ir's; repeated here so the vocabulary imports nothing of irlens
+# Attributes any node may carry: where it came from (HLO metadata, a custom call's target).
+PROVENANCE_ATTRS = frozenset({"op_name", "source", "target"})
+
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Attr:
+    """One attribute: its kind, its default (none: required), and the values it may take."""
+
+    kind: str  # int, bool, float, str, ints (list of int), dtype (a canonical dtype name), any
+    default: Any = _REQUIRED
+    choices: tuple = ()
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+    def problem(self, value: Any) -> str | None:
+        if value is None and (self.default is None or self.kind == "any"):
+            return None
+        if self.choices and value not in self.choices:
+            return f"{value!r} is not one of {self.choices}"
+        ok = _KIND_CHECKS[self.kind](value)
+        return None if ok else f"{value!r} is not of kind {self.kind}"
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+_KIND_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "int": _is_int,
+    "bool": lambda v: isinstance(v, bool),
+    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float, bool)),
+    "str": lambda v: isinstance(v, str),
+    "ints": lambda v: isinstance(v, (list, tuple)) and all(_is_int(x) for x in v),
+    "dtype": lambda v: isinstance(v, str),
+    "any": lambda v: True,
+}
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One input (or output) position: `x`, `bias?` (optional: None when absent), `*xs` (any
+    number, last only; `*indices?` may hold None entries)."""
+
+    name: str
+    optional: bool = False
+    variadic: bool = False
+
+    @classmethod
+    def parse(cls, spec: str) -> tuple["Operand", ...]:
+        out = []
+        for word in spec.split():
+            variadic, optional = word.startswith("*"), word.endswith("?")
+            out.append(cls(word.strip("*?"), optional, variadic))
+        if any(o.variadic for o in out[:-1]):
+            raise ValueError(f"only the last operand may be variadic: {spec!r}")
+        return tuple(out)
+
+    def __str__(self) -> str:
+        return f"{'*' if self.variadic else ''}{self.name}{'?' if self.optional else ''}"
+
+
+def _arity(operands: tuple[Operand, ...]) -> tuple[int, float]:
+    required = sum(1 for o in operands if not o.optional and not o.variadic)
+    most = float("inf") if operands and operands[-1].variadic else len(operands)
+    return required, most
+
+
+@dataclass
+class Op:
+    """A canonical op: the one place its schema, meaning and rules live."""
+
+    name: str
+    category: str
+    operands: tuple[Operand, ...]
+    outputs: tuple[Operand, ...]
+    attrs: dict[str, Attr]
+    doc: str = ""
+    family: str = ""  # the module that declares it (irlens.ops.<family>)
+    meaning: Callable | None = None
+    decomposition: Callable | None = None
+    lowerings: dict[str, Any] = field(default_factory=dict)
+    lowerable: dict[str, Callable] = field(default_factory=dict)  # lowering -> node predicate
+
+    @property
+    def is_composite(self) -> bool:
+        return self.category == COMPOSITE
+
+    def attrs_of(self, attrs: dict) -> dict:
+        """`attrs` with the declared defaults filled in (what a meaning or lowering reads)."""
+        missing = {k: a.default for k, a in self.attrs.items() if k not in attrs and not a.required}
+        return {**missing, **attrs} if missing else attrs
+
+    def problem(self, inputs: list, attrs: dict, n_outputs: int) -> str | None:
+        """Why a node with these inputs, attrs and outputs does not fit the schema (None: it does)."""
+        lo, hi = _arity(self.operands)
+        if not lo <= len(inputs) <= hi:
+            return f"{self.name} takes {self.signature()}, got {len(inputs)} inputs"
+        for operand, value in zip(self.operands, inputs):
+            if value is None and not operand.optional:
+                return f"{self.name}: input {operand.name} is required"
+        if self.operands and self.operands[-1].variadic and not self.operands[-1].optional:
+            if any(v is None for v in inputs[len(self.operands) - 1:]):
+                return f"{self.name}: {self.operands[-1].name} holds None"
+        lo, hi = _arity(self.outputs)
+        if not lo <= n_outputs <= hi:
+            return f"{self.name} gives {' '.join(map(str, self.outputs))}, got {n_outputs} outputs"
+        for key, value in attrs.items():
+            if key in self.attrs:
+                bad = self.attrs[key].problem(value)
+                if bad:
+                    return f"{self.name}: attr {key}: {bad}"
+            elif key not in PROVENANCE_ATTRS:
+                return f"{self.name}: unknown attr {key!r} (declared: {', '.join(self.attrs) or 'none'})"
+        missing = [k for k, a in self.attrs.items() if a.required and k not in attrs]
+        if missing:
+            return f"{self.name}: missing attr {', '.join(missing)}"
+        return None
+
+    def signature(self) -> str:
+        ins = ", ".join(map(str, self.operands))
+        attrs = ", ".join(f"{k}" if a.required else f"{k}={a.default!r}" for k, a in self.attrs.items())
+        outs = ", ".join(map(str, self.outputs))
+        return f"{self.name}({ins}){' {' + attrs + '}' if attrs else ''} -> {outs}"
+
+
+OPS: dict[str, Op] = {}
+
+
+def declare(name: str, category: str, operands: str = "x", *, outputs: str = "out", doc: str = "",
+            **attrs: Attr) -> Op:
+    """Declare a canonical op once; its family module registers its rules on the next lines."""
+    if name in OPS:
+        raise ValueError(f"canonical op {name!r} declared twice ({OPS[name].family} and again)")
+    if category not in CATEGORIES:
+        raise ValueError(f"{name}: unknown category {category!r}")
+    family = _caller_module()
+    op = Op(name, category, Operand.parse(operands), Operand.parse(outputs), dict(attrs), doc, family)
+    OPS[name] = op
+    return op
+
+
+def _caller_module() -> str:
+    import sys
+
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return frame.f_globals.get("__name__", "").rsplit(".", 1)[-1] if frame else ""
+
+
+def meaning(op: Op):
+    """Register the float64 meaning of `op`: `fn(attrs, *inputs)`, torch ops, dtype-preserving."""
+    def deco(fn: Callable) -> Callable:
+        op.meaning = fn
+        return fn
+    return deco
+
+
+def decomposition(op: Op):
+    """Register the rule expanding composite `op` into primitive ops: `fn(emitter, values)`."""
+    def deco(fn: Callable) -> Callable:
+        op.decomposition = fn
+        return fn
+    return deco
+
+
+def lowering(op: Op, backend: str, when: Callable | None = None):
+    """Register `op`'s lowering to `backend` (one of LOWERINGS); `when(node)` limits it to the
+    nodes it can take (e.g. unit-stride slices)."""
+    if backend not in LOWERINGS:
+        raise ValueError(f"unknown lowering {backend!r}; choose from {LOWERINGS}")
+
+    def deco(fn: Callable) -> Callable:
+        op.lowerings[backend] = fn
+        if when is not None:
+            op.lowerable[backend] = when
+        return fn
+    return deco
+
+
+def lowers(op: Op, backend: str, impl: Any, when: Callable | None = None) -> None:
+    """`lowering` without a decorator: a library function's name, or a callable."""
+    lowering(op, backend, when)(impl)
+
+
+# --- queries ---------------------------------------------------------------------------------
+
+def category(op: str) -> str:
+    decl = OPS.get(op)
+    return decl.category if decl is not None else OTHER
+
+
+def is_compute(op: str) -> bool:
+    return category(op) in COMPUTE_CATEGORIES
+
+
+def is_primitive(op: str) -> bool:
+    return op.startswith(UNKNOWN_PREFIX) or category(op) in PRIMITIVE_CATEGORIES
+
+
+def check_vocabulary(table: dict[str, str]) -> None:
+    """Fail loudly at import if a name table maps to an op outside the vocabulary."""
+    bad = sorted({v for v in table.values() if v not in OPS})
+    if bad:
+        raise ValueError(f"name table maps to ops outside irlens.ops.OPS: {bad}")
+
+
+# --- nodes against the schema ------------------------------------------------------------------
+
+class SchemaError(ValueError):
+    """A node that does not fit its op's declared schema (raised in strict mode)."""
+
+
+def strict() -> bool:
+    """Strict mode (IRLENS_STRICT_OPS=1, set by the test suite): a node off its schema raises."""
+    return os.environ.get("IRLENS_STRICT_OPS", "") not in ("", "0")
+
+
+def node_problem(node) -> str | None:
+    if node.op.startswith(UNKNOWN_PREFIX):
+        return None
+    decl = OPS.get(node.op)
+    if decl is None:
+        return f"{node.op!r} is not a canonical op"
+    return decl.problem(node.inputs, node.attrs, len(node.outputs))
+
+
+def conform(node):
+    """`node` if it fits its op's schema; else (strict mode: SchemaError) the node as
+    `unknown:<native>`, the reason in attrs `schema_error`: a node off its schema has no meaning."""
+    problem = node_problem(node)
+    if problem is None:
+        return node
+    if strict():
+        raise SchemaError(f"node {node.id} ({node.native or node.op}): {problem}")
+    return replace(node, op=UNKNOWN_PREFIX + (node.native or node.op), attrs={**node.attrs, "schema_error": problem})
+
+
+def check_declarations() -> None:
+    """Import-time checks of the vocabulary itself."""
+    problems = []
+    for op in OPS.values():
+        if op.is_composite and op.decomposition is None:
+            problems.append(f"composite {op.name} has no decomposition rule")
+        if op.meaning is None and op.category != COLLECTIVE:
+            problems.append(f"{op.name} has no float64 meaning")
+        for backend, impl in op.lowerings.items():
+            if isinstance(impl, str) and op.attrs and backend not in op.lowerable:
+                problems.append(f"{op.name}: a {backend} lowering by name would drop its attrs {sorted(op.attrs)}")
+        for key, a in op.attrs.items():
+            if a.kind not in _KIND_CHECKS:
+                problems.append(f"{op.name}.{key}: unknown attr kind {a.kind!r}")
+            elif not a.required and a.default is not None and a.problem(a.default):
+                problems.append(f"{op.name}.{key}: default {a.problem(a.default)}")
+    if problems:
+        raise ValueError("irlens.ops vocabulary: " + "; ".join(problems))

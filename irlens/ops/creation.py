@@ -1,0 +1,64 @@
+"""Creation: tensors made from attrs alone. They are made on `a["device"]` (a lowering sets it;
+the interpreter runs on the CPU), in the dtype their attrs name."""
+from __future__ import annotations
+
+import torch
+
+from irlens.ops._torch import jnp, lax, torch_dtype
+from irlens.ops.core import CREATION, Attr, declare, lowering, meaning
+
+full = declare("full", CREATION, "", shape=Attr("ints"), value=Attr("number"), dtype=Attr("dtype"),
+               doc="a tensor of `shape` filled with value")
+
+
+@meaning(full)
+def _full(a):
+    return torch.full(list(a["shape"]), a["value"], dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))
+
+
+@lowering(full, "jax")
+def _full_jax(a):
+    return jnp().full(tuple(a["shape"]), a["value"], jnp().dtype(a["dtype"]))
+
+
+empty = declare("empty", CREATION, "", shape=Attr("ints"), dtype=Attr("dtype"),
+                doc="uninitialized memory: any values; the meaning gives zeros")
+
+
+@meaning(empty)
+def _empty(a):
+    return torch.zeros(list(a["shape"]), dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))
+
+
+@lowering(empty, "jax")
+def _empty_jax(a):
+    return jnp().zeros(tuple(a["shape"]), jnp().dtype(a["dtype"]))
+
+
+iota = declare("iota", CREATION, "", shape=Attr("ints"), dim=Attr("int", 0), dtype=Attr("dtype", "int64"),
+               doc="0, 1, 2, ... along dim, broadcast over the other dims of `shape`")
+
+
+@meaning(iota)
+def _iota(a):
+    shape, dim = list(a["shape"]), a["dim"]
+    r = torch.arange(shape[dim], dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))
+    view = [1] * len(shape)
+    view[dim] = shape[dim]
+    return r.reshape(view).expand(shape).clone()
+
+
+@lowering(iota, "jax")
+def _iota_jax(a):
+    return lax().broadcasted_iota(jnp().dtype(a["dtype"]), tuple(a["shape"]), a["dim"])
+
+
+rand = declare("rand", CREATION, "", shape=Attr("ints"), dtype=Attr("dtype"),
+               distribution=Attr("str", "uniform", choices=("uniform", "normal")),
+               doc="random values: uniform on [0, 1) or standard normal; no two runs agree")
+
+
+@meaning(rand)
+def _rand(a):
+    make = torch.rand if a["distribution"] == "uniform" else torch.randn
+    return make(list(a["shape"]), dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))

@@ -1,0 +1,148 @@
+"""Elementwise ops: numpy broadcasting, operands are tensors or scalar literals, the result
+in torch's promoted dtype. Most are one line: the torch function of the same name is the
+meaning, and `jax=` / `nvfuser=` name the library function that lowers them."""
+from __future__ import annotations
+
+import torch
+
+from irlens.ops._torch import elementwise, jnp
+from irlens.ops.core import ELEMENTWISE, Attr, declare, lowering, lowers, meaning
+
+
+def unary(name: str, fn=None, *, jax: str | None = None, nvfuser: str | None = None, doc: str = ""):
+    return _simple(name, "x", fn, jax, nvfuser, doc)
+
+
+def binary(name: str, fn=None, *, jax: str | None = None, nvfuser: str | None = None, doc: str = ""):
+    return _simple(name, "x y", fn, jax, nvfuser, doc)
+
+
+def _simple(name, operands, fn, jax, nvfuser, doc):
+    op = declare(name, ELEMENTWISE, operands, doc=doc)
+    meaning(op)(elementwise(fn or getattr(torch, name)))
+    if jax:
+        lowers(op, "jax", jax)
+    if nvfuser:
+        lowers(op, "nvfuser", nvfuser)
+    return op
+
+
+# --- unary -------------------------------------------------------------------------------
+neg = unary("neg", jax="negative", nvfuser="neg")
+abs_ = unary("abs", jax="abs", nvfuser="abs")
+exp = unary("exp", jax="exp", nvfuser="exp")
+exp2 = unary("exp2", jax="exp2", nvfuser="exp2")
+expm1 = unary("expm1", jax="expm1", nvfuser="expm1")
+log = unary("log", jax="log", nvfuser="log")
+log1p = unary("log1p", jax="log1p", nvfuser="log1p")
+log2 = unary("log2", jax="log2", nvfuser="log2")
+log10 = unary("log10", jax="log10", nvfuser="log10")
+sqrt = unary("sqrt", jax="sqrt", nvfuser="sqrt")
+rsqrt = unary("rsqrt", jax="lax.rsqrt", nvfuser="rsqrt")
+reciprocal = unary("reciprocal", jax="reciprocal", nvfuser="reciprocal")
+sin = unary("sin", jax="sin", nvfuser="sin")
+cos = unary("cos", jax="cos", nvfuser="cos")
+tan = unary("tan", jax="tan", nvfuser="tan")
+asin = unary("asin", jax="arcsin", nvfuser="asin")
+acos = unary("acos", jax="arccos", nvfuser="acos")
+atan = unary("atan", jax="arctan", nvfuser="atan")
+sinh = unary("sinh", jax="sinh", nvfuser="sinh")
+cosh = unary("cosh", jax="cosh", nvfuser="cosh")
+tanh = unary("tanh", jax="tanh", nvfuser="tanh")
+asinh = unary("asinh", jax="arcsinh", nvfuser="asinh")
+acosh = unary("acosh", jax="arccosh", nvfuser="acosh")
+atanh = unary("atanh", jax="arctanh", nvfuser="atanh")
+erf = unary("erf", jax="scipy.special.erf", nvfuser="erf")
+erfc = unary("erfc", jax="scipy.special.erfc", nvfuser="erfc")
+erfinv = unary("erfinv", jax="scipy.special.erfinv", nvfuser="erfinv")
+lgamma = unary("lgamma", jax="lax.lgamma", nvfuser="lgamma")
+digamma = unary("digamma", jax="lax.digamma")
+sigmoid = unary("sigmoid", jax="nn.sigmoid")
+sign = unary("sign", jax="sign", nvfuser="sign")
+floor = unary("floor", jax="floor", nvfuser="floor")
+ceil = unary("ceil", jax="ceil", nvfuser="ceil")
+trunc = unary("trunc", jax="trunc", nvfuser="trunc")
+isnan = unary("isnan", jax="isnan")
+isinf = unary("isinf", jax="isinf")
+logical_not = unary("logical_not", jax="logical_not")
+bitwise_not = unary("bitwise_not", jax="bitwise_not", nvfuser="bitwise_not", doc="~x: logical not on bool, two's complement not on integers")
+
+round_ = declare("round", ELEMENTWISE, "x", decimals=Attr("int", 0),
+                 doc="round half to even, at `decimals` digits after the point (torch.round)")
+
+
+@meaning(round_)
+def _round(a, x):
+    return torch.round(x, decimals=a["decimals"]) if a["decimals"] else torch.round(x)
+
+
+@lowering(round_, "jax")
+def _round_jax(a, x):
+    return jnp().round(x, a["decimals"])
+
+
+# --- binary ------------------------------------------------------------------------------
+add = binary("add", jax="add", nvfuser="add")
+sub = binary("sub", jax="subtract", nvfuser="sub")
+mul = binary("mul", jax="multiply", nvfuser="mul")
+pow_ = binary("pow", jax="power", nvfuser="pow")
+maximum = binary("maximum", jax="maximum", nvfuser="maximum")
+minimum = binary("minimum", jax="minimum", nvfuser="minimum")
+remainder = binary("remainder", jax="remainder", nvfuser="remainder", doc="x - floor(x / y) * y (Python's %)")
+fmod = binary("fmod", jax="fmod", nvfuser="fmod", doc="x - trunc(x / y) * y (C's fmod)")
+atan2 = binary("atan2", jax="arctan2", nvfuser="atan2")
+eq = binary("eq", jax="equal", nvfuser="eq")
+ne = binary("ne", jax="not_equal", nvfuser="ne")
+lt = binary("lt", jax="less", nvfuser="lt")
+le = binary("le", jax="less_equal", nvfuser="le")
+gt = binary("gt", jax="greater", nvfuser="gt")
+ge = binary("ge", jax="greater_equal", nvfuser="ge")
+logical_and = binary("logical_and", jax="logical_and")
+logical_or = binary("logical_or", jax="logical_or")
+logical_xor = binary("logical_xor", jax="logical_xor")
+bitwise_and = binary("bitwise_and", jax="bitwise_and", nvfuser="bitwise_and")
+bitwise_or = binary("bitwise_or", jax="bitwise_or", nvfuser="bitwise_or")
+bitwise_xor = binary("bitwise_xor", jax="bitwise_xor", nvfuser="bitwise_xor")
+
+div = declare("div", ELEMENTWISE, "x y", rounding_mode=Attr("str", None, choices=(None, "floor", "trunc")),
+              doc="true division; rounding_mode floor (Python's //) or trunc rounds the quotient")
+
+
+@meaning(div)
+def _div(a, x, y):
+    mode = a["rounding_mode"]
+    return elementwise(lambda p, q: torch.div(p, q, rounding_mode=mode))(a, x, y)
+
+
+@lowering(div, "jax")
+def _div_jax(a, x, y):
+    np_ = jnp()
+    mode = a["rounding_mode"]
+    if mode is None:
+        return np_.true_divide(x, y)
+    if mode == "floor":
+        return np_.floor_divide(x, y)
+    return np_.trunc(np_.true_divide(x, y)).astype(np_.result_type(x, y))  # trunc: toward zero
+
+
+lowers(div, "nvfuser", "div", when=lambda node: node.attrs.get("rounding_mode") is None)
+
+# --- three operands -----------------------------------------------------------------------
+where = declare("where", ELEMENTWISE, "cond x y", doc="x where cond, else y")
+meaning(where)(elementwise(torch.where))
+lowers(where, "jax", "where")
+lowers(where, "nvfuser", "where")
+
+clamp = declare("clamp", ELEMENTWISE, "x lo? hi?", doc="min(max(x, lo), hi); an absent bound does not clamp")
+
+
+@meaning(clamp)
+def _clamp(a, x, lo=None, hi=None):
+    if lo is None and hi is None:
+        return x.clone()
+    return elementwise(lambda t, l, h: torch.clamp(t, l, h))(a, x, lo, hi)
+
+
+@lowering(clamp, "jax")
+def _clamp_jax(a, x, lo=None, hi=None):
+    return jnp().clip(x, lo, hi)

@@ -1,0 +1,155 @@
+"""Indexing: reads at computed positions (take, gather, index), writes there (index_add,
+scatter*, index_put, slice_scatter), and the selections (topk, sort). Indices are integer
+tensors; a negative index counts from the end where torch's op allows it."""
+from __future__ import annotations
+
+import torch
+
+from irlens.ops._torch import jnp, scalar_tensor
+from irlens.ops.core import DATA_MOVEMENT, OTHER, Attr, declare, lowering, meaning
+from irlens.ops.movement import slices
+
+
+def _wrapped(idx: torch.Tensor, size: int) -> torch.Tensor:
+    idx = idx.long()
+    return torch.where(idx < 0, idx + size, idx)
+
+
+# --- reads ------------------------------------------------------------------------------------
+take = declare("take", DATA_MOVEMENT, "x index", dim=Attr("int"),
+               doc="slices of x along dim at index (any shape): out shape x[:dim] + index + x[dim+1:] "
+                   "(jnp.take, index_select, embedding, x[:, idx])")
+
+
+@meaning(take)
+def _take(a, x, idx):
+    dim = a["dim"]
+    flat = torch.index_select(x, dim, _wrapped(idx, x.shape[dim]).reshape(-1))
+    return flat.reshape(*x.shape[:dim], *idx.shape, *x.shape[dim + 1:])
+
+
+@lowering(take, "jax")
+def _take_jax(a, x, idx):
+    return jnp().take(x, idx, axis=a["dim"])
+
+
+gather = declare("gather", DATA_MOVEMENT, "x index", dim=Attr("int"),
+                 doc="torch.gather / take_along_dim: out[i][j][k] = x[i][index[i][j][k]][k] (dim 1); "
+                     "index has x's rank, no larger than x outside dim")
+
+
+@meaning(gather)
+def _gather(a, x, idx):
+    return torch.gather(x, a["dim"], _wrapped(idx, x.shape[a["dim"]]))
+
+
+@lowering(gather, "jax")
+def _gather_jax(a, x, idx):
+    dim = a["dim"]
+    x = x[tuple(slice(None) if d == dim else slice(0, s) for d, s in enumerate(idx.shape))]
+    return jnp().take_along_axis(x, idx, axis=dim)
+
+
+index = declare("index", DATA_MOVEMENT, "x *indices?",
+                doc="advanced indexing x[i0, i1, ...]: one optional index tensor per leading dim, None a full slice")
+
+
+@meaning(index)
+def _index(a, x, *indices):
+    return torch.ops.aten.index.Tensor(x, [None if i is None else i for i in indices])
+
+
+# --- writes -----------------------------------------------------------------------------------
+index_add = declare("index_add", DATA_MOVEMENT, "x index src", dim=Attr("int"), alpha=Attr("number", 1),
+                    doc="x with alpha * src's slices added at index along dim (torch.index_add; index any "
+                        "shape, src shaped like take(x, index, dim))")
+
+
+@meaning(index_add)
+def _index_add(a, x, idx, src):
+    dim = a["dim"]
+    moved = src.reshape(*x.shape[:dim], idx.numel(), *x.shape[dim + 1:])
+    return x.index_add(dim, _wrapped(idx, x.shape[dim]).reshape(-1), moved, alpha=a["alpha"])
+
+
+@lowering(index_add, "jax")
+def _index_add_jax(a, x, idx, src):
+    dim = a["dim"]
+    moved = src.reshape(x.shape[:dim] + (-1,) + x.shape[dim + 1:])
+    return x.at[(slice(None),) * dim + (idx.reshape(-1),)].add(moved * a["alpha"] if a["alpha"] != 1 else moved)
+
+
+scatter = declare("scatter", DATA_MOVEMENT, "x index src", dim=Attr("int"),
+                  doc="torch.scatter: x with src (or a scalar) written at index along dim")
+
+
+@meaning(scatter)
+def _scatter(a, x, idx, src):
+    if not isinstance(src, torch.Tensor):
+        return torch.scatter(x, a["dim"], idx.long(), src)
+    return torch.scatter(x, a["dim"], idx.long(), src.to(x.dtype))
+
+
+scatter_add = declare("scatter_add", DATA_MOVEMENT, "x index src", dim=Attr("int"),
+                      doc="torch.scatter_add: x with src added at index along dim (index shaped like src)")
+
+
+@meaning(scatter_add)
+def _scatter_add(a, x, idx, src):
+    return torch.scatter_add(x, a["dim"], idx.long(), src)
+
+
+scatter_reduce = declare("scatter_reduce", DATA_MOVEMENT, "x index src", dim=Attr("int"),
+                         reduce=Attr("str", choices=("sum", "prod", "mean", "amax", "amin")),
+                         include_self=Attr("bool", True), doc="torch.scatter_reduce")
+
+
+@meaning(scatter_reduce)
+def _scatter_reduce(a, x, idx, src):
+    return torch.scatter_reduce(x, a["dim"], idx.long(), src, a["reduce"], include_self=a["include_self"])
+
+
+index_put = declare("index_put", DATA_MOVEMENT, "x values *indices?", accumulate=Attr("bool", False),
+                    doc="x with values written (accumulate: added) at x[indices] (None a full slice)")
+
+
+@meaning(index_put)
+def _index_put(a, x, values, *indices):
+    values = scalar_tensor(values, x if x.is_floating_point() else None, a.get("device"))
+    return torch.ops.aten.index_put.default(x, [None if i is None else i for i in indices], values.to(x.dtype),
+                                            a["accumulate"])
+
+
+slice_scatter = declare("slice_scatter", DATA_MOVEMENT, "x src", start=Attr("ints"), limit=Attr("ints"),
+                        step=Attr("ints", None), doc="x with x[start:limit:step] (every dim) replaced by src")
+
+
+@meaning(slice_scatter)
+def _slice_scatter(a, x, src):
+    out = x.clone()
+    out[slices(a)] = src
+    return out
+
+
+@lowering(slice_scatter, "jax")
+def _slice_scatter_jax(a, x, src):
+    return x.at[slices(a)].set(src)
+
+
+# --- selections -------------------------------------------------------------------------------
+topk = declare("topk", OTHER, "x", outputs="values indices", k=Attr("int"), dim=Attr("int", -1),
+               largest=Attr("bool", True), sorted=Attr("bool", True))
+
+
+@meaning(topk)
+def _topk(a, x):
+    return tuple(torch.topk(x, a["k"], dim=a["dim"], largest=a["largest"], sorted=a["sorted"]))
+
+
+sort = declare("sort", OTHER, "x", outputs="values indices", dim=Attr("int", -1), descending=Attr("bool", False),
+               stable=Attr("bool", False))
+
+
+@meaning(sort)
+def _sort(a, x):
+    return tuple(torch.sort(x, dim=a["dim"], descending=a["descending"], stable=a["stable"]))

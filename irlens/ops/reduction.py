@@ -1,0 +1,134 @@
+"""Reductions over `dims` (non-negative; None: every dim), `keepdim` keeping them as size 1;
+the arg-reductions and scans along one `dim`; `mean` and `var` as composites over `sum`."""
+from __future__ import annotations
+
+import torch
+
+from irlens.ops._torch import dims_of, jnp
+from irlens.ops.core import COMPOSITE, REDUCTION, Attr, declare, decomposition, lowering, meaning
+from irlens.ops.shapes import numel, reduced
+
+
+def _reduction(name: str, fn, jax: str | None = None, nvfuser: str | None = None, doc: str = ""):
+    op = declare(name, REDUCTION, "x", dims=Attr("ints", None), keepdim=Attr("bool", False), doc=doc)
+
+    @meaning(op)
+    def run(a, x):
+        dims = dims_of(a, x)
+        if not dims:
+            return x.clone()
+        return fn(x, dims, a["keepdim"])
+
+    if jax:
+        @lowering(op, "jax")
+        def lower_jax(a, x):
+            dims = tuple(range(x.ndim)) if a["dims"] is None else tuple(a["dims"])
+            return getattr(jnp(), jax)(x, axis=dims, keepdims=a["keepdim"]) if dims else x
+    if nvfuser:
+        @lowering(op, "nvfuser")
+        def lower_nvfuser(fd, nv, node, args, metas):
+            dims = node.attrs.get("dims")
+            dims = list(range(len(metas[node.inputs[0]].shape))) if dims is None else list(dims)
+            if not dims:
+                return args[0]
+            out = getattr(fd.ops, nvfuser)(args[0], dims)
+            if node.attrs.get("keepdim"):
+                kept = [d for d in range(len(node.outputs[0].shape)) if d not in dims]
+                out = fd.ops.broadcast_in_dim(out, list(node.outputs[0].shape), kept)
+            return out
+    return op
+
+
+def _prod(x, dims, keep):
+    for d in sorted(dims, reverse=True):  # highest first, so lower dims keep their index
+        x = torch.prod(x, dim=d, keepdim=keep)
+    return x
+
+
+sum_ = _reduction("sum", lambda x, d, k: torch.sum(x, dim=d, keepdim=k), jax="sum", nvfuser="sum")
+amax = _reduction("amax", lambda x, d, k: torch.amax(x, dim=d, keepdim=k), jax="max", nvfuser="max")
+amin = _reduction("amin", lambda x, d, k: torch.amin(x, dim=d, keepdim=k), jax="min", nvfuser="min")
+prod = _reduction("prod", _prod, jax="prod")
+any_ = _reduction("any", lambda x, d, k: torch.any(x, dim=d, keepdim=k), jax="any", doc="logical or")
+all_ = _reduction("all", lambda x, d, k: torch.all(x, dim=d, keepdim=k), jax="all", doc="logical and")
+
+
+def _arg_reduction(name: str, fn):
+    op = declare(name, REDUCTION, "x", dim=Attr("int", None), keepdim=Attr("bool", False),
+                 doc=f"index (int64) of the first {name[3:]} along dim; dim None: of the flattened x")
+
+    @meaning(op)
+    def run(a, x):
+        return fn(x, dim=a["dim"], keepdim=a["keepdim"])
+
+    @lowering(op, "jax")
+    def lower_jax(a, x):
+        return getattr(jnp(), name)(x, axis=a["dim"], keepdims=a["keepdim"])
+    return op
+
+
+argmax = _arg_reduction("argmax", torch.argmax)
+argmin = _arg_reduction("argmin", torch.argmin)
+
+
+def _scan(name: str, fn):
+    op = declare(name, REDUCTION, "x", dim=Attr("int"), reverse=Attr("bool", False),
+                 doc=f"inclusive {name} along dim (from the end when reverse)")
+
+    @meaning(op)
+    def run(a, x):
+        if a["reverse"]:
+            return fn(x.flip(a["dim"]), dim=a["dim"]).flip(a["dim"])
+        return fn(x, dim=a["dim"])
+
+    @lowering(op, "jax")
+    def lower_jax(a, x):
+        from jax import lax
+
+        return getattr(lax, name)(x, axis=a["dim"], reverse=a["reverse"])
+    return op
+
+
+cumsum = _scan("cumsum", torch.cumsum)
+cumprod = _scan("cumprod", torch.cumprod)
+
+# --- composites over sum ---------------------------------------------------------------------
+mean = declare("mean", COMPOSITE, "x", dims=Attr("ints", None), keepdim=Attr("bool", False))
+var = declare("var", COMPOSITE, "x", dims=Attr("ints", None), keepdim=Attr("bool", False),
+              correction=Attr("float", 1), doc="sum((x - mean)^2) / (N - correction)")
+
+
+@meaning(mean)
+def _mean(a, x):
+    dims = dims_of(a, x)
+    return torch.mean(x, dim=dims, keepdim=a["keepdim"]) if dims else x.clone()
+
+
+@meaning(var)
+def _var(a, x):
+    return torch.var(x, dim=dims_of(a, x), correction=a["correction"], keepdim=a["keepdim"])
+
+
+@decomposition(mean)
+def _mean_rule(e, vals):
+    x, out = e.parent.inputs[0], e.out()
+    xm = vals[x]
+    dims, keep = e.attr("dims"), e.attr("keepdim")
+    dims = list(range(len(xm.shape))) if dims is None else dims
+    s = e.emit("sum", [x], reduced(xm.shape, dims, keep), out.dtype, dims=dims, keepdim=keep)
+    e.emit("div", [s, float(numel(xm.shape, dims))], out.shape, out.dtype, out.name)
+
+
+@decomposition(var)
+def _var_rule(e, vals):
+    x, out = e.parent.inputs[0], e.out()
+    xm = vals[x]
+    dims, keep, corr = e.attr("dims"), e.attr("keepdim"), e.attr("correction")
+    dims = list(range(len(xm.shape))) if dims is None else dims
+    kshape = reduced(xm.shape, dims, True)
+    s = e.emit("sum", [x], kshape, out.dtype, dims=dims, keepdim=True)
+    m = e.emit("div", [s, float(numel(xm.shape, dims))], kshape, out.dtype)
+    c = e.emit("sub", [x, m], xm.shape, out.dtype)
+    sq = e.emit("mul", [c, c], xm.shape, out.dtype)
+    ss = e.emit("sum", [sq], reduced(xm.shape, dims, keep), out.dtype, dims=dims, keepdim=keep)
+    e.emit("div", [ss, float(numel(xm.shape, dims) - corr)], out.shape, out.dtype, out.name)
