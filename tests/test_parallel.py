@@ -254,6 +254,67 @@ def test_presets_and_depth_override():
         resolve("deepseek_v3:tiny", n_layers=1)
 
 
+# --- the cudagraph pass's bookkeeping, with a stand-in for CUDA graphs ------------------------
+
+
+class _FakeGraph:
+    """A CUDA graph stand-in: what a stage computes while "capturing" is replayed on the same
+    input and output tensors (fixed addresses), as a recorded graph would."""
+    capturing = None
+
+    def __init__(self):
+        self.ops = []
+
+    def replay(self):
+        for op in self.ops:
+            op()
+
+
+def _fake_stage(body):
+    def fn(args):
+        outs = body(args)
+        graph = _FakeGraph.capturing
+        if graph is not None:
+            inputs = list(args)
+            graph.ops.append(lambda: [o.copy_(r) for o, r in zip(outs, body(inputs))])
+        return outs
+    return fn
+
+
+def test_cudagraph_wrapper_copies_only_inputs_that_move(monkeypatch):
+    """Forward (parameter, batch) -> (activation, loss); backward (activation, loss gradient) ->
+    parameter gradient. Recorded at the second step, replayed at the third: right values every
+    step, while only the batch and the loss gradient get static copies -- the backward reads
+    the forward's recorded activation in place (it used to clone every saved activation)."""
+    import contextlib
+
+    from irlens.parallel import cudagraph as cg
+
+    @contextlib.contextmanager
+    def capture(graph, pool=None):
+        _FakeGraph.capturing = graph
+        yield
+        _FakeGraph.capturing = None
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", _FakeGraph)
+    monkeypatch.setattr(torch.cuda, "graph", capture)
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: (0, 1))
+    group = cg.CUDAGraphGroup()
+    fw = cg.CUDAGraphWrapper(_fake_stage(lambda a: [a[0] * a[1], (a[0] * a[1]).sum()]), "forward", group)
+    bw = cg.CUDAGraphWrapper(_fake_stage(lambda a: [a[0] * a[1] * 2]), "backward", group)
+    param = torch.tensor([1.0, 2.0, 3.0])
+    for step in range(4):
+        batch = torch.arange(3.0) + step  # a new tensor every step, as the data loader's
+        act, loss = fw([param, batch])
+        (grad,) = bw([act, torch.tensor(0.5 + step)])
+        assert torch.equal(loss, (param * batch).sum())
+        assert torch.equal(grad, param * batch * 2 * (0.5 + step))
+        param.add_(1.0)  # the optimizer, in place
+    assert fw.graph is not None and bw.graph is not None
+    assert (fw.copied_inputs, bw.copied_inputs) == (1, 1)  # the batch; the loss gradient
+    assert bw.static_inputs[0] is fw.static_outputs[0]
+
+
 # --- pass lists -----------------------------------------------------------------------------
 
 
