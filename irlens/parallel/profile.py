@@ -168,8 +168,8 @@ def step_windows(trace: dict) -> list[tuple[int, float, float]]:
 
 
 def device_events(trace: dict) -> tuple[str, list[DeviceEvent]]:
-    """("cuda", kernels, copies and memsets) where the trace has GPU activity, else ("cpu", each
-    thread's innermost ops and its outermost communication spans)."""
+    """("cuda", kernels, copies and memsets) where the trace has GPU activity, else ("cpu", the
+    ops and spans `_cpu_events` keeps)."""
     spans = _spans(trace)
     gpu = [e for e in spans if e.get("cat") in _GPU_CATEGORIES]
     if gpu:
