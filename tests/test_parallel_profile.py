@@ -122,7 +122,7 @@ def test_cpu_trace_counts_known_ops_whole_and_other_ops_innermost():
     ("aten::mul", "other"),
 ])
 def test_classify_kernel_names(name, cls):
-    """Names as the H100/H200 runs of this repository recorded them (docs/results/h200.json)."""
+    """Names as this repository's H200 bench runs recorded them (docs/results)."""
     assert classify(name) == cls
 
 
