@@ -4,13 +4,19 @@
 # with its GPU lists changed. Run from the repo root with the GPU environment active
 # (`source .gpu/activate.sh`); results go to $R (default: results-gpu/).
 #
-#   bash scripts/gpu_results.sh single    # bench (GPUs 0-3), then GPU tests (0) and cross grid (2)
-#   bash scripts/gpu_results.sh parallel  # the llama3 and deepseek_v3 tables, DP2 x TP2 (x EP2) on GPUs 0-3
+#   bash scripts/gpu_results.sh single       # bench (GPUs 0-3), then GPU tests (0) and cross grid (2)
+#   bash scripts/gpu_results.sh parallel     # the llama3 and deepseek_v3 tables, DP2 x TP2 (x EP2) on GPUs 0-3
+#   bash scripts/gpu_results.sh parallel-8b  # llama3:8B-shaped (8 of its layers), DP2 x TP2 on GPUs 0-3
+#   bash scripts/gpu_results.sh parallel1    # ONE GPU, ~8 min: llama3:1B eager vs compiled, then llama3:8B --n-layers 4
+# The parallel tables profile each row (--profile: where the step time goes; traces in the logs).
 set -u
 R=${R:-results-gpu}
 mkdir -p "$R"
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv > "$R/nvidia-smi.csv" 2>&1
+# the tables' file names say the GPU: h100, h200
+GPU=${GPU:-$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | grep -oE 'H[0-9]+|A[0-9]+' | head -1 | tr 'A-Z' 'a-z')}
+GPU=${GPU:-gpu}
 
 # Only the bench's times are reported as performance: the other jobs check numerics and kernels,
 # and start on a GPU once the bench has left it.
@@ -46,9 +52,9 @@ cross() {  # issue 10: the 3 x 3 grid for gelu and block, fwd and fwd+bwd
   done
 }
 
-table() {  # issues 6, 7: one parallel_table.py run, on all 4 GPUs
+table() {  # issues 6, 7, 19: one parallel_table.py run, every row profiled
   name=$1; shift
-  python scripts/parallel_table.py --out "$R/parallel-h200-$name" "$@" 2> "$R/parallel-h200-$name.log"
+  python scripts/parallel_table.py --profile --out "$R/parallel-$GPU-$name" "$@" 2> "$R/parallel-$GPU-$name.log"
   echo "$name table rc=$?"
 }
 
@@ -56,14 +62,27 @@ case "${1:-}" in
   single)  # the bench, then the tests and the cross grid where it has finished
     bench &
     (wait_idle 0; gpu_tests 0) &
-    (wait_idle 2; cross 2; CUDA_VISIBLE_DEVICES=2 timeout 100 python -m pytest -m gpu -rA -p no:cacheprovider \
+    (wait_idle 2; cross 2; CUDA_VISIBLE_DEVICES=2 timeout 300 python -m pytest -m gpu -rA -p no:cacheprovider \
       tests/test_parallel.py > "$R/gpu-tests-parallel.log" 2>&1; echo "parallel gpu test rc=$?") &
     wait ;;
   parallel)  # rows in order of importance, each table within its time budget; LLAMA3_ROWS and
-    # DEEPSEEK_ROWS (comma-separated row names, or "none") choose others
-    [ "${LLAMA3_ROWS:-}" = none ] || table llama3 --model llama3:1B --dp-shard 2 --tp 2 --steps 8 --timeout 150 --budget-s 360 \
-      --rows "${LLAMA3_ROWS:-eager,autobucketing_full_inductor,compiled,autobucketing_full_inductor_cudagraph,sac_reshard_block_bucketing,autobucketing,flex_eager,flex_block_bucketing_regional_cudagraph}"
-    [ "${DEEPSEEK_ROWS:-}" = none ] || table deepseek --model deepseek_v3:2B --dp-shard 2 --tp 2 --ep 2 --steps 8 --timeout 100 --budget-s 160 \
-      --rows "${DEEPSEEK_ROWS:-eager,compiled,autobucketing_full_inductor_cudagraph}" ;;
-  *) echo "usage: $0 single|parallel" >&2; exit 2 ;;
+    # DEEPSEEK_ROWS (comma-separated NAME or NAME@BATCH, or "none") choose others. Batch: the
+    # presets' (8 sequences per DP rank for llama3:1B, 4 for deepseek_v3:2B); @2 is the old tables' batch
+    [ "${LLAMA3_ROWS:-}" = none ] || table llama3 --model llama3:1B --dp-shard 2 --tp 2 --steps 8 --timeout 150 --budget-s 380 \
+      --rows "${LLAMA3_ROWS:-eager,autobucketing_full_inductor_cudagraph,compiled,autobucketing_full_inductor,sac_reshard_block_bucketing,eager@2,autobucketing_full_inductor_cudagraph@2,flex_block_bucketing_regional_cudagraph}"
+    [ "${DEEPSEEK_ROWS:-}" = none ] || table deepseek --model deepseek_v3:2B --dp-shard 2 --tp 2 --ep 2 --steps 8 --timeout 100 --budget-s 170 \
+      --rows "${DEEPSEEK_ROWS:-eager,autobucketing_full_inductor_cudagraph,compiled}" ;;
+  parallel-8b)  # Llama 3 8B's shapes with 8 of its 32 layers, 8k tokens per DP rank
+    table llama3-8b --model llama3:8B --extra "--n-layers 8" --dp-shard 2 --tp 2 --steps 6 --timeout 150 --budget-s 300 \
+      --rows "${LLAMA8B_ROWS:-eager,autobucketing_full_inductor_cudagraph,autobucketing_full_inductor}" ;;
+  parallel1)  # one GPU, about 8 minutes on an H100 (rows run in order until each table's budget is spent):
+    # llama3:1B at the preset's batch 8 (16k tokens) eager vs compiled, then batch 2 and 16; then
+    # llama3:8B's shapes with 4 layers (8k tokens). Full Inductor rows before their cudagraph twins
+    # reuse their compiled code (Inductor's FX graph cache)
+    export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+    table llama3-1gpu --model llama3:1B --steps 8 --timeout 150 --budget-s 330 \
+      --rows "${LLAMA3_ROWS:-eager@8,full_inductor@8,full_inductor_cudagraph@8,compiled@8,eager@2,full_inductor_cudagraph@2,sac_full_inductor_cudagraph@16}"
+    table llama3-8b-1gpu --model llama3:8B --extra "--n-layers 4" --steps 6 --timeout 120 --budget-s 140 \
+      --rows "${LLAMA8B_ROWS:-eager,full_inductor_cudagraph}" ;;
+  *) echo "usage: $0 single|parallel|parallel-8b|parallel1" >&2; exit 2 ;;
 esac

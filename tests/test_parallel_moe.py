@@ -53,7 +53,7 @@ def test_router_load_balance_is_reported(gloo_runs):
 
     cfg = get_config("tiny")
     # every token of both ranks assigned top_k times in the one MoE layer, counted once per step
-    assignments = 2 * TrainConfig().batch_size * cfg.seq_len * cfg.top_k * (cfg.n_layers - cfg.n_dense_layers)
+    assignments = 2 * cfg.batch_size * cfg.seq_len * cfg.top_k * (cfg.n_layers - cfg.n_dense_layers)
     for ep, local in zip(gloo_runs["ep_compiled"].steps, gloo_runs["local_experts"].steps, strict=True):
         assert len(ep.expert_tokens) == cfg.n_experts and sum(ep.expert_tokens) == assignments
         assert ep.expert_imbalance == pytest.approx(max(ep.expert_tokens) / (assignments / cfg.n_experts))

@@ -2,7 +2,8 @@
 
     aot_export_joint_with_descriptors   the joint graph; placeholders and outputs carry descriptors
       -> joint passes                    (passes.JOINT_PASSES)
-      -> min-cut partition               forward graph + backward graph (honours recompute tags)
+      -> partition                       forward graph + backward graph (passes.choose_partitioner:
+                                         min-cut, honouring recompute tags, or eager's saving)
       -> forward / backward passes       (passes.GRAPH_PASSES), as the fw/bw compilers
       -> aot_compile_joint_with_descriptors: an autograd-aware callable over (params, buffers, inputs)
 
@@ -21,6 +22,7 @@ from torch import fx, nn
 from irlens.parallel.passes import (
     PassContext,
     PassRecord,
+    choose_partitioner,
     run_graph_passes,
     run_joint_passes,
     validate_passes,
@@ -65,7 +67,6 @@ def compile_joint(module: nn.Module, example_args: tuple, joint_passes: list[str
         aot_compile_joint_with_descriptors,
         aot_export_joint_with_descriptors,
     )
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
     from torch._guards import detect_fake_mode
 
     joint_passes, passes = list(joint_passes), list(passes)
@@ -73,10 +74,12 @@ def compile_joint(module: nn.Module, example_args: tuple, joint_passes: list[str
     warn_numerics(joint_passes, passes)
     records: list[PassRecord] = []
     graphs: dict[str, fx.GraphModule] = {}
+    shared: dict = {}  # the forward's and backward's passes' common state (one CUDA graph pool)
+    partitioner = ""
 
     def compiler(stage: str):
         def compile_stage(gm: fx.GraphModule, example_inputs) -> Callable:
-            ctx = PassContext(stage, list(example_inputs), records, graphs)
+            ctx = PassContext(stage, list(example_inputs), records, graphs, shared=shared, partitioner=partitioner)
             return run_graph_passes(gm, passes, ctx)
 
         return compile_stage
@@ -90,8 +93,9 @@ def compile_joint(module: nn.Module, example_args: tuple, joint_passes: list[str
         with detect_fake_mode(example):
             _set_joint_graph(jd, run_joint_passes(jd.graph_module, joint_passes, joint_ctx))
         graphs["joint"] = jd.graph_module
+        partition_fn, partitioner = choose_partitioner(jd.graph_module, passes)
         fn = aot_compile_joint_with_descriptors(
-            jd, partition_fn=min_cut_rematerialization_partition,
+            jd, partition_fn=partition_fn,
             fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
         )
     return CompiledStep(module, fn, list(jd.params_spec), list(jd.buffers_spec), records, graphs)

@@ -51,14 +51,20 @@ class DeepSeekV3Config:
     rope_theta: float = 10000.0
     flex: bool = False
     doc_len: int = 32
+    n_kv_heads: int | None = None  # grouped-query attention (llama3's): key/value heads (None: n_heads)
+    batch_size: int = 2  # sequences per data-parallel rank, unless the run asks for another
 
     @property
     def head_dim(self) -> int:
         return self.dim // self.n_heads
 
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or self.n_heads
+
     def num_params(self, exclude_embedding: bool = True) -> int:
         """Parameters a token is computed with (the active ones: top_k routed experts of each MoE layer)."""
-        attn_norms = 4 * self.dim * self.dim + 2 * self.dim
+        attn_norms = llama3.attention_params(self) + 2 * self.dim
         dense = attn_norms + 3 * self.dim * self.ffn_hidden
         moe = attn_norms + 3 * self.dim * self.moe_hidden * (self.top_k + self.n_shared_experts) + self.dim * self.n_experts
         n_moe = self.n_layers - self.n_dense_layers
@@ -77,12 +83,17 @@ PRESETS: dict[str, DeepSeekV3Config] = {
                              seq_len=64, doc_len=16),
     # ~2.1B parameters, ~0.8B active per token: a GPU preset (DeepSeek-V2-Lite-like widths)
     "2B": DeepSeekV3Config(dim=2048, n_layers=12, n_heads=16, vocab_size=32000, ffn_hidden=8192, moe_hidden=1408,
-                           n_experts=16, top_k=3, n_shared_experts=2, seq_len=2048, doc_len=512),
+                           n_experts=16, top_k=3, n_shared_experts=2, seq_len=2048, doc_len=512, batch_size=4),
 }
 
 
-def get_config(preset: str, flex: bool = False, seq_len: int | None = None) -> DeepSeekV3Config:
-    return llama3.resolve_config("deepseek_v3", PRESETS, preset, flex, seq_len)
+def get_config(preset: str, flex: bool = False, seq_len: int | None = None,
+               n_layers: int | None = None) -> DeepSeekV3Config:
+    cfg = llama3.resolve_config("deepseek_v3", PRESETS, preset, flex, seq_len, n_layers)
+    if cfg.n_layers <= cfg.n_dense_layers:
+        raise ValueError(f"deepseek_v3:{preset} needs more than its {cfg.n_dense_layers} dense layer(s) "
+                         f"for a mixture of experts; got --n-layers {cfg.n_layers}")
+    return cfg
 
 
 class Router(nn.Module):

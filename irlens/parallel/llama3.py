@@ -38,44 +38,70 @@ class Llama3Config:
     rope_theta: float = 500000.0
     flex: bool = False  # FlexAttention with a block-causal mask instead of causal SDPA
     doc_len: int = 32  # document length of the packed sequence (the flex mask's blocks)
+    n_kv_heads: int | None = None  # grouped-query attention: key/value heads (None: n_heads)
+    batch_size: int = 2  # sequences per data-parallel rank, unless the run asks for another
 
     @property
     def head_dim(self) -> int:
         return self.dim // self.n_heads
 
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or self.n_heads
+
     def num_params(self, exclude_embedding: bool = True) -> int:
-        per_layer = 4 * self.dim * self.dim + 3 * self.dim * self.ffn_hidden + 2 * self.dim
+        per_layer = attention_params(self) + 3 * self.dim * self.ffn_hidden + 2 * self.dim
         n = self.n_layers * per_layer + self.dim + self.vocab_size * self.dim  # layers, final norm, output
         return n if exclude_embedding else n + self.vocab_size * self.dim
 
     def flops_per_token(self) -> float:
-        """Training FLOPs per token: 6 per matmul weight plus attention's score and value matmuls
-        (the PaLM appendix-B count, as torchtitan reports MFU)."""
+        """Training FLOPs per token: 6 per matmul weight (the embedding lookup is none) plus
+        attention's score and value matmuls over the whole sequence, causal mask or not (the PaLM
+        appendix-B count, as torchtitan reports MFU)."""
         return 6 * self.num_params() + 12 * self.n_layers * self.dim * self.seq_len
+
+
+def attention_params(cfg) -> int:
+    """wq and wo (dim x dim), wk and wv (dim x kv_heads * head_dim): llama3's and every family reusing its attention."""
+    return 2 * cfg.dim * cfg.dim + 2 * cfg.dim * cfg.kv_heads * cfg.head_dim
 
 
 PRESETS: dict[str, Llama3Config] = {
     "debug": Llama3Config(dim=256, n_layers=6, n_heads=16, vocab_size=2048, ffn_hidden=768, seq_len=128),
-    # smaller than debug, for tests that only need the graph's shape
-    "tiny": Llama3Config(dim=64, n_layers=2, n_heads=4, vocab_size=256, ffn_hidden=192, seq_len=64, doc_len=16),
-    "300M": Llama3Config(dim=1024, n_layers=16, n_heads=16, vocab_size=32000, ffn_hidden=4096, seq_len=2048, doc_len=512),
-    "1B": Llama3Config(dim=2048, n_layers=16, n_heads=16, vocab_size=32000, ffn_hidden=8192, seq_len=2048, doc_len=512),
+    # smaller than debug, for tests that only need the graph's shape; grouped-query attention (2
+    # key/value heads for 4 query heads), so the tests cover it under TP, SimpleFSDP and the passes
+    "tiny": Llama3Config(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=256, ffn_hidden=192, seq_len=64,
+                         doc_len=16),
+    "300M": Llama3Config(dim=1024, n_layers=16, n_heads=16, vocab_size=32000, ffn_hidden=4096, seq_len=2048, doc_len=512,
+                         batch_size=8),
+    # 16k tokens per rank: on one H100 eager makes twice the tokens/s of batch 2 (issue 19)
+    "1B": Llama3Config(dim=2048, n_layers=16, n_heads=16, vocab_size=32000, ffn_hidden=8192, seq_len=2048, doc_len=512,
+                       batch_size=8),
+    # Llama 3 8B's shapes (GQA with 8 key/value heads, vocabulary 128256, 8k context); 32 layers need
+    # 8 GPUs' memory: `--n-layers 4` fits one H100 (~1.9B parameters, 1.4B of them in matmuls)
+    "8B": Llama3Config(dim=4096, n_layers=32, n_heads=32, n_kv_heads=8, vocab_size=128256, ffn_hidden=14336,
+                       seq_len=8192, doc_len=2048, batch_size=1),
 }
 
 
-def get_config(preset: str, flex: bool = False, seq_len: int | None = None) -> Llama3Config:
-    """The preset's config, with the attention variant and sequence length asked for."""
-    return resolve_config("llama3", PRESETS, preset, flex, seq_len)
+def get_config(preset: str, flex: bool = False, seq_len: int | None = None, n_layers: int | None = None) -> Llama3Config:
+    """The preset's config, with the attention variant, sequence length and depth asked for."""
+    return resolve_config("llama3", PRESETS, preset, flex, seq_len, n_layers)
 
 
-def resolve_config(family: str, presets: dict, preset: str, flex: bool, seq_len: int | None):
-    """A family's preset with the attention variant and sequence length asked for (any family
-    whose config has flex, seq_len and doc_len fields)."""
+def resolve_config(family: str, presets: dict, preset: str, flex: bool, seq_len: int | None,
+                   n_layers: int | None = None):
+    """A family's preset with the attention variant, sequence length and number of layers asked
+    for (any family whose config has flex, seq_len, doc_len and n_layers fields)."""
     if preset not in presets:
         raise ValueError(f"unknown {family} preset {preset!r}; choose from: {', '.join(presets)}")
     cfg = replace(presets[preset], flex=flex)
     if seq_len is not None:
         cfg = replace(cfg, seq_len=seq_len, doc_len=min(cfg.doc_len, seq_len))
+    if n_layers is not None:
+        if n_layers < 1:
+            raise ValueError(f"--n-layers must be >= 1, got {n_layers}")
+        cfg = replace(cfg, n_layers=n_layers)
     if cfg.flex and cfg.seq_len % cfg.doc_len:
         raise ValueError(f"seq_len {cfg.seq_len} must be a multiple of doc_len {cfg.doc_len} for the block-causal mask")
     return cfg
@@ -154,13 +180,23 @@ def flex_attention_region(q, k, v, block_mask):
     return flex_attention(q, k, v, block_mask=block_mask)
 
 
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """[B, T, kv_heads, D] -> [B, T, kv_heads * n_rep, D], each key/value head serving n_rep query
+    heads (as torchtitan: SDPA's own enable_gqa is not on every CUDA backend)."""
+    if n_rep == 1:
+        return x
+    b, t, h, d = x.shape
+    return x[:, :, :, None, :].expand(b, t, h, n_rep, d).reshape(b, t, h * n_rep, d)
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: Llama3Config):
         super().__init__()
         self.head_dim = cfg.head_dim
+        self.n_rep = cfg.n_heads // cfg.kv_heads
         self.wq = nn.Linear(cfg.dim, cfg.dim, bias=False)
-        self.wk = nn.Linear(cfg.dim, cfg.dim, bias=False)
-        self.wv = nn.Linear(cfg.dim, cfg.dim, bias=False)
+        self.wk = nn.Linear(cfg.dim, cfg.kv_heads * cfg.head_dim, bias=False)
+        self.wv = nn.Linear(cfg.dim, cfg.kv_heads * cfg.head_dim, bias=False)
         self.wo = nn.Linear(cfg.dim, cfg.dim, bias=False)
 
     def forward(self, x, cos, sin, block_mask=None):
@@ -170,6 +206,7 @@ class Attention(nn.Module):
         k = self.wk(x).view(bsz, seqlen, -1, self.head_dim)
         v = self.wv(x).view(bsz, seqlen, -1, self.head_dim)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         if block_mask is None:
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)

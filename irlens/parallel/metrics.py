@@ -7,8 +7,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-# dense bf16 tensor-core peak per device (the vendors' spec sheets); fp32 runs count TF32's half of it
-_PEAK_BF16_FLOPS = {"H200": 989e12, "H100": 989e12, "A100": 312e12}
+# dense bf16 tensor-core peak per device (the vendors' spec sheets), the first name contained in
+# the device's wins (H100 PCIe and NVL before the SXM part); fp32 runs count TF32's half of it
+_PEAK_BF16_FLOPS = {"H200": 989e12, "H100 PCIe": 756e12, "H100 NVL": 835e12, "H100": 989e12, "A100": 312e12}
 
 
 def peak_flops(device: torch.device, dtype: torch.dtype) -> float | None:
@@ -49,6 +50,7 @@ class StepMetrics:
     expert_tokens: list[int] | None = None
     expert_imbalance: float | None = None
     dropped_frac: float | None = None
+    profiled: bool = False  # under the profiler (its host overhead is in time_s)
 
     def line(self) -> str:
         mfu = f"{100 * self.mfu:.1f}%" if self.mfu is not None else "n/a"
@@ -56,7 +58,7 @@ class StepMetrics:
                if self.expert_tokens is not None else "")
         return (f"step {self.step:4d}  loss {self.loss:.4f}  grad_norm {self.grad_norm:.4f}  "
                 f"tok/s {self.tokens_per_s:,.0f}  mfu {mfu}  peak_mem {self.peak_mem_gib:.2f} GiB  "
-                f"time {1000 * self.time_s:.1f} ms{moe}")
+                f"time {1000 * self.time_s:.1f} ms{moe}{'  (profiled)' if self.profiled else ''}")
 
     def to_json(self) -> dict:
         return asdict(self)

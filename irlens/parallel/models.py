@@ -1,7 +1,7 @@
 """The model families the parallel path trains, by `<family>:<preset>` (llama3:debug).
 
-A family gives a config per preset (with `vocab_size`, `seq_len`, `doc_len` and
-`flops_per_token()`), the module built from it (its one output: logits) and its tensor-parallel
+A family gives a config per preset (with `vocab_size`, `seq_len`, `doc_len`, `batch_size` (the
+default sequences per data-parallel rank) and `flops_per_token()`), the module built from it (its one output: logits) and its tensor-parallel
 plan; a mixture-of-experts family also its expert parallelism and its router's load counters.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ DEFAULT_PRESET = "debug"
 @dataclass(frozen=True)
 class ModelFamily:
     name: str
-    config: Callable[..., Any]  # (preset, flex=bool, seq_len=int | None) -> config
+    config: Callable[..., Any]  # (preset, flex=bool, seq_len=int | None, n_layers=int | None) -> config
     module: Callable[[Any], nn.Module]  # config -> module, weights drawn from the global RNG
     tensor_parallel: Callable[[nn.Module, DeviceMesh], nn.Module]  # shards the module in place
     # (module, expert mesh, MixedPrecision) -> module: shards the experts in place; None: no experts
@@ -40,11 +40,12 @@ FAMILIES.register(ModelFamily("deepseek_v3", deepseek_v3.get_config, deepseek_v3
                               deepseek_v3.tensor_parallel, expert_parallel, deepseek_v3.expert_load))
 
 
-def resolve(model: str, flex: bool = False, seq_len: int | None = None) -> tuple[ModelFamily, Any]:
+def resolve(model: str, flex: bool = False, seq_len: int | None = None,
+            n_layers: int | None = None) -> tuple[ModelFamily, Any]:
     """`llama3`, `deepseek_v3` or `<family>:<preset>` -> the family and the preset's config."""
     name, _, preset = model.partition(":")
     family = FAMILIES.get(name)
-    return family, family.config(preset or DEFAULT_PRESET, flex=flex, seq_len=seq_len)
+    return family, family.config(preset or DEFAULT_PRESET, flex=flex, seq_len=seq_len, n_layers=n_layers)
 
 
 def cross_entropy_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -120,6 +120,8 @@ class PassContext:
     records: list[PassRecord] = field(default_factory=list)
     graphs: dict[str, fx.GraphModule] = field(default_factory=dict)  # stage -> graph after graph passes
     note: str = ""  # what the running pass wants its record to say (e.g. which cost model it used)
+    shared: dict[str, Any] = field(default_factory=dict)  # state the forward's and backward's passes share
+    partitioner: str = ""  # how the joint graph was split (the partition record's note)
 
 
 # --- the registry ------------------------------------------------------------------
@@ -137,6 +139,7 @@ class GraphPass:
     changes_numerics: bool = False
     needs_gpu: str = ""  # why it needs a CUDA GPU, if it does
     requires_joint: tuple[str, ...] = ()
+    fuses_graph: bool = False  # compiles the whole graph into fused kernels (recomputation then costs little)
 
 
 class PassError(ValueError):
@@ -199,32 +202,45 @@ def warn_numerics(joint_passes: list[str], passes: list[str]) -> None:
         warnings.warn(f"pass {name!r} may change numerics: results match eager only within a tolerance", stacklevel=3)
 
 
-def _record_start(gm: fx.GraphModule, ctx: PassContext, what: str) -> None:
+def _record_start(gm: fx.GraphModule, ctx: PassContext, what: str, note: str = "") -> None:
     s = GraphSummary.of(gm)
-    ctx.records.append(PassRecord(ctx.stage, what, s, s))
+    ctx.records.append(PassRecord(ctx.stage, what, s, s, note))
 
 
 def run_joint_passes(gm: fx.GraphModule, names: list[str], ctx: PassContext) -> fx.GraphModule:
     _record_start(gm, ctx, "capture")
     for name in names:
-        before, tagged = GraphSummary.of(gm), _recompute_tags(gm)
+        before, tagged = GraphSummary.of(gm), recompute_tags(gm)
         gm = JOINT_PASSES[name].fn(gm, ctx)
-        after = _recompute_tags(gm)
+        after = recompute_tags(gm)
         note = f"recompute tags: {tagged} -> {after}" if after != tagged else ""
         ctx.records.append(PassRecord("joint", name, before, GraphSummary.of(gm), note))
     return gm
 
 
-def _recompute_tags(gm: fx.GraphModule) -> dict[str, int]:
+def recompute_tags(gm: fx.GraphModule) -> dict[str, int]:
     """How many nodes carry each activation-checkpoint policy (what the tagging passes change)."""
     return dict(Counter(n.meta["recompute"].name for n in gm.graph.nodes if "recompute" in n.meta))
+
+
+def choose_partitioner(joint: fx.GraphModule, passes: list[str]) -> tuple[Callable, str]:
+    """The min-cut partitioner where a pass compiles the whole graph (Inductor fuses what it
+    recomputes in the backward into kernels it launches anyway) or joint passes tagged what to
+    recompute (activation checkpointing, resharding: only the min-cut honours the tags). Else the
+    default partition: it saves what eager autograd saves, where the min-cut would recompute
+    casts, norms and activations as separate unfused kernels (slower than eager, issue 19)."""
+    from torch._functorch.partitioners import default_partition, min_cut_rematerialization_partition
+
+    if any(GRAPH_PASSES[n].fuses_graph for n in passes) or recompute_tags(joint):
+        return min_cut_rematerialization_partition, "min-cut partitioner: recomputes cheap ops in the backward"
+    return default_partition, "default partitioner: saves what eager saves, recomputes nothing"
 
 
 def run_graph_passes(gm: fx.GraphModule, names: list[str], ctx: PassContext) -> Callable:
     """Apply `names` to a forward or backward graph; returns the boxed callable AOTAutograd runs.
     A pass returns a graph (it stays inspectable: summaries, dumps) or an opaque compiled callable."""
     compiled = None
-    _record_start(gm, ctx, "partition")
+    _record_start(gm, ctx, "partition", ctx.partitioner)
     for name in names:
         p = GRAPH_PASSES[name]
         before = GraphSummary.of(gm)
@@ -463,9 +479,12 @@ def full_inductor_compilation(gm: fx.GraphModule, ctx: PassContext) -> Callable:
 
 def cudagraph(compiled: Callable, ctx: PassContext) -> Callable:
     require_gpu(GRAPH_PASSES["cudagraph"])
-    from irlens.parallel.cudagraph import CUDAGraphWrapper
+    from irlens.parallel.cudagraph import CUDAGraphGroup, CUDAGraphWrapper
 
-    return CUDAGraphWrapper(run_graph(compiled) if isinstance(compiled, fx.GraphModule) else compiled, ctx.stage)
+    if "cudagraph" not in ctx.shared:  # the forward's and the backward's graphs share one
+        ctx.shared["cudagraph"] = CUDAGraphGroup()
+    fn = run_graph(compiled) if isinstance(compiled, fx.GraphModule) else compiled
+    return CUDAGraphWrapper(fn, ctx.stage, ctx.shared["cudagraph"])
 
 
 for _p in (
@@ -482,7 +501,7 @@ for _p in (
               TRANSFORM, changes_numerics=True),
     GraphPass("regional_inductor", regional_inductor, "Inductor on annotated regions", COMPILE, changes_numerics=True),
     GraphPass("full_inductor_compilation", full_inductor_compilation, "Inductor on the whole graph", COMPILE,
-              changes_numerics=True, requires_joint=("inductor_decomposition",)),
+              changes_numerics=True, requires_joint=("inductor_decomposition",), fuses_graph=True),
     GraphPass("cudagraph", cudagraph, "CUDA graph replay", CUDAGRAPH,
               needs_gpu="it records the compiled graph's kernels into a CUDA graph"),
 ):

@@ -28,10 +28,11 @@ BLOCK_PLAN = {
 
 def tensor_parallel(model: nn.Module, tp_mesh: DeviceMesh,
                     block_plan: Callable[[nn.Module], dict] = lambda block: BLOCK_PLAN) -> nn.Module:
-    """Shard `model` (a Llama3, or a model built on it) over `tp_mesh` in place; n_heads and
-    ffn_hidden must divide by tp. `block_plan` gives each block's plan (deepseek_v3: MoE blocks')."""
+    """Shard `model` (a Llama3, or a model built on it) over `tp_mesh` in place; n_heads,
+    n_kv_heads, ffn_hidden and vocab_size must divide by tp. `block_plan` gives each block's plan (deepseek_v3: MoE blocks')."""
     cfg, tp = model.cfg, tp_mesh.size()
-    for what, n in (("n_heads", cfg.n_heads), ("ffn_hidden", cfg.ffn_hidden), ("vocab_size", cfg.vocab_size)):
+    for what, n in (("n_heads", cfg.n_heads), ("n_kv_heads", cfg.kv_heads), ("ffn_hidden", cfg.ffn_hidden),
+                    ("vocab_size", cfg.vocab_size)):
         if n % tp:
             raise ValueError(f"tensor parallelism {tp} does not divide {what}={n}")
     parallelize_module(model, tp_mesh, {

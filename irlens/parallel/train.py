@@ -7,14 +7,18 @@ Under torchrun each process is one rank; without it the command spawns dp_shard 
 itself (expert parallelism borrows its ep ranks from dp_shard). gloo on the CPU, NCCL on the GPU (bf16 compute, fp32 gradient reduction). Rank 0
 prints a line per step and, last, one JSON line with the configuration and its tokens/s,
 MFU and peak memory (and, for MoE models, the router's load balance), for collecting results.
+With `--profile DIR` the last steps are profiled: each rank's trace goes to DIR, rank 0 prints
+where its step time went (irlens.parallel.profile) and writes the JSON line to DIR/summary.json too.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -28,6 +32,7 @@ from irlens.parallel.distributed import ParallelDims, init_process_group, launch
 from irlens.parallel.metrics import StepMetrics, load_balance, peak_flops, peak_memory_gib, reset_peak_memory
 from irlens.parallel.models import ModelFamily, TrainStep, resolve
 from irlens.parallel.passes import GRAPH_PASSES, JOINT_PASSES, numerics_changing, validate_passes
+from irlens.parallel.profile import ProfileReport, StepProfiler
 from irlens.parallel.simple_fsdp import DP_DIM, TP_DIM, MixedPrecision, data_parallel
 
 MODES = ("eager", "compiled")
@@ -46,13 +51,16 @@ class TrainConfig:
     steps: int = 10
     mode: str = "eager"
     device: str = "cpu"
-    batch_size: int = 2  # sequences per data-parallel rank
+    batch_size: int | None = None  # sequences per data-parallel rank; default: the preset's
     seq_len: int | None = None  # default: the preset's
+    n_layers: int | None = None  # default: the preset's
     lr: float = 3e-4
     seed: int = 0
     checkpoint: str | None = None  # directory: saved after the last step
     resume: bool = False  # start from the checkpoint in `checkpoint`
     mixed_precision: bool | None = None  # bf16 compute + fp32 reduce; default: on cuda only
+    profile: str | None = None  # directory: traces and the breakdown of the last profile_steps steps
+    profile_steps: int = 2
 
     def validate(self) -> tuple[ModelFamily, Any]:
         """Every user error, raised before any rank starts."""
@@ -66,9 +74,11 @@ class TrainConfig:
             raise ValueError("--flex trains on --device cuda only: torch's FlexAttention has no backward on the CPU")
         if self.resume and not self.checkpoint:
             raise ValueError("--resume needs --checkpoint DIR")
+        if self.steps < 1 or (self.batch_size is not None and self.batch_size < 1) or self.profile_steps < 1:
+            raise ValueError("--steps, --batch-size and --profile-steps must be >= 1")
         validate_passes(self.joint_passes, self.passes)
         ParallelDims(self.dp_shard, self.tp, self.ep)
-        family, cfg = resolve(self.model, flex=self.flex, seq_len=self.seq_len)
+        family, cfg = resolve(self.model, flex=self.flex, seq_len=self.seq_len, n_layers=self.n_layers)
         if self.ep > 1 and family.expert_parallel is None:
             raise ValueError(f"--ep {self.ep}: model family {family.name} has no experts to shard")
         if self.ep > 1 and cfg.n_experts % self.ep:
@@ -89,15 +99,20 @@ class TrainResult:
     steps: list[StepMetrics]
     compile_s: float
     numerics_changed: list[str]  # passes that change numerics, as run
+    device_name: str = ""
+    profile: ProfileReport | None = None  # rank 0's, with --profile
 
     def summary(self) -> dict:
+        # throughput from the steps after the warm-up, and not profiled (the profiler costs host time) if any are left
         timed = self.steps[WARMUP_STEPS:] or self.steps
+        timed = [s for s in timed if not s.profiled] or timed
         last = self.steps[-1] if self.steps else None
         mfus = [s.mfu for s in timed if s.mfu is not None]
         moe = {k: getattr(last, k) for k in ("expert_tokens", "expert_imbalance", "dropped_frac")} \
             if last and last.expert_tokens is not None else {}
         return {
             "config": self.config,
+            "device_name": self.device_name,
             "steps": len(self.steps),
             "final_loss": last.loss if last else None,
             "final_grad_norm": last.grad_norm if last else None,
@@ -107,6 +122,7 @@ class TrainResult:
             "compile_s": self.compile_s,
             "numerics_changed_by": self.numerics_changed,
             **moe,  # the last step's load balance
+            **({"profile": self.profile.to_json()} if self.profile else {}),
         }
 
 
@@ -124,18 +140,16 @@ def build_model(family: ModelFamily, cfg: Any, tc: TrainConfig, mesh, device: to
 
 
 def grad_norm(model: nn.Module) -> torch.Tensor:
-    """The global L2 norm of the gradients: each shard's squares, replicas counted once, summed over ranks."""
-    total = None
+    """The global L2 norm of the gradients: each shard's squares, replicas counted once, summed over
+    ranks. One multi-tensor norm per replication count, not kernels per parameter."""
+    by_copies: dict[int, list[torch.Tensor]] = {}
     for p in model.parameters():
         if p.grad is None:
             continue
         g = p.grad
-        copies = 1
-        for mesh_dim, placement in enumerate(g.placements):
-            if placement.is_replicate():
-                copies *= g.device_mesh.size(mesh_dim)
-        sq = g.to_local().float().pow(2).sum() / copies
-        total = sq if total is None else total + sq
+        copies = math.prod(g.device_mesh.size(d) for d, pl in enumerate(g.placements) if pl.is_replicate())
+        by_copies.setdefault(copies, []).append(g.to_local().float())
+    total = sum(torch.stack(torch._foreach_norm(gs)).square().sum() / copies for copies, gs in by_copies.items())
     dist.all_reduce(total)
     return total.sqrt()
 
@@ -149,11 +163,13 @@ def _global_mean(x: torch.Tensor) -> float:
 def train(tc: TrainConfig) -> TrainResult:
     """Train on this rank (the process group is initialized); returns rank-local metrics."""
     family, cfg = tc.validate()
+    tc = replace(tc, batch_size=tc.batch_size or cfg.batch_size)  # the summary states the batch run
     device = init_process_group(tc.device)
     mesh = tc.dims.build_mesh(device.type)
     model = build_model(family, cfg, tc, mesh, device)
     step_module = TrainStep(model)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=0.1, foreach=True)
+    # fused: one multi-tensor kernel per step (DTensor shards included) instead of a dozen foreach passes
+    optimizer = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=0.1, fused=True)
     start = ckpt.load(tc.checkpoint, model, optimizer) if tc.resume else 0
 
     dp_rank = mesh[DP_DIM].get_local_rank()
@@ -169,28 +185,36 @@ def train(tc: TrainConfig) -> TrainResult:
     peak = peak_flops(device, torch.bfloat16 if tc.uses_mixed_precision(device) else torch.float32)
     global_tokens = tc.batch_size * cfg.seq_len * tc.dp_shard
     reset_peak_memory(device)
+    end = start + tc.steps
+    profiler = StepProfiler(tc.profile, device, dist.get_rank(), first=end - min(tc.profile_steps, tc.steps) + 1)
     steps = []
-    for step in range(start, start + tc.steps):
+    for step in range(start, end):
         tokens, labels = (t.to(device) for t in data.batch(step, dp_rank))
         _sync(device)
-        t0 = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        loss = run(tokens, labels)
-        loss.backward()
-        norm = grad_norm(model)
-        optimizer.step()
-        _sync(device)
-        dt = time.perf_counter() - t0
+        with profiler.step(step + 1) as profiled:
+            t0 = time.perf_counter()
+            optimizer.zero_grad(set_to_none=True)
+            loss = run(tokens, labels)
+            loss.backward()
+            norm = grad_norm(model)
+            optimizer.step()
+            _sync(device)
+            dt = time.perf_counter() - t0
         tps = global_tokens / dt
         mfu = cfg.flops_per_token() * tps / (peak * dist.get_world_size()) if peak else None
         moe = load_balance(_expert_load(family, model, tc.tp)) if family.expert_load else {}
-        m = StepMetrics(step + 1, _global_mean(loss), norm.item(), dt, tps, mfu, peak_memory_gib(device), **moe)
+        m = StepMetrics(step + 1, _global_mean(loss), norm.item(), dt, tps, mfu, peak_memory_gib(device),
+                        profiled=profiled, **moe)
         steps.append(m)
         if dist.get_rank() == 0:
             print(m.line(), flush=True)
+    report = profiler.finish(analyze_trace=dist.get_rank() == 0)
+    if report is not None:
+        print(report.table(), flush=True)
     if tc.checkpoint:
-        ckpt.save(tc.checkpoint, model, optimizer, start + tc.steps)
-    return TrainResult(asdict(tc), steps, compile_s, numerics_changing(tc.joint_passes, tc.passes))
+        ckpt.save(tc.checkpoint, model, optimizer, end)
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    return TrainResult(asdict(tc), steps, compile_s, numerics_changing(tc.joint_passes, tc.passes), device_name, report)
 
 
 def _expert_load(family: ModelFamily, model: nn.Module, tp: int) -> torch.Tensor:
@@ -206,7 +230,10 @@ def _sync(device: torch.device) -> None:
 
 
 def _train_summary(tc: TrainConfig) -> dict:
-    return train(tc).summary()
+    summary = train(tc).summary()
+    if tc.profile and dist.get_rank() == 0:
+        Path(tc.profile, "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
 
 
 def run_training(tc: TrainConfig) -> dict:
@@ -233,14 +260,21 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--steps", type=int, default=d.steps)
     parser.add_argument("--mode", choices=MODES, default=d.mode)
     parser.add_argument("--device", choices=("cpu", "cuda"), default=d.device)
-    parser.add_argument("--batch-size", type=int, default=d.batch_size, help="sequences per data-parallel rank")
+    parser.add_argument("--batch-size", type=int, default=d.batch_size,
+                        help="sequences per data-parallel rank (default: the preset's; 8 for llama3:1B, 1 for llama3:8B)")
     parser.add_argument("--seq-len", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--n-layers", type=int, default=None,
+                        help="default: the preset's (e.g. llama3:8B --n-layers 4 fits one H100)")
     parser.add_argument("--lr", type=float, default=d.lr)
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument("--checkpoint", default=None, metavar="DIR", help="save here after the last step")
     parser.add_argument("--resume", action="store_true", help="start from the checkpoint in --checkpoint")
     parser.add_argument("--mixed-precision", default=None, action=argparse.BooleanOptionalAction,
                         help="bf16 compute, fp32 gradient reduction (default: on cuda)")
+    parser.add_argument("--profile", nargs="?", const="irlens-profile", default=None, metavar="DIR",
+                        help="profile the last --profile-steps steps: traces (Perfetto) to DIR (default "
+                             "irlens-profile), the step time's breakdown printed and in the summary")
+    parser.add_argument("--profile-steps", type=int, default=d.profile_steps, metavar="N")
     return parser
 
 
