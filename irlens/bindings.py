@@ -195,24 +195,20 @@ def _grad_key(key: str, inst: Instance) -> str | None:
     return f"grad:{key}" if key in wanted else None
 
 
-def thunder_params(inst: Instance) -> dict[str, str]:
-    """thunder.jit's argument name of each parameter and buffer (`t_<path with underscores>`) -> its name."""
-    names = [n for n, _ in [*inst.module.named_parameters(), *inst.module.named_buffers()]]
-    return {"t_" + n.replace(".", "_"): n for n in names}
-
-
 def thunder_program(acq: Acquisition, inst: Instance) -> Program:
-    """The final forward trace, and in fwdbwd the final backward trace. The traces name
-    parameters `t_<path>` and the user's inputs by the forward's argument names; the forward
+    """The final forward trace, and in fwdbwd the final backward trace. Which workload value
+    each forward argument holds comes from Thunder's prologue (`notes["arg_values"]`); the forward
     returns the outputs, then the tensors saved for the backward, which the backward reads by
     name; the backward's other inputs are the cotangents, and it returns one gradient (or None)
     per forward argument."""
     forward_stages = [s for s in acq.stages.values() if not s.backward]
     acquired, final = forward_stages[0], forward_stages[-1]
-    params = thunder_params(inst)
     args = [a.name for a in final.native.args]
-    user = iter(f"input{i}" for i in range(len(inst.inputs)))
-    arg_keys = {a: params[a] if a in params else next(user) for a in args}
+    unbound = [a for a in args if a not in acq.notes["arg_values"]]
+    if unbound:
+        raise ValueError(f"{acq.workload}: Thunder's prologue does not unpack the trace arguments {unbound} "
+                         "from the inputs, parameters or buffers")
+    arg_keys = {a: acq.notes["arg_values"][a] for a in args}
     n_out = len(acquired.common().outputs)
     graph = final.common()
     inputs = [arg_keys[t.name] for t in graph.inputs]

@@ -3,8 +3,8 @@
 A `Workload` is declared once (built-ins in `irlens/models/`, users' own anywhere) and
 instantiated for a preset, dtype and device. The torch side is an `nn.Module` factory; the
 JAX twin is a factory for a pure function `fn(params, *inputs)` that receives the torch
-module's parameters by their `named_parameters()` names, so both sides compute with the
-same numbers.
+module's parameters and buffers by their `named_parameters()` / `named_buffers()` names, so
+both sides compute with the same numbers (weights, RoPE tables, masks).
 
 Modes: `fwd` (outputs) and `fwdbwd` (a scalar loss, gradients of every floating input and
 every parameter).
@@ -54,8 +54,8 @@ class Workload:
 
         `example_inputs`: a tensor or a tuple of tensors (floating ones are cast to the dtype),
         or of shapes (drawn from a seeded normal). They fix the sizes: every preset uses them.
-        `jax`: the twin `fn(params, *inputs)`, given the module's parameters by their
-        `named_parameters()` names. `loss`: outputs (tuple) -> scalar, for fwdbwd.
+        `jax`: the twin `fn(params, *inputs)`, given the module's parameters and buffers by their
+        `named_parameters()` / `named_buffers()` names. `loss`: outputs (tuple) -> scalar, for fwdbwd.
         """
         import copy
 
@@ -133,7 +133,12 @@ class Instance:
         return DTYPES[self.dtype]
 
     def params(self) -> dict[str, torch.Tensor]:
+        """The parameters by name: what fwdbwd takes gradients of."""
         return dict(self.module.named_parameters())
+
+    def buffers(self) -> dict[str, torch.Tensor]:
+        """The buffers by name (persistent or not): state that gets no gradient."""
+        return dict(self.module.named_buffers())
 
     def grad_input_indices(self) -> list[int]:
         """Inputs that get gradients in fwdbwd mode: the floating-point tensors."""
@@ -175,7 +180,8 @@ class Instance:
         return self.workload.jax(self.cfg)
 
     def jax_params(self) -> dict:
-        return {k: to_jax(v) for k, v in self.params().items()}
+        """The twin's `params`: every parameter and buffer by its name, as JAX arrays."""
+        return {k: to_jax(v) for k, v in {**self.buffers(), **self.params()}.items()}
 
     def jax_inputs(self) -> tuple:
         return tuple(to_jax(t) if isinstance(t, torch.Tensor) else t for t in self.inputs)
@@ -242,7 +248,13 @@ def get_workload(name: str) -> Workload:
     return WORKLOADS.get(name)
 
 
-def workload_names() -> list[str]:
+CORPUS = "corpus"  # the tag of the corpus of ordinary model code (irlens/models/, tests/test_corpus.py)
+
+
+def workload_names(corpus: bool = False) -> list[str]:
+    """The built-in workloads run when none is named (compare, bench, the per-workload tests);
+    with `corpus=True`, the corpus of ordinary model code instead (those tagged `CORPUS`),
+    held to its own tests. Both are registered: any of them can be named."""
     import irlens.models  # noqa: F401
 
-    return WORKLOADS.names()
+    return [w.name for w in WORKLOADS if (CORPUS in w.tags) == corpus]

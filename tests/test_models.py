@@ -1,4 +1,4 @@
-"""Built-in workloads at the tiny preset: the JAX twin reproduces torch (outputs, loss and every
+"""Built-in workloads (the corpus of ordinary model code included) at the tiny preset: the JAX twin reproduces torch (outputs, loss and every
 gradient), float32 torch agrees with a float64 reference of the same weights, bfloat16 runs,
 and the shapes and parameter names of block and minigpt are what the twins rely on."""
 import numpy as np
@@ -8,6 +8,8 @@ import torch
 from irlens.models.jax_run import jax_results
 from irlens.models.layers import Block, layer_norm
 from irlens.workload import get_workload, run_eager, to_jax, workload_names
+
+EVERY_WORKLOAD = workload_names() + workload_names(corpus=True)
 
 # float32 eps is 1.2e-7 and the tiny presets reduce over at most a few hundred terms: errors
 # seen are <= 6e-7, so 1e-5 leaves room while still catching a wrong eps, scale or layout.
@@ -29,14 +31,14 @@ def assert_results_close(got: dict, want: dict, rtol: float):
 
 
 @pytest.mark.parametrize("mode", ["fwd", "fwdbwd"])
-@pytest.mark.parametrize("name", workload_names())
+@pytest.mark.parametrize("name", EVERY_WORKLOAD)
 def test_jax_twin_matches_torch(name, mode):
     inst = get_workload(name).instantiate("tiny")
     want = run_eager(inst.module, inst, mode)
     assert_results_close(jax_results(inst, mode), want, FP32_RTOL)
 
 
-@pytest.mark.parametrize("name", workload_names())
+@pytest.mark.parametrize("name", EVERY_WORKLOAD)
 def test_float32_matches_float64_reference(name):
     inst = get_workload(name).instantiate("tiny")
     ref = inst.cast("float64")
@@ -45,7 +47,7 @@ def test_float32_matches_float64_reference(name):
     assert_results_close(run_eager(inst.module, inst, "fwdbwd"), want, FP32_RTOL)
 
 
-@pytest.mark.parametrize("name", workload_names())
+@pytest.mark.parametrize("name", EVERY_WORKLOAD)
 def test_bfloat16_forward(name):
     workload = get_workload(name)
     inst = workload.instantiate("tiny", dtype="bfloat16")
@@ -56,7 +58,7 @@ def test_bfloat16_forward(name):
     assert rel_err(out.double(), want) < BF16_RTOL
 
 
-@pytest.mark.parametrize("name", workload_names())
+@pytest.mark.parametrize("name", EVERY_WORKLOAD)
 def test_has_description(name):
     assert get_workload(name).description
 
@@ -69,6 +71,25 @@ def test_jax_layer_norm_matches_torch_eps():
     x = torch.randn(4, 32, generator=torch.Generator().manual_seed(0)) * 1e-3
     params = {k: to_jax(v) for k, v in ln.named_parameters()}
     assert rel_err(layer_norm(params, to_jax(x)), ln(x).detach().numpy()) < FP32_RTOL
+
+
+def test_buffers_reach_the_jax_twin_by_name():
+    """llama_rope's cos/sin tables are (non-persistent) buffers: the twin reads them by name, so
+    tables changed after construction (as position-interpolation schemes rescale them) change both
+    sides alike; they get no gradient; and a twin that rebuilds its own tables disagrees."""
+    from irlens.models.llama import RotaryEmbedding, apply_rope
+
+    inst = get_workload("llama_rope").instantiate("tiny")
+    assert set(inst.jax_params()) == {"cos", "sin"} and not inst.params()
+    with torch.no_grad():
+        inst.module.cos.mul_(0.5)
+        inst.module.sin.mul_(2.0)
+    for mode in ("fwd", "fwdbwd"):
+        assert_results_close(jax_results(inst, mode), run_eager(inst.module, inst, mode), FP32_RTOL)
+    cfg = inst.cfg
+    fresh = {k: to_jax(v) for k, v in RotaryEmbedding(cfg["head_dim"], cfg["max_seq"]).named_buffers()}
+    rebuilt = jax_results(inst, "fwd", lambda params, q, k: apply_rope(fresh, q, k))
+    assert rel_err(rebuilt["out0"], run_eager(inst.module, inst, "fwd")["out0"].numpy()) > 0.1
 
 
 def test_jax_refuses_float64_without_x64():

@@ -106,6 +106,42 @@ def test_compare_api_takes_a_workload_object_built_anywhere():
     assert torch.equal(w.weight, wl.instantiate().module.weight)  # the user's weights, not fresh ones
 
 
+class MaskedLinear(torch.nn.Module):
+    """A Linear whose outputs a buffer masks."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = torch.nn.Linear(dim, dim)
+        self.register_buffer("keep", torch.ones(dim))
+
+    def forward(self, x):
+        return self.proj(x) * self.keep
+
+
+def test_buffers_reach_a_user_twin_by_name():
+    """`params` holds the module's buffers beside its parameters: a twin that reads `keep` agrees
+    (the XLA rows included, fwdbwd with no gradient for a buffer), one that ignores it disagrees."""
+    module = MaskedLinear(8)
+    module.keep.copy_(torch.arange(8) % 2)  # as a checkpoint set it, not what __init__ made
+
+    def reads(params, x):
+        return (x @ params["proj.weight"].T + params["proj.bias"]) * params["keep"]
+
+    def ignores(params, x):
+        return x @ params["proj.weight"].T + params["proj.bias"]
+
+    wl = irlens.Workload.from_module("masked_linear", module, example_inputs=((4, 8),), jax=reads)
+    assert cmp.twin_problem(wl, "cpu", None) == ""
+    ignoring = irlens.Workload.from_module("masked_linear", module, example_inputs=((4, 8),), jax=ignores)
+    assert "the JAX twin of workload 'masked_linear' disagrees" in cmp.twin_problem(ignoring, "cpu", None)
+    doc = irlens.compare(wl, backends=["eager", "xla"], isolate=False)
+    assert {(r["backend"], r["mode"]) for r in doc["rows"]} == {(b, m) for b in ("eager", "xla") for m in ("fwd", "fwdbwd")}
+    for r in doc["rows"]:
+        assert r["status"] == "ok", r["reason"]
+        if r["mode"] == "fwdbwd":
+            assert {"grad:proj.weight", "grad:input0"} <= set(r["per_result"]) and "grad:keep" not in r["per_result"]
+
+
 @pytest.mark.parametrize("case,message", [
     ("missing file", "no such file: "),
     ("missing name", "has no name 'nope'; Workloads it defines: swiglu"),

@@ -82,6 +82,23 @@ def describe_trace(kept: list, index: int, backward: bool) -> str:
     return text
 
 
+def argument_values(thunder, jfn) -> dict[str, str]:
+    """Which workload value each argument of the last compile's computation traces holds, by
+    proxy name: `input<i>` for the i-th positional input, else a parameter's or buffer's name.
+    Read from the prologue trace, which unpacks them (`args[i]`, `module.get_parameter(name)`):
+    a proxy's own name follows the variable Thunder first saw it as (`weight` for a Conv1d's
+    weight, whose forward passes it on to `_conv_forward(input, weight, bias)`), not its path."""
+    from thunder.core.prims import PrimIDs
+
+    values = {}
+    for bsym in thunder.last_prologue_traces(jfn)[-1].bound_symbols:
+        if bsym.sym.id == PrimIDs.UNPACK_GETITEM and getattr(bsym.args[0], "name", None) == "args":
+            values[bsym.output.name] = f"input{bsym.args[1]}"
+        elif bsym.sym.id in (PrimIDs.UNPACK_PARAMETER, PrimIDs.UNPACK_BUFFER):
+            values[bsym.output.name] = bsym.args[1]
+    return values
+
+
 class ThunderFrontend(Frontend):
     name = "thunder"
     description = "Lightning Thunder: thunder.jit traces, from the acquired trace to the execution traces"
@@ -100,7 +117,7 @@ class ThunderFrontend(Frontend):
         jfn = thunder.jit(inst.module)
         run_eager(jfn, inst, mode)  # one call (with the backward in fwdbwd) makes the traces
         stages = trace_stages(thunder, jfn, inst.name, mode)
-        notes = {"executors": executor_names(thunder, jfn)}
+        notes = {"executors": executor_names(thunder, jfn), "arg_values": argument_values(thunder, jfn)}
         return Acquisition(self.name, inst.name, mode, stages, notes)
 
     def default_stage(self, mode: str) -> str:

@@ -12,8 +12,9 @@ from irlens.workload import MODES, Instance, as_tuple
 def results_fn(inst: Instance, mode: str, fn: Callable | None = None) -> Callable:
     """A pure function `(params, inputs) -> {name: array}` for `mode`, ready for `jax.jit`.
 
-    `fn` defaults to the workload's twin, `fn(params, *inputs)`. In fwdbwd mode the
-    gradients are taken w.r.t. every parameter and every floating input (`inst.grad_input_indices()`).
+    `fn` defaults to the workload's twin, `fn(params, *inputs)`; `params` holds the module's
+    parameters and buffers by name (`inst.jax_params()`). In fwdbwd mode the gradients are taken
+    w.r.t. every parameter and every floating input (`inst.grad_input_indices()`), never a buffer.
     """
     import jax
 
@@ -32,16 +33,21 @@ def results_fn(inst: Instance, mode: str, fn: Callable | None = None) -> Callabl
     if mode == "fwd":
         return outputs
 
-    def loss(params, grad_inputs, inputs):
+    trainable = set(inst.params())
+
+    def loss(weights, grad_inputs, buffers, inputs):
         inputs = list(inputs)
         for i, x in zip(grad_idx, grad_inputs):
             inputs[i] = x
-        outs = outputs(params, inputs)
+        outs = outputs({**buffers, **weights}, inputs)
         return inst.workload.loss(tuple(outs.values())), outs
 
     def fwdbwd(params, inputs):
+        weights = {k: v for k, v in params.items() if k in trainable}
+        buffers = {k: v for k, v in params.items() if k not in trainable}
         grad_inputs = [inputs[i] for i in grad_idx]
-        (value, outs), (grad_params, grad_in) = jax.value_and_grad(loss, argnums=(0, 1), has_aux=True)(params, grad_inputs, inputs)
+        (value, outs), (grad_params, grad_in) = jax.value_and_grad(loss, argnums=(0, 1), has_aux=True)(
+            weights, grad_inputs, buffers, inputs)
         results = dict(outs, loss=value)
         results.update({f"grad:input{i}": g for i, g in zip(grad_idx, grad_in)})
         results.update({f"grad:{name}": g for name, g in grad_params.items()})
