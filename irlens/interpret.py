@@ -18,12 +18,10 @@ from typing import Callable, Sequence
 
 import torch
 
+from irlens.dtypes import TORCH_DTYPES
 from irlens.ir import Graph, Node
 
 F64 = torch.float64
-TORCH_DTYPES = {"float64": F64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-                "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
-                "uint8": torch.uint8, "bool": torch.bool}
 
 
 class Uninterpretable(RuntimeError):

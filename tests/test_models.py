@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 import torch
 
+from irlens.models import get_workload, workload_names
 from irlens.models.jax_run import jax_results
 from irlens.models.layers import Block, layer_norm
-from irlens.workload import get_workload, run_eager, to_jax, workload_names
+from irlens.workload import run_eager, to_jax
 
 # float32 eps is 1.2e-7 and the tiny presets reduce over at most a few hundred terms: errors
 # seen are <= 6e-7, so 1e-5 leaves room while still catching a wrong eps, scale or layout.

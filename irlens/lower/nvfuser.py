@@ -233,7 +233,7 @@ class NvFuserLowered:
     def _profile(definition, inputs: list) -> list:
         """The region's segments, from one more run under nvFuser's profiler; none when it cannot
         run: torch.profiler holds CUPTI in this process (nvFuser's profiler would end it), or it fails."""
-        from irlens.ir_adapters.nvfuser import _segment
+        from irlens.ir_adapters.nvfuser import profiled_segment
         from irlens.timing import cupti_taken
 
         if cupti_taken():
@@ -242,7 +242,7 @@ class NvFuserLowered:
         try:
             with nv.PythonProfiler() as prof:
                 definition.execute(inputs)
-            return [_segment(i, kp) for i, kp in enumerate(prof.profile.kernel_profiles)]
+            return [profiled_segment(i, kp) for i, kp in enumerate(prof.profile.kernel_profiles)]
         except Exception:  # noqa: BLE001  (the region ran; only its per-segment figures are missing)
             reset = getattr(nv, "reset_profiler", None)  # a failed run leaves nvFuser's profiler running
             if reset is not None:
