@@ -28,9 +28,10 @@ def compare(workload, backends: list[str] | None = None, modes: list[str] | None
 
     Each cell runs in a worker process unless `isolate=False`; a Workload that no other process
     can import (built inside a function, say) runs in this process, with a warning.
-    Raises UnknownName or ValueError on bad arguments, TwinMismatch when a JAX twin disagrees.
+    Raises a UsageError (UnknownName, BadReference, ...) on bad arguments, TwinMismatch when a
+    JAX twin disagrees.
     """
-    from irlens.compare import execute, plan_matrix
+    from irlens.matrix import execute, plan_matrix
 
     items = list(workload) if isinstance(workload, (list, tuple)) else [workload]
     plan = plan_matrix(items, backends, modes, device, preset, dtype)
@@ -44,17 +45,18 @@ def compare(workload, backends: list[str] | None = None, modes: list[str] | None
 
 def compare_table(doc: dict) -> str:
     """The table `irlens compare` prints for a document from `compare`."""
-    from irlens.compare import format_table
+    from irlens.matrix import as_document, format_table
 
-    return format_table(doc)
+    return format_table(as_document(doc))
 
 
 def dump(workload, frontend: str, stage: str | None = None, level: str = "composite", mode: str = "fwd",
          preset: str = "tiny", dtype: str | None = None, device: str = "cpu", native: bool = False) -> Graph | str:
     """One stage of one frontend's IR of `workload`: the common-view Graph at `level`, or with
     `native=True` the frontend's own text. `stage` defaults to the frontend's main one."""
-    from irlens.frontends.base import Unavailable, get_frontend
-    from irlens.user_workload import resolve_workload
+    from irlens.frontends import get_frontend
+    from irlens.frontends.base import Unavailable
+    from irlens.models import resolve_workload
 
     wl = workload if isinstance(workload, Workload) else resolve_workload(workload)
     fe = get_frontend(frontend)
@@ -73,8 +75,8 @@ def report(results, out: str = "irlens-report", frontends: bool = True) -> dict:
     of either (a CPU and a GPU run side by side). `frontends=False` leaves out the frontend table
     (which traces every workload again). Returns the paths written, by kind.
     """
-    from irlens.report import load_documents, write_report
+    from irlens.matrix import read_document
+    from irlens.reporting import write_report
 
     items = results if isinstance(results, list) else [results]
-    docs = [d if isinstance(d, dict) else load_documents([str(d)])[0] for d in items]
-    return write_report(docs, out, frontends=frontends)
+    return write_report([d if isinstance(d, dict) else read_document(d) for d in items], out, frontends=frontends)

@@ -20,32 +20,50 @@ import dataclasses
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from irlens import cost
-from irlens.compare import Plan, execute, exit_status, plan_matrix, write_document
-from irlens.documents import read_json
 from irlens.ir import Graph, Kernel
+from irlens.frontends import get_frontend
+from irlens.isolation import CallFailed, WorkerSession, worker_env
+from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
+from irlens.models import resolve_workload
 from irlens.timing import Ceilings, measure_ceilings
+from irlens.workload import run_eager
 
 BENCH_BACKENDS = ["eager", "inductor", "nvfuser", "xla"]
-_CHILD_ENV = "IRLENS_BENCH_CHILD"  # set for the per-GPU runs of `--gpus`
+CHILD_ENV = "IRLENS_BENCH_CHILD"  # set for the per-GPU runs of `--gpus`
 BENCH_DTYPES = ["bfloat16", "float32"]
+
+
+@dataclass
+class BenchConfig:
+    """What `irlens bench` runs: the matrix (names as given; planning resolves them) and how."""
+
+    workloads: list[str] | None = None  # default: every built-in
+    backends: list[str] | None = None  # default: BENCH_BACKENDS
+    modes: list[str] = field(default_factory=lambda: ["fwd", "fwdbwd"])
+    dtypes: list[str] | None = None  # default: BENCH_DTYPES
+    preset: str = "bench"
+    timeout: float = 600.0  # seconds per cell and per float64 reference
+    jobs: int = 1  # cells compiled at once (device timings never overlap)
+    budget_s: float | None = None  # stop starting cells after this many seconds
+    gpus: list[str] | None = None  # share the dtype x mode parts over these GPUs, one child run each
+    rerun: str | None = None  # an earlier bench document: run again only its rows that are not ok
+    # {dtype: {(workload, mode, backend)}}: run just these cells of the matrix (set by restrict_to_rerun)
+    only: dict[str, frozenset] | None = None
 
 
 def step_flops(wl, mode: str, preset: str, device: str) -> int:
     """Flops one step of `wl` must do, from the Dynamo ATen graphs at the composite level (so
     causal attention counts its unmasked half). The same in every dtype."""
-    from irlens.frontends import get_frontend
-
     acq = get_frontend("dynamo").acquire(wl.instantiate(preset, "bfloat16", device), mode)
     return sum(cost.graph_flops(s.common("composite")) for name, s in acq.stages.items() if name.startswith("aot."))
 
 
 def step_bytes(wl, mode: str, preset: str, dtype: str, device: str) -> int:
     """Bytes one step must move: inputs and weights read once, results written once."""
-    from irlens.workload import run_eager
-
     inst = wl.instantiate(preset, dtype, device)
     return cost.workload_bytes(inst, run_eager(inst.module, inst, mode))
 
@@ -53,8 +71,6 @@ def step_bytes(wl, mode: str, preset: str, dtype: str, device: str) -> int:
 def work_in_worker(workload: str, modes: list[str], dtypes: list[str], preset: str, device: str) -> dict:
     """The worker's entry point (irlens.isolation calls it by name): {mode: {"flops": n,
     "bytes": {dtype: n}}} for one workload, flops counted once for all dtypes."""
-    from irlens.user_workload import resolve_workload
-
     wl = resolve_workload(workload)
     return {mode: {"flops": step_flops(wl, mode, preset, device),
                    "bytes": {dtype: step_bytes(wl, mode, preset, dtype, device) for dtype in dtypes}}
@@ -69,8 +85,6 @@ def ceilings_in_worker() -> dict:
 def measure_in_worker(plans: list[Plan], timeout: float) -> tuple[Ceilings, dict[tuple[str, str, str], dict | None]]:
     """The ceilings, and per workload name x mode x dtype the work a step must do ({"bytes", "flops"},
     None where counting failed), measured in one worker process that ends before this returns."""
-    from irlens.isolation import CallFailed, WorkerSession
-
     plan, dtypes = plans[0], [p.dtype for p in plans]
     musts = {}
     with WorkerSession(preload=("irlens.bench", "irlens.models")) as worker:
@@ -92,36 +106,35 @@ def measure_in_worker(plans: list[Plan], timeout: float) -> tuple[Ceilings, dict
     return ceilings, musts
 
 
-def roofline(row: dict, must: dict | None, ceilings: Ceilings) -> dict | None:
-    timing = row.get("device_timing")
-    if must is None or row["status"] != "ok" or not timing or not timing["device_us"]:
+def roofline(row: Row, must: dict | None, ceilings: Ceilings) -> dict | None:
+    timing = row.device_timing
+    if must is None or row.status != "ok" or not timing or not timing["device_us"]:
         return None
     seconds = timing["device_us"] * 1e-6
-    peak = (ceilings.fp32_tflops if row.get("dtype") == "float32" else ceilings.bf16_tflops) * 1e12
+    peak = (ceilings.fp32_tflops if row.dtype == "float32" else ceilings.bf16_tflops) * 1e12
     memory_s, compute_s = must["bytes"] / (ceilings.copy_gbps * 1e9), must["flops"] / peak
     return {"gbps": must["bytes"] / seconds / 1e9, "tflops": must["flops"] / seconds / 1e12,
             "pct_of_ceiling": 100.0 * max(memory_s, compute_s) / seconds,
             "bound": "memory" if memory_s >= compute_s else "compute"}
 
 
-def annotate_kernels(row: dict) -> None:
+def annotate_kernels(row: Row) -> None:
     """Per kernel: device time (matched by name to the profiler's kernels), bytes and flops."""
-    timing = row.get("device_timing") or {}
-    kernel_us = timing.get("kernel_us", {})
-    graphs = {stage: Graph.from_json(g) for stage, g in row.get("graphs", {}).items()}
-    for k in row["kernels"]:
+    kernel_us = (row.device_timing or {}).get("kernel_us", {})
+    graphs = {stage: Graph.from_json(g) for stage, g in row.graphs.items()}
+    for k in row.kernels:
         if k["name"] in kernel_us:
             k["time_us"] = kernel_us[k["name"]]
         graph = graphs.get(k.get("stage", "")) or (next(iter(graphs.values())) if len(graphs) == 1 else None)
         if graph is not None:
-            kernel = Kernel(row["backend"], k["name"], k["kind"], k["nodes"], k.get("stage", ""),
+            kernel = Kernel(row.backend, k["name"], k["kind"], k["nodes"], k.get("stage", ""),
                             recompute=k.get("recompute", []))
             k["bytes"], k["flops"] = cost.kernel_cost(kernel, graph)
 
 
-def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
-              timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None, checkpoint=None,
-              only: dict[str, frozenset] | None = None) -> dict:
+def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
+          timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None, checkpoint=None,
+          only: dict[str, frozenset] | None = None) -> Document:
     """The bench document. `budget_s` bounds the whole run: cells not started in time are
     `unavailable` rows that say so. `checkpoint(doc)` is called after each dtype. `only`
     ({dtype: {(workload, mode, backend)}}) runs just those cells of the matrix."""
@@ -134,23 +147,29 @@ def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: st
     ceilings, musts = measure_in_worker(plans, timeout)
     print(f"irlens bench: copy {ceilings.copy_gbps:.0f} GB/s, bf16 {ceilings.bf16_tflops:.0f} TFLOP/s, "
           f"fp32 {ceilings.fp32_tflops:.0f} TFLOP/s", file=sys.stderr)
-    rows: list[dict] = []
+    rows: list[Row] = []
     for plan in plans:
         left = None if budget_s is None else max(budget_s - (time.time() - started), 0.0)
-        doc = execute(plan, timeout, progress=True, jobs=jobs, budget_s=left)
-        for row in doc["rows"]:
-            row["dtype"] = plan.dtype
-            must = musts[(row["workload"], row["mode"], plan.dtype)]
-            row["must"] = must
-            row["roofline"] = roofline(row, must, ceilings)
+        doc = run_plan(plan, timeout, progress=True, jobs=jobs, budget_s=left)
+        for row in doc.rows:
+            row.dtype = plan.dtype
+            row.must = musts[(row.workload, row.mode, plan.dtype)]
+            row.roofline = roofline(row, row.must, ceilings)
             annotate_kernels(row)
-            rows.append(row)
-        print(format_bench_table({"rows": doc["rows"]}), file=sys.stderr)
-        result = {**{k: doc[k] for k in ("device", "device_name", "versions", "preset")}, "driver": _driver(),
-                  "ceilings": ceilings.to_json(), "wall_s": time.time() - started, "rows": rows}
+        rows += doc.rows
+        print(format_bench_table(doc.rows), file=sys.stderr)
+        result = Document("bench", list(rows), doc.device, doc.device_name, doc.versions, doc.preset, driver=_driver(),
+                          ceilings=ceilings.to_json(), wall_s=time.time() - started)
         if checkpoint is not None:  # what is done so far survives a later dtype's failure
             checkpoint(result)
     return result
+
+
+def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
+              timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None,
+              only: dict[str, frozenset] | None = None) -> dict:
+    """`bench`, as the JSON document `irlens bench --json` writes (one GPU)."""
+    return bench(workloads, backends, modes, dtypes, device, preset, timeout, jobs, budget_s, only=only).to_json()
 
 
 def _driver() -> str | None:
@@ -170,36 +189,37 @@ def _f(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def format_bench_table(doc: dict) -> str:
+def format_bench_table(rows: list[Row]) -> str:
     head = "| workload | mode | dtype | backend | status | device µs | repeat Δ | GB/s | TFLOP/s | % of ceiling | kernels |"
     lines = [head, "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    for r in doc["rows"]:
-        t, rf = r.get("device_timing") or {}, r.get("roofline") or {}
+    for r in rows:
+        t, rf = r.device_timing or {}, r.roofline or {}
         pct = f"{rf['pct_of_ceiling']:.0f} ({rf['bound']})" if rf else "-"
         spread = f"{100 * t['repeat_spread']:.1f}%" if t.get("repeat_spread") is not None else "-"
-        status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r['reason'].splitlines()[0][:90] if r['reason'] else ''}"
-        lines.append(f"| {r['workload']} | {r['mode']} | {r['dtype']} | {r['backend']} | {status} | "
+        status = r.status if r.status == "ok" else f"{r.status}: {r.reason.splitlines()[0][:90] if r.reason else ''}"
+        lines.append(f"| {r.workload} | {r.mode} | {r.dtype} | {r.backend} | {status} | "
                      f"{_f(t.get('device_us'), '.1f')} | {spread} | {_f(rf.get('gbps'), '.0f')} | "
-                     f"{_f(rf.get('tflops'), '.1f')} | {pct} | {_f(r.get('kernel_count') or t.get('kernel_launches'), 'd')} |")
+                     f"{_f(rf.get('tflops'), '.1f')} | {pct} | {_f(r.kernel_count or t.get('kernel_launches'), 'd')} |")
     return "\n".join(lines)
 
 
 def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -> list[Path]:
     """The Markdown page, and one SVG per dtype x mode x measure beside it."""
-    from irlens.report.plots import bar_chart
+    from irlens.reporting.plots import bar_chart
 
-    v = doc["versions"]
-    spreads = [r["device_timing"]["repeat_spread"] for r in doc["rows"] if r.get("device_timing")]
-    ok = sum(r["status"] == "ok" for r in doc["rows"])
+    doc = Document.from_json(doc)
+    v = doc.versions
+    spreads = [r.device_timing["repeat_spread"] for r in doc.rows if r.device_timing]
+    ok = sum(r.status == "ok" for r in doc.rows)
     parts = [
-        f"# GPU comparison: {doc['device_name']}",
+        f"# GPU comparison: {doc.device_name}",
         "",
         *_produced_by(doc, command, json_name),
         "",
-        f"- device: {doc['device_name']}, driver {doc.get('driver')}; torch {v.get('torch')}, triton {v.get('triton')}, "
+        f"- device: {doc.device_name}, driver {doc.driver}; torch {v.get('torch')}, triton {v.get('triton')}, "
         f"jax {v.get('jax')}/{v.get('jaxlib')}, thunder {v.get('thunder')}, python {v.get('python')}",
-        *(_ceilings_line(part, doc.get("reruns", 0)) for part in parts_of(doc)),
-        f"- {len(doc['rows'])} rows, {ok} ok; preset `{doc['preset']}`; wall time {doc['wall_s'] / 60:.1f} min",
+        *(_ceilings_line(part, doc.reruns or 0) for part in _parts(doc)),
+        f"- {len(doc.rows)} rows, {ok} ok; preset `{doc.preset}`; wall time {doc.wall_s / 60:.1f} min",
         f"- repeatability: each row's device time is the median of 15 profiled steps (cold L2), measured twice; "
         f"the two medians differ by at most {100 * max(spreads, default=0):.2f}% "
         f"(median {100 * sorted(spreads)[len(spreads) // 2] if spreads else 0:.2f}%)",
@@ -209,44 +229,44 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
         "",
     ]
     figures = []
-    for dtype in sorted({r["dtype"] for r in doc["rows"]}):
+    for dtype in sorted({r.dtype for r in doc.rows}):
         for mode in ("fwd", "fwdbwd"):
-            rows = [r for r in doc["rows"] if r["dtype"] == dtype and r["mode"] == mode]
+            rows = [r for r in doc.rows if r.dtype == dtype and r.mode == mode]
             if not rows:
                 continue
             parts.append(f"## {dtype}, {mode}\n")
             for measure, key, unit in (("GB/s", "gbps", ""), ("% of ceiling", "pct_of_ceiling", " %")):
                 name = f"{md_path.stem}-{dtype}-{mode}-{key}.svg"
                 charts = []
-                for wl in dict.fromkeys(r["workload"] for r in rows):
-                    items = [(r["backend"], (r.get("roofline") or {}).get(key)) for r in rows if r["workload"] == wl]
+                for wl in dict.fromkeys(r.workload for r in rows):
+                    items = [(r.backend, (r.roofline or {}).get(key)) for r in rows if r.workload == wl]
                     charts.append(bar_chart(f"{wl}: {measure}", items, "{:.0f}", unit, missing="no timing"))
                 path = md_path.parent / name
                 path.write_text(_stack_svgs(charts))
                 figures.append(path)
                 parts.append(f"![{measure}, {dtype}, {mode}]({name})\n")
-            parts.append(format_bench_table({"rows": rows}))
+            parts.append(format_bench_table(rows))
             parts.append("")
     md_path.write_text("\n".join(parts) + "\n")
     return [md_path, *figures]
 
 
-def _produced_by(doc: dict, command: str, json_name: str) -> list[str]:
+def _produced_by(doc: Document, command: str, json_name: str) -> list[str]:
     results = f"(results: [`{json_name}`]({json_name}))"
-    earlier = doc.get("commands", [])[:-1]
-    if not earlier and not doc.get("reruns"):
+    earlier = (doc.commands or [])[:-1]
+    if not earlier and not doc.reruns:
         return [f"Produced by `{command}` {results}."]
     lines = [f"`{c}`, then" for c in earlier] or ["an earlier run (its command was not recorded in its document), then"]
     lines[0] = "Produced by " + lines[0]
-    count = doc.get("reruns", 1)
+    count = doc.reruns or 1
     reruns = "the last one" if count == 1 else f"the last {count}"
     return lines + [f"`{command}` {results}; {reruns} ran again the rows that were not ok and replaced them "
                     f"(with the GPU and ceilings of the rerun that measured them)."]
 
 
-def parts_of(doc: dict) -> list[dict]:
+def _parts(doc: Document) -> list[dict]:
     """The document's runs, one per GPU: {"gpu", "dtypes", "modes", "ceilings"}; a single-GPU run is one part."""
-    return doc.get("parts") or [{"gpu": None, "dtypes": [], "modes": [], "ceilings": doc["ceilings"]}]
+    return doc.parts or [{"gpu": None, "dtypes": [], "modes": [], "ceilings": doc.ceilings}]
 
 
 def _ceilings_line(part: dict, doc_reruns: int = 0) -> str:
@@ -274,17 +294,17 @@ def _stack_svgs(svgs: list[str]) -> str:
 
 # --- several GPUs: one child run per GPU -------------------------------------------------------
 
-def child_argv(args, dtypes: list[str], modes: list[str], json_path: str) -> list[str]:
+def child_argv(config: BenchConfig, dtypes: list[str], modes: list[str], json_path: str) -> list[str]:
     """`irlens bench` arguments for one GPU's share: the same matrix options, its dtypes and modes, its own JSON."""
     argv = ["bench", "--dtypes", ",".join(dtypes), "--mode", ",".join(modes), "--json", json_path,
-            "--preset", args.preset, "--timeout", str(args.timeout), "--jobs", str(args.jobs)]
-    if args.rerun:
-        argv += ["--rerun", args.rerun]
-    for flag, names in (("--workloads", args.workloads), ("--backends", args.backends)):
+            "--preset", config.preset, "--timeout", str(config.timeout), "--jobs", str(config.jobs)]
+    if config.rerun:
+        argv += ["--rerun", config.rerun]
+    for flag, names in (("--workloads", config.workloads), ("--backends", config.backends)):
         if names:
             argv += [flag, ",".join(names)]
-    if args.budget_s is not None:
-        argv += ["--budget-s", str(args.budget_s)]
+    if config.budget_s is not None:
+        argv += ["--budget-s", str(config.budget_s)]
     return argv
 
 
@@ -305,34 +325,33 @@ def share_matrix(units: list[tuple[str, str]], gpus: list[str]) -> dict[str, tup
 def merge_parts(parts: list[tuple[str, dict]]) -> dict:
     """One document from the GPUs' documents. Each row keeps the GPU it ran on and that GPU's
     ceilings (its roofline was computed against them)."""
-    first = parts[0][1]
-    rows = [{**row, "gpu": gpu, "ceilings": doc["ceilings"]} for gpu, doc in parts for row in doc["rows"]]
-    return {**{k: first.get(k) for k in ("device", "device_name", "versions", "preset", "driver")},
-            "parts": [{"gpu": gpu, "dtypes": list(dict.fromkeys(r["dtype"] for r in doc["rows"])),
-                       "modes": list(dict.fromkeys(r["mode"] for r in doc["rows"])),
-                       "ceilings": doc["ceilings"], "wall_s": doc["wall_s"]} for gpu, doc in parts],
-            "wall_s": max(doc["wall_s"] for _, doc in parts), "rows": rows}
+    docs = [(gpu, Document.from_json(doc)) for gpu, doc in parts]
+    first = docs[0][1]
+    rows = [dataclasses.replace(row, gpu=gpu, ceilings=doc.ceilings) for gpu, doc in docs for row in doc.rows]
+    return Document("bench", rows, first.device, first.device_name, first.versions, first.preset, driver=first.driver,
+                    parts=[{"gpu": gpu, "dtypes": list(dict.fromkeys(r.dtype for r in doc.rows)),
+                            "modes": list(dict.fromkeys(r.mode for r in doc.rows)),
+                            "ceilings": doc.ceilings, "wall_s": doc.wall_s} for gpu, doc in docs],
+                    wall_s=max(doc.wall_s for _, doc in docs)).to_json()
 
 
-def run_on_gpus(args, gpus: list[str]) -> dict:
+def run_on_gpus(config: BenchConfig, gpus: list[str]) -> dict:
     """Run each GPU's share in a child `irlens bench` pinned to it (CUDA_VISIBLE_DEVICES), at
     the same time; their progress is relayed with a `[gpu N]` prefix."""
     import subprocess
     import tempfile
     import threading
 
-    from irlens.isolation import worker_env
-
-    units = [(d, m) for d in args.dtypes or BENCH_DTYPES for m in args.modes
-             if args.only is None or any(cell[1] == m for cell in args.only.get(d, ()))]
+    units = [(d, m) for d in config.dtypes or BENCH_DTYPES for m in config.modes
+             if config.only is None or any(cell[1] == m for cell in config.only.get(d, ()))]
     shares = share_matrix(units, gpus)
     with tempfile.TemporaryDirectory(prefix="irlens-bench-") as tmp:
         children = []
         for gpu, (dtypes, modes) in shares.items():
             path = os.path.join(tmp, f"gpu{gpu}.json")
             # tqdm's refreshes become lines once relayed: fewer of them
-            env = {**worker_env(), "CUDA_VISIBLE_DEVICES": gpu, "TQDM_MININTERVAL": "15", _CHILD_ENV: "1"}
-            proc = subprocess.Popen([sys.executable, "-m", "irlens", *child_argv(args, dtypes, modes, path)], env=env,
+            env = {**worker_env(), "CUDA_VISIBLE_DEVICES": gpu, "TQDM_MININTERVAL": "15", CHILD_ENV: "1"}
+            proc = subprocess.Popen([sys.executable, "-m", "irlens", *child_argv(config, dtypes, modes, path)], env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             relay = threading.Thread(target=lambda p=proc, g=gpu: [print(f"[gpu {g}] {line}", end="", file=sys.stderr)
                                                                    for line in p.stderr], daemon=True)
@@ -343,7 +362,7 @@ def run_on_gpus(args, gpus: list[str]) -> dict:
             code = proc.wait()
             relay.join()
             if os.path.exists(path):  # written after each dtype, so a late failure keeps the rest
-                parts.append((gpu, read_json(path)))
+                parts.append((gpu, read_document(path).to_json()))
             else:
                 missing.append(f"GPU {gpu} ({' '.join(share)}): its run exited with status {code} before any result")
     if not parts:
@@ -358,107 +377,64 @@ def run_on_gpus(args, gpus: list[str]) -> dict:
 def not_ok_cells(doc: dict) -> dict[str, frozenset]:
     """{dtype: {(workload, mode, backend)}} of a bench document's rows that are not ok."""
     cells: dict[str, set] = {}
-    for r in doc["rows"]:
-        if r["status"] != "ok":
-            cells.setdefault(r["dtype"], set()).add((r["workload"], r["mode"], r["backend"]))
+    for r in Document.from_json(doc).rows:
+        if r.status != "ok":
+            cells.setdefault(r.dtype, set()).add((r.workload, r.mode, r.backend))
     return {dtype: frozenset(c) for dtype, c in cells.items()}
 
 
-def restrict_to_rerun(args, previous: dict) -> bool:
-    """Narrow the matrix options to the cells of `previous` that are not ok (and that the options
-    also name); False when there are none."""
+def restrict_to_rerun(config: BenchConfig, previous: dict) -> bool:
+    """Narrow `config` to the cells of `previous` that are not ok (and that it also names); False
+    when there are none."""
     only = not_ok_cells(previous)
-    if args.dtypes:
-        only = {d: c for d, c in only.items() if d in args.dtypes}
-    only = {d: frozenset(c for c in cells if (args.workloads is None or c[0] in args.workloads)
-                         and c[1] in args.modes and (args.backends is None or c[2] in args.backends))
+    if config.dtypes:
+        only = {d: c for d, c in only.items() if d in config.dtypes}
+    only = {d: frozenset(c for c in cells if (config.workloads is None or c[0] in config.workloads)
+                         and c[1] in config.modes and (config.backends is None or c[2] in config.backends))
             for d, cells in only.items()}
     only = {d: c for d, c in only.items() if c}
     if not only:
         return False
     every = [c for cells in only.values() for c in cells]
-    args.only = only
-    args.dtypes = [d for d in BENCH_DTYPES if d in only] + [d for d in only if d not in BENCH_DTYPES]
-    args.workloads = list(dict.fromkeys(c[0] for c in sorted(every)))
-    args.modes = [m for m in args.modes if any(c[1] == m for c in every)]
-    args.backends = [b for b in args.backends or BENCH_BACKENDS if any(c[2] == b for c in every)]
+    config.only = only
+    config.dtypes = [d for d in BENCH_DTYPES if d in only] + [d for d in only if d not in BENCH_DTYPES]
+    config.workloads = list(dict.fromkeys(c[0] for c in sorted(every)))
+    config.modes = [m for m in config.modes if any(c[1] == m for c in every)]
+    config.backends = [b for b in config.backends or BENCH_BACKENDS if any(c[2] == b for c in every)]
     return True
 
 
 def merge_rerun(previous: dict, rerun: dict) -> dict:
     """`previous` with the rows the rerun ran replaced by the rerun's (each with the GPU and
     ceilings of the rerun's part), the rerun's parts added."""
-    key = lambda r: (r["workload"], r["mode"], r["dtype"], r["backend"])  # noqa: E731
-    fresh = {key(r): r for r in rerun["rows"]}
-    return {**previous, "parts": parts_of(previous) + [{**p, "rerun": True} for p in rerun["parts"]],
-            "rows": [fresh.get(key(r), r) for r in previous["rows"]],
-            "reruns": previous.get("reruns", 0) + 1, "wall_s": previous["wall_s"] + rerun["wall_s"],
-            "missing": previous.get("missing", []) + rerun.get("missing", [])}
+    old, new = Document.from_json(previous), Document.from_json(rerun)
+    key = lambda r: (r.workload, r.mode, r.dtype, r.backend)  # noqa: E731
+    fresh = {key(r): r for r in new.rows}
+    return dataclasses.replace(
+        old, parts=_parts(old) + [{**p, "rerun": True} for p in new.parts], rows=[fresh.get(key(r), r) for r in old.rows],
+        reruns=(old.reruns or 0) + 1, wall_s=old.wall_s + new.wall_s,
+        missing=(old.missing or []) + (new.missing or [])).to_json()
 
 
-def bench_main(args) -> int:
-    import torch
-
-    from irlens.isolation import CallFailed
-    from irlens.registry import UnknownName
-
-    if not torch.cuda.is_available():
-        print("irlens bench: needs a CUDA GPU (device timing and ceilings); torch sees none here. "
-              "Use `irlens compare` on the CPU.", file=sys.stderr)
-        return 2
-
-    command = "irlens " + " ".join(sys.argv[1:])
-    args.only, previous = None, None
-    if args.rerun:
-        try:
-            previous = read_json(args.rerun)
-            if not isinstance(previous, dict) or not isinstance(previous.get("rows"), list):
-                raise ValueError("it has no rows")
-        except (OSError, ValueError) as e:
-            print(f"irlens bench: --rerun {args.rerun}: not a bench results document ({e})", file=sys.stderr)
-            return 2
-        if not restrict_to_rerun(args, previous):
-            print(f"irlens bench: every row of {args.rerun} that these options name is ok: nothing to run again",
-                  file=sys.stderr)
-            return 0
-        print(f"irlens bench: running again {sum(map(len, args.only.values()))} rows of {args.rerun} that are "
-              f"not ok", file=sys.stderr)
+def run_configured(config: BenchConfig, command: str, previous: dict | None = None, save=None) -> dict:
+    """The whole `irlens bench` run of `config` (already narrowed by `restrict_to_rerun` when
+    `previous` is the document it reruns): over `config.gpus`, or on the one GPU; the document
+    with its command, merged into `previous`. `save(doc)` gets the document so far after each dtype."""
 
     def finished(doc: dict) -> dict:
         """The document as written: its commands, and merged into the earlier one on a rerun (in
         the parent only: a GPU's child writes just its rows, and the parent merges them)."""
-        if previous is None or os.environ.get(_CHILD_ENV):
+        if previous is None or os.environ.get(CHILD_ENV):
             return {**doc, "commands": [command]}
         if "parts" not in doc:  # one GPU: its rows as one part, like a child's
-            doc = merge_parts([(args.gpus[0] if args.gpus else os.environ.get("CUDA_VISIBLE_DEVICES"), doc)])
-        return {**merge_rerun(previous, doc), "commands": previous.get("commands", []) + [command]}
+            doc = merge_parts([(config.gpus[0] if config.gpus else os.environ.get("CUDA_VISIBLE_DEVICES"), doc)])
+        return {**merge_rerun(previous, doc), "commands": (previous.get("commands") or []) + [command]}
 
-    def save(doc: dict) -> None:
-        if args.json:
-            write_document(finished(doc), args.json)
-
-    try:
-        if args.gpus and len(args.gpus) > 1:
-            doc = run_on_gpus(args, args.gpus)
-        else:
-            if args.gpus:
-                os.environ["CUDA_VISIBLE_DEVICES"] = args.gpus[0]  # before any worker starts
-            doc = run_bench(args.workloads, args.backends, args.modes, args.dtypes, "cuda", args.preset,
-                            args.timeout, args.jobs, args.budget_s, checkpoint=save, only=args.only)
-        doc = finished(doc)
-        if args.json:
-            write_document(doc, args.json)
-    except (UnknownName, ValueError) as e:  # TwinMismatch is a ValueError
-        print(f"irlens bench: {e}", file=sys.stderr)
-        return 2
-    except CallFailed as e:  # measuring the ceilings failed: no roofline without them
-        print(f"irlens bench: measuring the ceilings: {e}\n{e.detail}", file=sys.stderr)
-        return 2
-    print(format_bench_table(doc))
-    if args.md:
-        md = Path(args.md)
-        md.parent.mkdir(parents=True, exist_ok=True)
-        json_name = Path(args.json).name if args.json else ""
-        for path in write_results_page(doc, md, json_name, command):
-            print(f"wrote {path}", file=sys.stderr)
-    return 1 if doc.get("missing") else exit_status(doc)
+    if config.gpus and len(config.gpus) > 1:
+        return finished(run_on_gpus(config, config.gpus))
+    if config.gpus:
+        os.environ["CUDA_VISIBLE_DEVICES"] = config.gpus[0]  # before any worker starts
+    checkpoint = None if save is None else (lambda doc: save(finished(doc.to_json())))
+    doc = bench(config.workloads, config.backends, config.modes, config.dtypes, "cuda", config.preset, config.timeout,
+                config.jobs, config.budget_s, checkpoint=checkpoint, only=config.only)
+    return finished(doc.to_json())

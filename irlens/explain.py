@@ -12,9 +12,9 @@ Beside that, the kernel's generated source (Triton, C++, CUDA or HLO) as the bac
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
+from irlens.errors import UsageError
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 from irlens.ops import REDUCTION, category
 
@@ -24,7 +24,7 @@ REDUCING_COMPOSITES = {"softmax": "dim", "log_softmax": "dim", "mean": "dims", "
                        "softmax_backward": "dim", "log_softmax_backward": "dim", "layer_norm_backward": "normalized_ndim"}
 
 
-class UnknownKernel(LookupError):
+class UnknownKernel(UsageError):
     """A --kernel that names no kernel of the run; the message lists them."""
 
 
@@ -172,8 +172,8 @@ def format_explanation(expl: KernelExplanation, context: str = "") -> str:
 
 
 def format_kernel_list(kernels: list[Kernel], graphs: dict[str, Graph]) -> str:
-    from irlens.report.build import op_summary
-    from irlens.report.records import kernel_stage
+    from irlens.reporting.build import op_summary
+    from irlens.reporting.records import kernel_stage
 
     lines = []
     for i, k in enumerate(kernels):
@@ -201,7 +201,7 @@ def explain_run(run, backend: str, kernel: str | int | None, context: str) -> st
     """The text `irlens explain` prints for a finished BackendRun. `kernel` None: the list of kernels,
     then the one that fuses the most ops. Raises UnknownKernel (an unknown name or index, or a
     backend without kernels asked for one)."""
-    from irlens.report.records import kernel_stage
+    from irlens.reporting.records import kernel_stage
 
     graphs = {g.stage: g for g in run.graphs}
     if not run.kernels:
@@ -220,36 +220,3 @@ def explain_run(run, backend: str, kernel: str | int | None, context: str) -> st
     chosen = run.kernels[index]
     stage = kernel_stage(chosen, graphs)
     return head + format_explanation(explain_kernel(chosen, graphs.get(stage) if stage else None, index), context)
-
-
-def explain_main(args) -> int:
-    """`irlens explain WORKLOAD --backend B [--mode] [--kernel]`: args has workload, backend, mode, kernel
-    (name, index or None: list the kernels), preset, device, dtype."""
-    from irlens.compare import get_backend
-    from irlens.frontends.base import Unavailable
-    from irlens.registry import UnknownName
-    from irlens.user_workload import resolve_workload
-    from irlens.workload import MODES, NoJaxTwin
-
-    mode, device, preset = args.mode or "fwd", args.device or "cpu", args.preset or "tiny"
-    try:
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
-        wl = resolve_workload(args.workload)
-        backend = get_backend(args.backend)
-        available = backend.availability(device)
-        if not available:
-            raise Unavailable(f"backend {backend.name} is unavailable on {device}: {available.reason}")
-        inst = wl.instantiate(preset, args.dtype, device)
-        print(f"irlens explain: running {wl.name} ({preset}, {inst.dtype}, {mode}) through {backend.name} on {device} ...",
-              file=sys.stderr)
-    except (UnknownName, ValueError, Unavailable, NoJaxTwin) as e:
-        print(f"irlens explain: {e}", file=sys.stderr)
-        return 2
-    try:
-        run = backend.run(inst, mode)  # a backend's own failure is no usage error: it propagates (exit 1)
-        print(explain_run(run, backend.name, args.kernel, f"{wl.name} {mode} ({preset}, {inst.dtype}, {device})"))
-    except (UnknownKernel, Unavailable) as e:
-        print(f"irlens explain: {e}", file=sys.stderr)
-        return 2
-    return 0

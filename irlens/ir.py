@@ -13,6 +13,7 @@ shapes, flags) lives in `attrs`, keyed by the canonical names documented in `irl
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Union
@@ -75,7 +76,7 @@ class Node:
             "native": self.native,
             "inputs": list(self.inputs),
             "outputs": [{"name": o.name, "shape": list(o.shape), "dtype": o.dtype} for o in self.outputs],
-            "attrs": _jsonable(self.attrs),
+            "attrs": jsonable(self.attrs),
             "scope": self.scope,
         }
 
@@ -251,11 +252,16 @@ def _fmt_attr(v: Any) -> str:
     return str(v)
 
 
-def _jsonable(v: Any) -> Any:
+def jsonable(v: Any, finite: bool = False) -> Any:
+    """Plain JSON values: dicts, lists, numbers, strings; any other object becomes its str. With
+    `finite`, NaN and Inf become null too (strict JSON, as results documents are written; a
+    row's reason says why a number is missing)."""
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x, finite) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x, finite) for x in v]
+    if isinstance(v, float) and finite and not math.isfinite(v):
+        return None
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     return str(v)

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from irlens.errors import UsageError
+
 TOLERANCES = {
     "float64": {"fwd": 1e-9, "fwdbwd": 1e-9},
     "float32": {"fwd": 1e-4, "fwdbwd": 5e-4},
@@ -104,7 +106,7 @@ def compare_results(results: dict[str, torch.Tensor], reference: dict[str, torch
     return cmp
 
 
-class TwinMismatch(ValueError):
+class TwinMismatch(UsageError):
     """A workload's JAX twin disagrees with its torch module (or fails) on the same inputs and weights."""
 
 

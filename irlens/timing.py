@@ -12,10 +12,11 @@ result carries its own repeatability figure. Host wall time stays with
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from irlens.gpu_turns import gpu_alone
 
 _L2_FLUSH_BYTES = 256 << 20
 
@@ -88,69 +89,6 @@ def time_on_device(step: Callable[[], Any], steps: int = 15) -> DeviceTiming:
         kernel_launches=int(statistics.median(len(k) for k in batch1)),
         steps=steps,
     )
-
-
-# --- taking turns on the GPU between worker processes -----------------------------------------
-#
-# Cells in several worker processes share one GPU while they compile, run and check numerics;
-# a timing has it alone, or other cells' kernels would slow its kernels down. A readers-writer
-# lock over files: sharers hold `path` with LOCK_SH, a timing with LOCK_EX. A timing that waits
-# holds `path.turnstile`, which every new sharer passes through, so that sharers arriving later
-# wait behind it (a waiting timing is never starved). Locks die with their process.
-
-_GPU_TURN: tuple[str, Any] | None = None  # this process's hold: ("shared", file) or ("alone", None)
-
-
-def _pass_turnstile(path: str) -> None:
-    with open(path + ".turnstile", "a") as turn:
-        fcntl.flock(turn, fcntl.LOCK_EX)
-        fcntl.flock(turn, fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
-def sharing_gpu(path: str | None):
-    """Use the GPU beside other sharers for the block; timings wait until it ends."""
-    global _GPU_TURN
-
-    if not path or _GPU_TURN is not None:
-        yield
-        return
-    with open(path, "a") as lock:
-        _pass_turnstile(path)
-        fcntl.flock(lock, fcntl.LOCK_SH)
-        _GPU_TURN = ("shared", lock)
-        try:
-            yield
-        finally:
-            _GPU_TURN = None
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
-def gpu_alone(path: str | None):
-    """Have the GPU alone for the block: step out of this process's share, keep new sharers out,
-    wait for the others to finish theirs; then share again."""
-    global _GPU_TURN
-
-    if not path or (_GPU_TURN is not None and _GPU_TURN[0] == "alone"):
-        yield
-        return
-    held = _GPU_TURN
-    with open(path, "a") as lock, open(path + ".turnstile", "a") as turn:
-        if held is not None:
-            fcntl.flock(held[1], fcntl.LOCK_UN)
-        fcntl.flock(turn, fcntl.LOCK_EX)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        fcntl.flock(turn, fcntl.LOCK_UN)
-        _GPU_TURN = ("alone", None)
-        try:
-            yield
-        finally:
-            _GPU_TURN = held
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            if held is not None:
-                _pass_turnstile(path)
-                fcntl.flock(held[1], fcntl.LOCK_SH)
 
 
 class DeviceTimingRecorder:

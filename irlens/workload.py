@@ -18,11 +18,13 @@ from typing import Any, Callable
 
 import torch
 
+from irlens.dtypes import COMPUTE_DTYPES, TORCH_DTYPES
+from irlens.errors import UsageError
 from irlens.registry import Registry
 
-MODES = ("fwd", "fwdbwd")
+MODES = ("fwd", "fwdbwd")  # what one step computes: the outputs, or also the loss and its gradients
 PRESETS = ("tiny", "bench")
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
+CORPUS = "corpus"  # the tag of the corpus of ordinary model code (irlens/models/, tests/test_corpus.py)
 
 
 def mean_square_loss(outputs):
@@ -57,8 +59,6 @@ class Workload:
         `jax`: the twin `fn(params, *inputs)`, given the module's parameters and buffers by their
         `named_parameters()` / `named_buffers()` names. `loss`: outputs (tuple) -> scalar, for fwdbwd.
         """
-        import copy
-
         module = module if isinstance(module, torch.nn.Module) else _FunctionModule(module)
         specs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
         return cls(
@@ -74,20 +74,20 @@ class Workload:
 
     def cfg(self, preset: str) -> dict:
         if preset not in self.presets:
-            raise ValueError(f"workload {self.name!r} has no preset {preset!r}; choose from: {', '.join(self.presets)}")
+            raise UsageError(f"workload {self.name!r} has no preset {preset!r}; choose from: {', '.join(self.presets)}")
         return dict(self.presets[preset])
 
     def instantiate(self, preset: str = "tiny", dtype: str | None = None, device: str = "cpu", seed: int = 0) -> "Instance":
         dtype = dtype or self.dtype
-        if dtype not in DTYPES:
-            raise ValueError(f"unknown dtype {dtype!r}; choose from: {', '.join(DTYPES)}")
+        if dtype not in COMPUTE_DTYPES:
+            raise UsageError(f"unknown dtype {dtype!r}; choose from: {', '.join(COMPUTE_DTYPES)}")
         cfg = self.cfg(preset)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             module = self.torch(cfg)
-        module = module.to(device=device, dtype=DTYPES[dtype]).eval()
+        module = module.to(device=device, dtype=TORCH_DTYPES[dtype]).eval()
         gen = torch.Generator().manual_seed(seed + 1)
-        inputs = tuple(self.inputs(cfg, DTYPES[dtype], gen))
+        inputs = tuple(self.inputs(cfg, TORCH_DTYPES[dtype], gen))
         inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
         return Instance(self, preset, cfg, dtype, device, module, inputs, seed)
 
@@ -130,7 +130,7 @@ class Instance:
 
     @property
     def torch_dtype(self) -> torch.dtype:
-        return DTYPES[self.dtype]
+        return TORCH_DTYPES[self.dtype]
 
     def params(self) -> dict[str, torch.Tensor]:
         """The parameters by name: what fwdbwd takes gradients of."""
@@ -150,9 +150,9 @@ class Instance:
     def cast(self, dtype: str, device: str | None = None) -> "Instance":
         """The same weights and inputs in another dtype (and device): the float64 reference."""
         device = device or self.device
-        module = copy.deepcopy(self.module).to(device=device, dtype=DTYPES[dtype])
+        module = copy.deepcopy(self.module).to(device=device, dtype=TORCH_DTYPES[dtype])
         inputs = tuple(
-            t.to(device=device, dtype=DTYPES[dtype]) if isinstance(t, torch.Tensor) and t.is_floating_point()
+            t.to(device=device, dtype=TORCH_DTYPES[dtype]) if isinstance(t, torch.Tensor) and t.is_floating_point()
             else (t.to(device) if isinstance(t, torch.Tensor) else t)
             for t in self.inputs
         )
@@ -215,7 +215,7 @@ def run_eager(fn: Callable, inst: Instance, mode: str) -> dict[str, torch.Tensor
     `grad:<param name>`. Every backend returns the same names, so numerics compare by name.
     """
     if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
+        raise UsageError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
     for p in inst.module.parameters():
         p.grad = None
     inputs = inst.fresh_inputs(requires_grad=(mode == "fwdbwd"))
@@ -235,26 +235,8 @@ def run_eager(fn: Callable, inst: Instance, mode: str) -> dict[str, torch.Tensor
     return results
 
 
-WORKLOADS: Registry[Workload] = Registry("workload")
+WORKLOADS: Registry[Workload] = Registry("workload")  # the built-ins register on importing irlens.models
 
 
 def register(workload: Workload) -> Workload:
     return WORKLOADS.register(workload)
-
-
-def get_workload(name: str) -> Workload:
-    import irlens.models  # noqa: F401  (registers the built-ins)
-
-    return WORKLOADS.get(name)
-
-
-CORPUS = "corpus"  # the tag of the corpus of ordinary model code (irlens/models/, tests/test_corpus.py)
-
-
-def workload_names(corpus: bool = False) -> list[str]:
-    """The built-in workloads run when none is named (compare, bench, the per-workload tests);
-    with `corpus=True`, the corpus of ordinary model code instead (those tagged `CORPUS`),
-    held to its own tests. Both are registered: any of them can be named."""
-    import irlens.models  # noqa: F401
-
-    return [w.name for w in WORKLOADS if (CORPUS in w.tags) == corpus]

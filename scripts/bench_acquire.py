@@ -12,7 +12,7 @@ import time
 
 from irlens.frontends import get_frontend
 from irlens.ir import LEVELS
-from irlens.workload import get_workload
+from irlens.models import get_workload
 
 
 def acquire_all(workload: str) -> dict[str, float]:

@@ -7,8 +7,9 @@ import pytest
 from irlens import ops
 from irlens.backends import get_backend
 from irlens.backends.base import BackendRun
+from irlens.models import get_workload
 from irlens.numerics import compare_results, tolerance
-from irlens.workload import get_workload, run_eager
+from irlens.workload import run_eager
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,9 +1,10 @@
 """The compare matrix survives broken backends: a crash, a hang or an exception is a failed row
 (with the reason and the tail of stderr), a wrong answer a mismatch, and the rest goes on.
 
-The broken backends below are test-only: they reach the compare workers through
-IRLENS_EXTRA_BACKENDS, which names them by this file's path. Isolated, the parent does no
-workload work at all (on a GPU it would keep memory the workers need), and workers die with it.
+The broken backends below are test-only: they reach the compare workers by reference, this
+file's path and their name (`path/to/file.py:NAME`, as a user's own backend would). Isolated,
+the parent does no workload work at all (on a GPU it would keep memory the workers need), and
+workers die with it.
 """
 import ctypes
 import json
@@ -18,12 +19,17 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-import irlens.compare as cmp
-from irlens import timing
+import irlens.matrix as cmp
+from irlens import gpu_turns
 from irlens.backends.base import Backend, BackendRun
+from irlens.cli.compare import run as compare_main
 from irlens.frontends.base import Availability
 from irlens.isolation import worker_env
-from irlens.workload import Workload, get_workload, run_eager
+from irlens.matrix import references
+from irlens.matrix.cell import out_of_memory
+from irlens.matrix.row import COMPARE, Row
+from irlens.models import get_workload
+from irlens.workload import Workload, run_eager
 
 
 class BrokenBackend(Backend):
@@ -49,7 +55,7 @@ class BrokenBackend(Backend):
                 raise RuntimeError("deliberately broken backend")
             elif self.how == "wrong":
                 results = {k: v * 1.01 for k, v in results.items()}
-            elif self.how == "oom" and (timing._GPU_TURN or ("",))[0] != "alone":
+            elif self.how == "oom" and gpu_turns.current_turn() != "alone":
                 raise torch.OutOfMemoryError("CUDA out of memory (simulated: too many cells on the GPU)")
         return BackendRun(results=results, compile_s=0.0, run_us=1.0, kernels=[], notes={"pid": os.getpid()})
 
@@ -60,13 +66,14 @@ RAISE = BrokenBackend("test-raise", "raise")
 WRONG = BrokenBackend("test-wrong", "wrong", broken_mode="fwdbwd")
 FAKE_XLA = BrokenBackend("test-jax", "none", frontend="jax")
 OOM = BrokenBackend("test-oom", "oom")
-BROKEN = ["test-segfault", "test-hang", "test-raise", "test-wrong"]
 
 
-@pytest.fixture
-def broken_backends(monkeypatch):
-    names = ["SEGFAULT", "HANG", "RAISE", "WRONG", "FAKE_XLA", "OOM"]
-    monkeypatch.setenv(cmp.EXTRA_BACKENDS_ENV, ",".join(f"{__file__}:{n}" for n in names))
+def ref(name: str) -> str:
+    """A test backend by reference: this file and its name here."""
+    return f"{__file__}:{name}"
+
+
+BROKEN = [ref("SEGFAULT"), ref("HANG"), ref("RAISE"), ref("WRONG")]
 
 
 def _args(tmp_path, **kw):
@@ -75,9 +82,9 @@ def _args(tmp_path, **kw):
     return SimpleNamespace(**{**base, **kw})
 
 
-def test_compare_isolation_broken_backends_fail_and_the_matrix_goes_on(broken_backends, tmp_path, capsys):
+def test_compare_isolation_broken_backends_fail_and_the_matrix_goes_on(tmp_path, capsys):
     args = _args(tmp_path, backends=["eager", *BROKEN], modes=["fwd", "fwdbwd"], timeout=15.0, jobs=2)
-    assert cmp.compare_main(args) == 1
+    assert compare_main(args) == 1
     doc = json.loads((tmp_path / "out.json").read_text())
     check_schema(doc)
     rows = {(r["backend"], r["mode"]): r for r in doc["rows"]}
@@ -122,8 +129,8 @@ def check_schema(doc: dict) -> None:
 NO_TWIN = Workload.from_module("no_twin", lambda x: torch.tanh(x) * 2.0, example_inputs=((4, 8),))
 
 
-def test_compare_jax_backend_is_unavailable_without_a_twin(broken_backends):
-    doc = cmp.run_matrix(["gelu", NO_TWIN], ["eager", "test-jax"], ["fwd"], progress=False, isolate=False)
+def test_compare_jax_backend_is_unavailable_without_a_twin():
+    doc = cmp.run_matrix(["gelu", NO_TWIN], ["eager", ref("FAKE_XLA")], ["fwd"], progress=False, isolate=False)
     statuses = {(r["workload"], r["backend"]): r["status"] for r in doc["rows"]}
     assert statuses == {("gelu", "eager"): "ok", ("gelu", "test-jax"): "ok",
                         ("no_twin", "eager"): "ok", ("no_twin", "test-jax"): "unavailable"}
@@ -131,7 +138,7 @@ def test_compare_jax_backend_is_unavailable_without_a_twin(broken_backends):
 
 
 def test_compare_exit_0_when_every_row_is_ok(tmp_path):
-    assert cmp.compare_main(_args(tmp_path)) == 0
+    assert compare_main(_args(tmp_path)) == 0
 
 
 @pytest.mark.parametrize("field,value,valid", [
@@ -143,17 +150,18 @@ def test_compare_exit_0_when_every_row_is_ok(tmp_path):
     ("dtype", "int3", "bfloat16"),
 ])
 def test_compare_bad_arguments_exit_2_listing_the_choices(tmp_path, capsys, field, value, valid):
-    assert cmp.compare_main(_args(tmp_path, **{field: value})) == 2
+    assert compare_main(_args(tmp_path, **{field: value})) == 2
     err = capsys.readouterr().err
     assert repr(value if isinstance(value, str) else value[0]) in err and valid in err
     assert not (tmp_path / "out.json").exists()
 
 
-def test_compare_reference_is_computed_once_per_workload_and_mode(broken_backends, monkeypatch):
+def test_compare_reference_is_computed_once_per_workload_and_mode(monkeypatch):
     calls = []
-    real = cmp.compute_reference
-    monkeypatch.setattr(cmp, "compute_reference", lambda wl, mode, *a: calls.append((wl.name, mode)) or real(wl, mode, *a))
-    doc = cmp.run_matrix(["gelu"], ["eager", "test-wrong", "test-raise"], ["fwd", "fwdbwd"], progress=False,
+    real = references.compute_reference
+    monkeypatch.setattr(references, "compute_reference",
+                        lambda wl, mode, *a: calls.append((wl.name, mode)) or real(wl, mode, *a))
+    doc = cmp.run_matrix(["gelu"], ["eager", ref("WRONG"), ref("RAISE")], ["fwd", "fwdbwd"], progress=False,
                          isolate=False)
     # once per mode for the six cells, and once more for the JAX twin check (always at the tiny preset)
     assert sorted(calls) == [("gelu", "fwd"), ("gelu", "fwd"), ("gelu", "fwdbwd")]
@@ -182,7 +190,7 @@ def test_compare_isolated_parent_does_no_device_work(instantiated_here, tmp_path
         ("crashes", "failed", "reference"), ("crashes", "failed", "reference"), ("gelu", "ok", ""), ("gelu", "ok", "")]
     assert doc["rows"][0]["reason"] == "the float64 eager reference failed: worker process crashed (SIGSEGV)"
     assert instantiated_here == []
-    cmp.compute_reference(get_workload("gelu"), "fwd", "cpu", "tiny", None)
+    references.compute_reference(get_workload("gelu"), "fwd", "cpu", "tiny", None)
     assert instantiated_here == ["gelu"]  # the spy sees work done here
 
 
@@ -227,8 +235,8 @@ def test_worker_dies_with_its_parent_even_mid_call():
 def test_a_reference_out_of_gpu_memory_is_computed_on_the_cpu(monkeypatch, tmp_path):
     # float64 needs twice float32's memory: a reference that does not fit on the GPU falls back
     # to the CPU, with the weights and inputs the cells will be pinned to
-    from irlens import compare
-    from irlens.compare import Reference
+    from irlens.matrix import references as compare
+    from irlens.matrix.references import Reference
 
     real, devices = compare.compute_reference, []
 
@@ -250,15 +258,15 @@ def test_a_reference_out_of_gpu_memory_is_computed_on_the_cpu(monkeypatch, tmp_p
     assert ref.results["out0"].dtype == torch.float64 and ref.results["out0"].shape == (16, 600)
 
 
-def test_a_timed_cell_out_of_memory_beside_others_runs_again_alone(broken_backends):
-    plan = cmp.plan_matrix(["gelu", "tinyhead"], ["test-oom"], ["fwd"], "cpu", "tiny", None, device_timing=True)
+def test_a_timed_cell_out_of_memory_beside_others_runs_again_alone():
+    plan = cmp.plan_matrix(["gelu", "tinyhead"], [ref("OOM")], ["fwd"], "cpu", "tiny", None, device_timing=True)
     doc = cmp.execute(plan, timeout=60.0, progress=False, jobs=2)
     assert [r["status"] for r in doc["rows"]] == ["ok", "ok"]
     assert all("run again alone" in r["notes"]["gpu_alone"] for r in doc["rows"])
     # untimed (a compare run), the same failure stays a failure: nothing else shares a GPU turn
-    plan = cmp.plan_matrix(["gelu"], ["test-oom"], ["fwd"], "cpu", "tiny", None)
+    plan = cmp.plan_matrix(["gelu"], [ref("OOM")], ["fwd"], "cpu", "tiny", None)
     (row,) = cmp.execute(plan, timeout=60.0, progress=False)["rows"]
-    assert row["status"] == "failed" and cmp.out_of_memory(row)
+    assert row["status"] == "failed" and out_of_memory(Row.from_json(row, COMPARE))
 
 
 def test_a_crash_reports_its_first_error_not_only_the_teardown(tmp_path):
@@ -287,7 +295,7 @@ def test_a_crash_reports_its_first_error_not_only_the_teardown(tmp_path):
     assert head.startswith("RuntimeError: CUDA error") and tail.rstrip().endswith("~CompiledKernel()")
 
 
-def test_on_a_shared_gpu_a_jax_cells_worker_ends_with_it(broken_backends):
+def test_on_a_shared_gpu_a_jax_cells_worker_ends_with_it():
     # XLA keeps the device memory it took until its process ends: timed cells share the GPU, so
     # each JAX cell gets a fresh worker; other backends' workers serve cell after cell
     def pids(backend, device_timing):
@@ -296,9 +304,9 @@ def test_on_a_shared_gpu_a_jax_cells_worker_ends_with_it(broken_backends):
         assert [r["status"] for r in rows] == ["ok", "ok"]
         return {r["notes"]["pid"] for r in rows}
 
-    assert len(pids("test-jax", device_timing=True)) == 2
-    assert len(pids("test-wrong", device_timing=True)) == 1  # in fwd, eager
-    assert len(pids("test-jax", device_timing=False)) == 1
+    assert len(pids(ref("FAKE_XLA"), device_timing=True)) == 2
+    assert len(pids(ref("WRONG"), device_timing=True)) == 1  # in fwd, eager
+    assert len(pids(ref("FAKE_XLA"), device_timing=False)) == 1
 
 
 def test_first_error_of_a_cpp_exception_that_ended_the_process():

@@ -3,11 +3,13 @@ reference, or unavailable with a reason. Run once, in this process (isolation ha
 import pytest
 import torch
 
-import irlens.compare as cmp
-from irlens.workload import MODES, workload_names
+import irlens.matrix as cmp
+from irlens.backends import BACKENDS as REGISTERED
+from irlens.models import workload_names
+from irlens.workload import MODES
 
 WORKLOADS = workload_names()
-BACKENDS = [name for name in cmp.known_backends()]
+BACKENDS = REGISTERED.names()
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,9 @@ from irlens import ops
 from irlens.backends import get_backend
 from irlens.backends.base import BackendRun
 from irlens.frontends.base import Unavailable
+from irlens.models import get_workload
 from irlens.numerics import compare_results, tolerance
-from irlens.workload import get_workload, run_eager
+from irlens.workload import run_eager
 
 pytestmark = pytest.mark.skipif(not get_backend("thunder+torchcompile").availability("cpu"),
                                 reason="lightning-thunder not importable")

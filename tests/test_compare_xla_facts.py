@@ -7,9 +7,10 @@ import pytest
 
 from irlens.backends import get_backend
 from irlens.ir import Graph
+from irlens.models import get_workload
 from irlens.numerics import compare_results, tolerance
 from irlens.ops import is_compute
-from irlens.workload import get_workload, run_eager
+from irlens.workload import run_eager
 
 MODES = ("fwd", "fwdbwd")
 

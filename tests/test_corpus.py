@@ -11,12 +11,13 @@ import functools
 
 import pytest
 
-import irlens.compare as cmp
+import irlens.matrix as cmp
 from irlens.bindings import program_for, run_program, stage_programs
 from irlens.frontends import get_frontend
 from irlens.interpret import Uninterpretable, interpret
 from irlens.numerics import compare_results
-from irlens.workload import MODES, get_workload, run_eager, workload_names
+from irlens.models import get_workload, workload_names
+from irlens.workload import MODES, run_eager
 
 CORPUS = workload_names(corpus=True)
 FRONTENDS = ("dynamo", "thunder", "jax")

@@ -1,13 +1,14 @@
 """Bytes and flops from the common view (irlens.cost), which `irlens bench` puts beside device times."""
-import argparse
+import dataclasses
 
 import pytest
 
 from irlens import cost
-from irlens.bench import (merge_parts, merge_rerun, restrict_to_rerun, roofline, run_bench, share_matrix,
-                          write_results_page)
+from irlens.bench import (BenchConfig, merge_parts, merge_rerun, restrict_to_rerun, roofline, run_bench,
+                          share_matrix, write_results_page)
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 from irlens.isolation import WorkerSession
+from irlens.matrix import Row
 from irlens.timing import Ceilings
 from irlens.workload import Workload
 
@@ -77,12 +78,12 @@ def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch
 
 def test_roofline_picks_the_binding_ceiling():
     c = Ceilings(copy_gbps=4000.0, bf16_tflops=800.0, fp32_tflops=50.0, device="test")
-    row = {"status": "ok", "dtype": "bfloat16", "device_timing": {"device_us": 1000.0}}
+    row = Row("w", "fwd", "b", status="ok", dtype="bfloat16", device_timing={"device_us": 1000.0})
     mem = roofline(row, {"bytes": 2e9, "flops": 1e9}, c)  # 0.5 ms of copying vs 1.25 µs of math
     assert mem["bound"] == "memory" and mem["pct_of_ceiling"] == pytest.approx(50.0)
-    comp = roofline({**row, "dtype": "float32"}, {"bytes": 1e6, "flops": 4e10}, c)  # 0.8 ms at 50 TFLOP/s
+    comp = roofline(dataclasses.replace(row, dtype="float32"), {"bytes": 1e6, "flops": 4e10}, c)  # 0.8 ms at 50 TFLOP/s
     assert comp["bound"] == "compute" and comp["pct_of_ceiling"] == pytest.approx(80.0)
-    assert roofline({**row, "status": "mismatch"}, {"bytes": 1, "flops": 1}, c) is None
+    assert roofline(dataclasses.replace(row, status="mismatch"), {"bytes": 1, "flops": 1}, c) is None
     assert roofline(row, None, c) is None  # the work could not be counted
 
 
@@ -120,7 +121,7 @@ def test_bench_rerun_runs_only_the_rows_not_ok_and_replaces_them(monkeypatch, tm
     assert [r["status"] for r in first["rows"]] == ["ok"] * 4
     lost = next(i for i, r in enumerate(first["rows"]) if (r["workload"], r["backend"]) == ("gelu", "inductor"))
     first["rows"][lost] = {**first["rows"][lost], "status": "unavailable", "reason": "not run: budget"}
-    args = argparse.Namespace(dtypes=None, workloads=None, modes=["fwd", "fwdbwd"], backends=None)
+    args = BenchConfig(dtypes=None, workloads=None, modes=["fwd", "fwdbwd"], backends=None)
     assert restrict_to_rerun(args, first)
     assert args.only == {"float32": frozenset({("gelu", "fwd", "inductor")})}
     assert (args.dtypes, args.workloads, args.modes, args.backends) == (["float32"], ["gelu"], ["fwd"], ["inductor"])
@@ -133,7 +134,7 @@ def test_bench_rerun_runs_only_the_rows_not_ok_and_replaces_them(monkeypatch, tm
     assert [(r["workload"], r["backend"], r["status"], r["gpu"], r["ceilings"]["copy_gbps"]) for r in doc["rows"]] == [
         ("gelu", "eager", "ok", "0", 1000.0), ("gelu", "inductor", "ok", "3", 3000.0),
         ("tinyhead", "eager", "ok", "0", 1000.0), ("tinyhead", "inductor", "ok", "0", 1000.0)]
-    assert not restrict_to_rerun(argparse.Namespace(dtypes=None, workloads=None, modes=["fwd"], backends=None), doc)
+    assert not restrict_to_rerun(BenchConfig(dtypes=None, workloads=None, modes=["fwd"], backends=None), doc)
 
     doc["device_name"], doc["commands"] = "stub", ["irlens bench --gpus 0", "irlens bench --rerun r.json"]
     page = write_results_page(doc, tmp_path / "r.md", "r.json", doc["commands"][-1])[0].read_text()

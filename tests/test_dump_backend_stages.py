@@ -6,7 +6,7 @@ import torch
 
 from irlens.backends import get_backend
 from irlens.cli import main
-from irlens.workload import get_workload
+from irlens.models import get_workload
 
 _STAGES: dict = {}
 

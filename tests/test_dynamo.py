@@ -13,7 +13,8 @@ from irlens.frontends.dynamo import GraphCapture
 from irlens.interpret import interpret
 from irlens.ir import Graph
 from irlens.ir_adapters.fx import fx_to_graph
-from irlens.workload import Workload, as_tuple, get_workload, workload_names
+from irlens.models import get_workload, workload_names
+from irlens.workload import Workload, as_tuple
 
 MODES = ("fwd", "fwdbwd")
 

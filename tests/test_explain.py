@@ -5,7 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from irlens.explain import UnknownKernel, explain_kernel, explain_main, explain_run, find_kernel, format_explanation
+from irlens.cli.explain import run as explain_main
+from irlens.explain import UnknownKernel, explain_kernel, explain_run, find_kernel, format_explanation
 from report_fixtures import inductor_kernels, jax_graph, torch_graph, xla_kernels
 
 CPU_BACKENDS = ("eager", "inductor", "thunder+torchcompile", "xla")
@@ -53,9 +54,9 @@ def _args(backend: str, workload: str = "tinyhead", kernel=None, mode: str = "fw
 
 
 def _registered(name: str) -> bool:
-    from irlens.compare import known_backends
+    from irlens.backends import BACKENDS
 
-    return name in known_backends()
+    return name in BACKENDS
 
 
 def test_explain_main_usage_errors(capsys):
@@ -75,8 +76,8 @@ def test_explain_eager_says_it_has_no_kernels(capsys):
 @pytest.fixture(scope="module")
 def runs():
     """Each registered compiling CPU backend run once on tinyhead fwd (tiny preset)."""
-    from irlens.compare import get_backend
-    from irlens.workload import get_workload
+    from irlens.backends import get_backend
+    from irlens.models import get_workload
 
     out = {}
     for name in CPU_BACKENDS[1:]:
@@ -102,7 +103,7 @@ def test_explain_every_cpu_backend(runs, backend):
 
 def _explain_cli(monkeypatch, runs, backend: str, kernel=None) -> int:
     """explain_main end to end, with the backend's run served from the module's cached one."""
-    from irlens.compare import get_backend
+    from irlens.backends import get_backend
 
     if backend not in runs:
         pytest.skip(f"backend {backend} is not registered in this tree")
@@ -168,8 +169,8 @@ GPU_SOURCE = {"inductor": "Triton", "nvfuser": "CUDA", "xla": "HLO"}
 @pytest.mark.parametrize("backend", sorted(GPU_SOURCE))
 def test_explain_every_gpu_backend(backend):
     """On the GPU, every kernel of each compiling backend explains, with its generated source."""
-    from irlens.compare import get_backend
-    from irlens.workload import get_workload
+    from irlens.backends import get_backend
+    from irlens.models import get_workload
 
     run = get_backend(backend).run(get_workload("tinyhead").instantiate("tiny", device="cuda"), "fwd")
     assert run.kernels, f"{backend} reported no kernels for tinyhead on the GPU"

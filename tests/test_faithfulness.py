@@ -13,8 +13,9 @@ from irlens.bindings import program_for, run_program, stage_programs
 from irlens.frontends import get_frontend
 from irlens.interpret import MEANINGS, Uninterpretable, interpret
 from irlens.ir import Graph, Node, TensorMeta
+from irlens.models import get_workload, workload_names
 from irlens.numerics import compare_results
-from irlens.workload import MODES, get_workload, run_eager, workload_names
+from irlens.workload import MODES, run_eager
 
 FRONTENDS = ("dynamo", "thunder", "jax")
 # torch's graphs hold float64-exact constants: only reassociation differs. jaxprs hold their

@@ -1,9 +1,9 @@
-"""Taking turns on one GPU between worker processes (irlens.timing.sharing_gpu / gpu_alone):
+"""Taking turns on one GPU between worker processes (irlens.gpu_turns.sharing_gpu / gpu_alone):
 sharers overlap, a timing has it alone, and sharers that arrive while a timing waits go after it."""
 import multiprocessing as mp
 import time
 
-from irlens.timing import gpu_alone, sharing_gpu
+from irlens.gpu_turns import gpu_alone, sharing_gpu
 
 
 def _hold(path: str, kind: str, delay: float, hold: float, log, t0: float) -> None:

@@ -15,7 +15,8 @@ from irlens.interpret import interpret
 from irlens.ir import Graph
 from irlens.ir_adapters.hlo import parse_instruction, parse_stack_frames, read_hlo
 from irlens.ir_adapters.jaxpr import jaxpr_to_graph
-from irlens.workload import NoJaxTwin, Workload, get_workload, workload_names
+from irlens.models import get_workload, workload_names
+from irlens.workload import NoJaxTwin, Workload
 
 MODES = ("fwd", "fwdbwd")
 STAGES = {"fwd": ["jax.jaxpr", "jax.stablehlo", "jax.hlo"], "fwdbwd": ["jax.jaxpr", "jax.grad", "jax.stablehlo", "jax.hlo"]}

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 import torch
 
+from irlens.models import get_workload, workload_names
 from irlens.models.jax_run import jax_results
 from irlens.models.layers import Block, layer_norm
-from irlens.workload import get_workload, run_eager, to_jax, workload_names
+from irlens.workload import run_eager, to_jax
 
 EVERY_WORKLOAD = workload_names() + workload_names(corpus=True)
 

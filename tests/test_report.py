@@ -10,28 +10,37 @@ from types import SimpleNamespace
 
 import pytest
 
-from irlens.report import report_main, write_report
-from irlens.report.build import build_report
-from irlens.report.fusion_map import build_fusion_map, render_svg
-from irlens.report.frontend_table import compress_stages
-from irlens.report.html import render_html
-from irlens.report.records import group_rows, kernel_stage, row_graphs, row_kernels
+from irlens.cli.report import run as report_main
+from irlens.matrix import Document, Row
+from irlens.matrix.row import COMPARE
+from irlens.reporting import write_report
+from irlens.reporting.build import build_report
+from irlens.reporting.frontend_table import compress_stages
+from irlens.reporting.fusion_map import build_fusion_map, render_svg
+from irlens.reporting.html import render_html
+from irlens.reporting.records import group_rows, kernel_stage, row_graphs, row_kernels
 from report_fixtures import synthetic_document
 
 SVG = "{http://www.w3.org/2000/svg}"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+def typed(rows: list[dict]) -> list[Row]:
+    """Rows of a compare document as the report reads them."""
+    return [Row.from_json(r, COMPARE) for r in rows]
+
+
 def assert_map_matches_records(rows: list[dict]) -> None:
     """Every kernel is drawn, and every node sits in exactly the kernels whose records name it:
     in the map's data structure and in the SVG drawn from it."""
     workload, mode = rows[0]["workload"], rows[0]["mode"]
-    fmap = build_fusion_map(workload, mode, rows)
+    fmap = build_fusion_map(workload, mode, typed(rows))
     svg = ET.fromstring(render_svg(fmap))
     mapped = [r for r in rows if r.get("graphs") and r["status"] in ("ok", "mismatch")]
     assert [c.backend for c in fmap.columns] == [r["backend"] for r in mapped]
     for column, row in zip(fmap.columns, mapped):
-        records, graphs = row_kernels(row), row_graphs(row)
+        (read,) = typed([row])
+        records, graphs = row_kernels(read), row_graphs(read)
         assert [(k.index, k.name) for k in column.kernels] == list(enumerate(k.name for k in records))
         drawn = {(p.stage, m.id): m for p in column.panels for m in p.nodes}
         for stage, graph in graphs.items():
@@ -63,7 +72,7 @@ def assert_map_matches_records(rows: list[dict]) -> None:
 def test_fusion_map_matches_records_synthetic():
     doc = synthetic_document()
     assert_map_matches_records(doc["rows"])
-    fmap = build_fusion_map("tinyhead", "fwd", doc["rows"])
+    fmap = build_fusion_map("tinyhead", "fwd", typed(doc["rows"]))
     inductor, xla = fmap.columns
     # The softmax: one kernel in Inductor's column, split over two fusions in XLA's.
     ind = {m.op: m.kernels for m in inductor.panels[0].nodes}
@@ -81,7 +90,7 @@ def test_fusion_map_matches_records_synthetic():
 
 def test_fusion_map_contracts_data_movement_outside_kernels():
     doc = synthetic_document()
-    fmap = build_fusion_map("tinyhead", "fwd", doc["rows"])
+    fmap = build_fusion_map("tinyhead", "fwd", typed(doc["rows"]))
     panel = fmap.columns[0].panels[0]
     assert "t" not in {m.id for m in panel.nodes} and panel.hidden == 1  # the transpose no kernel covers
     mm = next(m for m in panel.nodes if m.id == "mm")
@@ -121,16 +130,16 @@ def test_report_main_reads_results_and_rejects_bad_files(tmp_path, capsys):
 def test_merged_documents_keep_devices_apart():
     cpu, gpu = synthetic_document(), synthetic_document()
     gpu.update(device="cuda", device_name="NVIDIA H100 80GB HBM3")
-    from irlens.report import merge_documents
+    from irlens.reporting import merge_documents
 
-    doc = merge_documents([cpu, gpu])
-    assert set(group_rows(doc["rows"])) == {("tinyhead", "fwd", "cpu"), ("tinyhead", "fwd", "cuda")}
+    doc = merge_documents([Document.from_json(cpu), Document.from_json(gpu)])
+    assert set(group_rows(doc.rows)) == {("tinyhead", "fwd", "cpu"), ("tinyhead", "fwd", "cuda")}
     html = render_html(build_report(doc))
     assert "tinyhead · fwd · cuda" in html and "tinyhead · fwd · cpu" in html
 
 def test_percent_of_ceiling():
     from irlens.ir import Kernel
-    from irlens.report.ceiling import backend_pct, ceiling_for, kernel_pct
+    from irlens.reporting.ceiling import backend_pct, ceiling_for, kernel_pct
 
     h100 = ceiling_for({"copy_gbps": 3350.0, "bf16_tflops": 989.0, "fp32_tflops": 67.0})  # as `irlens bench` measures
     k = Kernel("inductor", "k", "fused", [], time_us=5.0, bytes=80_000)
@@ -156,9 +165,10 @@ CPU_BACKENDS = ("eager", "inductor", "thunder+torchcompile", "xla")
 def real_report(tmp_path_factory):
     """A real compare of two small workloads x the CPU backends registered here (fwd, and
     tinyhead fwdbwd), rendered with the frontend table."""
-    from irlens.compare import known_backends, run_matrix
+    from irlens.backends import BACKENDS
+    from irlens.matrix import run_matrix
 
-    backends = [b for b in CPU_BACKENDS if b in known_backends()]
+    backends = [b for b in CPU_BACKENDS if b in BACKENDS]
     fwd = run_matrix(["gelu", "tinyhead"], backends, ["fwd"], device="cpu", preset="tiny", progress=False,
                      isolate=False)
     bwd = run_matrix(["tinyhead"], backends, ["fwdbwd"], device="cpu", preset="tiny", progress=False, isolate=False)
@@ -171,8 +181,8 @@ def test_report_real_matrix(real_report):
     doc, paths = real_report
     rows = doc["rows"]
     assert all(r["status"] == "ok" for r in rows), [(r["backend"], r["reason"]) for r in rows if r["status"] != "ok"]
-    for group in group_rows(rows).values():
-        assert_map_matches_records(group)
+    for group in group_rows(typed(rows)).values():
+        assert_map_matches_records([r.to_json(COMPARE) for r in group])
     html = paths["html"].read_text()
     assert "<script" not in html.lower()
     for r in rows:
@@ -257,11 +267,51 @@ def test_report_renders_in_headless_chromium(real_report, tmp_path):
 def test_a_bench_document_keeps_its_dtypes_apart():
     bf16, fp32 = synthetic_document()["rows"], synthetic_document()["rows"]
     rows = [{**r, "dtype": "bfloat16"} for r in bf16] + [{**r, "dtype": "float32"} for r in fp32]
-    assert set(group_rows(rows)) == {("tinyhead", "fwd", "bfloat16"), ("tinyhead", "fwd", "float32")}
-    html = render_html(build_report({**synthetic_document(), "rows": rows}))
+    assert set(group_rows(typed(rows))) == {("tinyhead", "fwd", "bfloat16"), ("tinyhead", "fwd", "float32")}
+    html = render_html(build_report(Document.from_json({**synthetic_document(), "rows": rows})))
     assert "tinyhead · fwd · bfloat16" in html and "tinyhead · fwd · float32" in html
-    summary = build_report({**synthetic_document(), "rows": rows}).sections[1].blocks[0]
+    summary = build_report(Document.from_json({**synthetic_document(), "rows": rows})).sections[1].blocks[0]
     assert summary.header[:4] == ["workload", "mode", "dtype", "backend"]
     assert [row[2] for row in summary.rows] == ["bfloat16"] * len(bf16) + ["float32"] * len(fp32)
     # one dtype throughout (a compare run): no dtype in the section names
-    assert set(group_rows([{**r, "dtype": "float32"} for r in fp32])) == {("tinyhead", "fwd", "")}
+    assert set(group_rows(typed([{**r, "dtype": "float32"} for r in fp32]))) == {("tinyhead", "fwd", "")}
+
+
+# --- documents read back -----------------------------------------------------------------------
+
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+
+
+@pytest.mark.parametrize("name", ["h200.json.gz", "cross-h200-gelu.json", "cross-h200-block.json"])
+def test_committed_documents_read_back_with_every_field(name):
+    """Every results document irlens wrote (the GPU runs under docs/results) is read into Rows and
+    written back with the same fields and values."""
+    import gzip
+    import json
+
+    from irlens.matrix import read_document
+
+    data = json.loads(gzip.open(RESULTS / name).read() if name.endswith(".gz") else (RESULTS / name).read_text())
+    doc = read_document(RESULTS / name)
+    assert doc.kind == ("cross" if name.startswith("cross") else "bench") and len(doc.rows) == len(data["rows"])
+    assert doc.to_json() == data
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda row: row.pop("mode"), "row 2 of 5: missing field 'mode'"),
+    (lambda row: row.update(speedup=2.0), "row 2 of 5: unknown field 'speedup'"),
+    (lambda row: row.update(status="great"), "row 2 of 5: field 'status' is 'great', not one of ok, mismatch"),
+])
+def test_report_from_a_damaged_document_names_the_row_and_field(tmp_path, capsys, damage, message):
+    import json
+
+    from irlens.cli import main
+
+    doc = synthetic_document()
+    damage(doc["rows"][1])
+    src = tmp_path / "results.json"
+    src.write_text(json.dumps(doc))
+    assert main(["report", "--from", str(src), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"irlens: error: {src}: {message}" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()

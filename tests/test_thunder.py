@@ -12,7 +12,8 @@ from irlens.frontends import get_frontend
 from irlens.frontends.base import FRONTENDS
 from irlens.ir import Graph
 from irlens.ir_adapters.thunder_trace import trace_to_graph
-from irlens.workload import MODES, get_workload, workload_names
+from irlens.models import get_workload, workload_names
+from irlens.workload import MODES
 
 pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reason="lightning-thunder not importable")
 

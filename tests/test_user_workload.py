@@ -11,7 +11,10 @@ import pytest
 import torch
 
 import irlens
-import irlens.compare as cmp
+import irlens.matrix as cmp
+from irlens.matrix.references import twin_problem
+from irlens.backends import BACKENDS
+from irlens.cli.compare import run as compare_main
 from irlens.numerics import TwinMismatch
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,7 +70,7 @@ def test_compare_user_workload_by_path_through_every_backend(tmp_path):
         cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]
-    backends = cmp.known_backends()
+    backends = BACKENDS.names()
     assert {r["backend"] for r in rows} == set(backends)
     for r in rows:
         if r["status"] == "unavailable":
@@ -89,7 +92,7 @@ def test_compare_example_rmsnorm_from_python():
     """examples/rmsnorm.py's workload through the Python API (in this process), every backend."""
     ref = f"{EXAMPLE}:rmsnorm"
     doc = irlens.compare(ref, isolate=False)
-    assert {r["backend"] for r in doc["rows"]} == set(cmp.known_backends())
+    assert {r["backend"] for r in doc["rows"]} == set(BACKENDS.names())
     for r in doc["rows"]:
         assert r["workload"] == "rmsnorm"
         assert r["status"] in ("ok", "unavailable"), r["reason"]
@@ -131,9 +134,9 @@ def test_buffers_reach_a_user_twin_by_name():
         return x @ params["proj.weight"].T + params["proj.bias"]
 
     wl = irlens.Workload.from_module("masked_linear", module, example_inputs=((4, 8),), jax=reads)
-    assert cmp.twin_problem(wl, "cpu", None) == ""
+    assert twin_problem(wl, "cpu", None) == ""
     ignoring = irlens.Workload.from_module("masked_linear", module, example_inputs=((4, 8),), jax=ignores)
-    assert "the JAX twin of workload 'masked_linear' disagrees" in cmp.twin_problem(ignoring, "cpu", None)
+    assert "the JAX twin of workload 'masked_linear' disagrees" in twin_problem(ignoring, "cpu", None)
     doc = irlens.compare(wl, backends=["eager", "xla"], isolate=False)
     assert {(r["backend"], r["mode"]) for r in doc["rows"]} == {(b, m) for b in ("eager", "xla") for m in ("fwd", "fwdbwd")}
     for r in doc["rows"]:
@@ -153,7 +156,7 @@ def test_compare_bad_user_workload_reference_exits_2(tmp_path, capsys, case, mes
     path = write_swiglu(tmp_path, "jax.nn.sigmoid" if case == "twin disagrees" else "jax.nn.silu")
     ref = {"missing file": f"{tmp_path}/absent.py:swiglu", "missing name": f"{path}:nope",
            "not a Workload": f"{path}:not_a_workload", "twin disagrees": f"{path}:swiglu"}[case]
-    assert cmp.compare_main(_args([ref], backends=["eager"])) == 2
+    assert compare_main(_args([ref], backends=["eager"])) == 2
     err = capsys.readouterr().err
     assert message in err
     if case == "twin disagrees":
@@ -174,8 +177,8 @@ def test_compare_twin_check_names_the_output(tmp_path):
 
 
 def test_user_workload_file_is_not_added_to_irlens(tmp_path):
-    from irlens.user_workload import load_workload_ref
-    from irlens.workload import workload_names
+    from irlens.models import workload_names
+    from irlens.user_code import load_workload_ref
 
     wl = load_workload_ref(f"{write_swiglu(tmp_path)}:swiglu")
     assert wl.name == "swiglu" and "swiglu" not in workload_names()
@@ -201,8 +204,42 @@ def test_dump_api_gives_the_common_view_of_a_user_workload():
 
 
 def test_api_functions_survive_importing_their_namesake_modules(tmp_path):
-    import irlens.report  # noqa: F401  (the package attribute is now the module, and still callable)
+    import irlens.matrix  # noqa: F401  (no submodule may hide the API functions compare and report)
+    import irlens.reporting  # noqa: F401
 
     doc = irlens.compare("gelu", backends=["eager"], modes=["fwd"], isolate=False)
     assert doc["rows"][0]["status"] == "ok"
     assert irlens.report(doc, out=str(tmp_path), frontends=False)["html"].exists()
+
+
+def test_a_workload_file_that_exits_while_it_loads_is_bad_input(tmp_path, capsys):
+    """`sys.exit(3)` at import ends nothing but its loading: the reference fails to load, exit 2."""
+    from irlens.cli import main
+
+    path = tmp_path / "exits.py"
+    path.write_text("import sys\nsys.exit(3)\n")
+    assert main(["compare", "--workloads", f"{path}:wl", "--backends", "eager"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path} failed to load: SystemExit: 3" in err
+
+
+def test_a_hanging_forward_ends_with_the_timeout_the_reference_included(tmp_path):
+    """The float64 reference obeys `--timeout` like the cells: a forward that never returns costs
+    the timeout once (not the reference's own minutes), and its cells fail saying why."""
+    import time
+
+    path = tmp_path / "hangs.py"
+    path.write_text("import time, irlens\n"
+                    "wl = irlens.Workload.from_module('hangs', lambda x: time.sleep(3600) or x, example_inputs=((4, 4),))\n")
+    out = tmp_path / "hangs.json"
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "irlens", "compare", "--workloads", f"{path}:wl", "--backends",
+                           "eager,inductor", "--mode", "fwd", "--timeout", "8", "--json", str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["backend"], r["status"], r["phase"]) for r in rows] == [("eager", "failed", "reference"),
+                                                                      ("inductor", "failed", "reference")]
+    assert all(r["reason"] == "the float64 eager reference failed: timed out after 8 s" for r in rows)
+    assert elapsed < 120, f"{elapsed:.0f} s for a run whose only wait is one 8 s timeout"

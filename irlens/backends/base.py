@@ -9,8 +9,10 @@ from typing import Any, Callable
 
 import torch
 
+from irlens.bindings import Program, run_program
 from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.ir import Graph, Kernel
+from irlens.lower import LEVEL
 from irlens.registry import Registry
 from irlens.timing import active_recorder
 from irlens.workload import Instance
@@ -26,6 +28,7 @@ class BackendRun:
     kernels: list[Kernel]
     graphs: list[Graph] = field(default_factory=list)  # common-view graphs that Kernel.stage/node_ids refer to
     notes: dict[str, Any] = field(default_factory=dict)
+    lowered: list[Graph] = field(default_factory=list)  # run_program: the frontend's graphs it compiled
 
 
 def measure(call: Callable[[], dict], device: str, min_repeats: int = 3, max_repeats: int = 20,
@@ -68,16 +71,30 @@ class Backend(ABC):
 
     main_stage: str = ""  # prefix of the stage `irlens dump --backend` shows when none is asked for
 
+    # How this backend compiles one common-view graph of any frontend (its primitive level), for
+    # the cross grid (irlens.cross): `lower(graph, device, name) -> irlens.lower.LoweredGraph`,
+    # a method of the backends that have a lowering; None: it runs only its own frontend's graphs.
+    lower: Callable[[Graph, str, str], Any] | None = None
+
+    def run_program(self, inst: Instance, program: Program) -> BackendRun:
+        """A frontend's program (irlens.bindings: its forward, and backward, common views) with
+        each graph compiled by this backend's `lower` at the lowering level, run as one step."""
+        if self.lower is None:
+            raise Unavailable(f"backend {self.name} has no lowering of the common view")
+        graphs = {step.stage.name: step.graph(LEVEL) for step in program.steps}
+        lowered = {name: self.lower(graph, inst.device, name) for name, graph in graphs.items()}
+
+        def step(program_step, inputs):
+            return lowered[program_step.stage.name](inputs)
+
+        results, compile_s, run_us = measure(lambda: run_program(program, inst, step), inst.device)
+        return BackendRun(results, compile_s, run_us, [k for g in lowered.values() for k in g.kernels()],
+                          lowered=list(graphs.values()))
+
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         """The backend's own IRs for `inst` in `mode`, in pipeline order (what it fused, the code
         it generated): `irlens dump --backend`. Compiles and runs once, untimed."""
         raise Unavailable(f"backend {self.name} keeps no IR stages of its own")
 
 
-BACKENDS: Registry[Backend] = Registry("backend")
-
-
-def get_backend(name: str) -> Backend:
-    import irlens.backends  # noqa: F401
-
-    return BACKENDS.get(name)
+BACKENDS: Registry[Backend] = Registry("backend")  # filled by importing irlens.backends

@@ -23,8 +23,9 @@ from irlens.backends.inductor_debug import GraphDebug, debug_trace, graph_stages
 from irlens.frontends.base import Availability, Stage
 from irlens.frontends.dynamo import indexed
 from irlens.ir_adapters.fx import fx_to_graph
-from irlens.ir import Kernel
+from irlens.ir import Graph, Kernel
 from irlens.ir_adapters.inductor_code import CompiledGraph, map_kernels, profiler_name
+from irlens.lower import fx as fx_lowering
 from irlens.timing import mark_cupti_taken
 from irlens.workload import Instance, run_eager
 
@@ -118,6 +119,9 @@ class InductorBackend(Backend):
     frontend = "dynamo"
     description = "torch.compile(backend='inductor'): C++/OpenMP kernels on CPU, Triton kernels on CUDA"
     main_stage = "inductor.output_code"
+
+    def lower(self, graph: Graph, device: str, name: str) -> fx_lowering.InductorLowered:
+        return fx_lowering.lower(graph, device, name, InductorCapture(graph.name))
 
     def availability(self, device: str) -> Availability:
         if device.startswith("cuda"):

@@ -29,6 +29,7 @@ from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.frontends.thunder import executor_names, final_traces, import_thunder_or_raise
 from irlens.ir import Graph, Kernel
 from irlens.ir_adapters.thunder_trace import ExecutionGroup, trace_to_graph, trace_to_graph_and_groups
+from irlens.lower import nvfuser as nvfuser_lowering
 from irlens.ops import COMPOSITE, category
 from irlens.workload import Instance, run_eager
 
@@ -308,6 +309,9 @@ class NvFuserBackend(ThunderBackend):
     compile_options = {"nv_store_fusion_inputs": True}  # the profiler reruns each region on its inputs
     recorder = NvFuserRecorder
     main_stage = "nvfuser.cuda"
+
+    def lower(self, graph: Graph, device: str, name: str) -> nvfuser_lowering.NvFuserLowered:
+        return nvfuser_lowering.lower(graph, device, name)
 
     def availability(self, device: str) -> Availability:
         if not device.startswith("cuda"):

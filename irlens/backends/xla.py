@@ -21,6 +21,7 @@ from irlens.frontends.jax import MATMUL_PRECISION, jax_device, jax_program, lowe
 from irlens.ir import Graph, Kernel
 from irlens.ir_adapters.hlo import EntryOp, read_hlo
 from irlens.ir_adapters.jaxpr import EqnOrigin, jaxpr_origins, jaxpr_to_graph
+from irlens.lower import jax as jax_lowering
 from irlens.ops import CAST, CREATION, DATA_MOVEMENT, REDUCTION, category, is_compute
 from irlens.workload import Instance
 
@@ -32,6 +33,9 @@ class XlaBackend(Backend):
     frontend = "jax"
     description = "jax.jit of the JAX twin: XLA fusions (CPU: LLVM loops + YNNPACK dots; GPU: loop/Triton fusions, cuBLAS)"
     main_stage = "xla.hlo"
+
+    def lower(self, graph: Graph, device: str, name: str) -> jax_lowering.XlaLowered:
+        return jax_lowering.lower(graph, device, name, _kernel)
 
     def availability(self, device: str) -> Availability:
         try:

@@ -70,10 +70,4 @@ class Frontend(ABC):
         """The stage `irlens dump` shows when none is asked for."""
 
 
-FRONTENDS: Registry[Frontend] = Registry("frontend")
-
-
-def get_frontend(name: str) -> Frontend:
-    import irlens.frontends  # noqa: F401
-
-    return FRONTENDS.get(name)
+FRONTENDS: Registry[Frontend] = Registry("frontend")  # filled by importing irlens.frontends

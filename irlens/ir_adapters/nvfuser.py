@@ -84,10 +84,10 @@ def profile_segments(bsym) -> list[Segment]:
         raise NotProfiled(f"nvFuser's profiler failed: {type(e).__name__}: {e}") from e
     if not kernel_profiles:
         raise NotProfiled("nvFuser's profiler recorded no kernels")
-    return [_segment(index, kp) for index, kp in enumerate(kernel_profiles)]
+    return [profiled_segment(index, kp) for index, kp in enumerate(kernel_profiles)]
 
 
-def _segment(index: int, kp) -> Segment:
+def profiled_segment(index: int, kp) -> Segment:
     # Profiles come in segment order; a segment without a kernel reports segment_id 0, so the
     # position is the index.
     scheduler = str(kp.scheduler or "")

@@ -6,8 +6,9 @@ constant first argument; multi-output nodes are unpacked with `getitem`. Creatio
 target device in their attrs, and so do elementwise ops of literals only (`irlens.lower.node_attrs`),
 which are then cast to their declared dtype. `torch.compile` then traces the module
 (inlining the table's torch calls) and Inductor compiles it;
-`irlens.backends.inductor.InductorCapture` keeps the post-grad graph, the generated code and its
-provenance, from which the kernels are mapped.
+the Inductor backend's capture (`irlens.backends.inductor.InductorCapture`, handed in by the
+backend) keeps the post-grad graph, the generated code and its provenance, from which the
+kernels are mapped.
 """
 from __future__ import annotations
 
@@ -51,13 +52,11 @@ def _identifier(name: str) -> str:
 class InductorLowered:
     """A graph as a GraphModule under torch.compile with Inductor; kernels after the first call."""
 
-    def __init__(self, graph: Graph, device: str, tag: str):
-        from irlens.backends.inductor import InductorCapture
-
+    def __init__(self, graph: Graph, device: str, tag: str, capture):
         check_supported(graph, SUPPORTED, "fx")
         self.tag, self.device = tag, device
         self.module = to_graph_module(graph, device)
-        self.capture = InductorCapture(graph.name)
+        self.capture = capture  # the Dynamo backend that compiles with Inductor and keeps its records
         self.compiled = torch.compile(self.module, backend=self.capture, dynamic=False)
 
     def __call__(self, inputs: list) -> list:
@@ -77,5 +76,5 @@ class InductorLowered:
         return [k for c in self.capture.compiled for k in map_kernels(c, "inductor")]
 
 
-def lower(graph: Graph, device: str, tag: str) -> InductorLowered:
-    return InductorLowered(graph, device, tag)
+def lower(graph: Graph, device: str, tag: str, capture) -> InductorLowered:
+    return InductorLowered(graph, device, tag, capture)

@@ -63,10 +63,11 @@ def to_jax_function(graph: Graph) -> Callable:
 class XlaLowered:
     """A graph as a jitted JAX function; compiled on the first call, for the inputs' shapes."""
 
-    def __init__(self, graph: Graph, device: str, tag: str):
+    def __init__(self, graph: Graph, device: str, tag: str, kernel_record: Callable):
         from irlens.frontends.jax import jax_device
 
         self.graph, self.tag = graph, tag
+        self.kernel_record = kernel_record  # the xla backend's: an optimized-HLO entry op -> Kernel
         self.fn = to_jax_function(graph)
         self.jax_device = jax_device(device)
         self.device = device
@@ -108,14 +109,12 @@ class XlaLowered:
         return [self._hlo().graph]
 
     def kernels(self) -> list[Kernel]:
-        from irlens.backends.xla import _kernel
-
         hlo = self._hlo()
-        kernels = [_kernel(op, hlo.graph, "xla") for op in hlo.entry_ops]
+        kernels = [self.kernel_record(op, hlo.graph, "xla") for op in hlo.entry_ops]
         for k in kernels:
             k.stage = hlo.graph.stage
         return kernels
 
 
-def lower(graph: Graph, device: str, tag: str) -> XlaLowered:
-    return XlaLowered(graph, device, tag)
+def lower(graph: Graph, device: str, tag: str, kernel_record: Callable) -> XlaLowered:
+    return XlaLowered(graph, device, tag, kernel_record)

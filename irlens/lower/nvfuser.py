@@ -20,16 +20,9 @@ from irlens.interpret import MEANINGS, TORCH_DTYPES, all_outputs, output_specs
 from irlens.ir import Graph, Kernel, Node, canonical_dtype
 from irlens.lower import check_supported, node_attrs
 from irlens.ops import MATMUL, OPS, category
+from irlens.ops._torch import NV_DTYPES, nv_dtype
 
 SUPPORTED = frozenset(MEANINGS)
-
-_NV_DTYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Int",
-              "int32": "Int32", "bool": "Bool"}
-
-
-def nv_dtype(nv, dtype: str):
-    return getattr(nv.DataType, _NV_DTYPES[dtype])
-
 
 def nvfuser_direct():
     try:
@@ -47,7 +40,7 @@ def check_device(device: str) -> None:
 def fusible(node: Node) -> bool:
     """The op declares an nvFuser lowering that takes this node, in dtypes nvFuser has."""
     op = OPS.get(node.op)
-    if op is None or "nvfuser" not in op.lowerings or any(o.dtype not in _NV_DTYPES for o in node.outputs):
+    if op is None or "nvfuser" not in op.lowerings or any(o.dtype not in NV_DTYPES for o in node.outputs):
         return False
     if not node.value_inputs():  # literals only (1.0 / 2048.0): a scalar, computed by torch
         return False
@@ -198,7 +191,7 @@ class NvFuserLowered:
     def _profile(definition, inputs: list) -> list:
         """The region's segments, from one more run under nvFuser's profiler; none when it cannot
         run: torch.profiler holds CUPTI in this process (nvFuser's profiler would end it), or it fails."""
-        from irlens.ir_adapters.nvfuser import _segment
+        from irlens.ir_adapters.nvfuser import profiled_segment
         from irlens.timing import cupti_taken
 
         if cupti_taken():
@@ -207,7 +200,7 @@ class NvFuserLowered:
         try:
             with nv.PythonProfiler() as prof:
                 definition.execute(inputs)
-            return [_segment(i, kp) for i, kp in enumerate(prof.profile.kernel_profiles)]
+            return [profiled_segment(i, kp) for i, kp in enumerate(prof.profile.kernel_profiles)]
         except Exception:  # noqa: BLE001  (the region ran; only its per-segment figures are missing)
             reset = getattr(nv, "reset_profiler", None)  # a failed run leaves nvFuser's profiler running
             if reset is not None:

@@ -1,13 +1,35 @@
-"""Built-in workloads: importing a module registers its workloads (one line per file)."""
-from irlens.models import gelu  # noqa: F401
-from irlens.models import tinyhead  # noqa: F401
-from irlens.models import attention  # noqa: F401
-from irlens.models import block  # noqa: F401
-from irlens.models import minigpt  # noqa: F401
+"""The built-in workloads: importing a module registers its workloads (one line per file, at the
+end). `resolve_workload` finds any workload: a built-in by name, a user's own by reference."""
+from irlens.user_code import resolve
+from irlens.workload import CORPUS, WORKLOADS, Workload
+
+
+def get_workload(name: str) -> Workload:
+    """A built-in workload; UnknownName lists them."""
+    return WORKLOADS.get(name)
+
+
+def workload_names(corpus: bool | None = False) -> list[str]:
+    """The built-in workloads run when none is named (compare, bench, the per-workload tests);
+    with `corpus=True`, the corpus of ordinary model code instead (those tagged `CORPUS`), held
+    to its own tests; `None`: all of them. All are registered: any of them can be named."""
+    return [w.name for w in WORKLOADS.values() if corpus is None or (CORPUS in w.tags) == corpus]
+
+
+def resolve_workload(name_or_ref: str) -> Workload:
+    """A built-in workload by name, or a user's by `path/to/file.py:NAME` (UnknownName, BadReference)."""
+    return resolve(name_or_ref, WORKLOADS, Workload, "declare one with irlens.Workload.from_module(...)")
+
+
+from irlens.models import gelu  # noqa: E402, F401
+from irlens.models import tinyhead  # noqa: E402, F401
+from irlens.models import attention  # noqa: E402, F401
+from irlens.models import block  # noqa: E402, F401
+from irlens.models import minigpt  # noqa: E402, F401
 # the corpus of ordinary model code (tagged "corpus"; tests/test_corpus.py)
-from irlens.models import llama  # noqa: F401
-from irlens.models import lm  # noqa: F401
-from irlens.models import masked_attention  # noqa: F401
-from irlens.models import moe  # noqa: F401
-from irlens.models import mamba  # noqa: F401
-from irlens.models import prenorm  # noqa: F401
+from irlens.models import llama  # noqa: E402, F401
+from irlens.models import lm  # noqa: E402, F401
+from irlens.models import masked_attention  # noqa: E402, F401
+from irlens.models import moe  # noqa: E402, F401
+from irlens.models import mamba  # noqa: E402, F401
+from irlens.models import prenorm  # noqa: E402, F401

@@ -9,13 +9,9 @@ from typing import Callable
 
 import torch
 
+from irlens.dtypes import TORCH_DTYPES
+
 F64 = torch.float64
-TORCH_DTYPES = {"float64": F64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-                "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
-                "uint8": torch.uint8, "bool": torch.bool, "complex64": torch.complex64,
-                "complex128": torch.complex128, "float8_e4m3fn": torch.float8_e4m3fn,
-                "float8_e5m2": torch.float8_e5m2, "uint16": torch.uint16, "uint32": torch.uint32,
-                "uint64": torch.uint64}
 
 
 def torch_dtype(name: str) -> torch.dtype:
@@ -63,3 +59,12 @@ def lax():
     from jax import lax as jax_lax
 
     return jax_lax
+
+
+# canonical dtype name -> nvFuser's DataType member
+NV_DTYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Int",
+             "int32": "Int32", "bool": "Bool"}
+
+
+def nv_dtype(nv, dtype: str):
+    return getattr(nv.DataType, NV_DTYPES[dtype])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import jnp, lax, scalar_tensor, torch_dtype
+from irlens.ops._torch import jnp, lax, nv_dtype, scalar_tensor, torch_dtype
 from irlens.ops.core import CAST, DATA_MOVEMENT, Attr, declare, lowering, meaning
 
 reshape = declare("reshape", DATA_MOVEMENT, "x", shape=Attr("ints"), doc="row-major reshape (one dim may be -1)")
@@ -208,6 +208,4 @@ def _convert_jax(a, x):
 
 @lowering(convert, "nvfuser")
 def _convert_nvfuser(fd, nv, node, args, metas):
-    from irlens.lower.nvfuser import nv_dtype
-
     return fd.ops.cast(args[0], nv_dtype(nv, node.attrs["dtype"]))

@@ -22,7 +22,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
 from irlens.parallel.deepseek_v3 import DeepSeekV3, GroupedExperts
-from irlens.parallel.simple_fsdp import MixedPrecision, _parametrized_class
+from irlens.parallel.simple_fsdp import MixedPrecision, parametrized_class
 
 EFSDP_DIM = "dp_shard_mod_ep"
 EP_DIM = "ep"
@@ -72,7 +72,7 @@ def expert_parallel(model: DeepSeekV3, mesh: DeviceMesh, mp: MixedPrecision | No
             # every rank holds the same full tensor (same seed): slice locally, no broadcast
             full = experts._parameters[n].detach()
             experts._parameters[n] = nn.Parameter(distribute_tensor(full, mesh, placements, src_data_rank=None))
-        experts.__class__ = _parametrized_class(GroupedExperts, names)
+        experts.__class__ = parametrized_class(GroupedExperts, names)
         object.__setattr__(experts, "_fsdp_gather", GatherExpertsForCompute(mesh, mp))
         moe.ep_mesh = mesh[EP_DIM]
     return model

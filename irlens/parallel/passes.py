@@ -27,6 +27,7 @@ import torch
 from torch import fx
 
 from irlens.parallel.llama3 import MODULE_KEY, REGION_KEY
+from irlens.registry import Registry
 
 # --- summaries ---------------------------------------------------------------------
 
@@ -155,12 +156,8 @@ def require_gpu(p: GraphPass) -> None:
         raise NeedsGPU(f"pass {p.name!r} needs a CUDA GPU: {p.needs_gpu}. This machine has none; drop it from --passes.")
 
 
-JOINT_PASSES: dict[str, GraphPass] = {}
-GRAPH_PASSES: dict[str, GraphPass] = {}
-
-
-def _register(table: dict[str, GraphPass], p: GraphPass) -> None:
-    table[p.name] = p
+JOINT_PASSES: Registry[GraphPass] = Registry("joint pass")
+GRAPH_PASSES: Registry[GraphPass] = Registry("graph pass")
 
 
 def validate_passes(joint_passes: list[str], passes: list[str]) -> None:
@@ -492,7 +489,7 @@ for _p in (
     GraphPass("selective_activation_checkpoint", selective_activation_checkpoint, "op-level SAC tags per block"),
     GraphPass("fsdp_reshard_after_forward", fsdp_reshard_after_forward, "re-gather parameters in the backward"),
 ):
-    _register(JOINT_PASSES, _p)
+    JOINT_PASSES.register(_p)
 
 for _p in (
     GraphPass("autobucketing_reordering", autobucketing_reordering, "cost-model bucketing and reordering",
@@ -505,4 +502,4 @@ for _p in (
     GraphPass("cudagraph", cudagraph, "CUDA graph replay", CUDAGRAPH,
               needs_gpu="it records the compiled graph's kernels into a CUDA graph"),
 ):
-    _register(GRAPH_PASSES, _p)
+    GRAPH_PASSES.register(_p)

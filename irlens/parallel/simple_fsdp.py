@@ -83,7 +83,7 @@ def _shard_param(param: torch.Tensor, mesh: DeviceMesh) -> nn.Parameter:
 _PARAMETRIZED_CLASSES: dict[type, type] = {}
 
 
-def _parametrized_class(cls: type, names: tuple[str, ...]) -> type:
+def parametrized_class(cls: type, names: tuple[str, ...]) -> type:
     """A subclass of `cls` whose parameter attributes read through the module's gather."""
     key = (cls, names)
     if key not in _PARAMETRIZED_CLASSES:
@@ -108,7 +108,7 @@ def data_parallel(model: nn.Module, mesh: DeviceMesh, mp: MixedPrecision | None 
             continue
         for n in names:
             module._parameters[n] = _shard_param(module._parameters[n], mesh)
-        module.__class__ = _parametrized_class(type(module), names)
+        module.__class__ = parametrized_class(type(module), names)
         # a plain attribute, not a submodule: module paths (and the graph's module stack) stay the model's
         object.__setattr__(module, "_fsdp_gather", GatherForCompute(mesh, mp))
     return model

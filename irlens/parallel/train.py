@@ -35,7 +35,7 @@ from irlens.parallel.passes import GRAPH_PASSES, JOINT_PASSES, numerics_changing
 from irlens.parallel.profile import ProfileReport, StepProfiler
 from irlens.parallel.simple_fsdp import DP_DIM, TP_DIM, MixedPrecision, data_parallel
 
-MODES = ("eager", "compiled")
+EXECUTIONS = ("eager", "compiled")  # how the train step runs (--mode): op by op, or as a compiled joint graph
 WARMUP_STEPS = 2  # left out of the summary's throughput: first-touch allocations, autotuning, cudagraph capture
 
 
@@ -64,8 +64,8 @@ class TrainConfig:
 
     def validate(self) -> tuple[ModelFamily, Any]:
         """Every user error, raised before any rank starts."""
-        if self.mode not in MODES:
-            raise ValueError(f"unknown --mode {self.mode!r}; choose from: {', '.join(MODES)}")
+        if self.mode not in EXECUTIONS:
+            raise ValueError(f"unknown --mode {self.mode!r}; choose from: {', '.join(EXECUTIONS)}")
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"unknown --device {self.device!r}; choose from: cpu, cuda")
         if self.mode == "eager" and (self.joint_passes or self.passes):
@@ -258,7 +258,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--passes", nargs="*", default=[], metavar="PASS",
                         help=f"forward/backward passes, in order: {', '.join(GRAPH_PASSES)}")
     parser.add_argument("--steps", type=int, default=d.steps)
-    parser.add_argument("--mode", choices=MODES, default=d.mode)
+    parser.add_argument("--mode", choices=EXECUTIONS, default=d.mode)
     parser.add_argument("--device", choices=("cpu", "cuda"), default=d.device)
     parser.add_argument("--batch-size", type=int, default=d.batch_size,
                         help="sequences per data-parallel rank (default: the preset's; 8 for llama3:1B, 1 for llama3:8B)")
@@ -282,9 +282,11 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(**{f: getattr(args, f) for f in TrainConfig.__dataclass_fields__})
 
 
-def train_main(argv: list[str]) -> int:
+def train_main(argv: list[str] | argparse.Namespace) -> int:
+    """Entry point of `irlens train`: argv, or the namespace the irlens CLI parsed with `add_train_arguments`."""
     parser = add_train_arguments(argparse.ArgumentParser(prog="irlens train", description=__doc__.split("\n\n")[0]))
-    summary = run_training(config_from_args(parser.parse_args(argv)))
+    args = argv if isinstance(argv, argparse.Namespace) else parser.parse_args(argv)
+    summary = run_training(config_from_args(args))
     if not dist.is_initialized() or dist.get_rank() == 0:
         print(json.dumps(summary), flush=True)
     shutdown()  # under torchrun: this process's group

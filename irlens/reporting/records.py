@@ -1,9 +1,10 @@
-"""The compare document's rows as irlens objects: kernels, common-view graphs, grouping."""
+"""A document's rows as irlens objects: kernels, common-view graphs, grouping."""
 from __future__ import annotations
 
 from collections import defaultdict
 
 from irlens.ir import Graph, Kernel
+from irlens.matrix import Row
 
 
 def kernel_from_json(d: dict, backend: str = "") -> Kernel:
@@ -22,13 +23,13 @@ def kernel_from_json(d: dict, backend: str = "") -> Kernel:
     )
 
 
-def row_kernels(row: dict) -> list[Kernel]:
-    return [kernel_from_json(k, row["backend"]) for k in row.get("kernels") or []]
+def row_kernels(row: Row) -> list[Kernel]:
+    return [kernel_from_json(k, row.backend) for k in row.kernels]
 
 
-def row_graphs(row: dict) -> dict[str, Graph]:
+def row_graphs(row: Row) -> dict[str, Graph]:
     """The common-view graphs a row's kernels refer to, by stage (empty when the row has none)."""
-    return {stage: Graph.from_json(g) for stage, g in (row.get("graphs") or {}).items()}
+    return {stage: Graph.from_json(g) for stage, g in row.graphs.items()}
 
 
 def kernel_stage(kernel: Kernel, graphs: dict[str, Graph]) -> str | None:
@@ -40,15 +41,15 @@ def kernel_stage(kernel: Kernel, graphs: dict[str, Graph]) -> str | None:
     return None
 
 
-def group_rows(rows: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
+def group_rows(rows: list[Row]) -> dict[tuple[str, str, str], list[Row]]:
     """Rows by (workload, mode, variant), in the document's order. The variant tells apart rows
     that would otherwise meet in one section: the device (a row carries it only in a report
     merged from several runs) and the dtype where the rows have several (a bench run); else ""."""
-    several_dtypes = len({row.get("dtype") for row in rows}) > 1
-    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    several_dtypes = len({row.dtype for row in rows}) > 1
+    groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for row in rows:
-        variant = " ".join(filter(None, (row.get("device"), row.get("dtype") if several_dtypes else None)))
-        groups[(row["workload"], row["mode"], variant)].append(row)
+        variant = " ".join(filter(None, (row.device, row.dtype if several_dtypes else None)))
+        groups[(row.workload, row.mode, variant)].append(row)
     return dict(groups)
 
 

@@ -1,4 +1,4 @@
-"""The compare document as report blocks: per workload x mode a fusion map, kernel tables,
+"""A results document as report blocks: per workload x mode a fusion map, kernel tables,
 charts and numerics; once per report the run, a summary and the frontend table."""
 from __future__ import annotations
 
@@ -6,17 +6,15 @@ import re
 from collections import Counter
 
 from irlens.ir import Graph, Kernel
-from irlens.report.blocks import Figure, Gallery, Report, Section, Table, Text
-from irlens.report.ceiling import backend_pct, ceiling_for, kernel_pct
-from irlens.report.fusion_map import build_fusion_map, kernel_color, render_svg
-from irlens.report.plots import bar_chart
-from irlens.report.records import first_line, group_rows, kernel_stage, row_graphs, row_kernels
+from irlens.matrix import Document, Row
+from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Text
+from irlens.reporting.ceiling import backend_pct, ceiling_for, kernel_pct
+from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_svg
+from irlens.reporting.plots import bar_chart
+from irlens.reporting.records import first_line, group_rows, kernel_stage, row_graphs, row_kernels
 
-RAN = ("ok", "mismatch")  # statuses whose row has results, timings and kernels
-
-
-def build_report(doc: dict, frontend_table: Table | None = None) -> Report:
-    rows = doc.get("rows", [])
+def build_report(doc: Document, frontend_table: Table | None = None) -> Report:
+    rows = doc.rows
     sections = [_run_section(doc), _summary_section(rows)]
     if frontend_table is not None:
         sections.append(Section("Frontends", "frontends", [
@@ -24,9 +22,9 @@ def build_report(doc: dict, frontend_table: Table | None = None) -> Report:
                   "(op counts: nodes of the forward common view at the composite / primitive level)."]),
             frontend_table]))
     for (workload, mode, variant), group in group_rows(rows).items():
-        ceiling = ceiling_for(group[0].get("ceilings") or doc.get("ceilings"))
+        ceiling = ceiling_for(group[0].ceilings or doc.ceilings)
         sections.append(_workload_section(workload, mode, variant, group, ceiling, doc))
-    subtitle = f"{doc.get('device', '?')} · {doc.get('device_name', '')} · preset {doc.get('preset', '?')}"
+    subtitle = f"{doc.device or '?'} · {doc.device_name or ''} · preset {doc.preset or '?'}"
     return Report("irlens report", subtitle, sections)
 
 
@@ -49,42 +47,39 @@ def op_summary(kernel: Kernel, graph: Graph | None) -> str:
 
 # --- once per report -------------------------------------------------------------------------
 
-def _run_section(doc: dict) -> Section:
-    facts = [["device", f"{doc.get('device', '?')} ({doc.get('device_name', '')})"],
-             ["preset", str(doc.get("preset", "?"))]]
-    facts += [[name, str(v) if v is not None else "not installed"] for name, v in (doc.get("versions") or {}).items()]
+def _run_section(doc: Document) -> Section:
+    facts = [["device", f"{doc.device or '?'} ({doc.device_name or ''})"], ["preset", str(doc.preset or "?")]]
+    facts += [[name, str(v) if v is not None else "not installed"] for name, v in doc.versions.items()]
     return Section("Run", "run", [Table(["", ""], facts)])
 
 
-def _summary_section(rows: list[dict]) -> Section:
+def _summary_section(rows: list[Row]) -> Section:
     # a dtype column where the rows have several dtypes (a bench run), as in the section names
-    dtyped = len({r.get("dtype") for r in rows}) > 1
+    dtyped = len({r.dtype for r in rows}) > 1
     lead = ["workload", "mode", *(["dtype"] if dtyped else []), "backend", "status"]
     header = [*lead, "max rel err", "tol", "kernels", "compile s", "run µs", "reason"]
     table = Table(header, [], numeric=set(range(len(lead), len(lead) + 5)))
     for i, r in enumerate(rows):
-        table.rows.append([r["workload"], r["mode"], *([r.get("dtype") or "-"] if dtyped else []), r["backend"],
-                           r["status"], fmt(r.get("max_rel_err"), ".1e"), fmt(r.get("tol"), ".0e"),
-                           str(len(r.get("kernels") or [])) if r["status"] in RAN else "-",
-                           fmt(r.get("compile_s"), ".2f"), fmt(r.get("run_us"), ".1f"), first_line(r.get("reason"))])
-        if r["status"] in ("mismatch", "failed"):
+        table.rows.append([r.workload, r.mode, *([r.dtype or "-"] if dtyped else []), r.backend,
+                           r.status, fmt(r.max_rel_err, ".1e"), fmt(r.tol, ".0e"), str(len(r.kernels)) if r.ran else "-",
+                           fmt(r.compile_s, ".2f"), fmt(r.run_us, ".1f"), first_line(r.reason)])
+        if r.status in ("mismatch", "failed"):
             table.flagged.add((i, len(lead) - 1))
     return Section("Summary", "summary", [table])
 
 
 # --- per workload x mode -------------------------------------------------------------------------
 
-def _workload_section(workload: str, mode: str, variant: str, rows: list[dict], ceiling, doc: dict) -> Section:
+def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], ceiling, doc: Document) -> Section:
     key = anchor(workload, mode, variant)
     section = Section(" · ".join(filter(None, (workload, mode, variant))), key)
-    not_run = [f"{r['backend']}: {r['status']}: {first_line(r.get('reason')) or 'no reason given'}"
-               for r in rows if r["status"] not in RAN]
+    not_run = [f"{r.backend}: {r.status}: {first_line(r.reason) or 'no reason given'}" for r in rows if not r.ran]
     if not_run:
         section.blocks.append(Text(not_run, style="note"))
-    mismatched = [f"{r['backend']}: mismatch: {first_line(r.get('reason'))}" for r in rows if r["status"] == "mismatch"]
+    mismatched = [f"{r.backend}: mismatch: {first_line(r.reason)}" for r in rows if r.status == "mismatch"]
     if mismatched:
         section.blocks.append(Text(mismatched, style="note"))
-    ran = [r for r in rows if r["status"] in RAN]
+    ran = [r for r in rows if r.ran]
 
     fmap = build_fusion_map(workload, mode, ran)
     if fmap.columns:
@@ -106,34 +101,33 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[dict], 
         section.subsections.append(Section("Charts", anchor(key, "charts"), [_charts(key, ran, ceiling, dtype)]))
         kernels = Section("Kernels", anchor(key, "kernels"))
         for r in ran:
-            kernels.subsections.append(Section(r["backend"], anchor(key, r["backend"]),
+            kernels.subsections.append(Section(r.backend, anchor(key, r.backend),
                                                [_kernel_table(r, ceiling, dtype)]))
         section.subsections.append(kernels)
         section.subsections.append(Section("Numerics", anchor(key, "numerics"), [_numerics_table(ran)]))
     return section
 
 
-def _dtype(row: dict, doc: dict) -> str:
-    return row.get("dtype") or doc.get("dtype") or "float32"
+def _dtype(row: Row, doc: Document) -> str:
+    return row.dtype or doc.dtype or "float32"
 
 
-def _fusion_text(rows: list[dict]) -> list[str]:
+def _fusion_text(rows: list[Row]) -> list[str]:
     lines = []
     for r in rows:
         graphs = row_graphs(r)
         for i, k in enumerate(row_kernels(r)):
             stage = kernel_stage(k, graphs)
-            lines.append(f"{r['backend']} k{i} `{k.name}` ({k.kind}): {op_summary(k, graphs.get(stage) if stage else None)}")
-        if not r.get("kernels"):
-            lines.append(f"{r['backend']}: no kernel records")
+            lines.append(f"{r.backend} k{i} `{k.name}` ({k.kind}): {op_summary(k, graphs.get(stage) if stage else None)}")
+        if not r.kernels:
+            lines.append(f"{r.backend}: no kernel records")
     return lines
 
 
-def _charts(stem: str, rows: list[dict], ceiling, dtype: str) -> Gallery:
-    counts = [(r["backend"], float(len(r.get("kernels") or [])) if r.get("kernels") or r["backend"] != "eager" else None)
-              for r in rows]
-    times = [(r["backend"], r.get("run_us")) for r in rows]
-    pcts = [(r["backend"], backend_pct(row_kernels(r), ceiling, dtype)) for r in rows]
+def _charts(stem: str, rows: list[Row], ceiling, dtype: str) -> Gallery:
+    counts = [(r.backend, float(len(r.kernels)) if r.kernels or r.backend != "eager" else None) for r in rows]
+    times = [(r.backend, r.run_us) for r in rows]
+    pcts = [(r.backend, backend_pct(row_kernels(r), ceiling, dtype)) for r in rows]
     why = "no ceilings measured (irlens bench measures them)" if ceiling is None else "no timed kernels"
     return Gallery([
         Figure(f"kernels-{stem}", bar_chart("kernel count", counts, "{:.0f}", missing="no records"), "kernel count",
@@ -145,11 +139,11 @@ def _charts(stem: str, rows: list[dict], ceiling, dtype: str) -> Gallery:
     ])
 
 
-def _kernel_table(row: dict, ceiling, dtype: str) -> Table | Text:
+def _kernel_table(row: Row, ceiling, dtype: str) -> Table | Text:
     kernels = row_kernels(row)
     if not kernels:
-        return Text([f"{row['backend']} has no kernel records (it runs op by op)."
-                     if row["backend"] == "eager" else f"{row['backend']} reported no kernels."])
+        return Text([f"{row.backend} has no kernel records (it runs op by op)."
+                     if row.backend == "eager" else f"{row.backend} reported no kernels."])
     graphs = row_graphs(row)
     header = ["#", "name", "kind", "nodes", "ops", "recompute", "time µs", "bytes", "% of ceiling"]
     table = Table(header, [], swatches=[], numeric={0, 3, 5, 6, 7, 8})
@@ -162,16 +156,16 @@ def _kernel_table(row: dict, ceiling, dtype: str) -> Table | Text:
     return table
 
 
-def _numerics_table(rows: list[dict]) -> Table:
-    names = list(dict.fromkeys(n for r in rows for n in (r.get("per_result") or {})))
-    table = Table(["result", *(r["backend"] for r in rows)], [], numeric=set(range(1, len(rows) + 1)))
+def _numerics_table(rows: list[Row]) -> Table:
+    names = list(dict.fromkeys(n for r in rows for n in r.per_result))
+    table = Table(["result", *(r.backend for r in rows)], [], numeric=set(range(1, len(rows) + 1)))
     for i, name in enumerate(names):
         cells = [name]
         for j, r in enumerate(rows):
-            err = (r.get("per_result") or {}).get(name, "absent")
+            err = r.per_result.get(name, "absent")
             cells.append("NaN/Inf" if err is None else (err if isinstance(err, str) else f"{err:.1e}"))
-            if err is None or (not isinstance(err, str) and r.get("tol") is not None and err > r["tol"]):
+            if err is None or (not isinstance(err, str) and r.tol is not None and err > r.tol):
                 table.flagged.add((i, j + 1))
         table.rows.append(cells)
-    table.rows.append(["tolerance", *(fmt(r.get("tol"), ".0e") for r in rows)])
+    table.rows.append(["tolerance", *(fmt(r.tol, ".0e") for r in rows)])
     return table

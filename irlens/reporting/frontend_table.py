@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from irlens.frontends.base import Availability
-from irlens.report.blocks import Table
+from irlens.reporting.blocks import Table
 from irlens.workload import NoJaxTwin, Workload
 
 PROBE = Workload.from_module("probe", lambda x: x * 2.0, ((4,),), description="a torch-only probe (no JAX twin)")
@@ -51,15 +51,14 @@ def frontend_table(workloads: list[Workload], mode: str = "fwdbwd", preset: str 
                    dtype: str | None = None) -> Table:
     """Acquire every workload with every available frontend in `mode` (its stages) and count the
     forward common view's nodes (the frontend's fwd default stage, present in both modes)."""
-    import irlens.backends  # noqa: F401  (registers the backends named in the last column)
-    from irlens.backends.base import BACKENDS
+    from irlens.backends import BACKENDS
     from irlens.frontends import FRONTENDS
 
     header = ["frontend", "accepts PyTorch code?", "IR", "stages captured",
               *(f"ops: {w.name}" for w in workloads), "typical backend"]
     table = Table(header, [], numeric={4 + i for i in range(len(workloads))})
-    for frontend in FRONTENDS:
-        backends = ", ".join(b.name for b in BACKENDS if b.frontend == frontend.name) or "-"
+    for frontend in FRONTENDS.values():
+        backends = ", ".join(b.name for b in BACKENDS.values() if b.frontend == frontend.name) or "-"
         try:
             available = frontend.availability()
         except Exception as e:  # noqa: BLE001  (one broken frontend must not cost the whole report)

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from html import escape
 
 from irlens.ir import Graph
+from irlens.matrix import Row
 from irlens.ops import is_compute
-from irlens.report.records import first_line, kernel_stage, row_graphs, row_kernels
+from irlens.reporting.records import first_line, kernel_stage, row_graphs, row_kernels
 
 NODE_W, NODE_H, GAP_X, ROW_H, PAD = 96, 22, 10, 34, 14
 MOVE_H, MOVE_LANE_H = 16, 22  # data-movement nodes: smaller boxes in a lane above their row
@@ -93,15 +94,15 @@ class FusionMap:
     header_h: float = 0.0
 
 
-def build_fusion_map(workload: str, mode: str, rows: list[dict]) -> FusionMap:
+def build_fusion_map(workload: str, mode: str, rows: list[Row]) -> FusionMap:
     columns, notes = [], []
     for row in rows:
         graphs = row_graphs(row)
-        if row["status"] in ("unavailable", "failed"):
-            notes.append(f"{row['backend']}: {row['status']}: {first_line(row.get('reason')) or 'no reason given'}")
+        if row.status in ("unavailable", "failed"):
+            notes.append(f"{row.backend}: {row.status}: {first_line(row.reason) or 'no reason given'}")
         elif not graphs:
-            why = "runs op by op, no kernel records" if not row.get("kernels") else "the row carries no common-view graph"
-            notes.append(f"{row['backend']}: {why}")
+            why = "runs op by op, no kernel records" if not row.kernels else "the row carries no common-view graph"
+            notes.append(f"{row.backend}: {why}")
         else:
             columns.append(_column(row, graphs))
     fmap = FusionMap(workload, mode, columns, notes)
@@ -109,7 +110,7 @@ def build_fusion_map(workload: str, mode: str, rows: list[dict]) -> FusionMap:
     return fmap
 
 
-def _column(row: dict, graphs: dict[str, Graph]) -> Column:
+def _column(row: Row, graphs: dict[str, Graph]) -> Column:
     records = row_kernels(row)
     kernels = [MapKernel(i, k.name, k.kind, kernel_color(i), kernel_stage(k, graphs), list(k.node_ids), list(k.recompute))
                for i, k in enumerate(records)]
@@ -128,7 +129,7 @@ def _column(row: dict, graphs: dict[str, Graph]) -> Column:
         panel, missing = _panel(graph, mine)
         panels.append(panel)
         notes += [f"k{k.index} {k.name}: node {nid} is not in {stage}" for k, nid in missing]
-    return Column(row["backend"], row.get("frontend") or "", kernels, panels, notes)
+    return Column(row.backend, row.frontend or "", kernels, panels, notes)
 
 
 def _panel(graph: Graph, kernels: list[MapKernel]) -> tuple[Panel, list[tuple[MapKernel, str]]]:

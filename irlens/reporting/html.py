@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from html import escape
 
-from irlens.report.blocks import Figure, Gallery, Report, Section, Table, Text
+from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Text
 
 CSS = """
 body { font-family: Helvetica, Arial, sans-serif; margin: 24px 32px; color: #222; background: #fff; }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from irlens.report.blocks import Figure, Gallery, Report, Section, Table, Text
+from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Text
 
 
 def render_markdown(report: Report, figures_dir: Path | None = None) -> str:

@@ -4,46 +4,42 @@ status, max relative error, kernel count and run time; the native pairings are m
 stand beside the compare rows of the same stacks elsewhere in the report."""
 from __future__ import annotations
 
-from irlens.report.blocks import Section, Table, Text
-from irlens.report.records import first_line
+from irlens.matrix import Document
+from irlens.reporting.blocks import Section, Table, Text
+from irlens.reporting.build import anchor, fmt
+from irlens.reporting.records import first_line
 
 
-def is_cross(doc: dict) -> bool:
-    return doc.get("kind") == "cross"
-
-
-def cross_sections(doc: dict) -> list[Section]:
-    from irlens.report.build import anchor, fmt
-
-    cases: dict[tuple[str, str], list[dict]] = {}
-    for row in doc.get("rows", []):
-        cases.setdefault((row["workload"], row["mode"]), []).append(row)
-    backends = doc.get("executed_by") or sorted({r["executed_by"] for r in doc.get("rows", [])})
-    frontends = doc.get("acquired_by") or sorted({r["acquired_by"] for r in doc.get("rows", [])})
+def cross_sections(doc: Document) -> list[Section]:
+    cases: dict[tuple[str, str], list] = {}
+    for row in doc.rows:
+        cases.setdefault((row.workload, row.mode), []).append(row)
+    backends = doc.executed_by or sorted({r.backend for r in doc.rows})
+    frontends = doc.acquired_by or sorted({r.frontend for r in doc.rows})
     sections = []
     for (workload, mode), rows in cases.items():
         table, flagged, reasons = [], set(), []
         for i, fe in enumerate(frontends):
-            cells = {r["executed_by"]: r for r in rows if r["acquired_by"] == fe}
+            cells = {r.backend: r for r in rows if r.frontend == fe}
             line = [fe]
             for j, be in enumerate(backends, start=1):
                 r = cells.get(be)
                 if r is None:
                     line.append("-")
                     continue
-                mark = " *" if r.get("native") else ""
-                if r["status"] in ("ok", "mismatch"):
-                    line.append(f"{r['status']}{mark} · err {fmt(r['max_rel_err'], '.1e')} · "
-                                f"{fmt(r['kernel_count'], 'd')} kernels · {fmt(r['run_us'], '.0f')} µs")
+                mark = " *" if r.native else ""
+                if r.ran:
+                    line.append(f"{r.status}{mark} · err {fmt(r.max_rel_err, '.1e')} · "
+                                f"{fmt(r.kernel_count, 'd')} kernels · {fmt(r.run_us, '.0f')} µs")
                 else:
-                    line.append(f"{r['status']}{mark}")
-                if r["status"] in ("mismatch", "failed"):
+                    line.append(f"{r.status}{mark}")
+                if r.status in ("mismatch", "failed"):
                     flagged.add((i, j))
-                if r["status"] != "ok" and r.get("reason"):
-                    reasons.append(f"{fe} → {be}: {first_line(r['reason'])}")
+                if r.status != "ok" and r.reason:
+                    reasons.append(f"{fe} → {be}: {first_line(r.reason)}")
             table.append(line)
         blocks = [Text([f"Graphs acquired by a frontend (rows), lowered from their primitive common view and "
-                        f"executed by a backend (columns), on {doc.get('device', '?')}; * marks each stack's own "
+                        f"executed by a backend (columns), on {doc.device or '?'}; * marks each stack's own "
                         "pairing. Numerics are checked against the float64 reference with compare's tolerances."]),
                   Table(["acquired by \\ executed by", *backends], table, flagged=flagged)]
         if reasons:

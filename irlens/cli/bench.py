@@ -1,0 +1,73 @@
+"""`irlens bench`: the matrix on a GPU, each row's device time beside the measured ceilings (irlens.bench)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from irlens.cli.command import csv, guarded, options
+from irlens.errors import UsageError
+
+HELP = "the matrix on a GPU: device time per row beside measured bandwidth/flop ceilings"
+
+
+def add_arguments(b) -> None:
+    b.add_argument("--workloads", type=csv, default=None, help="comma-separated (default: all built-ins)")
+    b.add_argument("--backends", type=csv, default=None, help="default: eager,inductor,nvfuser,xla")
+    b.add_argument("--mode", dest="modes", type=csv, default=["fwd", "fwdbwd"])
+    b.add_argument("--dtypes", type=csv, default=None, help="default: bfloat16,float32")
+    b.add_argument("--preset", default="bench")
+    b.add_argument("--json", default=None, help="write the results document here")
+    b.add_argument("--md", default=None, help="write the results page (Markdown + SVG plots) here")
+    b.add_argument("--timeout", type=float, default=600.0, help="seconds per cell, and per float64 reference")
+    b.add_argument("--jobs", type=int, default=1, help="cells compiled in parallel (device timings never overlap)")
+    b.add_argument("--budget-s", type=float, default=None,
+                   help="stop starting cells after this many seconds; the rest are rows saying they did not run")
+    b.add_argument("--gpus", type=csv, default=None,
+                   help="GPU indices (e.g. 0,1,2,3): the dtype x mode parts of the matrix are shared out over "
+                        "them, one child run per GPU measuring its own ceilings; default: the one GPU torch picks")
+    b.add_argument("--rerun", default=None, metavar="RESULTS_JSON",
+                   help="run again only the rows of this earlier bench document that are not ok (and that the "
+                        "other options name), and write it with those rows replaced")
+
+
+@guarded
+def run(args) -> int:
+    import torch
+
+    from irlens.bench import BenchConfig, format_bench_table, restrict_to_rerun, run_configured, write_results_page
+    from irlens.isolation import CallFailed
+    from irlens.matrix import Document, exit_status, read_document, write_document
+
+    if not torch.cuda.is_available():
+        raise UsageError("irlens bench needs a CUDA GPU (device timing and ceilings); torch sees none here. "
+                         "Use `irlens compare` on the CPU.")
+    config = options(BenchConfig, args)
+    command = "irlens " + " ".join(sys.argv[1:])
+    previous = None
+    if config.rerun:
+        previous = read_document(config.rerun)
+        if previous.kind != "bench":
+            raise UsageError(f"--rerun {config.rerun}: not a bench results document (it is a {previous.kind} document)")
+        previous = previous.to_json()
+        if not restrict_to_rerun(config, previous):
+            print(f"irlens bench: every row of {config.rerun} that these options name is ok: nothing to run again",
+                  file=sys.stderr)
+            return 0
+        print(f"irlens bench: running again {sum(map(len, config.only.values()))} rows of {config.rerun} that are "
+              f"not ok", file=sys.stderr)
+    save = (lambda doc: write_document(doc, args.json)) if args.json else None
+    try:
+        doc = run_configured(config, command, previous, save)
+    except CallFailed as e:  # measuring the ceilings failed: no roofline without them
+        raise UsageError(f"measuring the ceilings: {e}\n{e.detail}") from None
+    if args.json:
+        write_document(doc, args.json)
+    typed = Document.from_json(doc)
+    print(format_bench_table(typed.rows))
+    if args.md:
+        md = Path(args.md)
+        md.parent.mkdir(parents=True, exist_ok=True)
+        json_name = Path(args.json).name if args.json else ""
+        for path in write_results_page(doc, md, json_name, command):
+            print(f"wrote {path}", file=sys.stderr)
+    return 1 if typed.missing else exit_status(typed)

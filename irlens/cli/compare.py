@@ -1,0 +1,57 @@
+"""`irlens compare`: the workload x backend x mode matrix (irlens.matrix); with `--cross`, the
+frontend x backend grid (irlens.cross). A table on stdout, progress on stderr, the document
+with `--json`; exit 1 when a row mismatches or fails."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from irlens.cli.command import csv, guarded, options
+
+HELP = "run workloads through every backend; check numerics; list kernels"
+
+
+def add_arguments(c) -> None:
+    c.add_argument("--workloads", type=csv, default=None, help="comma-separated (default: all built-ins)")
+    c.add_argument("--backends", type=csv, default=None, help="comma-separated (default: all)")
+    c.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    c.add_argument("--mode", dest="modes", type=csv, default=["fwd", "fwdbwd"], help="fwd, fwdbwd or both")
+    c.add_argument("--preset", default="tiny")
+    c.add_argument("--dtype", default=None)
+    c.add_argument("--json", default=None, help="write the full results to this file")
+    c.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds per cell, and per float64 reference, before it counts as failed")
+    c.add_argument("--jobs", type=int, default=1, help="cells run in parallel")
+    c.add_argument("--cross", action="store_true",
+                   help="the frontend x backend grid: graphs acquired by dynamo/thunder/jax, executed by inductor/nvfuser/xla")
+
+
+@dataclass
+class CompareOptions:
+    workloads: list[str] | None = None
+    backends: list[str] | None = None  # with --cross: the backends that execute (default: every one with a lowering)
+    device: str = "cpu"
+    modes: list[str] | None = None
+    preset: str = "tiny"
+    dtype: str | None = None
+    json: str | None = None
+    timeout: float = 300.0
+    jobs: int = 1
+    cross: bool = False
+
+
+@guarded
+def run(args) -> int:
+    from irlens.cross import format_grid, run_grid
+    from irlens.matrix import exit_status, format_table, plan_matrix, run_plan, write_document
+
+    o = options(CompareOptions, args)
+    if o.cross:
+        doc = run_grid(o.workloads, o.modes, o.device, o.preset, o.dtype, o.timeout, executed_by=o.backends)
+        print(format_grid(doc))
+    else:
+        plan = plan_matrix(o.workloads, o.backends, o.modes, o.device, o.preset, o.dtype)
+        doc = run_plan(plan, o.timeout, progress=True, jobs=o.jobs)
+        print(format_table(doc))
+    if o.json:
+        write_document(doc, o.json)
+    return exit_status(doc)

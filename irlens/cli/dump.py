@@ -1,0 +1,148 @@
+"""`irlens dump`: one stage of a frontend's IR (or of what a backend compiles through), native or
+in the common view; with `--frontend joint`, the parallel path's joint graphs (irlens.parallel.dump)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from irlens.cli.command import EXIT_OK, guarded
+from irlens.errors import UsageError
+from irlens.ir import LEVELS
+
+HELP = "print one stage of one frontend's IR, native or in the common view"
+# options of the frontends and backends that the joint frontend does not take, and the reverse
+SINGLE_OPTIONS = ("backend", "mode", "backward", "preset", "dtype", "device")
+JOINT_OPTIONS = ("dp_shard", "tp", "ep", "flex", "joint_passes", "passes")
+
+
+def add_arguments(d) -> None:
+    from irlens.parallel.dump import add_joint_options
+
+    d.add_argument("workload", nargs="?", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME "
+                                               "(with --frontend joint: llama3, deepseek_v3 or <family>:<preset>)")
+    d.add_argument("--frontend", help="dynamo, thunder, jax (or joint for llama3/deepseek_v3)")
+    d.add_argument("--backend", help="inductor, thunder+torchcompile, nvfuser, xla: the IRs it compiles through "
+                                     "(fusion IR, generated code); give this or --frontend")
+    d.add_argument("--stage", help="which stage (default: the main one; see --stages)")
+    d.add_argument("--stages", action="store_true", help="list the stages this frontend or backend keeps, then exit")
+    d.add_argument("--mode", choices=["fwd", "fwdbwd"], default=None, help="fwdbwd is the same as --backward")
+    d.add_argument("--view", choices=["native", "common"], default=None,
+                   help="default: native (--frontend joint: common)")
+    d.add_argument("--level", choices=list(LEVELS), default="composite", help="common view level")
+    d.add_argument("--backward", action="store_true", help="acquire forward+backward (adds backward stages)")
+    d.add_argument("--preset", default=None, help="shape preset: tiny (default, CPU) or bench (GPU)")
+    d.add_argument("--dtype", default=None, help="float32 (default), bfloat16, float16, float64")
+    d.add_argument("--device", default=None, choices=["cpu", "cuda"], help="default: cpu")
+    d.add_argument("--format", choices=["text", "json"], default="text")
+    d.add_argument("--out", help="write to files in this folder (every stage unless --stage is given)")
+    add_joint_options(d.add_argument_group("--frontend joint (the parallel path's graphs, captured for a mesh)"))
+    d.set_defaults(**{name: None for name in JOINT_OPTIONS})  # None: not given (the joint dump has its defaults)
+
+
+@guarded
+def run(args) -> int:
+    if args.frontend == "joint":
+        return _joint(args)
+    given = [name for name in JOINT_OPTIONS if getattr(args, name, None) is not None]
+    if given:
+        raise UsageError(f"--{given[0].replace('_', '-')} applies to --frontend joint only")
+    if (args.frontend is None) == (args.backend is None):
+        raise UsageError("give exactly one of --frontend (its IR stages) or --backend (the stages it compiles through)")
+    if not args.workload:
+        raise UsageError("give a workload: a built-in (see `irlens list`) or path/to/file.py:NAME")
+
+    from irlens.frontends.base import Acquisition, Unavailable
+    from irlens.models import resolve_workload
+    from irlens.registry import UnknownName
+    from irlens.workload import NoJaxTwin
+
+    preset, device, view = args.preset or "tiny", args.device or "cpu", args.view or "native"
+    workload = resolve_workload(args.workload)
+    source = _source(args)
+    avail = source.availability(device) if args.backend else source.availability()
+    if not avail:
+        raise Unavailable(f"{'backend' if args.backend else 'frontend'} {source.name} is unavailable here: {avail.reason}")
+    mode = args.mode or ("fwdbwd" if args.backward else "fwd")
+    inst = workload.instantiate(preset, args.dtype, device)
+    verb = "compiling" if args.backend else "acquiring"
+    print(f"irlens: {verb} {workload.name} ({preset}, {inst.dtype}, {mode}) with {source.name} ...", file=sys.stderr)
+    try:
+        if args.backend:
+            acq = Acquisition(source.name, workload.name, mode, source.stages(inst, mode))
+        else:
+            acq = source.acquire(inst, mode)
+    except NoJaxTwin as e:
+        raise UsageError(str(e)) from None
+
+    if args.stages:
+        for s in acq.stages.values():
+            print(f"{s.name:<24} {s.description}")
+        for k, v in acq.notes.items():
+            print(f"# {k}: {v}")
+        return EXIT_OK
+
+    names = [args.stage] if args.stage else ([_default_stage(source, acq, mode)] if not args.out else list(acq.stages))
+    for name in names:
+        try:
+            stage = acq.stage(name)
+        except UnknownName as e:
+            hint = "" if mode == "fwdbwd" else " (backward stages need --backward)"
+            raise UsageError(f"{e}{hint}") from None
+        text = _render_stage(acq, stage, args, view)
+        if args.out:
+            out = Path(args.out)
+            out.mkdir(parents=True, exist_ok=True)
+            level = f".{args.level}" if view == "common" else ""
+            path = out / f"{workload.name}.{source.name}.{stage.name}.{view}{level}.{'json' if args.format == 'json' else 'txt'}"
+            path.write_text(text + "\n")
+            print(f"wrote {path}", file=sys.stderr)
+        else:
+            print(text)
+    return EXIT_OK
+
+
+def _joint(args) -> int:
+    """`irlens dump MODEL --frontend joint ...`: the parallel path's own dump (its defaults for what is not given)."""
+    from irlens.parallel.dump import dump_main
+
+    given = [name for name in SINGLE_OPTIONS if getattr(args, name, None) not in (None, False)]
+    if given:
+        raise UsageError(f"--{given[0]} does not apply to --frontend joint")
+    try:
+        return dump_main(args)
+    except (ValueError, KeyError) as e:  # a bad model, mesh or pass list
+        raise UsageError(str(e).strip("'\"")) from None
+
+
+def _source(args):
+    """The frontend or backend `irlens dump` shows the stages of."""
+    from irlens.backends import get_backend
+    from irlens.frontends import get_frontend
+    from irlens.registry import UnknownName
+
+    if args.backend:
+        return get_backend(args.backend)
+    try:
+        return get_frontend(args.frontend)
+    except UnknownName as e:
+        raise UnknownName(e.kind, e.name, [*e.choices, "joint"]) from None
+
+
+def _default_stage(source, acq, mode: str) -> str:
+    """A frontend's main stage; for a backend, the first stage under its `main_stage` prefix."""
+    from irlens.backends import Backend
+
+    if not isinstance(source, Backend):
+        return source.default_stage(mode)
+    return next((n for n in acq.stages if n.startswith(source.main_stage)), next(iter(acq.stages), ""))
+
+
+def _render_stage(acq, stage, args, view: str) -> str:
+    if view == "native":
+        if args.format == "json":
+            return json.dumps({"name": acq.workload, "backend" if args.backend else "frontend": acq.frontend,
+                               "stage": stage.name, "view": "native", "native": stage.native_text}, indent=1)
+        return stage.native_text
+    graph = stage.common(args.level)
+    return graph.dumps() if args.format == "json" else graph.to_text()

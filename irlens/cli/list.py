@@ -1,0 +1,53 @@
+"""`irlens list`: workloads, frontends and backends, and whether each is available here."""
+from __future__ import annotations
+
+import json
+
+from irlens.cli.command import EXIT_OK, guarded
+
+HELP = "workloads, frontends and backends, and whether each is available here"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--format", choices=["text", "json"], default="text")
+
+
+@guarded
+def run(args) -> int:
+    from irlens.backends import BACKENDS
+    from irlens.frontends import FRONTENDS
+    from irlens.models import get_workload, workload_names
+
+    workloads = [{"name": w.name, "description": w.description, "presets": list(w.presets),
+                  "jax_twin": w.jax is not None} for w in map(get_workload, workload_names(corpus=None))]
+    frontends = []
+    for f in FRONTENDS.values():
+        a = f.availability()
+        frontends.append({"name": f.name, "available": a.ok, "reason": a.reason, "description": f.description})
+    backends = []
+    for b in BACKENDS.values():
+        per_device = {}
+        for dev in ("cpu", "cuda"):
+            a = b.availability(dev) if dev in b.devices else None
+            per_device[dev] = ({"available": False, "reason": f"{b.name} does not run on {dev}"} if a is None
+                               else {"available": a.ok, "reason": a.reason})
+        backends.append({"name": b.name, "frontend": b.frontend, "description": b.description, **per_device})
+    if args.format == "json":
+        print(json.dumps({"workloads": workloads, "frontends": frontends, "backends": backends}, indent=1))
+        return EXIT_OK
+
+    print("workloads:")
+    for w in workloads:
+        twin = "" if w["jax_twin"] else "  (no JAX twin)"
+        print(f"  {w['name']:<18} {w['description']}{twin}")
+    print("frontends:")
+    for f in frontends:
+        state = "available" if f["available"] else f"unavailable: {f['reason']}"
+        print(f"  {f['name']:<18} {state}")
+    print("backends:")
+    for b in backends:
+        cells = []
+        for dev in ("cpu", "cuda"):
+            cells.append(f"{dev}: " + ("available" if b[dev]["available"] else f"unavailable ({b[dev]['reason']})"))
+        print(f"  {b['name']:<22} " + "; ".join(cells))
+    return EXIT_OK

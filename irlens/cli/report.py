@@ -1,0 +1,38 @@
+"""`irlens report`: HTML and Markdown pages from results documents (irlens.reporting); without
+`--from`, from the CPU tiny matrix run now."""
+from __future__ import annotations
+
+import sys
+
+from irlens.cli.command import csv, guarded
+
+HELP = "HTML + Markdown report contrasting what each backend fused and what it cost"
+
+
+def add_arguments(r) -> None:
+    r.add_argument("--from", dest="from_", nargs="*", default=[], metavar="RESULTS_JSON",
+                   help="compare/bench/cross result files (default: run the CPU tiny matrix now)")
+    r.add_argument("--out", default="irlens-report", help="output folder (default: irlens-report)")
+    r.add_argument("--workloads", type=csv, default=None,
+                   help="with --from: draw only these workloads' rows; without: the workloads of the matrix run")
+    r.add_argument("--backends", type=csv, default=None, help="for the matrix run without --from")
+    r.add_argument("--mode", dest="modes", type=csv, default=["fwd", "fwdbwd"])
+
+
+@guarded
+def run(args) -> int:
+    from irlens.matrix import plan_matrix, read_document, run_plan
+    from irlens.reporting import only_workloads, write_report
+
+    docs = [read_document(path) for path in args.from_ or []]
+    if docs and getattr(args, "workloads", None):
+        docs = only_workloads(docs, args.workloads)
+    elif not docs:
+        print("irlens report: no --from given: running the CPU tiny matrix ...", file=sys.stderr)
+        plan = plan_matrix(getattr(args, "workloads", None), getattr(args, "backends", None),
+                           getattr(args, "modes", None), device="cpu", preset="tiny")
+        docs = [run_plan(plan)]
+    paths = write_report(docs, args.out or "irlens-report", frontends=getattr(args, "frontends", True))
+    for kind in ("html", "md", "json"):
+        print(f"wrote {paths[kind]}")
+    return 0

@@ -1,0 +1,73 @@
+"""Taking turns on one GPU between worker processes.
+
+Cells in several worker processes share one GPU while they compile, run and check numerics;
+a timing has it alone, or other cells' kernels would slow its kernels down. A readers-writer
+lock over files: sharers hold `path` with LOCK_SH, a timing with LOCK_EX. A timing that waits
+holds `path.turnstile`, which every new sharer passes through, so that sharers arriving later
+wait behind it (a waiting timing is never starved). Locks die with their process. Without a
+path (nothing is timed on the device) every block runs at once.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+from typing import Any
+
+_GPU_TURN: tuple[str, Any] | None = None  # this process's hold: ("shared", file) or ("alone", None)
+
+
+def current_turn() -> str | None:
+    """This process's hold on the GPU: "shared", "alone", or None."""
+    return _GPU_TURN[0] if _GPU_TURN else None
+
+
+def _pass_turnstile(path: str) -> None:
+    with open(path + ".turnstile", "a") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        fcntl.flock(turn, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def sharing_gpu(path: str | None):
+    """Use the GPU beside other sharers for the block; timings wait until it ends."""
+    global _GPU_TURN
+
+    if not path or _GPU_TURN is not None:
+        yield
+        return
+    with open(path, "a") as lock:
+        _pass_turnstile(path)
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        _GPU_TURN = ("shared", lock)
+        try:
+            yield
+        finally:
+            _GPU_TURN = None
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def gpu_alone(path: str | None):
+    """Have the GPU alone for the block: step out of this process's share, keep new sharers out,
+    wait for the others to finish theirs; then share again."""
+    global _GPU_TURN
+
+    if not path or (_GPU_TURN is not None and _GPU_TURN[0] == "alone"):
+        yield
+        return
+    held = _GPU_TURN
+    with open(path, "a") as lock, open(path + ".turnstile", "a") as turn:
+        if held is not None:
+            fcntl.flock(held[1], fcntl.LOCK_UN)
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(turn, fcntl.LOCK_UN)
+        _GPU_TURN = ("alone", None)
+        try:
+            yield
+        finally:
+            _GPU_TURN = held
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            if held is not None:
+                _pass_turnstile(path)
+                fcntl.flock(held[1], fcntl.LOCK_SH)

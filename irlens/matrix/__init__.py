@@ -1,0 +1,34 @@
+"""The comparison matrix: every workload x mode x backend (the cross grid: x acquiring
+frontend), each cell run in a worker process and checked against a float64 reference.
+
+    plan.py        Plan, Cell, plan_matrix: every bad argument is found before anything runs
+    references.py  the float64 references and the JAX twins' checks
+    cell.py        one cell, in this process or in a worker: its Row
+    execution.py   run_plan: workers, timeouts, GPU turns, progress
+    row.py         Row: what one cell did (the one row type of compare, cross, bench, report)
+    document.py    Document: a run's rows; the one reader and the one writer of results files
+    table.py       the table `irlens compare` prints
+
+`irlens compare` is this package; `irlens compare --cross` (irlens.cross) and `irlens bench`
+(irlens.bench) plan and run their matrices through it.
+"""
+from irlens.matrix.document import Document, as_document, exit_status, read_document, write_document
+from irlens.matrix.execution import DEFAULT_TIMEOUT_S, execute, run_plan
+from irlens.matrix.plan import Cell, Plan, plan_matrix
+from irlens.matrix.row import RAN, STATUSES, BadDocument, Row
+from irlens.matrix.table import format_table
+
+__all__ = ["Cell", "Plan", "plan_matrix", "run_plan", "execute", "run_matrix", "Row", "RAN", "STATUSES", "Document",
+           "as_document", "BadDocument", "read_document", "write_document", "exit_status", "format_table", "DEFAULT_TIMEOUT_S"]
+
+
+def run_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", preset: str = "tiny",
+               dtype: str | None = None, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True,
+               jobs: int = 1, isolate: bool = True) -> dict:
+    """Plan and run the matrix; the JSON document `irlens compare --json` writes: {"device",
+    "device_name", "versions", "preset", "dtype", "rows"}, one row per workload x mode x backend.
+
+    Bad arguments raise a UsageError (UnknownName, BadReference, ...) before anything runs; a
+    JAX twin that disagrees raises TwinMismatch. See `run_plan` for `jobs` and `isolate`.
+    """
+    return execute(plan_matrix(workloads, backends, modes, device, preset, dtype), timeout, progress, jobs, isolate)

@@ -1,0 +1,183 @@
+"""One cell: run it in this process, check it against its float64 reference, make its Row.
+
+A compare cell runs the workload through a backend's own frontend (`Backend.run`); a cross
+cell acquires it with another frontend and runs that frontend's program through the backend's
+lowering (`Backend.run_program`). Every exception becomes a row: `unavailable` for a missing
+library, device, twin or op, `failed` for anything else, naming the phase it happened in.
+`cell_in_worker` is the same, called by name in a worker process (irlens.isolation).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import sys
+import traceback
+from collections import Counter
+
+import torch
+
+from irlens.backends import Backend, get_backend
+from irlens.backends.base import BackendRun
+from irlens.bindings import Program, program_for
+from irlens.frontends import get_frontend
+from irlens.frontends.base import Unavailable
+from irlens.gpu_turns import gpu_alone, sharing_gpu
+from irlens.ir import Graph, Kernel, jsonable
+from irlens.lower import LEVEL
+from irlens.matrix.references import Reference
+from irlens.matrix.row import Row
+from irlens.models import resolve_workload
+from irlens.numerics import compare_results, tolerance
+from irlens.ops import is_compute
+from irlens.timing import recording_device_time
+from irlens.workload import Instance, NoJaxTwin, Workload
+
+
+def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = None) -> Row:
+    """The row of a cell before it ran: failed until it says otherwise."""
+    if frontend is None:
+        return Row(wl.name, mode, backend.name, backend.frontend)
+    return Row(wl.name, mode, backend.name, frontend, native=frontend == backend.frontend)
+
+
+def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
+             reference: Reference, device_timing: bool = False, timing_lock: str | None = None,
+             alone: bool = False, frontend: str | None = None, workload_key: str | None = None,
+             reference_path: str | None = None) -> Row:
+    """Run one cell in this process. With `device_timing`, the backend's steady-state step is also
+    timed on the device (irlens.timing); with `timing_lock`, the cell shares the GPU with other
+    workers' cells, has it alone while it is timed, and with `alone` throughout. With `frontend`,
+    a cross cell: `workload_key` (and `reference_path`, where the reference came from a file)
+    key the acquisition, which consecutive cells share."""
+    if "torch._dynamo" in sys.modules:
+        torch._dynamo.reset()  # a previous cell's compiled code and guards must not leak into this one
+    row = new_row(wl, mode, backend, frontend)
+    with gpu_alone(timing_lock) if alone else sharing_gpu(timing_lock):
+        if frontend is None:
+            return _run_native(row, wl, backend, mode, device, preset, dtype, reference, device_timing, timing_lock)
+        return _run_lowered(row, workload_key or wl.name, backend, mode, frontend, device, preset, dtype, reference,
+                            reference_path)
+
+
+def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
+                reference: Reference, device_timing: bool, timing_lock: str | None) -> Row:
+    phase = "availability"
+    try:
+        available = backend.availability(device)
+        if not available:
+            row.status, row.reason = "unavailable", available.reason
+            return row
+        phase = "instantiate"
+        inst = reference.pin(wl.instantiate(preset, dtype, device))
+        row.tol, row.dtype, row.preset = tolerance(inst.dtype, mode), inst.dtype, preset
+        phase = "run"
+        with recording_device_time(timing_lock) if device_timing else contextlib.nullcontext() as recorder:
+            run = backend.run(inst, mode)
+        if recorder is not None and recorder.timing is not None:
+            row.device_timing = recorder.timing.to_json()
+        phase = "compare"
+        _check(row, run, reference)
+        row.notes = run.notes
+        row.graphs = {g.stage: g.to_json() for g in run.graphs}  # what the kernels' node ids refer to (the fusion map)
+        row.coverage = kernel_coverage(run.kernels, run.graphs) if run.graphs else None
+        return row
+    except Unavailable as e:
+        row.status, row.reason, row.phase = "unavailable", str(e), phase
+        return row
+    except Exception as e:
+        return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", traceback.format_exc()[-3000:])
+
+
+def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, frontend: str, device: str, preset: str,
+                 dtype: str | None, reference: Reference, reference_path: str | None) -> Row:
+    phase = "acquire"
+    try:
+        inst, program = acquired_program(workload_key, mode, frontend, device, preset, dtype, reference_path)
+        phase = "run"
+        row.tol = tolerance(inst.dtype, mode)
+        run = backend.run_program(inst, program)
+        _check(row, run, reference)
+        row.level = LEVEL
+        row.lowered = [{"stage": g.stage, "nodes": len(g.nodes)} for g in run.lowered]
+        return row
+    except (Unavailable, NoJaxTwin) as e:
+        row.status, row.reason, row.phase, row.tol = "unavailable", str(e), phase, None
+        return row
+    except Exception as e:
+        row.tol = None
+        return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", traceback.format_exc()[-3000:])
+
+
+@functools.lru_cache(maxsize=8)
+def acquired_program(workload: str, mode: str, frontend: str, device: str, preset: str, dtype: str | None,
+                     reference_path: str | None) -> tuple[Instance, Program]:
+    """(instance, program) per workload x mode x frontend: a worker serves a frontend's cells in a
+    row, and they share one acquisition. Raises Unavailable for a frontend that cannot run here."""
+    inst = resolve_workload(workload).instantiate(preset, dtype, device)
+    if reference_path is not None:
+        Reference.load(reference_path, device).pin(inst)
+    fe = get_frontend(frontend)
+    available = fe.availability()
+    if not available:
+        raise Unavailable(f"frontend {frontend}: {available.reason}")
+    return inst, program_for(fe.acquire(inst, mode), inst)
+
+
+def _check(row: Row, run: BackendRun, reference: Reference) -> None:
+    """The row's verdict, numbers and kernels from a finished run."""
+    cmp = compare_results(run.results, reference.results, row.tol)
+    row.status, row.reason = ("ok" if cmp.ok else "mismatch"), cmp.reason
+    row.max_rel_err, row.per_result = cmp.max_rel_err, cmp.errors
+    row.compile_s, row.run_us = run.compile_s, run.run_us
+    row.kernels, row.kernel_count = [k.to_json() for k in run.kernels], len(run.kernels)
+
+
+def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> dict:
+    """How the kernels cover the compute nodes of the graphs they refer to: each compute node
+    should be in exactly one kernel's `node_ids` (a recomputation is listed in `recompute` instead).
+    Node ids are given as `stage:id`."""
+    stages = {g.stage for g in graphs}
+    only = next(iter(stages)) if len(stages) == 1 else None
+    covered = Counter()
+    referred = set()  # a row may carry graphs its kernels do not refer to (XLA's jaxpr beside its HLO)
+    for k in kernels:
+        stage = k.stage if k.stage in stages else (only if not k.stage else None)
+        referred.add(stage)
+        covered.update(f"{stage}:{n}" for n in k.node_ids)
+    compute = [f"{g.stage}:{n.id}" for g in graphs if g.stage in referred for n in g.nodes if is_compute(n.op)]
+    return {
+        "compute_nodes": len(compute),
+        "uncovered": [n for n in compute if not covered[n]],
+        "duplicates": sorted(n for n, c in covered.items() if c > 1),
+    }
+
+
+def cell_in_worker(workload: str, mode: str, backend: str, device: str, preset: str, dtype: str | None,
+                   reference_path: str, frontend: str | None = None, device_timing: bool = False,
+                   timing_lock: str | None = None, alone: bool = False) -> dict:
+    """The worker's entry point (irlens.isolation calls it by name): one cell, its Row as a record."""
+    wl, chosen = resolve_workload(workload), get_backend(backend)
+    what = f"{wl.name} {chosen.name}" if frontend is None else f"cross {wl.name} {frontend}->{chosen.name}"
+    print(f"[irlens] {what} {mode}", file=sys.stderr, flush=True)
+    reference = Reference.load(reference_path, device)
+    try:
+        row = run_cell(wl, chosen, mode, device, preset, dtype, reference, device_timing, timing_lock, alone,
+                       frontend, workload, reference_path)
+        return jsonable(row.to_record(), finite=True)
+    finally:
+        # a worker waiting for its next cell holds no cached device memory: a cell beside it, or one
+        # run again alone after running out, gets what this one used
+        del reference
+        gc.collect()
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+
+_OUT_OF_MEMORY = ("out of memory", "resource_exhausted", "outofmemoryerror")
+
+
+def out_of_memory(row: Row) -> bool:
+    """A failed row whose cause was device memory (torch's, JAX's or the CUDA driver's words for it)."""
+    text = f"{row.reason or ''}\n{row.detail or ''}".lower()
+    return row.status == "failed" and any(words in text for words in _OUT_OF_MEMORY)

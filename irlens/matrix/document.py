@@ -1,0 +1,151 @@
+"""A results document: the rows of one run and what they ran on, as `--json` writes it.
+
+One reader (`read_document`) and one writer (`write_document`) for every kind: `compare`,
+`bench` (which adds the measured ceilings, the GPUs of a `--gpus` run and its reruns) and
+`cross` (`"kind": "cross"`, the frontends and backends of the grid). The writer makes strict
+JSON (NaN and Inf become null; the row's reason says why); the reader takes any document
+irlens wrote, the old ones included, and says which row and field it cannot read.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import platform
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from irlens.ir import jsonable
+from irlens.matrix.row import LAYOUTS, BadDocument, Layout, Row
+
+KINDS = ("compare", "bench", "cross")
+# written in every document of a kind, in this order (rows last); any other field only when set
+_ALWAYS = {"compare": ("device", "device_name", "versions", "preset", "dtype"),
+           "bench": ("device", "device_name", "versions", "preset", "driver"),
+           "cross": ("kind", "device", "device_name", "versions", "preset", "dtype", "acquired_by", "executed_by")}
+
+
+@dataclass
+class Document:
+    kind: str  # compare | bench | cross
+    rows: list[Row]
+    device: str | None = None  # cpu | cuda (a merged report: each run's, joined)
+    device_name: str | None = None
+    versions: dict[str, str | None] = field(default_factory=dict)
+    preset: str | None = None
+    dtype: str | None = None  # compare and cross: the one dtype asked for (None: each workload's own)
+    # cross: the grid's frontends (down) and backends (across)
+    acquired_by: list[str] | None = None
+    executed_by: list[str] | None = None
+    # bench
+    driver: str | None = None
+    ceilings: dict | None = None  # measured in this run (one GPU)
+    wall_s: float | None = None
+    parts: list[dict] | None = None  # one per GPU of a `--gpus` run, and per rerun: {"gpu", "dtypes", "modes", "ceilings", ...}
+    missing: list[str] | None = None  # GPUs whose run produced no rows, and why
+    reruns: int | None = None
+    commands: list[str] | None = None  # the irlens commands that made it, in order
+    # a report merged from several documents: each one's header
+    runs: list[dict] | None = None
+
+    @property
+    def layout(self) -> Layout:
+        return LAYOUTS[self.kind]
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {}
+        for key in _ALWAYS[self.kind]:
+            out[key] = self.kind if key == "kind" else getattr(self, key)
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name not in out and f.name not in ("kind", "rows") and value is not None:
+                out[f.name] = value
+        out["rows"] = [row.to_json(self.layout) for row in self.rows]
+        return jsonable(out, finite=True)
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "the document") -> "Document":
+        """A document as irlens wrote it (any version); BadDocument says which row and field it cannot read."""
+        if not isinstance(d, dict) or not isinstance(d.get("rows"), list):
+            raise BadDocument(f"{where} is not an irlens results document (no 'rows' list)")
+        kind = d.get("kind") or ("bench" if "ceilings" in d or "parts" in d else "compare")
+        if kind not in KINDS:
+            raise BadDocument(f"{where}: field 'kind' is {kind!r}, not one of {', '.join(KINDS)}")
+        known = {f.name for f in fields(cls)}
+        for key in d:
+            if key not in known:
+                raise BadDocument(f"{where}: unknown field {key!r}")
+        layout, count = LAYOUTS[kind], len(d["rows"])
+        rows = [Row.from_json(r, layout, f"{where}: row {i + 1} of {count}") for i, r in enumerate(d["rows"])]
+        return cls(**{**{k: v for k, v in d.items() if k != "rows"}, "kind": kind, "rows": rows})
+
+
+def as_document(doc: "Document | dict") -> Document:
+    """A document already read, or one as irlens wrote it (the JSON `irlens.compare` returns)."""
+    return doc if isinstance(doc, Document) else Document.from_json(doc)
+
+
+def _open(path: str | Path, mode: str):
+    """A results file, gzip-compressed when its name ends in `.gz` (a bench document shrinks 20x)."""
+    return gzip.open(path, mode + "t", encoding="utf-8") if str(path).endswith(".gz") else open(path, mode)
+
+
+def read_document(path: str | Path) -> Document:
+    """The one reader of results files (plain or `.json.gz`); BadDocument (exit 2) names the file,
+    and the row and field."""
+    try:
+        with _open(path, "r") as f:
+            data = json.load(f)
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise BadDocument(f"cannot read compare results from {path}: {e}") from None
+    return Document.from_json(data, str(path))
+
+
+def write_document(doc: Document | dict, path: str | Path) -> None:
+    """The one writer of results files: strict JSON (NaN and Inf were made null by `to_json`);
+    indented when plain, compact and gzip-compressed when `path` ends in `.gz`."""
+    data = as_document(doc).to_json()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    compressed = str(path).endswith(".gz")
+    with _open(path, "w") as f:
+        json.dump(data, f, indent=None if compressed else 1, separators=(",", ":") if compressed else None,
+                  allow_nan=False)
+
+
+def exit_status(doc: Document) -> int:
+    """0 when every available row is ok, 1 on any mismatch or failure."""
+    return 1 if any(r.status in ("mismatch", "failed") for r in doc.rows) else 0
+
+
+def versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    import torch
+
+    found = {"python": platform.python_version(), "platform": platform.platform(), "torch": torch.__version__}
+    for key, dist in (("jax", "jax"), ("jaxlib", "jaxlib"), ("thunder", "lightning-thunder"),
+                      ("triton", "triton"), ("irlens", "irlens")):
+        try:
+            found[key] = version(dist)
+        except PackageNotFoundError:
+            found[key] = None
+    if found["irlens"] is None:  # run from a checkout on the import path, not installed
+        from irlens.version import __version__
+
+        found["irlens"] = f"{__version__} (source checkout)"
+    return found
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        import torch
+
+        return torch.cuda.get_device_name(torch.device(device))
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "cpu"

@@ -1,0 +1,234 @@
+"""Running a plan: every cell in a worker process with a timeout, beside its float64 reference.
+
+A crash, a hang or an exception is a `failed` row and the rest of the matrix goes on. A worker
+serves consecutive cells of one backend (a cross grid: of one acquiring frontend), so their
+imports are paid once per worker; torch._dynamo is reset between cells.
+
+Where device work happens: isolated (the default), nowhere in this process. One worker
+computes every reference into a file and checks the JAX twins, in the background (cells start
+as soon as their own reference is there); cell workers load the files. On a GPU, the memory
+torch's and JAX's allocators keep after any work in this process would otherwise starve the
+cell workers. In-process (`isolate=False`, for tests and unpicklable workloads) everything
+runs here, without timeouts.
+
+Timed on the device (`Plan.device_timing`), workers take turns on the GPU (irlens.gpu_turns):
+a timed cell that runs out of memory beside other cells runs again alone, and a JAX cell's
+worker ends with its cell (XLA keeps its memory until its process ends).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+from irlens.isolation import WORKER_ENV, CallFailed, Worker
+from irlens.matrix.cell import new_row, out_of_memory, run_cell
+from irlens.matrix.document import Document, device_name, versions
+from irlens.matrix.plan import Cell, Plan
+from irlens.matrix.references import References
+from irlens.matrix.row import Row
+
+DEFAULT_TIMEOUT_S = 300.0
+CELL_ENTRY = "irlens.matrix.cell:cell_in_worker"
+# imported before a worker says it is ready, so that they do not count against a cell's timeout
+WORKER_PRELOAD = ("irlens.matrix.cell", "irlens.backends", "irlens.frontends", "irlens.models")
+
+
+def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True, jobs: int = 1,
+             isolate: bool = True, budget_s: float | None = None) -> Document:
+    """Run a planned matrix: one row per cell, in `Plan.cells()` order. Each cell and each float64
+    reference has `timeout` seconds. `jobs` cells run at once, each in a worker process;
+    `isolate=False` runs them one by one in this process (no timeout, no crash protection). With
+    `budget_s`, cells not started within that many seconds are `unavailable` rows saying so (a
+    long GPU run then still ends with a complete document). A JAX twin that disagrees raises
+    TwinMismatch before any cell runs."""
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    if os.environ.get(WORKER_ENV):  # a user file that compares at import time, loaded by a worker
+        raise RuntimeError("irlens.compare was called while a compare worker loaded a workload file; "
+                           "put the call under `if __name__ == \"__main__\":` in that file")
+    if isolate and not plan.isolatable:
+        raise ValueError("a workload given as an object has no module-level name another process can import; "
+                         "run it with isolate=False or declare it at the top level of a file")
+    with tempfile.TemporaryDirectory(prefix="irlens-matrix-") as tmp:
+        # the GPU turns (irlens.gpu_turns) matter only where cells are timed on the device
+        lock = os.path.join(tmp, "device-timing.lock") if plan.device_timing else None
+        refs = References(plan, tmp if isolate else None, timeout, check_twins=plan.kind == "compare", gpu_lock=lock)
+        if progress:
+            where = " in a worker, cells start as theirs are ready" if isolate else ""
+            print(f"irlens: computing the float64 references{where} ...", file=sys.stderr, flush=True)
+        if isolate:
+            refs.start()
+        elif plan.device_timing:  # in this process: all float64 work first, none of it beside a timing
+            refs.prepare()
+        refs.check_twins_agree()
+        cells = plan.cells()
+        if plan.device_timing and not isolate and plan.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+        bar = Progress(len(cells), progress)
+        runner = IsolatedRunner(plan, refs, timeout, lock) if isolate else InProcessRunner(plan, refs)
+        # a worker serves consecutive cells of one backend (one acquiring frontend)
+        order = sorted(cells, key=lambda cell: worker_key(plan, cell))
+
+        def run(cell: Cell) -> Row:
+            bar.start(label(plan, cell))
+            if deadline is not None and time.monotonic() > deadline:
+                row = cell_row(plan, cell)
+                row.status, row.reason = "unavailable", f"not run: the run's time budget of {budget_s:.0f} s ran out"
+            else:
+                row = planned_row(plan, cell, refs) or runner.run(cell)
+            bar.finish()
+            return row
+
+        try:
+            if jobs > 1 and isolate:
+                with ThreadPoolExecutor(jobs) as pool:
+                    done = dict(zip(order, pool.map(run, order)))
+            else:
+                done = {cell: run(cell) for cell in order}
+        finally:
+            bar.close()
+            runner.close()
+    cross = plan.frontends is not None
+    return Document(plan.kind, [done[c] for c in cells], plan.device, device_name(plan.device), versions(),
+                    plan.preset, plan.dtype, acquired_by=list(plan.frontends) if cross else None,
+                    executed_by=[b.name for b in plan.backends.values()] if cross else None)
+
+
+def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True, jobs: int = 1,
+            isolate: bool = True, budget_s: float | None = None) -> dict:
+    """`run_plan`, as the JSON document `--json` writes."""
+    return run_plan(plan, timeout, progress, jobs, isolate, budget_s).to_json()
+
+
+def worker_key(plan: Plan, cell: Cell) -> int:
+    """Cells with the same key share a worker: a backend's, or in the cross grid a frontend's."""
+    return plan.frontends.index(cell.frontend) if cell.frontend else list(plan.backends).index(cell.backend)
+
+
+def cell_row(plan: Plan, cell: Cell) -> Row:
+    return new_row(plan.workloads[cell.workload], cell.mode, plan.backends[cell.backend], cell.frontend)
+
+
+def label(plan: Plan, cell: Cell) -> str:
+    backend = plan.backends[cell.backend].name
+    through = backend if cell.frontend is None else f"{cell.frontend} \u2192 {backend}"
+    return f"{plan.workloads[cell.workload].name} \u00b7 {through} \u00b7 {cell.mode}"
+
+
+def planned_row(plan: Plan, cell: Cell, refs: References) -> Row | None:
+    """The row a cell gets without running: no JAX twin for a JAX backend, or a failed reference."""
+    wl, backend = plan.workloads[cell.workload], plan.backends[cell.backend]
+    if cell.frontend is None and backend.frontend == "jax" and wl.jax is None:
+        row = cell_row(plan, cell)
+        row.status, row.reason = "unavailable", f"workload {wl.name!r} has no JAX twin"
+        return row
+    error = refs.get(cell.workload, cell.mode).error
+    if error:
+        return cell_row(plan, cell).fail("reference", error)
+    return None
+
+
+class Progress:
+    """A progress bar on stderr (tqdm where installed, else a line per cell), showing the current cell."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.enabled, self.total, self.done = enabled, total, 0
+        self._bar = None
+        if enabled:
+            try:
+                from tqdm import tqdm
+
+                self._bar = tqdm(total=total, file=sys.stderr, unit="cell", dynamic_ncols=True)
+            except ImportError:
+                pass
+        self._lock = threading.Lock()
+
+    def start(self, label: str) -> None:
+        with self._lock:
+            if self._bar is not None:
+                self._bar.set_description_str(label)
+            elif self.enabled:
+                print(f"[{self.done + 1}/{self.total}] {label}", file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        with self._lock:
+            self.done += 1
+            if self._bar is not None:
+                self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.set_description_str("done")
+            self._bar.close()
+
+
+class InProcessRunner:
+    def __init__(self, plan: Plan, refs: References):
+        self.plan, self.refs = plan, refs
+
+    def run(self, cell: Cell) -> Row:
+        p = self.plan
+        return run_cell(p.workloads[cell.workload], p.backends[cell.backend], cell.mode, p.device, p.preset, p.dtype,
+                        self.refs.get(cell.workload, cell.mode).reference, p.device_timing, frontend=cell.frontend,
+                        workload_key=cell.workload)
+
+    def close(self) -> None:
+        pass
+
+
+class IsolatedRunner:
+    """Runs cells in worker processes: one per thread, restarted on a crash, a hang or a new backend
+    (a cross grid: a new acquiring frontend)."""
+
+    def __init__(self, plan: Plan, refs: References, timeout: float, timing_lock: str | None):
+        self.plan, self.refs, self.timeout, self.timing_lock = plan, refs, timeout, timing_lock
+        self._local = threading.local()
+        self._workers: list[Worker] = []
+        self._lock = threading.Lock()
+
+    def _worker(self, cell: Cell) -> Worker:
+        key = worker_key(self.plan, cell)
+        current = getattr(self._local, "worker", None)
+        if current is not None and current[0] == key and current[1].alive:
+            return current[1]
+        if current is not None:
+            current[1].close()
+        worker = Worker(preload=WORKER_PRELOAD)
+        self._local.worker = (key, worker)
+        with self._lock:
+            self._workers.append(worker)
+        return worker
+
+    def run(self, cell: Cell) -> Row:
+        p = self.plan
+        kwargs = dict(workload=cell.workload, mode=cell.mode, backend=cell.backend, frontend=cell.frontend,
+                      device=p.device, preset=p.preset, dtype=p.dtype,
+                      reference_path=self.refs.get(cell.workload, cell.mode).path, device_timing=p.device_timing,
+                      timing_lock=self.timing_lock)
+        row = self._call(cell, kwargs)
+        if self.timing_lock and out_of_memory(row):
+            # out of memory beside the other workers' cells: once more with the GPU alone, in a
+            # fresh worker (the old one's allocator may hold what it got)
+            self._local.worker[1].close()
+            row = self._call(cell, {**kwargs, "alone": True})
+            row.notes["gpu_alone"] = "ran out of device memory beside other cells; run again alone"
+        if self.timing_lock and p.backends[cell.backend].frontend == "jax":
+            # XLA's allocator keeps what it took until its process ends: on a shared GPU, a JAX
+            # cell's worker ends with the cell, so the next cells get that memory
+            self._local.worker[1].close()
+        return row
+
+    def _call(self, cell: Cell, kwargs: dict) -> Row:
+        try:
+            return Row.from_record(self._worker(cell).call(CELL_ENTRY, kwargs, self.timeout))
+        except CallFailed as e:
+            return cell_row(self.plan, cell).fail("worker", e.reason, e.detail)
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.close()

@@ -1,0 +1,118 @@
+"""Planning a matrix: every bad argument is found here, before anything runs.
+
+A `Plan` is the resolved matrix: its workloads (by the key a worker process resolves them
+with), backends, modes, device, preset and dtype, and for the cross grid the frontends whose
+graphs the backends execute. `Plan.cells()` lists what runs, one `Cell` per row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from irlens.backends import BACKENDS, Backend, get_backend
+from irlens.dtypes import COMPUTE_DTYPES
+from irlens.errors import UsageError
+from irlens.models import resolve_workload, workload_names
+from irlens.user_code import absolute_reference, reference_of
+from irlens.workload import MODES, PRESETS, WORKLOADS, Workload
+
+DEVICES = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Cell:
+    workload: str  # a built-in name or a reference a worker can resolve (Plan.workloads' key)
+    mode: str
+    backend: str  # a registered name or a reference (Plan.backends' key)
+    frontend: str | None = None  # the cross grid: the frontend whose graphs the backend executes; None: its own
+
+
+@dataclass
+class Plan:
+    """A validated matrix: what `irlens.matrix.run_plan` runs."""
+
+    workloads: dict[str, Workload]  # key -> workload
+    backends: dict[str, Backend]  # key -> backend
+    modes: list[str]
+    device: str
+    preset: str
+    dtype: str | None
+    device_timing: bool = False  # also measure kernels' device time (CUDA; `irlens bench`)
+    # (workload name, mode, backend) of the cells to run, where not all of the product are
+    # (`irlens bench --rerun`); None: all of them
+    only: frozenset[tuple[str, str, str]] | None = None
+    frontends: list[str] | None = None  # the cross grid's acquiring frontends; None: a compare matrix
+
+    @property
+    def kind(self) -> str:
+        return "compare" if self.frontends is None else "cross"
+
+    @property
+    def isolatable(self) -> bool:
+        """Whether a worker process can resolve every workload."""
+        return not any(k.startswith("<object>:") for k in self.workloads)
+
+    def cells(self) -> list[Cell]:
+        """In document order: workload, mode, (frontend,) backend."""
+        if self.frontends is not None:
+            return [Cell(w, m, b, f) for w in self.workloads for m in self.modes for f in self.frontends
+                    for b in self.backends]
+        return [Cell(w, m, b) for w in self.workloads for m in self.modes for b in self.backends
+                if self.only is None or (self.workloads[w].name, m, self.backends[b].name) in self.only]
+
+
+def split(names: list[str] | str | None) -> list[str] | None:
+    """Accept ["a", "b"], ["a,b"] and "a,b" (a CLI may pass any)."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        names = [names]
+    return [n.strip() for item in names for n in item.split(",") if n.strip()]
+
+
+def workload_key(item: str | Workload) -> str:
+    """How a worker finds the workload: its name or reference; `<object>:NAME` when there is none
+    (a Workload built where no other process can import it; such a plan runs only in-process)."""
+    if isinstance(item, Workload):
+        return reference_of(item, WORKLOADS) or f"<object>:{item.name}"
+    return absolute_reference(item)
+
+
+def check_choice(kind: str, value: str, choices) -> None:
+    if value not in choices:
+        raise UsageError(f"unknown {kind} {value!r}; choose from: {', '.join(choices)}")
+
+
+def plan_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", preset: str = "tiny",
+                dtype: str | None = None, device_timing: bool = False) -> Plan:
+    """Resolve and validate every argument; raises a UsageError (UnknownName, BadReference, ...)
+    on a bad one. `workloads`: names, references or Workloads (default: every built-in);
+    `backends`: names or references (default: every registered one)."""
+    import torch
+
+    modes = split(modes) or list(MODES)
+    for mode in modes:
+        check_choice("mode", mode, MODES)
+    check_choice("device", device.split(":")[0], DEVICES)
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(f"device {device!r} asked for, but torch sees no CUDA device here")
+    check_choice("preset", preset, PRESETS)
+    if dtype is not None:
+        check_choice("dtype", dtype, COMPUTE_DTYPES)
+    resolved = {}
+    for item in _workload_items(workloads):
+        wl = item if isinstance(item, Workload) else resolve_workload(item)
+        wl.cfg(preset)  # raises if this workload has no such preset
+        resolved[workload_key(item)] = wl
+    chosen = {absolute_reference(b): get_backend(b) for b in dict.fromkeys(split(backends) or BACKENDS.names())}
+    return Plan(resolved, chosen, modes, device, preset, dtype, device_timing)
+
+
+def _workload_items(workloads) -> list[str | Workload]:
+    if workloads is None:
+        return workload_names()
+    if isinstance(workloads, (str, Workload)):
+        workloads = [workloads]
+    items = []
+    for item in workloads:
+        items += [item] if isinstance(item, Workload) else split(item)
+    return items

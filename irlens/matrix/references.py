@@ -1,0 +1,239 @@
+"""The float64 references every cell is checked against, and the JAX twins' checks.
+
+A `Reference` is computed once per workload x mode, from the weights and inputs a backend gets
+(rounded to its dtype), and handed to the cells with those weights and inputs: a workload whose
+weights are drawn at random when its file loads still computes on the same numbers in every
+process. `References` computes them for a plan: in this process when first asked for, or
+(isolated) in one worker process in the background, twins first, so that a cell starts as soon
+as its own reference is there while costly ones are still being computed. Each reference obeys
+the run's timeout; one that fails or times out fails its cells, saying so.
+"""
+from __future__ import annotations
+
+import gc
+import importlib.util
+import os
+import sys
+import threading
+from dataclasses import dataclass
+
+import torch
+
+from irlens.gpu_turns import gpu_alone, sharing_gpu
+from irlens.matrix.plan import Plan
+from irlens.models import resolve_workload
+from irlens.numerics import TwinMismatch, check_jax_twin
+from irlens.workload import Instance, Workload, run_eager
+
+TWIN_PRESET = "tiny"  # a twin computes the same function at every size: checked where it is cheap
+
+
+@dataclass
+class Reference:
+    """What the cells of one workload x mode are checked against, and the weights and inputs they run on."""
+
+    results: dict[str, torch.Tensor]  # float64 eager results, named like run_eager's
+    state: dict[str, torch.Tensor]  # the module's state_dict in the compute dtype
+    inputs: tuple
+
+    def pin(self, inst: Instance) -> Instance:
+        inst.module.load_state_dict(self.state)
+        inst.inputs = self.inputs
+        return inst
+
+    def save(self, path: str) -> None:
+        torch.save({"results": self.results, "state": self.state, "inputs": list(self.inputs)}, path)
+
+    @classmethod
+    def load(cls, path: str, device: str) -> "Reference":
+        d = torch.load(path, map_location=device, weights_only=True)
+        return cls(d["results"], d["state"], tuple(d["inputs"]))
+
+
+def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None) -> Reference:
+    """The float64 eager results, from the same weights and inputs a backend gets (rounded to its dtype)."""
+    inst = wl.instantiate(preset, dtype, device)
+    ref = inst.cast("float64")
+    return Reference(run_eager(ref.module, ref, mode), inst.module.state_dict(), inst.inputs)
+
+
+def twin_problem(wl: Workload, device: str, dtype: str | None) -> str:
+    """Why `wl`'s JAX twin disagrees with its torch module on the same weights and inputs ("" when
+    it agrees, or there is no twin or no JAX to run it), at the small preset: at the bench size
+    the check would cost minutes (JAX in float32 at `highest` precision) and say nothing more."""
+    if wl.jax is None or importlib.util.find_spec("jax") is None:
+        return ""
+    reference = compute_reference(wl, "fwd", device, TWIN_PRESET, dtype)
+    try:
+        check_jax_twin(reference.pin(wl.instantiate(TWIN_PRESET, dtype, device)), reference.results)
+    except TwinMismatch as e:
+        return str(e)
+    return ""
+
+
+def twin_in_worker(workload: str, device: str, dtype: str | None, gpu_lock: str | None = None) -> str:
+    """The worker's entry point for `twin_problem`."""
+    with sharing_gpu(gpu_lock):
+        return twin_problem(resolve_workload(workload), device, dtype)
+
+
+def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtype: str | None, path: str,
+                        gpu_lock: str | None = None) -> None:
+    """The worker's entry point (irlens.isolation calls it by name): save the reference to `path`,
+    and give the memory back before the next. With `gpu_lock` it shares the GPU like a cell (no
+    timing runs beside it). Out of device memory, it tries again with the GPU alone, then on the
+    CPU: float64 needs twice float32's memory (attention_manual's [B, H, S, S] scores at the
+    bench size do not fit twice over). Cells pin the reference's own weights and inputs, so they
+    compute on the same numbers."""
+    print(f"[irlens] reference {workload} {mode}", file=sys.stderr, flush=True)
+    wl = resolve_workload(workload)
+    tries = [(device, sharing_gpu), (device, gpu_alone)] if gpu_lock else [(device, sharing_gpu)]
+    if device != "cpu":
+        tries.append(("cpu", sharing_gpu))
+    for i, (where, turn) in enumerate(tries):
+        try:
+            with turn(gpu_lock if where != "cpu" else None):
+                reference = compute_reference(wl, mode, where, preset, dtype)
+            break
+        except torch.OutOfMemoryError:
+            if i == len(tries) - 1:
+                raise
+            print(f"[irlens] reference {workload} {mode}: out of memory in float64 on {where}; next: "
+                  f"{'the GPU alone' if tries[i + 1][1] is gpu_alone else tries[i + 1][0]}", file=sys.stderr, flush=True)
+            gc.collect()
+            torch.cuda.empty_cache()
+    reference.save(path)
+    del reference
+    gc.collect()
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+
+
+@dataclass
+class Entry:
+    reference: Reference | None  # in-process only
+    path: str | None  # isolated only
+    error: str  # why there is no reference, or ""
+
+
+class References:
+    """The float64 reference per workload x mode of a plan, computed once, and with `check_twins`
+    each JAX twin's verdict. In-process (no `directory`) they are computed here when first asked
+    for. Isolated, one worker computes them into files in `directory`, in the background from
+    the first `start` or `get` on (the twins first, the check waits for them), each call within
+    `timeout`; `get` waits for its own. With `gpu_lock`, the worker takes its GPU turns like a
+    cell (irlens.gpu_turns)."""
+
+    def __init__(self, plan: Plan, directory: str | None, timeout: float, check_twins: bool = False,
+                 gpu_lock: str | None = None):
+        self.plan, self.directory, self.timeout, self.check_twins = plan, directory, timeout, check_twins
+        self.gpu_lock = gpu_lock
+        self._cache: dict[tuple[str, str], Entry] = {}
+        self._twins: dict[str, str] = {}
+        self._ready: dict[tuple[str, str], threading.Event] = {}
+        self._twins_ready = threading.Event()
+        self._worker: threading.Thread | None = None
+        self._lock = threading.RLock()
+
+    def get(self, workload: str, mode: str) -> Entry:
+        """The reference of a workload (plan key) x mode: in-process, or its file when isolated, or why none."""
+        key = (workload, mode)
+        if self.directory is None:
+            with self._lock:
+                if key not in self._cache:
+                    self._cache[key] = self._compute(workload, mode)
+                return self._cache[key]
+        self.start()
+        if key not in self._ready:
+            raise KeyError(f"no reference was planned for {workload} {mode}")
+        self._ready[key].wait()
+        return self._cache[key]
+
+    def twin_problem(self, workload: str) -> str:
+        """Why the workload's JAX twin disagrees, or cannot be checked ("" when it agrees)."""
+        if self.directory is None:
+            with self._lock:
+                if workload not in self._twins:
+                    self._twins[workload] = self._twin(workload)
+                return self._twins[workload]
+        self.start()
+        self._twins_ready.wait()
+        return self._twins.get(workload, "")
+
+    def check_twins_agree(self) -> None:
+        """Each JAX twin must match its torch module, before anything runs (raises TwinMismatch).
+        Skipped where JAX is not installed: no JAX backend can run there either."""
+        if not self.check_twins or importlib.util.find_spec("jax") is None:
+            return
+        for key in self._twinned():
+            problem = self.twin_problem(key)
+            if problem:
+                raise TwinMismatch(problem)
+
+    def prepare(self) -> None:
+        """Compute every reference the plan's cells need, now."""
+        for key in self._keys():
+            self.get(*key)
+
+    def start(self) -> None:
+        """Isolated: start computing the twin verdicts and every planned reference in the background."""
+        with self._lock:
+            if self.directory is None or self._worker is not None:
+                return
+            keys = self._keys()
+            self._ready = {k: threading.Event() for k in keys}
+            self._worker = threading.Thread(target=self._compute_in_worker, args=(keys,), daemon=True)
+            self._worker.start()
+
+    def _keys(self) -> list[tuple[str, str]]:
+        return list(dict.fromkeys((c.workload, c.mode) for c in self.plan.cells()))
+
+    def _twinned(self) -> list[str]:
+        return [w for w, wl in self.plan.workloads.items() if wl.jax is not None] if self.check_twins else []
+
+    def _compute(self, workload: str, mode: str) -> Entry:
+        p = self.plan
+        try:
+            return Entry(compute_reference(p.workloads[workload], mode, p.device, p.preset, p.dtype), None, "")
+        except Exception as e:
+            return Entry(None, None, f"the float64 eager reference failed: {type(e).__name__}: {e}")
+
+    def _twin(self, workload: str) -> str:
+        p = self.plan
+        try:
+            return twin_problem(p.workloads[workload], p.device, p.dtype)
+        except Exception as e:
+            return f"cannot check the JAX twin of workload {p.workloads[workload].name!r}: {type(e).__name__}: {e}"
+
+    def _compute_in_worker(self, keys: list[tuple[str, str]]) -> None:
+        from irlens.isolation import CallFailed, WorkerSession
+
+        p = self.plan
+        try:
+            with WorkerSession(preload=(__name__, "irlens.models")) as worker:
+                for workload in self._twinned():
+                    try:
+                        self._twins[workload] = worker.call(f"{__name__}:twin_in_worker", dict(
+                            workload=workload, device=p.device, dtype=p.dtype, gpu_lock=self.gpu_lock), self.timeout)
+                    except CallFailed as e:
+                        self._twins[workload] = (f"cannot check the JAX twin of workload "
+                                                 f"{p.workloads[workload].name!r}: {e.reason}")
+                self._twins_ready.set()
+                for i, (workload, mode) in enumerate(keys):
+                    path = os.path.join(self.directory, f"reference{i}.pt")
+                    kwargs = dict(workload=workload, mode=mode, device=p.device, preset=p.preset, dtype=p.dtype,
+                                  path=path, gpu_lock=self.gpu_lock)
+                    try:
+                        worker.call(f"{__name__}:reference_in_worker", kwargs, self.timeout)
+                        self._cache[(workload, mode)] = Entry(None, path, "")
+                    except CallFailed as e:
+                        self._cache[(workload, mode)] = Entry(None, None, f"the float64 eager reference failed: {e.reason}")
+                    self._ready[(workload, mode)].set()
+        finally:  # whatever stopped this thread, nobody may wait forever
+            for workload in self._twinned():
+                self._twins.setdefault(workload, "cannot check the JAX twin: the reference worker stopped")
+            self._twins_ready.set()
+            for key in keys:
+                if key not in self._cache:
+                    self._cache[key] = Entry(None, None, "the float64 reference was not computed: its worker stopped")
+                self._ready[key].set()

@@ -1,0 +1,138 @@
+"""One row of a results document: what one cell (workload x mode x backend, and in the cross
+grid x acquiring frontend) did, and whether its numbers hold.
+
+`Row` is the one type `irlens compare`, `compare --cross`, `bench` and `report` share. Its JSON
+form depends on the document it is in (`Layout`): compare and bench rows name the backend and
+the frontend whose graphs its kernels map onto; the cross grid names the same two
+`executed_by` and `acquired_by`, and its `graphs` are the lowered graphs' sizes. A field that
+a layout lists is always written; the others only when set (a row that failed before its
+workload was instantiated has no dtype). `Row.from_json` reads a row back and says which row
+and which field is missing or unknown.
+
+A field added later goes in `OPTIONAL` (None until set, written only then), so documents
+written before it read back, and write again, unchanged (tests/test_report.py checks the
+committed GPU results).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from irlens.errors import UsageError
+
+STATUSES = ("ok", "mismatch", "failed", "unavailable")
+RAN = ("ok", "mismatch")  # statuses whose row has results, timings and kernels
+
+
+class BadDocument(UsageError):
+    """A results document irlens cannot read; the message names the file, the row and the field."""
+
+
+@dataclass
+class Row:
+    workload: str  # the workload's name
+    mode: str  # fwd | fwdbwd
+    backend: str  # the backend that ran it (the cross grid: executed_by)
+    frontend: str | None = None  # whose graphs its kernels map onto: dynamo | thunder | jax | None (eager); cross: acquired_by
+    status: str = "failed"  # ok | mismatch | failed | unavailable
+    reason: str = ""  # why not ok, first line first
+    phase: str = ""  # where it failed: reference, availability, instantiate, acquire, run, compare, worker
+    detail: str = ""  # the traceback, or the tail of a crashed worker's stderr
+    # numerics, against the float64 reference
+    max_rel_err: float | None = None
+    tol: float | None = None
+    per_result: dict[str, float | None] = field(default_factory=dict)  # result name -> relative error
+    # what ran
+    compile_s: float | None = None
+    run_us: float | None = None  # host wall time of one steady-state step (median)
+    kernels: list[dict] = field(default_factory=list)  # Kernel.to_json() records (bench adds time_us, bytes, flops)
+    kernel_count: int | None = None
+    notes: dict[str, Any] = field(default_factory=dict)  # the backend's own notes (graph breaks, segments, ...)
+    graphs: dict[str, dict] = field(default_factory=dict)  # stage -> Graph.to_json(): what kernels' node ids refer to
+    coverage: dict | None = None  # how the kernels cover the compute nodes (compare.kernel_coverage)
+    dtype: str | None = None
+    preset: str | None = None
+    device_timing: dict | None = None  # irlens.timing.DeviceTiming.to_json() (bench)
+    # the cross grid
+    native: bool | None = None  # the acquiring frontend is the backend's own
+    level: str | None = None  # the common-view level lowered
+    lowered: list[dict] = field(default_factory=list)  # per lowered graph: {"stage", "nodes"}
+    # bench
+    must: dict | None = None  # {"bytes", "flops"} one step must move and do (irlens.cost)
+    roofline: dict | None = None  # {"gbps", "tflops", "pct_of_ceiling", "bound"}
+    gpu: str | None = None  # the GPU it ran on (bench --gpus)
+    ceilings: dict | None = None  # that GPU's measured ceilings
+    # a report merged from several runs
+    device: str | None = None
+    device_name: str | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.status in RAN
+
+    def fail(self, phase: str, reason: str, detail: str = "") -> "Row":
+        """Mark this row failed in `phase`; returns it."""
+        self.status, self.phase, self.reason, self.detail = "failed", phase, reason, detail
+        return self
+
+    def to_json(self, layout: "Layout") -> dict:
+        out = {}
+        for key in layout.fields:
+            out[key] = getattr(self, layout.attribute(key))
+        for key in OPTIONAL:
+            value = getattr(self, key)
+            if key not in out and value is not None:
+                out[key] = value
+        return out
+
+    @classmethod
+    def from_json(cls, d: Any, layout: "Layout", where: str = "row") -> "Row":
+        """The row `d` (a JSON object in `layout`); BadDocument names `where` and the field."""
+        if not isinstance(d, dict):
+            raise BadDocument(f"{where}: not a JSON object")
+        known = set(layout.fields) | set(OPTIONAL)
+        for key in d:
+            if key not in known:
+                raise BadDocument(f"{where}: unknown field {key!r}")
+        for key in layout.required:
+            if key not in d:
+                raise BadDocument(f"{where}: missing field {key!r}")
+        if d["status"] not in STATUSES:
+            raise BadDocument(f"{where}: field 'status' is {d['status']!r}, not one of {', '.join(STATUSES)}")
+        return cls(**{layout.attribute(k): v for k, v in d.items()})
+
+    # between a worker and its parent: every field, by its own name
+    def to_record(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_record(cls, d: dict) -> "Row":
+        return cls(**d)
+
+
+OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceilings", "device", "device_name")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A row's JSON form in one kind of document: the fields always written, in order, and the
+    JSON names of fields the Row calls otherwise."""
+
+    fields: tuple[str, ...]
+    required: tuple[str, ...]  # what a row read back must have
+    names: tuple[tuple[str, str], ...] = ()  # (JSON name, Row attribute)
+
+    def attribute(self, key: str) -> str:
+        return dict(self.names).get(key, key)
+
+
+_MATRIX = ("workload", "mode", "frontend", "backend", "status", "reason", "max_rel_err", "tol", "compile_s",
+           "run_us", "kernels", "kernel_count", "per_result", "phase", "detail", "notes", "graphs", "coverage")
+COMPARE = Layout(_MATRIX, ("workload", "mode", "backend", "status"))
+BENCH = Layout(_MATRIX + ("must", "roofline"), COMPARE.required)
+CROSS = Layout(("workload", "mode", "acquired_by", "executed_by", "native", "status", "reason", "max_rel_err", "tol",
+                "per_result", "compile_s", "run_us", "kernel_count", "kernels", "graphs", "level", "phase", "detail"),
+               ("workload", "mode", "acquired_by", "executed_by", "status"),
+               (("acquired_by", "frontend"), ("executed_by", "backend"), ("graphs", "lowered")))
+LAYOUTS = {"compare": COMPARE, "bench": BENCH, "cross": CROSS}

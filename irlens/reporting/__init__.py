@@ -1,0 +1,81 @@
+"""`irlens report`: results documents as a self-contained HTML page and its Markdown twin.
+
+`write_report(docs, out)` renders documents (`irlens compare --json`, `bench --json`,
+`compare --cross --json`, or what `irlens.compare` returns) into `out/report.html`,
+`out/report.md` (+ `out/figures/*.svg`) and `out/results.json` (the rows it drew).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from irlens.errors import UsageError
+from irlens.matrix import Document, as_document, write_document
+from irlens.reporting.blocks import Table
+from irlens.reporting.build import build_report
+from irlens.reporting.cross_grid import cross_sections
+from irlens.reporting.html import render_html
+from irlens.reporting.markdown import render_markdown
+
+
+def merge_documents(docs: list[Document]) -> Document:
+    """One document from several (a CPU run and a GPU run): every row keeps its device."""
+    if len(docs) == 1:
+        return docs[0]
+    rows = [dataclasses.replace(row, device=row.device or d.device, device_name=row.device_name or d.device_name,
+                                ceilings=row.ceilings or d.ceilings)
+            for d in docs for row in d.rows]
+    devices = list(dict.fromkeys(f"{d.device} ({d.device_name or ''})" for d in docs))
+    presets = list(dict.fromkeys(str(d.preset or "?") for d in docs))
+    kind = "bench" if any(d.kind == "bench" for d in docs) else "compare"
+    return Document(kind, rows, " + ".join(devices), docs[0].device_name, docs[0].versions, "/".join(presets),
+                    runs=[{k: v for k, v in d.to_json().items() if k != "rows"} for d in docs])
+
+
+def only_workloads(docs: list[Document], workloads: list[str]) -> list[Document]:
+    """The documents with only the rows of `workloads` (a page small enough to commit); a name
+    no document has is a UsageError listing those it has."""
+    present = {r.workload for d in docs for r in d.rows}
+    absent = [w for w in workloads if w not in present]
+    if absent:
+        raise UsageError(f"no rows for workload(s) {', '.join(absent)}; the documents have: {', '.join(sorted(present))}")
+    return [dataclasses.replace(d, rows=[r for r in d.rows if r.workload in workloads]) for d in docs]
+
+
+def report_frontend_table(doc: Document) -> Table | None:
+    """The frontend table for the document's workloads (those this process can resolve)."""
+    import torch
+
+    from irlens.models import resolve_workload
+    from irlens.reporting.frontend_table import frontend_table
+
+    workloads = []
+    for name in dict.fromkeys(r.workload for r in doc.rows):
+        try:
+            workloads.append(resolve_workload(name))
+        except Exception:  # noqa: BLE001  (a user workload from elsewhere: left out of the table)
+            continue
+    if not workloads:
+        return None
+    mode = "fwdbwd" if any(r.mode == "fwdbwd" for r in doc.rows) else "fwd"
+    device = "cuda" if str(doc.device or "").startswith("cuda") and torch.cuda.is_available() else "cpu"
+    preset = doc.preset if doc.preset in ("tiny", "bench") else "tiny"
+    return frontend_table(workloads, mode, preset if device == "cuda" else "tiny", device)
+
+
+def write_report(docs: list[Document | dict] | Document | dict, out: str | Path,
+                 frontends: bool = True) -> dict[str, Path]:
+    """Render; returns the paths written (html, md, json). Cross grids (`compare --cross`) are
+    drawn beside the native pairings of the other documents."""
+    docs = [as_document(d) for d in (docs if isinstance(docs, list) else [docs])]
+    cross = [d for d in docs if d.kind == "cross"]
+    doc = merge_documents([d for d in docs if d.kind != "cross"] or [dataclasses.replace(cross[0], rows=[])])
+    report = build_report(doc, report_frontend_table(doc) if frontends else None)
+    report.sections += [s for d in cross for s in cross_sections(d)]
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"html": out / "report.html", "md": out / "report.md", "json": out / "results.json"}
+    paths["html"].write_text(render_html(report))
+    paths["md"].write_text(render_markdown(report, out / "figures"))
+    write_document(doc, paths["json"])
+    return paths
