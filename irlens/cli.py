@@ -324,6 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--dtype", default=None)
     e.set_defaults(func=cmd_explain)
 
+    from irlens.conformance import cli as conformance  # owns its options; light to import
+    conformance.configure(sub.add_parser("conformance", help=conformance.HELP))
+
     # `train` owns its options (irlens.parallel.train); main() hands it the rest of argv.
     sub.add_parser("train", help="the joint-graph parallel training path (irlens train --help)", add_help=False)
     return p
