@@ -137,6 +137,23 @@ def test_bad_input_exits_2_and_says_what_is_valid(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_a_frontend_or_corpus_that_cannot_run_here_says_why(planted, monkeypatch, capsys):
+    from irlens.frontends import get_frontend
+    from irlens.frontends.base import Availability
+
+    monkeypatch.setattr(type(get_frontend("dynamo")), "availability", lambda self: Availability(False, "no Dynamo here"))
+    assert cli.main(["conformance", "--in-process", "--corpus", "planted", "-k", ":tanh:"]) == 0
+    assert "frontend dynamo: unavailable (no Dynamo here)" in capsys.readouterr().out
+
+    def missing(self, samples):
+        raise ModuleNotFoundError("No module named 'expecttest'")
+
+    monkeypatch.setattr(Planted, "cases", missing)
+    assert cli.main(["conformance", "--in-process", "--corpus", "planted"]) == 2
+    assert ("corpus planted is unavailable here: ModuleNotFoundError: No module named 'expecttest' "
+            "(pip install 'irlens[test]')") in capsys.readouterr().err
+
+
 def test_cases_run_in_worker_processes():
     doc = run(SweepConfig(corpora=["lax"], patterns=["^lax:(exp|log):float32#0$"], jobs=2))
     assert sorted(r["case"] for r in doc["records"]) == ["lax:exp:float32#0", "lax:log:float32#0"]

@@ -72,15 +72,21 @@ def one_line(e: BaseException | str, limit: int = 300) -> str:
 # --- worker entry points ----------------------------------------------------------------------
 
 def list_cases(corpora: list[str], samples: int, frontends: list[str]) -> dict:
-    """The cases of `corpora`, whether each frontend is available here, and the versions."""
+    """The cases of `corpora` (and why a corpus cannot load here: its test utilities need
+    packages of the `test` extra), whether each frontend is available here, and the versions."""
     from irlens.frontends import get_frontend
 
-    cases = {name: [c.to_json() for c in get_corpus(name).cases(samples)] for name in corpora}
+    cases, missing = {}, {}
+    for name in corpora:
+        try:
+            cases[name] = [c.to_json() for c in get_corpus(name).cases(samples)]
+        except ImportError as e:
+            cases[name], missing[name] = [], f"{one_line(e)} (pip install 'irlens[test]')"
     availability = {}
     for name in frontends:
         available = get_frontend(name).availability()
         availability[name] = "" if available else (available.reason or "unavailable")
-    return {"cases": cases, "availability": availability, "versions": versions()}
+    return {"cases": cases, "unavailable_corpora": missing, "availability": availability, "versions": versions()}
 
 
 def versions() -> dict:

@@ -69,6 +69,9 @@ def run(config: SweepConfig) -> dict:
     try:
         listed = runner.call_first(f"{CHECK}:list_cases", {"corpora": p.corpora, "samples": config.samples,
                                                             "frontends": p.frontends})
+        missing = listed["unavailable_corpora"]
+        if len(missing) == len(p.corpora):
+            raise BadConfig("; ".join(f"corpus {name} is unavailable here: {why}" for name, why in missing.items()))
         cases = _select([Case.from_json(c) for name in p.corpora for c in listed["cases"][name]], config)
         tasks = [(case, fe) for case in cases for fe in get_corpus(case.corpus).frontends if fe in p.frontends]
         records = runner.run_all(tasks, listed["availability"], config.rtol)
@@ -82,7 +85,8 @@ def run(config: SweepConfig) -> dict:
         "versions": listed["versions"],
         "availability": listed["availability"],
         "corpora": {name: {"description": get_corpus(name).description, "frontends": list(get_corpus(name).frontends),
-                           "cases": sum(1 for c in cases if c.corpus == name)} for name in p.corpora},
+                           "cases": sum(1 for c in cases if c.corpus == name),
+                           **({"unavailable": missing[name]} if name in missing else {})} for name in p.corpora},
         "records": records,
     }
     doc["summary"] = summarize(doc)

@@ -112,9 +112,7 @@ def table_text(doc: dict) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
     lines = ["  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
              for row in rows]
-    for fe, reason in doc.get("availability", {}).items():
-        if reason:
-            lines.append(f"{fe}: unavailable ({reason})")
+    lines += [f"{what}: unavailable ({reason})" for what, reason in _unavailable(doc)]
     for status, what in ((WRONG, "wrong meanings (no unknown op, the interpreter disagrees with eager)"),
                          (BROKEN, "broken (no unknown op, the adapter, bindings or interpreter raised)")):
         found = meaning_problems(doc, status)
@@ -142,9 +140,8 @@ def markdown(doc: dict, top: int = 25, examples: int = 6) -> str:
              "Columns: see `irlens/conformance/summary.py` and the README's *Conformance sweep* section. "
              "`faithful%` = faithful / captured.", ""]
     lines += _md_table(list(_HEADER), [_cells(r) for r in doc["summary"]["rows"]])
-    for fe, reason in doc.get("availability", {}).items():
-        if reason:
-            lines += ["", f"**{fe} unavailable**: {reason}"]
+    for what, reason in _unavailable(doc):
+        lines += ["", f"**{what} unavailable**: {reason}"]
 
     by_class = defaultdict(list)
     for r in doc["records"]:
@@ -178,6 +175,12 @@ def markdown(doc: dict, top: int = 25, examples: int = 6) -> str:
             lines += _md_table(["native", *(f"{w} ({level})" for level in LEVELS for w in ("cases", "alone"))],
                                [[native, *counts] for native, counts in rows[:top]])
     return "\n".join(lines) + "\n"
+
+
+def _unavailable(doc: dict) -> list[tuple[str, str]]:
+    """(frontend or corpus, why) for each one that could not run here."""
+    frontends = [(f"frontend {fe}", why) for fe, why in doc["availability"].items() if why]
+    return frontends + [(f"corpus {name}", c["unavailable"]) for name, c in doc["corpora"].items() if "unavailable" in c]
 
 
 def _examples(cases: list[str], n: int) -> str:
