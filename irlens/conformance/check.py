@@ -228,6 +228,11 @@ def _check_stage(stage, program, unbound: str, level: str, inst, reference: list
     if program is None:
         return {"status": BROKEN, "error": unbound}
     try:
+        for step in program.steps:  # the graph's inputs and outputs against its binding
+            step.graph(level)
+    except Exception as e:  # noqa: BLE001
+        return {"status": BROKEN, "error": "bindings: " + one_line(e)}
+    try:
         results = run_program(program, inst, lambda step, inputs: interpret(step.graph(level), inputs))
     except Uninterpretable as e:
         return {"status": BROKEN, "error": "no meaning: " + one_line(str(e))}

@@ -64,7 +64,7 @@ def run(config: SweepConfig) -> dict:
     tables): config, versions, availability, per corpus its description and case count, one
     record per case and frontend, and the per frontend x stage x level summary."""
     p = plan(config)
-    started, t0 = datetime.datetime.now(datetime.timezone.utc), time.monotonic()
+    started, t0, commit = datetime.datetime.now(datetime.timezone.utc), time.monotonic(), _commit()
     runner = _Runner(config)
     try:
         listed = runner.call_first(f"{CHECK}:list_cases", {"corpora": p.corpora, "samples": config.samples,
@@ -80,7 +80,7 @@ def run(config: SweepConfig) -> dict:
     doc = {
         "started": started.isoformat(timespec="seconds"),
         "seconds": round(time.monotonic() - t0, 1),
-        "commit": _commit(),
+        "commit": commit,
         "config": asdict(config),
         "versions": listed["versions"],
         "availability": listed["availability"],
