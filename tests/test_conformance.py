@@ -127,6 +127,8 @@ def test_cli_exits_0_and_writes_the_json_and_the_page(tmp_path, capsys):
     (["--frontends", "inductor"], "unknown frontend 'inductor'; choose from: dynamo, thunder, jax"),
     (["--corpus", "lax", "--frontends", "dynamo"], "unknown frontend 'dynamo'; choose from: jax"),
     (["--corpus", "lax", "-k", "no-such-op"], "no case matches -k no-such-op"),
+    (["--corpus", "lax,opinfo", "--frontends", "thunder", "-k", "^lax:exp:float32"],
+     "none of the 1 cases chosen goes to thunder"),
     (["-k", "("], "-k '(' is not a regular expression"),
     (["--jobs", "0"], "--jobs must be at least 1, got 0"),
     (["--timeout", "0"], "--timeout must be positive, got 0"),

@@ -148,17 +148,17 @@ def jax_subject(name: str, fn: Callable, args: list) -> Subject:
     import jax
     import numpy as np
 
-    inputs = tuple(torch.from_numpy(np.array(a)) for a in args)
+    inputs = tuple(_torch_tensor(a) for a in args)
 
     def flat(*xs):
         return tuple(jax.tree_util.tree_leaves(fn(*xs)))
 
     def eager(inputs: tuple, float64: bool) -> list[torch.Tensor]:
-        arrays = [t.numpy() for t in inputs]
+        arrays = [t.numpy() for t in inputs]  # the instance's: floating ones are float32 (Workload.instantiate)
         if float64:
             arrays = [a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else a for a in arrays]
         with jax.enable_x64(float64):
-            return [torch.from_numpy(np.array(o)) for o in flat(*arrays)]
+            return [_torch_tensor(o) for o in flat(*arrays)]
 
     def torch_side(*_):
         raise NotImplementedError(f"{name} is a JAX function; it has no torch side")
@@ -166,3 +166,14 @@ def jax_subject(name: str, fn: Callable, args: list) -> Subject:
     workload = Workload.from_module(name, torch_side, inputs, jax=lambda params, *xs: flat(*xs),
                                     description=f"conformance case {name}")
     return Subject(workload, eager)
+
+
+def _torch_tensor(value) -> torch.Tensor:
+    """A JAX or numpy array (or scalar) as a torch tensor of the same dtype; numpy has no
+    bfloat16 of its own (JAX's is ml_dtypes'), so that one goes through float32, exactly."""
+    import numpy as np
+
+    array = np.array(value)
+    if array.dtype.name == "bfloat16":
+        return torch.from_numpy(array.astype(np.float32)).to(torch.bfloat16)
+    return torch.from_numpy(array)

@@ -74,6 +74,8 @@ def run(config: SweepConfig) -> dict:
             raise BadConfig("; ".join(f"corpus {name} is unavailable here: {why}" for name, why in missing.items()))
         cases = _select([Case.from_json(c) for name in p.corpora for c in listed["cases"][name]], config)
         tasks = [(case, fe) for case in cases for fe in get_corpus(case.corpus).frontends if fe in p.frontends]
+        if not tasks:
+            raise BadConfig(f"none of the {len(cases)} cases chosen goes to {', '.join(p.frontends)}")
         records = runner.run_all(tasks, listed["availability"], config.rtol)
     finally:
         runner.close()

@@ -3,7 +3,7 @@
 `torch.testing._internal.common_methods_invocations.op_db` (importing it needs `expecttest` and
 `hypothesis`). An op is keyed `name[.variant_test_name]` (`div.floor_rounding`); its samples
 come from its sample generator (what `op.sample_inputs("cpu", dtype)` yields) drawn after
-`torch.manual_seed(0)`, so a worker
+seeding, so a worker
 rebuilds the same sample. The bitwise and logical ops are swept in int64 and bool too (where
 the op supports them), since float32 alone says little about them.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import random
 
 import torch
 
@@ -47,10 +48,15 @@ def _dtypes(op) -> list[str]:
 
 
 def _samples(op, dtype: str, start: int, stop: int) -> list:
-    """Samples start..stop-1, drawn after seeding. From the op's own generator: `op.sample_inputs`
+    """Samples start..stop-1, drawn after seeding torch's, numpy's and Python's generators (a few
+    sample functions draw from the latter two). From the op's own generator: `op.sample_inputs`
     wraps it in test-tracking machinery that walks the Python stack (`inspect.stack()`) per
     call, about 0.2 s each with irlens, JAX and Thunder loaded."""
+    import numpy as np
+
     torch.manual_seed(0)
+    np.random.seed(0)
+    random.seed(0)
     return list(itertools.islice(op.sample_inputs_func(op, "cpu", getattr(torch, dtype), False), start, stop))
 
 
