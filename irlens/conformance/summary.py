@@ -137,7 +137,7 @@ def markdown(doc: dict, top: int = 25, examples: int = 6) -> str:
              "Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v) + ".", "",
              "Corpora: " + "; ".join(f"`{name}` ({c['cases']} cases through {', '.join(c['frontends'])}): "
                                      f"{c['description']}" for name, c in doc["corpora"].items()) + ".", "",
-             "Columns: see `irlens/conformance/summary.py` and the README's *Conformance sweep* section. "
+             "Columns: see `irlens/conformance/summary.py` and the README's *Conformance* section. "
              "`faithful%` = faithful / captured.", ""]
     lines += _md_table(list(_HEADER), [_cells(r) for r in doc["summary"]["rows"]])
     for what, reason in _unavailable(doc):
