@@ -1,8 +1,8 @@
 """`irlens`: the command line. Thin: parse, call the library, print, pick the exit status.
 
-One module per subcommand (`list`, `dump`, `compare`, `bench`, `report`, `explain`, `train`),
-each with `HELP`, `add_arguments(parser)` and `run(args) -> int`; adding a subcommand is one
-module and one entry in `COMMANDS`. A subcommand's arguments are added when it is parsed, so
+One module per subcommand (`list`, `dump`, `compare`, `bench`, `report`, `explain`,
+`conformance`, `train`), each with `HELP`, `add_arguments(parser)` and `run(args) -> int`;
+adding a subcommand is one module and one entry in `COMMANDS`. A subcommand's arguments are added when it is parsed, so
 `irlens list` does not import what `irlens train` needs.
 
 Exit status: 0 success; 1 a run went wrong (a mismatch, a failed backend); 2 bad input
@@ -17,7 +17,7 @@ import importlib
 import sys
 from typing import Callable
 
-COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "train")
+COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "conformance", "train")
 
 
 class SubcommandParser(argparse.ArgumentParser):

@@ -1,0 +1,213 @@
+"""The conformance sweep (irlens/conformance): its classifications on cases whose verdict is
+known, its worker isolation, and `irlens conformance`'s exit codes and bad-input handling.
+
+Verdicts that must not depend on the vocabulary of the day come from a planted corpus: a case
+whose eager side is told another function than the one the frontend traces is a wrong meaning
+however the adapters change, and a custom torch op stays unknown."""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+
+import pytest
+import torch
+
+from irlens import cli
+from irlens.conformance import SweepConfig, run
+from irlens.conformance.check import compare_outputs
+from irlens.conformance.corpus import CORPORA, Case, Corpus, Subject, torch_subject
+from irlens.conformance.runner import _Runner
+from irlens.isolation import CallFailed
+
+
+@torch.library.custom_op("irlens_test::mystery", mutates_args=())
+def mystery(x: torch.Tensor) -> torch.Tensor:
+    return x * 3.0
+
+
+@mystery.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+class Planted(Corpus):
+    name = "planted"
+    description = "cases with a known verdict"
+    frontends = ("dynamo",)
+
+    def cases(self, samples):
+        return [Case(self.name, op, "float32") for op in ("tanh", "tanh_told_sin", "mystery")]
+
+    def subject(self, case):
+        x = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
+        if case.op == "tanh_told_sin":  # the frontend traces tanh, eager computes sin
+            return Subject(torch_subject(case.id, torch.tanh, (x,), {}).workload,
+                           torch_subject(case.id, torch.sin, (x,), {}).eager)
+        return torch_subject(case.id, {"tanh": torch.tanh, "mystery": mystery}[case.op], (x,), {})
+
+
+@pytest.fixture
+def planted(monkeypatch):
+    monkeypatch.setitem(CORPORA._entries, Planted.name, Planted())
+
+
+def _records(doc) -> dict:
+    return {(r["case"], r["frontend"]): r for r in doc["records"]}
+
+
+def _statuses(record) -> set:
+    return {res["status"] for levels in record["stages"].values() for res in levels.values()}
+
+
+def test_known_ops_are_faithful_at_every_stage_and_level():
+    doc = run(SweepConfig(corpora=["opinfo", "lax"], patterns=["^opinfo:add:float32#0$", "^lax:exp:float32#0$"],
+                          isolate=False))
+    records = _records(doc)
+    assert set(records) == {("opinfo:add:float32#0", "dynamo"), ("opinfo:add:float32#0", "thunder"),
+                            ("lax:exp:float32#0", "jax")}
+    expected_stages = {"dynamo": {"dynamo.fx", "aot.forward"}, "thunder": {"thunder.trace[0]", "thunder.trace[-1]"},
+                       "jax": {"jax.jaxpr", "jax.stablehlo", "jax.hlo"}}
+    for (case, fe), r in records.items():
+        assert r["status"] == "captured", r
+        assert set(r["stages"]) == expected_stages[fe]
+        assert _statuses(r) == {"faithful"}, r
+    assert {row["faithful_pct"] for row in doc["summary"]["rows"]} == {100.0}
+
+
+def test_out_of_scope_random_and_data_dependent_cases_are_classified_not_compared():
+    doc = run(SweepConfig(corpora=["opinfo"], frontends=["dynamo"], isolate=False,
+                          patterns=["^opinfo:(fft.fft|nn.functional.dropout|empty_like|nonzero):float32#0$"]))
+    got = {r["case"].split(":")[1]: (r["status"], r["class"]) for r in doc["records"]}
+    assert got == {"fft.fft": ("excluded", "complex"), "nn.functional.dropout": ("random", "random"),
+                   "empty_like": ("random", "undefined values"), "nonzero": ("failed", "data-dependent shape")}
+    (row, *_) = doc["summary"]["rows"]
+    assert (row["cases"], row["excluded"], row["random"], row["failed"], row["captured"]) == (4, 1, 2, 1, 0)
+    assert row["wrong"] == 0 and row["faithful_pct"] is None
+
+
+def test_a_wrong_meaning_is_reported_as_one_and_fails_the_run(planted, tmp_path, capsys):
+    out = tmp_path / "planted.json"
+    status = cli.main(["conformance", "--in-process", "--corpus", "planted", "--json", str(out)])
+    assert status == 1
+    stdout = capsys.readouterr().out
+    assert "wrong meanings" in stdout and "planted:tanh_told_sin:float32#0" in stdout
+    doc = json.loads(out.read_text())
+    records = _records(doc)
+    assert _statuses(records[("planted:tanh:float32#0", "dynamo")]) == {"faithful"}
+    told = records[("planted:tanh_told_sin:float32#0", "dynamo")]
+    assert _statuses(told) == {"wrong"}
+    result = told["stages"]["aot.forward"]["primitive"]
+    assert result["error"].startswith("out0: rel err") and result["rel_err"] > 0.01
+    mystery_record = records[("planted:mystery:float32#0", "dynamo")]
+    assert _statuses(mystery_record) == {"unknown"}
+    natives = [n for n in doc["summary"]["unknown"]["dynamo aot.forward primitive"] if "irlens_test" in n[0]]
+    assert [n[1:] for n in natives] == [[1, 1]]  # in one case, and the only unknown there
+    row = next(r for r in doc["summary"]["rows"] if r["stage"] == "aot.forward" and r["level"] == "primitive")
+    assert (row["captured"], row["faithful"], row["unknown"], row["wrong"], row["faithful_pct"]) == (3, 1, 1, 1, 33.3)
+    assert doc["command"] == f"irlens conformance --corpus planted --json {out} --in-process"
+
+
+def test_cli_exits_0_and_writes_the_json_and_the_page(tmp_path, capsys):
+    json_path, md_path = tmp_path / "lax.json.gz", tmp_path / "lax.md"
+    status = cli.main(["conformance", "--in-process", "--corpus", "lax", "-k", "^lax:(neg|exp):float32#0$",
+                       "--json", str(json_path), "--md", str(md_path)])
+    assert status == 0
+    assert "faithful%" in capsys.readouterr().out
+    doc = json.loads(gzip.decompress(json_path.read_bytes()))
+    assert sorted(r["case"] for r in doc["records"]) == ["lax:exp:float32#0", "lax:neg:float32#0"]
+    assert doc["corpora"]["lax"]["cases"] == 2 and doc["versions"]["torch"] == torch.__version__
+    page = md_path.read_text()
+    assert "| jax | jax.jaxpr | composite | 2 | 0 | 0 | 0 | 2 | 2 | 0 | 0 | 0 | 100.0 |" in page
+    assert "irlens conformance --corpus lax -k '^lax:(neg|exp):float32#0$'" in page
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--corpus", "nope"], "unknown corpus 'nope'; choose from: opinfo, lax, lax_harness, jnp"),
+    (["--frontends", "inductor"], "unknown frontend 'inductor'; choose from: dynamo, thunder, jax"),
+    (["--corpus", "lax", "--frontends", "dynamo"], "unknown frontend 'dynamo'; choose from: jax"),
+    (["--corpus", "lax", "-k", "no-such-op"], "no case matches -k no-such-op"),
+    (["--corpus", "lax,opinfo", "--frontends", "thunder", "-k", "^lax:exp:float32"],
+     "none of the 1 cases chosen goes to thunder"),
+    (["-k", "("], "-k '(' is not a regular expression"),
+    (["--jobs", "0"], "--jobs must be at least 1, got 0"),
+    (["--timeout", "0"], "--timeout must be positive, got 0"),
+    (["--jobs", "two"], "argument --jobs: invalid int value: 'two'"),
+])
+def test_bad_input_exits_2_and_says_what_is_valid(argv, message, capsys):
+    assert cli.main(["conformance", "--in-process", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_frontend_or_corpus_that_cannot_run_here_says_why(planted, monkeypatch, capsys):
+    from irlens.frontends import get_frontend
+    from irlens.frontends.base import Availability
+
+    monkeypatch.setattr(type(get_frontend("dynamo")), "availability", lambda self: Availability(False, "no Dynamo here"))
+    assert cli.main(["conformance", "--in-process", "--corpus", "planted", "-k", ":tanh:"]) == 0
+    assert "frontend dynamo: unavailable (no Dynamo here)" in capsys.readouterr().out
+
+    def missing(self, samples):
+        raise ModuleNotFoundError("No module named 'expecttest'")
+
+    monkeypatch.setattr(Planted, "cases", missing)
+    assert cli.main(["conformance", "--in-process", "--corpus", "planted"]) == 2
+    assert ("corpus planted is unavailable here: ModuleNotFoundError: No module named 'expecttest' "
+            "(pip install 'irlens[test]')") in capsys.readouterr().err
+
+
+def test_cases_run_in_worker_processes():
+    doc = run(SweepConfig(corpora=["lax"], patterns=["^lax:(exp|log):float32#0$"], jobs=2))
+    assert sorted(r["case"] for r in doc["records"]) == ["lax:exp:float32#0", "lax:log:float32#0"]
+    assert all(_statuses(r) == {"faithful"} for r in doc["records"])
+
+
+class _FakeSession:
+    """A worker session whose calls fail as told, one reply per call."""
+
+    def __init__(self, replies):
+        self.replies, self.calls = list(replies), 0
+
+    def call(self, fn, kwargs, timeout):
+        self.calls += 1
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
+@pytest.mark.parametrize("served, replies, calls, expect", [
+    # a worker that served earlier cases may be wedged: the case runs again in a fresh worker
+    (3, [CallFailed("timed out after 30 s"), {"status": "captured"}], 2, "captured"),
+    (3, [CallFailed("timed out after 30 s"), CallFailed("timed out after 30 s")], 2, "timeout"),
+    (3, [CallFailed("worker process crashed (SIGSEGV)"), CallFailed("worker process crashed (SIGSEGV)")], 2,
+     "worker crashed"),
+    # a fresh worker's failure is the case's own; an exception inside the worker is not retried
+    (0, [CallFailed("timed out after 30 s")], 1, "timeout"),
+    (3, [CallFailed("KeyError: 'x'")], 1, "sweep error"),
+])
+def test_a_case_that_kills_a_used_worker_runs_again_in_a_fresh_one(served, replies, calls, expect):
+    runner = _Runner(SweepConfig(jobs=1, isolate=False))
+    runner.config.isolate = True
+    runner.sessions, runner.served = [_FakeSession(replies)], [served]
+    record = runner._one(0, Case("lax", "exp", "float32"), "jax", 1e-7)
+    assert runner.sessions[0].calls == calls
+    assert record.get("class", record["status"]) == expect
+
+
+def test_outputs_compare_with_nans_in_place_and_by_the_reference_dtype():
+    ref = torch.tensor([1.0, float("nan"), float("inf"), 2.0], dtype=torch.float64)
+    assert compare_outputs([ref.clone()], [ref], 1e-7) == (0.0, None)
+    moved = torch.tensor([float("nan"), 1.0, float("inf"), 2.0], dtype=torch.float64)
+    err, problem = compare_outputs([moved], [ref], 1e-7)
+    assert math.isinf(err) and "NaN or Inf" in problem
+    err, problem = compare_outputs([ref * (1 + 1e-5)], [ref], 1e-7)
+    assert "rel err 1.00e-05 > tol 1e-07" in problem
+    # eager rounding to float16 (an explicit cast) is judged at float16's tolerance
+    x = torch.randn(100, dtype=torch.float64)
+    assert compare_outputs([x], [x.half()], 1e-7)[1] is None
+    assert "tol 2e-03" in compare_outputs([x * 1.01], [x.half()], 1e-7)[1]
+    assert compare_outputs([torch.tensor([1, 2])], [torch.tensor([1.0, 2.0])], 1e-7)[1] == \
+        "out0: dtype int64, eager float32"
+    assert compare_outputs([torch.tensor([1, 3])], [torch.tensor([1, 2])], 1e-7)[1] == "out0: 1 of 2 values differ"
+    assert compare_outputs([], [ref], 1e-7)[1] == "0 outputs, eager has 1"
