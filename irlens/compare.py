@@ -322,7 +322,7 @@ def _finish_row(row: dict, run: BackendRun, reference: dict[str, torch.Tensor]) 
         compile_s=run.compile_s,
         run_us=run.run_us,
         kernels=[k.to_json() for k in run.kernels],
-        kernel_count=len(run.kernels),
+        kernel_count=run.launch_count(),  # launches per step (README: "Kernel launches")
         notes=run.notes,
         graphs={g.stage: g.to_json() for g in run.graphs},  # what the kernels' node ids refer to (the report's fusion map)
         coverage=kernel_coverage(run.kernels, run.graphs) if run.graphs else None,

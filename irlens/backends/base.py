@@ -26,6 +26,10 @@ class BackendRun:
     kernels: list[Kernel]
     graphs: list[Graph] = field(default_factory=list)  # common-view graphs that Kernel.stage/node_ids refer to
     notes: dict[str, Any] = field(default_factory=dict)
+    launches: int | None = None  # kernel launches the generated code makes per step; None: one per kernel record
+
+    def launch_count(self) -> int:
+        return len(self.kernels) if self.launches is None else self.launches
 
 
 def measure(call: Callable[[], dict], device: str, min_repeats: int = 3, max_repeats: int = 20,

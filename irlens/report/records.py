@@ -19,7 +19,17 @@ def kernel_from_json(d: dict, backend: str = "") -> Kernel:
         flops=d.get("flops"),
         recompute=list(d.get("recompute", [])),
         source=d.get("source", ""),
+        bytes_read=d.get("bytes_read"),
+        bytes_written=d.get("bytes_written"),
     )
+
+
+def launches_of(row: dict) -> int | None:
+    """Kernel launches per step: on the GPU (a bench row) the device launches the profiler
+    recorded, the same for every backend; else the row's `kernel_count` (the launches the
+    generated code makes per step, or eager's ATen ops)."""
+    timing = row.get("device_timing") or {}
+    return timing.get("kernel_launches") if timing else row.get("kernel_count")
 
 
 def row_kernels(row: dict) -> list[Kernel]:
