@@ -29,10 +29,10 @@ from irlens.ir import Graph
 from irlens.ops import is_compute
 from irlens.report.records import first_line, kernel_stage, row_graphs, row_kernels
 
-NODE_W, NODE_H, GAP_X, ROW_H, PAD = 96, 22, 10, 34, 14
+NODE_W, NODE_H, GAP_X, ROW_H, PAD = 88, 22, 8, 34, 14
 MOVE_H, MOVE_LANE_H = 16, 22  # data-movement nodes: smaller boxes in a lane above their row
-STAGE_TITLE_H, COLUMN_TITLE_H, CHIP_H, CHIP_CHAR_W, TITLE_CHAR_W = 20, 22, 18, 6.3, 7.2
-LANE_MAX = 6  # nodes side by side in a lane before it wraps
+STAGE_TITLE_H, COLUMN_TITLE_H, CHIP_H, CHIP_CHAR_W, TITLE_CHAR_W = 34, 22, 18, 6.3, 7.2
+LANE_MAX = 4  # nodes side by side in a lane before it wraps: three columns fit beside each other
 MAP_MAX_W = 1290  # a band of columns: what a 1366 px wide window shows beside the page's margins
 OUTSIDE_FILL = "#ffffff"  # a drawn node no kernel covers (run outside every kernel)
 
@@ -202,9 +202,10 @@ def _legend_lines(column: Column, width: float) -> list[list[tuple[MapKernel, fl
     return lines
 
 
-def _panel_title(panel: Panel) -> str:
-    hidden = f" · {panel.hidden} data-movement nodes outside kernels not drawn" if panel.hidden else ""
-    return f"{panel.stage} · {len(panel.nodes)} nodes{hidden}"
+def _panel_title(panel: Panel) -> tuple[str, str]:
+    """Two lines: the stage, and what is drawn of it."""
+    hidden = f" · {panel.hidden} data-movement nodes not drawn" if panel.hidden else ""
+    return panel.stage, f"{len(panel.nodes)} nodes{hidden}"
 
 
 def _column_title(c: Column) -> str:
@@ -241,7 +242,8 @@ def _layout(fmap: FusionMap) -> None:
     height, and its rows (and data-movement lanes) the same offsets, wrapped lanes included."""
     for c in fmap.columns:
         widest = min(max((len(nodes) for p in c.panels for nodes in _lanes(p).values()), default=1), LANE_MAX)
-        title = max([len(_column_title(c)) * TITLE_CHAR_W] + [len(_panel_title(p)) * CHIP_CHAR_W for p in c.panels])
+        title = max([len(_column_title(c)) * TITLE_CHAR_W]
+                    + [len(line) * CHIP_CHAR_W for p in c.panels for line in _panel_title(p)])
         c.width = max(widest * (NODE_W + GAP_X) - GAP_X, title, 260.0)
     # per panel index: each lane's offset from the panel's top, and the panel's height
     shapes: list[tuple[dict[tuple[int, bool], float], float]] = []
@@ -330,7 +332,8 @@ def render_svg(fmap: FusionMap) -> str:
 
 def _panel_svg(panel: Panel, column: Column) -> list[str]:
     out = [f'<g class="panel" data-stage="{escape(panel.stage)}">',
-           f'<text x="0" y="{panel.y + 13:.1f}" fill="#333" font-style="italic">{escape(_panel_title(panel))}</text>']
+           *(f'<text x="0" y="{panel.y + 13 + 14 * i:.1f}" fill="#333" font-style="italic">{escape(line)}</text>'
+             for i, line in enumerate(_panel_title(panel)))]
     by_id = {m.id: m for m in panel.nodes}
     for m in panel.nodes:
         for p in map(by_id.get, m.preds):
@@ -370,7 +373,7 @@ def _node_svg(m: MapNode, column: Column) -> list[str]:
     for j, i in enumerate(extra):
         out.append(f'<rect x="{x + NODE_W - 7 - 7 * j:.1f}" y="{y + 2:.1f}" width="5" height="{h - 4}" '
                    f'fill="{column.kernels[i].color}" stroke="#555" stroke-width="0.5"/>')
-    op = m.op if len(m.op) <= 12 else m.op[:11] + "…"
+    op = m.op if len(m.op) <= 11 else m.op[:10] + "…"
     tag = f"k{m.kernels[0]}" if m.kernels else ""
     base = y + h / 2 + 4
     size = "" if m.compute else ' font-size="10" fill="#444"'

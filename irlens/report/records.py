@@ -27,9 +27,12 @@ def kernel_from_json(d: dict, backend: str = "") -> Kernel:
 def launches_of(row: dict) -> int | None:
     """Kernel launches per step: on the GPU (a bench row) the device launches the profiler
     recorded, the same for every backend; else the row's `kernel_count` (the launches the
-    generated code makes per step, or eager's ATen ops)."""
+    generated code makes per step, or eager's ATen ops), or one per kernel record in a row
+    without a count."""
     timing = row.get("device_timing") or {}
-    return timing.get("kernel_launches") if timing else row.get("kernel_count")
+    if timing:
+        return timing.get("kernel_launches")
+    return row["kernel_count"] if row.get("kernel_count") is not None else len(row["kernels"]) if row.get("kernels") else None
 
 
 def row_kernels(row: dict) -> list[Kernel]:
