@@ -426,6 +426,7 @@ class _WrapperReader:
                 self.touch(io, arg, READ)
             for kw in call.keywords:
                 self.touch(io, kw.value, WRITE if kw.arg == "out" else READ)
+            io.known = io.known and result is None  # a result it returns is not sized here
         elif callee.startswith(("torch.ops.", "aten.")):
             self.fallback(io, call, callee, result)
         elif isinstance(call.func, ast.Attribute) and call.func.attr in _IN_PLACE_METHODS:
