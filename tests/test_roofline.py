@@ -114,7 +114,7 @@ def _read_written(callee, args, params, size) -> tuple[int, int]:
     return sum(reads.values()), sum(writes.values())
 
 
-@pytest.mark.parametrize("workload,mode,dtype", [("block", "fwdbwd", "float32"), ("minigpt", "fwd", "bfloat16")])
+@pytest.mark.parametrize("workload,mode,dtype", [("block", "fwdbwd", "float32"), ("tinyhead", "fwdbwd", "bfloat16")])
 def test_inductor_kernel_bytes_are_its_argument_buffers(workload, mode, dtype):
     """The bytes irlens charges each C++ kernel and extern GEMM are the sizes of the buffers the
     call passes, each once: read where the kernel's signature takes a const pointer, written
@@ -256,6 +256,14 @@ def test_each_record_gets_its_own_launch_time():
     assert xla["kernels"][0]["time_us"] == 4.0
 
 
+def test_a_steps_launches_keep_their_order_and_own_times():
+    from irlens.timing import launch_medians
+
+    steps = [[("a", 1.0), ("b", 5.0), ("a", 3.0)], [("a", 2.0), ("b", 6.0), ("a", 4.0)],
+             [("warm", 9.0), ("a", 1.0)], [("a", 3.0), ("b", 7.0), ("a", 5.0)]]
+    assert launch_medians(steps) == [("a", 2.0), ("b", 6.0), ("a", 4.0)]  # the odd step left out
+
+
 def _ceilings(memory_gbps: float, tflops: float, l2_bytes: int | None = None) -> Ceilings:
     return Ceilings("stub", memory_gbps, "stub", {"bfloat16": tflops, "float32": tflops}, l2_bytes=l2_bytes)
 
@@ -281,9 +289,8 @@ def test_kernels_above_the_ceiling_are_flagged_in_every_output(tmp_path):
     """A real CPU Inductor row, judged against ceilings low enough that its kernels exceed
     them (and high enough that they do not): flagged in the row's JSON, the bench table, the
     report's kernel table, and left out of its charts; none flagged where none exceed."""
-    from irlens.compare import run_cell
-    from irlens.compare import Reference
     from irlens.backends.base import get_backend
+    from irlens.compare import Reference, run_cell
 
     wl = resolve_workload("tinyhead")
     inst = wl.instantiate("tiny", "float32", "cpu")
