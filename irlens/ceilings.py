@@ -50,7 +50,8 @@ class Gemm:
         return 2 * self.batch * self.m * self.n * self.k
 
     def __str__(self) -> str:
-        return f"{self.batch} x {self.m}x{self.n}x{self.k}" if self.batch > 1 else f"{self.m}x{self.n}x{self.k}"
+        product = f"[{self.m}x{self.k}]@[{self.k}x{self.n}]"
+        return f"{self.batch} x {product}" if self.batch > 1 else product
 
 
 @dataclass
@@ -75,9 +76,10 @@ class Ceilings:
     def from_json(cls, d: dict) -> "Ceilings":
         """Also reads the older form (`copy_gbps`, `bf16_tflops`, `fp32_tflops`: one copy, 8192³ products)."""
         if "copy_gbps" in d:
-            return cls(d.get("device", "?"), d["copy_gbps"], "a 2 GiB device copy (older run)",
+            return cls(d.get("device", "?"), d["copy_gbps"], "one 2 GiB device copy, all an older run measured",
                        {"bfloat16": d["bf16_tflops"], "float32": d["fp32_tflops"]},
-                       {"bfloat16": "8192x8192x8192", "float32": "8192x8192x8192"}, spec=_spec_json(d.get("device")))
+                       {"bfloat16": str(Gemm(1, 8192, 8192, 8192)), "float32": str(Gemm(1, 8192, 8192, 8192))},
+                       spec=_spec_json(d.get("device")))
         return cls(**d)
 
 
@@ -150,15 +152,14 @@ def describe(c: Ceilings) -> str:
     spec = c.spec or {}
 
     def vendor(value: float | None) -> str:
-        return f" (spec {value:.0f}, {spec['name']})" if value else ""
+        return f"; {spec['name']} spec {value:.0f}" if value else ""
 
-    parts = [f"memory **{c.memory_gbps:.0f} GB/s** (best of copy, read and write kernels: {c.memory_best})"
-             + vendor(spec.get("memory_gbps"))]
+    parts = [f"memory **{c.memory_gbps:.0f} GB/s** (best: {c.memory_best}" + vendor(spec.get("memory_gbps")) + ")"]
     for dtype, rate in c.matmul_tflops.items():
         label = {"bfloat16": "bf16", "float32": "fp32 (TF32)" if c.tf32 else "fp32 (no TF32)"}.get(dtype, dtype)
         spec_key = "tfloat32" if dtype == "float32" and c.tf32 else dtype
-        parts.append(f"{label} matmul **{rate:.0f} TFLOP/s** (best at {c.matmul_best.get(dtype, '?')})"
-                     + vendor((spec.get("tflops") or {}).get(spec_key)))
+        parts.append(f"{label} matmul **{rate:.0f} TFLOP/s** (best at {c.matmul_best.get(dtype, '?')}"
+                     + vendor((spec.get("tflops") or {}).get(spec_key)) + ")")
     if c.l2_bytes:
         parts.append(f"L2 {c.l2_bytes / 2**20:.0f} MiB")
     return "; ".join(parts)

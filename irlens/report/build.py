@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from irlens.ceilings import Ceilings, describe
 from irlens.ir import Graph, Kernel
 from irlens.report.blocks import Figure, Gallery, Report, Section, Table, Text
 from irlens.report.ceiling import backend_pct, ceiling_for, judge
@@ -53,6 +54,10 @@ def _run_section(doc: dict) -> Section:
     facts = [["device", f"{doc.get('device', '?')} ({doc.get('device_name', '')})"],
              ["preset", str(doc.get("preset", "?"))]]
     facts += [[name, str(v) if v is not None else "not installed"] for name, v in (doc.get("versions") or {}).items()]
+    parts = doc.get("parts") or ([{"gpu": None, "ceilings": doc["ceilings"]}] if doc.get("ceilings") else [])
+    for part in parts:  # what % of ceiling is against: measured here, beside the datasheet
+        where = "" if part.get("gpu") is None else f" (GPU {part['gpu']}{', a rerun' if part.get('rerun') else ''})"
+        facts.append([f"ceilings{where}", describe(Ceilings.from_json(part["ceilings"])).replace("**", "")])
     return Section("Run", "run", [Table(["", ""], facts)])
 
 
