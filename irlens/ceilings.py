@@ -107,6 +107,8 @@ def measure_ceilings(gemms: list[Gemm] | None = None, dtypes: tuple[str, ...] = 
     def bench_ms(fn) -> float:
         return do_bench(fn, warmup=25, rep=100, return_mode="median")
 
+    torch.cuda.empty_cache()  # what the work counts before it held
+
     best_gbps, best_what = 0.0, ""
     for nbytes in BANDWIDTH_BYTES:
         n = nbytes // 4

@@ -109,7 +109,12 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[dict], 
     if ran:
         dtype = _dtype(ran[0], doc)
         section.subsections.append(Section("Charts", anchor(key, "charts"), [_charts(key, ran, ceiling, dtype)]))
-        kernels = Section("Kernels", anchor(key, "kernels"))
+        kernels = Section("Kernels", anchor(key, "kernels"), [Text([
+            "Bytes: the buffers each kernel itself reads and writes (its arguments, operands and results), each "
+            "counted once. Flops: those of the common-view nodes it computes or recomputes; 0 for a kernel that "
+            "computes none (a copy), '-' where its nodes are not known. % of ceiling: ideal time (the larger of "
+            "bytes / memory bandwidth and flops / matmul rate) over its measured time; a figure above 100 % is "
+            "not a speed and is marked as a model error, with the reason under the table."])])
         for r in ran:
             kernels.subsections.append(Section(r["backend"], anchor(key, r["backend"]),
                                                _kernel_table(r, ceiling, dtype)))
