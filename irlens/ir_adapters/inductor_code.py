@@ -99,7 +99,7 @@ def map_kernels(compiled: CompiledGraph, backend: str = "inductor") -> list[Kern
     """One Kernel per launch, with the common-view nodes it owns (see the module docstring)
     and the bytes of the buffers it reads and writes."""
     code, graph = compiled.source_code, compiled.graph
-    handles = handle_lines(code)
+    line_of = {key: line for line, key in handle_lines(code).items()}
     ios = {io.line: io for io in read_launches(code, graph, fallback_outputs(compiled))}
     records = []
     for key, statement in launches(code) or [(k, "") for k in compiled.provenance]:
@@ -108,7 +108,7 @@ def map_kernels(compiled: CompiledGraph, backend: str = "inductor") -> list[Kern
         ids = node_ids_of(graph, compiled.provenance.get(key, []))
         source = kernel_definition(code, name) if kind == "fused" else statement
         record = Kernel(backend, name, kind, ids, stage=graph.stage, source=source or statement)
-        io = ios.pop(next((line for line, k in handles.items() if k == key), -1), None)
+        io = ios.pop(line_of.get(key, -1), None)
         if io is not None:
             record.set_io(io.bytes_read, io.bytes_written)
         records.append(record)
