@@ -35,11 +35,11 @@ gpu_tests() {  # issues 4, 5, 10: the GPU-marked tests. CUPTI takes one subscrib
   CUDA_VISIBLE_DEVICES=$1 timeout 300 python -m pytest -m gpu -rA -n 4 -p no:cacheprovider tests \
     $(for f in $nv $ind $rf tests/test_parallel.py tests/test_parallel_moe.py; do echo --ignore=$f; done) > "$R/gpu-tests.log" 2>&1
   echo "gpu tests rc=$?"
+  wait
+  echo "gpu nvfuser and inductor tests done"
   # the roofline's checks (Nsight Compute, the ceilings, a small bench) time kernels: alone after the others
   CUDA_VISIBLE_DEVICES=$1 timeout 480 python -m pytest -m gpu -rA -p no:cacheprovider $rf > "$R/gpu-tests-roofline.log" 2>&1
   echo "gpu roofline tests rc=$?"
-  wait
-  echo "gpu nvfuser and inductor tests done"
 }
 
 cross() {  # issue 10: the 3 x 3 grid for gelu and block, fwd and fwd+bwd
