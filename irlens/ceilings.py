@@ -3,8 +3,9 @@
 Memory bandwidth: the best of a copy (bytes read + written), a read-only reduction and a
 write-only fill, each over sizes far beyond the L2 cache, so the figure is DRAM's. Matrix
 products, per dtype: the best rate over a sweep of square sizes and the workload's own GEMM
-shapes (`irlens.cost.gemm_shapes`): a single large square product under-states what the device
-does on other shapes (an H200 ran a 16384 x 1024 x 3072 bf16 product 4 % faster than 8192³).
+shapes (`irlens.cost.gemm_shapes`), each as mm and as addmm with a bias (a linear layer's
+form), or bmm: a single large square product under-states what the device does on other
+shapes (an H200 ran a 16384 x 1024 x 3072 bf16 addmm 4 % faster than an 8192³ mm).
 float32 products run as the workloads' do: with TF32 exactly where torch allows it
 (`torch.backends.cuda.matmul.allow_tf32`, off by default; XLA runs at precision `highest`),
 and the result says which. Each figure stands beside the vendor's dense (no sparsity) figure
@@ -132,11 +133,15 @@ def measure_ceilings(gemms: list[Gemm] | None = None, dtypes: tuple[str, ...] = 
                 b = torch.randn(g.batch, g.k, g.n, device="cuda", dtype=dt)
             except torch.OutOfMemoryError:
                 continue
-            fn = (lambda: torch.mm(a[0], b[0])) if g.batch == 1 else (lambda: torch.bmm(a, b))
-            rate = g.flops / (bench_ms(fn) * 1e-3) / 1e12
-            if rate > tflops.get(dtype, 0.0):
-                tflops[dtype], shapes[dtype] = rate, str(g)
-            del a, b
+            bias = torch.randn(g.n, device="cuda", dtype=dt)
+            # a linear layer runs as addmm, whose bias epilogue cuBLAS may pick another kernel for
+            variants = ([("mm", lambda: torch.mm(a[0], b[0])), ("addmm", lambda: torch.addmm(bias, a[0], b[0]))]
+                        if g.batch == 1 else [("bmm", lambda: torch.bmm(a, b))])
+            for how, fn in variants:
+                rate = g.flops / (bench_ms(fn) * 1e-3) / 1e12
+                if rate > tflops.get(dtype, 0.0):
+                    tflops[dtype], shapes[dtype] = rate, f"{how} {g}"
+            del a, b, bias
             torch.cuda.empty_cache()
     name = torch.cuda.get_device_name()
     l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", None)
