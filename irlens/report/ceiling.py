@@ -8,8 +8,9 @@ of a sweep that includes the workload's own shapes), never datasheet figures; wi
 and for kernels without time or bytes, it is None.
 
 Above 100 % the roofline model is wrong for that kernel, and the figure is flagged, never
-shown as a speed: either its data fit in the L2 cache (a DRAM ceiling does not bound a kernel
-that reads what the kernel before it left in L2), or its bytes or flops are over-counted.
+shown as a speed: either the L2 cache kept enough of its bytes off DRAM (a DRAM ceiling does
+not bound a kernel that reads what the kernel before it left in L2), or its bytes or flops
+are over-counted.
 """
 from __future__ import annotations
 
@@ -53,12 +54,17 @@ class Verdict:
 
 
 def model_error(pct: float | None, nbytes: int | None, bound: str | None, l2_bytes: int | None) -> str | None:
-    """Why a % of ceiling above 100 cannot be a speed; None at or below 100."""
+    """Why a % of ceiling above 100 cannot be a speed; None at or below 100. A memory-bound
+    kernel is explained by the L2 when, with as many of its bytes as the L2 holds kept off DRAM
+    (read from what the kernel before it left there, or written and not yet written back), the
+    rest fits within the DRAM ceiling."""
     if pct is None or pct <= 100.0:
         return None
-    if bound == "memory" and l2_bytes and nbytes is not None and nbytes <= l2_bytes:
-        return (f"model error: {pct:.0f} % of the DRAM ceiling; its {nbytes / 2**20:.1f} MiB fit in the "
-                f"{l2_bytes / 2**20:.0f} MiB L2, which served them faster than DRAM can")
+    if bound == "memory" and l2_bytes and nbytes:
+        dram_pct = pct * max(nbytes - l2_bytes, 0) / nbytes
+        if dram_pct <= 100.0:
+            return (f"model error: {pct:.0f} % of the DRAM ceiling; the {l2_bytes / 2**20:.0f} MiB L2 can hold "
+                    f"enough of its {nbytes / 2**20:.1f} MiB to explain it (at most {dram_pct:.0f} % through DRAM)")
     return (f"model error: {pct:.0f} % of ceiling is not possible ({bound}-bound: its "
             f"{'bytes' if bound == 'memory' else 'flops'} are over-counted or the ceiling is too low)")
 
