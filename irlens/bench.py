@@ -4,32 +4,39 @@ Every cell is a compare cell (isolated, numerics checked against float64) whose 
 step is also timed on the device (irlens.timing: CUPTI kernel times, cold L2, two batches).
 Per workload x mode x dtype, the bytes the step must move and the flops it must do come from
 the common view (irlens.cost), once for all backends, so every backend is measured against
-the same work. The ceilings (a large device copy, large bf16 and fp32 matrix products) are
-measured at the start of the same run.
+the same work. The ceilings (irlens.ceilings: the best of several bandwidth kernels, the best
+matrix product of a sweep that includes the workloads' own GEMM shapes) are measured at the
+start of the same run. Each kernel is charged the bytes of its own buffers (the backend's
+records) and the flops of the nodes it computes; a figure above 100 % of ceiling is flagged
+as a model error (irlens.reporting.ceiling), in the row, its kernels, the table and the charts.
 
 This process does no GPU work: the ceilings and the work counts are measured in one worker
 process (irlens.isolation) closed before the first cell, and the references and cells run in
 compare's workers; so each cell worker has the whole GPU's memory.
 
-A row's % of ceiling is ideal time / device time, ideal = max(bytes / copy bandwidth,
-flops / matmul rate of its dtype); `bound` says which term is larger.
+A row's % of ceiling is ideal time / device time, ideal = max(bytes / memory bandwidth,
+flops / matmul rate of its dtype); `bound` says which term is larger. Its launches are the
+device launches of a step (kernels, memsets, memcpys), the same count for every backend.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from irlens import cost
+from irlens.ceilings import Ceilings, Gemm, describe
 from irlens.ir import Graph, Kernel
 from irlens.frontends import get_frontend
 from irlens.isolation import CallFailed, WorkerSession, worker_env
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
 from irlens.models import resolve_workload
-from irlens.timing import Ceilings, measure_ceilings
+from irlens.reporting.ceiling import ceiling_for, judge, model_error
+from irlens.reporting.records import launches_of
 from irlens.workload import run_eager
 
 BENCH_BACKENDS = ["eager", "inductor", "nvfuser", "xla"]
@@ -55,11 +62,13 @@ class BenchConfig:
     only: dict[str, frozenset] | None = None
 
 
-def step_flops(wl, mode: str, preset: str, device: str) -> int:
+def step_flops(wl, mode: str, preset: str, device: str) -> tuple[int, list[Gemm]]:
     """Flops one step of `wl` must do, from the Dynamo ATen graphs at the composite level (so
-    causal attention counts its unmasked half). The same in every dtype."""
+    causal attention counts its unmasked half), and the matrix products among them. The same
+    in every dtype."""
     acq = get_frontend("dynamo").acquire(wl.instantiate(preset, "bfloat16", device), mode)
-    return sum(cost.graph_flops(s.common("composite")) for name, s in acq.stages.items() if name.startswith("aot."))
+    graphs = [s.common("composite") for name, s in acq.stages.items() if name.startswith("aot.")]
+    return sum(cost.graph_flops(g) for g in graphs), [gemm for g in graphs for gemm in cost.gemm_shapes(g)]
 
 
 def step_bytes(wl, mode: str, preset: str, dtype: str, device: str) -> int:
@@ -70,26 +79,24 @@ def step_bytes(wl, mode: str, preset: str, dtype: str, device: str) -> int:
 
 def work_in_worker(workload: str, modes: list[str], dtypes: list[str], preset: str, device: str) -> dict:
     """The worker's entry point (irlens.isolation calls it by name): {mode: {"flops": n,
-    "bytes": {dtype: n}}} for one workload, flops counted once for all dtypes."""
+    "bytes": {dtype: n}, "gemms": [[batch, m, n, k], ...]}} for one workload, flops counted once
+    for all dtypes."""
     wl = resolve_workload(workload)
-    return {mode: {"flops": step_flops(wl, mode, preset, device),
-                   "bytes": {dtype: step_bytes(wl, mode, preset, dtype, device) for dtype in dtypes}}
-            for mode in modes}
-
-
-def ceilings_in_worker() -> dict:
-    """The worker's entry point for `measure_ceilings`."""
-    return measure_ceilings().to_json()
+    work = {}
+    for mode in modes:
+        flops, gemms = step_flops(wl, mode, preset, device)
+        work[mode] = {"flops": flops, "gemms": [[g.batch, g.m, g.n, g.k] for g in dict.fromkeys(gemms)],
+                      "bytes": {dtype: step_bytes(wl, mode, preset, dtype, device) for dtype in dtypes}}
+    return work
 
 
 def measure_in_worker(plans: list[Plan], timeout: float) -> tuple[Ceilings, dict[tuple[str, str, str], dict | None]]:
     """The ceilings, and per workload name x mode x dtype the work a step must do ({"bytes", "flops"},
-    None where counting failed), measured in one worker process that ends before this returns."""
+    None where counting failed), measured in one worker process that ends before this returns.
+    The work is counted first: its matrix products join the ceilings' sweep."""
     plan, dtypes = plans[0], [p.dtype for p in plans]
-    musts = {}
+    musts, gemms = {}, {}
     with WorkerSession(preload=("irlens.bench", "irlens.models")) as worker:
-        print("irlens bench: measuring the ceilings (device copy, bf16 and fp32 matrix products) ...", file=sys.stderr)
-        ceilings = Ceilings(**worker.call("irlens.bench:ceilings_in_worker", {}, timeout))
         for key, wl in plan.workloads.items():
             print(f"irlens bench: counting the work of {wl.name} ...", file=sys.stderr)
             try:
@@ -100,36 +107,64 @@ def measure_in_worker(plans: list[Plan], timeout: float) -> tuple[Ceilings, dict
                       file=sys.stderr)
                 work = {}
             for mode in plan.modes:
+                gemms.update(dict.fromkeys(tuple(g) for g in work.get(mode, {}).get("gemms", [])))
                 for dtype in dtypes:
                     musts[(wl.name, mode, dtype)] = ({"bytes": work[mode]["bytes"][dtype], "flops": work[mode]["flops"]}
                                                      if mode in work else None)
+        print(f"irlens bench: measuring the ceilings (bandwidth kernels; matrix products of {len(gemms)} workload "
+              f"shapes and square sizes) ...", file=sys.stderr)
+        ceilings = Ceilings.from_json(worker.call("irlens.ceilings:measure_in_worker", {"gemms": list(gemms)}, timeout))
     return ceilings, musts
 
 
 def roofline(row: Row, must: dict | None, ceilings: Ceilings) -> dict | None:
+    """The row's step against the ceilings: GB/s and TFLOP/s of the work it must do, its % of
+    ceiling, which bound, and `model_error` where that % is above 100."""
     timing = row.device_timing
     if must is None or row.status != "ok" or not timing or not timing["device_us"]:
         return None
     seconds = timing["device_us"] * 1e-6
-    peak = (ceilings.fp32_tflops if row.dtype == "float32" else ceilings.bf16_tflops) * 1e12
-    memory_s, compute_s = must["bytes"] / (ceilings.copy_gbps * 1e9), must["flops"] / peak
+    peak = (ceilings.peak_tflops(row.dtype or "float32") or ceilings.peak_tflops("float32")) * 1e12
+    memory_s, compute_s = must["bytes"] / (ceilings.memory_gbps * 1e9), must["flops"] / peak
+    pct, bound = 100.0 * max(memory_s, compute_s) / seconds, "memory" if memory_s >= compute_s else "compute"
     return {"gbps": must["bytes"] / seconds / 1e9, "tflops": must["flops"] / seconds / 1e12,
-            "pct_of_ceiling": 100.0 * max(memory_s, compute_s) / seconds,
-            "bound": "memory" if memory_s >= compute_s else "compute"}
+            "pct_of_ceiling": pct, "bound": bound, "model_error": model_error(pct, must["bytes"], bound, None)}
 
 
-def annotate_kernels(row: Row) -> None:
-    """Per kernel: device time (matched by name to the profiler's kernels), bytes and flops."""
-    kernel_us = (row.device_timing or {}).get("kernel_us", {})
+def device_name_of(kernel: dict, backend: str) -> str:
+    """The name a kernel record's launch has on the device: a Triton kernel's own; XLA names its
+    kernels after the HLO instruction with `.` and `-` as `_` (fusion.37 -> fusion_37). Library
+    calls (cuBLAS, cuDNN) have names of their own that no record carries."""
+    return re.sub(r"[^\w]", "_", kernel["name"]) if backend == "xla" else kernel["name"]
+
+
+def annotate_kernels(row: Row, ceilings: Ceilings | None = None) -> None:
+    """Per kernel: device time, flops, and its verdict against the ceilings. A record gets the
+    time of its own launch: the i-th record with a device name gets the i-th launch of that
+    name in the profiled step, where the counts agree (one kernel launched for two layers is two
+    launches, two records). Bytes stay what the backend read from the kernel's own buffers."""
+    launched: dict[str, list[float]] = {}
+    for name, us in (row.device_timing or {}).get("launch_us", []):
+        launched.setdefault(name, []).append(us)
+    names = [device_name_of(k, row.backend) for k in row.kernels]
+    seen: dict[str, int] = {}
+    for k, name in zip(row.kernels, names):
+        times = launched.get(name, [])
+        if times and len(times) == names.count(name):
+            k["time_us"] = times[seen.get(name, 0)]
+        seen[name] = seen.get(name, 0) + 1
     graphs = {stage: Graph.from_json(g) for stage, g in row.graphs.items()}
+    ceiling = ceiling_for(ceilings.to_json()) if ceilings is not None else None
     for k in row.kernels:
-        if k["name"] in kernel_us:
-            k["time_us"] = kernel_us[k["name"]]
         graph = graphs.get(k.get("stage", "")) or (next(iter(graphs.values())) if len(graphs) == 1 else None)
+        kernel = Kernel(row.backend, k["name"], k["kind"], k["nodes"], k.get("stage", ""), k.get("time_us"),
+                        k.get("bytes"), recompute=k.get("recompute", []))
         if graph is not None:
-            kernel = Kernel(row.backend, k["name"], k["kind"], k["nodes"], k.get("stage", ""),
-                            recompute=k.get("recompute", []))
-            k["bytes"], k["flops"] = cost.kernel_cost(kernel, graph)
+            k["flops"] = kernel.flops = cost.kernel_flops(kernel, graph)
+        verdict = judge(kernel, ceiling, row.dtype or "float32")
+        k["pct_of_ceiling"], k["bound"], k["model_error"] = verdict.pct, verdict.bound, verdict.model_error
+    if row.roofline is not None:
+        row.roofline["kernels_flagged"] = sum(bool(k.get("model_error")) for k in row.kernels)
 
 
 def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
@@ -145,8 +180,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
         plans = [dataclasses.replace(plan, only=only.get(plan.dtype, frozenset())) for plan in plans]
     started = time.time()
     ceilings, musts = measure_in_worker(plans, timeout)
-    print(f"irlens bench: copy {ceilings.copy_gbps:.0f} GB/s, bf16 {ceilings.bf16_tflops:.0f} TFLOP/s, "
-          f"fp32 {ceilings.fp32_tflops:.0f} TFLOP/s", file=sys.stderr)
+    print(f"irlens bench: ceilings: {describe(ceilings).replace('**', '')}", file=sys.stderr)
     rows: list[Row] = []
     for plan in plans:
         left = None if budget_s is None else max(budget_s - (time.time() - started), 0.0)
@@ -155,7 +189,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
             row.dtype = plan.dtype
             row.must = musts[(row.workload, row.mode, plan.dtype)]
             row.roofline = roofline(row, row.must, ceilings)
-            annotate_kernels(row)
+            annotate_kernels(row, ceilings)
         rows += doc.rows
         print(format_bench_table(doc.rows), file=sys.stderr)
         result = Document("bench", list(rows), doc.device, doc.device_name, doc.versions, doc.preset, driver=_driver(),
@@ -190,16 +224,22 @@ def _f(value, spec: str) -> str:
 
 
 def format_bench_table(rows: list[Row]) -> str:
-    head = "| workload | mode | dtype | backend | status | device µs | repeat Δ | GB/s | TFLOP/s | % of ceiling | kernels |"
-    lines = [head, "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    head = ("| workload | mode | dtype | backend | status | device µs | repeat Δ | GB/s | TFLOP/s | % of ceiling "
+            "| kernels > 100 % | launches | distinct kernels |")
+    lines = [head, "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         t, rf = r.device_timing or {}, r.roofline or {}
-        pct = f"{rf['pct_of_ceiling']:.0f} ({rf['bound']})" if rf else "-"
+        if rf.get("model_error"):
+            pct = f"**{rf['pct_of_ceiling']:.0f} ✗ model error**"
+        else:
+            pct = f"{rf['pct_of_ceiling']:.0f} ({rf['bound']})" if rf else "-"
         spread = f"{100 * t['repeat_spread']:.1f}%" if t.get("repeat_spread") is not None else "-"
         status = r.status if r.status == "ok" else f"{r.status}: {r.reason.splitlines()[0][:90] if r.reason else ''}"
+        flagged = rf.get("kernels_flagged")
         lines.append(f"| {r.workload} | {r.mode} | {r.dtype} | {r.backend} | {status} | "
                      f"{_f(t.get('device_us'), '.1f')} | {spread} | {_f(rf.get('gbps'), '.0f')} | "
-                     f"{_f(rf.get('tflops'), '.1f')} | {pct} | {_f(r.kernel_count or t.get('kernel_launches'), 'd')} |")
+                     f"{_f(rf.get('tflops'), '.1f')} | {pct} | {f'**{flagged} ✗**' if flagged else _f(flagged, 'd')} | "
+                     f"{_f(launches_of(r), 'd')} | {_f(t.get('kernel_names'), 'd')} |")
     return "\n".join(lines)
 
 
@@ -219,13 +259,22 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
         f"- device: {doc.device_name}, driver {doc.driver}; torch {v.get('torch')}, triton {v.get('triton')}, "
         f"jax {v.get('jax')}/{v.get('jaxlib')}, thunder {v.get('thunder')}, python {v.get('python')}",
         *(_ceilings_line(part, doc.reruns or 0) for part in _parts(doc)),
+        "- ceilings: memory bandwidth is the best of a copy, a read-only and a write-only kernel over buffers of "
+        "256 MiB to 2 GiB; a matmul rate is the best of a sweep of square sizes and the workloads' own GEMM shapes; "
+        "the vendor's dense figure for the device stands beside each",
         f"- {len(doc.rows)} rows, {ok} ok; preset `{doc.preset}`; wall time {doc.wall_s / 60:.1f} min",
         f"- repeatability: each row's device time is the median of 15 profiled steps (cold L2), measured twice; "
         f"the two medians differ by at most {100 * max(spreads, default=0):.2f}% "
         f"(median {100 * sorted(spreads)[len(spreads) // 2] if spreads else 0:.2f}%)",
         "- device µs: sum of the step's kernel durations (CUPTI via torch.profiler, the same for every backend); "
         "GB/s and TFLOP/s: the bytes the step must move and flops it must do (irlens.cost, from the common view) "
-        "over that time; % of ceiling: max(bytes/copy bandwidth, flops/matmul rate) over the time, and which bound.",
+        "over that time; % of ceiling: max(bytes/memory bandwidth, flops/matmul rate) over the time, and which bound.",
+        "- a figure above 100 % of ceiling is not a speed: it is marked **✗ model error** and left out of the charts. "
+        "`kernels > 100 %` counts the row's kernels whose own figure (the bytes of the buffers each reads and writes, "
+        "the flops of the nodes it computes, its own launch's time) is above 100 %; the JSON gives each one's reason.",
+        "- launches: the device launches (kernels, memsets, memcpys) the profiler records in one step, the same "
+        "count for every backend, eager included (one kernel launched twice counts twice); distinct kernels: "
+        "how many different names among them.",
         "",
     ]
     figures = []
@@ -239,7 +288,7 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
                 name = f"{md_path.stem}-{dtype}-{mode}-{key}.svg"
                 charts = []
                 for wl in dict.fromkeys(r.workload for r in rows):
-                    items = [(r.backend, (r.roofline or {}).get(key)) for r in rows if r.workload == wl]
+                    items = [(r.backend, _charted(r, key)) for r in rows if r.workload == wl]
                     charts.append(bar_chart(f"{wl}: {measure}", items, "{:.0f}", unit, missing="no timing"))
                 path = md_path.parent / name
                 path.write_text(_stack_svgs(charts))
@@ -249,6 +298,13 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
             parts.append("")
     md_path.write_text("\n".join(parts) + "\n")
     return [md_path, *figures]
+
+
+def _charted(row: Row, key: str) -> float | str | None:
+    """A row's figure for a chart: its value, "model error" where its % of ceiling is above 100
+    (neither its GB/s nor its % is then a speed), None without one."""
+    roofline = row.roofline or {}
+    return "model error (above 100 % of ceiling)" if roofline.get("model_error") else roofline.get(key)
 
 
 def _produced_by(doc: Document, command: str, json_name: str) -> list[str]:
@@ -270,18 +326,14 @@ def _parts(doc: Document) -> list[dict]:
 
 
 def _ceilings_line(part: dict, doc_reruns: int = 0) -> str:
-    c = part["ceilings"]
     run = "a rerun" if part.get("rerun") else "the first run" if doc_reruns else "this run"
     where = run if part["gpu"] is None else \
         f"{run} on GPU {part['gpu']} (its rows: {' and '.join(part['dtypes'])}, {' and '.join(part['modes'])})"
-    return (f"- ceilings measured in {where}: device copy **{c['copy_gbps']:.0f} GB/s** (bytes read + written), "
-            f"bf16 matmul **{c['bf16_tflops']:.0f} TFLOP/s**, fp32 matmul **{c['fp32_tflops']:.0f} TFLOP/s** (8192³)")
+    return f"- ceilings measured in {where}: {describe(Ceilings.from_json(part['ceilings']))}"
 
 
 def _stack_svgs(svgs: list[str]) -> str:
     """Several small charts under one another, as one SVG file."""
-    import re
-
     y, body, width = 0, [], 0
     for svg in svgs:
         w, h = (float(x) for x in re.search(r'width="([\d.]+)" height="([\d.]+)"', svg).groups())

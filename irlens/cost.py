@@ -1,18 +1,21 @@
-"""What work must cost: bytes moved and flops done, from the common view.
+"""What work costs: flops from the common view, and the fewest bytes a whole step can move.
 
-Bytes: each input read once, each output written once (a kernel's reads are the values it
-uses that something outside it produced; its writes are the values it produces that are
-used outside it or returned). Flops: a matmul a[.., m, k] @ b[.., k, n] is 2·m·n·k per
-batch element; an elementwise op one per output element; a reduction one per input
-element; a composite op costs what its primitive expansion costs, except that causal
-attention needs only the unmasked half of its score matmuls.
+Flops: a matmul a[.., m, k] @ b[.., k, n] is 2·m·n·k per batch element; an elementwise op one
+per output element; a reduction one per input element; a composite op costs what its
+primitive expansion costs, except that causal attention needs only the unmasked half of its
+score matmuls. A kernel does the flops of the nodes it computes, recomputed ones included.
+
+A kernel's bytes do not come from here: they are the buffers the kernel itself reads and
+writes, read from the backend's own records (`Kernel.bytes`: Inductor's wrapper code, XLA's
+optimized HLO, Thunder's regions and nvFuser's segments). The common view says what values
+exist, not which of them a backend keeps in registers or passes through memory.
 """
 from __future__ import annotations
 
 import math
-from typing import Iterable
 
 from irlens import ops
+from irlens.ceilings import Gemm
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 
 
@@ -65,35 +68,37 @@ def graph_flops(graph: Graph) -> int:
     return sum(node_flops(n, values) for n in graph.nodes)
 
 
-def kernel_io(kernel: Kernel, graph: Graph) -> tuple[list[TensorMeta], list[TensorMeta], list[TensorMeta]]:
-    """(reads, writes, internal) values of a kernel over `graph`: internal ones never reach memory."""
+def kernel_flops(kernel: Kernel, graph: Graph) -> int:
+    """Flops a kernel does: those of the nodes it covers and those it recomputes (0 for a kernel
+    that covers no compute node: a copy, a layout change)."""
     inside = set(kernel.node_ids) | set(kernel.recompute)
-    nodes = [n for n in graph.nodes if n.id in inside]
     values = graph.values()
-    produced = {o.name for n in nodes for o in n.outputs}
-    reads = _unique(values[v] for n in nodes for v in n.value_inputs() if v not in produced and v in values)
-    used_outside = {v for n in graph.nodes if n.id not in inside for v in n.value_inputs()}
-    returned = {o for o in graph.outputs if isinstance(o, str)}
-    writes, internal = [], []
-    for n in nodes:
-        for o in n.outputs:
-            (writes if o.name in used_outside or o.name in returned else internal).append(o)
-    return reads, writes, internal
+    return sum(node_flops(n, values) for n in graph.nodes if n.id in inside)
 
 
-def kernel_cost(kernel: Kernel, graph: Graph) -> tuple[int, int]:
-    """(bytes, flops) a kernel must move and do."""
-    reads, writes, _ = kernel_io(kernel, graph)
-    values = graph.values()
-    flops = sum(node_flops(n, values) for n in graph.nodes if n.id in set(kernel.node_ids))
-    return sum(t.nbytes for t in reads) + sum(t.nbytes for t in writes), flops
+def gemm_shapes(graph: Graph) -> list[Gemm]:
+    """The matrix products a graph does (its composite ops expanded: linear, attention's score
+    and value products), as (batch, m, n, k) at their operands' shapes. A batch against one
+    shared matrix (a linear layer's weight) is one product of the stacked rows, as torch runs it."""
+    from irlens.ir_adapters.decompose import to_primitive
 
-
-def _unique(metas: Iterable[TensorMeta]) -> list[TensorMeta]:
-    seen: dict[str, TensorMeta] = {}
-    for m in metas:
-        seen.setdefault(m.name, m)
-    return list(seen.values())
+    primitive = to_primitive(graph) if graph.level == "composite" else graph
+    values = primitive.values()
+    found = []
+    for n in primitive.nodes:
+        if ops.category(n.op) != ops.MATMUL or not n.outputs:
+            continue
+        out = n.outputs[0].shape
+        flops = matmul_flops(n, values)
+        if len(out) < 2 or not flops:
+            continue
+        batch, m, nn = _numel(out[:-2]), out[-2], out[-1]
+        k = flops // (2 * batch * m * nn)
+        rhs = values.get(n.value_inputs()[1]) if len(n.value_inputs()) > 1 else None
+        if rhs is not None and len(rhs.shape) == 2 and "contract" not in n.attrs:
+            batch, m = 1, batch * m
+        found.append(Gemm(batch, m, nn, k))
+    return found
 
 
 def workload_bytes(inst, results: dict) -> int:

@@ -199,10 +199,17 @@ class Kernel:
     node_ids: list[str]
     stage: str = ""  # the common-view graph (stage name) the node ids refer to
     time_us: float | None = None
-    bytes: int | None = None
+    bytes: int | None = None  # bytes_read + bytes_written: the buffers the kernel itself reads and writes
     flops: int | None = None
     recompute: list[str] = field(default_factory=list)  # node ids it recomputes (already covered elsewhere)
     source: str = ""  # generated code (Triton, C++, CUDA, HLO) where the backend exposes it
+    bytes_read: int | None = None  # each buffer (or view of one) it reads, counted once
+    bytes_written: int | None = None  # each one it writes (an in-place buffer is read and written)
+
+    def set_io(self, read: int | None, written: int | None) -> None:
+        """Set the bytes from what the kernel reads and writes (None: not known)."""
+        self.bytes_read, self.bytes_written = read, written
+        self.bytes = None if read is None or written is None else read + written
 
     def to_json(self, with_source: bool = False) -> dict:
         d = asdict(self)

@@ -1,4 +1,4 @@
-"""Device timing of a compiled step (CUDA), and the hardware's ceilings.
+"""Device timing of a compiled step (CUDA). The hardware's ceilings are `irlens.ceilings`.
 
 Device time comes from the torch profiler (CUPTI). CUPTI sees every kernel the process
 launches, so the same measurement serves Inductor/Triton, nvFuser and XLA alike (XLA's
@@ -8,6 +8,11 @@ the profiled region. Device time of a step = the sum of its kernels' durations (
 memset included). The median is taken twice, over two separate batches of steps, so a
 result carries its own repeatability figure. Host wall time stays with
 `irlens.backends.base.measure`.
+
+A kernel launch, on the GPU, is one device operation the profiler records in a step: a
+kernel, a memset or a memcpy. `kernel_launches` counts them per step (the same for every
+backend, eager included); `kernel_names` counts their distinct names; `launch_us` keeps the
+step's launches in order, each with its own time (one kernel launched twice is two entries).
 """
 from __future__ import annotations
 
@@ -25,9 +30,11 @@ _L2_FLUSH_BYTES = 256 << 20
 class DeviceTiming:
     device_us: float  # median device time (sum of kernel durations) per step, batch 1
     device_us_repeat: float  # the same, batch 2: repeatability
-    kernel_us: dict[str, float] = field(default_factory=dict)  # kernel name -> median device µs per step
-    kernel_launches: int = 0  # kernels launched per step
+    kernel_us: dict[str, float] = field(default_factory=dict)  # kernel name -> median device µs per step (all its launches)
+    kernel_launches: int = 0  # launches per step (kernels, memsets, memcpys)
     steps: int = 0  # steps per batch
+    kernel_names: int = 0  # distinct names among them
+    launch_us: list[tuple[str, float]] = field(default_factory=list)  # the step's launches in order, median µs each
 
     @property
     def repeat_spread(self) -> float:
@@ -37,7 +44,8 @@ class DeviceTiming:
     def to_json(self) -> dict:
         return {"device_us": self.device_us, "device_us_repeat": self.device_us_repeat,
                 "repeat_spread": self.repeat_spread, "kernel_us": self.kernel_us,
-                "kernel_launches": self.kernel_launches, "steps": self.steps}
+                "kernel_launches": self.kernel_launches, "kernel_names": self.kernel_names,
+                "launch_us": [list(x) for x in self.launch_us], "steps": self.steps}
 
 
 _CUPTI_TAKEN = False
@@ -56,8 +64,8 @@ def mark_cupti_taken() -> None:
     _CUPTI_TAKEN = True
 
 
-def device_profile(step: Callable[[], Any], steps: int) -> list[dict[str, float]]:
-    """Per step: {kernel name: device µs} from the profiler, each step after an L2 flush."""
+def device_profile(step: Callable[[], Any], steps: int) -> list[list[tuple[str, float]]]:
+    """Per step: its device launches in start order, (name, device µs), each step after an L2 flush."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -70,25 +78,43 @@ def device_profile(step: Callable[[], Any], steps: int) -> list[dict[str, float]
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             step()
             torch.cuda.synchronize()
-        kernels: dict[str, float] = {}
-        for e in prof.events():
-            if e.device_type == torch.autograd.DeviceType.CUDA:
-                kernels[e.name] = kernels.get(e.name, 0.0) + e.device_time
-        per_step.append(kernels)
+        launches = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        launches.sort(key=lambda e: e.time_range.start)
+        per_step.append([(e.name, e.device_time) for e in launches])
     return per_step
 
 
 def time_on_device(step: Callable[[], Any], steps: int = 15) -> DeviceTiming:
     """Two batches of `steps` profiled steps; the medians of their device times."""
     batch1, batch2 = device_profile(step, steps), device_profile(step, steps)
-    names = sorted({n for k in batch1 for n in k})
+    per_name = [_by_name(launches) for launches in batch1]
+    names = sorted({n for k in per_name for n in k})
     return DeviceTiming(
-        device_us=statistics.median(sum(k.values()) for k in batch1),
-        device_us_repeat=statistics.median(sum(k.values()) for k in batch2),
-        kernel_us={n: statistics.median(k.get(n, 0.0) for k in batch1) for n in names},
-        kernel_launches=int(statistics.median(len(k) for k in batch1)),
+        device_us=statistics.median(sum(us for _, us in launches) for launches in batch1),
+        device_us_repeat=statistics.median(sum(us for _, us in launches) for launches in batch2),
+        kernel_us={n: statistics.median(k.get(n, 0.0) for k in per_name) for n in names},
+        kernel_launches=int(statistics.median(len(launches) for launches in batch1)),
         steps=steps,
+        kernel_names=len(names),
+        launch_us=launch_medians(batch1),
     )
+
+
+def _by_name(launches: list[tuple[str, float]]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for name, us in launches:
+        total[name] = total.get(name, 0.0) + us
+    return total
+
+
+def launch_medians(steps: list[list[tuple[str, float]]]) -> list[tuple[str, float]]:
+    """The steps' launches in order, each with the median of its own times over the steps that
+    launched the same sequence of kernels as the most common one (a step that differs, a first
+    step's one-off work, say, is left out)."""
+    sequences = [tuple(name for name, _ in launches) for launches in steps]
+    common = max(set(sequences), key=sequences.count) if sequences else ()
+    same = [launches for launches, seq in zip(steps, sequences) if seq == common]
+    return [(name, statistics.median(launches[i][1] for launches in same)) for i, name in enumerate(common)]
 
 
 class DeviceTimingRecorder:
@@ -126,36 +152,3 @@ def recording_device_time(lock_path: str | None = None):
 
 def active_recorder() -> DeviceTimingRecorder | None:
     return _RECORDER
-
-
-# --- the hardware's ceilings, measured in the same run --------------------------------------
-
-@dataclass
-class Ceilings:
-    copy_gbps: float  # device-to-device copy, bytes read + written per second / 1e9
-    bf16_tflops: float  # large bf16 matrix product
-    fp32_tflops: float  # large fp32 matrix product (tf32 off: full fp32)
-    device: str
-
-    def to_json(self) -> dict:
-        return {"copy_gbps": self.copy_gbps, "bf16_tflops": self.bf16_tflops, "fp32_tflops": self.fp32_tflops,
-                "device": self.device}
-
-
-def measure_ceilings() -> Ceilings:
-    """A 2 GiB device copy and 8192³ matrix products, timed with events (median of many)."""
-    import torch
-    from triton.testing import do_bench
-
-    n = 1 << 29  # 2 GiB of float32
-    src = torch.randn(n, device="cuda")
-    dst = torch.empty_like(src)
-    copy_ms = do_bench(lambda: dst.copy_(src), warmup=50, rep=500, return_mode="median")
-    m = 8192
-    tflops = {}
-    for dt in (torch.bfloat16, torch.float32):
-        a, b = torch.randn(m, m, device="cuda", dtype=dt), torch.randn(m, m, device="cuda", dtype=dt)
-        ms = do_bench(lambda: a @ b, warmup=50, rep=500, return_mode="median")
-        tflops[dt] = 2 * m**3 / (ms * 1e-3) / 1e12
-    return Ceilings(copy_gbps=2 * n * 4 / (copy_ms * 1e-3) / 1e9, bf16_tflops=tflops[torch.bfloat16],
-                    fp32_tflops=tflops[torch.float32], device=torch.cuda.get_device_name())

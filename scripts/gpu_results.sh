@@ -35,13 +35,17 @@ gpu_tests() {  # issues 4, 5, 10: the GPU-marked tests. CUPTI takes one subscrib
   # Thunder facts need nvFuser's own profiler, Inductor's kernel timing torch's; each group runs in
   # pytest processes of its own
   local nv="tests/test_compare_thunder_facts.py tests/test_thunder.py" ind="tests/test_compare_inductor_facts.py"
+  local rf="tests/test_roofline_gpu.py"
   CUDA_VISIBLE_DEVICES=$1 timeout 300 python -m pytest -m gpu -rA -p no:cacheprovider $nv > "$R/gpu-tests-nvfuser.log" 2>&1 &
   CUDA_VISIBLE_DEVICES=$1 timeout 300 python -m pytest -m gpu -rA -p no:cacheprovider $ind > "$R/gpu-tests-inductor.log" 2>&1 &
   CUDA_VISIBLE_DEVICES=$1 timeout 300 python -m pytest -m gpu -rA -n 4 -p no:cacheprovider tests \
-    $(for f in $nv $ind tests/test_parallel.py tests/test_parallel_moe.py; do echo --ignore=$f; done) > "$R/gpu-tests.log" 2>&1
+    $(for f in $nv $ind $rf tests/test_parallel.py tests/test_parallel_moe.py; do echo --ignore=$f; done) > "$R/gpu-tests.log" 2>&1
   echo "gpu tests rc=$?"
   wait
   echo "gpu nvfuser and inductor tests done"
+  # the roofline's checks (Nsight Compute, the ceilings, a small bench) time kernels: alone after the others
+  CUDA_VISIBLE_DEVICES=$1 timeout 480 python -m pytest -m gpu -rA -p no:cacheprovider $rf > "$R/gpu-tests-roofline.log" 2>&1
+  echo "gpu roofline tests rc=$?"
 }
 
 cross() {  # issue 10: the 3 x 3 grid for gelu and block, fwd and fwd+bwd

@@ -6,11 +6,16 @@ import pytest
 from irlens import cost
 from irlens.bench import (BenchConfig, merge_parts, merge_rerun, restrict_to_rerun, roofline, run_bench,
                           share_matrix, write_results_page)
+from irlens.ceilings import Ceilings, Gemm, sweep
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 from irlens.isolation import WorkerSession
 from irlens.matrix import Row
-from irlens.timing import Ceilings
 from irlens.workload import Workload
+
+
+def stub_ceilings(memory_gbps: float, bf16: float = 100.0, fp32: float = 10.0) -> Ceilings:
+    return Ceilings("stub", memory_gbps, "copy of 1024 MiB", {"bfloat16": bf16, "float32": fp32},
+                    {"bfloat16": "8192x8192x8192", "float32": "8192x8192x8192"})
 
 
 def T(name, shape, dtype="float32"):
@@ -36,24 +41,34 @@ def test_causal_attention_counts_the_unmasked_half():
     assert f_full - f_causal == matmuls / 2 - mask
 
 
-def test_kernel_io_reads_writes_and_what_stays_on_chip():
-    # x -> exp -> sum -> div(exp, sum): one fused kernel reads x, writes only the quotient
+def test_kernel_flops_count_what_it_computes_and_recomputes():
+    # x -> exp -> sum -> div(exp, sum); a second kernel recomputes the exp beside its own tanh
     g = Graph("t", "test", "s", "primitive", [T("x", (4, 8))], [
         Node("e", "exp", ["x"], [T("ex", (4, 8))]),
         Node("s", "sum", ["ex"], [T("z", (4, 1))], {"dims": [1], "keepdim": True}),
-        Node("d", "div", ["ex", "z"], [T("y", (4, 8))])], ["y"])
-    k = Kernel("b", "k0", "fused", ["e", "s", "d"])
-    reads, writes, internal = cost.kernel_io(k, g)
-    assert [t.name for t in reads] == ["x"] and [t.name for t in writes] == ["y"]
-    assert {t.name for t in internal} == {"ex", "z"}
-    assert cost.kernel_cost(k, g)[0] == 2 * 4 * 8 * 4
+        Node("d", "div", ["ex", "z"], [T("y", (4, 8))]),
+        Node("t", "tanh", ["ex"], [T("w", (4, 8))])], ["y", "w"])
+    assert cost.kernel_flops(Kernel("b", "k0", "fused", ["e", "s", "d"]), g) == 32 + 32 + 32
+    assert cost.kernel_flops(Kernel("b", "k1", "fused", ["t"], recompute=["e"]), g) == 32 + 32
+    assert cost.kernel_flops(Kernel("b", "copy", "copy", []), g) == 0
+
+
+def test_gemm_shapes_come_from_the_common_view():
+    # a linear layer, and attention's two products per (batch, head)
+    g = Graph("t", "test", "s", "composite", [T("x", (2, 16, 64)), T("w", (192, 64)), T("q", (2, 4, 16, 8))], [
+        Node("l", "linear", ["x", "w", None], [T("y", (2, 16, 192))]),
+        Node("a", "sdpa", ["q", "q", "q", None], [T("o", (2, 4, 16, 8))], {"is_causal": False})], ["y", "o"])
+    assert cost.gemm_shapes(g) == [Gemm(1, 32, 192, 64), Gemm(8, 16, 16, 8), Gemm(8, 16, 8, 16)]
+    # the sweep times the square sizes and then the workload's own shapes, largest first
+    swept = sweep([Gemm(1, 16384, 3072, 1024), Gemm(1, 64, 64, 64)], squares=(8192,))
+    assert swept == [Gemm(1, 8192, 8192, 8192), Gemm(1, 16384, 3072, 1024), Gemm(1, 64, 64, 64)]
 
 
 def _stub_ceilings(monkeypatch, ceilings: Ceilings) -> None:
     """`irlens bench` on the CPU: the ceilings need a GPU, so their worker call returns these."""
     real_call = WorkerSession.call
     monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout: ceilings.to_json()
-                        if fn == "irlens.bench:ceilings_in_worker" else real_call(self, fn, kwargs, timeout))
+                        if fn == "irlens.ceilings:measure_in_worker" else real_call(self, fn, kwargs, timeout))
 
 
 def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch):
@@ -61,7 +76,7 @@ def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch
     here = []
     real_instantiate = Workload.instantiate
     monkeypatch.setattr(Workload, "instantiate", lambda wl, *a, **kw: here.append(wl.name) or real_instantiate(wl, *a, **kw))
-    ceilings = Ceilings(copy_gbps=1000.0, bf16_tflops=100.0, fp32_tflops=10.0, device="stub")
+    ceilings = stub_ceilings(1000.0)
     _stub_ceilings(monkeypatch, ceilings)
     doc = run_bench(["tinyhead"], ["eager"], ["fwd"], ["float32", "bfloat16"], device="cpu", preset="tiny")
     assert here == []
@@ -77,12 +92,15 @@ def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch
 
 
 def test_roofline_picks_the_binding_ceiling():
-    c = Ceilings(copy_gbps=4000.0, bf16_tflops=800.0, fp32_tflops=50.0, device="test")
+    c = stub_ceilings(4000.0, bf16=800.0, fp32=50.0)
     row = Row("w", "fwd", "b", status="ok", dtype="bfloat16", device_timing={"device_us": 1000.0})
     mem = roofline(row, {"bytes": 2e9, "flops": 1e9}, c)  # 0.5 ms of copying vs 1.25 µs of math
-    assert mem["bound"] == "memory" and mem["pct_of_ceiling"] == pytest.approx(50.0)
+    assert mem["bound"] == "memory" and mem["pct_of_ceiling"] == pytest.approx(50.0) and not mem["model_error"]
     comp = roofline(dataclasses.replace(row, dtype="float32"), {"bytes": 1e6, "flops": 4e10}, c)  # 0.8 ms at 50 TFLOP/s
     assert comp["bound"] == "compute" and comp["pct_of_ceiling"] == pytest.approx(80.0)
+    # faster than the ceiling allows: a model error, said so, never a speed
+    fast = roofline(dataclasses.replace(row, dtype="float32"), {"bytes": 1e6, "flops": 6e10}, c)
+    assert fast["pct_of_ceiling"] == pytest.approx(120.0) and fast["model_error"].startswith("model error: 120 %")
     assert roofline(dataclasses.replace(row, status="mismatch"), {"bytes": 1, "flops": 1}, c) is None
     assert roofline(row, None, c) is None  # the work could not be counted
 
@@ -99,23 +117,23 @@ def test_bench_over_two_gpus_keeps_each_gpus_ceilings(monkeypatch, tmp_path):
     assert share_matrix([("bfloat16", "fwd"), ("float32", "fwd")], ["3"]) == {"3": (["bfloat16", "float32"], ["fwd"])}
     parts = []
     for gpu, dtype, copy in (("0", "bfloat16", 1000.0), ("1", "float32", 2000.0)):
-        _stub_ceilings(monkeypatch, Ceilings(copy_gbps=copy, bf16_tflops=100.0, fp32_tflops=10.0, device="stub"))
+        _stub_ceilings(monkeypatch, stub_ceilings(copy))
         parts.append((gpu, run_bench(["gelu"], ["eager"], ["fwd"], [dtype], device="cpu", preset="tiny")))
     doc = merge_parts(parts)
-    assert [(r["gpu"], r["dtype"], r["ceilings"]["copy_gbps"]) for r in doc["rows"]] == \
+    assert [(r["gpu"], r["dtype"], r["ceilings"]["memory_gbps"]) for r in doc["rows"]] == \
         [("0", "bfloat16", 1000.0), ("1", "float32", 2000.0)]
     assert [(p["gpu"], p["dtypes"], p["modes"]) for p in doc["parts"]] == [("0", ["bfloat16"], ["fwd"]),
                                                                            ("1", ["float32"], ["fwd"])]
     doc["wall_s"], doc["device_name"] = 1.0, "stub"
     page = write_results_page(doc, tmp_path / "r.md", "r.json", "irlens bench --gpus 0,1")[0].read_text()
-    assert "on GPU 0 (its rows: bfloat16, fwd): device copy **1000 GB/s**" in page
-    assert "on GPU 1 (its rows: float32, fwd): device copy **2000 GB/s**" in page
+    assert "on GPU 0 (its rows: bfloat16, fwd): memory **1000 GB/s**" in page
+    assert "on GPU 1 (its rows: float32, fwd): memory **2000 GB/s**" in page
 
 
 def test_bench_rerun_runs_only_the_rows_not_ok_and_replaces_them(monkeypatch, tmp_path):
     # `irlens bench --rerun h200.json`: the rows that failed or did not run, and only those, run
     # again; the document keeps every other row with its first run's GPU and ceilings
-    _stub_ceilings(monkeypatch, Ceilings(copy_gbps=1000.0, bf16_tflops=100.0, fp32_tflops=10.0, device="stub"))
+    _stub_ceilings(monkeypatch, stub_ceilings(1000.0))
     first = merge_parts([("0", run_bench(["gelu", "tinyhead"], ["eager", "inductor"], ["fwd"], ["float32"],
                                          device="cpu", preset="tiny"))])
     assert [r["status"] for r in first["rows"]] == ["ok"] * 4
@@ -126,12 +144,12 @@ def test_bench_rerun_runs_only_the_rows_not_ok_and_replaces_them(monkeypatch, tm
     assert args.only == {"float32": frozenset({("gelu", "fwd", "inductor")})}
     assert (args.dtypes, args.workloads, args.modes, args.backends) == (["float32"], ["gelu"], ["fwd"], ["inductor"])
 
-    _stub_ceilings(monkeypatch, Ceilings(copy_gbps=3000.0, bf16_tflops=100.0, fp32_tflops=10.0, device="stub"))
+    _stub_ceilings(monkeypatch, stub_ceilings(3000.0))
     rerun = merge_parts([("3", run_bench(args.workloads, args.backends, args.modes, args.dtypes, device="cpu",
                                          preset="tiny", only=args.only))])
     assert [(r["workload"], r["backend"], r["status"]) for r in rerun["rows"]] == [("gelu", "inductor", "ok")]
     doc = merge_rerun(first, rerun)
-    assert [(r["workload"], r["backend"], r["status"], r["gpu"], r["ceilings"]["copy_gbps"]) for r in doc["rows"]] == [
+    assert [(r["workload"], r["backend"], r["status"], r["gpu"], r["ceilings"]["memory_gbps"]) for r in doc["rows"]] == [
         ("gelu", "eager", "ok", "0", 1000.0), ("gelu", "inductor", "ok", "3", 3000.0),
         ("tinyhead", "eager", "ok", "0", 1000.0), ("tinyhead", "inductor", "ok", "0", 1000.0)]
     assert not restrict_to_rerun(BenchConfig(dtypes=None, workloads=None, modes=["fwd"], backends=None), doc)
@@ -139,5 +157,5 @@ def test_bench_rerun_runs_only_the_rows_not_ok_and_replaces_them(monkeypatch, tm
     doc["device_name"], doc["commands"] = "stub", ["irlens bench --gpus 0", "irlens bench --rerun r.json"]
     page = write_results_page(doc, tmp_path / "r.md", "r.json", doc["commands"][-1])[0].read_text()
     assert "Produced by `irlens bench --gpus 0`, then\n`irlens bench --rerun r.json`" in page
-    assert "a rerun on GPU 3 (its rows: float32, fwd): device copy **3000 GB/s**" in page
-    assert "the first run on GPU 0 (its rows: float32, fwd): device copy **1000 GB/s**" in page
+    assert "a rerun on GPU 3 (its rows: float32, fwd): memory **3000 GB/s**" in page
+    assert "the first run on GPU 0 (its rows: float32, fwd): memory **1000 GB/s**" in page

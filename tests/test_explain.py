@@ -150,9 +150,9 @@ def test_explain_shows_each_nvfuser_segment_its_own_cuda_kernel():
     from irlens.ir_adapters.nvfuser import Segment, segment_sources
 
     segments = [Segment(0, "CudaCodeGen::nvfuser_inner_persistent_f0_c1_r0_g1(CudaCodeGen::Tensor<float, 2, 2>)",
-                        "inner_persistent", True, 3.0, 64),
-                Segment(1, "segment1:expr_eval", "expr_eval", False, None, None),
-                Segment(2, "CudaCodeGen::nvfuser_pointwise_f0_c1_r0_g0(...)", "pointwise", True, 2.0, 64)]
+                        "inner_persistent", True, 3.0, 32, 32),
+                Segment(1, "segment1:expr_eval", "expr_eval", False, None, None, None),
+                Segment(2, "CudaCodeGen::nvfuser_pointwise_f0_c1_r0_g0(...)", "pointwise", True, 2.0, 32, 32)]
     persistent, evaluated, pointwise = segment_sources(NVFUSER_CODE, segments, "fd.ops.tanh(T0)")
     assert "nvfuser_inner_persistent_f0_c1_r0_g1" in persistent and "nvfuser_pointwise" not in persistent
     assert pointwise.startswith("__global__ void nvfuser_pointwise_f0_c1_r0_g0(") and "blockReduce" not in pointwise

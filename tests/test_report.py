@@ -146,7 +146,7 @@ def test_percent_of_ceiling():
     assert kernel_pct(k, h100, "float32") == pytest.approx(100 * 80_000 / 3.35e12 * 1e6 / 5.0)
     mm = Kernel("inductor", "mm", "matmul", [], time_us=10.0, bytes=1_000, flops=67_000_000)  # compute-bound
     assert kernel_pct(mm, h100, "float32") == pytest.approx(10.0)
-    assert backend_pct([k, mm], h100, "float32") == pytest.approx(100 * (80_000 / 3.35e6 + 1.0) / 15.0)
+    assert backend_pct([k, mm], h100, "float32").pct == pytest.approx(100 * (80_000 / 3.35e6 + 1.0) / 15.0)
     assert kernel_pct(k, ceiling_for(None), "float32") is None  # nothing measured (CPU runs)
     assert kernel_pct(Kernel("x", "k", "fused", [], bytes=10), h100, "float32") is None  # not timed
 

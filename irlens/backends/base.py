@@ -29,6 +29,10 @@ class BackendRun:
     graphs: list[Graph] = field(default_factory=list)  # common-view graphs that Kernel.stage/node_ids refer to
     notes: dict[str, Any] = field(default_factory=dict)
     lowered: list[Graph] = field(default_factory=list)  # run_program: the frontend's graphs it compiled
+    launches: int | None = None  # kernel launches the generated code makes per step; None: one per kernel record
+
+    def launch_count(self) -> int:
+        return len(self.kernels) if self.launches is None else self.launches
 
 
 def measure(call: Callable[[], dict], device: str, min_repeats: int = 3, max_repeats: int = 20,

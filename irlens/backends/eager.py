@@ -1,11 +1,40 @@
-"""`eager`: the workload's own torch module, run op by op. The baseline row of every comparison."""
+"""`eager`: the workload's own torch module, run op by op. The baseline row of every comparison.
+
+It has no kernel records, but it does launch kernels: its launch count per step is the ATen
+operators the step calls below autograd (seen by a `TorchDispatchMode`, backward included),
+less views and bare allocations, which launch nothing: each one left is one kernel call (an
+op may launch more than one kernel on a GPU; there `irlens bench` counts the profiler's).
+"""
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from irlens.backends.base import BACKENDS, Backend, BackendRun, measure
 from irlens.frontends.base import Availability
 from irlens.workload import Instance, run_eager
+
+_ALLOCATIONS = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "resize_"}
+
+
+class _AtenCalls(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not func.is_view and func._schema.name.split("::")[-1] not in _ALLOCATIONS:
+            self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def aten_launches(step: Callable[[], object]) -> int:
+    """The kernel-calling ATen operators one call of `step` makes (see the module docstring)."""
+    with _AtenCalls() as counter:
+        step()
+    return counter.calls
 
 
 class EagerBackend(Backend):
@@ -19,8 +48,10 @@ class EagerBackend(Backend):
         return Availability(True)
 
     def run(self, inst: Instance, mode: str) -> BackendRun:
-        results, compile_s, run_us = measure(lambda: run_eager(inst.module, inst, mode), inst.device)
-        return BackendRun(results=results, compile_s=compile_s, run_us=run_us, kernels=[])
+        step = lambda: run_eager(inst.module, inst, mode)  # noqa: E731
+        results, compile_s, run_us = measure(step, inst.device)
+        return BackendRun(results=results, compile_s=compile_s, run_us=run_us, kernels=[],
+                          launches=aten_launches(step))
 
 
 BACKENDS.register(EagerBackend())

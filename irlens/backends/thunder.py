@@ -19,6 +19,7 @@ What happens inside a region is the fusion executor's business, and each says as
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ import torch
 from irlens.backends.base import BACKENDS, Backend, BackendRun, measure
 from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.frontends.thunder import executor_names, final_traces, import_thunder_or_raise
-from irlens.ir import Graph, Kernel
+from irlens.ir import Graph, Kernel, canonical_dtype, dtype_size
 from irlens.ir_adapters.thunder_trace import ExecutionGroup, trace_to_graph, trace_to_graph_and_groups
 from irlens.lower import nvfuser as nvfuser_lowering
 from irlens.ops import COMPOSITE, category
@@ -49,10 +50,16 @@ class RegionRecorder:
         return call
 
     def region_kernels(self, group: ExecutionGroup, graph: Graph) -> list[Kernel]:
-        return [Kernel(self.backend, group.name, "fused", list(group.node_ids), stage=graph.stage)]
+        kernel = Kernel(self.backend, group.name, "fused", list(group.node_ids), stage=graph.stage)
+        kernel.set_io(*io_bytes(group.bsym))
+        return [kernel]
 
     def notes(self) -> dict:
         return {}
+
+    def launches(self, region_kernels: list[Kernel]) -> int:
+        """Kernel launches the fusion regions make per step: one per region kernel record."""
+        return len(region_kernels)
 
     def region_stages(self, regions: list[Region]) -> dict[str, Stage]:
         """The fusion executor's own IRs of each region, after the first call."""
@@ -101,13 +108,22 @@ class ThunderBackend(Backend):
 
         graphs: list[Graph] = []
         kernels: list[Kernel] = []
+        regions: list[Kernel] = []
+        outside_launches = 0
         for stage, trace in final_traces(thunder, jfn, mode):
             graph, groups = trace_to_graph_and_groups(trace, name=inst.name, stage=stage)
             graphs.append(graph)
             for group in groups:
-                kernels += recorder.region_kernels(group, graph) if group.fusion else [outside_kernel(self.name, group, graph)]
+                if group.fusion:
+                    mine = recorder.region_kernels(group, graph)
+                    regions += mine
+                    kernels += mine
+                else:
+                    kernels.append(outside_kernel(self.name, group, graph))
+                    outside_launches += not is_view(group, graph)
         notes = {"executors": executor_names(thunder, jfn), **recorder.notes()}
-        return BackendRun(results, compile_s, run_us, kernels, graphs, notes)
+        return BackendRun(results, compile_s, run_us, kernels, graphs, notes,
+                          launches=recorder.launches(regions) + outside_launches)
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         """The execution traces that ran (where the fusion regions are), then each region's IRs."""
@@ -129,7 +145,9 @@ class ThunderBackend(Backend):
 
 
 def outside_kernel(backend: str, group: ExecutionGroup, graph: Graph) -> Kernel:
-    """An op the trace runs outside any fusion region: one call into torch (or another library)."""
+    """An op the trace runs outside any fusion region: one call into torch (or another library).
+    Its bytes are its tensor arguments and results; a view (reshape, permute, ...) moves none
+    that can be told, and gets no byte count."""
     ids = set(group.node_ids)
     ops = {n.op for n in graph.nodes if n.id in ids}
     if ops & {"matmul", "linear"}:
@@ -138,7 +156,33 @@ def outside_kernel(backend: str, group: ExecutionGroup, graph: Graph) -> Kernel:
         kind = "library"  # sdpa, layer_norm, ... as one library call
     else:
         kind = "extern"
-    return Kernel(backend, group.name, kind, list(group.node_ids), stage=graph.stage)
+    kernel = Kernel(backend, group.name, kind, list(group.node_ids), stage=graph.stage)
+    if not is_view(group, graph):
+        kernel.set_io(*io_bytes(group.bsym))
+    return kernel
+
+
+_VIEWS = {"reshape", "permute", "broadcast", "slice"}  # torch returns views for these where it can
+
+
+def is_view(group: ExecutionGroup, graph: Graph) -> bool:
+    """An op outside the regions that only views its input (it launches no kernel)."""
+    ids = set(group.node_ids)
+    return {n.op for n in graph.nodes if n.id in ids} <= _VIEWS
+
+
+def io_bytes(bsym) -> tuple[int, int]:
+    """(bytes read, bytes written) by a bound symbol: its tensor arguments and its tensor
+    results, each once, at their shapes and dtypes. For a fusion region that is the region's
+    inputs and outputs (what passes between its kernels, where the executor splits it, is not
+    in it)."""
+    from thunder.core.proxies import TensorProxy
+
+    def total(proxies) -> int:
+        unique = {p.name: p for p in proxies if isinstance(p, TensorProxy)}
+        return sum(math.prod(p.shape) * dtype_size(canonical_dtype(p.dtype)) for p in unique.values())
+
+    return total(bsym.flat_proxy_args), total(bsym.flat_proxy_outs)
 
 
 # --- thunder+torchcompile ------------------------------------------------------------------------
@@ -197,6 +241,13 @@ class InductorRecorder(RegionRecorder):
         kernels = super().region_kernels(group, graph)
         self.regions.append((f"{graph.stage}/{group.name}", kernels[0]))
         return kernels
+
+    def launches(self, region_kernels: list[Kernel]) -> int:
+        """The launches of the modules Inductor generated for the regions (their kernels and
+        extern calls), where they are attributed to the regions; else one per region."""
+        if len(self.codes) != len(self.regions):
+            return len(region_kernels)
+        return sum(len(inductor_kernel_names(code)) for code in self.codes)
 
     def notes(self) -> dict:
         if len(self.codes) != len(self.regions):
@@ -260,17 +311,22 @@ class NvFuserRecorder(RegionRecorder):
         except NotProfiled as e:  # the region as one fused kernel, and why no more is known
             self.not_profiled[region] = str(e)
             # its source: the CUDA of all its kernels where nvFuser gives it, else the definition
-            return [Kernel(self.backend, group.name, "fused", list(group.node_ids), stage=graph.stage,
-                           source=region_code(group.bsym) or definition)]
+            kernel = Kernel(self.backend, group.name, "fused", list(group.node_ids), stage=graph.stage,
+                            source=region_code(group.bsym) or definition)
+            kernel.set_io(*io_bytes(group.bsym))  # the region's inputs and outputs
+            return [kernel]
         if len(segments) > 1:
             self.segmented[region] = len(segments)
         owner = next((s for s in segments if s.generated), segments[0])
         sources = segment_sources(region_code(group.bsym), segments, definition)
-        return [
-            Kernel(self.backend, f"{group.name}/{s.name}", _segment_kind(s), list(group.node_ids) if s is owner else [],
-                   stage=graph.stage, time_us=s.time_us, bytes=s.bytes, source=source)
-            for s, source in zip(segments, sources)
-        ]
+        kernels = []
+        for s, source in zip(segments, sources):
+            kernel = Kernel(self.backend, f"{group.name}/{s.name}", _segment_kind(s),
+                            list(group.node_ids) if s is owner else [], stage=graph.stage, time_us=s.time_us,
+                            source=source)
+            kernel.set_io(s.bytes_read, s.bytes_written)  # the segment's inputs and outputs, as nvFuser counts them
+            kernels.append(kernel)
+        return kernels
 
     def region_stages(self, regions: list[Region]) -> dict[str, Stage]:
         from irlens.ir_adapters.nvfuser import NotKept, cuda_source, definition_text, scheduled_ir

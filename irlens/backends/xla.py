@@ -78,7 +78,9 @@ class XlaBackend(Backend):
 
 
 def _kernel(op: EntryOp, graph: Graph, backend: str) -> Kernel:
-    return Kernel(backend, op.name, _kind(op, graph), list(op.node_ids), stage=STAGE, source=op.text)
+    kernel = Kernel(backend, op.name, _kind(op, graph), list(op.node_ids), stage=STAGE, source=op.text)
+    kernel.set_io(op.bytes_read, op.bytes_written)  # its operands and results in the optimized HLO
+    return kernel
 
 
 def _kind(op: EntryOp, graph: Graph) -> str:

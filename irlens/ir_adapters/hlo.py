@@ -13,11 +13,12 @@ fusions expanded into their fused instructions (scope = the fusion instruction's
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
+from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype, dtype_size
 from irlens.ir_adapters.jaxpr import at_level, full_attrs, is_row_gather, is_row_scatter_add, matmul_attrs, source_span
 from irlens.ops import check_vocabulary, conform
 
@@ -190,6 +191,8 @@ class EntryOp:
     node_ids: list[str]
     text: str  # the instruction, and for a fusion its fused computation(s)
     custom_kind: str = ""  # backend_config's fusion kind (__ynn_fusion, __triton_gemm ...) or custom-call target
+    bytes_read: int = 0  # its operands, each once (see `_HloReader.io_bytes`)
+    bytes_written: int = 0  # its results
 
 
 @dataclass
@@ -285,6 +288,37 @@ class _HloReader:
         meta = self.meta(ins.name, ins.shapes[0])
         self.inputs.append(meta)
         return meta.name
+
+    def io_bytes(self, ins: Instruction, entry: dict[str, Instruction]) -> tuple[int, int]:
+        """(bytes read, bytes written) by an ENTRY instruction: its operands, each once, and its
+        results, at the shapes the instructions declare. A fusion reads of an operand only the
+        part its computation uses (`_demand`: q, k and v sliced out of one qkv buffer by three
+        fusions are a third of it each); a fusion whose root updates an operand in place
+        (dynamic-update-slice) reads and writes only the update. A library GEMM's trailing
+        s8/u8 result is its scratch workspace and does not count."""
+        called = ins.attrs.get("calls", "").lstrip("%")
+        body = self.instructions(called) if ins.opcode == "fusion" and called in self.computations else []
+        root = self.root(called) if body else None
+        in_place = root.operands[0] if root is not None and root.opcode == "dynamic-update-slice" else None
+        demand = _demand(body, root) if body else {}
+        params = {int(i.args_text): i.name for i in body if i.opcode == "parameter"}
+
+        read, seen = 0.0, set()
+        for index, name in enumerate(ins.operands):
+            if name in seen or name not in entry:
+                continue
+            seen.add(name)
+            param = params.get(index)
+            if param is not None and param == in_place:
+                continue  # updated in place: only the update (another operand) is read
+            read += _shape_bytes(entry[name].shapes) * (demand.get(param, 1.0) if param is not None else 1.0)
+        results = ins.shapes
+        if ins.opcode == "custom-call" and len(results) > 1 and results[-1][0] in ("int8", "uint8"):
+            results = results[:-1]
+        written = _shape_bytes(results)
+        if in_place is not None:
+            written = _shape_bytes(next(i for i in body if i.name == root.operands[1]).shapes)
+        return round(read), written
 
     def source_text(self, ins: Instruction) -> str:
         """The instruction's HLO text, followed by the computations it calls (fusion bodies)."""
@@ -576,6 +610,36 @@ class _MlirReader:
         return {}
 
 
+# opcodes whose every result element depends on operand elements at other positions, or on all of them
+_READS_WHOLE = {"reduce", "dot", "convolution", "gather", "scatter", "sort", "reduce-window", "select-and-scatter",
+                "custom-call", "fusion", "call", "while", "conditional", "concatenate", "pad", "broadcast", "iota",
+                "reduce-precision", "rng", "cholesky", "triangular-solve", "fft", "all-reduce", "all-gather"}
+
+
+def _demand(body: list[Instruction], root: Instruction) -> dict[str, float]:
+    """Per instruction of a fused computation, the fraction of its value the computation needs,
+    from the root (all of it) backwards: a slice needs its share of its operand; an op that maps
+    elements one to one (elementwise, bitcast, copy, transpose, convert) passes its own fraction
+    on; any other op needs all of its operands. Several users' needs add up, to at most all."""
+    need = {root.name: 1.0}
+    size = {i.name: math.prod(i.shapes[0][1]) if i.shapes else 1 for i in body}
+    for ins in reversed(body):
+        mine = min(need.get(ins.name, 0.0), 1.0)
+        for o in ins.operands:
+            if ins.opcode in ("slice", "dynamic-slice"):
+                share = mine * size[ins.name] / max(size.get(o, 1), 1) if ins.operands[0] == o else 1.0
+            elif ins.opcode == "tuple" or ins.opcode in _READS_WHOLE or size.get(o) != size[ins.name]:
+                share = 1.0 if mine > 0 or ins.opcode == "tuple" else 0.0
+            else:
+                share = mine
+            need[o] = need.get(o, 0.0) + share
+    return {name: min(v, 1.0) for name, v in need.items()}
+
+
+def _shape_bytes(shapes: list[tuple[str, tuple[int, ...]]]) -> int:
+    return sum(math.prod(dims) * dtype_size(dtype) for dtype, dims in shapes)
+
+
 def read_hlo(module, *, name: str, frontend: str = "jax", stage: str = "jax.hlo") -> HloView:
     """An optimized `HloModule` (e.g. `compiled.runtime_executable().hlo_modules()[0]`)."""
     text = module.to_string()
@@ -586,11 +650,12 @@ def read_hlo(module, *, name: str, frontend: str = "jax", stage: str = "jax.hlo"
     env: dict = {}
     entry_ops = []
     instrs = reader.instructions(entry.group(1))
+    by_name = {ins.name: ins for ins in instrs}
     for ins in instrs:
         node_ids = reader.visit(ins, env, "", None)
         if ins.opcode not in _NO_LAUNCH:
             entry_ops.append(EntryOp(ins.name, ins.opcode, ins.attrs.get("kind", ""), node_ids,
-                                     reader.source_text(ins), _custom_kind(ins)))
+                                     reader.source_text(ins), _custom_kind(ins), *reader.io_bytes(ins, by_name)))
     root = env[instrs[-1].name] if instrs else []
     outputs = root if isinstance(root, list) else [root]
     return HloView(Graph(name, frontend, stage, "composite", reader.inputs, reader.nodes, outputs), entry_ops)

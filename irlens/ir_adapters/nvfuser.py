@@ -36,7 +36,12 @@ class Segment:
     generated: bool  # nvFuser generated a kernel for it (else its expression evaluator ran it:
     #                  an ATen call or only aliasing, which the profiler does not time)
     time_us: float | None
-    bytes: int | None  # input + output bytes the profiler counted
+    bytes_read: int | None  # the segment's inputs, as the profiler counts them
+    bytes_written: int | None  # its outputs
+
+    @property
+    def bytes(self) -> int | None:
+        return None if self.bytes_read is None else self.bytes_read + self.bytes_written
 
 
 def fusion_wrapper(bsym) -> Any:
@@ -92,8 +97,10 @@ def profiled_segment(index: int, kp) -> Segment:
     # position is the index.
     scheduler = str(kp.scheduler or "")
     if not kp.name:  # no generated kernel: reported with an empty name and zero time and bytes
-        return Segment(index, f"segment{index}" + (f":{scheduler}" if scheduler else ""), scheduler, False, None, None)
-    return Segment(index, str(kp.name), scheduler, True, float(kp.time_ms) * 1e3, int(kp.input_bytes + kp.output_bytes))
+        return Segment(index, f"segment{index}" + (f":{scheduler}" if scheduler else ""), scheduler, False, None, None,
+                       None)
+    return Segment(index, str(kp.name), scheduler, True, float(kp.time_ms) * 1e3, int(kp.input_bytes),
+                   int(kp.output_bytes))
 
 
 class NotKept(RuntimeError):

@@ -130,7 +130,8 @@ def _check(row: Row, run: BackendRun, reference: Reference) -> None:
     row.status, row.reason = ("ok" if cmp.ok else "mismatch"), cmp.reason
     row.max_rel_err, row.per_result = cmp.max_rel_err, cmp.errors
     row.compile_s, row.run_us = run.compile_s, run.run_us
-    row.kernels, row.kernel_count = [k.to_json() for k in run.kernels], len(run.kernels)
+    row.kernels = [k.to_json() for k in run.kernels]
+    row.kernel_count = run.launch_count()  # launches per step (README: "Kernel launches")
 
 
 def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> dict:

@@ -46,8 +46,9 @@ class Row:
     # what ran
     compile_s: float | None = None
     run_us: float | None = None  # host wall time of one steady-state step (median)
-    kernels: list[dict] = field(default_factory=list)  # Kernel.to_json() records (bench adds time_us, bytes, flops)
-    kernel_count: int | None = None
+    # Kernel.to_json() records (bench adds each one's launch time_us, flops, pct_of_ceiling, bound, model_error)
+    kernels: list[dict] = field(default_factory=list)
+    kernel_count: int | None = None  # kernel launches the generated code makes per step (BackendRun.launch_count)
     notes: dict[str, Any] = field(default_factory=dict)  # the backend's own notes (graph breaks, segments, ...)
     graphs: dict[str, dict] = field(default_factory=dict)  # stage -> Graph.to_json(): what kernels' node ids refer to
     coverage: dict | None = None  # how the kernels cover the compute nodes (compare.kernel_coverage)
@@ -60,7 +61,7 @@ class Row:
     lowered: list[dict] = field(default_factory=list)  # per lowered graph: {"stage", "nodes"}
     # bench
     must: dict | None = None  # {"bytes", "flops"} one step must move and do (irlens.cost)
-    roofline: dict | None = None  # {"gbps", "tflops", "pct_of_ceiling", "bound"}
+    roofline: dict | None = None  # {"gbps", "tflops", "pct_of_ceiling", "bound", "model_error", "kernels_flagged"}
     gpu: str | None = None  # the GPU it ran on (bench --gpus)
     ceilings: dict | None = None  # that GPU's measured ceilings
     # a report merged from several runs

@@ -9,7 +9,7 @@ def _fmt(value, spec: str) -> str:
 
 
 def format_table(doc: Document) -> str:
-    header = ("workload", "mode", "backend", "status", "max rel err / tol", "kernels", "compile s", "run µs")
+    header = ("workload", "mode", "backend", "status", "max rel err / tol", "launches", "compile s", "run µs")
     lines = []
     for r in doc.rows:
         err = f"{_fmt(r.max_rel_err, '.1e')} / {r.tol:.0e}" if r.tol is not None else "-"

@@ -13,6 +13,8 @@ class Table:
     swatches: list[str | None] | None = None  # a colour shown in the first cell of each row (HTML only)
     numeric: set[int] = field(default_factory=set)  # right-aligned column indices
     flagged: set[tuple[int, int]] = field(default_factory=set)  # (row, column) cells to highlight as bad
+    good: set[tuple[int, int]] = field(default_factory=set)  # ... as good (a status that is ok)
+    muted: set[tuple[int, int]] = field(default_factory=set)  # ... as not there (a row that did not run)
 
 
 @dataclass

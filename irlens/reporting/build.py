@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from irlens.ceilings import Ceilings, describe
 from irlens.ir import Graph, Kernel
 from irlens.matrix import Document, Row
 from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Text
-from irlens.reporting.ceiling import backend_pct, ceiling_for, kernel_pct
+from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_svg
 from irlens.reporting.plots import bar_chart
-from irlens.reporting.records import first_line, group_rows, kernel_stage, row_graphs, row_kernels
+from irlens.reporting.records import first_line, group_rows, kernel_stage, launches_of, row_graphs, row_kernels
 
 def build_report(doc: Document, frontend_table: Table | None = None) -> Report:
     rows = doc.rows
@@ -50,6 +51,10 @@ def op_summary(kernel: Kernel, graph: Graph | None) -> str:
 def _run_section(doc: Document) -> Section:
     facts = [["device", f"{doc.device or '?'} ({doc.device_name or ''})"], ["preset", str(doc.preset or "?")]]
     facts += [[name, str(v) if v is not None else "not installed"] for name, v in doc.versions.items()]
+    parts = doc.parts or ([{"gpu": None, "ceilings": doc.ceilings}] if doc.ceilings else [])
+    for part in parts:  # what % of ceiling is against: measured here, beside the datasheet
+        where = "" if part.get("gpu") is None else f" (GPU {part['gpu']}{', a rerun' if part.get('rerun') else ''})"
+        facts.append([f"ceilings{where}", describe(Ceilings.from_json(part["ceilings"])).replace("**", "")])
     return Section("Run", "run", [Table(["", ""], facts)])
 
 
@@ -57,14 +62,15 @@ def _summary_section(rows: list[Row]) -> Section:
     # a dtype column where the rows have several dtypes (a bench run), as in the section names
     dtyped = len({r.dtype for r in rows}) > 1
     lead = ["workload", "mode", *(["dtype"] if dtyped else []), "backend", "status"]
-    header = [*lead, "max rel err", "tol", "kernels", "compile s", "run µs", "reason"]
+    header = [*lead, "max rel err", "tol", "launches", "compile s", "run µs", "reason"]
     table = Table(header, [], numeric=set(range(len(lead), len(lead) + 5)))
     for i, r in enumerate(rows):
         table.rows.append([r.workload, r.mode, *([r.dtype or "-"] if dtyped else []), r.backend,
-                           r.status, fmt(r.max_rel_err, ".1e"), fmt(r.tol, ".0e"), str(len(r.kernels)) if r.ran else "-",
+                           r.status, fmt(r.max_rel_err, ".1e"), fmt(r.tol, ".0e"),
+                           fmt(launches_of(r), "d") if r.ran else "-",
                            fmt(r.compile_s, ".2f"), fmt(r.run_us, ".1f"), first_line(r.reason)])
-        if r.status in ("mismatch", "failed"):
-            table.flagged.add((i, len(lead) - 1))
+        status = (i, len(lead) - 1)
+        {"ok": table.good, "mismatch": table.flagged, "failed": table.flagged}.get(r.status, table.muted).add(status)
     return Section("Summary", "summary", [table])
 
 
@@ -99,10 +105,15 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], c
     if ran:
         dtype = _dtype(ran[0], doc)
         section.subsections.append(Section("Charts", anchor(key, "charts"), [_charts(key, ran, ceiling, dtype)]))
-        kernels = Section("Kernels", anchor(key, "kernels"))
+        kernels = Section("Kernels", anchor(key, "kernels"), [Text([
+            "Bytes: the buffers each kernel itself reads and writes (its arguments, operands and results), each "
+            "counted once. Flops: those of the common-view nodes it computes or recomputes; 0 for a kernel that "
+            "computes none (a copy), '-' where its nodes are not known. % of ceiling: ideal time (the larger of "
+            "bytes / memory bandwidth and flops / matmul rate) over its measured time; a figure above 100 % is "
+            "not a speed and is marked as a model error, with the reason under the table."])])
         for r in ran:
             kernels.subsections.append(Section(r.backend, anchor(key, r.backend),
-                                               [_kernel_table(r, ceiling, dtype)]))
+                                               _kernel_table(r, ceiling, dtype)))
         section.subsections.append(kernels)
         section.subsections.append(Section("Numerics", anchor(key, "numerics"), [_numerics_table(ran)]))
     return section
@@ -125,35 +136,47 @@ def _fusion_text(rows: list[Row]) -> list[str]:
 
 
 def _charts(stem: str, rows: list[Row], ceiling, dtype: str) -> Gallery:
-    counts = [(r.backend, float(len(r.kernels)) if r.kernels or r.backend != "eager" else None) for r in rows]
+    counts = [(r.backend, None if launches_of(r) is None else float(launches_of(r))) for r in rows]
     times = [(r.backend, r.run_us) for r in rows]
-    pcts = [(r.backend, backend_pct(row_kernels(r), ceiling, dtype)) for r in rows]
+    figures = [(r.backend, backend_pct(row_kernels(r), ceiling, dtype)) for r in rows]
+    pcts = [(b, f.pct) for b, f in figures]
     why = "no ceilings measured (irlens bench measures them)" if ceiling is None else "no timed kernels"
+    left_out = [f"{b}: {f.flagged} kernels above 100 % left out (model errors, see its kernel table)"
+                for b, f in figures if f.flagged]
     return Gallery([
-        Figure(f"kernels-{stem}", bar_chart("kernel count", counts, "{:.0f}", missing="no records"), "kernel count",
-               [f"{b}: {fmt(v, '.0f', 'no records')}" for b, v in counts]),
+        Figure(f"kernels-{stem}", bar_chart("kernel launches per step", counts, "{:.0f}", missing="not counted"),
+               "kernel launches", [f"{b}: {fmt(v, '.0f', 'not counted')}" for b, v in counts]),
         Figure(f"time-{stem}", bar_chart("run time (host wall, median)", times, "{:.1f}", " µs", missing="not measured"), "run time",
                [f"{b}: {fmt(v, '.1f', 'not measured')}" + (" µs" if v is not None else "") for b, v in times]),
-        Figure(f"ceiling-{stem}", bar_chart("% of ceiling (timed kernels)", pcts, "{:.1f}", " %", missing=why),
-               "% of ceiling", [f"{b}: {fmt(v, '.1f', why)}" + (" %" if v is not None else "") for b, v in pcts]),
+        Figure(f"ceiling-{stem}", bar_chart("% of ceiling (timed kernels, model errors left out)", pcts, "{:.1f}", " %",
+                                            missing=why),
+               "% of ceiling", [f"{b}: {fmt(v, '.1f', why)}" + (" %" if v is not None else "") for b, v in pcts]
+               + left_out),
     ])
 
 
-def _kernel_table(row: Row, ceiling, dtype: str) -> Table | Text:
+def _kernel_table(row: Row, ceiling, dtype: str) -> list[Table | Text]:
+    """The row's kernels, and under them why each figure above 100 % of ceiling is no speed."""
     kernels = row_kernels(row)
     if not kernels:
-        return Text([f"{row.backend} has no kernel records (it runs op by op)."
-                     if row.backend == "eager" else f"{row.backend} reported no kernels."])
+        return [Text([f"{row.backend} has no kernel records (it runs op by op)."
+                      if row.backend == "eager" else f"{row.backend} reported no kernels."])]
     graphs = row_graphs(row)
-    header = ["#", "name", "kind", "nodes", "ops", "recompute", "time µs", "bytes", "% of ceiling"]
-    table = Table(header, [], swatches=[], numeric={0, 3, 5, 6, 7, 8})
+    header = ["#", "name", "kind", "nodes", "ops", "recompute", "time µs", "bytes", "flops", "% of ceiling"]
+    table = Table(header, [], swatches=[], numeric={0, 3, 5, 6, 7, 8, 9})
+    errors = []
     for i, k in enumerate(kernels):
         stage = kernel_stage(k, graphs)
+        verdict = judge(k, ceiling, dtype)
+        pct = fmt(verdict.pct, ".1f") + (" model error" if verdict.model_error else "")
         table.rows.append([f"k{i}", k.name, k.kind, str(len(k.node_ids)), op_summary(k, graphs.get(stage) if stage else None),
                            str(len(k.recompute)) if k.recompute else "", fmt(k.time_us, ".2f"),
-                           fmt(k.bytes, ",d"), fmt(kernel_pct(k, ceiling, dtype), ".1f")])
+                           fmt(k.bytes, ",d"), fmt(k.flops, ",d"), pct])
         table.swatches.append(kernel_color(i) if graphs else None)
-    return table
+        if verdict.model_error:
+            table.flagged.add((i, len(header) - 1))
+            errors.append(f"k{i} {k.name}: {verdict.model_error}")
+    return [table] + ([Text(errors, style="note")] if errors else [])
 
 
 def _numerics_table(rows: list[Row]) -> Table:

@@ -13,6 +13,11 @@ thin lane just above the row of the compute it feeds. Frontends differ mostly in
 movement (JAX broadcasts where torch broadcasts implicitly), so the same computation lands
 on the same row in every backend's column, and the columns share their rows: a reader scans
 across a row and sees which kernel each backend put that op in.
+
+Width: the map must read at a laptop's width. A lane holds at most `LANE_MAX` nodes side by
+side and wraps onto further lines below (the row grows in every column alike), so no column
+is wider than about 640 px; columns sit side by side in bands no wider than `MAP_MAX_W`, and a
+band that is full continues below, with the same rows.
 """
 from __future__ import annotations
 
@@ -25,9 +30,11 @@ from irlens.matrix import Row
 from irlens.ops import is_compute
 from irlens.reporting.records import first_line, kernel_stage, row_graphs, row_kernels
 
-NODE_W, NODE_H, GAP_X, ROW_H, PAD = 96, 22, 10, 34, 14
+NODE_W, NODE_H, GAP_X, ROW_H, PAD = 88, 22, 8, 34, 14
 MOVE_H, MOVE_LANE_H = 16, 22  # data-movement nodes: smaller boxes in a lane above their row
-STAGE_TITLE_H, COLUMN_TITLE_H, CHIP_H, CHIP_CHAR_W, TITLE_CHAR_W = 20, 22, 18, 6.3, 7.2
+STAGE_TITLE_H, COLUMN_TITLE_H, CHIP_H, CHIP_CHAR_W, TITLE_CHAR_W = 34, 22, 18, 6.3, 7.2
+LANE_MAX = 4  # nodes side by side in a lane before it wraps: three columns fit beside each other
+MAP_MAX_W = 1290  # a band of columns: what a 1366 px wide window shows beside the page's margins
 OUTSIDE_FILL = "#ffffff"  # a drawn node no kernel covers (run outside every kernel)
 
 
@@ -81,6 +88,7 @@ class Column:
     notes: list[str]
     width: float = 0.0
     x: float = 0.0
+    y: float = 0.0  # the top of its band
 
 
 @dataclass
@@ -91,7 +99,6 @@ class FusionMap:
     notes: list[str]  # rows without a map (eager, unavailable, failed) and why
     width: float = 0.0
     height: float = 0.0
-    header_h: float = 0.0
 
 
 def build_fusion_map(workload: str, mode: str, rows: list[Row]) -> FusionMap:
@@ -196,9 +203,10 @@ def _legend_lines(column: Column, width: float) -> list[list[tuple[MapKernel, fl
     return lines
 
 
-def _panel_title(panel: Panel) -> str:
-    hidden = f" · {panel.hidden} data-movement nodes outside kernels not drawn" if panel.hidden else ""
-    return f"{panel.stage} · {len(panel.nodes)} nodes{hidden}"
+def _panel_title(panel: Panel) -> tuple[str, str]:
+    """Two lines: the stage, and what is drawn of it."""
+    hidden = f" · {panel.hidden} data-movement nodes not drawn" if panel.hidden else ""
+    return panel.stage, f"{len(panel.nodes)} nodes{hidden}"
 
 
 def _column_title(c: Column) -> str:
@@ -212,41 +220,71 @@ def _lanes(panel: Panel) -> dict[tuple[int, bool], list[MapNode]]:
     return lanes
 
 
+def _lines(n: int) -> int:
+    return max(1, -(-n // LANE_MAX))
+
+
+def _bands(columns: list[Column]) -> list[list[Column]]:
+    """Columns side by side while they fit in MAP_MAX_W; the next band below."""
+    bands: list[list[Column]] = []
+    width = 0.0
+    for c in columns:
+        if bands and width + c.width <= MAP_MAX_W - 2 * PAD:
+            bands[-1].append(c)
+            width += c.width + 3 * PAD
+        else:
+            bands.append([c])
+            width = c.width + 3 * PAD
+    return bands
+
+
 def _layout(fmap: FusionMap) -> None:
-    """Positions: columns side by side; the i-th panel of every column starts at the same height,
-    and their rows (and data-movement lanes) share their heights."""
-    x = PAD
+    """Positions: columns side by side in bands; in every column the i-th panel has the same
+    height, and its rows (and data-movement lanes) the same offsets, wrapped lanes included."""
     for c in fmap.columns:
-        widest = max((len(nodes) for p in c.panels for nodes in _lanes(p).values()), default=1)
-        title = max([len(_column_title(c)) * TITLE_CHAR_W] + [len(_panel_title(p)) * CHIP_CHAR_W for p in c.panels])
+        widest = min(max((len(nodes) for p in c.panels for nodes in _lanes(p).values()), default=1), LANE_MAX)
+        title = max([len(_column_title(c)) * TITLE_CHAR_W]
+                    + [len(line) * CHIP_CHAR_W for p in c.panels for line in _panel_title(p)])
         c.width = max(widest * (NODE_W + GAP_X) - GAP_X, title, 260.0)
-        c.x = x
-        x += c.width + 3 * PAD
-    fmap.header_h = COLUMN_TITLE_H + max((len(_legend_lines(c, c.width)) for c in fmap.columns), default=0) * (CHIP_H + 4) + 8
-    y = PAD + fmap.header_h
+    # per panel index: each lane's offset from the panel's top, and the panel's height
+    shapes: list[tuple[dict[tuple[int, bool], float], float]] = []
     for b in range(max((len(c.panels) for c in fmap.columns), default=0)):
         panels = [c.panels[b] for c in fmap.columns if b < len(c.panels)]
-        rows = max(p.rows for p in panels)
-        moves = {m.row for p in panels for m in p.nodes if not m.compute}
+        lines: dict[tuple[int, bool], int] = {}
+        for p in panels:
+            for key, lane in _lanes(p).items():
+                lines[key] = max(lines.get(key, 0), _lines(len(lane)))
         lane_y: dict[tuple[int, bool], float] = {}
         h = STAGE_TITLE_H
-        for r in range(rows):
-            if r in moves:
-                lane_y[(r, False)] = h
-                h += MOVE_LANE_H
-            lane_y[(r, True)] = h
-            h += ROW_H
-        for c in fmap.columns:
-            if b < len(c.panels):
-                c.panels[b].y = y
-                _place(c.panels[b], c.width, {k: y + v for k, v in lane_y.items()})
-        y += h + PAD
-    fmap.width = x - 2 * PAD
-    fmap.height = y + PAD
+        for r in range(max(p.rows for p in panels)):
+            for compute, step in ((False, MOVE_LANE_H), (True, ROW_H)):
+                if (r, compute) in lines or compute:
+                    lane_y[(r, compute)] = h
+                    h += step * lines.get((r, compute), 1)
+        shapes.append((lane_y, h))
+    y = PAD
+    fmap.width = 0.0
+    for band in _bands(fmap.columns):
+        header_h = COLUMN_TITLE_H + max(len(_legend_lines(c, c.width)) for c in band) * (CHIP_H + 4) + 8
+        x = PAD
+        for c in band:
+            c.x, c.y = x, y
+            x += c.width + 3 * PAD
+        fmap.width = max(fmap.width, x - 2 * PAD)
+        top = y + header_h
+        for b, (lane_y, h) in enumerate(shapes):
+            for c in band:
+                if b < len(c.panels):
+                    c.panels[b].y = top
+                    _place(c.panels[b], c.width, {k: top + v for k, v in lane_y.items()})
+            top += h + PAD
+        y = top + PAD
+    fmap.height = y
 
 
 def _place(panel: Panel, width: float, lane_y: dict[tuple[int, bool], float]) -> None:
-    """Each lane centred; within a lane, nodes ordered by the mean x of what they read (fewer crossings)."""
+    """Each lane's lines centred; within a lane, nodes ordered by the mean x of what they read
+    (fewer crossings), LANE_MAX to a line."""
     x_of: dict[str, float] = {}
     for key, lane in sorted(_lanes(panel).items(), key=lambda kv: (kv[0][0], kv[0][1])):
         order = {m.id: i for i, m in enumerate(lane)}
@@ -256,9 +294,12 @@ def _place(panel: Panel, width: float, lane_y: dict[tuple[int, bool], float]) ->
             return (sum(xs) / len(xs) if xs else -1.0, order[m.id])
 
         lane.sort(key=barycenter)
-        start = (width - (len(lane) * (NODE_W + GAP_X) - GAP_X)) / 2
+        step = ROW_H if key[1] else MOVE_LANE_H
         for i, m in enumerate(lane):
-            m.x, m.y = start + i * (NODE_W + GAP_X), lane_y[key]
+            line, pos = divmod(i, LANE_MAX)
+            on_line = min(LANE_MAX, len(lane) - line * LANE_MAX)
+            start = (width - (on_line * (NODE_W + GAP_X) - GAP_X)) / 2
+            m.x, m.y = start + pos * (NODE_W + GAP_X), lane_y[key] + line * step
             x_of[m.id] = m.x
 
 
@@ -272,10 +313,10 @@ def render_svg(fmap: FusionMap) -> str:
     for c in fmap.columns:
         out.append(f'<g class="column" data-backend="{escape(c.backend)}" transform="translate({c.x:.1f},0)">')
         rest = _column_title(c)[len(c.backend):]
-        out.append(f'<text x="0" y="{PAD + 14}" font-size="13" font-weight="bold">{escape(c.backend)}'
+        out.append(f'<text x="0" y="{c.y + 14:.1f}" font-size="13" font-weight="bold">{escape(c.backend)}'
                    f'<tspan font-weight="normal" fill="#555">{escape(rest)}</tspan></text>')
         for li, line in enumerate(_legend_lines(c, c.width)):
-            y = PAD + COLUMN_TITLE_H + li * (CHIP_H + 4)
+            y = c.y + COLUMN_TITLE_H + li * (CHIP_H + 4)
             for k, dx in line:
                 text = _chip_text(k)
                 out.append(f'<g class="kernel" data-kernel="{k.index}" data-name="{escape(k.name)}">'
@@ -292,7 +333,8 @@ def render_svg(fmap: FusionMap) -> str:
 
 def _panel_svg(panel: Panel, column: Column) -> list[str]:
     out = [f'<g class="panel" data-stage="{escape(panel.stage)}">',
-           f'<text x="0" y="{panel.y + 13:.1f}" fill="#333" font-style="italic">{escape(_panel_title(panel))}</text>']
+           *(f'<text x="0" y="{panel.y + 13 + 14 * i:.1f}" fill="#333" font-style="italic">{escape(line)}</text>'
+             for i, line in enumerate(_panel_title(panel)))]
     by_id = {m.id: m for m in panel.nodes}
     for m in panel.nodes:
         for p in map(by_id.get, m.preds):
@@ -332,7 +374,7 @@ def _node_svg(m: MapNode, column: Column) -> list[str]:
     for j, i in enumerate(extra):
         out.append(f'<rect x="{x + NODE_W - 7 - 7 * j:.1f}" y="{y + 2:.1f}" width="5" height="{h - 4}" '
                    f'fill="{column.kernels[i].color}" stroke="#555" stroke-width="0.5"/>')
-    op = m.op if len(m.op) <= 12 else m.op[:11] + "…"
+    op = m.op if len(m.op) <= 11 else m.op[:10] + "…"
     tag = f"k{m.kernels[0]}" if m.kernels else ""
     base = y + h / 2 + 4
     size = "" if m.compute else ' font-size="10" fill="#444"'

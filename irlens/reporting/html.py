@@ -15,6 +15,8 @@ table { border-collapse: collapse; font-size: 12.5px; margin: 6px 0 12px; }
 th, td { border: 1px solid #d0d0d0; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.bad { background: #fde2e0; color: #a00; font-weight: bold; }
+td.good { background: #e3f4e1; color: #1b6e1b; } td.muted { background: #f1f1f1; color: #777; }
+svg.fusion-map { max-width: 100%; height: auto; }
 .swatch { display: inline-block; width: 11px; height: 11px; border: 1px solid #777; margin-right: 5px;
           vertical-align: -1px; }
 .figure { overflow: auto; max-height: 900px; border: 1px solid #e2e2e2; padding: 6px; margin: 6px 0; }
@@ -66,7 +68,8 @@ def _table(table: Table) -> str:
     for i, row in enumerate(table.rows):
         cells = []
         for j, cell in enumerate(row):
-            classes = [c for c, on in (("num", j in table.numeric), ("bad", (i, j) in table.flagged)) if on]
+            classes = [c for c, on in (("num", j in table.numeric), ("bad", (i, j) in table.flagged),
+                                       ("good", (i, j) in table.good), ("muted", (i, j) in table.muted)) if on]
             attr = f' class="{" ".join(classes)}"' if classes else ""
             swatch = ""
             if j == 0 and table.swatches and table.swatches[i]:

@@ -9,10 +9,11 @@ OTHER_COLOR = "#5d6d7e"
 LABEL_W, BAR_W, VALUE_W, BAR_H, GAP, TITLE_H = 150, 200, 90, 16, 6, 22
 
 
-def bar_chart(title: str, items: list[tuple[str, float | None]], fmt: str = "{:.3g}", unit: str = "",
+def bar_chart(title: str, items: list[tuple[str, float | str | None]], fmt: str = "{:.3g}", unit: str = "",
               missing: str = "n/a") -> str:
-    """Horizontal bars scaled to the largest value; an item whose value is None shows `missing`."""
-    top = max((v for _, v in items if v is not None), default=0.0) or 1.0
+    """Horizontal bars scaled to the largest value; an item whose value is None shows `missing`,
+    one whose value is a string shows that string (why it has no bar) instead."""
+    top = max((v for _, v in items if isinstance(v, (int, float))), default=0.0) or 1.0
     height = TITLE_H + len(items) * (BAR_H + GAP) + GAP
     width = LABEL_W + BAR_W + VALUE_W
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" '
@@ -21,8 +22,9 @@ def bar_chart(title: str, items: list[tuple[str, float | None]], fmt: str = "{:.
     for i, (label, value) in enumerate(items):
         y = TITLE_H + i * (BAR_H + GAP)
         out.append(f'<text x="{LABEL_W - 6}" y="{y + 12}" text-anchor="end">{escape(label)}</text>')
-        if value is None:
-            out.append(f'<text x="{LABEL_W}" y="{y + 12}" fill="#888" font-style="italic">{escape(missing)}</text>')
+        if value is None or isinstance(value, str):
+            why, color = (missing, "#888") if value is None else (value, "#a00")
+            out.append(f'<text x="{LABEL_W}" y="{y + 12}" fill="{color}" font-style="italic">{escape(why)}</text>')
             continue
         w = max(BAR_W * value / top, 1.0)
         color = BACKEND_COLORS.get(label, OTHER_COLOR)

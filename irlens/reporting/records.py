@@ -20,7 +20,19 @@ def kernel_from_json(d: dict, backend: str = "") -> Kernel:
         flops=d.get("flops"),
         recompute=list(d.get("recompute", [])),
         source=d.get("source", ""),
+        bytes_read=d.get("bytes_read"),
+        bytes_written=d.get("bytes_written"),
     )
+
+
+def launches_of(row: Row) -> int | None:
+    """Kernel launches per step: on the GPU (a bench row) the device launches the profiler
+    recorded, the same for every backend; else the row's `kernel_count` (the launches the
+    generated code makes per step, or eager's ATen ops), or one per kernel record in a row
+    without a count."""
+    if row.device_timing:
+        return row.device_timing.get("kernel_launches")
+    return row.kernel_count if row.kernel_count is not None else len(row.kernels) if row.kernels else None
 
 
 def row_kernels(row: Row) -> list[Kernel]:

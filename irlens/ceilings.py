@@ -1,0 +1,172 @@
+"""The hardware's ceilings, measured on the device in the same run, beside the vendor's figures.
+
+Memory bandwidth: the best of a copy (bytes read + written), a read-only reduction and a
+write-only fill, each over sizes far beyond the L2 cache, so the figure is DRAM's. Matrix
+products, per dtype: the best rate over a sweep of square sizes and the workload's own GEMM
+shapes (`irlens.cost.gemm_shapes`), each as mm and as addmm with a bias (a linear layer's
+form), or bmm: a single large square product under-states what the device does on other
+shapes (an H200 ran a 16384 x 1024 x 3072 bf16 addmm 4 % faster than an 8192³ mm).
+float32 products run as the workloads' do: with TF32 exactly where torch allows it
+(`torch.backends.cuda.matmul.allow_tf32`, off by default; XLA runs at precision `highest`),
+and the result says which. Each figure stands beside the vendor's dense (no sparsity) figure
+for the device where `SPECS` knows it. Times are medians (triton.testing.do_bench).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A device's datasheet figures: dense tensor-core rates (no sparsity), memory bandwidth."""
+
+    name: str
+    memory_gbps: float
+    tflops: dict[str, float]  # bfloat16, float16, tfloat32 (tensor cores), float32 (no TF32)
+
+
+_HOPPER_SXM = {"bfloat16": 989.4, "float16": 989.4, "tfloat32": 494.7, "float32": 66.9}
+# Keyed by torch.cuda.get_device_name(); figures from NVIDIA's H100 and H200 datasheets
+SPECS = {
+    "NVIDIA H100 80GB HBM3": Spec("H100 SXM5 80 GB", 3350.0, _HOPPER_SXM),
+    "NVIDIA H200": Spec("H200 SXM 141 GB", 4800.0, _HOPPER_SXM),
+}
+
+
+def spec_for(device_name: str) -> Spec | None:
+    return SPECS.get(device_name)
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """A matrix product's shape: `batch` products of [m, k] @ [k, n]."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.batch * self.m * self.n * self.k
+
+    def __str__(self) -> str:
+        product = f"[{self.m}x{self.k}]@[{self.k}x{self.n}]"
+        return f"{self.batch} x {product}" if self.batch > 1 else product
+
+
+@dataclass
+class Ceilings:
+    device: str
+    memory_gbps: float  # DRAM bandwidth: the best of the bandwidth kernels, bytes moved per second / 1e9
+    memory_best: str  # which kernel and size gave it
+    matmul_tflops: dict[str, float]  # dtype -> the best matrix-product rate of the sweep
+    matmul_best: dict[str, str] = field(default_factory=dict)  # dtype -> the shape that gave it
+    tf32: bool = False  # float32 products used TF32 (as the workloads' do)
+    l2_bytes: int | None = None
+    spec: dict | None = None  # the vendor's figures (Spec) where known
+
+    def peak_tflops(self, dtype: str) -> float | None:
+        return self.matmul_tflops.get("bfloat16" if dtype == "float16" and "float16" not in self.matmul_tflops
+                                      else dtype)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Ceilings":
+        """Also reads the older form (`copy_gbps`, `bf16_tflops`, `fp32_tflops`: one copy, 8192³ products)."""
+        if "copy_gbps" in d:
+            return cls(d.get("device", "?"), d["copy_gbps"], "one 2 GiB device copy, all an older run measured",
+                       {"bfloat16": d["bf16_tflops"], "float32": d["fp32_tflops"]},
+                       {"bfloat16": str(Gemm(1, 8192, 8192, 8192)), "float32": str(Gemm(1, 8192, 8192, 8192))},
+                       spec=_spec_json(d.get("device")))
+        return cls(**d)
+
+
+def _spec_json(device: str | None) -> dict | None:
+    spec = spec_for(device or "")
+    return asdict(spec) if spec else None
+
+
+SQUARE_SIZES = (2048, 4096, 8192, 16384)
+BANDWIDTH_BYTES = (1 << 28, 1 << 30, 1 << 31)  # 256 MiB .. 2 GiB per buffer: all far beyond an L2
+MAX_WORKLOAD_GEMMS = 24  # the largest distinct shapes a workload set brings, by flops
+
+
+def sweep(gemms: list[Gemm], squares: tuple[int, ...] = SQUARE_SIZES) -> list[Gemm]:
+    """The shapes to time: the square sizes, then the workloads' largest distinct shapes."""
+    own = sorted(set(gemms), key=lambda g: -g.flops)[:MAX_WORKLOAD_GEMMS]
+    return [Gemm(1, s, s, s) for s in squares] + [g for g in own if g not in {Gemm(1, s, s, s) for s in squares}]
+
+
+def measure_ceilings(gemms: list[Gemm] | None = None, dtypes: tuple[str, ...] = ("bfloat16", "float32")) -> Ceilings:
+    """Measure on the current CUDA device (see the module docstring)."""
+    import torch
+    from triton.testing import do_bench
+
+    def bench_ms(fn) -> float:
+        return do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+    torch.cuda.empty_cache()  # what the work counts before it held
+
+    best_gbps, best_what = 0.0, ""
+    for nbytes in BANDWIDTH_BYTES:
+        n = nbytes // 4
+        src = torch.randn(n, device="cuda")
+        dst = torch.empty_like(src)
+        for what, fn, moved in (("copy", lambda: dst.copy_(src), 2 * nbytes),
+                                ("read (sum)", lambda: src.sum(), nbytes),
+                                ("write (fill)", lambda: dst.fill_(1.0), nbytes)):
+            gbps = moved / (bench_ms(fn) * 1e-3) / 1e9
+            if gbps > best_gbps:
+                best_gbps, best_what = gbps, f"{what} of {nbytes >> 20} MiB"
+        del src, dst
+        torch.cuda.empty_cache()
+
+    tflops, shapes = {}, {}
+    for dtype in dtypes:
+        dt = getattr(torch, dtype)
+        for g in sweep(gemms or []):
+            try:
+                a = torch.randn(g.batch, g.m, g.k, device="cuda", dtype=dt)
+                b = torch.randn(g.batch, g.k, g.n, device="cuda", dtype=dt)
+            except torch.OutOfMemoryError:
+                continue
+            bias = torch.randn(g.n, device="cuda", dtype=dt)
+            # a linear layer runs as addmm, whose bias epilogue cuBLAS may pick another kernel for
+            variants = ([("mm", lambda: torch.mm(a[0], b[0])), ("addmm", lambda: torch.addmm(bias, a[0], b[0]))]
+                        if g.batch == 1 else [("bmm", lambda: torch.bmm(a, b))])
+            for how, fn in variants:
+                rate = g.flops / (bench_ms(fn) * 1e-3) / 1e12
+                if rate > tflops.get(dtype, 0.0):
+                    tflops[dtype], shapes[dtype] = rate, f"{how} {g}"
+            del a, b, bias
+            torch.cuda.empty_cache()
+    name = torch.cuda.get_device_name()
+    l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", None)
+    return Ceilings(name, best_gbps, best_what, tflops, shapes, tf32=bool(torch.backends.cuda.matmul.allow_tf32),
+                    l2_bytes=l2, spec=_spec_json(name))
+
+
+def measure_in_worker(gemms: list[list[int]] | None = None) -> dict:
+    """The worker's entry point (irlens.isolation calls it by name): `measure_ceilings` as JSON."""
+    return measure_ceilings([Gemm(*g) for g in gemms or []]).to_json()
+
+
+def describe(c: Ceilings) -> str:
+    """One line: each measured ceiling, the shape or kernel that gave it, beside the vendor's figure."""
+    spec = c.spec or {}
+
+    def vendor(value: float | None) -> str:
+        return f"; {spec['name']} spec {value:.0f}" if value else ""
+
+    parts = [f"memory **{c.memory_gbps:.0f} GB/s** (best: {c.memory_best}" + vendor(spec.get("memory_gbps")) + ")"]
+    for dtype, rate in c.matmul_tflops.items():
+        label = {"bfloat16": "bf16", "float32": "fp32 (TF32)" if c.tf32 else "fp32 (no TF32)"}.get(dtype, dtype)
+        spec_key = "tfloat32" if dtype == "float32" and c.tf32 else dtype
+        parts.append(f"{label} matmul **{rate:.0f} TFLOP/s** (best at {c.matmul_best.get(dtype, '?')}"
+                     + vendor((spec.get("tflops") or {}).get(spec_key)) + ")")
+    if c.l2_bytes:
+        parts.append(f"L2 {c.l2_bytes / 2**20:.0f} MiB")
+    return "; ".join(parts)

@@ -1,0 +1,153 @@
+"""On a GPU: the bytes irlens charges kernels against an independent count (Nsight Compute's
+DRAM counters), the measured ceilings against the sweep and the vendor's figures, and a
+small bench whose rows and kernels stay within them."""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.gpu
+
+NCU = os.environ.get("NCU", "/usr/local/cuda/bin/ncu")
+MiB = 1 << 20
+
+# Three Triton kernels Inductor makes on its own (no library call): a pointwise one with two
+# inputs, a row softmax (a persistent reduction), and a sum of two halves of one buffer.
+# 128 MiB per operand: far beyond the L2, so DRAM sees nearly every byte.
+SHAPE = (32768, 1024)
+FNS = [lambda x, y: x * 2.0 + y, lambda x, y: torch.softmax(x, dim=-1), lambda x, y: x[:, :512] + x[:, 512:]]
+
+
+def inductor_steps(backend="inductor") -> None:
+    """Each function compiled and run twice (the first run also autotunes; the second is measured)."""
+    x, y = torch.randn(SHAPE, device="cuda"), torch.randn(SHAPE, device="cuda")
+    for fn in FNS:
+        compiled = torch.compile(fn, backend=backend, dynamic=False)
+        compiled(x, y)
+        compiled(x, y)
+    torch.cuda.synchronize()
+
+
+def xla_step():
+    import jax
+    import jax.numpy as jnp
+
+    x, y = jnp.full(SHAPE, 0.5, jnp.float32), jnp.full(SHAPE, 2.0, jnp.float32)  # two buffers
+    f = jax.jit(lambda x, y: (jnp.tanh(x) * y + 1.0, jnp.sum(x * y, axis=-1)))
+    jax.block_until_ready(f(x, y))
+    jax.block_until_ready(f(x, y))
+    return f.lower(x, y).compile()
+
+
+def script(call: str) -> str:
+    """A script that runs `call` of this module (for Nsight Compute to profile)."""
+    return f"import sys\nsys.path.insert(0, {os.path.dirname(__file__)!r})\nimport test_roofline_gpu as t\nt.{call}\n"
+
+
+def ncu(script: str, kernel_regex: str, tmp_path) -> dict[str, tuple[int, int]]:
+    """{kernel name: (DRAM bytes read, written)} of each kernel's last launch, by Nsight Compute."""
+    if not shutil.which(NCU):
+        pytest.skip(f"Nsight Compute is not at {NCU}")
+    path = tmp_path / "step.py"
+    path.write_text(script)
+    proc = subprocess.run([NCU, "--metrics", "dram__bytes_read.sum,dram__bytes_write.sum", "--csv",
+                           "--print-units", "base", "-k", f"regex:{kernel_regex}", sys.executable, str(path)],
+                          capture_output=True, text=True, timeout=400, env=os.environ)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = list(csv.DictReader(io.StringIO("\n".join(line for line in proc.stdout.splitlines() if line.startswith('"')))))
+    assert rows, proc.stdout[-3000:]
+    last: dict[str, dict[str, float]] = {}
+    order: dict[str, int] = {}
+    for r in rows:
+        name, launch = r["Kernel Name"], int(r["ID"])
+        if launch >= order.get(name, -1):
+            if launch > order.get(name, -1):
+                last[name] = {}
+            order[name] = launch
+            last[name][r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
+    return {name: (int(m["dram__bytes_read.sum"]), int(m["dram__bytes_write.sum"])) for name, m in last.items()}
+
+
+def assert_close_to_dram(name: str, charged: tuple[int, int], measured: tuple[int, int], l2_bytes: int) -> None:
+    """Reads within 5 % (+1 MiB); writes between what was charged less what the L2 can still hold
+    dirty at the kernel's end (PITFALLS: it writes back later) and 5 % above what was charged."""
+    (read, written), (dram_read, dram_written) = charged, measured
+    assert abs(dram_read - read) <= 0.05 * read + MiB, (name, charged, measured)
+    assert written - l2_bytes - MiB <= dram_written <= 1.05 * written + MiB, (name, charged, measured)
+
+
+def test_inductor_triton_kernel_bytes_match_nsight_compute(tmp_path):
+    from irlens.backends.inductor import InductorCapture
+    from irlens.ir_adapters.inductor_code import map_kernels
+
+    capture = InductorCapture("t")
+    inductor_steps(capture)
+    charged = {k.name: (k.bytes_read, k.bytes_written) for g in capture.compiled for k in map_kernels(g)
+               if k.name.startswith("triton_")}
+    assert len(charged) == 3, charged
+    x = SHAPE[0] * SHAPE[1] * 4
+    assert sorted(charged.values()) == sorted([(2 * x, x), (x, x), (x, x // 2)])
+    measured = ncu(script("inductor_steps()"), "^triton_", tmp_path)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for name, io_bytes in charged.items():
+        assert name in measured, (name, list(measured))
+        assert_close_to_dram(name, io_bytes, measured[name], l2)
+
+
+def test_xla_fusion_bytes_match_nsight_compute(tmp_path):
+    import re
+
+    from irlens.ir_adapters.hlo import read_hlo
+
+    view = read_hlo(xla_step().runtime_executable().hlo_modules()[0], name="t")
+    charged = {re.sub(r"\W", "_", op.name): (op.bytes_read, op.bytes_written) for op in view.entry_ops
+               if op.opcode == "fusion"}
+    assert charged
+    measured = ncu(script("xla_step()"), "fusion", tmp_path)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for name, io_bytes in charged.items():
+        assert name in measured, (name, list(measured))
+        assert_close_to_dram(name, io_bytes, measured[name], l2)
+
+
+def test_ceilings_are_the_best_of_the_sweep_and_within_the_datasheet():
+    from triton.testing import do_bench
+
+    from irlens.ceilings import Gemm, measure_ceilings, spec_for
+
+    own = Gemm(1, 16384, 3072, 1024)  # block's MLP product at the bench size
+    c = measure_ceilings([own], dtypes=("bfloat16",))
+    a = torch.randn(own.m, own.k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(own.k, own.n, device="cuda", dtype=torch.bfloat16)
+    rate = own.flops / (do_bench(lambda: a @ b, warmup=25, rep=100, return_mode="median") * 1e-3) / 1e12
+    assert rate <= 1.03 * c.matmul_tflops["bfloat16"], (rate, c)  # the sweep holds the workload's shape
+    assert not c.tf32 and c.l2_bytes and c.l2_bytes >= 40 * MiB
+    spec = spec_for(torch.cuda.get_device_name())
+    if spec is not None:
+        assert 0.7 * spec.memory_gbps <= c.memory_gbps <= spec.memory_gbps, c
+        assert c.matmul_tflops["bfloat16"] <= spec.tflops["bfloat16"], c
+
+
+def test_a_bench_keeps_rows_and_kernels_within_the_ceilings():
+    """gelu and block, bf16 fwd, Inductor and XLA: no row above 100 % of ceiling; a kernel above
+    it only where its bytes fit in the L2 (the DRAM ceiling does not bound it), said so."""
+    from irlens.bench import run_bench
+
+    doc = run_bench(["gelu", "block"], ["inductor", "xla"], ["fwd"], ["bfloat16"], device="cuda", preset="bench",
+                    timeout=400)
+    assert [r["status"] for r in doc["rows"]] == ["ok"] * 4
+    for r in doc["rows"]:
+        assert r["roofline"]["pct_of_ceiling"] <= 100.0 and not r["roofline"]["model_error"], r["roofline"]
+        assert r["device_timing"]["kernel_launches"] >= 1 and r["kernels"]
+        timed = [k for k in r["kernels"] if k.get("time_us")]
+        assert timed, r["backend"]
+        for k in r["kernels"]:
+            assert k["bytes"] is not None or k["kind"] == "library", (r["backend"], k["name"])
+            assert not k.get("model_error") or "L2" in k["model_error"], (r["backend"], k["name"], k["model_error"])
