@@ -135,9 +135,11 @@ def _check(row: Row, run: BackendRun, reference: Reference) -> None:
 
 
 def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> dict:
-    """How the kernels cover the compute nodes of the graphs they refer to: each compute node
-    should be in exactly one kernel's `node_ids` (a recomputation is listed in `recompute` instead).
-    Node ids are given as `stage:id`."""
+    """How the kernels cover the nodes of the graphs they refer to that a kernel must explain:
+    each compute node, and each `unknown:` node (an op the common view has no meaning for is
+    never taken as explained), should be in exactly one kernel's `node_ids` (a recomputation is
+    listed in `recompute` instead). `unknown` lists every unknown node, covered or not, with its
+    native name. Node ids are given as `stage:id`."""
     stages = {g.stage for g in graphs}
     only = next(iter(stages)) if len(stages) == 1 else None
     covered = Counter()
@@ -146,11 +148,13 @@ def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> dict:
         stage = k.stage if k.stage in stages else (only if not k.stage else None)
         referred.add(stage)
         covered.update(f"{stage}:{n}" for n in k.node_ids)
-    compute = [f"{g.stage}:{n.id}" for g in graphs if g.stage in referred for n in g.nodes if is_compute(n.op)]
+    nodes = [(g.stage, n) for g in graphs if g.stage in referred for n in g.nodes]
+    explained = [f"{stage}:{n.id}" for stage, n in nodes if is_compute(n.op) or n.is_unknown]
     return {
-        "compute_nodes": len(compute),
-        "uncovered": [n for n in compute if not covered[n]],
+        "compute_nodes": len(explained),
+        "uncovered": [n for n in explained if not covered[n]],
         "duplicates": sorted(n for n, c in covered.items() if c > 1),
+        "unknown": [f"{stage}:{n.id} ({n.native or n.op})" for stage, n in nodes if n.is_unknown],
     }
 
 

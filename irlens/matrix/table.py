@@ -33,4 +33,19 @@ def format_table(doc: Document) -> str:
     for (backend, status, reason), cells in reasons.items():
         where = cells[0] if len(cells) == 1 else f"{len(cells)} cells"
         out.append(f"{backend} ({where}): {status}: {reason}")
+    out += unknown_lines(doc)
     return "\n".join(out)
+
+
+def unknown_lines(doc: Document) -> list[str]:
+    """Rows whose kernels map onto ops the common view has no meaning for: never silent, counted
+    as uncovered (`coverage.unknown`), one line per row with the native names."""
+    lines = []
+    for r in doc.rows:
+        unknown = (r.coverage or {}).get("unknown") or []
+        if unknown:
+            natives = sorted({u[u.index("(") + 1:-1] for u in unknown})
+            shown = ", ".join(natives[:6]) + (f", +{len(natives) - 6} more" if len(natives) > 6 else "")
+            lines.append(f"{r.backend} ({r.workload}/{r.mode}): {len(unknown)} node(s) with no meaning in the common "
+                         f"view, counted as uncovered: {shown}")
+    return ([""] if lines else []) + lines
