@@ -214,6 +214,12 @@ def cmd_explain(args) -> int:
     return explain_main(args)
 
 
+def cmd_repro(args) -> int:
+    from irlens.repro.cli import run
+
+    return run(args)
+
+
 def cmd_train(argv: list[str]) -> int:
     from irlens.parallel.train import train_main
 
@@ -323,6 +329,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     e.add_argument("--dtype", default=None)
     e.set_defaults(func=cmd_explain)
+
+    rp = sub.add_parser("repro", help="a standalone reproducer of one cell; --reduce: the smallest graph that "
+                                      "still fails; --slow: timed, with its dominant kernel")
+    from irlens.repro.cli import add_arguments
+
+    add_arguments(rp)
+    rp.set_defaults(func=cmd_repro)
 
     # `train` owns its options (irlens.parallel.train); main() hands it the rest of argv.
     sub.add_parser("train", help="the joint-graph parallel training path (irlens train --help)", add_help=False)
