@@ -1,13 +1,13 @@
 """What the reducer starts from: the cell's program in the common view, one graph per step, with
-the value of everything each graph reads or computes.
+the values of its inputs.
 
 The program is the one `irlens compare --cross` runs (`irlens.bindings`) for the path's
 frontend: Dynamo's ATen forward (and backward) graphs for the torch paths, the jaxpr for xla;
 each graph at the primitive level (what the lowerings take). Its inputs get the cell's values
 (weights and inputs in the cell's dtype; a backward graph's saved tensors and cotangents as the
-forward computes them). Every other value a graph computes is kept too, from the float64
-interpreter and rounded to its declared dtype: when the reducer drops a node, its outputs become
-inputs with the values a correct backend would have given them.
+forward computes them). Every other value of a graph is derived where the candidates run
+(`case_values`): computed in float64 on the device and rounded to its declared dtype, so when
+the reducer drops a node its outputs become inputs with the values a correct backend gives them.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import os
 
 import torch
 
-from irlens.interpret import TORCH_DTYPES, interpret
+from irlens.interpret import TORCH_DTYPES
 from irlens.ir import Graph
 
 
@@ -25,7 +25,7 @@ from irlens.ir import Graph
 class Case:
     stage: str  # the graph's stage (aot.forward, aot.backward, jax.grad, ...)
     graph_path: str  # the primitive graph, JSON
-    values_path: str  # {value name: tensor} on the CPU: its inputs and everything it computes
+    values_path: str  # {input name: tensor} on the CPU
 
     def graph(self) -> Graph:
         with open(self.graph_path) as f:
@@ -38,15 +38,50 @@ class Case:
 def declared(value, dtype: str):
     """`value` in the dtype the graph declares for it (floating ones rounded, integers narrowed)."""
     if isinstance(value, torch.Tensor) and dtype in TORCH_DTYPES:
-        return value.detach().cpu().to(TORCH_DTYPES[dtype])
+        return value.detach().to(TORCH_DTYPES[dtype])
     return value
 
 
-def all_values(graph: Graph, inputs: list) -> dict:
-    """Every value of `graph` on `inputs`, computed by the float64 interpreter."""
-    names = [t.name for t in graph.inputs] + [o.name for n in graph.nodes for o in n.outputs]
-    results = interpret(dataclasses.replace(graph, outputs=names), inputs)
-    return dict(zip(names, results))
+def float64_values(graph: Graph, inputs: list, device: str) -> dict:
+    """Every value of `graph` on `inputs` (inputs included), computed in float64 on `device` as
+    the interpreter computes it: by the module `irlens.lower.fx` makes of the graph's float64 form."""
+    from irlens.lower.fx import to_graph_module
+    from irlens.repro.graphs import as_float64
+
+    wide = as_float64(graph)
+    names = [o.name for n in wide.nodes for o in n.outputs]
+    module = to_graph_module(dataclasses.replace(wide, outputs=names), device)
+    args = [v.detach().to(device, torch.float64 if v.is_floating_point() else v.dtype)
+            if isinstance(v, torch.Tensor) else v for v in inputs]
+    with torch.no_grad():
+        results = module(*args)
+    return dict(zip((t.name for t in graph.inputs), args)) | dict(zip(names, results))
+
+
+def all_values(graph: Graph, inputs: list, device: str) -> dict:
+    """Every value of `graph` on `inputs`, in its declared dtype (from `float64_values`)."""
+    metas = graph.values()
+    return {name: declared(v, metas[name].dtype) for name, v in float64_values(graph, inputs, device).items()}
+
+
+_CASE_VALUES: dict[str, dict] = {}
+
+
+def case_values(case: "Case", device: str) -> dict:
+    """Every value of the case's graph, on `device` in its declared dtype; derived once per process."""
+    if case.values_path not in _CASE_VALUES:
+        _CASE_VALUES.clear()  # one case at a time: a large graph's values take room
+        graph = case.graph()
+        inputs = torch.load(case.values_path, weights_only=True)
+        _CASE_VALUES[case.values_path] = all_values(graph, [inputs[t.name] for t in graph.inputs], device)
+    return _CASE_VALUES[case.values_path]
+
+
+def save_case(graph: Graph, inputs: dict, stage: str, graph_path: str, values_path: str) -> dict:
+    with open(graph_path, "w") as f:
+        json.dump(graph.to_json(), f)
+    torch.save({t.name: declared(inputs[t.name], t.dtype).cpu() for t in graph.inputs}, values_path)
+    return Case(stage, graph_path, values_path).to_json()
 
 
 def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: str, preset: str,
@@ -59,7 +94,7 @@ def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: 
 
     inst = resolve_workload(workload).instantiate(preset, dtype, device)
     program = program_for(get_frontend(frontend).acquire(inst, mode), inst)
-    env = {k: v.detach().cpu() if isinstance(v, torch.Tensor) else v for k, v in workload_values(inst).items()}
+    env = dict(workload_values(inst))
     cases = []
     for index, step in enumerate(program.steps):
         if step is program.backward:
@@ -67,15 +102,10 @@ def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: 
             loss, cotangents = loss_and_cotangents(inst, [env[f"out{i}"] for i in range(n_out)])
             env.update({f"cotangent:out{i}": c for i, c in enumerate(cotangents)}, loss=loss)
         graph = step.graph(LEVEL)
-        inputs = [declared(env[k], t.dtype) for k, t in zip(step.inputs, graph.inputs)]
-        values = {name: declared(v, meta.dtype) for (name, v), meta in
-                  zip(all_values(graph, inputs).items(), [*graph.inputs, *(o for n in graph.nodes for o in n.outputs)])}
+        inputs = {t.name: declared(env[k], t.dtype) for k, t in zip(step.inputs, graph.inputs)}
+        values = all_values(graph, [inputs[t.name] for t in graph.inputs], device)
         env.update({k: values[name] for k, name in zip(step.outputs, graph.outputs)
                     if k is not None and isinstance(name, str)})
-        case = Case(step.stage.name, os.path.join(directory, f"case{index}.json"),
-                    os.path.join(directory, f"case{index}.values.pt"))
-        with open(case.graph_path, "w") as f:
-            json.dump(graph.to_json(), f)
-        torch.save(values, case.values_path)
-        cases.append(case.to_json())
+        cases.append(save_case(graph, inputs, step.stage.name, os.path.join(directory, f"case{index}.json"),
+                               os.path.join(directory, f"case{index}.values.pt")))
     return cases

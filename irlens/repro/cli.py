@@ -32,7 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embed-max", type=int, default=EMBED_MAX,
                    help=f"tensors of at most this many elements are embedded exactly, larger ones regenerated from "
                         f"a seed (default {EMBED_MAX})")
-    p.add_argument("--no-run", dest="run", action="store_false", help="write the files without running them")
+    p.add_argument("--no-run", dest="run", action="store_false",
+                   help="write the cell's file without running it (a reduction still runs its candidates and the "
+                        "files it writes)")
     p.add_argument("--json", default=None, help="write what happened (outcomes, the reduction's tries) to this file")
 
 
@@ -63,10 +65,9 @@ def run(args) -> int:
 def _reproduces(result) -> bool:
     if result.reduced_file is None:
         return result.cell_outcome is not None and not result.cell_outcome.failed  # an ok cell: nothing to reduce
-    if result.reduced_outcome is None:
-        return True  # not run
-    target = result.reduction["target"]["status"] if result.reduction else result.cell_outcome.status
-    return result.reduced_outcome.status == target
+    target = result.reduction["target"]["status"] if result.reduction else \
+        (result.cell_outcome or result.recorded_outcome).status
+    return result.reduced_outcome is not None and result.reduced_outcome.status == target
 
 
 def summary(result) -> str:

@@ -4,7 +4,9 @@ A standalone file cannot import the workload's twin (it lives in irlens), and `j
 serialized artifacts need the `flatbuffers` package, which JAX does not depend on. So the file
 gets the jaxpr itself written out: every equation binds its primitive with the parameters it
 was traced with, so jitting the function gives XLA the program the xla backend compiled.
-Nested calls (`jit`, custom derivative rules) are inlined: their bodies are what runs.
+A nested `jit` stays a nested `jax.jit` of a function named as it was (XLA rounds differently
+across a call boundary than inside one fusion: inlined, a bf16 result can skip its rounding);
+custom derivative rules are inlined (their bodies are what runs).
 
 A primitive is named by its public `jax.lax` name; `add_any` (the sum of two cotangents) binds
 `lax.add_p`, its meaning on arrays. A parameter is written as source where its type allows
@@ -18,8 +20,9 @@ import enum
 import math
 from typing import Any
 
-INLINED = {"pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
-           "remat", "checkpoint"}
+NESTED_JIT = {"pjit", "jit"}
+INLINED = {"closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr", "remat",
+           "checkpoint"}
 EQUIVALENT = {"add_any": "add_p"}  # same meaning on arrays, public name
 
 
@@ -64,7 +67,9 @@ class _Writer:
         for eqn in jaxpr.eqns:
             args = [read(v) for v in eqn.invars]
             inner = _inner_jaxpr(eqn)
-            if inner is not None:
+            if eqn.primitive.name in NESTED_JIT:
+                results = self.nested_jit(eqn, inner, args)
+            elif inner is not None:
                 sub_env = dict(zip(inner.jaxpr.constvars, (self.literal(c) for c in inner.consts)))
                 sub_env.update(zip(inner.jaxpr.invars, args[len(args) - len(inner.jaxpr.invars):]))
                 results = self.body(inner.jaxpr, sub_env)
@@ -131,6 +136,27 @@ class _Writer:
             return self.jaxpr_param(value)
         raise NotExpressible(f"{prim}: parameter {key}={value!r} ({type(value).__name__}) has no source form")
 
+    def nested_jit(self, eqn, inner, args: list[str]) -> list[str]:
+        """`jax.jit` of the nested jaxpr written as a function of its own name (inline and
+        keep_unused as traced; shardings, layouts and donation do not change one device's results)."""
+        if eqn.params.get("compiler_options_kvs"):
+            raise NotExpressible(f"a nested jit with compiler options {eqn.params['compiler_options_kvs']}")
+        name = "".join(c if c.isalnum() or c == "_" else "_" for c in str(eqn.params.get("name", "jitted")))
+        name = f"{name}_{self.fresh('')}"
+        sub = _Writer()
+        sub.count = self.count
+        params = [sub.fresh("a") for _ in inner.jaxpr.invars]
+        env = dict(zip(inner.jaxpr.constvars, (sub.literal(c) for c in inner.consts))) | dict(zip(inner.jaxpr.invars, params))
+        outs = sub.body(inner.jaxpr, env)
+        self.count = sub.count
+        self.lines.append(f"def {name}({', '.join(params)}):")
+        self.lines += [f"    {line}" for line in sub.lines] + [f"    return ({''.join(o + ', ' for o in outs)})"]
+        options = ", ".join(f"{k}={eqn.params[k]!r}" for k in ("inline", "keep_unused") if k in eqn.params)
+        results = [self.fresh() for _ in eqn.outvars]
+        self.lines.append(f"{', '.join(results)}{',' if len(results) == 1 else ''} = "
+                          f"jax.jit({name}{', ' if options else ''}{options})({', '.join(args)})")
+        return results
+
     def jaxpr_param(self, jaxpr) -> str:
         if jaxpr.constvars:
             raise NotExpressible("a jaxpr-valued parameter with constants")
@@ -148,8 +174,8 @@ class _Writer:
 
 
 def _inner_jaxpr(eqn):
-    """The closed jaxpr an inlined call runs, or None for a primitive to bind."""
-    if eqn.primitive.name not in INLINED:
+    """The closed jaxpr a nested or inlined call runs, or None for a primitive to bind."""
+    if eqn.primitive.name not in INLINED | NESTED_JIT:
         return None
     from jax._src import core
 

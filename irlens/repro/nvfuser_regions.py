@@ -173,13 +173,12 @@ def _definition_name(definition: str) -> str:
 
 def region_case(directory: str, entry: dict) -> dict | None:
     """The culprit region as a reducer Case (its nodes of the execution trace's common view at
-    the primitive level, its recorded inputs and every value it computes), or None when the
-    traces do not name it."""
+    the primitive level, and its recorded inputs), or None when the traces do not name it."""
     import torch
 
     from irlens.ir import Graph
     from irlens.ir_adapters.decompose import to_primitive
-    from irlens.repro.cases import Case, all_values, declared
+    from irlens.repro.cases import save_case
     from irlens.repro.graphs import subgraph
     from irlens.repro.tensors import HELPERS
 
@@ -194,12 +193,5 @@ def region_case(directory: str, entry: dict) -> dict | None:
     recorded = {name: eval(expr, namespace) for name, expr in zip(region["args"], entry["inputs"]) if name}
     if any(t.name not in recorded for t in graph.inputs):
         return None  # the region reads a value its recorded arguments do not name
-    metas = graph.values()
-    inputs = [declared(recorded[t.name], t.dtype) for t in graph.inputs]
-    values = {name: declared(v, metas[name].dtype) for name, v in all_values(graph, inputs).items()}
-    case = Case(f"{entry['part']} region {entry['name']}", os.path.join(directory, "region_case.json"),
-                os.path.join(directory, "region_case.values.pt"))
-    with open(case.graph_path, "w") as f:
-        json.dump(graph.to_json(), f)
-    torch.save(values, case.values_path)
-    return case.to_json()
+    return save_case(graph, recorded, f"{entry['part']} region {entry['name']}",
+                     os.path.join(directory, "region_case.json"), os.path.join(directory, "region_case.values.pt"))

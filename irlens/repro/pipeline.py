@@ -35,13 +35,14 @@ class ReproResult:
     reduced_outcome: Outcome | None = None
     region_file: str | None = None  # nvFuser: the fusion region a crashing run never finished
     region_outcome: Outcome | None = None
+    recorded_outcome: Outcome | None = None  # nvFuser: how the run with the flight recorder ended
     reduction: dict | None = None  # stage, nodes before and after, target, attempts, stopped
     kernel: dict | None = None  # --slow: the kernel that dominates device time
     notes: list[str] = field(default_factory=list)  # what did not happen, and why
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
-        for key in ("cell_outcome", "reduced_outcome", "region_outcome"):
+        for key in ("cell_outcome", "reduced_outcome", "region_outcome", "recorded_outcome"):
             outcome = getattr(self, key)
             d[key] = None if outcome is None else outcome.to_json()
         return d
@@ -69,8 +70,9 @@ def check(spec: CellSpec):
 def repro(spec: CellSpec, out: str, *, reduce: bool = False, slow: bool = False, budget_s: float = 600.0,
           timeout: float = 600.0, embed_max: int = EMBED_MAX, run: bool = True,
           log: Callable[[str], None] | None = None) -> ReproResult:
-    """Write the cell's standalone file into `out` (and run it); with `reduce`, also the reduced
-    file of a failing cell; with `slow`, a timed file and the source of its dominant kernel."""
+    """Write the cell's standalone file into `out` (and with `run`, run it); with `reduce`, also
+    the reduced file of a failing cell (a reduction runs its candidates and the files it writes
+    whatever `run` says); with `slow`, a timed file and the source of its dominant kernel."""
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
     workload, path = check(spec)
     os.makedirs(out, exist_ok=True)
@@ -96,7 +98,7 @@ def repro(spec: CellSpec, out: str, *, reduce: bool = False, slow: bool = False,
             if result.cell_outcome is not None and not result.cell_outcome.failed:
                 result.notes.append("not reduced: the cell's file runs ok")
             else:
-                _reduce(spec, path, dtype, out, stem, result, runner, budget_s, timeout, embed_max, run, log)
+                _reduce(spec, path, dtype, out, stem, result, runner, budget_s, timeout, embed_max, log)
     finally:
         runner.close()
     return result
@@ -128,16 +130,18 @@ def _note_run(path: str, outcome: Outcome) -> None:
 
 
 def _reduce(spec: CellSpec, path, dtype: str, out: str, stem: str, result: ReproResult, runner, budget_s: float,
-            timeout: float, embed_max: int, run: bool, log) -> None:
+            timeout: float, embed_max: int, log) -> None:
     from irlens.repro.cases import Case
 
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="irlens-repro-") as tmp:
         cases = None
-        native = path.lowering == "nvfuser" and result.cell_outcome is not None and \
-            result.cell_outcome.status in ("crash", "exception")
+        # nvFuser crashes and raises are looked for among Thunder's own regions first; where the
+        # cell's file did not run, the recorded run says whether there is one
+        native = path.lowering == "nvfuser" and (result.cell_outcome is None or
+                                                 result.cell_outcome.status in ("crash", "exception"))
         if native:
-            region = _native_region(spec, out, stem, result, tmp, timeout, embed_max, run, log)
+            region = _native_region(spec, out, stem, result, tmp, timeout, embed_max, log)
             cases = [Case(**region)] if region is not None else None
         if cases is None:
             log(f"[repro] acquiring the cell's program in the common view ({path.frontend}) ...")
@@ -148,7 +152,7 @@ def _reduce(spec: CellSpec, path, dtype: str, out: str, stem: str, result: Repro
             except CallFailed as e:
                 result.notes.append(f"not reduced: the common view could not be acquired: {worker_failure(e)}")
                 return
-        found = _failing_case(cases, runner, result.cell_outcome, path.lowering, log)
+        found = _failing_case(cases, runner, result.cell_outcome or result.recorded_outcome, path.lowering, log)
         if found is None:
             result.notes.append(f"not reduced further: no graph of the cell's common view fails through the "
                                 f"{path.lowering} lowering (see the log)")
@@ -158,7 +162,7 @@ def _reduce(spec: CellSpec, path, dtype: str, out: str, stem: str, result: Repro
     if result.reduction is not None:
         with open(os.path.join(out, f"{stem}-reduce.json"), "w") as f:
             json.dump(result.reduction, f, indent=1)
-    if run and result.reduced_file is not None and result.reduced_outcome is None:
+    if result.reduced_file is not None and result.reduced_outcome is None:
         log(f"[repro] running {result.reduced_file} in a fresh process ...")
         outcome = run_file(result.reduced_file, timeout)
         _note_run(result.reduced_file, outcome)
@@ -166,14 +170,14 @@ def _reduce(spec: CellSpec, path, dtype: str, out: str, stem: str, result: Repro
         result.reduced_outcome = outcome
         region = result.region_outcome
         if outcome.status != result.reduction["target"]["status"] and region is not None and \
-                region.same_failure(result.cell_outcome):
+                region.same_failure(result.cell_outcome or result.recorded_outcome):
             result.notes.append(f"the reduced graph's file does not fail as its graph did ({outcome}); the smallest "
                                 f"file that does is the fusion region's")
             result.reduced_file, result.reduced_outcome = result.region_file, region
 
 
 def _native_region(spec: CellSpec, out: str, stem: str, result: ReproResult, tmp: str, timeout: float,
-                   embed_max: int, run: bool, log) -> dict | None:
+                   embed_max: int, log) -> dict | None:
     """Phase 0 for an nvFuser crash: the cell again with the flight recorder (`nvfuser_regions`);
     the region that never finished, as a standalone nvFuser script. Returns it as a reducer Case
     (None where the traces do not name it)."""
@@ -187,14 +191,16 @@ def _native_region(spec: CellSpec, out: str, stem: str, result: ReproResult, tmp
     try:
         ran = worker.call("irlens.repro.nvfuser_regions:record", dict(spec=dataclasses.asdict(spec),
                           directory=directory, embed_max=embed_max), timeout)
-        log(f"[repro] the recorded run did not fail ({ran['regions']} regions ran)")
+        recorded = Outcome("ok", "", f"{ran['regions']} regions ran")
     except CallFailed as e:
-        log(f"[repro] the recorded run: {worker_failure(e)}")
+        recorded = worker_failure(e)
     finally:
         worker.close()
+    log(f"[repro] the recorded run: {recorded}")
+    result.recorded_outcome = recorded
     entry = nvfuser_regions.culprit(directory)
     if entry is None:
-        result.notes.append("no nvFuser region was left unfinished in the recorded run")
+        result.notes.append(f"no nvFuser region was left unfinished in the recorded run ({recorded})")
         return None
     name = f"{entry['part']} region {entry['name']} (the {entry['index'] + 1}th to run)"
     log(f"[repro] the region that never finished: {name}")
@@ -204,15 +210,14 @@ def _native_region(spec: CellSpec, out: str, stem: str, result: ReproResult, tmp
              "What it is: the FusionDefinition Thunder's nvFuser executor built for this region, as nvFuser prints "
              "it, with the region's inputs (recorded just before it ran; large ones regenerated from a seed). "
              "In a run of the whole cell it started and never finished.",
-             f"The whole cell: {result.cell_outcome}."]
+             f"The whole cell: {result.cell_outcome or recorded}."]
     with open(result.region_file, "w") as f:
         f.write(nvfuser_regions.region_file(entry, title, notes))
-    if run:
-        result.region_outcome = run_file(result.region_file, timeout)
-        _note_run(result.region_file, result.region_outcome)
-        log(f"[repro] {os.path.basename(result.region_file)}: {result.region_outcome}")
-        if result.region_outcome.same_failure(result.cell_outcome):
-            result.reduced_file, result.reduced_outcome = result.region_file, result.region_outcome
+    result.region_outcome = run_file(result.region_file, timeout)
+    _note_run(result.region_file, result.region_outcome)
+    log(f"[repro] {os.path.basename(result.region_file)}: {result.region_outcome}")
+    if result.region_outcome.same_failure(result.cell_outcome or recorded):
+        result.reduced_file, result.reduced_outcome = result.region_file, result.region_outcome
     try:
         return nvfuser_regions.region_case(directory, entry)
     except Exception as e:  # noqa: BLE001  (the region's file stands; only the finer reduction is lost)
@@ -227,7 +232,7 @@ def _reduce_case(spec: CellSpec, path, dtype: str, out: str, stem: str, result: 
     from irlens.repro.reduce import Reducer
 
     case, graph, target = found
-    reduction = Reducer(runner, case.values_path, target, budget_s, log,
+    reduction = Reducer(runner, case, target, budget_s, log,
                         nvfuser_regions=path.lowering == "nvfuser").reduce(graph)
     result.reduction = {"stage": case.stage, "before": size_text(graph), "after": size_text(reduction.graph),
                         "nodes_before": len(graph.nodes), "nodes_after": len(reduction.graph.nodes),
@@ -244,7 +249,7 @@ def _reduce_case(spec: CellSpec, path, dtype: str, out: str, stem: str, result: 
     log(f"[repro] writing {reduced}")  # nothing runs through the backend here
     try:
         runner.call("irlens.repro.run_graph:write_graph_file", dict(
-            graph=reduction.graph.to_json(), values_path=case.values_path, backend=spec.backend, device=spec.device,
+            graph=reduction.graph.to_json(), case=case.to_json(), backend=spec.backend, device=spec.device,
             dtype=dtype, tol=runner.tol, title=title, notes=notes, out=reduced, embed_max=embed_max))
     except CallFailed as e:
         result.notes.append(f"the reduced file was not written: {worker_failure(e)}")
@@ -273,7 +278,7 @@ def _failing_case(cases, runner, cell: Outcome | None, lowering: str, log):
     for case in cases:
         full = case.graph()
         graph = subgraph(full, [n.id for n in full.nodes])
-        outcome = runner.outcome(graph, case.values_path)
+        outcome = runner.outcome(graph, case)
         log(f"[repro] {case.stage} ({size_text(graph)}) through the {lowering} lowering: {outcome}")
         if outcome.failed:
             failing.append((case, graph, outcome))

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from irlens.ir import Graph
+from irlens.repro.cases import Case
 from irlens.isolation import CallFailed, Worker
 from irlens.repro.cell import Outcome, worker_failure
 from irlens.repro.graphs import dimension_sizes, shape_problem, shrink, size_text, subgraph
@@ -57,8 +58,8 @@ class Runner:
         self.worker = Worker(WORKER_MODULES)
         self.spare: Worker | None = None
 
-    def outcome(self, graph: Graph, values_path: str) -> Outcome:
-        kwargs = dict(graph=graph.to_json(), values_path=values_path, backend=self.backend, device=self.device,
+    def outcome(self, graph: Graph, case: Case) -> Outcome:
+        kwargs = dict(graph=graph.to_json(), case=case.to_json(), backend=self.backend, device=self.device,
                       tol=self.tol)
         try:
             return Outcome.from_json(self.call("irlens.repro.run_graph:run_candidate", kwargs))
@@ -86,9 +87,9 @@ class Runner:
 
 
 class Reducer:
-    def __init__(self, runner: Runner, values_path: str, target: Outcome, budget_s: float,
+    def __init__(self, runner: Runner, case: Case, target: Outcome, budget_s: float,
                  log: Callable[[str], None] | None = None, nvfuser_regions: bool = False):
-        self.runner, self.values_path, self.target = runner, values_path, target
+        self.runner, self.case, self.target = runner, case, target
         self.budget_s, self.nvfuser_regions = budget_s, nvfuser_regions
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.start = time.monotonic()
@@ -112,7 +113,7 @@ class Reducer:
             return self._tried[key]
         if self.out_of_time():
             return False
-        outcome = self.runner.outcome(graph, self.values_path)
+        outcome = self.runner.outcome(graph, self.case)
         kept = outcome.same_failure(self.target)
         attempt = Attempt(what, size_text(graph), str(outcome), kept, self.elapsed())
         self.attempts.append(attempt)

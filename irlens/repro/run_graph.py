@@ -2,8 +2,8 @@
 
 `run_candidate` is what the reducer calls for every candidate (in an isolated worker: a crash
 or a hang costs that worker, not the reducer). The graph runs by its path's lowering (see
-`irlens.repro.paths`) on its inputs' values, and its outputs are compared with the float64
-interpreter's on the same values. `write_graph_file` writes the standalone file of a graph: the
+`irlens.repro.paths`) on its inputs' values, and its outputs are compared with the same graph
+computed in float64 on the same values (as the interpreter computes it, on the device). `write_graph_file` writes the standalone file of a graph: the
 same code the `source` lowering ran, the jaxpr `irlens.lower.jax` jits, or the nvFuser
 definitions `irlens.lower.nvfuser` built, with the float64 model code for the reference.
 """
@@ -14,19 +14,11 @@ import traceback
 
 import torch
 
-from irlens.interpret import TORCH_DTYPES, interpret
+from irlens.interpret import TORCH_DTYPES
 from irlens.ir import Graph
+from irlens.repro.cases import Case, case_values
 from irlens.repro.cell import Outcome, exception_outcome
 from irlens.repro.graphs import as_float64
-
-_VALUES: dict[str, dict] = {}  # values file -> its contents, loaded once per worker
-
-
-def _values(path: str) -> dict:
-    if path not in _VALUES:
-        _VALUES.clear()
-        _VALUES[path] = torch.load(path, weights_only=True)
-    return _VALUES[path]
 
 
 def graph_inputs(graph: Graph, values: dict, device: str) -> list:
@@ -118,26 +110,28 @@ def _run(graph: Graph, inputs: list, path, device: str) -> list:
 
 def outcome_of(graph: Graph, inputs: list, path, device: str, tol: float) -> Outcome:
     from irlens.numerics import compare_results
+    from irlens.repro.cases import float64_values
 
     try:
         outs = _run(graph, inputs, path, device)
         _synchronize(device)
     except Exception as e:  # noqa: BLE001  (the backend's failure is the outcome)
         return exception_outcome(e, traceback.format_exc()[-3000:])
-    reference = dict(zip(graph.outputs, interpret(graph, [v.cpu() if isinstance(v, torch.Tensor) else v
-                                                          for v in inputs])))
-    results = dict(zip(graph.outputs, (o.detach().cpu() for o in outs)))
+    wide = float64_values(graph, inputs, device)
+    reference = {name: wide[name] for name in graph.outputs}
+    results = dict(zip(graph.outputs, (o.detach() for o in outs)))
     cmp = compare_results(results, reference, tol)
     return Outcome("ok", "", f"max rel err {cmp.max_rel_err}") if cmp.ok else Outcome("mismatch", "", cmp.reason)
 
 
-def run_candidate(graph: dict, values_path: str, backend: str, device: str, tol: float) -> dict:
-    """The worker's entry point: one candidate's outcome, as JSON."""
+def run_candidate(graph: dict, case: dict, backend: str, device: str, tol: float) -> dict:
+    """The worker's entry point: one candidate (a graph made from the case's) and its outcome, as JSON."""
     g = Graph.from_json(graph)
-    return outcome_of(g, graph_inputs(g, _values(values_path), device), _path(backend), device, tol).to_json()
+    inputs = graph_inputs(g, case_values(Case(**case), device), device)
+    return outcome_of(g, inputs, _path(backend), device, tol).to_json()
 
 
-def write_graph_file(graph: dict, values_path: str, backend: str, device: str, dtype: str, tol: float, title: str,
+def write_graph_file(graph: dict, case: dict, backend: str, device: str, dtype: str, tol: float, title: str,
                      notes: list[str], out: str, embed_max: int) -> None:
     """The worker's entry point: write the standalone file of a graph to `out`. Nothing runs
     through the backend here (a crashing graph's file is written all the same): its code is
@@ -146,7 +140,7 @@ def write_graph_file(graph: dict, values_path: str, backend: str, device: str, d
 
     g = Graph.from_json(graph)
     path = _path(backend)
-    inputs = graph_inputs(g, _values(values_path), device)
+    inputs = graph_inputs(g, case_values(Case(**case), device), device)
     reference = torch_function(as_float64(g), [_float64(v) for v in inputs], device, "model_float64")
     forward = torch_function(g, inputs, device, "model") if path.lowering == "source" else reference
     f = ReproFile(title=title, notes=notes, device=device, dtype=dtype, tol=tol,
@@ -193,13 +187,11 @@ def fusion_section(graph: Graph, inputs: list, device: str):
     prints it (built as the lowering builds it, for the region's input values, and not executed),
     each op outside the regions as its torch code (a one-node graph's)."""
     from irlens.lower.nvfuser import Region, _define, _fusion_input, regions
-    from irlens.repro.cases import all_values, declared
+    from irlens.repro.cases import all_values
     from irlens.repro.emit import Fusion, FusionSection, TorchCall
     from irlens.repro.graphs import subgraph
 
-    metas = graph.values()
-    env = {name: declared(v, metas[name].dtype) for name, v in
-           all_values(graph, [v.cpu() if isinstance(v, torch.Tensor) else v for v in inputs]).items()}
+    env = all_values(graph, inputs, device)
     steps = []
     for item in regions(graph):
         if isinstance(item, Region):
@@ -208,6 +200,6 @@ def fusion_section(graph: Graph, inputs: list, device: str):
                 steps.append(Fusion(repr(_define(item, values, graph)), list(item.inputs), list(item.outputs)))
             continue
         one = subgraph(graph, [item.id])
-        function = torch_function(one, [env[t.name].to(device) for t in one.inputs], device, f"node_{len(steps)}")
+        function = torch_function(one, [env[t.name] for t in one.inputs], device, f"node_{len(steps)}")
         steps.append(TorchCall(function, list(one.outputs)))
     return FusionSection(steps, list(graph.outputs))

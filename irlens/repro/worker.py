@@ -24,6 +24,18 @@ def write_cell_file(spec: dict, out: str, notes: list[str], embed_max: int, time
     text = cell_file(s, repro_path(get_backend(s.backend)), notes, embed_max, timed).render()
     with open(out, "w") as f:
         f.write(text)
+    _give_back_memory(s.device)
+
+
+def _give_back_memory(device: str) -> None:
+    """The worker serves the reducer next: what the workload held is returned to the device."""
+    import gc
+
+    gc.collect()
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
 
 
 def dominant_kernel(spec: dict, directory: str) -> dict:
@@ -47,6 +59,7 @@ def dominant_kernel(spec: dict, directory: str) -> dict:
         for k in run.kernels:
             k.time_us = next((us for name, us in device_us.items() if k.name in name), None)
         timed = [k for k in run.kernels if k.time_us]
+    _give_back_memory(s.device)
     if not timed:
         return {"reason": f"{s.backend} reported no kernel times for this cell ({len(run.kernels)} kernels)",
                 "run_us": run.run_us}
