@@ -1,8 +1,9 @@
 """`irlens repro`: the command's options and its run (the CLI hands it the parsed arguments).
 
 Exit status: 0 the file(s) were written (and, where run, the reduced file fails as the cell's
-graph did); 1 a reduction was asked for and no reduced file reproduces the failure (the notes
-say why); 2 bad input (an unknown workload, backend, mode, dtype, device or preset, or a backend
+graph did); 1 the cell's file could not be written (its model cannot be one standalone function:
+graph breaks, say), or a reduction was asked for and no reduced file reproduces the failure (the
+notes say why); 2 bad input (an unknown workload, backend, mode, dtype, device or preset, or a backend
 that is unavailable here), with a message.
 """
 from __future__ import annotations
@@ -42,7 +43,7 @@ def run(args) -> int:
     from irlens.frontends.base import Unavailable
     from irlens.registry import UnknownName
     from irlens.repro.cell import CellSpec
-    from irlens.repro.pipeline import repro
+    from irlens.repro.pipeline import ReproFailed, repro
     from irlens.user_workload import BadReference
 
     spec = CellSpec(args.workload, args.backend, args.mode, args.dtype, args.device, args.preset)
@@ -52,6 +53,9 @@ def run(args) -> int:
     except (UnknownName, BadReference, ValueError, Unavailable) as e:
         print(f"irlens repro: {e}", file=sys.stderr)
         return 2
+    except ReproFailed as e:
+        print(f"irlens repro: {e}", file=sys.stderr)
+        return 1
     print(summary(result))
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)

@@ -112,9 +112,9 @@ def culprit(directory: str) -> dict | None:
 
 def region_file(entry: dict, title: str, notes: list[str]) -> str:
     """A standalone nvFuser script of one recorded region: its definition, its inputs, one run."""
-    from irlens.repro.tensors import HELPERS
+    from irlens.repro.tensors import HELPERS, on_device
 
-    inputs = "\n".join(f"        {expr}{'' if device is None else f'.to({device!r})'},"
+    inputs = "\n".join(f"        {expr if device is None else on_device(expr, device)},"
                        for expr, device in zip(entry["inputs"], entry["devices"]))
     header = "\n".join(textwrap.fill(line, 96, break_on_hyphens=False, break_long_words=False) if line else "" for line in [title, "", *[
         x for note in notes for x in (note, "")]])
@@ -190,6 +190,7 @@ def region_case(directory: str, entry: dict) -> dict | None:
     graph = to_primitive(subgraph(Graph.from_json(part["graph"]), region["nodes"]))
     namespace: dict = {"torch": torch}
     exec("import base64\nimport math\n" + HELPERS, namespace)
+    # the recorded inputs, rebuilt on the CPU (the reducer's workers move them where they run)
     recorded = {name: eval(expr, namespace) for name, expr in zip(region["args"], entry["inputs"]) if name}
     if any(t.name not in recorded for t in graph.inputs):
         return None  # the region reads a value its recorded arguments do not name

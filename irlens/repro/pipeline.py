@@ -24,6 +24,10 @@ from irlens.repro.tensors import EMBED_MAX
 NOT_RUN = "When irlens ran it: not run."
 
 
+class ReproFailed(RuntimeError):
+    """The cell's file could not be written; the message says why."""
+
+
 @dataclass
 class ReproResult:
     spec: CellSpec
@@ -87,8 +91,11 @@ def repro(spec: CellSpec, out: str, *, reduce: bool = False, slow: bool = False,
             result.kernel = _dominant_kernel(runner, spec, out, log)
             notes.append(_kernel_note(result.kernel))
         log(f"[repro] writing {result.cell_file}")
-        runner.call("irlens.repro.worker:write_cell_file", dict(spec=dataclasses.asdict(spec), out=result.cell_file,
-                    notes=notes, embed_max=embed_max, timed=slow))
+        try:
+            runner.call("irlens.repro.worker:write_cell_file", dict(
+                spec=dataclasses.asdict(spec), out=result.cell_file, notes=notes, embed_max=embed_max, timed=slow))
+        except CallFailed as e:
+            raise ReproFailed(f"the cell's file could not be written: {worker_failure(e)}") from None
         if run:
             log(f"[repro] running {result.cell_file} in a fresh process ...")
             result.cell_outcome = run_file(result.cell_file, timeout)

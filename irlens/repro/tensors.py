@@ -15,23 +15,30 @@ EMBED_MAX = 4096
 
 # The helpers a file defines once; `tensor_source` writes calls to them.
 HELPERS = '''\
-def embedded(data, dtype, shape, stride=None):
+def embedded(data, dtype, shape, stride=None, device="cpu"):
     """A tensor from its bytes (base64), exactly."""
     flat = torch.frombuffer(bytearray(base64.b64decode(data)), dtype=torch.uint8).view(dtype).clone()
-    return flat.reshape(shape) if stride is None else flat.as_strided(shape, stride)
+    return _laid_out(flat, shape, stride, device)
 
 
-def regenerated(seed, dtype, shape, mean, std, stride=None):
+def regenerated(seed, dtype, shape, mean, std, stride=None, device="cpu"):
     """A floating tensor drawn again: normal with the original's mean and standard deviation."""
     gen = torch.Generator().manual_seed(seed)
     flat = (torch.randn(_extent(shape, stride), generator=gen, dtype=torch.float64) * std + mean).to(dtype)
-    return flat.reshape(shape) if stride is None else flat.as_strided(shape, stride)
+    return _laid_out(flat, shape, stride, device)
 
 
-def integers(seed, dtype, shape, low, high, stride=None):
+def integers(seed, dtype, shape, low, high, stride=None, device="cpu"):
     """An integer (or bool) tensor drawn again, uniformly in [low, high]."""
     gen = torch.Generator().manual_seed(seed)
     flat = torch.randint(low, high + 1, (_extent(shape, stride),), generator=gen).to(dtype)
+    return _laid_out(flat, shape, stride, device)
+
+
+def _laid_out(flat, shape, stride, device):
+    """The elements moved to the device, then viewed with the shape and strides (a broadcast
+    stride of 0 survives: moving the strided view would copy it dense)."""
+    flat = flat.to(device)
     return flat.reshape(shape) if stride is None else flat.as_strided(shape, stride)
 
 
@@ -64,8 +71,8 @@ def _storage(t: torch.Tensor, stride) -> torch.Tensor:
 
 
 def tensor_source(t: torch.Tensor, seed: int, embed_max: int = EMBED_MAX) -> str:
-    """A Python expression (using HELPERS) that rebuilds `t` on the CPU. Only an embedded tensor
-    is copied to the CPU; a large one's statistics are taken where it is."""
+    """A Python expression, a call of one of HELPERS, that rebuilds `t` on the CPU. Only an
+    embedded tensor is copied to the CPU; a large one's statistics are taken where it is."""
     import torch
 
     shape, stride = _layout(t)
@@ -82,6 +89,11 @@ def tensor_source(t: torch.Tensor, seed: int, embed_max: int = EMBED_MAX) -> str
         return f"regenerated({seed}, {_dtype_source(t.dtype)}, {shape}, {_num(mean)}, {_num(std)}{tail})"
     low, high = (int(flat.min().item()), int(flat.max().item())) if flat.numel() else (0, 0)
     return f"integers({seed}, {_dtype_source(t.dtype)}, {shape}, {low}, {high}{tail})"
+
+
+def on_device(expr: str, device: str) -> str:
+    """`tensor_source`'s expression building the tensor on `device` (its strides kept)."""
+    return f"{expr[:-1]}, device={device!r})"
 
 
 def _num(x: float) -> str:
