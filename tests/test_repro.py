@@ -212,6 +212,23 @@ def test_subgraph_turns_dropped_producers_into_inputs_and_unread_values_into_out
     assert "declares (8, 64)" in shape_problem(broken)
 
 
+def test_a_cuda_fault_is_one_failure_however_it_surfaced():
+    from irlens.repro.cell import Outcome
+
+    aborted = Outcome("crash", "INTERNAL ASSERT FAILED at /workspace/Fuser/csrc/runtime/executor_utils.cpp:559, please "
+                      "report a bug", "terminate called after throwing an instance of 'nvfuser::nvfError'\n  what():  "
+                      "INTERNAL ASSERT FAILED at ...\nExpected _result == CUDA_SUCCESS . CUDA error: "
+                      "CUDA_ERROR_ILLEGAL_ADDRESS failed with error an illegal memory access was encountered")
+    raised = Outcome("exception", "RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert aborted.cuda_fault == raised.cuda_fault == "illegal memory access" and aborted.same_failure(raised)
+    assert not raised.same_failure(Outcome("exception", "RuntimeError: CUDA error: misaligned address"))
+    assert not aborted.same_failure(Outcome("crash", "crashed (SIGSEGV)"))
+    shape = Outcome("exception", "RuntimeError: shape [8, 64] is invalid")
+    assert shape.same_failure(Outcome("exception", "RuntimeError: shape [1, 2] is invalid"))  # numbers aside
+    assert not shape.same_failure(Outcome("mismatch", "", "out0: rel err 1e-01 > tol 1e-04"))
+    assert Outcome("mismatch", "", "a").same_failure(Outcome("mismatch", "", "b"))
+
+
 # --- injected faults: the file reproduces the cell, the reducer finds the one op ---------------
 
 @pytest.mark.parametrize("fault, status, line, exit_status", [

@@ -4,6 +4,11 @@ An outcome has a status class (ok, mismatch, exception, crash, timeout) and the 
 its error: an exception's `Type: message`, a crash's first error line on stderr (see
 `irlens.isolation.first_error`), or the signal. Two failures are the same failure when both
 agree; numbers in the line are not compared (a shape in a message shrinks with the graph).
+
+A CUDA fault (an illegal memory access, a device-side assert, ...) is one failure however it
+surfaced: the error is sticky, and whichever CUDA call comes next reports it, as a Python
+exception (a synchronize) or as an abort (a destructor that throws). Its signature is the fault,
+found in the whole error text, not the first line (nvFuser's says only "INTERNAL ASSERT FAILED").
 """
 from __future__ import annotations
 
@@ -13,9 +18,17 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from irlens.isolation import CallFailed, describe_exit, first_error
+from irlens.isolation import CallFailed, describe_exit, first_error, stderr_excerpt
 from irlens.workload import DTYPES, MODES, PRESETS
 
+# the words each CUDA fault is reported with (the runtime's, the driver's), by fault
+CUDA_FAULTS = {
+    "illegal memory access": ("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress"),
+    "misaligned address": ("misaligned address", "CUDA_ERROR_MISALIGNED_ADDRESS", "cudaErrorMisalignedAddress"),
+    "device-side assert": ("device-side assert", "CUDA_ERROR_ASSERT", "cudaErrorAssert"),
+    "illegal instruction": ("illegal instruction", "CUDA_ERROR_ILLEGAL_INSTRUCTION", "cudaErrorIllegalInstruction"),
+    "unspecified launch failure": ("unspecified launch failure", "CUDA_ERROR_LAUNCH_FAILED", "cudaErrorLaunchFailure"),
+}
 STATUSES = ("ok", "mismatch", "exception", "crash", "timeout", "reference")  # reference: a file's float64 run failed
 FAILURES = ("mismatch", "exception", "crash", "timeout")
 
@@ -59,7 +72,18 @@ class Outcome:
     def failed(self) -> bool:
         return self.status != "ok"
 
+    @property
+    def cuda_fault(self) -> str | None:
+        """The CUDA fault this failure is (its name in CUDA_FAULTS), if it is one."""
+        if self.status not in ("crash", "exception"):
+            return None
+        text = f"{self.first_line}\n{self.detail}"
+        return next((fault for fault, words in CUDA_FAULTS.items() if any(w in text for w in words)), None)
+
     def signature(self) -> tuple[str, str]:
+        fault = self.cuda_fault
+        if fault is not None:
+            return "cuda fault", fault
         return self.status, re.sub(r"\d+", "#", self.first_line)
 
     def same_failure(self, other: "Outcome | None") -> bool:
@@ -118,7 +142,7 @@ def run_file(path: str, timeout: float) -> Outcome:
         return Outcome("timeout", f"timed out after {timeout:g} s", _text(e.stderr)[-3000:])
     out = proc.stdout.strip().splitlines()
     head = out[0] if out else ""
-    tail = (proc.stdout + proc.stderr)[-3000:]
+    tail = stderr_excerpt(proc.stdout + proc.stderr)  # the first error line in front of a long teardown
     code = proc.returncode
     if code == 0:
         return Outcome("ok", "", proc.stdout[:3000], code)

@@ -28,7 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also shrink a failing cell's graph to the smallest that fails the same way, and write its file")
     p.add_argument("--slow", action="store_true",
                    help="a timed file, with the kernel that dominates the cell's time and its source beside it")
-    p.add_argument("--budget-s", type=float, default=600.0, help="seconds the reducer may spend (default 600)")
+    p.add_argument("--budget-s", type=float, default=600.0,
+                   help="seconds the reducer may spend trying smaller graphs (default 600); then the smallest that "
+                        "failed the same way is the result")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per run of a file or a candidate (default 600)")
     p.add_argument("--embed-max", type=int, default=EMBED_MAX,
                    help=f"tensors of at most this many elements are embedded exactly, larger ones regenerated from "

@@ -176,6 +176,7 @@ def region_case(directory: str, entry: dict) -> dict | None:
     the primitive level, and its recorded inputs), or None when the traces do not name it."""
     import torch
 
+    from irlens.interpret import MEANINGS
     from irlens.ir import Graph
     from irlens.ir_adapters.decompose import to_primitive
     from irlens.repro.cases import save_case
@@ -188,6 +189,9 @@ def region_case(directory: str, entry: dict) -> dict | None:
         return None
     region = part["regions"][entry["name"]]
     graph = to_primitive(subgraph(Graph.from_json(part["graph"]), region["nodes"]))
+    meaningless = sorted({n.op for n in graph.nodes if n.op not in MEANINGS})
+    if meaningless:
+        raise ValueError(f"the region's common view holds ops without a float64 meaning: {', '.join(meaningless)}")
     namespace: dict = {"torch": torch}
     exec("import base64\nimport math\n" + HELPERS, namespace)
     # the recorded inputs, rebuilt on the CPU (the reducer's workers move them where they run)

@@ -11,7 +11,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -140,7 +139,6 @@ def _reduce(spec: CellSpec, path, dtype: str, out: str, stem: str, result: Repro
             timeout: float, embed_max: int, log) -> None:
     from irlens.repro.cases import Case
 
-    start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="irlens-repro-") as tmp:
         cases = None
         # nvFuser crashes and raises are looked for among Thunder's own regions first; where the
@@ -164,8 +162,7 @@ def _reduce(spec: CellSpec, path, dtype: str, out: str, stem: str, result: Repro
             result.notes.append(f"not reduced further: no graph of the cell's common view fails through the "
                                 f"{path.lowering} lowering (see the log)")
             return
-        remaining = max(budget_s - (time.monotonic() - start), 0.0)
-        _reduce_case(spec, path, dtype, out, stem, result, runner, found, remaining, embed_max, log)
+        _reduce_case(spec, path, dtype, out, stem, result, runner, found, budget_s, embed_max, log)
     if result.reduction is not None:
         with open(os.path.join(out, f"{stem}-reduce.json"), "w") as f:
             json.dump(result.reduction, f, indent=1)
@@ -277,8 +274,8 @@ def _model_note(path) -> str:
 
 def _failing_case(cases, runner, cell: Outcome | None, lowering: str, log):
     """The first graph of the program that fails through the lowering, normalized so every value
-    it computes is an output: one that fails as the cell's file did (the same first error line)
-    before one of the same status class before any other failure."""
+    it computes is an output: one that fails as the cell did (the same signature) before one of
+    the same status class; any failure only where the cell's outcome is not known."""
     from irlens.repro.graphs import size_text, subgraph
 
     failing = []
@@ -291,4 +288,4 @@ def _failing_case(cases, runner, cell: Outcome | None, lowering: str, log):
             failing.append((case, graph, outcome))
     same = [f for f in failing if cell is not None and f[2].same_failure(cell)]
     similar = [f for f in failing if cell is not None and f[2].status == cell.status]
-    return (same or similar or failing or [None])[0]
+    return (same or similar or (failing if cell is None else []) or [None])[0]

@@ -62,9 +62,12 @@ class Runner:
         kwargs = dict(graph=graph.to_json(), case=case.to_json(), backend=self.backend, device=self.device,
                       tol=self.tol)
         try:
-            return Outcome.from_json(self.call("irlens.repro.run_graph:run_candidate", kwargs))
+            outcome = Outcome.from_json(self.call("irlens.repro.run_graph:run_candidate", kwargs))
         except CallFailed as e:
             return worker_failure(e)
+        if outcome.cuda_fault:  # the worker's CUDA context is broken for good: the next candidate needs another
+            self._replace()
+        return outcome
 
     def call(self, fn: str, kwargs: dict, timeout: float | None = None):
         if not self.worker.alive:
