@@ -4,13 +4,11 @@ Faults are injected by test-only backends (named to the workers through IRLENS_E
 as tests/test_compare_isolation.py does): each is a Dynamo backend that breaks one op kind,
 written as source (`FAULTS`), so the standalone files carry the very same fault. The cell's
 row (irlens.compare.run_cell), the cell's file, the reducer's result and the reduced file run in
-a fresh process must all agree. Files run with `import irlens` made impossible.
+a fresh process must all agree. Files run where `import irlens` fails (`irlens.repro.cell.run_file`).
 """
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -110,13 +108,6 @@ def reduced(tmp_path_factory):
             return results[fault]
 
         yield get
-
-
-def run_standalone(path: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """The file in a fresh process that cannot import irlens (a standalone file must not need it)."""
-    code = f"import runpy, sys; sys.modules['irlens'] = None; sys.argv = [{path!r}]; runpy.run_path({path!r}, run_name='__main__')"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                          cwd=os.path.dirname(path))
 
 
 def cell_row(backend: Backend, mode: str = "fwd") -> dict:

@@ -81,5 +81,14 @@ def repro_path(backend) -> ReproPath:
     return own if own is not None else PATHS.get(backend.name)
 
 
+def find_backend(name: str):
+    """(the backend, its path): a registered backend, or a test-only one the environment names
+    (`irlens.compare.known_backends`). UnknownName lists the choices."""
+    from irlens.compare import get_backend
+
+    backend = get_backend(name)
+    return backend, repro_path(backend)
+
+
 def uses_thunder(path: ReproPath) -> bool:
     return "import_thunder()" in path.compile_source

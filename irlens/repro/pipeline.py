@@ -54,16 +54,14 @@ class ReproResult:
 def check(spec: CellSpec):
     """Validate a cell before anything runs; raises UnknownName, ValueError (bad input) or
     Unavailable (the backend cannot run here). Returns the workload and the backend's path."""
-    from irlens.compare import get_backend
     from irlens.frontends.base import Unavailable
-    from irlens.repro.paths import repro_path
+    from irlens.repro.paths import find_backend
     from irlens.user_workload import resolve_workload
 
     spec.validate()
     workload = resolve_workload(spec.workload)
     workload.cfg(spec.preset)
-    backend = get_backend(spec.backend)
-    path = repro_path(backend)
+    backend, path = find_backend(spec.backend)
     available = backend.availability(spec.device)
     if not available:
         raise Unavailable(f"backend {backend.name} is unavailable on {spec.device}: {available.reason}")

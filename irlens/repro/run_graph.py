@@ -53,10 +53,9 @@ def _index_bounds(graph: Graph) -> dict[str, int]:
 
 
 def _path(backend: str):
-    from irlens.compare import get_backend
-    from irlens.repro.paths import repro_path
+    from irlens.repro.paths import find_backend
 
-    return repro_path(get_backend(backend))
+    return find_backend(backend)[1]
 
 
 def _synchronize(device: str) -> None:

@@ -15,13 +15,12 @@ def _spec(spec: dict) -> CellSpec:
 
 def write_cell_file(spec: dict, out: str, notes: list[str], embed_max: int, timed: bool) -> None:
     """The standalone file of a cell, written to `out`."""
-    from irlens.compare import get_backend
     from irlens.repro.cell_file import cell_file
-    from irlens.repro.paths import repro_path
+    from irlens.repro.paths import find_backend
 
     s = _spec(spec)
     print(f"[irlens] repro: writing the file of {s.label(s.dtype or 'its dtype')}", file=sys.stderr, flush=True)
-    text = cell_file(s, repro_path(get_backend(s.backend)), notes, embed_max, timed).render()
+    text = cell_file(s, find_backend(s.backend)[1], notes, embed_max, timed).render()
     with open(out, "w") as f:
         f.write(text)
     _give_back_memory(s.device)
@@ -42,12 +41,12 @@ def dominant_kernel(spec: dict, directory: str) -> dict:
     """Run the cell natively (timed on the device on a GPU), and write the source of the kernel
     that took the most time into `directory`. Returns {"name", "time_us", "share", "kind",
     "source_file", "kernels"} or {"reason"} when no kernel has a time."""
-    from irlens.compare import get_backend
+    from irlens.repro.paths import find_backend
     from irlens.timing import recording_device_time
     from irlens.user_workload import resolve_workload
 
     s = _spec(spec)
-    backend = get_backend(s.backend)
+    backend, _ = find_backend(s.backend)
     inst = resolve_workload(s.workload).instantiate(s.preset, s.dtype, s.device)
     run = backend.run(inst, s.mode)  # Inductor and nvFuser time their own kernels
     timed = [k for k in run.kernels if k.time_us]
