@@ -44,20 +44,33 @@ def record(spec: dict, directory: str, embed_max: int) -> dict:
     jfn = thunder.jit(inst.module, executors=get_backend("nvfuser").executors(thunder))
     train = s.mode == "fwdbwd"
     inputs = inst.fresh_inputs(requires_grad=train)
+    try:  # the regions as common-view nodes, for the finer reduction; the recording does not depend on them
+        parts = trace_parts(thunder, jfn, inputs, inst.name, s.mode)
+    except Exception as e:  # noqa: BLE001
+        parts = {"error": f"{type(e).__name__}: {e}"}
     with open(os.path.join(directory, "traces.json"), "w") as f:
-        json.dump(trace_parts(thunder, jfn, inputs, inst.name, s.mode), f)
+        json.dump(parts, f)
 
     state = {"part": "forward", "count": 0}
     original = FusionDefinitionWrapper.__call__
 
+    def described(make, instead):
+        """What the recorder writes down must never change how the run ends: where it cannot
+        write something down, the file says so when it runs."""
+        try:
+            return make()
+        except Exception as e:  # noqa: BLE001
+            return instead(f"{type(e).__name__}: {e}")
+
     def recording(wrapper, *args):
         index = state["count"]
         state["count"] += 1
-        fd = wrapper.get_fd(wrapper.to_descriptors(args))
-        entry = {"index": index, "part": state["part"], "name": wrapper.name, "definition": repr(fd),
-                 "inputs": [tensor_source(a, i, embed_max) if isinstance(a, torch.Tensor) else repr(a)
-                            for i, a in enumerate(args)],
-                 "devices": [str(a.device) if isinstance(a, torch.Tensor) else None for a in args]}
+        definition = described(lambda: repr(wrapper.get_fd(wrapper.to_descriptors(args))),
+                               lambda why: f"def nvfuser_fusion(fd):\n    unrecorded({why!r})\n")
+        inputs = [described(lambda a=a, i=i: tensor_source(a, i, embed_max) if isinstance(a, torch.Tensor) else repr(a),
+                            lambda why: f"unrecorded({why!r})") for i, a in enumerate(args)]
+        entry = {"index": index, "part": state["part"], "name": wrapper.name, "definition": definition,
+                 "inputs": inputs, "devices": [str(a.device) if isinstance(a, torch.Tensor) else None for a in args]}
         with open(os.path.join(directory, f"region{index:05d}.json"), "w") as f:
             json.dump(entry, f)
         print(f"[irlens] nvFuser region {index}: {state['part']} {wrapper.name}", file=sys.stderr, flush=True)
@@ -114,7 +127,7 @@ def region_file(entry: dict, title: str, notes: list[str]) -> str:
     """A standalone nvFuser script of one recorded region: its definition, its inputs, one run."""
     from irlens.repro.tensors import HELPERS, on_device
 
-    inputs = "\n".join(f"        {expr if device is None else on_device(expr, device)},"
+    inputs = "\n".join(f"        {expr if device is None or expr.startswith('unrecorded(') else on_device(expr, device)},"
                        for expr, device in zip(entry["inputs"], entry["devices"]))
     header = "\n".join(textwrap.fill(line, 96, break_on_hyphens=False, break_long_words=False) if line else "" for line in [title, "", *[
         x for note in notes for x in (note, "")]])
@@ -131,6 +144,11 @@ import torch
 from nvfuser_direct import DataType, FusionDefinition  # noqa: F401  (the definition uses them)
 
 {HELPERS}
+
+
+def unrecorded(why):
+    raise RuntimeError("the flight recorder could not write this down: " + why)
+
 
 {entry["definition"].strip()}
 
@@ -184,7 +202,10 @@ def region_case(directory: str, entry: dict) -> dict | None:
     from irlens.repro.tensors import HELPERS
 
     with open(os.path.join(directory, "traces.json")) as f:
-        part = json.load(f).get(entry["part"])
+        parts = json.load(f)
+    if "error" in parts:
+        raise ValueError(f"Thunder's traces could not be read as the common view: {parts['error']}")
+    part = parts.get(entry["part"])
     if part is None or entry["name"] not in part["regions"]:
         return None
     region = part["regions"][entry["name"]]
