@@ -267,6 +267,8 @@ def test_cli_repro_bad_input_exits_2_with_the_choices(tmp_path, capsys):
     assert "unknown workload 'nogelu'" in capsys.readouterr().err
     assert main(["repro", "gelu", "--backend", "eager", "--mode", "both", "--out", str(tmp_path)]) == 2
     assert "unknown mode 'both'; choose from: fwd, fwdbwd" in capsys.readouterr().err
+    assert main(["repro", WORKLOAD, "--backend", "xla", "--out", str(tmp_path)]) == 2
+    assert "workload 'tanh_exp' has no JAX twin" in capsys.readouterr().err
     if not torch.cuda.is_available():
         assert main(["repro", "gelu", "--backend", "nvfuser", "--out", str(tmp_path)]) == 2
         assert "backend nvfuser is unavailable on cpu" in capsys.readouterr().err

@@ -62,6 +62,8 @@ def check(spec: CellSpec):
     workload = resolve_workload(spec.workload)
     workload.cfg(spec.preset)
     backend, path = find_backend(spec.backend)
+    if path.kind == "jax" and workload.jax is None:
+        raise ValueError(f"workload {workload.name!r} has no JAX twin, which backend {backend.name} runs")
     available = backend.availability(spec.device)
     if not available:
         raise Unavailable(f"backend {backend.name} is unavailable on {spec.device}: {available.reason}")
