@@ -69,11 +69,13 @@ def record(spec: dict, directory: str, embed_max: int) -> dict:
                                lambda why: f"def nvfuser_fusion(fd):\n    unrecorded({why!r})\n")
         inputs = [described(lambda a=a, i=i: tensor_source(a, i, embed_max) if isinstance(a, torch.Tensor) else repr(a),
                             lambda why: f"unrecorded({why!r})") for i, a in enumerate(args)]
-        entry = {"index": index, "part": state["part"], "name": wrapper.name, "definition": definition,
+        # the wrapper's name is Thunder's annotation, "nvFusion0: (add, mul, ...)": the region's name leads it
+        name = wrapper.name.partition(":")[0].strip()
+        entry = {"index": index, "part": state["part"], "name": name, "definition": definition,
                  "inputs": inputs, "devices": [str(a.device) if isinstance(a, torch.Tensor) else None for a in args]}
         with open(os.path.join(directory, f"region{index:05d}.json"), "w") as f:
             json.dump(entry, f)
-        print(f"[irlens] nvFuser region {index}: {state['part']} {wrapper.name}", file=sys.stderr, flush=True)
+        print(f"[irlens] nvFuser region {index}: {state['part']} {name}", file=sys.stderr, flush=True)
         result = original(wrapper, *args)
         torch.cuda.synchronize()  # an asynchronous fault of this region's kernels surfaces here
         open(os.path.join(directory, f"region{index:05d}.done"), "w").close()
