@@ -70,8 +70,9 @@ def run(args) -> int:
 
 
 def _reproduces(result) -> bool:
-    if result.reduced_file is None:
-        return result.cell_outcome is not None and not result.cell_outcome.failed  # an ok cell: nothing to reduce
+    if result.reduced_file is None:  # an ok cell (its file's run, or the recorded one): nothing to reduce
+        ran = result.cell_outcome or result.recorded_outcome
+        return ran is not None and not ran.failed
     target = result.reduction["target"]["status"] if result.reduction else \
         (result.cell_outcome or result.recorded_outcome).status
     return result.reduced_outcome is not None and result.reduced_outcome.status == target

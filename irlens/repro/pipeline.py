@@ -154,6 +154,10 @@ def _reduce(spec: CellSpec, path, dtype: str, out: str, stem: str, result: Repro
         if native:
             region = _native_region(spec, out, stem, result, tmp, timeout, embed_max, log)
             cases = [Case(**region)] if region is not None else None
+            if result.cell_outcome is None and not result.recorded_outcome.failed:
+                # the cell's only run (its file did not run) ended ok: nothing fails to reduce
+                result.notes.append("not reduced: the cell ran ok with the flight recorder (its file was not run)")
+                return
         if cases is None:
             log(f"[repro] acquiring the cell's program in the common view ({path.frontend}) ...")
             try:
