@@ -131,7 +131,8 @@ def _check(row: Row, run: BackendRun, reference: Reference) -> None:
     row.max_rel_err, row.per_result = cmp.max_rel_err, cmp.errors
     row.compile_s, row.run_us = run.compile_s, run.run_us
     row.kernels = [k.to_json() for k in run.kernels]
-    row.kernel_count = run.launch_count()  # launches per step (README: "Kernel launches")
+    row.kernel_count = run.launch_count()  # launches per step (README: "Kernel launches"); None: unmapped
+    row.kernels_unmapped = run.unmapped
 
 
 def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> dict:

@@ -49,6 +49,7 @@ class Row:
     # Kernel.to_json() records (bench adds each one's launch time_us, flops, pct_of_ceiling, bound, model_error)
     kernels: list[dict] = field(default_factory=list)
     kernel_count: int | None = None  # kernel launches the generated code makes per step (BackendRun.launch_count)
+    kernels_unmapped: str | None = None  # why a row that ran has no kernels: their mapping failed (the verdict stands)
     notes: dict[str, Any] = field(default_factory=dict)  # the backend's own notes (graph breaks, segments, ...)
     graphs: dict[str, dict] = field(default_factory=dict)  # stage -> Graph.to_json(): what kernels' node ids refer to
     coverage: dict | None = None  # how the kernels cover the compute nodes (compare.kernel_coverage)
@@ -71,6 +72,11 @@ class Row:
     @property
     def ran(self) -> bool:
         return self.status in RAN
+
+    @property
+    def unmapped_note(self) -> str:
+        """"kernels unmapped: <reason>" for a row whose kernels could not be mapped, else ""."""
+        return f"kernels unmapped: {self.kernels_unmapped}" if self.kernels_unmapped else ""
 
     def fail(self, phase: str, reason: str, detail: str = "") -> "Row":
         """Mark this row failed in `phase`; returns it."""
@@ -112,7 +118,8 @@ class Row:
         return cls(**d)
 
 
-OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceilings", "device", "device_name")
+OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceilings", "device", "device_name",
+            "kernels_unmapped")
 
 
 @dataclass(frozen=True)

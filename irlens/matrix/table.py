@@ -28,6 +28,11 @@ def format_table(doc: Document) -> str:
     for r in doc.rows:
         if r.status != "ok" and r.reason:
             reasons.setdefault((r.backend, r.status, r.reason.splitlines()[0]), []).append(f"{r.workload}/{r.mode}")
+    # A row that ran but whose kernels could not be mapped keeps its verdict, and says so.
+    for r in doc.rows:
+        if r.unmapped_note:
+            reasons.setdefault((r.backend, r.status, r.unmapped_note.splitlines()[0]), []).append(
+                f"{r.workload}/{r.mode}")
     if reasons:
         out.append("")
     for (backend, status, reason), cells in reasons.items():

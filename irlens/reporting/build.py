@@ -68,7 +68,8 @@ def _summary_section(rows: list[Row]) -> Section:
         table.rows.append([r.workload, r.mode, *([r.dtype or "-"] if dtyped else []), r.backend,
                            r.status, fmt(r.max_rel_err, ".1e"), fmt(r.tol, ".0e"),
                            fmt(launches_of(r), "d") if r.ran else "-",
-                           fmt(r.compile_s, ".2f"), fmt(r.run_us, ".1f"), first_line(r.reason)])
+                           fmt(r.compile_s, ".2f"), fmt(r.run_us, ".1f"),
+                           "; ".join(filter(None, (first_line(r.reason), first_line(r.unmapped_note))))])
         status = (i, len(lead) - 1)
         {"ok": table.good, "mismatch": table.flagged, "failed": table.flagged}.get(r.status, table.muted).add(status)
     return Section("Summary", "summary", [table])
@@ -83,8 +84,9 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], c
     if not_run:
         section.blocks.append(Text(not_run, style="note"))
     mismatched = [f"{r.backend}: mismatch: {first_line(r.reason)}" for r in rows if r.status == "mismatch"]
-    if mismatched:
-        section.blocks.append(Text(mismatched, style="note"))
+    unmapped = [f"{r.backend}: {r.status}, {first_line(r.unmapped_note)}" for r in rows if r.ran and r.unmapped_note]
+    if mismatched or unmapped:
+        section.blocks.append(Text(mismatched + unmapped, style="note"))
     ran = [r for r in rows if r.ran]
 
     fmap = build_fusion_map(workload, mode, ran)
@@ -131,7 +133,7 @@ def _fusion_text(rows: list[Row]) -> list[str]:
             stage = kernel_stage(k, graphs)
             lines.append(f"{r.backend} k{i} `{k.name}` ({k.kind}): {op_summary(k, graphs.get(stage) if stage else None)}")
         if not r.kernels:
-            lines.append(f"{r.backend}: no kernel records")
+            lines.append(f"{r.backend}: {first_line(r.unmapped_note) or 'no kernel records'}")
     return lines
 
 

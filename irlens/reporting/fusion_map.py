@@ -111,7 +111,8 @@ def build_fusion_map(workload: str, mode: str, rows: list[Row]) -> FusionMap:
         if row.status in ("unavailable", "failed"):
             notes.append(f"{row.backend}: {row.status}: {first_line(row.reason) or 'no reason given'}")
         elif not graphs:
-            why = "runs op by op, no kernel records" if not row.kernels else "the row carries no common-view graph"
+            why = (first_line(row.unmapped_note) or "runs op by op, no kernel records") if not row.kernels \
+                else "the row carries no common-view graph"
             notes.append(f"{row.backend}: {why}")
         else:
             columns.append(_column(row, graphs))
