@@ -10,7 +10,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from irlens.ops.core import COMPOSITE, Attr, declare, decomposition, meaning
+from irlens.ops.core import COMPOSITE, MATMUL, OTHER, REDUCTION, Attr, declare, decomposition, from_aten, meaning
 from irlens.ops.shapes import last_dims, numel, reduced
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -609,3 +609,283 @@ def _log_softmax_backward_rule(e, vals):
     sh, dt = out.shape, out.dtype
     s = e.emit("sum", [g], reduced(sh, [dim], True), dt, dims=[dim], keepdim=True)
     e.emit("sub", [g, e.emit("mul", [e.emit("exp", [y], sh, dt), s], sh, dt)], sh, dt, out.name)
+
+
+# --- parametric activations ---------------------------------------------------------------------
+elu = composite("elu", alpha=Attr("float", 1.0), scale=Attr("float", 1.0), input_scale=Attr("float", 1.0),
+                doc="scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1)")
+hardtanh = composite("hardtanh", min_val=Attr("float", -1.0), max_val=Attr("float", 1.0), doc="clamp(x, min_val, max_val)")
+leaky_relu = composite("leaky_relu", negative_slope=Attr("float", 0.01), doc="x where x > 0, else negative_slope * x")
+meaning(elu)(lambda a, x: torch.ops.aten.elu(x, a["alpha"], a["scale"], a["input_scale"]))
+meaning(hardtanh)(lambda a, x: F.hardtanh(x, a["min_val"], a["max_val"]))
+meaning(leaky_relu)(lambda a, x: F.leaky_relu(x, a["negative_slope"]))
+
+
+@decomposition(elu)
+def _elu_rule(e, vals):
+    x, out = e.parent.inputs[0], e.out()
+    sh, dt = out.shape, out.dtype
+    positive = e.emit("gt", [x, 0.0], sh, "bool")
+    neg = e.emit("mul", [e.emit("expm1", [e.emit("mul", [x, e.attr("input_scale")], sh, dt)], sh, dt),
+                         e.attr("alpha") * e.attr("scale")], sh, dt)
+    e.emit("where", [positive, e.emit("mul", [x, e.attr("scale")], sh, dt), neg], sh, dt, out.name)
+
+
+@decomposition(hardtanh)
+def _hardtanh_rule(e, vals):
+    out = e.out()
+    e.emit("clamp", [e.parent.inputs[0], e.attr("min_val"), e.attr("max_val")], out.shape, out.dtype, out.name)
+
+
+@decomposition(leaky_relu)
+def _leaky_relu_rule(e, vals):
+    x, out = e.parent.inputs[0], e.out()
+    sh, dt = out.shape, out.dtype
+    positive = e.emit("gt", [x, 0.0], sh, "bool")
+    e.emit("where", [positive, x, e.emit("mul", [x, e.attr("negative_slope")], sh, dt)], sh, dt, out.name)
+
+
+triu = composite("triu", diagonal=Attr("int", 0), doc="x's upper triangle (last two dims), zeros below diagonal")
+meaning(triu)(lambda a, x: torch.triu(x, a["diagonal"]))
+
+
+@decomposition(triu)
+def _triu_rule(e, vals):
+    x, out = e.parent.inputs[0], e.out()
+    L, S = out.shape[-2], out.shape[-1]
+    rows = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=0, dtype="int64")
+    cols = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=1, dtype="int64")
+    shifted = e.emit("add", [rows, int(e.attr("diagonal"))], [L, S], "int64")
+    keep = e.emit("le", [shifted, cols], [L, S], "bool")
+    e.emit("where", [keep, x, 0], out.shape, out.dtype, out.name)
+
+
+# --- losses -------------------------------------------------------------------------------------
+_LOSS = dict(reduction=Attr("str", "mean", choices=("none", "mean", "sum")), ignore_index=Attr("int", -100))
+cross_entropy = composite("cross_entropy", "x target weight?", **_LOSS,
+                          doc="nll_loss(log_softmax(x, class dim), target): class indices, class dim 1 (0 if x is 1-d)")
+nll_loss = composite("nll_loss", "logp target weight?", outputs="out total_weight?", **_LOSS,
+                     doc="-weight[t] * logp[.., t, ..] at each target t (class dim 1, or 0 if 1-d), ignore_index "
+                         "weighs 0; mean divides by total_weight, the targets' summed weight (0 when none)")
+nll_loss_backward = composite("nll_loss_backward", "grad logp target weight? total_weight", **_LOSS,
+                              doc="d nll_loss / d logp: -weight[t] * grad (/ total_weight for mean) at each target")
+_REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2}
+
+
+@meaning(cross_entropy)
+def _cross_entropy(a, x, target, weight=None):
+    return F.cross_entropy(x, target.long(), weight, ignore_index=a["ignore_index"], reduction=a["reduction"])
+
+
+@meaning(nll_loss)
+def _nll_loss(a, logp, target, weight=None):
+    return torch.ops.aten.nll_loss_forward(logp, target.long(), weight, _REDUCTION_CODES[a["reduction"]],
+                                           a["ignore_index"])
+
+
+@meaning(nll_loss_backward)
+def _nll_loss_backward(a, g, logp, target, weight=None, total_weight=None):
+    return torch.ops.aten.nll_loss_backward(g, logp, target.long(), weight, _REDUCTION_CODES[a["reduction"]],
+                                            a["ignore_index"], total_weight)
+
+
+def _class_dim(shape) -> int:
+    return 0 if len(shape) == 1 else 1
+
+
+def _picked(e, vals, logp: str, target: str, weight):
+    """For each target: the index into the class dim (ignored ones: 0), as the class dim of an
+    index shaped like logp with a 1 there, and the target's weight (0 where ignored)."""
+    lm, tm = vals[logp], vals[target]
+    cdim = _class_dim(lm.shape)
+    keep = e.emit("ne", [target, e.attr("ignore_index")], tm.shape, "bool")
+    safe = e.emit("where", [keep, target, 0], tm.shape, tm.dtype)
+    wide = list(tm.shape[:cdim]) + [1] + list(tm.shape[cdim:])
+    index = e.emit("reshape", [safe], wide, tm.dtype, shape=wide)
+    w = e.emit("take", [weight, safe], tm.shape, lm.dtype, dim=0) if weight is not None else 1.0
+    w = e.emit("where", [keep, w, 0.0], tm.shape, lm.dtype)
+    return cdim, index, wide, w
+
+
+@decomposition(cross_entropy)
+def _cross_entropy_rule(e, vals):
+    x, target, weight = (list(e.parent.inputs) + [None])[:3]
+    out, xm = e.out(), vals[x]
+    logp = e.emit("log_softmax", [x], xm.shape, xm.dtype, dim=_class_dim(xm.shape))
+    e.emit("nll_loss", [logp, target, weight], out.shape, out.dtype, out.name, reduction=e.attr("reduction"),
+           ignore_index=e.attr("ignore_index"))
+
+
+@decomposition(nll_loss)
+def _nll_loss_rule(e, vals):
+    logp, target, weight = (list(e.parent.inputs) + [None])[:3]
+    out, total_out = e.out(), e.out(1)
+    lm, tm = vals[logp], vals[target]
+    dt = lm.dtype
+    cdim, index, wide, w = _picked(e, vals, logp, target, weight)
+    picked = e.emit("reshape", [e.emit("gather", [logp, index], wide, dt, dim=cdim)], tm.shape, dt, shape=list(tm.shape))
+    losses = e.emit("neg", [e.emit("mul", [picked, w], tm.shape, dt)], tm.shape, dt)
+    every = list(range(len(tm.shape)))
+    reduction = e.attr("reduction")
+    total = e.emit("sum", [w], [], dt, total_out.name if total_out is not None and reduction != "none" else None,
+                   dims=every, keepdim=False)
+    if reduction == "none":
+        e.emit("copy", [losses], out.shape, out.dtype, out.name)
+        if total_out is not None:
+            e.emit("full", [], [], total_out.dtype, total_out.name, shape=[], value=0.0, dtype=total_out.dtype)
+        return
+    summed = e.emit("sum", [losses], [], dt, out.name if reduction == "sum" else None, dims=every, keepdim=False)
+    if reduction == "mean":
+        e.emit("div", [summed, total], out.shape, out.dtype, out.name)
+
+
+@decomposition(nll_loss_backward)
+def _nll_loss_backward_rule(e, vals):
+    g, logp, target, weight, total = (list(e.parent.inputs) + [None] * 5)[:5]
+    out, lm, tm = e.out(), vals[logp], vals[target]
+    dt = lm.dtype
+    cdim, index, wide, w = _picked(e, vals, logp, target, weight)
+    reduction = e.attr("reduction")
+    scale = e.emit("div", [g, total], [], dt) if reduction == "mean" else g
+    grads = e.emit("neg", [e.emit("mul", [w, scale], tm.shape, dt)], tm.shape, dt)
+    grads = e.emit("reshape", [grads], wide, dt, shape=wide)
+    zeros = e.emit("full", [], lm.shape, dt, shape=list(lm.shape), value=0.0, dtype=dt)
+    e.emit("scatter", [zeros, index, grads], out.shape, out.dtype, out.name, dim=cdim)
+
+
+# --- batch and group norm ---------------------------------------------------------------------------
+batch_norm = composite(
+    "batch_norm", "x weight? bias? running_mean? running_var?", outputs="y mean? rstd? new_running_mean? new_running_var?",
+    training=Attr("bool", False), momentum=Attr("float", 0.1), eps=Attr("float", 1e-5),
+    doc="per channel (dim 1): training normalizes by the batch's statistics (mean, rstd = 1/sqrt(biased var + "
+        "eps)) and gives the running ones updated by momentum (unbiased var); else by the running statistics "
+        "(mean and rstd then empty)")
+group_norm = composite("group_norm", "x weight? bias?", outputs="y mean? rstd?", groups=Attr("int"),
+                       eps=Attr("float", 1e-5),
+                       doc="channels (dim 1) in `groups` groups, each normalized over its channels and the "
+                           "spatial dims; mean, rstd are [N, groups]")
+group_norm_backward = declare("group_norm_backward", REDUCTION, "grad x mean rstd weight?", outputs="*grads",
+                              groups=Attr("int"), grads=Attr("any"),
+                              doc="[dx, dweight, dbias], those `grads` asks for (ATen's native_group_norm_backward)")
+
+
+def _channel_view(t, rank: int):
+    return t.reshape([1, -1] + [1] * (rank - 2))
+
+
+@meaning(batch_norm)
+def _batch_norm(a, x, w=None, b=None, rmean=None, rvar=None):
+    dims = [d for d in range(x.dim()) if d != 1]
+    if a["training"]:
+        mean, var = x.mean(dims), x.var(dims, correction=0)
+        rstd = torch.rsqrt(var + a["eps"])
+        n = x.numel() // x.shape[1]
+        m = a["momentum"]
+        new = [] if rmean is None else [(1 - m) * rmean + m * mean, (1 - m) * rvar + m * var * n / max(n - 1, 1)]
+        saved = [mean, rstd]
+    else:
+        mean, rstd = rmean, torch.rsqrt(rvar + a["eps"])
+        saved, new = [x.new_zeros(0), x.new_zeros(0)], []
+    y = (x - _channel_view(mean, x.dim())) * _channel_view(rstd, x.dim())
+    if w is not None:
+        y = y * _channel_view(w, x.dim())
+    if b is not None:
+        y = y + _channel_view(b, x.dim())
+    return (y, *saved, *new)
+
+
+@decomposition(batch_norm)
+def _batch_norm_rule(e, vals):
+    x, w, b, rmean, rvar = (list(e.parent.inputs) + [None] * 5)[:5]
+    out = e.out()
+    sh, dt = out.shape, out.dtype
+    C, rank = sh[1], len(sh)
+    dims = [d for d in range(rank) if d != 1]
+    n = float(numel(sh, dims))
+    chan = [1, C] + [1] * (rank - 2)
+    outs = list(e.parent.outputs)
+
+    def name(k):
+        return outs[k].name if k < len(outs) else None
+
+    if e.attr("training"):
+        mean = e.emit("div", [e.emit("sum", [x], [C], dt, dims=dims, keepdim=False), n], [C], dt, name(1))
+        xc = e.emit("sub", [x, e.emit("reshape", [mean], chan, dt, shape=chan)], sh, dt)
+        var = e.emit("div", [e.emit("sum", [e.emit("mul", [xc, xc], sh, dt)], [C], dt, dims=dims, keepdim=False), n],
+                     [C], dt)
+        rstd = e.emit("rsqrt", [e.emit("add", [var, e.attr("eps")], [C], dt)], [C], dt, name(2))
+        if rmean is not None and len(outs) > 3:
+            m = e.attr("momentum")
+            for k, running, stat in ((3, rmean, mean), (4, rvar, e.emit("mul", [var, n / max(n - 1, 1)], [C], dt))):
+                kept = e.emit("mul", [running, 1 - m], [C], dt)
+                e.emit("add", [kept, e.emit("mul", [stat, m], [C], dt)], [C], dt, name(k))
+    else:
+        xc = e.emit("sub", [x, e.emit("reshape", [rmean], chan, dt, shape=chan)], sh, dt)
+        rstd = e.emit("rsqrt", [e.emit("add", [rvar, e.attr("eps")], [C], dt)], [C], dt)
+        for k in (1, 2):
+            if name(k):
+                e.emit("empty", [], [0], outs[k].dtype, name(k), shape=[0], dtype=outs[k].dtype)
+    y = e.emit("mul", [xc, e.emit("reshape", [rstd], chan, dt, shape=chan)], sh, dt,
+               out.name if w is None and b is None else None)
+    if w is not None:
+        y = e.emit("mul", [y, e.emit("reshape", [w], chan, dt, shape=chan)], sh, dt, out.name if b is None else None)
+    if b is not None:
+        e.emit("add", [y, e.emit("reshape", [b], chan, dt, shape=chan)], sh, dt, out.name)
+
+
+@meaning(group_norm)
+def _group_norm(a, x, w=None, b=None):
+    N, C, groups = x.shape[0], x.shape[1], a["groups"]
+    xg = x.reshape(N, groups, -1)
+    mean, var = xg.mean(-1, keepdim=True), xg.var(-1, correction=0, keepdim=True)
+    rstd = torch.rsqrt(var + a["eps"])
+    y = ((xg - mean) * rstd).reshape(x.shape)
+    if w is not None:
+        y = y * _channel_view(w, x.dim())
+    if b is not None:
+        y = y + _channel_view(b, x.dim())
+    return y, mean.reshape(N, groups), rstd.reshape(N, groups)
+
+
+@decomposition(group_norm)
+def _group_norm_rule(e, vals):
+    x, w, b = (list(e.parent.inputs) + [None, None])[:3]
+    out, mean_out, rstd_out = e.out(), e.out(1), e.out(2)
+    sh, dt = out.shape, out.dtype
+    N, C, groups, rank = sh[0], sh[1], e.attr("groups"), len(sh)
+    grouped = [N, groups, numel(sh) // max(N * groups, 1)]
+    kept = [N, groups, 1]
+    xg = e.emit("reshape", [x], grouped, dt, shape=grouped)
+    mean = e.emit("div", [e.emit("sum", [xg], kept, dt, dims=[2], keepdim=True), float(grouped[2])], kept, dt)
+    xc = e.emit("sub", [xg, mean], grouped, dt)
+    var = e.emit("div", [e.emit("sum", [e.emit("mul", [xc, xc], grouped, dt)], kept, dt, dims=[2], keepdim=True),
+                         float(grouped[2])], kept, dt)
+    rstd = e.emit("rsqrt", [e.emit("add", [var, e.attr("eps")], kept, dt)], kept, dt)
+    y = e.emit("reshape", [e.emit("mul", [xc, rstd], grouped, dt)], sh, dt, out.name if w is None and b is None else None,
+               shape=list(sh))
+    chan = [1, C] + [1] * (rank - 2)
+    if w is not None:
+        y = e.emit("mul", [y, e.emit("reshape", [w], chan, dt, shape=chan)], sh, dt, out.name if b is None else None)
+    if b is not None:
+        e.emit("add", [y, e.emit("reshape", [b], chan, dt, shape=chan)], sh, dt, out.name)
+    for stat, meta in ((mean, mean_out), (rstd, rstd_out)):
+        if meta is not None:
+            e.emit("reshape", [stat], meta.shape, meta.dtype, meta.name, shape=list(meta.shape))
+
+
+@meaning(group_norm_backward)
+def _group_norm_backward(a, g, x, mean, rstd, w=None):
+    N, C = x.shape[0], x.shape[1]
+    grads = torch.ops.aten.native_group_norm_backward(g, x, mean, rstd, w, N, C, x.numel() // max(N * C, 1),
+                                                      a["groups"], list(a["grads"]))
+    return tuple(t for t in grads if t is not None)
+
+
+embedding_bag = from_aten("embedding_bag", OTHER, torch.ops.aten._embedding_bag.default,
+                          doc="rows of weight summed (mode 0), averaged (1) or maxed (2) per bag")
+embedding_bag_forward_only = from_aten("embedding_bag_forward_only", OTHER,
+                                       torch.ops.aten._embedding_bag_forward_only.default)
+embedding_bag_backward = from_aten("embedding_bag_backward", OTHER, torch.ops.aten._embedding_bag_backward.default)
+embedding_bag_per_sample_weights_backward = from_aten("embedding_bag_per_sample_weights_backward", OTHER,
+                                                      torch.ops.aten._embedding_bag_per_sample_weights_backward.default)
+trilinear = from_aten("trilinear", MATMUL, torch.ops.aten._trilinear.default, doc="the bilinear form F.bilinear computes")
