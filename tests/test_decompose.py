@@ -112,7 +112,7 @@ def cases():
         **{f"batch_norm_{mode}": (
             Node("n", "batch_norm", ["x4", "c", "c2", "rm", "rv"],
                  [T("y", (2, 3, 4, 5)), T("m", (3,) if mode == "train" else (0,)), T("r", (3,) if mode == "train" else (0,))]
-                 + ([T("nm", (3,)), T("nv", (3,))] if mode == "train" else []),
+                 + [T("nm", (3,)), T("nv", (3,))],  # the running statistics, updated or not
                  {"training": mode == "train", "momentum": 0.1, "eps": 1e-5}),
             [T("x4", (2, 3, 4, 5)), T("c", (3,)), T("c2", (3,)), T("rm", (3,)), T("rv", (3,))],
             [x4, rnd(3), rnd(3), rnd(3), rnd(3).abs() + 0.5])

@@ -55,8 +55,9 @@ MAX_SAMPLES = 8
 
 
 def _ops():
-    if os.environ.get("IRLENS_FULL_OPINFO"):
-        return [o for o in op_db if torch.float32 in o.supported_dtypes("cpu")]
+    if os.environ.get("IRLENS_FULL_OPINFO"):  # less the ops whose values are random or uninitialized
+        return [o for o in op_db if torch.float32 in o.supported_dtypes("cpu")
+                and not o.name.startswith(("empty", "new_empty"))]
     # complex variants are out of scope; circular padding writes through views in make_fx's trace
     chosen = [o for o in op_db if o.name in SLICE and o.variant_test_name not in ("complex", "circular")]
     assert {o.name for o in chosen} == set(SLICE)
@@ -75,12 +76,15 @@ def _cases(op):
 
 
 def _close(a, b) -> bool:
+    """Equal up to the reference's precision: float64 where the sample had floating inputs; a
+    creation op (linspace, windows) computes in its own float32."""
     if not isinstance(b, torch.Tensor):
         return True
     if a.shape != b.shape:
         return False
     if b.is_floating_point() or b.is_complex():
-        return torch.allclose(a.to(b.dtype), b, rtol=1e-7, atol=1e-9, equal_nan=True)
+        rtol, atol = (1e-7, 1e-9) if b.dtype in (torch.float64, torch.complex128) else (1e-5, 1e-6)
+        return torch.allclose(a.to(b.dtype), b, rtol=rtol, atol=atol, equal_nan=True)
     return torch.equal(a.to(b.dtype), b)
 
 
@@ -104,12 +108,16 @@ def test_aten_graphs_mean_what_eager_torch_computes(op):
         wide = [t.double() if t.is_floating_point() else t for t in tensors]
         try:
             want = tree_flatten(fn(*wide))[0]
+            if not all(_close(a, b) for a, b in zip(tree_flatten(fn(*wide))[0], want)):
+                continue  # random: no two runs agree
             gm = make_fx(torch.func.functionalize(fn), tracing_mode="fake")(*tensors)  # functional, as AOT's
         except Exception:  # noqa: BLE001  (a sample eager or tracing refuses is not the adapter's)
             continue
         for level in ("composite", "primitive"):
             g = fx.fx_to_graph(gm, name=op.name, frontend="dynamo", stage="aten", level=level)
             if g.unknown_ops():  # not in the vocabulary: allowed, never a wrong meaning
+                continue
+            if any(n.op in ("rand", "randperm") for n in g.nodes):  # seeded eager RNG: no common stream
                 continue
             got = interpret(g, wide)
             assert len(got) == len(want), (dtype, i, level)
@@ -120,9 +128,11 @@ def test_aten_graphs_mean_what_eager_torch_computes(op):
         assert checked, f"{op.name}: no sample was checked"
 
 
-# Core ATen ops whose results are not tensors: sizes, strides, a scalar read out of a tensor. The
+# Core ATen ops whose results are not tensors: sizes, strides, contiguity, a scalar read out of a tensor. The
 # adapter folds them into literals (and a data-dependent one has no static value to fold).
-NOT_TENSOR_VALUED = {"sym_size", "sym_numel", "sym_stride", "sym_storage_offset", "_local_scalar_dense"}
+NOT_TENSOR_VALUED = {
+    "sym_size", "sym_numel", "sym_stride", "sym_storage_offset", "sym_is_contiguous", "_local_scalar_dense",
+}
 
 
 def _core_aten() -> dict[str, list]:

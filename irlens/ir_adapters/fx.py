@@ -26,7 +26,6 @@ nodes (addmm -> matmul + add, split -> slices, an expansion) gives the extra nod
 from __future__ import annotations
 
 import functools
-import math
 import operator
 import re
 from dataclasses import replace
@@ -1535,7 +1534,13 @@ class _Converter:
         if not isinstance(val, (list, tuple)):
             return []
         names = self._output_names(node)
-        return [_tensor_meta(names[i], v) for i, v in enumerate(val) if isinstance(v, torch.Tensor)]
+        metas = []
+        for i, v in enumerate(val):
+            if isinstance(v, torch.Tensor):
+                metas.append(_tensor_meta(names[i], v))
+            elif isinstance(v, (list, tuple)):  # a list of tensors among the results (histogramdd's edges)
+                metas += [_tensor_meta(f"{names[i]}.{j}", t) for j, t in enumerate(v) if isinstance(t, torch.Tensor)]
+        return metas
 
     def _output_names(self, node: fx.Node) -> list[str]:
         """A multi-output node's value names: its getitem readers' names, else `<node>.out<i>`."""
@@ -1555,7 +1560,11 @@ class _Converter:
             self.env[node] = self.name_of(node)
         else:
             names = self._output_names(node)
-            self.env[node] = tuple(names[i] if isinstance(v, torch.Tensor) else None for i, v in enumerate(val))
+            self.env[node] = tuple(
+                names[i] if isinstance(v, torch.Tensor)
+                else tuple(f"{names[i]}.{j}" if isinstance(t, torch.Tensor) else None for j, t in enumerate(v))
+                if isinstance(v, (list, tuple)) else None
+                for i, v in enumerate(val))
 
     # walk
     def add_input(self, node: fx.Node, val: Any) -> None:
@@ -1634,8 +1643,16 @@ class _Converter:
         if mutates and val is None and isinstance(node.args[0], fx.Node):  # x[i] = v: the updated x is its value
             val = self.updated[node] = _example(node.args[0])
         if not _has_tensor(val):
-            if val is not None:  # sizes and other Python values fold into literals
+            if val is not None and not _data_dependent(val):  # sizes and other Python values fold into literals
                 self.env[node] = _concrete(val)
+                return
+            if val is not None:  # x.item(): a value of the data, known to no literal
+                name = self.name_of(node)
+                kind = {torch.SymBool: "bool", torch.SymFloat: "float64"}.get(type(val), "int64")
+                self.add([Node(name, _unknown(native), [self.value(a) for a in node.args if isinstance(a, fx.Node)],
+                               [TensorMeta(name, (), kind)], {"adapter_error": "a data-dependent scalar"},
+                               self.native or native, self.scope if self.scope is not None else _scope(node))])
+                self.env[node] = name
                 return
         op = _canonical(node, key, native)
         c = _Call(node, key, self.native or native, op, self)
@@ -1741,8 +1758,9 @@ def _mutation_hazard(node: fx.Node, key: str) -> str | None:
         later = [u for u in target.users if u is not node and _after(u, node)]
         if not aten or later:
             return "in-place update of a graph input"
-    if _is_view(target) or any(_is_view(u) for u in target.users if u is not node):
-        return "in-place update through a view"
+    if _is_view(target) or any(_is_view(u) and (_after(u, node) or any(_after(r, node) for r in u.users))
+                               for u in target.users if u is not node):
+        return "in-place update through a view"  # a view of it read afterwards would see the update
     return None
 
 
@@ -1809,6 +1827,11 @@ def _native_name(gm: fx.GraphModule, node: fx.Node) -> tuple[str, str]:
 def _example(node: fx.Node) -> Any:
     m = node.meta
     return m["val"] if "val" in m else m.get("example_value")
+
+
+def _data_dependent(val: Any) -> bool:
+    """A symbolic scalar with no value behind it (an unbacked SymInt from .item(), nonzero, ...)."""
+    return isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)) and val.node.hint is None
 
 
 def _has_tensor(val: Any) -> bool:

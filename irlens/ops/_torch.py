@@ -13,7 +13,7 @@ F64 = torch.float64
 TORCH_DTYPES = {"float64": F64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
                 "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
                 "uint8": torch.uint8, "bool": torch.bool, "complex64": torch.complex64,
-                "complex128": torch.complex128, "float8_e4m3fn": torch.float8_e4m3fn,
+                "complex128": torch.complex128, "complex32": torch.complex32, "float8_e4m3fn": torch.float8_e4m3fn,
                 "float8_e5m2": torch.float8_e5m2, "uint16": torch.uint16, "uint32": torch.uint32,
                 "uint64": torch.uint64}
 
@@ -44,6 +44,20 @@ def elementwise(fn: Callable) -> Callable:
         like = next((x for x in xs if isinstance(x, torch.Tensor) and x.is_floating_point()), None)
         return fn(*[scalar_tensor(x, like, a.get("device")) for x in xs])
     run.__name__ = getattr(fn, "__name__", "elementwise")
+    return run
+
+
+def with_grad(fn: Callable, n_diff: int) -> Callable:
+    """A backward op's meaning as autograd of its forward meaning `fn(a, *args)`: the gradients
+    of the first n_diff args, for the cotangent g. Grad mode is on even where the caller runs
+    the table under no_grad (a lowered graph does)."""
+    @torch.enable_grad()
+    def run(a, g, *args):
+        leaves = [t.detach().requires_grad_(True) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+                  for t in args]
+        out = fn(a, *leaves)
+        diff = [t for t in leaves[:n_diff] if isinstance(t, torch.Tensor) and t.requires_grad]
+        return torch.autograd.grad(out, diff, g, allow_unused=True)
     return run
 
 

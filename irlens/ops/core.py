@@ -187,6 +187,11 @@ def declare(name: str, category: str, operands: str = "x", *, outputs: str = "ou
     return op
 
 
+def composite(name: str, operands: str = "x", *, outputs: str = "out", doc: str = "", **attrs: Attr) -> Op:
+    """Declare a composite op (its family registers its decomposition rule beside it)."""
+    return declare(name, COMPOSITE, operands, outputs=outputs, doc=doc, **attrs)
+
+
 def _caller_module() -> str:
     import sys
 
@@ -211,7 +216,8 @@ def from_aten(name: str, category: str, overload, *, doc: str = "") -> Op:
         else:
             attrs[a.name] = Attr("any", a.default_value) if a.has_default_value() else Attr("any")
     # the first result always; ATen gives None for results not asked for (FX then has no value)
-    outputs = [(r.name or f"out{i}") + ("?" if i else "") for i, r in enumerate(schema.returns)]
+    outputs = [("*" if str(r.type).startswith("List") else "") + (r.name or f"out{i}") + ("?" if i else "")
+               for i, r in enumerate(schema.returns)]
     op = declare(name, category, " ".join(operands), outputs=" ".join(outputs), doc=doc or f"ATen's {overload}", **attrs)
     op.aten = overload
 

@@ -155,9 +155,11 @@ reflection_pad_backward = {n: from_aten(f"reflection_pad{n}d_backward", DATA_MOV
 
 @meaning(upsample)
 def _upsample(a, x):
+    # ATen takes the size or the scales: given scales place the samples (and fix the size)
+    size = None if a["scales"] is not None else a["output_size"]
     if a["mode"] == "nearest":
-        return A.upsample_nearest2d.vec(x, a["output_size"], a["scales"])
-    return A.upsample_bilinear2d.vec(x, a["output_size"], a["align_corners"], a["scales"])
+        return A.upsample_nearest2d.vec(x, size, a["scales"])
+    return A.upsample_bilinear2d.vec(x, size, a["align_corners"], a["scales"])
 
 
 upsample_bilinear_aa_backward = from_aten("upsample_bilinear_aa_backward", OTHER, A._upsample_bilinear2d_aa_backward.default)
