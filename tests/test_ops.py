@@ -108,3 +108,20 @@ def test_jax_lowering_computes_the_meaning(name):
     got = got if isinstance(got, tuple) else (got,)
     for w, g in zip(want, got):
         np.testing.assert_allclose(np.asarray(g), w.numpy(), rtol=1e-6, atol=1e-9, equal_nan=True, err_msg=name)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_and_group_norm_meanings_are_torch_functionals(training):
+    import torch.nn.functional as F
+
+    x, w, b = torch.randn(4, 6, 3, 5, dtype=torch.float64), torch.randn(6, dtype=torch.float64), torch.randn(6, dtype=torch.float64)
+    rm, rv = torch.randn(6, dtype=torch.float64), torch.rand(6, dtype=torch.float64) + 0.5
+    y, mean, rstd, *running = MEANINGS["batch_norm"]({"training": training, "momentum": 0.3, "eps": 1e-4}, x, w, b, rm, rv)
+    want_m, want_v = rm.clone(), rv.clone()
+    torch.testing.assert_close(y, F.batch_norm(x, want_m, want_v, w, b, training, 0.3, 1e-4))
+    if training:  # the running statistics as torch updates them in place
+        torch.testing.assert_close(running, [want_m, want_v])
+        torch.testing.assert_close(mean, x.mean((0, 2, 3)))
+    y, mean, rstd = MEANINGS["group_norm"]({"groups": 3, "eps": 1e-4}, x, w, b)
+    torch.testing.assert_close(y, F.group_norm(x, 3, w, b, 1e-4))
+    assert mean.shape == rstd.shape == (4, 3)

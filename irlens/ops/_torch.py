@@ -43,6 +43,20 @@ def elementwise(fn: Callable) -> Callable:
     return run
 
 
+def with_grad(fn: Callable, n_diff: int) -> Callable:
+    """A backward op's meaning as autograd of its forward meaning `fn(a, *args)`: the gradients
+    of the first n_diff args, for the cotangent g. Grad mode is on even where the caller runs
+    the table under no_grad (a lowered graph does)."""
+    @torch.enable_grad()
+    def run(a, g, *args):
+        leaves = [t.detach().requires_grad_(True) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+                  for t in args]
+        out = fn(a, *leaves)
+        diff = [t for t in leaves[:n_diff] if isinstance(t, torch.Tensor) and t.requires_grad]
+        return torch.autograd.grad(out, diff, g, allow_unused=True)
+    return run
+
+
 def dims_of(a: dict, x: torch.Tensor) -> list[int]:
     """A reduction's `dims` attr; None means every dim."""
     dims = a.get("dims")

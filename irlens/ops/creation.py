@@ -62,3 +62,26 @@ rand = declare("rand", CREATION, "", shape=Attr("ints"), dtype=Attr("dtype"),
 def _rand(a):
     make = torch.rand if a["distribution"] == "uniform" else torch.randn
     return make(list(a["shape"]), dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))
+
+
+randperm = declare("randperm", CREATION, "", n=Attr("int"), dtype=Attr("dtype", "int64"),
+                   doc="a random permutation of 0 .. n-1; no two runs agree")
+
+
+@meaning(randperm)
+def _randperm(a):
+    return torch.randperm(a["n"], dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))
+
+
+constant = declare("constant", CREATION, "", shape=Attr("ints"), dtype=Attr("dtype"), values=Attr("any"),
+                   doc="a small literal tensor (a traced program's constant): values in row-major order")
+
+
+@meaning(constant)
+def _constant(a):
+    return torch.tensor(a["values"], dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu")).reshape(a["shape"])
+
+
+@lowering(constant, "jax")
+def _constant_jax(a):
+    return jnp().asarray(a["values"], jnp().dtype(a["dtype"])).reshape(tuple(a["shape"]))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from irlens.ops._torch import jnp, scalar_tensor
-from irlens.ops.core import DATA_MOVEMENT, OTHER, Attr, declare, lowering, meaning
+from irlens.ops.core import DATA_MOVEMENT, OTHER, REDUCTION, Attr, declare, from_aten, lowering, meaning
 from irlens.ops.movement import slices
 
 
@@ -25,7 +25,7 @@ take = declare("take", DATA_MOVEMENT, "x index", dim=Attr("int"),
 def _take(a, x, idx):
     dim = a["dim"]
     flat = torch.index_select(x, dim, _wrapped(idx, x.shape[dim]).reshape(-1))
-    return flat.reshape(*x.shape[:dim], *idx.shape, *x.shape[dim + 1:])
+    return flat.reshape([*x.shape[:dim], *idx.shape, *x.shape[dim + 1:]])
 
 
 @lowering(take, "jax")
@@ -68,7 +68,7 @@ index_add = declare("index_add", DATA_MOVEMENT, "x index src", dim=Attr("int"), 
 @meaning(index_add)
 def _index_add(a, x, idx, src):
     dim = a["dim"]
-    moved = src.reshape(*x.shape[:dim], idx.numel(), *x.shape[dim + 1:])
+    moved = src.reshape([*x.shape[:dim], idx.numel(), *x.shape[dim + 1:]])
     return x.index_add(dim, _wrapped(idx, x.shape[dim]).reshape(-1), moved, alpha=a["alpha"])
 
 
@@ -153,3 +153,24 @@ sort = declare("sort", OTHER, "x", outputs="values indices", dim=Attr("int", -1)
 @meaning(sort)
 def _sort(a, x):
     return tuple(torch.sort(x, dim=a["dim"], descending=a["descending"], stable=a["stable"]))
+
+
+masked_scatter = declare("masked_scatter", DATA_MOVEMENT, "x mask source",
+                         doc="x with source's leading elements written, in order, where mask is True")
+meaning(masked_scatter)(lambda a, x, mask, source: torch.masked_scatter(x, mask, source))
+nonzero = declare("nonzero", OTHER, "x", doc="[k, rank] int64 indices of x's nonzero elements (k: data-dependent)")
+meaning(nonzero)(lambda a, x: torch.nonzero(x))
+
+# --- ATen's other indexed reads and writes ----------------------------------------------------------
+A = torch.ops.aten
+index_reduce = from_aten("index_reduce", DATA_MOVEMENT, A.index_reduce.default)
+put = from_aten("put", DATA_MOVEMENT, A.put.default, doc="x with source written (accumulate: added) at flat index")
+as_strided_scatter = from_aten("as_strided_scatter", DATA_MOVEMENT, A.as_strided_scatter.default)
+diagonal_scatter = from_aten("diagonal_scatter", DATA_MOVEMENT, A.diagonal_scatter.default)
+diagonal_backward = from_aten("diagonal_backward", DATA_MOVEMENT, A.diagonal_backward.default)
+masked_scatter_backward = from_aten("masked_scatter_backward", DATA_MOVEMENT, A.masked_scatter_backward.default)
+segment_reduce = from_aten("segment_reduce", REDUCTION, A.segment_reduce.default)
+segment_reduce_backward = from_aten("segment_reduce_backward", REDUCTION, A._segment_reduce_backward.default)
+nonzero_static = from_aten("nonzero_static", OTHER, A.nonzero_static.default)
+searchsorted = from_aten("searchsorted", OTHER, A.searchsorted.Tensor)
+bucketize = from_aten("bucketize", OTHER, A.bucketize.Tensor)

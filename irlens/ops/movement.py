@@ -31,7 +31,7 @@ permute = declare("permute", DATA_MOVEMENT, "x", perm=Attr("ints"), doc="output 
 
 @meaning(permute)
 def _permute(a, x):
-    return x.permute(*a["perm"]).clone()
+    return x.permute(list(a["perm"])).clone()
 
 
 @lowering(permute, "jax")
@@ -209,3 +209,28 @@ def _convert_jax(a, x):
 @lowering(convert, "nvfuser")
 def _convert_nvfuser(fd, nv, node, args, metas):
     return fd.ops.cast(args[0], nv_dtype(nv, node.attrs["dtype"]))
+
+
+as_strided = declare("as_strided", DATA_MOVEMENT, "x", size=Attr("ints"), stride=Attr("ints"),
+                     storage_offset=Attr("int", 0),
+                     doc="elements of x's row-major layout at storage_offset + sum(i_k * stride_k)")
+
+
+@meaning(as_strided)
+def _as_strided(a, x):
+    return torch.as_strided(x.contiguous(), a["size"], a["stride"], a["storage_offset"]).clone()
+
+
+bitcast = declare("bitcast", CAST, "x", dtype=Attr("dtype"), from_dtype=Attr("dtype"),
+                  doc="x's bits (as from_dtype: the interpreter carries floats in float64) read as dtype "
+                      "(x.view(dtype), lax.bitcast_convert_type), the last dim rescaled by the size ratio")
+
+
+@meaning(bitcast)
+def _bitcast(a, x):
+    return x.to(torch_dtype(a["from_dtype"])).view(torch_dtype(a["dtype"])).clone()
+
+
+@lowering(bitcast, "jax")
+def _bitcast_jax(a, x):
+    return lax().bitcast_convert_type(x, jnp().dtype(a["dtype"]))
