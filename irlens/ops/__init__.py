@@ -48,7 +48,7 @@ from irlens.ops.core import (  # noqa: F401  (the public API)
     meaning,
     node_problem,
 )
-from irlens.ops import collectives, creation, elementwise, indexing, linalg, movement, nn, reduction  # noqa: F401,E402
+from irlens.ops import collectives, creation, elementwise, indexing, linalg, movement, nn, reduction, spatial  # noqa: F401,E402,E501
 from irlens.ops.core import check_declarations as _check_declarations  # noqa: E402
 
 _check_declarations()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import elementwise, jnp
+from irlens.ops._torch import elementwise, jnp, lax
 from irlens.ops.core import ELEMENTWISE, Attr, declare, lowering, lowers, meaning
 
 
@@ -66,6 +66,11 @@ isnan = unary("isnan", jax="isnan")
 isinf = unary("isinf", jax="isinf")
 logical_not = unary("logical_not", jax="logical_not")
 bitwise_not = unary("bitwise_not", jax="bitwise_not", nvfuser="bitwise_not", doc="~x: logical not on bool, two's complement not on integers")
+isfinite = unary("isfinite", jax="isfinite", doc="neither inf nor NaN")
+signbit = unary("signbit", jax="signbit", doc="the sign bit is set (true for -0.0)")
+erfcinv = unary("erfcinv", lambda x: torch.erfinv(1 - x), doc="inverse of erfc: erfinv(1 - x)")
+lowers(erfcinv, "jax", lambda a, x: lax().erf_inv(1 - x))
+ndtri = unary("ndtri", torch.special.ndtri, jax="scipy.special.ndtri", doc="inverse of the standard normal CDF")
 
 round_ = declare("round", ELEMENTWISE, "x", decimals=Attr("int", 0),
                  doc="round half to even, at `decimals` digits after the point (torch.round)")
@@ -103,6 +108,10 @@ logical_xor = binary("logical_xor", jax="logical_xor")
 bitwise_and = binary("bitwise_and", jax="bitwise_and", nvfuser="bitwise_and")
 bitwise_or = binary("bitwise_or", jax="bitwise_or", nvfuser="bitwise_or")
 bitwise_xor = binary("bitwise_xor", jax="bitwise_xor", nvfuser="bitwise_xor")
+bitwise_left_shift = binary("bitwise_left_shift", jax="left_shift", doc="x << y (integers)")
+bitwise_right_shift = binary("bitwise_right_shift", jax="right_shift", doc="x >> y (integers; arithmetic on signed)")
+nextafter = binary("nextafter", jax="nextafter", doc="the next floating value after x toward y")
+zeta = binary("zeta", torch.special.zeta, jax="scipy.special.zeta", doc="Hurwitz zeta function zeta(x, q)")
 
 div = declare("div", ELEMENTWISE, "x y", rounding_mode=Attr("str", None, choices=(None, "floor", "trunc")),
               doc="true division; rounding_mode floor (Python's //) or trunc rounds the quotient")
@@ -146,3 +155,25 @@ def _clamp(a, x, lo=None, hi=None):
 @lowering(clamp, "jax")
 def _clamp_jax(a, x, lo=None, hi=None):
     return jnp().clip(x, lo, hi)
+
+lerp = declare("lerp", ELEMENTWISE, "start end weight", doc="start + weight * (end - start) (torch.lerp)")
+meaning(lerp)(elementwise(torch.lerp))
+
+
+@lowering(lerp, "jax")
+def _lerp_jax(a, start, end, weight):
+    return start + weight * (end - start)
+
+
+frexp = declare("frexp", ELEMENTWISE, "x", outputs="mantissa exponent",
+                doc="x = mantissa * 2**exponent, |mantissa| in [0.5, 1) (int32 exponent)")
+
+
+@meaning(frexp)
+def _frexp(a, x):
+    return tuple(torch.frexp(x))
+
+
+@lowering(frexp, "jax")
+def _frexp_jax(a, x):
+    return jnp().frexp(x)

@@ -609,3 +609,48 @@ def _log_softmax_backward_rule(e, vals):
     sh, dt = out.shape, out.dtype
     s = e.emit("sum", [g], reduced(sh, [dim], True), dt, dims=[dim], keepdim=True)
     e.emit("sub", [g, e.emit("mul", [e.emit("exp", [y], sh, dt), s], sh, dt)], sh, dt, out.name)
+
+
+# --- losses -------------------------------------------------------------------------------------
+_LOSS = dict(reduction=Attr("str", "mean", choices=("none", "mean", "sum")), ignore_index=Attr("int", -100))
+nll_loss_backward = composite("nll_loss_backward", "grad logp target weight? total_weight", **_LOSS,
+                              doc="d nll_loss / d logp: -weight[t] * grad (/ total_weight for mean) at each target")
+_REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2}
+
+
+@meaning(nll_loss_backward)
+def _nll_loss_backward(a, g, logp, target, weight=None, total_weight=None):
+    return torch.ops.aten.nll_loss_backward(g, logp, target.long(), weight, _REDUCTION_CODES[a["reduction"]],
+                                            a["ignore_index"], total_weight)
+
+
+def _class_dim(shape) -> int:
+    return 0 if len(shape) == 1 else 1
+
+
+def _picked(e, vals, logp: str, target: str, weight):
+    """For each target: the index into the class dim (ignored ones: 0), as the class dim of an
+    index shaped like logp with a 1 there, and the target's weight (0 where ignored)."""
+    lm, tm = vals[logp], vals[target]
+    cdim = _class_dim(lm.shape)
+    keep = e.emit("ne", [target, e.attr("ignore_index")], tm.shape, "bool")
+    safe = e.emit("where", [keep, target, 0], tm.shape, tm.dtype)
+    wide = list(tm.shape[:cdim]) + [1] + list(tm.shape[cdim:])
+    index = e.emit("reshape", [safe], wide, tm.dtype, shape=wide)
+    w = e.emit("take", [weight, safe], tm.shape, lm.dtype, dim=0) if weight is not None else 1.0
+    w = e.emit("where", [keep, w, 0.0], tm.shape, lm.dtype)
+    return cdim, index, wide, w
+
+
+@decomposition(nll_loss_backward)
+def _nll_loss_backward_rule(e, vals):
+    g, logp, target, weight, total = (list(e.parent.inputs) + [None] * 5)[:5]
+    out, lm, tm = e.out(), vals[logp], vals[target]
+    dt = lm.dtype
+    cdim, index, wide, w = _picked(e, vals, logp, target, weight)
+    reduction = e.attr("reduction")
+    scale = e.emit("div", [g, total], [], dt) if reduction == "mean" else g
+    grads = e.emit("neg", [e.emit("mul", [w, scale], tm.shape, dt)], tm.shape, dt)
+    grads = e.emit("reshape", [grads], wide, dt, shape=wide)
+    zeros = e.emit("full", [], lm.shape, dt, shape=list(lm.shape), value=0.0, dtype=dt)
+    e.emit("scatter", [zeros, index, grads], out.shape, out.dtype, out.name, dim=cdim)
