@@ -221,6 +221,7 @@ def _torch_samples():
                          lambda t: torch.cumsum(t.s, 1, dtype=torch.float64)],
         "torch.topk": [lambda t: torch.topk(t.s, 2), lambda t: torch.topk(t.s, 3, dim=0, largest=False)],
         "torch.sort": [lambda t: torch.sort(t.s, 1, descending=True)],
+        "torch.argsort": [lambda t: torch.argsort(t.s, 0), lambda t: torch.argsort(t.s, descending=True, stable=True)],
         "torch.matmul": [lambda t: t.x @ t.m, lambda t: torch.matmul(t.bx, t.m)],
         "torch.bmm": [lambda t: torch.bmm(t.bx, t.bm)], "torch.spmm": [lambda t: torch.mm(t.x, t.m)],
         "torch.index_select": [lambda t: torch.index_select(t.x, 0, t.row)],

@@ -621,6 +621,16 @@ def sort(op: str, c: Call) -> list[Spec]:
                   stable=bool(plain(c.get("stable", "sorted", default=False))))
 
 
+def argsort(op: str, c: Call) -> list[Spec]:
+    """argsort is sort's indices (Thunder runs it whole)."""
+    x, out = c.first(), c.outs[0]
+    d = c.get("dim")
+    values = Derived.like(f"{out.name}_values", x)
+    return [Spec(op, [x.name], {"dim": dim(-1 if d is None else d, max(len(x.shape), 1)),
+                                "descending": bool(plain(c.get("descending", default=False))),
+                                "stable": bool(plain(c.get("stable", default=False)))}, [values, out])]
+
+
 def unfold(op: str, c: Call) -> list[Spec]:
     x = c.first()
     return c.spec(op, [x.name], dim=dim(c.get("dim"), max(len(x.shape), 1)), size=plain(c.get("size")),
@@ -735,6 +745,7 @@ TORCH: dict[str, Entry] = {
     # reductions, scans, selections, matmul
     **{f"torch.{op}": Entry(op, reduction) for op in ("sum", "amax", "amin", "prod", "argmax", "argmin")},
     "torch.cumsum": Entry("cumsum", cumsum), "torch.topk": Entry("topk", topk), "torch.sort": Entry("sort", sort),
+    "torch.argsort": Entry("sort", argsort),
     "torch.matmul": Entry("matmul", ordered("a b")), "torch.bmm": Entry("matmul", ordered("a b")),
     # torch.mm is torch.spmm's function: Thunder's torch-fallback symbol for both is torch.spmm
     "torch.spmm": Entry("matmul", ordered("args[0] args[1]")),

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import LEVELS, Arg, Graph, Node
+from irlens.ir_adapters import thunder_torch
 from irlens.ir_adapters.thunder_ops import (  # noqa: F401  (NAME_TABLE, TORCH_OPS, PRIMS_OPS: the tables)
     NAME_TABLE, PRIMS_OPS, TABLE, TORCH_OPS, Spec, Unmapped, arg, is_tensor, is_value, normalize, tensor_meta)
 from irlens.ops import conform, node_problem
@@ -121,11 +122,16 @@ def resolve(bsym) -> tuple[Any, str]:
 
 def _implemented(sym) -> str | None:
     """The table key of the thunder symbol an executor operator implements: the symbol it was
-    registered like (its meta), else the one it is registered as the implementation of."""
+    registered like (its meta); else the torch function of its name in its module (Thunder's
+    torch fallback names its operators so: `norm` in torch.linalg stands for torch.linalg.norm);
+    else the one symbol it is registered as the implementation of."""
     from thunder.core.symbol import Symbol
 
     if isinstance(sym.meta, Symbol):
         return native_name(_Bare(sym.meta))
+    module = getattr(sym.module, "__name__", None)
+    if module is not None and f"{module}.{sym.name}" in thunder_torch.torch_functions():
+        return f"{module}.{sym.name}"
     return _implementations().get(sym.id)
 
 
@@ -198,6 +204,9 @@ class _GraphBuilder:
             if expanded is not None:
                 return expanded
             reason += "; its subsymbols do not give its outputs"
+        decomposed = thunder_torch.expansion(inner, key, scope)
+        if decomposed is not None:
+            return self._commit(decomposed)
         spec = Spec(f"unknown:{printed}", [arg(a) for a in inner.flat_args if is_value(a)], {"reason": reason},
                     list(inner.flat_proxy_outs))
         return self._commit([self._node(spec, printed, scope)])
