@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import elementwise, jnp
+from irlens.ops._torch import elementwise, jnp, lax
 from irlens.ops.core import ELEMENTWISE, Attr, declare, lowering, lowers, meaning
 
 
@@ -66,6 +66,8 @@ isnan = unary("isnan", jax="isnan")
 isinf = unary("isinf", jax="isinf")
 logical_not = unary("logical_not", jax="logical_not")
 bitwise_not = unary("bitwise_not", jax="bitwise_not", nvfuser="bitwise_not", doc="~x: logical not on bool, two's complement not on integers")
+erfcinv = unary("erfcinv", lambda x: torch.erfinv(1 - x), doc="inverse of erfc: erfinv(1 - x)")
+lowers(erfcinv, "jax", lambda a, x: lax().erf_inv(1 - x))
 
 round_ = declare("round", ELEMENTWISE, "x", decimals=Attr("int", 0),
                  doc="round half to even, at `decimals` digits after the point (torch.round)")
@@ -103,6 +105,8 @@ logical_xor = binary("logical_xor", jax="logical_xor")
 bitwise_and = binary("bitwise_and", jax="bitwise_and", nvfuser="bitwise_and")
 bitwise_or = binary("bitwise_or", jax="bitwise_or", nvfuser="bitwise_or")
 bitwise_xor = binary("bitwise_xor", jax="bitwise_xor", nvfuser="bitwise_xor")
+bitwise_left_shift = binary("bitwise_left_shift", jax="left_shift", doc="x << y (integers)")
+bitwise_right_shift = binary("bitwise_right_shift", jax="right_shift", doc="x >> y (integers; arithmetic on signed)")
 
 div = declare("div", ELEMENTWISE, "x y", rounding_mode=Attr("str", None, choices=(None, "floor", "trunc")),
               doc="true division; rounding_mode floor (Python's //) or trunc rounds the quotient")
@@ -146,3 +150,13 @@ def _clamp(a, x, lo=None, hi=None):
 @lowering(clamp, "jax")
 def _clamp_jax(a, x, lo=None, hi=None):
     return jnp().clip(x, lo, hi)
+
+
+lerp = declare("lerp", ELEMENTWISE, "start end weight", doc="start + weight * (end - start) (torch.lerp)")
+meaning(lerp)(elementwise(torch.lerp))
+
+
+@lowering(lerp, "jax")
+def _lerp_jax(a, start, end, weight):
+    return start + weight * (end - start)
+

@@ -79,6 +79,25 @@ def _index_add_jax(a, x, idx, src):
     return x.at[(slice(None),) * dim + (idx.reshape(-1),)].add(moved * a["alpha"] if a["alpha"] != 1 else moved)
 
 
+index_copy = declare("index_copy", DATA_MOVEMENT, "x index src", dim=Attr("int"),
+                     doc="x with src's slices written at index along dim (torch.index_copy; index any shape, src "
+                         "shaped like take(x, index, dim))")
+
+
+@meaning(index_copy)
+def _index_copy(a, x, idx, src):
+    dim = a["dim"]
+    moved = src.reshape(*x.shape[:dim], idx.numel(), *x.shape[dim + 1:])
+    return x.index_copy(dim, _wrapped(idx, x.shape[dim]).reshape(-1), moved.to(x.dtype))
+
+
+@lowering(index_copy, "jax")
+def _index_copy_jax(a, x, idx, src):
+    dim = a["dim"]
+    moved = src.reshape(x.shape[:dim] + (-1,) + x.shape[dim + 1:])
+    return x.at[(slice(None),) * dim + (idx.reshape(-1),)].set(moved)
+
+
 scatter = declare("scatter", DATA_MOVEMENT, "x index src", dim=Attr("int"),
                   doc="torch.scatter: x with src (or a scalar) written at index along dim")
 

@@ -32,8 +32,9 @@ def _nll_loss(a, logp, target, weight=None):
 
 @meaning(nll_loss_backward)
 def _nll_loss_backward(a, g, logp, target, weight=None, total_weight=None):
+    # total_weight may be a count (Thunder sums the kept targets as int64); ATen takes logp's dtype
     return torch.ops.aten.nll_loss_backward(g, logp, target.long(), weight, _REDUCTION_CODES[a["reduction"]],
-                                            a["ignore_index"], total_weight)
+                                            a["ignore_index"], total_weight.to(logp.dtype))
 
 
 def _class_dim(shape) -> int:

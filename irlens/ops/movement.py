@@ -234,3 +234,24 @@ def _bitcast(a, x):
 @lowering(bitcast, "jax")
 def _bitcast_jax(a, x):
     return lax().bitcast_convert_type(x, jnp().dtype(a["dtype"]))
+
+
+unfold = declare("unfold", DATA_MOVEMENT, "x", dim=Attr("int"), size=Attr("int"), step=Attr("int"),
+                 doc="sliding windows of `size` every `step` along dim: dim becomes the window count, a "
+                     "last dim of `size` is added (torch.Tensor.unfold)")
+
+
+@meaning(unfold)
+def _unfold(a, x):
+    return x.unfold(a["dim"], a["size"], a["step"]).clone()
+
+
+@lowering(unfold, "jax")
+def _unfold_jax(a, x):
+    np_ = jnp()
+    if x.ndim == 0:
+        return x.reshape(1)
+    dim, size, step = a["dim"], a["size"], a["step"]
+    count = (x.shape[dim] - size) // step + 1
+    windows = np_.take(x, np_.arange(count)[:, None] * step + np_.arange(size)[None, :], axis=dim)
+    return np_.moveaxis(windows, dim + 1, -1)
