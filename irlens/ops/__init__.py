@@ -1,7 +1,7 @@
 """The canonical op vocabulary of the common view: each op declared once, with its rules beside it.
 
 An op lives in the module of its family (`elementwise`, `reduction`, `linalg`, `movement`,
-`indexing`, `creation`, `nn`, `collectives`): its name, category, operand and attribute schema,
+`indexing`, `creation`, `nn`, `spatial`, `window`, `collectives`): its name, category, operand and attribute schema,
 float64 meaning, and the rules registered for it (a composite's decomposition, lowerings to
 JAX and nvFuser). `irlens.ops.core` says how to declare one; `python -m irlens.ops` lists them.
 
@@ -48,7 +48,7 @@ from irlens.ops.core import (  # noqa: F401  (the public API)
     meaning,
     node_problem,
 )
-from irlens.ops import collectives, creation, elementwise, indexing, linalg, movement, nn, reduction  # noqa: F401,E402
+from irlens.ops import collectives, creation, elementwise, indexing, linalg, movement, nn, reduction, spatial, window  # noqa: F401,E402,E501
 from irlens.ops.core import check_declarations as _check_declarations  # noqa: E402
 
 _check_declarations()

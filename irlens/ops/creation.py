@@ -42,7 +42,8 @@ iota = declare("iota", CREATION, "", shape=Attr("ints"), dim=Attr("int", 0), dty
 @meaning(iota)
 def _iota(a):
     shape, dim = list(a["shape"]), a["dim"]
-    r = torch.arange(shape[dim], dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))
+    # counted in int64 (torch has no arange of the unsigned dtypes past uint8), then cast
+    r = torch.arange(shape[dim], device=a.get("device", "cpu")).to(torch_dtype(a["dtype"]))
     view = [1] * len(shape)
     view[dim] = shape[dim]
     return r.reshape(view).expand(shape).clone()
@@ -62,3 +63,21 @@ rand = declare("rand", CREATION, "", shape=Attr("ints"), dtype=Attr("dtype"),
 def _rand(a):
     make = torch.rand if a["distribution"] == "uniform" else torch.randn
     return make(list(a["shape"]), dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))
+
+
+constant = declare("constant", CREATION, "", value=Attr("any"), shape=Attr("ints"), dtype=Attr("dtype"),
+                   doc="a literal tensor: `value` lists its elements in row-major order (an array constant "
+                       "of XLA's HLO or StableHLO)")
+
+
+@meaning(constant)
+def _constant(a):
+    dtype = a["dtype"]
+    kind = torch.bool if dtype == "bool" else torch.int64 if dtype.startswith(("int", "uint")) else torch.float64
+    flat = torch.tensor(list(a["value"]), dtype=kind)
+    return flat.to(torch_dtype(a["dtype"])).reshape(list(a["shape"])).to(a.get("device", "cpu"))
+
+
+@lowering(constant, "jax")
+def _constant_jax(a):
+    return jnp().asarray(list(a["value"]), jnp().dtype(a["dtype"])).reshape(tuple(a["shape"]))

@@ -31,7 +31,7 @@ permute = declare("permute", DATA_MOVEMENT, "x", perm=Attr("ints"), doc="output 
 
 @meaning(permute)
 def _permute(a, x):
-    return x.permute(*a["perm"]).clone()
+    return x.permute(list(a["perm"])).clone()
 
 
 @lowering(permute, "jax")
@@ -211,3 +211,24 @@ def _convert_nvfuser(fd, nv, node, args, metas):
     from irlens.lower.nvfuser import nv_dtype
 
     return fd.ops.cast(args[0], nv_dtype(nv, node.attrs["dtype"]))
+
+
+bitcast = declare("bitcast", CAST, "x", dtype=Attr("dtype"), src_dtype=Attr("dtype"),
+                  doc="x (of src_dtype) with its bits read as dtype (lax.bitcast_convert_type): the same shape "
+                      "at equal widths; a narrower dtype adds a last dim of the width ratio, a wider one takes it away")
+
+
+@meaning(bitcast)
+def _bitcast(a, x):
+    src, dst = torch_dtype(a["src_dtype"]), torch_dtype(a["dtype"])
+    x = x.to(src).contiguous()  # the float64 interpreter carries a float32 value as float64: its bits are float32's
+    if src.itemsize == dst.itemsize:
+        return x.view(dst).clone()
+    if src.itemsize > dst.itemsize:
+        return x.reshape(*x.shape, 1).view(dst).clone()
+    return x.view(dst).reshape(x.shape[:-1]).clone()
+
+
+@lowering(bitcast, "jax")
+def _bitcast_jax(a, x):
+    return lax().bitcast_convert_type(x, jnp().dtype(a["dtype"]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import dims_of, jnp
+from irlens.ops._torch import dims_of, jnp, widened
 from irlens.ops.core import COMPOSITE, REDUCTION, Attr, declare, decomposition, lowering, meaning
 from irlens.ops.shapes import numel, reduced
 
@@ -13,6 +13,7 @@ def _reduction(name: str, fn, jax: str | None = None, nvfuser: str | None = None
     op = declare(name, REDUCTION, "x", dims=Attr("ints", None), keepdim=Attr("bool", False), doc=doc)
 
     @meaning(op)
+    @widened
     def run(a, x):
         dims = dims_of(a, x)
         if not dims:
@@ -59,6 +60,7 @@ def _arg_reduction(name: str, fn):
 
     @meaning(op)
     def run(a, x):
+        x = x.to(torch.int64) if x.dtype in (torch.bool, torch.uint16, torch.uint32) else x  # no kernels
         return fn(x, dim=a["dim"], keepdim=a["keepdim"])
 
     @lowering(op, "jax")
@@ -76,6 +78,7 @@ def _scan(name: str, fn):
                  doc=f"inclusive {name} along dim (from the end when reverse)")
 
     @meaning(op)
+    @widened
     def run(a, x):
         if a["reverse"]:
             return fn(x.flip(a["dim"]), dim=a["dim"]).flip(a["dim"])
@@ -91,6 +94,27 @@ def _scan(name: str, fn):
 
 cumsum = _scan("cumsum", torch.cumsum)
 cumprod = _scan("cumprod", torch.cumprod)
+cummax = _scan("cummax", lambda x, dim: torch.cummax(x, dim).values)
+cummin = _scan("cummin", lambda x, dim: torch.cummin(x, dim).values)
+cumlogsumexp = _scan("cumlogsumexp", torch.logcumsumexp)
+
+
+def _bitwise_reduction(fn, identity: int):
+    """A reduction by a bitwise op (logical on bool), one dim at a time; `identity` over no elements."""
+    def run(x, dims, keep):
+        for d in sorted(dims, reverse=True):
+            parts = x.unbind(d)
+            out = parts[0] if parts else torch.full_like(x.sum(d), identity).to(x.dtype)
+            for part in parts[1:]:
+                out = fn(out, part)
+            x = out.unsqueeze(d) if keep else out
+        return x
+    return run
+
+
+reduce_and = _reduction("reduce_and", _bitwise_reduction(torch.bitwise_and, -1), doc="bitwise and (logical on bool)")
+reduce_or = _reduction("reduce_or", _bitwise_reduction(torch.bitwise_or, 0), doc="bitwise or (logical on bool)")
+reduce_xor = _reduction("reduce_xor", _bitwise_reduction(torch.bitwise_xor, 0), doc="bitwise xor (parity on bool)")
 
 # --- composites over sum ---------------------------------------------------------------------
 mean = declare("mean", COMPOSITE, "x", dims=Attr("ints", None), keepdim=Attr("bool", False))
