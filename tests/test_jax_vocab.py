@@ -160,7 +160,7 @@ CASES = {
     "cumsum": (lambda x: jnp.cumsum(x, axis=1), (X,), ALL),
     "cumprod_reverse": (lambda x: lax.cumprod(x, axis=0, reverse=True), (X,), ALL),
     "cummax_cummin": (lambda x: (lax.cummax(x, axis=2, reverse=True), lax.cummin(x, axis=1)), (X,), ALL),
-    "cumlogsumexp": (lambda x: lax.cumlogsumexp(x, axis=0), (X,), ("jaxpr",)),
+    "cumlogsumexp": (lambda x: lax.cumlogsumexp(x, axis=0, reverse=True), (X,), ("jaxpr",)),
     "pad_interior": (lambda x: lax.pad(x, -1.0, ((1, 2, 1), (0, -1, 2), (2, 0, 0))), (X,), ALL),
     # sort, argsort, several operands, several keys, top_k
     "sort": (lambda x: jnp.sort(x, axis=1), (X,), ALL),

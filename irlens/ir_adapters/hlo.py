@@ -19,7 +19,7 @@ from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
 from irlens.ir_adapters import xla_forms as forms
-from irlens.ir_adapters.jaxpr import at_level, full_attrs, matmul_attrs, source_span
+from irlens.ir_adapters.jaxpr import at_level, full_attrs, matmul_attrs, polygamma_of, source_span
 from irlens.ir_adapters.xla_forms import Emitter, Unmapped
 from irlens.ops import check_vocabulary
 
@@ -41,7 +41,7 @@ OPCODES: dict[str, str] = {
     # chlo ops StableHLO keeps whole
     "acos": "acos", "acosh": "acosh", "asin": "asin", "asinh": "asinh", "atan": "atan", "atanh": "atanh",
     "cosh": "cosh", "sinh": "sinh", "erfc": "erfc", "erf-inv": "erfinv", "lgamma": "lgamma", "digamma": "digamma",
-    "igamma": "igamma", "igammac": "igammac", "bessel-i1e": "bessel_i1e", "polygamma": "polygamma", "zeta": "zeta",
+    "igamma": "igamma", "igammac": "igammac", "bessel-i1e": "bessel_i1e", "zeta": "zeta",
     "next-after": "nextafter", "is-inf": "isinf", "mulhi": "mulhi",
 }
 # opcodes whose canonical op depends on the operand's dtype: (bool, integer, floating)
@@ -321,7 +321,7 @@ class _HloReader:
                         {"reason": "an array constant whose values the HLO text does not hold"}, native="constant",
                         scope=scope)
         else:
-            node = Node(ins.name, "constant", [], [meta], {"value": values, "shape": list(meta.shape),
+            node = Node(ins.name, "constant", [], [meta], {"values": values, "shape": list(meta.shape),
                                                           "dtype": meta.dtype}, native="constant", scope=scope)
         self.nodes.append(node)
         self.values[meta.name] = meta
@@ -927,7 +927,7 @@ def _reduce_precision(e: Emitter, x: XlaOp) -> None:
 
 
 def _bitcast_convert(e: Emitter, x: XlaOp) -> None:
-    x.one(e, "bitcast", dtype=x.outs[0].dtype, src_dtype=x.metas[0].dtype)
+    forms.emit_bitcast(e, x.inputs[0], x.metas[0], x.outs[0])
 
 
 def _iota(e: Emitter, x: XlaOp) -> None:
@@ -990,6 +990,7 @@ _register("shift-right-logical", _shift("right_logical"))
 _register("shift-left", _shift("left"))
 _register("reduce-precision", _reduce_precision, ("exponent_bits", "mantissa_bits"))
 _register("bitcast-convert", _bitcast_convert)
+_register("polygamma", lambda e, x: polygamma_of(e, x.inputs, x.outs))  # chlo.polygamma
 _register("square", lambda e, x: x.one(e, "pow", [x.inputs[0], 2]))  # chlo.square
 
 
@@ -1057,7 +1058,7 @@ class _MlirReader:
                 out = self.outputs(op, env, scope)[0]
                 values = np.asarray(op.attributes["value"]).ravel().tolist()
                 self.nodes.append(Node(f"s{len(self.nodes)}", "constant", [], [out],
-                                       {"value": values, "shape": list(out.shape), "dtype": out.dtype},
+                                       {"values": values, "shape": list(out.shape), "dtype": out.dtype},
                                        native=op.name, scope=scope))
             elif op.name == "stablehlo.optimization_barrier":
                 for res, val in zip(op.results, args):

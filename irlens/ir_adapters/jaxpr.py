@@ -31,14 +31,15 @@ PRIMITIVES: dict[str, str] = {
     "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "asinh": "asinh",
     "acosh": "acosh", "atanh": "atanh", "erf": "erf", "erfc": "erfc", "erf_inv": "erfinv", "lgamma": "lgamma",
     "digamma": "digamma", "igamma": "igamma", "igammac": "igammac", "bessel_i0e": "bessel_i0e",
-    "bessel_i1e": "bessel_i1e", "regularized_incomplete_beta": "betainc", "polygamma": "polygamma", "zeta": "zeta",
+    "bessel_i1e": "bessel_i1e", "regularized_incomplete_beta": "betainc", "zeta": "zeta",
     "abs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil", "is_finite": "isfinite",
     "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
     "eq_to": "eq", "le_to": "le", "lt_to": "lt",
     "population_count": "population_count", "clz": "clz", "mulhi": "mulhi",
     "copy": "copy", "copy_p": "copy", "stop_gradient": "copy", "stage": "copy",
 }
-SCANS = {p: p for p in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")}
+SCANS = {"cumsum": "cumsum", "cumprod": "cumprod", "cummax": "cummax", "cummin": "cummin",
+         "cumlogsumexp": "logcumsumexp"}
 # primitives whose canonical op depends on the operand's dtype: (bool, integer, floating)
 BY_DTYPE: dict[str, tuple[str, str, str]] = {
     "and": ("logical_and", "bitwise_and", ""), "or": ("logical_or", "bitwise_or", ""),
@@ -224,7 +225,19 @@ def _convert(e: Emitter, q: Eqn) -> None:
 
 
 def _bitcast(e: Emitter, q: Eqn) -> None:
-    q.one(e, "bitcast", dtype=q.outs[0].dtype, src_dtype=q.metas[0].dtype)
+    forms.emit_bitcast(e, q.inputs[0], q.metas[0], q.outs[0])
+
+
+def _polygamma(e: Emitter, q: Eqn) -> None:
+    polygamma_of(e, q.inputs, q.outs)
+
+
+def polygamma_of(e: Emitter, inputs: list[Arg], outs: list[TensorMeta]) -> None:
+    """lax.polygamma(m, x) with a literal integer order m: polygamma(x){n: m}."""
+    m, x = inputs
+    if isinstance(m, str) or not float(m).is_integer() or m < 0:
+        raise Unmapped("polygamma of an order that is not a literal non-negative integer")
+    e.node("polygamma", [x], outs, final=True, n=int(m))
 
 
 def _broadcast_in_dim(e: Emitter, q: Eqn) -> None:
@@ -329,8 +342,8 @@ def _arg_reduce(e: Emitter, q: Eqn) -> None:
 
 
 def _scan(e: Emitter, q: Eqn) -> None:
-    forms.emit_accumulating(e, SCANS[q.prim], q.inputs, q.outs[0], dim=int(q.params["axis"]),
-                            reverse=bool(q.params["reverse"]))
+    forms.emit_scan(e, SCANS[q.prim], q.inputs[0], q.metas[0], q.outs[0], int(q.params["axis"]),
+                    bool(q.params["reverse"]))
 
 
 def _body_op(closed) -> str | None:
@@ -554,6 +567,7 @@ for _prim, _op in PRIMITIVES.items():
 _register(list(SCANS), _scan, ("axis", "reverse"))
 _register(list(BY_DTYPE), _by_dtype)
 _register("div", _div)
+_register("polygamma", _polygamma)
 _register("round", _round, ("rounding_method",))
 _register("shift_left", _shift("left"))
 _register("shift_right_arithmetic", _shift("right_arithmetic"))

@@ -584,7 +584,7 @@ def expand_reduce_window(e: Emitter, x: str, xm: TensorMeta, init: Arg, form: Wi
             d = along[0]
             n = xm.shape[d]
             if f.window[d] == n and tuple(f.padding[d]) in ((n - 1, 0), (0, n - 1)):
-                emit_accumulating(e, _SCANS[f.reduce], [x], out, dim=d, reverse=tuple(f.padding[d]) == (0, n - 1))
+                emit_scan(e, _SCANS[f.reduce], x, xm, out, d, tuple(f.padding[d]) == (0, n - 1))
                 return
         tiles = (list(f.window) == list(f.strides) and all(p == (0, 0) for p in f.padding)
                  and all(s % w == 0 for s, w in zip(xm.shape, f.window)))
@@ -648,10 +648,10 @@ def expand_shift(e: Emitter, kind: str, inputs: list[Arg], metas: list[TensorMet
     dtype = out.dtype
     if kind == "right_arithmetic" and dtype.startswith("uint") and dtype != "uint64":
         signed = dtype[1:]
-        x, y = (e.emit("bitcast", [v], m.shape, signed, dtype=signed, src_dtype=dtype) if isinstance(v, str) else v
+        x, y = (e.emit("bitcast", [v], m.shape, signed, dtype=signed, from_dtype=dtype) if isinstance(v, str) else v
                 for v, m in zip(inputs, metas))
         shifted = e.emit("bitwise_right_shift", [x, y], out.shape, signed)
-        e.emit("bitcast", [shifted], out.shape, dtype, out, dtype=dtype, src_dtype=signed)
+        e.emit("bitcast", [shifted], out.shape, dtype, out, dtype=dtype, from_dtype=signed)
         return
     op = "bitwise_left_shift" if kind == "left" else "bitwise_right_shift"
     if dtype in _TORCH_SHIFTS and not (kind == "right_logical" and not dtype.startswith("uint")):
@@ -659,7 +659,7 @@ def expand_shift(e: Emitter, kind: str, inputs: list[Arg], metas: list[TensorMet
         return
     width = int("".join(c for c in dtype if c.isdigit()))
     if dtype == "uint64":  # torch shifts no uint64: the same bits as int64, and back
-        signed = [e.emit("bitcast", [v], m.shape, "int64", dtype="int64", src_dtype="uint64") if isinstance(v, str)
+        signed = [e.emit("bitcast", [v], m.shape, "int64", dtype="int64", from_dtype="uint64") if isinstance(v, str)
                   else v for v, m in zip(inputs, metas)]
         result = TensorMeta(e.fresh(out.shape, "int64").name, out.shape, "int64")
         if kind == "right_logical":
@@ -667,7 +667,7 @@ def expand_shift(e: Emitter, kind: str, inputs: list[Arg], metas: list[TensorMet
         else:
             e.emit("bitwise_left_shift" if kind == "left" else "bitwise_right_shift", signed, out.shape, "int64", result,
                    final=False)
-        e.emit("bitcast", [result.name], out.shape, dtype, out, dtype=dtype, src_dtype="int64")
+        e.emit("bitcast", [result.name], out.shape, dtype, out, dtype=dtype, from_dtype="int64")
         return
     if dtype == "int64":  # a logical shift: the arithmetic one with the sign-filled bits masked away
         _logical_shift_int64(e, inputs, metas, out)
@@ -718,3 +718,32 @@ def emit_accumulating(e: Emitter, op: str, inputs: list[Arg], out: TensorMeta, f
         return e.emit(op, inputs, out.shape, out.dtype, out, final, **attrs)
     wide = e.emit(op, inputs, out.shape, "int64", **attrs)
     return e.emit("convert", [wide], out.shape, out.dtype, out, final, dtype=out.dtype)
+
+
+def emit_scan(e: Emitter, op: str, x: str, xm: TensorMeta, out: TensorMeta, dim: int, reverse: bool) -> None:
+    """An inclusive scan along dim into `out`; cummax and cummin (ATen's, with no reverse) of a
+    reversed scan run on x flipped, the result flipped back."""
+    if op in ("cummax", "cummin"):
+        if reverse:
+            flipped = e.emit("flip", [x], xm.shape, xm.dtype, dims=[dim])
+            running = e.emit(op, [flipped], out.shape, out.dtype, dim=dim)
+            e.emit("flip", [running], out.shape, out.dtype, out, dims=[dim])
+        else:
+            e.emit(op, [x], out.shape, out.dtype, out, dim=dim)
+        return
+    emit_accumulating(e, op, [x], out, dim=dim, reverse=reverse)
+
+
+def emit_bitcast(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
+    """XLA's bitcast-convert as `bitcast` (torch's view): to a narrower dtype XLA adds a last dim
+    of the width ratio, torch scales the last dim, so x gets a last dim of 1 first; to a wider
+    one XLA takes the last dim away, torch leaves it as 1, reshaped away after."""
+    width = lambda d: 1 if d == "bool" else int("".join(c for c in d if c.isdigit())) // 8  # noqa: E731
+    src, dst = width(xm.dtype), width(out.dtype)
+    if src > dst:
+        x = e.reshape(x, [*xm.shape, 1], xm.dtype)
+    if src < dst:
+        wide = e.emit("bitcast", [x], [*out.shape, 1], out.dtype, dtype=out.dtype, from_dtype=xm.dtype)
+        e.reshape(wide, out.shape, out.dtype, out)
+    else:
+        e.emit("bitcast", [x], out.shape, out.dtype, out, dtype=out.dtype, from_dtype=xm.dtype)

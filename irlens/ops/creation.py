@@ -65,19 +65,15 @@ def _rand(a):
     return make(list(a["shape"]), dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))
 
 
-constant = declare("constant", CREATION, "", value=Attr("any"), shape=Attr("ints"), dtype=Attr("dtype"),
-                   doc="a literal tensor: `value` lists its elements in row-major order (an array constant "
-                       "of XLA's HLO or StableHLO)")
+constant = declare("constant", CREATION, "", shape=Attr("ints"), dtype=Attr("dtype"), values=Attr("any"),
+                   doc="a small literal tensor (a traced program's constant): values in row-major order")
 
 
 @meaning(constant)
 def _constant(a):
-    dtype = a["dtype"]
-    kind = torch.bool if dtype == "bool" else torch.int64 if dtype.startswith(("int", "uint")) else torch.float64
-    flat = torch.tensor(list(a["value"]), dtype=kind)
-    return flat.to(torch_dtype(a["dtype"])).reshape(list(a["shape"])).to(a.get("device", "cpu"))
+    return torch.tensor(a["values"], dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu")).reshape(a["shape"])
 
 
 @lowering(constant, "jax")
 def _constant_jax(a):
-    return jnp().asarray(list(a["value"]), jnp().dtype(a["dtype"])).reshape(tuple(a["shape"]))
+    return jnp().asarray(a["values"], jnp().dtype(a["dtype"])).reshape(tuple(a["shape"]))

@@ -169,18 +169,13 @@ bessel_i1e = unary("bessel_i1e", torch.special.i1e, jax="scipy.special.i1e",
                    doc="exponentially scaled modified Bessel function of order 1: exp(-|x|) I1(x)")
 
 
-def _polygamma(n, x):
-    """polygamma(n, x) for a tensor of orders n: NaN where n is not a non-negative integer (as lax)."""
-    n, x = torch.broadcast_tensors(n, x)
-    out = torch.full_like(x, float("nan"))
-    for order in torch.unique(n).tolist():
-        if order >= 0 and float(order).is_integer():
-            out = torch.where(n == order, torch.special.polygamma(int(order), x), out)
-    return out
+polygamma = declare("polygamma", ELEMENTWISE, "x", n=Attr("int"), doc="the n-th derivative of digamma")
+meaning(polygamma)(lambda a, x: elementwise(lambda t: torch.polygamma(a["n"], t))(a, x))
 
 
-polygamma = binary("polygamma", _polygamma, jax="lax.polygamma",
-                   doc="polygamma(n, x): the n-th derivative of digamma at x (n a non-negative integer)")
+@lowering(polygamma, "jax")
+def _polygamma_jax(a, x):
+    return lax().polygamma(jnp().asarray(a["n"], x.dtype), x)
 
 
 def _betainc(a, b, x):

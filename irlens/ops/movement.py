@@ -213,22 +213,22 @@ def _convert_nvfuser(fd, nv, node, args, metas):
     return fd.ops.cast(args[0], nv_dtype(nv, node.attrs["dtype"]))
 
 
-bitcast = declare("bitcast", CAST, "x", dtype=Attr("dtype"), src_dtype=Attr("dtype"),
-                  doc="x (of src_dtype) with its bits read as dtype (lax.bitcast_convert_type): the same shape "
-                      "at equal widths; a narrower dtype adds a last dim of the width ratio, a wider one takes it away")
+bitcast = declare("bitcast", CAST, "x", dtype=Attr("dtype"), from_dtype=Attr("dtype"),
+                  doc="x's bits (as from_dtype: the interpreter carries floats in float64) read as dtype "
+                      "(x.view(dtype), lax.bitcast_convert_type), the last dim rescaled by the size ratio")
 
 
 @meaning(bitcast)
 def _bitcast(a, x):
-    src, dst = torch_dtype(a["src_dtype"]), torch_dtype(a["dtype"])
-    x = x.to(src).contiguous()  # the float64 interpreter carries a float32 value as float64: its bits are float32's
-    if src.itemsize == dst.itemsize:
-        return x.view(dst).clone()
-    if src.itemsize > dst.itemsize:
-        return x.reshape(*x.shape, 1).view(dst).clone()
-    return x.view(dst).reshape(x.shape[:-1]).clone()
+    return x.to(torch_dtype(a["from_dtype"])).contiguous().view(torch_dtype(a["dtype"])).clone()
 
 
 @lowering(bitcast, "jax")
 def _bitcast_jax(a, x):
-    return lax().bitcast_convert_type(x, jnp().dtype(a["dtype"]))
+    # torch's view scales the last dim; lax adds (narrower) or takes (wider) a last dim of the ratio
+    dst = jnp().dtype(a["dtype"])
+    src_size, dst_size = x.dtype.itemsize, dst.itemsize
+    if src_size < dst_size:
+        x = x.reshape(*x.shape[:-1], x.shape[-1] * src_size // dst_size, dst_size // src_size)
+    y = lax().bitcast_convert_type(x, dst)
+    return y.reshape(*y.shape[:-2], y.shape[-2] * y.shape[-1]) if src_size > dst_size else y

@@ -73,6 +73,9 @@ argmax = _arg_reduction("argmax", torch.argmax)
 argmin = _arg_reduction("argmin", torch.argmin)
 
 
+_LAX_SCANS = {"logcumsumexp": "cumlogsumexp"}  # lax's name where it differs
+
+
 def _scan(name: str, fn):
     op = declare(name, REDUCTION, "x", dim=Attr("int"), reverse=Attr("bool", False),
                  doc=f"inclusive {name} along dim (from the end when reverse)")
@@ -88,15 +91,31 @@ def _scan(name: str, fn):
     def lower_jax(a, x):
         from jax import lax
 
-        return getattr(lax, name)(x, axis=a["dim"], reverse=a["reverse"])
+        return getattr(lax, _LAX_SCANS.get(name, name))(x, axis=a["dim"], reverse=a["reverse"])
     return op
 
 
 cumsum = _scan("cumsum", torch.cumsum)
 cumprod = _scan("cumprod", torch.cumprod)
-cummax = _scan("cummax", lambda x, dim: torch.cummax(x, dim).values)
-cummin = _scan("cummin", lambda x, dim: torch.cummin(x, dim).values)
-cumlogsumexp = _scan("cumlogsumexp", torch.logcumsumexp)
+logcumsumexp = _scan("logcumsumexp", torch.logcumsumexp)
+
+
+def _running(name: str, fn):
+    """cummax / cummin as ATen has them (the vocab branch's declaration): values and their indices."""
+    op = declare(name, REDUCTION, "self", outputs="values indices?", dim=Attr("int"),
+                 doc=f"running {name[3:]} along dim, and the index it was found at")
+    meaning(op)(widened(lambda a, x: tuple(fn(x, a["dim"]))))
+
+    @lowering(op, "jax")
+    def lower_jax(a, x):
+        from jax import lax
+
+        return getattr(lax, name)(x, axis=a["dim"])
+    return op
+
+
+cummax = _running("cummax", torch.cummax)
+cummin = _running("cummin", torch.cummin)
 
 
 def _bitwise_reduction(fn, identity: int):
