@@ -70,6 +70,9 @@ def test_conforming_nodes_pass_with_provenance_and_defaults():
 
 # --- JAX lowerings against the meanings ------------------------------------------------------
 
+INTEGER_OPS = {"population_count", "clz", "mulhi"}  # defined on integers only
+
+
 def _sample(name: str, op: ops.Op, gen: torch.Generator):
     """(attrs, inputs) for ops whose operands are all tensors of one shape and whose attrs have defaults."""
     if any(a.required for a in op.attrs.values()) or any(o.variadic for o in op.operands):
@@ -77,9 +80,9 @@ def _sample(name: str, op: ops.Op, gen: torch.Generator):
     if name == "matmul":
         return {}, [torch.randn(3, 4, generator=gen, dtype=torch.float64), torch.randn(4, 2, generator=gen, dtype=torch.float64)]
     n = len(op.operands)
-    if name.startswith(("bitwise", "logical")):
-        xs = [torch.randint(0, 8, (3, 4), generator=gen) for _ in range(n)]
-        return {}, xs if name.startswith("bitwise") else [x > 3 for x in xs]
+    if name.startswith(("bitwise", "logical")) or name in INTEGER_OPS:
+        xs = [torch.randint(-9, 9, (3, 4), generator=gen, dtype=torch.int32) for _ in range(n)]
+        return {}, xs if not name.startswith("logical") else [x > 3 for x in xs]
     if name == "where":
         return {}, [torch.rand(3, 4, generator=gen) > 0.5, torch.randn(3, 4, generator=gen), torch.randn(3, 4, generator=gen)]
     lo, hi = (1.5, 3.0) if name == "acosh" else (0.1, 0.9)  # a domain every unary function is defined on

@@ -58,7 +58,7 @@ from irlens.ops.core import (  # noqa: F401  (the public API)
 )
 from irlens.ops import (  # noqa: F401,E402  (each declares its ops)
     activation, attention, collectives, creation, elementwise, fft, indexing, linalg, loss, movement, nn,
-    normalization, reduction, spatial, special)
+    normalization, reduction, spatial, special, window)
 from irlens.ops.core import check_declarations as _check_declarations  # noqa: E402
 
 _check_declarations()

@@ -42,7 +42,8 @@ iota = declare("iota", CREATION, "", shape=Attr("ints"), dim=Attr("int", 0), dty
 @meaning(iota)
 def _iota(a):
     shape, dim = list(a["shape"]), a["dim"]
-    r = torch.arange(shape[dim], dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))
+    # counted in int64 (torch has no arange of the unsigned dtypes past uint8), then cast
+    r = torch.arange(shape[dim], device=a.get("device", "cpu")).to(torch_dtype(a["dtype"]))
     view = [1] * len(shape)
     view[dim] = shape[dim]
     return r.reshape(view).expand(shape).clone()

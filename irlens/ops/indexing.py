@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import jnp, scalar_tensor
+from irlens.ops._torch import jnp, scalar_tensor, widened
 from irlens.ops.core import DATA_MOVEMENT, OTHER, REDUCTION, Attr, declare, from_aten, lowering, meaning
 from irlens.ops.movement import slices
 
@@ -22,6 +22,7 @@ take = declare("take", DATA_MOVEMENT, "x index", dim=Attr("int"),
 
 
 @meaning(take)
+@widened
 def _take(a, x, idx):
     dim = a["dim"]
     flat = torch.index_select(x, dim, _wrapped(idx, x.shape[dim]).reshape(-1))
@@ -39,6 +40,7 @@ gather = declare("gather", DATA_MOVEMENT, "x index", dim=Attr("int"),
 
 
 @meaning(gather)
+@widened
 def _gather(a, x, idx):
     return torch.gather(x, a["dim"], _wrapped(idx, x.shape[a["dim"]]))
 
@@ -54,9 +56,14 @@ index = declare("index", DATA_MOVEMENT, "x *indices?",
                 doc="advanced indexing x[i0, i1, ...]: one optional index tensor per leading dim, None a full slice")
 
 
+def _as_index(i):
+    """An index tensor as torch indexes with: integers as int64 (torch takes no uint32 index)."""
+    return i if i is None or i.dtype in (torch.bool, torch.int64) else i.long()
+
+
 @meaning(index)
 def _index(a, x, *indices):
-    return torch.ops.aten.index.Tensor(x, [None if i is None else i for i in indices])
+    return torch.ops.aten.index.Tensor(x, [_as_index(i) for i in indices])
 
 
 # --- writes -----------------------------------------------------------------------------------
@@ -66,6 +73,7 @@ index_add = declare("index_add", DATA_MOVEMENT, "x index src", dim=Attr("int"), 
 
 
 @meaning(index_add)
+@widened
 def _index_add(a, x, idx, src):
     dim = a["dim"]
     moved = src.reshape([*x.shape[:dim], idx.numel(), *x.shape[dim + 1:]])
@@ -103,6 +111,7 @@ scatter = declare("scatter", DATA_MOVEMENT, "x index src", dim=Attr("int"),
 
 
 @meaning(scatter)
+@widened
 def _scatter(a, x, idx, src):
     if not isinstance(src, torch.Tensor):
         return torch.scatter(x, a["dim"], idx.long(), src)
@@ -114,6 +123,7 @@ scatter_add = declare("scatter_add", DATA_MOVEMENT, "x index src", dim=Attr("int
 
 
 @meaning(scatter_add)
+@widened
 def _scatter_add(a, x, idx, src):
     return torch.scatter_add(x, a["dim"], idx.long(), src)
 
@@ -124,6 +134,7 @@ scatter_reduce = declare("scatter_reduce", DATA_MOVEMENT, "x index src", dim=Att
 
 
 @meaning(scatter_reduce)
+@widened
 def _scatter_reduce(a, x, idx, src):
     return torch.scatter_reduce(x, a["dim"], idx.long(), src, a["reduce"], include_self=a["include_self"])
 
@@ -133,9 +144,10 @@ index_put = declare("index_put", DATA_MOVEMENT, "x values *indices?", accumulate
 
 
 @meaning(index_put)
+@widened
 def _index_put(a, x, values, *indices):
     values = scalar_tensor(values, x if x.is_floating_point() else None, a.get("device"))
-    return torch.ops.aten.index_put.default(x, [None if i is None else i for i in indices], values.to(x.dtype),
+    return torch.ops.aten.index_put.default(x, [_as_index(i) for i in indices], values.to(x.dtype),
                                             a["accumulate"])
 
 
@@ -155,23 +167,81 @@ def _slice_scatter_jax(a, x, src):
     return x.at[slices(a)].set(src)
 
 
+# --- windows at computed offsets ---------------------------------------------------------------
+def _clamped_starts(x: torch.Tensor, starts, sizes) -> tuple:
+    """Each start (a 0-d tensor or literal) moved into [0, dim - size], as XLA clamps it."""
+    at = [min(max(int(s), 0), n - k) for s, n, k in zip(starts, x.shape, sizes)]
+    return tuple(slice(s, s + k) for s, k in zip(at, sizes))
+
+
+dynamic_slice = declare("dynamic_slice", DATA_MOVEMENT, "x *starts", sizes=Attr("ints"),
+                        doc="x[s0:s0+sizes[0], ...], one scalar start per dim, each clamped into [0, dim - size] "
+                            "(lax.dynamic_slice)")
+
+
+@meaning(dynamic_slice)
+def _dynamic_slice(a, x, *starts):
+    return x[_clamped_starts(x, starts, a["sizes"])].clone()
+
+
+@lowering(dynamic_slice, "jax")
+def _dynamic_slice_jax(a, x, *starts):
+    from jax import lax
+
+    return lax.dynamic_slice(x, starts, a["sizes"])
+
+
+dynamic_update_slice = declare("dynamic_update_slice", DATA_MOVEMENT, "x update *starts",
+                               doc="x with update written at (s0, s1, ...), one scalar start per dim, each clamped "
+                                   "into [0, dim - update's size] (lax.dynamic_update_slice)")
+
+
+@meaning(dynamic_update_slice)
+def _dynamic_update_slice(a, x, update, *starts):
+    out = x.clone()
+    out[_clamped_starts(x, starts, update.shape)] = update
+    return out
+
+
+@lowering(dynamic_update_slice, "jax")
+def _dynamic_update_slice_jax(a, x, update, *starts):
+    from jax import lax
+
+    return lax.dynamic_update_slice(x, update, starts)
+
+
 # --- selections -------------------------------------------------------------------------------
 topk = declare("topk", OTHER, "x", outputs="values indices", k=Attr("int"), dim=Attr("int", -1),
                largest=Attr("bool", True), sorted=Attr("bool", True))
 
 
-@meaning(topk)
 def _topk(a, x):
-    return tuple(torch.topk(x, a["k"], dim=a["dim"], largest=a["largest"], sorted=a["sorted"]))
+    """The k greatest (smallest) by a stable sort: of equal values the lower index first, and NaNs
+    in XLA's total order (NaN above inf, -NaN below -inf): lax.top_k's answer, one of torch.topk's."""
+    if x.dim() == 0:  # torch.topk of a scalar: itself, at index 0
+        values, indices = _topk(a | {"dim": 0}, x.reshape(1))
+        return values.reshape(()), indices.reshape(())
+    dim, order = a["dim"], {"dim": a["dim"], "descending": a["largest"], "stable": True}
+    indices = torch.sort(x, **order).indices
+    if x.is_floating_point():  # then by class: -NaN < numbers < NaN, the value order kept within each
+        rank = torch.where(torch.isnan(x), torch.where(torch.signbit(x), -1, 1), 0).gather(dim, indices)
+        indices = indices.gather(dim, torch.sort(rank, **order).indices)
+    indices = indices.narrow(dim, 0, a["k"])
+    return x.gather(dim, indices), indices
+
+
+meaning(topk)(widened(_topk, bools=True))
+
+
+def _sort(a, x):
+    return tuple(torch.sort(x, dim=a["dim"], descending=a["descending"], stable=a["stable"]))
 
 
 sort = declare("sort", OTHER, "x", outputs="values indices", dim=Attr("int", -1), descending=Attr("bool", False),
                stable=Attr("bool", False))
 
 
-@meaning(sort)
-def _sort(a, x):
-    return tuple(torch.sort(x, dim=a["dim"], descending=a["descending"], stable=a["stable"]))
+meaning(sort)(widened(_sort))
 
 
 masked_scatter = declare("masked_scatter", DATA_MOVEMENT, "x mask source",

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from irlens.ops._torch import jnp, lax
+from irlens.ops._torch import jnp, lax, widened
 from irlens.ops.core import MATMUL, OTHER, Attr, declare, from_aten, lowering, meaning
 
 matmul = declare("matmul", MATMUL, "a b", contract=Attr("any", None), batch=Attr("any", None),
@@ -13,19 +13,21 @@ matmul = declare("matmul", MATMUL, "a b", contract=Attr("any", None), batch=Attr
                      "dot_general: batch dims first, then lhs free dims, then rhs free dims")
 
 
-@meaning(matmul)
 def _matmul(a, x, y):
     if a["contract"] is None:
         return torch.matmul(x, y)
     (lc, rc), (lb, rb) = a["contract"], a["batch"] or [[], []]
     lfree = [d for d in range(x.dim()) if d not in lc and d not in lb]
     rfree = [d for d in range(y.dim()) if d not in rc and d not in rb]
-    xp = x.permute(*lb, *lfree, *lc).reshape(*[x.shape[d] for d in lb],
+    xp = x.permute([*lb, *lfree, *lc]).reshape(*[x.shape[d] for d in lb],
                                              math.prod([x.shape[d] for d in lfree]) if lfree else 1, -1)
-    yp = y.permute(*rb, *rc, *rfree).reshape(*[y.shape[d] for d in rb], -1,
+    yp = y.permute([*rb, *rc, *rfree]).reshape(*[y.shape[d] for d in rb], -1,
                                              math.prod([y.shape[d] for d in rfree]) if rfree else 1)
     out = torch.matmul(xp, yp)
     return out.reshape([*[x.shape[d] for d in lb], *[x.shape[d] for d in lfree], *[y.shape[d] for d in rfree]])
+
+
+meaning(matmul)(widened(_matmul, bools=True))  # torch has no bool or unsigned matmul
 
 
 @lowering(matmul, "jax")

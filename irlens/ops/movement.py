@@ -228,12 +228,18 @@ bitcast = declare("bitcast", CAST, "x", dtype=Attr("dtype"), from_dtype=Attr("dt
 
 @meaning(bitcast)
 def _bitcast(a, x):
-    return x.to(torch_dtype(a["from_dtype"])).view(torch_dtype(a["dtype"])).clone()
+    return x.to(torch_dtype(a["from_dtype"])).contiguous().view(torch_dtype(a["dtype"])).clone()
 
 
 @lowering(bitcast, "jax")
 def _bitcast_jax(a, x):
-    return lax().bitcast_convert_type(x, jnp().dtype(a["dtype"]))
+    # torch's view scales the last dim; lax adds (narrower) or takes (wider) a last dim of the ratio
+    dst = jnp().dtype(a["dtype"])
+    src_size, dst_size = x.dtype.itemsize, dst.itemsize
+    if src_size < dst_size:
+        x = x.reshape(*x.shape[:-1], x.shape[-1] * src_size // dst_size, dst_size // src_size)
+    y = lax().bitcast_convert_type(x, dst)
+    return y.reshape(*y.shape[:-2], y.shape[-2] * y.shape[-1]) if src_size > dst_size else y
 
 
 unfold = declare("unfold", DATA_MOVEMENT, "x", dim=Attr("int"), size=Attr("int"), step=Attr("int"),

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from irlens.ops._torch import dims_of, jnp
+from irlens.ops._torch import dims_of, jnp, widened
 from irlens.ops.core import COMPOSITE, REDUCTION, Attr, declare, decomposition, from_aten, lowering, meaning
 from irlens.ops.shapes import numel, reduced
 
@@ -15,6 +15,7 @@ def _reduction(name: str, fn, jax: str | None = None, nvfuser: str | None = None
     op = declare(name, REDUCTION, "x", dims=Attr("ints", None), keepdim=Attr("bool", False), doc=doc)
 
     @meaning(op)
+    @widened
     def run(a, x):
         dims = dims_of(a, x) if x.dim() else []
         if not dims:  # over no dim: each element alone, in the reduction's result dtype (any: bool)
@@ -73,7 +74,7 @@ def _arg_reduction(name: str, fn):
 
     @meaning(op)
     def run(a, x):
-        x = x.to(torch.uint8) if x.dtype == torch.bool else x  # torch's arg-reductions refuse bool
+        x = x.to(torch.int64) if x.dtype in (torch.bool, torch.uint16, torch.uint32) else x  # no kernels
         return fn(x, dim=a["dim"], keepdim=a["keepdim"])
 
     @lowering(op, "jax")
@@ -91,6 +92,7 @@ def _scan(name: str, fn, jax: str | None = None):
                  doc=f"inclusive {name} along dim (from the end when reverse)")
 
     @meaning(op)
+    @widened
     def run(a, x):
         if a["reverse"]:
             return fn(x.flip(a["dim"]), dim=a["dim"]).flip(a["dim"])
@@ -110,8 +112,6 @@ logcumsumexp = _scan("logcumsumexp", torch.logcumsumexp, jax="cumlogsumexp")
 
 # --- selections along a dim, ATen's own ---------------------------------------------------------------
 A = torch.ops.aten
-cummax = from_aten("cummax", REDUCTION, A.cummax.default)
-cummin = from_aten("cummin", REDUCTION, A.cummin.default)
 kthvalue = from_aten("kthvalue", REDUCTION, A.kthvalue.default)
 median = from_aten("median", REDUCTION, A.median.dim, doc="the lower median along dim, and its index")
 median_all = from_aten("median_all", REDUCTION, A.median.default)
@@ -120,6 +120,43 @@ nanmedian_all = from_aten("nanmedian_all", REDUCTION, A.nanmedian.default)
 mode = from_aten("mode", REDUCTION, A.mode.default)
 histc = from_aten("histc", REDUCTION, A.histc.default)
 histogram = from_aten("histogram", REDUCTION, A.histogram.bin_ct)
+
+
+def _running(name: str, fn):
+    """cummax / cummin as ATen has them: values and their indices (lax keeps only the values)."""
+    op = declare(name, REDUCTION, "self", outputs="values indices?", dim=Attr("int"),
+                 doc=f"running {name[3:]} along dim, and the index it was found at")
+    meaning(op)(widened(lambda a, x: tuple(fn(x, a["dim"]))))
+
+    @lowering(op, "jax")
+    def lower_jax(a, x):
+        from jax import lax
+
+        return getattr(lax, name)(x, axis=a["dim"])
+    return op
+
+
+cummax = _running("cummax", torch.cummax)
+cummin = _running("cummin", torch.cummin)
+
+
+def _bitwise_reduction(fn, identity: int):
+    """A reduction by a bitwise op (logical on bool), one dim at a time; `identity` over no elements."""
+    def run(x, dims, keep):
+        for d in sorted(dims, reverse=True):
+            parts = x.unbind(d)
+            out = parts[0] if parts else torch.full_like(x.sum(d), identity).to(x.dtype)
+            for part in parts[1:]:
+                out = fn(out, part)
+            x = out.unsqueeze(d) if keep else out
+        return x
+    return run
+
+
+reduce_and = _reduction("reduce_and", _bitwise_reduction(torch.bitwise_and, -1), doc="bitwise and (logical on bool)")
+reduce_or = _reduction("reduce_or", _bitwise_reduction(torch.bitwise_or, 0), doc="bitwise or (logical on bool)")
+reduce_xor = _reduction("reduce_xor", _bitwise_reduction(torch.bitwise_xor, 0), doc="bitwise xor (parity on bool)")
+
 
 # --- composites over sum ---------------------------------------------------------------------
 mean = declare("mean", COMPOSITE, "x", dims=Attr("ints", None), keepdim=Attr("bool", False))

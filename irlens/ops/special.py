@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import elementwise
-from irlens.ops.core import ELEMENTWISE, Attr, declare, from_aten, meaning
+from irlens.ops._torch import elementwise, jnp, lax
+from irlens.ops.core import ELEMENTWISE, Attr, declare, from_aten, lowering, lowers, meaning
 from irlens.ops.elementwise import binary, unary
 
 S = torch.special
@@ -49,3 +49,31 @@ POLYNOMIALS = {name: binary(name, getattr(S, name), doc="the degree-n polynomial
 polygamma = declare("polygamma", ELEMENTWISE, "x", n=Attr("int"), doc="the n-th derivative of digamma")
 meaning(polygamma)(lambda a, x: elementwise(lambda t: torch.polygamma(a["n"], t))(a, x))
 frexp = from_aten("frexp", ELEMENTWISE, torch.ops.aten.frexp.Tensor, doc="mantissa and exponent: x = m * 2^e")
+
+
+# --- XLA and lax have these as primitives too ---------------------------------------------------
+def _cbrt(x):
+    return torch.sign(x) * torch.abs(x).pow(1.0 / 3.0)
+
+
+cbrt = unary("cbrt", _cbrt, jax="cbrt", doc="real cube root")
+
+
+@lowering(polygamma, "jax")
+def _polygamma_jax(a, x):
+    return lax().polygamma(jnp().asarray(a["n"], x.dtype), x)
+
+
+def _betainc(a, b, x):
+    """torch has no incomplete beta function: scipy's, on the CPU, in the operands' promoted dtype."""
+    from scipy import special
+
+    a, b, x = torch.broadcast_tensors(a, b, x)
+    dtype = torch.promote_types(torch.promote_types(a.dtype, b.dtype), x.dtype)
+    out = special.betainc(*(t.detach().cpu().to(torch.float64).numpy() for t in (a, b, x)))
+    return torch.from_numpy(out).to(device=x.device, dtype=dtype)
+
+
+betainc = declare("betainc", ELEMENTWISE, "a b x", doc="regularized incomplete beta function I_x(a, b)")
+meaning(betainc)(elementwise(_betainc))
+lowers(betainc, "jax", "scipy.special.betainc")
