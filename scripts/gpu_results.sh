@@ -7,6 +7,8 @@
 #   bash scripts/gpu_results.sh single       # bench (GPUs 0-3), then GPU tests (0) and cross grid (2)
 #   bash scripts/gpu_results.sh parallel     # the llama3 and deepseek_v3 tables, DP2 x TP2 (x EP2) on GPUs 0-3
 #   bash scripts/gpu_results.sh parallel-8b  # llama3:8B-shaped (8 of its layers), DP2 x TP2 on GPUs 0-3
+#   bash scripts/gpu_results.sh single1      # ONE GPU, ~9 min: a bench subset (bf16, built-ins and ordinary code),
+#                                            # then the roofline's GPU tests and the gelu cross grid
 #   bash scripts/gpu_results.sh parallel1    # ONE GPU, ~8 min: llama3:1B eager vs compiled, then llama3:8B --n-layers 4
 #   bash scripts/gpu_results.sh repro-minigpt        # ONE GPU, <= 6 min: the nvFuser minigpt fwd+bwd crash, reduced
 #   bash scripts/gpu_results.sh repro-cross-entropy  # ONE GPU, <= 6 min: the nvFuser cross-entropy fwd+bwd assert, reduced
@@ -140,7 +142,19 @@ case "${1:-}" in
       --rows "${LLAMA3_ROWS:-eager@8,full_inductor@8,full_inductor_cudagraph@8,compiled@8,eager@2,full_inductor_cudagraph@2,sac_full_inductor_cudagraph@16}"
     table llama3-8b-1gpu --model llama3:8B --extra "--n-layers 4" --steps 6 --timeout 120 --budget-s 140 \
       --rows "${LLAMA8B_ROWS:-eager,full_inductor_cudagraph}" ;;
+  single1)  # one GPU, about 9 minutes: the bench on built-ins and the ordinary-code corpus in bfloat16,
+    # each beside its measured ceilings; then the roofline's GPU tests; then the gelu cross grid
+    export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+    timeout 330 python -m irlens bench --jobs 4 --timeout 150 --budget-s 240 --dtypes bfloat16 \
+      --workloads "${BENCH_WORKLOADS:-gelu,attention,block,llama_block,llama_rmsnorm,lm_cross_entropy,moe_topk}" \
+      --json "$R/$GPU.json.gz" --md "$R/$GPU.md" > "$R/bench.out" 2> "$R/bench.log"
+    echo "bench rc=$?"
+    timeout 170 python -m pytest -m gpu -rA -p no:cacheprovider tests/test_roofline_gpu.py > "$R/gpu-tests-roofline.log" 2>&1
+    echo "gpu roofline tests rc=$?"
+    timeout 80 python -m irlens compare --cross --workloads gelu --device cuda --timeout 60 \
+      --json "$R/cross-$GPU-gelu.json" > "$R/cross-$GPU-gelu.txt" 2> "$R/cross-$GPU-gelu.log"
+    echo "cross gelu rc=$?" ;;
   repro-minigpt) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_minigpt ;;
   repro-cross-entropy) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_cross_entropy ;;
-  *) echo "usage: $0 single|parallel|parallel-8b|parallel1|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
+  *) echo "usage: $0 single|single1|parallel|parallel-8b|parallel1|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
 esac

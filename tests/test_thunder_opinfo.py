@@ -21,14 +21,18 @@ pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reas
 
 SLICE = [
     ("add", "float32"), ("div.floor_rounding", "float32"), ("div.trunc_rounding", "float32"), ("clamp", "float32"),
-    ("lerp", "float32"), ("round.decimals_3", "float32"), ("remainder", "float32"), ("where", "float32"),
+    ("lerp", "float32"), ("round", "float32"), ("remainder", "float32"), ("where", "float32"),
     ("bitwise_not", "int64"), ("bitwise_xor", "int64"), ("logical_xor", "bool"), ("std", "float32"),
     ("var_mean", "float32"), ("amax", "float32"), ("argmax", "float32"), ("cumsum", "float32"),
-    ("take_along_dim", "float32"), ("gather", "float32"), ("index_copy", "float32"), ("scatter_add", "float32"),
-    ("nn.functional.pad", "float32"), ("flip", "float32"), ("unfold", "float32"), ("narrow", "float32"),
+    ("take_along_dim", "float32"), ("gather", "float32"), ("masked_fill", "float32"), ("scatter_add", "float32"),
+    ("nn.functional.pad.constant", "float32"), ("movedim", "float32"),
+    ("narrow", "float32"),
     ("topk", "float32"), ("sort", "float32"), ("nn.functional.conv1d", "float32"),
     ("nn.functional.cross_entropy", "float32"), ("nn.functional.embedding", "float32"), ("tril", "float32"),
 ]
+# Not here: first samples thunder.jit 0.2.6 itself cannot trace (round with decimals, flip's dims
+# keyword, index_copy's, unfold's of size 0, index_add with alpha, index_select of a
+# 0-d tensor, pad by reflection); the conformance sweep counts them as broken.
 
 
 @functools.cache
