@@ -32,6 +32,7 @@ import traceback
 
 STDERR_TAIL_CHARS = 3000
 WORKER_ENV = "IRLENS_WORKER"  # set inside a worker process
+TURNS_ENV = "IRLENS_TURNS"  # the device turns' lock a worker starts within (irlens.gpu_turns)
 STARTUP_TIMEOUT_S = 180.0
 ORPHAN_POLL_S = 1.0
 
@@ -77,12 +78,17 @@ class CallFailed(RuntimeError):
 
 
 class Worker:
-    def __init__(self, preload: tuple[str, ...] = (), env: dict[str, str] | None = None):
+    def __init__(self, preload: tuple[str, ...] = (), env: dict[str, str] | None = None, turns: str | None = None):
+        """`turns`: the device turns' lock (irlens.gpu_turns): the worker imports its preload
+        sharing the device, so that no timing in another worker runs beside its start."""
         self._stderr = tempfile.TemporaryFile()
+        env = dict(env if env is not None else worker_env())
+        if turns:
+            env[TURNS_ENV] = turns
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "irlens.isolation", *preload],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            env=env if env is not None else worker_env(),
+            env=env,
             start_new_session=True,  # its own process group: a timeout kills compiler subprocesses too
         )
         self._buffer = b""
@@ -168,14 +174,14 @@ class WorkerSession:
     """Calls in one worker process, started again when a call killed it (a crash, a timeout);
     the process ends with the `with` block, and with it all the memory it held."""
 
-    def __init__(self, preload: tuple[str, ...] = ()):
-        self.preload = preload
+    def __init__(self, preload: tuple[str, ...] = (), turns: str | None = None):
+        self.preload, self.turns = preload, turns
         self._worker: Worker | None = None
 
     def call(self, fn: str, kwargs: dict, timeout: float):
         if self._worker is None or not self._worker.alive:
             self.close()
-            self._worker = Worker(self.preload)
+            self._worker = Worker(self.preload, turns=self.turns)
         return self._worker.call(fn, kwargs, timeout)
 
     def close(self) -> None:
@@ -191,11 +197,40 @@ class WorkerSession:
 
 
 def worker_env() -> dict[str, str]:
-    """The parent's environment, with its import path, so the worker resolves the same modules."""
+    """The parent's environment, with its import path, so the worker resolves the same modules,
+    and thread counts that fit the cores (`thread_env`) where the user set none."""
     env = dict(os.environ)
     paths = [p for p in sys.path if p and os.path.isdir(p)]
     env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    for key, value in thread_env().items():
+        env.setdefault(key, value)
     return env
+
+
+def cpu_cores() -> int:
+    """The cores this process may run on: its affinity mask, less where a cgroup quota (a
+    container's `--cpus`) allows fewer; os.cpu_count() counts the host's."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return max(1, cores)
+
+
+def thread_env() -> dict[str, str]:
+    """Every worker's thread pools sized to the cores (OpenMP: torch's intra-op pool and the
+    loops Inductor generates; MKL), never to a host's count where a quota allows fewer: a timing
+    has the device alone (irlens.gpu_turns), and its pools then have every core and no more.
+    libgomp's idle threads spin for a while after each parallel region; a worker that has just
+    stepped aside for a timing would spin on cores the timing needs, so they spin briefly
+    (GOMP_SPINCOUNT: about 0.1 ms instead of several ms); XLA's pool sleeps when idle and
+    follows the affinity mask."""
+    cores = str(cpu_cores())
+    return {"OMP_NUM_THREADS": cores, "MKL_NUM_THREADS": cores, "GOMP_SPINCOUNT": "10000"}
 
 
 def describe_exit(returncode: int) -> str:
@@ -228,8 +263,11 @@ def serve(preload: list[str]) -> None:
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     os.environ[WORKER_ENV] = "1"
-    for module in preload:
-        importlib.import_module(module)
+    from irlens.gpu_turns import sharing_gpu
+
+    with sharing_gpu(os.environ.get(TURNS_ENV)):  # importing torch, a compiler: seconds of CPU
+        for module in preload:
+            importlib.import_module(module)
     protocol.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         request = json.loads(line)

@@ -11,9 +11,11 @@ torch's and JAX's allocators keep after any work in this process would otherwise
 cell workers. In-process (`isolate=False`, for tests and unpicklable workloads) everything
 runs here, without timeouts.
 
-Timed on the device (`Plan.device_timing`), workers take turns on the GPU (irlens.gpu_turns):
-a timed cell that runs out of memory beside other cells runs again alone, and a JAX cell's
-worker ends with its cell (XLA keeps its memory until its process ends).
+Workers take turns on the device (irlens.gpu_turns; on a CPU run, the CPU): they share it
+while they start, compile, run and compute references, and each timing has it alone, so no
+timed step shares its cores (or its GPU) with irlens's own work. Timed on the device
+(`Plan.device_timing`), a timed cell that runs out of memory beside other cells runs again
+alone, and a JAX cell's worker ends with its cell (XLA keeps its memory until its process ends).
 """
 from __future__ import annotations
 
@@ -55,8 +57,9 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tr
         raise ValueError("a workload given as an object has no module-level name another process can import; "
                          "run it with isolate=False or declare it at the top level of a file")
     with tempfile.TemporaryDirectory(prefix="irlens-matrix-") as tmp:
-        # the GPU turns (irlens.gpu_turns) matter only where cells are timed on the device
-        lock = os.path.join(tmp, "device-timing.lock") if plan.device_timing else None
+        # the device turns (irlens.gpu_turns): every worker shares the device, a timing has it alone;
+        # in this process one thing runs at a time
+        lock = os.path.join(tmp, "device-turns.lock") if isolate else None
         refs = References(plan, tmp if isolate else None, timeout, check_twins=plan.kind == "compare", gpu_lock=lock)
         if progress:
             where = " in a worker, cells start as theirs are ready" if isolate else ""
@@ -198,7 +201,7 @@ class IsolatedRunner:
             return current[1]
         if current is not None:
             current[1].close()
-        worker = Worker(preload=WORKER_PRELOAD)
+        worker = Worker(preload=WORKER_PRELOAD, turns=self.timing_lock)
         self._local.worker = (key, worker)
         with self._lock:
             self._workers.append(worker)
@@ -211,13 +214,13 @@ class IsolatedRunner:
                       reference_path=self.refs.get(cell.workload, cell.mode).path, device_timing=p.device_timing,
                       timing_lock=self.timing_lock)
         row = self._call(cell, kwargs)
-        if self.timing_lock and out_of_memory(row):
+        if p.device_timing and out_of_memory(row):
             # out of memory beside the other workers' cells: once more with the GPU alone, in a
             # fresh worker (the old one's allocator may hold what it got)
             self._local.worker[1].close()
             row = self._call(cell, {**kwargs, "alone": True})
             row.notes["gpu_alone"] = "ran out of device memory beside other cells; run again alone"
-        if self.timing_lock and p.backends[cell.backend].frontend == "jax":
+        if p.device_timing and p.backends[cell.backend].frontend == "jax":
             # XLA's allocator keeps what it took until its process ends: on a shared GPU, a JAX
             # cell's worker ends with the cell, so the next cells get that memory
             self._local.worker[1].close()

@@ -1,0 +1,111 @@
+"""Measure what irlens.numerics' CRITERIA rest on: how far backends that are right stray from
+the float64 reference, next to eager's own error in the same dtype.
+
+Runs the built-in workloads and the corpus (tiny preset, CPU) through the compiling backends in
+each dtype, in this process, and prints per dtype:
+  - the ratio err / eager_err over every result (where eager's error is not 0): its quantiles
+    and maximum, per backend;
+  - the floor each k would need (the largest err - k x eager_err over the results that are not
+    the loss), and for the loss the LOSS_ROUNDINGS it would need ((err - k x eager_err) / (u x
+    condition), `references.loss_condition`);
+  - the verdicts under the criteria now in irlens.numerics.
+With --json the raw figures (one record per result) are written too.
+
+    python scripts/numerics_margins.py [--dtypes bfloat16,float16,float32] [--backends ...]
+                                       [--workloads ...] [--json margins.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+
+from irlens.matrix import run_matrix
+from irlens.matrix.references import compute_reference
+from irlens.models import get_workload, workload_names
+from irlens.numerics import CRITERIA, unit_roundoff
+from irlens.workload import MODES
+
+KS = (2.0, 3.0)
+
+
+def measure(workloads: list[str], backends: list[str], dtype: str) -> list[dict]:
+    doc = run_matrix(workloads, ["eager", *backends], MODES, device="cpu", preset="tiny", dtype=dtype,
+                     progress=True, isolate=False)
+    conditions = {(w, m): compute_reference(get_workload(w), m, "cpu", "tiny", dtype).conditions
+                  for w in workloads for m in MODES}
+    records = []
+    for r in doc["rows"]:
+        if r["status"] not in ("ok", "mismatch") or r["backend"] == "eager":
+            if r["status"] not in ("ok", "mismatch", "unavailable"):
+                print(f"  {r['workload']} {r['mode']} {r['backend']}: {r['status']}: {r['reason'][:200]}", file=sys.stderr)
+            continue
+        eager = r.get("per_result_eager") or {}
+        for name, err in r["per_result"].items():
+            records.append({"dtype": dtype, "workload": r["workload"], "mode": r["mode"], "backend": r["backend"],
+                            "result": name, "err": err, "eager_err": eager.get(name), "status": r["status"],
+                            "condition": conditions[r["workload"], r["mode"]].get(name, 0.0)})
+    return records
+
+
+def quantiles(values: list[float]) -> str:
+    if not values:
+        return "-"
+    values = sorted(values)
+    q = statistics.quantiles(values, n=20, method="inclusive") if len(values) > 1 else [values[0]] * 19
+    return f"median {q[9]:.2f}  p95 {q[18]:.2f}  max {values[-1]:.2f}  (n={len(values)})"
+
+
+def summarize(records: list[dict], dtype: str) -> list[str]:
+    lines = [f"## {dtype}"]
+    rows = [x for x in records if x["dtype"] == dtype and x["err"] is not None and x["eager_err"] is not None]
+    u = unit_roundoff(dtype)
+    for backend in sorted({x["backend"] for x in rows}):
+        mine = [x for x in rows if x["backend"] == backend]
+        ratios = [x["err"] / x["eager_err"] for x in mine if x["eager_err"] > 0 and math.isfinite(x["err"])]
+        lines.append(f"{backend:22s} err / eager_err: {quantiles(ratios)}")
+    for k in KS:
+        tensors = [x for x in rows if x["result"] != "loss"]
+        worst = max(tensors, key=lambda x: x["err"] - k * x["eager_err"], default=None)
+        if worst is not None:
+            lines.append(f"k={k:g}: floor needed {max(0.0, worst['err'] - k * worst['eager_err']):.2e} "
+                         f"({worst['workload']} {worst['mode']} {worst['backend']} {worst['result']}: "
+                         f"err {worst['err']:.2e}, eager {worst['eager_err']:.2e})")
+        losses = [x for x in rows if x["result"] == "loss" and x["condition"] > 0]
+        need = max(losses, key=lambda x: (x["err"] - k * x["eager_err"]) / (u * x["condition"]), default=None)
+        if need is not None:
+            lines.append(f"k={k:g}: loss roundings needed {(need['err'] - k * need['eager_err']) / (u * need['condition']):.2f} "
+                         f"({need['workload']} {need['backend']}: err {need['err']:.2e}, eager {need['eager_err']:.2e}, "
+                         f"condition {need['condition']:.2g})")
+    statuses = [x for x in records if x["dtype"] == dtype]
+    bad = sorted({(x["workload"], x["mode"], x["backend"]) for x in statuses if x["status"] == "mismatch"})
+    lines.append(f"criterion now: {CRITERIA.get(dtype)}; rows that are a mismatch under it: "
+                 + (", ".join("/".join(b) for b in bad) or "none"))
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dtypes", default="bfloat16,float16,float32")
+    parser.add_argument("--backends", default="inductor,thunder+torchcompile,xla")
+    parser.add_argument("--workloads", default=None, help="default: the built-ins and the corpus")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    workloads = args.workloads.split(",") if args.workloads else workload_names() + workload_names(corpus=True)
+    records, start = [], time.monotonic()
+    for dtype in args.dtypes.split(","):
+        records += measure(workloads, args.backends.split(","), dtype)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(records, f, indent=0)
+    print(f"# numerics margins: {len(workloads)} workloads, tiny preset, CPU, {time.monotonic() - start:.0f} s")
+    for dtype in args.dtypes.split(","):
+        print("\n".join(summarize(records, dtype)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
