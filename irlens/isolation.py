@@ -33,6 +33,7 @@ import traceback
 STDERR_TAIL_CHARS = 3000
 WORKER_ENV = "IRLENS_WORKER"  # set inside a worker process
 TURNS_ENV = "IRLENS_TURNS"  # the device turns' lock a worker starts within (irlens.gpu_turns)
+CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"  # a container's CPU quota (cgroup v2): "QUOTA PERIOD" or "max PERIOD"
 STARTUP_TIMEOUT_S = 180.0
 ORPHAN_POLL_S = 1.0
 
@@ -202,9 +203,7 @@ def worker_env() -> dict[str, str]:
     env = dict(os.environ)
     paths = [p for p in sys.path if p and os.path.isdir(p)]
     env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    for key, value in thread_env().items():
-        env.setdefault(key, value)
-    return env
+    return {**thread_env(env), **env}
 
 
 def cpu_cores() -> int:
@@ -212,7 +211,7 @@ def cpu_cores() -> int:
     container's `--cpus`) allows fewer; os.cpu_count() counts the host's."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     try:
-        with open("/sys/fs/cgroup/cpu.max") as f:
+        with open(CGROUP_CPU_MAX) as f:
             quota, period = f.read().split()[:2]
         if quota != "max":
             cores = min(cores, max(1, int(quota) // int(period)))
@@ -221,16 +220,19 @@ def cpu_cores() -> int:
     return max(1, cores)
 
 
-def thread_env() -> dict[str, str]:
-    """Every worker's thread pools sized to the cores (OpenMP: torch's intra-op pool and the
-    loops Inductor generates; MKL), never to a host's count where a quota allows fewer: a timing
-    has the device alone (irlens.gpu_turns), and its pools then have every core and no more.
-    libgomp's idle threads spin for a while after each parallel region; a worker that has just
-    stepped aside for a timing would spin on cores the timing needs, so they spin briefly
-    (GOMP_SPINCOUNT: about 0.1 ms instead of several ms); XLA's pool sleeps when idle and
-    follows the affinity mask."""
-    cores = str(cpu_cores())
-    return {"OMP_NUM_THREADS": cores, "MKL_NUM_THREADS": cores, "GOMP_SPINCOUNT": "10000"}
+_THREAD_COUNTS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # torch reads both; MKL's wins where both are set
+
+
+def thread_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The thread counts a worker gets where `env` (default: this process's) sets none: every
+    pool sized to the cores (OpenMP: torch's intra-op pool and the loops Inductor generates;
+    MKL), never to a host's count where a quota allows fewer. A timing has the device alone
+    (irlens.gpu_turns), and its pools then have every core and no more. XLA's pool follows the
+    affinity mask. libgomp's spinning is left as it is: with threads that sleep sooner
+    (GOMP_SPINCOUNT=10000) every parallel region waited for a woken thread on a busy machine,
+    and a 200 µs step read 25,000 µs."""
+    env = os.environ if env is None else env
+    return {} if any(k in env for k in _THREAD_COUNTS) else {k: str(cpu_cores()) for k in _THREAD_COUNTS}
 
 
 def describe_exit(returncode: int) -> str:

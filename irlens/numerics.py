@@ -68,7 +68,7 @@ class Criterion:
 
 CRITERIA = {
     "float32": Criterion(2.0, 1e-5, capped=True),
-    "float16": Criterion(3.0, 5e-4, capped=False),
+    "float16": Criterion(3.0, 1e-3, capped=False),
     "bfloat16": Criterion(3.0, 4e-3, capped=False),
 }
 LOSS_ROUNDINGS = 4  # the roundings a loss's terms may carry, each of one unit roundoff (see above)

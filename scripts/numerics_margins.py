@@ -6,13 +6,14 @@ each dtype, in this process, and prints per dtype:
   - the ratio err / eager_err over every result (where eager's error is not 0): its quantiles
     and maximum, per backend;
   - the floor each k would need (the largest err - k x eager_err over the results that are not
-    the loss), and for the loss the LOSS_ROUNDINGS it would need ((err - k x eager_err) / (u x
-    condition), `references.loss_condition`);
-  - the verdicts under the criteria now in irlens.numerics.
+    the loss), the loss's largest excess, and the LOSS_ROUNDINGS a loss beyond today's floor
+    would need ((err - k x eager_err) / (u x condition), `references.loss_condition`);
+  - the rows that are a mismatch under the criteria now in irlens.numerics.
 With --json the raw figures (one record per result) are written too.
 
     python scripts/numerics_margins.py [--dtypes bfloat16,float16,float32] [--backends ...]
                                        [--workloads ...] [--json margins.json]
+    python scripts/numerics_margins.py --from-json margins.json    # again, under today's criteria
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import time
 from irlens.matrix import run_matrix
 from irlens.matrix.references import compute_reference
 from irlens.models import get_workload, workload_names
-from irlens.numerics import CRITERIA, unit_roundoff
+from irlens.numerics import CRITERIA, LOSS_ROUNDINGS, allowed_error, unit_roundoff
 from irlens.workload import MODES
 
 KS = (2.0, 3.0)
@@ -67,24 +68,36 @@ def summarize(records: list[dict], dtype: str) -> list[str]:
         mine = [x for x in rows if x["backend"] == backend]
         ratios = [x["err"] / x["eager_err"] for x in mine if x["eager_err"] > 0 and math.isfinite(x["err"])]
         lines.append(f"{backend:22s} err / eager_err: {quantiles(ratios)}")
+    criterion = CRITERIA.get(dtype)
     for k in KS:
+        excess = lambda x: x["err"] - k * x["eager_err"]  # noqa: E731
         tensors = [x for x in rows if x["result"] != "loss"]
-        worst = max(tensors, key=lambda x: x["err"] - k * x["eager_err"], default=None)
+        worst = max(tensors, key=excess, default=None)
         if worst is not None:
-            lines.append(f"k={k:g}: floor needed {max(0.0, worst['err'] - k * worst['eager_err']):.2e} "
-                         f"({worst['workload']} {worst['mode']} {worst['backend']} {worst['result']}: "
-                         f"err {worst['err']:.2e}, eager {worst['eager_err']:.2e})")
-        losses = [x for x in rows if x["result"] == "loss" and x["condition"] > 0]
-        need = max(losses, key=lambda x: (x["err"] - k * x["eager_err"]) / (u * x["condition"]), default=None)
-        if need is not None:
-            lines.append(f"k={k:g}: loss roundings needed {(need['err'] - k * need['eager_err']) / (u * need['condition']):.2f} "
-                         f"({need['workload']} {need['backend']}: err {need['err']:.2e}, eager {need['eager_err']:.2e}, "
-                         f"condition {need['condition']:.2g})")
-    statuses = [x for x in records if x["dtype"] == dtype]
-    bad = sorted({(x["workload"], x["mode"], x["backend"]) for x in statuses if x["status"] == "mismatch"})
-    lines.append(f"criterion now: {CRITERIA.get(dtype)}; rows that are a mismatch under it: "
+            lines.append(f"k={k:g}: floor needed {max(0.0, excess(worst)):.2e} ({_where(worst)})")
+        losses = [x for x in rows if x["result"] == "loss"]
+        worst = max(losses, key=excess, default=None)
+        if worst is not None:
+            lines.append(f"k={k:g}: the loss's largest excess {max(0.0, excess(worst)):.2e} ({_where(worst)}, "
+                         f"condition {worst['condition']:.2g})")
+        if criterion is not None:
+            beyond = [x for x in losses if excess(x) > criterion.floor and x["condition"] > 0]
+            need = max(beyond, key=lambda x: excess(x) / (u * x["condition"]), default=None)
+            lines.append(f"k={k:g}: loss roundings needed beyond the floor {criterion.floor:g}: " + (
+                f"{excess(need) / (u * need['condition']):.2f} ({_where(need)}, condition {need['condition']:.2g})"
+                if need else "none"))
+    judged = [x for x in records if x["dtype"] == dtype]
+    bad = sorted({(x["workload"], x["mode"], x["backend"]) for x in judged
+                  if x["err"] is None or not x["err"] <= allowed_error(dtype, x["mode"], x["eager_err"],
+                                                                      x["condition"]).value})
+    lines.append(f"criterion now: {criterion}, LOSS_ROUNDINGS {LOSS_ROUNDINGS}; rows that are a mismatch under it: "
                  + (", ".join("/".join(b) for b in bad) or "none"))
     return lines
+
+
+def _where(x: dict) -> str:
+    return (f"{x['workload']} {x['mode']} {x['backend']} {x['result']}: err {x['err']:.2e}, "
+            f"eager {x['eager_err']:.2e}")
 
 
 def main() -> int:
@@ -92,15 +105,21 @@ def main() -> int:
     parser.add_argument("--dtypes", default="bfloat16,float16,float32")
     parser.add_argument("--backends", default="inductor,thunder+torchcompile,xla")
     parser.add_argument("--workloads", default=None, help="default: the built-ins and the corpus")
-    parser.add_argument("--json", default=None)
+    parser.add_argument("--json", default=None, help="write the raw figures here")
+    parser.add_argument("--from-json", default=None, help="summarize figures written before, under today's criteria")
     args = parser.parse_args()
     workloads = args.workloads.split(",") if args.workloads else workload_names() + workload_names(corpus=True)
     records, start = [], time.monotonic()
-    for dtype in args.dtypes.split(","):
-        records += measure(workloads, args.backends.split(","), dtype)
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(records, f, indent=0)
+    if args.from_json:
+        with open(args.from_json) as f:
+            records = json.load(f)
+        workloads = sorted({x["workload"] for x in records})
+    else:
+        for dtype in args.dtypes.split(","):
+            records += measure(workloads, args.backends.split(","), dtype)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(records, f, indent=0)
     print(f"# numerics margins: {len(workloads)} workloads, tiny preset, CPU, {time.monotonic() - start:.0f} s")
     for dtype in args.dtypes.split(","):
         print("\n".join(summarize(records, dtype)) + "\n")
