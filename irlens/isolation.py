@@ -79,11 +79,14 @@ class CallFailed(RuntimeError):
 
 
 class Worker:
-    def __init__(self, preload: tuple[str, ...] = (), env: dict[str, str] | None = None, turns: str | None = None):
+    def __init__(self, preload: tuple[str, ...] = (), env: dict[str, str] | None = None, turns: str | None = None,
+                 threads: int | None = None):
         """`turns`: the device turns' lock (irlens.gpu_turns): the worker imports its preload
-        sharing the device, so that no timing in another worker runs beside its start."""
+        sharing the device, so that no timing in another worker runs beside its start.
+        `threads`: its thread pools' size, where the environment sets none (`thread_env`)."""
         self._stderr = tempfile.TemporaryFile()
         env = dict(env if env is not None else worker_env())
+        env.update(thread_env(threads, env))
         if turns:
             env[TURNS_ENV] = turns
         self._proc = subprocess.Popen(
@@ -175,14 +178,14 @@ class WorkerSession:
     """Calls in one worker process, started again when a call killed it (a crash, a timeout);
     the process ends with the `with` block, and with it all the memory it held."""
 
-    def __init__(self, preload: tuple[str, ...] = (), turns: str | None = None):
-        self.preload, self.turns = preload, turns
+    def __init__(self, preload: tuple[str, ...] = (), turns: str | None = None, threads: int | None = None):
+        self.preload, self.turns, self.threads = preload, turns, threads
         self._worker: Worker | None = None
 
     def call(self, fn: str, kwargs: dict, timeout: float):
         if self._worker is None or not self._worker.alive:
             self.close()
-            self._worker = Worker(self.preload, turns=self.turns)
+            self._worker = Worker(self.preload, turns=self.turns, threads=self.threads)
         return self._worker.call(fn, kwargs, timeout)
 
     def close(self) -> None:
@@ -198,12 +201,11 @@ class WorkerSession:
 
 
 def worker_env() -> dict[str, str]:
-    """The parent's environment, with its import path, so the worker resolves the same modules,
-    and thread counts that fit the cores (`thread_env`) where the user set none."""
+    """The parent's environment, with its import path, so the worker resolves the same modules."""
     env = dict(os.environ)
     paths = [p for p in sys.path if p and os.path.isdir(p)]
     env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    return {**thread_env(env), **env}
+    return env
 
 
 def cpu_cores() -> int:
@@ -220,19 +222,24 @@ def cpu_cores() -> int:
     return max(1, cores)
 
 
-_THREAD_COUNTS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # torch reads both; MKL's wins where both are set
+THREAD_COUNTS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # torch reads both; MKL's wins where both are set
 
 
-def thread_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The thread counts a worker gets where `env` (default: this process's) sets none: every
-    pool sized to the cores (OpenMP: torch's intra-op pool and the loops Inductor generates;
-    MKL), never to a host's count where a quota allows fewer. A timing has the device alone
-    (irlens.gpu_turns), and its pools then have every core and no more. XLA's pool follows the
-    affinity mask. libgomp's spinning is left as it is: with threads that sleep sooner
-    (GOMP_SPINCOUNT=10000) every parallel region waited for a woken thread on a busy machine,
-    and a 200 µs step read 25,000 µs."""
-    env = os.environ if env is None else env
-    return {} if any(k in env for k in _THREAD_COUNTS) else {k: str(cpu_cores()) for k in _THREAD_COUNTS}
+def thread_env(threads: int | None, env: dict[str, str]) -> dict[str, str]:
+    """The thread counts a worker gets: `threads` for OpenMP (torch's intra-op pool and the
+    loops Inductor generates) and MKL, unless `env` (the user) sets either. XLA's pool follows
+    the affinity mask."""
+    if threads is None or any(k in env for k in THREAD_COUNTS):
+        return {}
+    return {k: str(threads) for k in THREAD_COUNTS}
+
+
+def worker_threads(workers: int) -> int:
+    """Threads per worker so that `workers` processes computing at once fit the cores. Two
+    2-thread pools on two cores stall each other at every parallel region, whoever owns the
+    other pool: on the 2-core machine other jobs loaded, a 200 µs step read up to 240,000 µs
+    with 2 threads and at most 3x its fastest reading with 1 (README: Timing)."""
+    return max(1, cpu_cores() // max(1, workers))
 
 
 def describe_exit(returncode: int) -> str:

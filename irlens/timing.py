@@ -28,7 +28,7 @@ from irlens.gpu_turns import gpu_alone
 _L2_FLUSH_BYTES = 256 << 20
 # a host timing whose steps' interquartile range exceeds this fraction of their median is flagged
 # as unsteady in every output (README: Timing)
-UNSTEADY_SPREAD = 0.25
+UNSTEADY_SPREAD = 0.5
 
 
 @dataclass

@@ -5,7 +5,9 @@ import pytest
 
 from irlens import isolation
 from irlens.backends.base import measure
-from irlens.isolation import Worker, cpu_cores, thread_env
+import irlens.matrix as cmp
+from irlens.isolation import THREAD_COUNTS, Worker, cpu_cores, thread_env, worker_threads
+from irlens.matrix.execution import threads_used
 from irlens.matrix import Document, format_table
 from irlens.matrix.row import COMPARE, Row
 from irlens.reporting import build_report, render_markdown
@@ -13,18 +15,31 @@ from irlens.timing import UNSTEADY_SPREAD, HostTiming, recording_host_time, unst
 
 
 def test_workers_thread_pools_fit_the_cores(monkeypatch):
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    worker = Worker()
-    try:
-        assert worker.call("torch:get_num_threads", {}, 120) == cpu_cores()
-    finally:
-        worker.close()
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the user's own setting stays
-    worker = Worker()
+    for key in THREAD_COUNTS:
+        monkeypatch.delenv(key, raising=False)
+    worker = Worker(threads=1)
     try:
         assert worker.call("torch:get_num_threads", {}, 120) == 1
     finally:
         worker.close()
+    monkeypatch.setenv("MKL_NUM_THREADS", "2")  # the user's own setting stays
+    worker = Worker(threads=1)
+    try:
+        assert worker.call("torch:get_num_threads", {}, 120) == 2
+    finally:
+        worker.close()
+
+
+def test_a_run_sizes_its_workers_pools_to_fit_the_cores_together(monkeypatch):
+    for key in THREAD_COUNTS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(isolation, "cpu_cores", lambda: 8)
+    # two cell workers and the reference worker compute at once
+    assert worker_threads(3) == 2 and worker_threads(9) == 1 and worker_threads(1) == 8
+    doc = cmp.run_matrix(["gelu"], ["eager"], ["fwd"], progress=False, jobs=3)
+    assert doc["threads"] == 2 and doc["rows"][0]["status"] == "ok"
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert threads_used(2) == 3 and threads_used(None) is None
 
 
 def test_cpu_cores_follow_a_containers_quota(monkeypatch, tmp_path):
@@ -33,8 +48,9 @@ def test_cpu_cores_follow_a_containers_quota(monkeypatch, tmp_path):
     quota.write_text("max 100000\n")
     assert cpu_cores() == len(isolation.os.sched_getaffinity(0))
     quota.write_text("100000 100000\n")
-    assert cpu_cores() == 1 and thread_env({})["OMP_NUM_THREADS"] == "1"
-    assert "OMP_NUM_THREADS" not in thread_env({"MKL_NUM_THREADS": "4"})  # the user's own count stays
+    assert cpu_cores() == 1
+    assert thread_env(1, {}) == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    assert thread_env(1, {"MKL_NUM_THREADS": "4"}) == {}  # the user's own count stays
 
 
 def test_spread_is_the_interquartile_range_over_the_median():

@@ -208,9 +208,9 @@ class References:
     (a GPU, or the CPU) like a cell (irlens.gpu_turns)."""
 
     def __init__(self, plan: Plan, directory: str | None, timeout: float, check_twins: bool = False,
-                 gpu_lock: str | None = None):
+                 gpu_lock: str | None = None, threads: int | None = None):
         self.plan, self.directory, self.timeout, self.check_twins = plan, directory, timeout, check_twins
-        self.gpu_lock = gpu_lock
+        self.gpu_lock, self.threads = gpu_lock, threads
         self._cache: dict[tuple[str, str], Entry] = {}
         self._twins: dict[str, str] = {}
         self._ready: dict[tuple[str, str], threading.Event] = {}
@@ -293,7 +293,8 @@ class References:
 
         p = self.plan
         try:
-            with WorkerSession(preload=(__name__, "irlens.models"), turns=self.gpu_lock) as worker:
+            with WorkerSession(preload=(__name__, "irlens.models"), turns=self.gpu_lock,
+                               threads=self.threads) as worker:
                 for workload in self._twinned():
                     try:
                         self._twins[workload] = worker.call(f"{__name__}:twin_in_worker", dict(

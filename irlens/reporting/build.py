@@ -52,6 +52,8 @@ def op_summary(kernel: Kernel, graph: Graph | None) -> str:
 
 def _run_section(doc: Document) -> Section:
     facts = [["device", f"{doc.device or '?'} ({doc.device_name or ''})"], ["preset", str(doc.preset or "?")]]
+    if doc.threads is not None:
+        facts.append(["threads per worker", f"{doc.threads} (timed steps have the device alone; README, Timing)"])
     facts += [[name, str(v) if v is not None else "not installed"] for name, v in doc.versions.items()]
     parts = doc.parts or ([{"gpu": None, "ceilings": doc.ceilings}] if doc.ceilings else [])
     for part in parts:  # what % of ceiling is against: measured here, beside the datasheet
