@@ -217,7 +217,10 @@ def thunder_program(acq: Acquisition, inst: Instance) -> Program:
     known = dict(arg_keys)
     for i, name in enumerate(graph.outputs):
         known.setdefault(name, f"out{i}" if i < n_out else f"saved:{name}")
-    fwd = Step(final, inputs, [None if name in arg_keys else known[name] for name in graph.outputs])
+    # an output may be an argument returned as it is (x.float() of a float32 x); past the
+    # outputs, an argument the backward reads is not a value of its own
+    fwd = Step(final, inputs, [f"out{i}" if i < n_out else None if name in arg_keys else known[name]
+                               for i, name in enumerate(graph.outputs)])
     if acq.mode == "fwd":
         return Program("thunder", "fwd", fwd)
     backward = [s for s in acq.stages.values() if s.backward][-1]

@@ -102,6 +102,9 @@ def format_grid(doc: Document) -> str:
         if r.status != "ok" and r.reason:
             reasons.setdefault(f"{r.frontend} -> {r.backend}: {r.status}: {r.reason.splitlines()[0]}",
                                []).append(f"{r.workload}/{r.mode}")
+        if r.unmapped_note:
+            reasons.setdefault(f"{r.frontend} -> {r.backend}: {r.status}: {r.unmapped_note.splitlines()[0]}",
+                               []).append(f"{r.workload}/{r.mode}")
     lines += [f"{why} ({', '.join(where)})" for why, where in reasons.items()]
     return "\n".join(lines).rstrip()
 
@@ -112,4 +115,4 @@ def cell_text(r) -> str:
         return f"{r.status}{mark}"
     err = "-" if r.max_rel_err is None else f"{r.max_rel_err:.0e}"
     run = "-" if r.run_us is None else f"{r.run_us:.0f}us"
-    return f"{r.status}{mark} {err} k={r.kernel_count} {run}"
+    return f"{r.status}{mark} {err} k={'-' if r.kernel_count is None else r.kernel_count} {run}"

@@ -206,6 +206,8 @@ def explain_run(run, backend: str, kernel: str | int | None, context: str) -> st
     graphs = {g.stage: g for g in run.graphs}
     if not run.kernels:
         why = " (eager runs op by op: it fuses nothing and keeps no kernel records)" if backend == "eager" else ""
+        if run.unmapped:
+            why = f" (kernels unmapped: {run.unmapped})"
         message = f"{backend} reported no kernels for {context}{why}"
         if kernel is not None:
             raise UnknownKernel(f"no kernel {str(kernel)!r}: {message}")

@@ -8,9 +8,10 @@ agree). `MEANINGS` is that table; `irlens.lower.fx` builds its GraphModules from
 The meanings preserve dtypes: an op computes in its operands' dtypes. The interpreter runs them
 in float64: floating inputs are cast up, creation ops make floating tensors in float64
 (`float64_attrs`), and every floating result is carried on in float64; integer and bool values
-keep their kinds. A cast to a narrower floating dtype (`convert` to float32, float16, bfloat16)
-rounds: its value is the input rounded to that dtype's precision, carried on in float64, as
-eager torch rounds at `.half()` when the program runs in float64. An op without a meaning
+keep their kinds. A cast to a dtype narrower than float32 (`convert` to float16, bfloat16,
+float8) rounds: its value is the input rounded to that dtype's precision, carried on in float64,
+as eager torch rounds at `.half()` when the program runs in float64. A cast to float32 (or
+complex64) does not: that is the precision the interpreter's float64 stands in for. An op without a meaning
 raises `Uninterpretable` naming it.
 """
 from __future__ import annotations
@@ -37,13 +38,19 @@ def run_attrs(node: Node) -> dict:
     return OPS[node.op].attrs_of(node.attrs)
 
 
+# The precisions the interpreter stands in for (float32, complex64) and its own: run as float64 / complex128.
+_WIDENED = {"float32": "float64", "float64": "float64", "complex64": "complex128", "complex128": "complex128"}
+
+
 def float64_attrs(op: str, attrs: dict) -> dict:
-    """`attrs` as the interpreter runs them: a floating `dtype` is float64, except a cast's, which
-    rounds to its dtype (the result is carried on in float64)."""
+    """`attrs` as the interpreter runs them: a floating `dtype` is float64 (complex: complex128),
+    except where a cast names a narrower one (float16, bfloat16, float8): there it rounds."""
     dtype = attrs.get("dtype")
-    if dtype is None or OPS[op].category == CAST or not torch_dtype(dtype).is_floating_point:
+    if dtype is None or op == "bitcast" or not (torch_dtype(dtype).is_floating_point or torch_dtype(dtype).is_complex):
+        return attrs  # a bitcast reads bits: its dtypes are the bits' own
+    if OPS[op].category == CAST and dtype not in _WIDENED:
         return attrs
-    return {**attrs, "dtype": "float64"}
+    return {**attrs, "dtype": _WIDENED.get(dtype, "float64")}
 
 
 def _as_value(t):

@@ -8,6 +8,8 @@
 #   bash scripts/gpu_results.sh parallel     # the llama3 and deepseek_v3 tables, DP2 x TP2 (x EP2) on GPUs 0-3
 #   bash scripts/gpu_results.sh parallel-8b  # llama3:8B-shaped (8 of its layers), DP2 x TP2 on GPUs 0-3
 #   bash scripts/gpu_results.sh parallel1    # ONE GPU, ~8 min: llama3:1B eager vs compiled, then llama3:8B --n-layers 4
+#   bash scripts/gpu_results.sh repro-minigpt        # ONE GPU, <= 6 min: the nvFuser minigpt fwd+bwd crash, reduced
+#   bash scripts/gpu_results.sh repro-cross-entropy  # ONE GPU, <= 6 min: the nvFuser cross-entropy fwd+bwd assert, reduced
 # The parallel tables profile each row (--profile: where the step time goes; traces in the logs).
 set -u
 R=${R:-results-gpu}
@@ -62,6 +64,56 @@ table() {  # issues 6, 7, 19: one parallel_table.py run, every row profiled
   echo "$name table rc=$?"
 }
 
+# A job's files go to $R/<job>/; what did not happen (nothing crashed, a budget ran out) is in its logs.
+left() {  # seconds left of a job's $1 seconds since $2 (at least 30)
+  local s=$(($1 - (SECONDS - $2)))
+  echo $((s > 30 ? s : 30))
+}
+
+repro_minigpt() {  # issue 16 item 5: minigpt fwd+bwd, bench size, bf16, through Thunder + nvFuser
+  local d="$R/repro-minigpt" t0=$SECONDS
+  mkdir -p "$d"
+  # the flight recorder at once (--no-run): thunder.jit of the module as irlens's cell runs it, each nvFuser
+  # region written down before it runs; the one that never finishes -> a standalone nvFuser file, then reduced
+  timeout 240 python -m irlens repro minigpt --backend nvfuser --mode fwdbwd --dtype bfloat16 --device cuda \
+    --preset bench --no-run --reduce --budget-s 90 --timeout 150 --out "$d" --json "$d/repro.json" \
+    > "$d/repro.out" 2> "$d/repro.log"
+  echo "repro rc=$? after $((SECONDS - t0)) s" | tee -a "$d/repro.out"
+  local region
+  region=$(ls "$d"/*-nvFusion*.py 2>/dev/null | head -1)
+  if [ -n "$region" ]; then  # which kernel faults, and where
+    (cd "$d" && timeout "$(left 340 $t0)" /usr/local/cuda/bin/compute-sanitizer --print-limit 5 \
+      python "$(basename "$region")" > sanitizer.txt 2>&1; echo "compute-sanitizer rc=$?" >> sanitizer.txt)
+  else  # nothing crashed there: does irlens's own cell crash here (its kernel recorder reruns each region
+    # under nvFuser's profiler)? The bench cell adds device timing, where the crash was first seen (H200).
+    timeout "$(left 340 $t0)" python -m irlens compare --workloads minigpt --backends nvfuser --mode fwdbwd \
+      --dtype bfloat16 --device cuda --preset bench --timeout 250 --json "$d/cell.json" > "$d/cell.txt" 2> "$d/cell.log"
+    echo "cell rc=$? after $((SECONDS - t0)) s" | tee -a "$d/cell.txt"
+  fi
+}
+
+repro_cross_entropy() {  # issue 20 items 3 and 4: cross-entropy with int64 targets, bf16, through nvFuser
+  local d="$R/repro-cross-entropy" t0=$SECONDS ce=examples/cross_entropy.py:cross_entropy
+  mkdir -p "$d"
+  # the cells: fwd shows Thunder's torchcompile_xentropy region as one kernel (it failed the cell before),
+  # fwdbwd the nvFuser assert; lm_cross_entropy is the corpus's LM head + cross-entropy (its loss: its output)
+  timeout 170 python -m irlens compare --workloads $ce,lm_cross_entropy --backends eager,nvfuser --dtype bfloat16 \
+    --device cuda --timeout 120 --json "$d/cells.json" > "$d/cells.txt" 2> "$d/cells.log"
+  echo "cells rc=$? after $((SECONDS - t0)) s" | tee -a "$d/cells.txt"
+  # reduce the first workload whose nvFuser fwd+bwd failed (the user workload where none did: its file then says ok)
+  local wl
+  wl=$(python - "$d/cells.json" "$ce" <<'PY' 2>/dev/null || echo "$ce"
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+failed = [r["workload"] for r in rows if r["backend"] == "nvfuser" and r["mode"] == "fwdbwd" and r["status"] == "failed"]
+print(sys.argv[2] if not failed or failed[0] == "cross_entropy" else failed[0])
+PY
+)
+  timeout "$(left 340 $t0)" python -m irlens repro "$wl" --backend nvfuser --mode fwdbwd --dtype bfloat16 \
+    --device cuda --reduce --budget-s 90 --timeout 90 --out "$d" --json "$d/repro.json" > "$d/repro.out" 2> "$d/repro.log"
+  echo "repro of $wl rc=$? after $((SECONDS - t0)) s" | tee -a "$d/repro.out"
+}
+
 case "${1:-}" in
   single)  # the bench, then the tests and the cross grid where it has finished
     bench &
@@ -88,5 +140,7 @@ case "${1:-}" in
       --rows "${LLAMA3_ROWS:-eager@8,full_inductor@8,full_inductor_cudagraph@8,compiled@8,eager@2,full_inductor_cudagraph@2,sac_full_inductor_cudagraph@16}"
     table llama3-8b-1gpu --model llama3:8B --extra "--n-layers 4" --steps 6 --timeout 120 --budget-s 140 \
       --rows "${LLAMA8B_ROWS:-eager,full_inductor_cudagraph}" ;;
-  *) echo "usage: $0 single|parallel|parallel-8b|parallel1" >&2; exit 2 ;;
+  repro-minigpt) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_minigpt ;;
+  repro-cross-entropy) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_cross_entropy ;;
+  *) echo "usage: $0 single|parallel|parallel-8b|parallel1|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
 esac

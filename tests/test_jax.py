@@ -98,7 +98,12 @@ def test_jax_workload_without_twin_raises():
 
 def test_jaxpr_adapter_conventions():
     """Call-like primitives are inlined with their name as scope; params become the attrs of
-    irlens.ops; select_n becomes where(pred, on_true, on_false); unknown primitives survive."""
+    irlens.ops; select_n becomes where(pred, on_true, on_false); a primitive the adapter does
+    not know survives as unknown, with the reason."""
+    from jax.extend.core import Primitive
+
+    brand_new = Primitive("brand_new")
+    brand_new.def_abstract_eval(lambda x: jax.core.ShapedArray(x.shape, x.dtype))
 
     @jax.jit
     def inner(x):
@@ -108,7 +113,7 @@ def test_jaxpr_adapter_conventions():
         y = jax.nn.relu(x) + inner(x)
         s = jnp.sum(y.T, axis=0)
         a, b = jnp.split(x @ w, 2, axis=1)
-        return s, jnp.where(x > 0, x, -x) ** 2, a - b, jax.lax.cummax(x, axis=1)
+        return s, jnp.where(x > 0, x, -x) ** 2, a - b, jax.lax.cummax(x, axis=1), brand_new.bind(x)
 
     x, w = jnp.ones((4, 3)), jnp.ones((3, 6))
     g = jaxpr_to_graph(jax.make_jaxpr(f)(x, w), name="t", input_names=["x", "w"])
@@ -122,7 +127,9 @@ def test_jaxpr_adapter_conventions():
     assert [n.attrs["start"] for n in slices] == [[0, 0], [0, 3]] and all(n.op == "slice" for n in slices)
     where = by_native["select_n"]
     assert where.op == "where" and where.inputs[1] == "x"  # on_true is x
-    assert by_native["cummax"].op == "unknown:cummax" and g.unknown_ops() == Counter({"unknown:cummax": 1})
+    assert by_native["cummax"].op == "cummax" and by_native["cummax"].attrs == {"dim": 1}  # ATen's: no reverse
+    assert g.unknown_ops() == Counter({"unknown:brand_new": 1})
+    assert by_native["brand_new"].attrs["reason"] == "no canonical op for this primitive"
 
 
 def test_hlo_reader_on_compiled_gelu():

@@ -70,6 +70,9 @@ def test_conforming_nodes_pass_with_provenance_and_defaults():
 
 # --- JAX lowerings against the meanings ------------------------------------------------------
 
+INTEGER_OPS = {"population_count", "clz", "mulhi"}  # defined on integers only
+
+
 def _sample(name: str, op: ops.Op, gen: torch.Generator):
     """(attrs, inputs) for ops whose operands are all tensors of one shape and whose attrs have defaults."""
     if any(a.required for a in op.attrs.values()) or any(o.variadic for o in op.operands):
@@ -77,9 +80,9 @@ def _sample(name: str, op: ops.Op, gen: torch.Generator):
     if name == "matmul":
         return {}, [torch.randn(3, 4, generator=gen, dtype=torch.float64), torch.randn(4, 2, generator=gen, dtype=torch.float64)]
     n = len(op.operands)
-    if name.startswith(("bitwise", "logical")):
-        xs = [torch.randint(0, 8, (3, 4), generator=gen) for _ in range(n)]
-        return {}, xs if name.startswith("bitwise") else [x > 3 for x in xs]
+    if name.startswith(("bitwise", "logical")) or name in INTEGER_OPS:
+        xs = [torch.randint(-9, 9, (3, 4), generator=gen, dtype=torch.int32) for _ in range(n)]
+        return {}, xs if not name.startswith("logical") else [x > 3 for x in xs]
     if name == "where":
         return {}, [torch.rand(3, 4, generator=gen) > 0.5, torch.randn(3, 4, generator=gen), torch.randn(3, 4, generator=gen)]
     lo, hi = (1.5, 3.0) if name == "acosh" else (0.1, 0.9)  # a domain every unary function is defined on
@@ -108,3 +111,20 @@ def test_jax_lowering_computes_the_meaning(name):
     got = got if isinstance(got, tuple) else (got,)
     for w, g in zip(want, got):
         np.testing.assert_allclose(np.asarray(g), w.numpy(), rtol=1e-6, atol=1e-9, equal_nan=True, err_msg=name)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_and_group_norm_meanings_are_torch_functionals(training):
+    import torch.nn.functional as F
+
+    x, w, b = torch.randn(4, 6, 3, 5, dtype=torch.float64), torch.randn(6, dtype=torch.float64), torch.randn(6, dtype=torch.float64)
+    rm, rv = torch.randn(6, dtype=torch.float64), torch.rand(6, dtype=torch.float64) + 0.5
+    y, mean, rstd, *running = MEANINGS["batch_norm"]({"training": training, "momentum": 0.3, "eps": 1e-4}, x, w, b, rm, rv)
+    want_m, want_v = rm.clone(), rv.clone()
+    torch.testing.assert_close(y, F.batch_norm(x, want_m, want_v, w, b, training, 0.3, 1e-4))
+    if training:  # the running statistics as torch updates them in place
+        torch.testing.assert_close(running, [want_m, want_v])
+        torch.testing.assert_close(mean, x.mean((0, 2, 3)))
+    y, mean, rstd = MEANINGS["group_norm"]({"groups": 3, "eps": 1e-4}, x, w, b)
+    torch.testing.assert_close(y, F.group_norm(x, 3, w, b, 1e-4))
+    assert mean.shape == rstd.shape == (4, 3)

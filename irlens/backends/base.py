@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import statistics
 import time
+import traceback
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -31,9 +32,29 @@ class BackendRun:
     notes: dict[str, Any] = field(default_factory=dict)
     lowered: list[Graph] = field(default_factory=list)  # run_program: the frontend's graphs it compiled
     launches: int | None = None  # kernel launches the generated code makes per step; None: one per kernel record
+    unmapped: str | None = None  # why its kernels could not be read from the backend's records (`with_kernels`)
 
-    def launch_count(self) -> int:
+    def launch_count(self) -> int | None:
+        """Kernel launches per step; None where the kernels could not be mapped (nothing is known)."""
+        if self.unmapped is not None:
+            return None
         return len(self.kernels) if self.launches is None else self.launches
+
+
+def with_kernels(results: dict, compile_s: float, run_us: float, mapping: Callable[[], BackendRun],
+                 **kept) -> BackendRun:
+    """The finished run `mapping()` returns: its kernels (graphs, notes) read from the backend's
+    records. Reading them is irlens's work, not the backend's: where it fails, the run stands as
+    it ended, with its results and times (and `kept`), no kernels, and why in `unmapped` (the
+    traceback in `notes["kernel_mapping_traceback"]`). So a failure to map kernels never fails
+    a cell that ran."""
+    try:
+        return mapping()
+    except Exception as e:  # noqa: BLE001  (any failure of the mapping; the run itself finished)
+        text = str(e).strip()
+        reason = f"{type(e).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+        notes = {"kernel_mapping_traceback": traceback.format_exc()[-3000:]}
+        return BackendRun(results, compile_s, run_us, [], notes=notes, unmapped=reason, **kept)
 
 
 def measure(call: Callable[[], dict], device: str, min_repeats: int = 5, max_repeats: int = 20,
@@ -96,8 +117,9 @@ class Backend(ABC):
             return lowered[program_step.stage.name](inputs)
 
         results, compile_s, run_us = measure(lambda: run_program(program, inst, step), inst.device)
-        return BackendRun(results, compile_s, run_us, [k for g in lowered.values() for k in g.kernels()],
-                          lowered=list(graphs.values()))
+        return with_kernels(results, compile_s, run_us, lambda: BackendRun(
+            results, compile_s, run_us, [k for g in lowered.values() for k in g.kernels()],
+            lowered=list(graphs.values())), lowered=list(graphs.values()))
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         """The backend's own IRs for `inst` in `mode`, in pipeline order (what it fused, the code

@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from irlens.backends.base import BACKENDS, Backend, BackendRun, measure
+from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_kernels
 from irlens.backends.inductor_debug import GraphDebug, debug_trace, graph_stages, triton_asm
 from irlens.frontends.base import Availability, Stage
 from irlens.frontends.dynamo import indexed
@@ -39,7 +39,10 @@ class InductorCapture:
     TORCHINDUCTOR_FX_GRAPH_CACHE=1 forces the cache on, which a config patch does not.
 
     With `keep_debug`, it also keeps each graph's own IRs (`debug`, for `irlens dump --backend`):
-    the printed post-grad graph and the scheduler's IR before and after fusion."""
+    the printed post-grad graph and the scheduler's IR before and after fusion.
+
+    Reading a graph into the common view runs inside Inductor's compilation; where it fails, the
+    compilation goes on without that record and `unmapped` says why (the run stands, unmapped)."""
 
     def __init__(self, workload: str, keep_debug: bool = False):
         self.workload = workload
@@ -48,6 +51,7 @@ class InductorCapture:
         self.debug: list[GraphDebug] = []
         self._post_grad = None
         self._post_grad_text = ""
+        self.unmapped = ""  # why a compiled graph could not be recorded ("" when all were)
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs):
         from torch._inductor.compile_fx import compile_fx
@@ -57,7 +61,11 @@ class InductorCapture:
         return compile_fx(gm, example_inputs, inner_compile=self._inner, config_patches=patches)
 
     def _keep_post_grad(self, graph: torch.fx.Graph) -> None:
-        self._post_grad = fx_to_graph(graph.owning_module, name=self.workload, frontend="dynamo", stage="")
+        try:
+            self._post_grad = fx_to_graph(graph.owning_module, name=self.workload, frontend="dynamo", stage="")
+        except Exception as e:  # noqa: BLE001  (irlens's reading of the graph must not stop Inductor)
+            self._post_grad = None
+            self.unmapped = self.unmapped or f"the post-grad graph could not be read: {type(e).__name__}: {e}"
         if self.keep_debug:
             self._post_grad_text = graph.owning_module.print_readable(
                 print_output=False, include_stride=False, include_device=False)
@@ -73,6 +81,8 @@ class InductorCapture:
         backward = bool(kwargs.get("is_backward"))
         base = "inductor.post_grad.backward" if backward else "inductor.post_grad.forward"
         graph, self._post_grad = self._post_grad, None
+        if graph is None:  # not read (`unmapped` says why): compiled all the same, not recorded
+            return out
         graph.stage = indexed(base, sum(c.backward == backward for c in self.compiled))
         self.compiled.append(CompiledGraph(graph, getattr(out, "source_code", ""), provenance, backward))
         if self.keep_debug:
@@ -141,15 +151,23 @@ class InductorBackend(Backend):
         capture = InductorCapture(inst.name)
         compiled = torch.compile(inst.module, backend=capture, dynamic=False)
         results, compile_s, run_us = measure(lambda: run_eager(compiled, inst, mode), inst.device)
-        kernels = [k for c in capture.compiled for k in map_kernels(c, self.name)]
-        time_kernels(lambda: run_eager(compiled, inst, mode), kernels, inst.device)
-        torch._dynamo.reset()
-        return BackendRun(
-            results=results, compile_s=compile_s, run_us=run_us, kernels=kernels,
-            graphs=[c.graph for c in capture.compiled],
-            notes={"codegen": "triton" if inst.device.startswith("cuda") else "cpp",
-                   "compiled_graphs": len(capture.compiled)},
-        )
+
+        def mapping() -> BackendRun:
+            if capture.unmapped:
+                raise RuntimeError(capture.unmapped)
+            kernels = [k for c in capture.compiled for k in map_kernels(c, self.name)]
+            time_kernels(lambda: run_eager(compiled, inst, mode), kernels, inst.device)
+            return BackendRun(
+                results=results, compile_s=compile_s, run_us=run_us, kernels=kernels,
+                graphs=[c.graph for c in capture.compiled],
+                notes={"codegen": "triton" if inst.device.startswith("cuda") else "cpp",
+                       "compiled_graphs": len(capture.compiled)},
+            )
+
+        try:
+            return with_kernels(results, compile_s, run_us, mapping)
+        finally:
+            torch._dynamo.reset()
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         torch._dynamo.reset()

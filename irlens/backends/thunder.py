@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from irlens.backends.base import BACKENDS, Backend, BackendRun, measure
+from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_kernels
 from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.frontends.thunder import executor_names, final_traces, import_thunder_or_raise
 from irlens.ir import Graph, Kernel, canonical_dtype, dtype_size
@@ -35,7 +35,9 @@ from irlens.ops import COMPOSITE, category
 from irlens.workload import Instance, run_eager
 
 # Fusion executors: a backend uses one and keeps the others out of its executor list, so
-# the fusions it reports are its own.
+# the fusions it reports are its own. Thunder's CUDA defaults also hold `torchcompile_xentropy`
+# (cross-entropy and its backward through torch.compile); it stays, as Thunder runs it, and its
+# `TorchCompileN` regions are reported as one fused kernel each.
 _FUSION_EXECUTORS = {"torchcompile", "nvfuser"}
 
 
@@ -106,24 +108,27 @@ class ThunderBackend(Backend):
         thunder, jfn, recorder = self._jit(inst)
         results, compile_s, run_us = measure(recorder.watch_first_call(lambda: run_eager(jfn, inst, mode)), inst.device)
 
-        graphs: list[Graph] = []
-        kernels: list[Kernel] = []
-        regions: list[Kernel] = []
-        outside_launches = 0
-        for stage, trace in final_traces(thunder, jfn, mode):
-            graph, groups = trace_to_graph_and_groups(trace, name=inst.name, stage=stage)
-            graphs.append(graph)
-            for group in groups:
-                if group.fusion:
-                    mine = recorder.region_kernels(group, graph)
-                    regions += mine
-                    kernels += mine
-                else:
-                    kernels.append(outside_kernel(self.name, group, graph))
-                    outside_launches += not is_view(group, graph)
-        notes = {"executors": executor_names(thunder, jfn), **recorder.notes()}
-        return BackendRun(results, compile_s, run_us, kernels, graphs, notes,
-                          launches=recorder.launches(regions) + outside_launches)
+        def mapping() -> BackendRun:
+            graphs: list[Graph] = []
+            kernels: list[Kernel] = []
+            regions: list[Kernel] = []
+            outside_launches = 0
+            for stage, trace in final_traces(thunder, jfn, mode):
+                graph, groups = trace_to_graph_and_groups(trace, name=inst.name, stage=stage)
+                graphs.append(graph)
+                for group in groups:
+                    if group.fusion:
+                        mine = recorder.region_kernels(group, graph)
+                        regions += mine
+                        kernels += mine
+                    else:
+                        kernels.append(outside_kernel(self.name, group, graph))
+                        outside_launches += not is_view(group, graph)
+            notes = {"executors": executor_names(thunder, jfn), **recorder.notes()}
+            return BackendRun(results, compile_s, run_us, kernels, graphs, notes,
+                              launches=recorder.launches(regions) + outside_launches)
+
+        return with_kernels(results, compile_s, run_us, mapping)
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         """The execution traces that ran (where the fusion regions are), then each region's IRs."""
@@ -299,12 +304,18 @@ class NvFuserRecorder(RegionRecorder):
         super().__init__(backend)
         self.segmented: dict[str, int] = {}
         self.not_profiled: dict[str, str] = {}
+        self.others: dict[str, str] = {}  # regions another fusion executor made -> its name
 
     def region_kernels(self, group: ExecutionGroup, graph: Graph) -> list[Kernel]:
-        from irlens.ir_adapters.nvfuser import (NotProfiled, definition_text, profile_segments, region_code,
-                                                segment_sources)
+        from irlens.ir_adapters.nvfuser import (NotProfiled, definition_text, is_nvfuser_region, profile_segments,
+                                                region_code, segment_sources)
 
         region = f"{graph.stage}/{group.name}"
+        if not is_nvfuser_region(group.bsym):
+            # a region of another of Thunder's default fusion executors (torchcompile_xentropy on
+            # CUDA): one fused kernel, as any region, and nothing nvFuser could say about it
+            self.others[region] = getattr(group.bsym.sym.executor, "name", "?")
+            return super().region_kernels(group, graph)
         definition = definition_text(group.bsym)
         try:
             segments = profile_segments(group.bsym)
@@ -329,10 +340,12 @@ class NvFuserRecorder(RegionRecorder):
         return kernels
 
     def region_stages(self, regions: list[Region]) -> dict[str, Stage]:
-        from irlens.ir_adapters.nvfuser import NotKept, cuda_source, definition_text, scheduled_ir
+        from irlens.ir_adapters.nvfuser import NotKept, cuda_source, definition_text, is_nvfuser_region, scheduled_ir
 
         stages = []
         for r in regions:
+            if not is_nvfuser_region(r.group.bsym):  # another executor's region keeps no nvFuser IR
+                continue
             stages.append(r.stage("nvfuser.definition", "the nvFuser FusionDefinition Thunder built",
                                   definition_text(r.group.bsym)))
             for prefix, what, read in (("nvfuser.fusion_ir", "nvFuser's fusion IR after scheduling", scheduled_ir),
@@ -348,6 +361,8 @@ class NvFuserRecorder(RegionRecorder):
         notes = {"nvfuser_segments": self.segmented}
         if self.not_profiled:
             notes["nvfuser_not_profiled"] = self.not_profiled
+        if self.others:
+            notes["regions_of_other_executors"] = self.others
         return notes
 
 

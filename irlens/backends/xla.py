@@ -14,7 +14,7 @@ from collections import defaultdict
 
 import torch
 
-from irlens.backends.base import BACKENDS, Backend, BackendRun, measure
+from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_kernels
 from irlens.backends.xla_dump import compile_with_dump, xla_stages
 from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.frontends.jax import MATMUL_PRECISION, jax_device, jax_program, lower
@@ -58,23 +58,27 @@ class XlaBackend(Backend):
         compiled = lower(program).compile()
         compile_s = time.perf_counter() - start
         outputs, _, run_us = measure(lambda: jax.block_until_ready(compiled(*program.args)), inst.device)
+        results = {name: _to_torch(outputs[name], inst.device) for name in program.output_names}
 
-        hlo = read_hlo(compiled.runtime_executable().hlo_modules()[0], name=inst.name, stage=STAGE)
-        kernels = [_kernel(op, hlo.graph, self.name) for op in hlo.entry_ops]
-        closed = jax.make_jaxpr(program.fn)(*program.args)
-        jaxpr_stage = "jax.grad" if mode == "fwdbwd" else "jax.jaxpr"
-        jaxpr_graph = jaxpr_to_graph(closed, name=inst.name, stage=jaxpr_stage, input_names=program.input_names)
-        return BackendRun(
-            results={name: _to_torch(outputs[name], inst.device) for name in program.output_names},
-            compile_s=compile_s,
-            run_us=run_us,
-            kernels=kernels,
-            graphs=[hlo.graph, jaxpr_graph],
-            notes={"platform": compiled.runtime_executable().local_devices()[0].platform,
-                   "matmul_precision": MATMUL_PRECISION,
-                   "jaxpr": map_to_jaxpr(hlo.graph, kernels, jaxpr_graph, jaxpr_origins(closed)),
-                   "cost_analysis": _cost(compiled)},
-        )
+        def mapping() -> BackendRun:
+            hlo = read_hlo(compiled.runtime_executable().hlo_modules()[0], name=inst.name, stage=STAGE)
+            kernels = [_kernel(op, hlo.graph, self.name) for op in hlo.entry_ops]
+            closed = jax.make_jaxpr(program.fn)(*program.args)
+            jaxpr_stage = "jax.grad" if mode == "fwdbwd" else "jax.jaxpr"
+            jaxpr_graph = jaxpr_to_graph(closed, name=inst.name, stage=jaxpr_stage, input_names=program.input_names)
+            return BackendRun(
+                results=results,
+                compile_s=compile_s,
+                run_us=run_us,
+                kernels=kernels,
+                graphs=[hlo.graph, jaxpr_graph],
+                notes={"platform": compiled.runtime_executable().local_devices()[0].platform,
+                       "matmul_precision": MATMUL_PRECISION,
+                       "jaxpr": map_to_jaxpr(hlo.graph, kernels, jaxpr_graph, jaxpr_origins(closed)),
+                       "cost_analysis": _cost(compiled)},
+            )
+
+        return with_kernels(results, compile_s, run_us, mapping)
 
 
 def _kernel(op: EntryOp, graph: Graph, backend: str) -> Kernel:

@@ -1,6 +1,6 @@
 """`irlens`: the command line. Thin: parse, call the library, print, pick the exit status.
 
-One module per subcommand (`list`, `dump`, `compare`, `bench`, `report`, `explain`,
+One module per subcommand (`list`, `dump`, `compare`, `bench`, `report`, `explain`, `repro`,
 `conformance`, `train`), each with `HELP`, `add_arguments(parser)` and `run(args) -> int`;
 adding a subcommand is one module and one entry in `COMMANDS`. A subcommand's arguments are added when it is parsed, so
 `irlens list` does not import what `irlens train` needs.
@@ -17,7 +17,7 @@ import importlib
 import sys
 from typing import Callable
 
-COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "conformance", "train")
+COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "repro", "conformance", "train")
 
 
 class SubcommandParser(argparse.ArgumentParser):

@@ -24,10 +24,12 @@ RULES = {name: op.decomposition for name, op in ops.OPS.items() if op.decomposit
 class Emitter:
     """Builds the expansion of one composite node (`parent`)."""
 
-    def __init__(self, parent: Node):
+    def __init__(self, parent: Node, taken: set[str]):
         self.parent = parent
         self.attrs = ops.OPS[parent.op].attrs_of(parent.attrs)
         self.nodes: list[Node] = []
+        self.taken = taken  # ids and value names in use: fresh ones skip them
+        self.next = 0
 
     def attr(self, name: str):
         """The parent's attr, or its declared default."""
@@ -35,7 +37,12 @@ class Emitter:
 
     def emit(self, op: str, inputs: list[Arg], oshape, odtype: str, oname: str | None = None, **attrs) -> str:
         """Append one node; returns its output's value name (`oname`, else a fresh one)."""
-        nid = f"{self.parent.id}.{len(self.nodes)}"
+        nid = f"{self.parent.id}.{self.next}"
+        while nid in self.taken:  # an adapter's own `<node>.<k>` (addmm -> matmul + add) may hold it
+            self.next += 1
+            nid = f"{self.parent.id}.{self.next}"
+        self.next += 1
+        self.taken.add(nid)
         name = oname or nid
         scope = self.parent.id if not self.parent.scope else f"{self.parent.scope}/{self.parent.id}"
         node = Node(nid, op, list(inputs), [TensorMeta(name, tuple(oshape), odtype)], dict(attrs),
@@ -52,17 +59,25 @@ class Emitter:
         return {o.name: o for n in self.nodes for o in n.outputs}
 
 
-def expand(node: Node, vals: dict[str, TensorMeta]) -> list[Node] | None:
-    """`node`'s expansion by its rule; None when it has none or the rule declines."""
+def expand(node: Node, vals: dict[str, TensorMeta], taken: set[str]) -> list[Node] | None:
+    """`node`'s expansion by its rule, composites it emits expanded in turn (cross_entropy ->
+    log_softmax + nll_loss -> ...); None when it has no rule or the rule declines."""
     rule = RULES.get(node.op)
     if rule is None:
         return None
-    e = Emitter(node)
+    e = Emitter(node, taken)
     try:
         rule(e, vals)
     except NotImplementedError:
         return None
-    return e.nodes
+    vals = {**vals, **e.values()}
+    nodes = []
+    for n in e.nodes:
+        inner = expand(n, vals, taken) if ops.category(n.op) == ops.COMPOSITE else None
+        nodes.extend(inner if inner is not None else [n])
+        if inner is not None:
+            vals.update({o.name: o for m in inner for o in m.outputs})
+    return nodes
 
 
 def to_primitive(graph: Graph) -> Graph:
@@ -70,9 +85,10 @@ def to_primitive(graph: Graph) -> Graph:
     if graph.level == "primitive":
         return graph
     vals = graph.values()
+    taken = set(vals) | {n.id for n in graph.nodes}
     nodes: list[Node] = []
     for n in graph.nodes:
-        expansion = expand(n, vals) if ops.category(n.op) == ops.COMPOSITE else None
+        expansion = expand(n, vals, taken) if ops.category(n.op) == ops.COMPOSITE else None
         if expansion is None:
             nodes.append(n)
             continue

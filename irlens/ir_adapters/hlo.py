@@ -19,32 +19,64 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype, dtype_size
-from irlens.ir_adapters.jaxpr import at_level, full_attrs, is_row_gather, is_row_scatter_add, matmul_attrs, source_span
-from irlens.ops import check_vocabulary, conform
+from irlens.ir_adapters import xla_forms as forms
+from irlens.ir_adapters.jaxpr import at_level, full_attrs, matmul_attrs, polygamma_of, source_span
+from irlens.ir_adapters.xla_forms import Emitter, Unmapped
+from irlens.ops import check_vocabulary
 
-# HLO opcode (as printed in HLO text) -> canonical op. StableHLO names map onto these
-# through `_stablehlo_opcode`.
+# HLO opcode (as printed in HLO text) -> canonical op, for opcodes whose attrs need no
+# translation. StableHLO names map onto these through `_stablehlo_opcode`; the structured
+# opcodes are converted by `HANDLERS`, the rest classified in `CLASSIFIED`.
 OPCODES: dict[str, str] = {
-    "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "negate": "neg",
-    "maximum": "maximum", "minimum": "minimum", "power": "pow", "remainder": "remainder", "atan2": "atan2",
+    "add": "add", "subtract": "sub", "multiply": "mul", "negate": "neg",
+    "maximum": "maximum", "minimum": "minimum", "power": "pow", "remainder": "fmod", "atan2": "atan2",
     "exponential": "exp", "log": "log", "log-plus-one": "log1p", "exponential-minus-one": "expm1",
-    "tanh": "tanh", "logistic": "sigmoid", "sqrt": "sqrt", "rsqrt": "rsqrt", "sine": "sin", "cosine": "cos",
-    "erf": "erf", "abs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil", "round-nearest-afz": "round",
-    "and": "logical_and", "or": "logical_or", "not": "logical_not", "select": "where",
-    "dot": "matmul", "broadcast": "broadcast", "reshape": "reshape", "bitcast": "reshape",
-    "transpose": "permute", "slice": "slice", "concatenate": "concat", "pad": "pad", "gather": "take",
-    "copy": "copy", "convert": "convert", "iota": "iota",
+    "tanh": "tanh", "logistic": "sigmoid", "sqrt": "sqrt", "rsqrt": "rsqrt", "cbrt": "cbrt", "sine": "sin",
+    "cosine": "cos", "tan": "tan", "erf": "erf", "abs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil",
+    "round-nearest-afz": "round_half_away", "round-nearest-even": "round", "is-finite": "isfinite",
+    "popcnt": "population_count", "count-leading-zeros": "clz", "clz": "clz",
+    "shift-left": "bitwise_left_shift", "select": "where",
+    "broadcast": "broadcast", "reshape": "reshape", "bitcast": "reshape",
+    "transpose": "permute", "slice": "slice", "concatenate": "concat", "pad": "pad",
+    "copy": "copy", "convert": "convert", "iota": "iota", "reverse": "flip",
+    # chlo ops StableHLO keeps whole
+    "acos": "acos", "acosh": "acosh", "asin": "asin", "asinh": "asinh", "atan": "atan", "atanh": "atanh",
+    "cosh": "cosh", "sinh": "sinh", "erfc": "erfc", "erf-inv": "erfinv", "lgamma": "lgamma", "digamma": "digamma",
+    "igamma": "igamma", "igammac": "igammac", "bessel-i1e": "bessel_i1e", "zeta": "zeta",
+    "next-after": "nextafter", "is-inf": "isinf", "mulhi": "mulhi",
 }
-check_vocabulary(OPCODES)
-
+# opcodes whose canonical op depends on the operand's dtype: (bool, integer, floating)
+BY_DTYPE: dict[str, tuple[str, str, str]] = {
+    "and": ("logical_and", "bitwise_and", ""), "or": ("logical_or", "bitwise_or", ""),
+    "xor": ("logical_xor", "bitwise_xor", ""), "not": ("logical_not", "bitwise_not", ""),
+    "divide": ("", "div", "div"),
+}
 _COMPARE = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge"}
-# reduce / reduce-window / scatter: the op their body applies
-_REDUCE_BY_BODY = {"add": "sum", "maximum": "amax", "minimum": "amin", "multiply": "prod"}
-_SCATTER_BY_BODY = {"add": "index_add"}
-check_vocabulary({**_COMPARE, **_REDUCE_BY_BODY, **_SCATTER_BY_BODY})
+check_vocabulary({**OPCODES, **_COMPARE, **{op: op for ops in BY_DTYPE.values() for op in ops if op}})
+
+_RANDOM = "random bits: a counter-based generator, no canonical op"
+# opcode -> why it stays unknown
+CLASSIFIED: dict[str, str] = {
+    "rng": _RANDOM, "rng-bit-generator": _RANDOM, "rng-get-and-update-state": _RANDOM,
+    "while": "control flow: the common view is a straight-line graph",
+    "conditional": "control flow: the common view is a straight-line graph",
+    "map": "a map of a computation over elements: no canonical op",
+    **{op: "complex numbers: the common view's dtypes are real" for op in ("complex", "real", "imag", "fft")},
+    **{op: "a linear-algebra decomposition: no canonical op" for op in ("cholesky", "triangular-solve")},
+    **{op: "a collective across devices" for op in ("all-reduce", "all-gather", "all-to-all", "reduce-scatter",
+                                                      "collective-permute", "all-reduce-start", "all-reduce-done",
+                                                      "all-gather-start", "all-gather-done",
+                                                      "collective-permute-start", "collective-permute-done")},
+    "stochastic-convert": "a conversion with random rounding",
+    "case": "control flow: the common view is a straight-line graph",
+    "if": "control flow: the common view is a straight-line graph",
+}
 
 # StableHLO names that differ from the HLO opcode beyond `_` -> `-`
-_STABLEHLO_RENAMES = {"broadcast_in_dim": "broadcast", "dot_general": "dot", "round_nearest_afz": "round-nearest-afz"}
+_STABLEHLO_RENAMES = {"broadcast_in_dim": "broadcast", "dot_general": "dot", "round_nearest_afz": "round-nearest-afz",
+                      "round_nearest_even": "round-nearest-even", "count_leading_zeros": "count-leading-zeros",
+                      "popcnt": "popcnt", "top_k": "top-k", "bessel_i1e": "bessel-i1e", "erf_inv": "erf-inv",
+                      "next_after": "next-after", "is_inf": "is-inf", "reduce_precision": "reduce-precision"}
 
 
 def _stablehlo_opcode(op_name: str) -> str:
@@ -53,19 +85,9 @@ def _stablehlo_opcode(op_name: str) -> str:
     return _STABLEHLO_RENAMES.get(short, short.replace("_", "-"))
 
 
-def _canonical(opcode: str, body_opcode: str | None = None, direction: str | None = None) -> str:
-    if opcode == "compare" and direction in _COMPARE:
-        return _COMPARE[direction]
-    if opcode in ("reduce", "reduce-window") and body_opcode in _REDUCE_BY_BODY:
-        return _REDUCE_BY_BODY[body_opcode]
-    if opcode == "scatter" and body_opcode in _SCATTER_BY_BODY:
-        return _SCATTER_BY_BODY[body_opcode]
-    return OPCODES.get(opcode, UNKNOWN_PREFIX + opcode)
-
-
 # --- optimized HLO ----------------------------------------------------------------------
 
-_ARRAY_SHAPE = re.compile(r"(\w+)\[([\d,]*)\]")
+_ARRAY_SHAPE = re.compile(r"(\w+)\[([\d,]*)\](?:\{([\d,]*))?")
 # `%name = <shape> <opcode>(` : the shape is everything between `= ` and the opcode
 _HEAD = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>\S+)\s+=\s+(?P<shape>.+?)\s+(?P<opcode>[\w\-]+)\(")
 
@@ -95,6 +117,7 @@ class Instruction:
     attrs: dict[str, str]  # key=value pairs after the operand list, values unparsed
     text: str
     args_text: str  # what the parentheses hold: operand names, a constant's value, a parameter's index
+    layouts: list[tuple[int, ...]] = field(default_factory=list)  # minor-to-major dims per result ({1,0})
 
     @property
     def is_tuple(self) -> bool:
@@ -107,12 +130,13 @@ def parse_instruction(ins) -> Instruction:
     head = _HEAD.match(text)
     if head is None:
         raise ValueError(f"unrecognized HLO instruction text: {text[:200]}")
-    shapes = [(canonical_dtype(dt), tuple(int(d) for d in dims.split(",") if d))
-              for dt, dims in _ARRAY_SHAPE.findall(head.group("shape"))]
+    found = _ARRAY_SHAPE.findall(head.group("shape"))
+    shapes = [(canonical_dtype(dt), tuple(int(d) for d in dims.split(",") if d)) for dt, dims, _ in found]
+    layouts = [tuple(int(d) for d in layout.split(",") if d) for _, _, layout in found]
     rest = text[head.end():]
     close = _matching_paren(rest)
     return Instruction(ins.name, head.group("opcode"), [o.name for o in ins.operands()], shapes,
-                       _split_attrs(rest[close + 1:]), text, rest[:close])
+                       _split_attrs(rest[close + 1:]), text, rest[:close], layouts)
 
 
 def _matching_paren(s: str) -> int:
@@ -215,6 +239,10 @@ class _HloReader:
     inputs: list[TensorMeta] = field(default_factory=list)
     shapes: dict[str, tuple[str, tuple[int, ...]]] = field(default_factory=dict)  # instruction -> (dtype, dims)
     parsed: dict[str, list[Instruction]] = field(default_factory=dict)  # computation -> its instructions
+    values: dict[str, TensorMeta] = field(default_factory=dict)  # value name -> its meta
+    layouts: dict[str, tuple[int, ...]] = field(default_factory=dict)  # instruction -> minor-to-major dims
+    constants: dict[str, str] = field(default_factory=dict)  # array constant -> its values, as printed
+    iotas: dict[str, int] = field(default_factory=dict)  # value name -> the dim an iota counts along
 
     def instructions(self, comp_name: str) -> list[Instruction]:
         """The computation's instructions in a topological order (the API's order is not)."""
@@ -242,10 +270,6 @@ class _HloReader:
         used = {o for ins in instrs for o in ins.operands}
         return [ins for ins in instrs if ins.name not in used][-1]
 
-    def body_opcode(self, ins: Instruction) -> str | None:
-        comp = ins.attrs.get("to_apply", "").lstrip("%")
-        return self.root(comp).opcode if comp in self.computations else None
-
     def walk(self, comp_name: str, env: dict, scope: str, params: list | None) -> Any:
         """Emit nodes for a computation; `params` binds its parameters (None: graph inputs).
         Returns the root's value (a name, a literal, or a list for a tuple)."""
@@ -257,36 +281,53 @@ class _HloReader:
         """Bind `ins`'s value in env; returns the ids of the nodes emitted for it."""
         args = [env[o] for o in ins.operands]
         self.shapes[ins.name] = ins.shapes[0] if ins.shapes else ("", ())
+        self.layouts[ins.name] = ins.layouts[0] if ins.layouts else ()
         if ins.opcode == "parameter":
             if params is None:
                 meta = self.meta(ins.name, ins.shapes[0])
                 self.inputs.append(meta)
+                self.values[meta.name] = meta
                 env[ins.name] = meta.name
             else:
                 env[ins.name] = params[int(ins.args_text)]
             return []
         if ins.opcode == "constant":
-            env[ins.name] = self.constant(ins)
-            return []
+            start = len(self.nodes)
+            env[ins.name] = self.constant(ins, scope)
+            return [n.id for n in self.nodes[start:]]
         if ins.opcode == "tuple":
             env[ins.name] = args
+            return []
+        if ins.opcode == "opt-barrier":  # the identity; it only orders scheduling
+            env[ins.name] = args[0]
             return []
         if ins.opcode == "get-tuple-element":
             env[ins.name] = args[0][int(ins.attrs["index"])]
             return []
-        called = ins.attrs.get("calls", "").lstrip("%")
+        called = (ins.attrs.get("calls") or ins.attrs.get("to_apply", "")).lstrip("%")
         if ins.opcode in ("fusion", "call") and called in self.computations:
             start = len(self.nodes)
             env[ins.name] = self.walk(called, {}, scope or ins.name, args)
             return [n.id for n in self.nodes[start:]]
-        return [self.emit(ins, args, env, scope)]
+        return self.emit(ins, args, env, scope)
 
-    def constant(self, ins: Instruction) -> Arg:
-        """Scalar constants become literals; array constants graph inputs (named as the instruction)."""
+    def constant(self, ins: Instruction, scope: str) -> Arg:
+        """Scalar constants become literals, array constants `constant` nodes (their values from
+        the module printed with its large constants)."""
         if ins.shapes and ins.shapes[0][1] == ():
             return _literal(ins.args_text)
         meta = self.meta(ins.name, ins.shapes[0])
-        self.inputs.append(meta)
+        text = self.constants.get(ins.name, ins.args_text)
+        values = [_literal(v) for v in re.split(r"[{},\s]+", text) if v]
+        if len(values) != meta.numel:
+            node = Node(ins.name, UNKNOWN_PREFIX + "constant", [], [meta],
+                        {"reason": "an array constant whose values the HLO text does not hold"}, native="constant",
+                        scope=scope)
+        else:
+            node = Node(ins.name, "constant", [], [meta], {"values": values, "shape": list(meta.shape),
+                                                          "dtype": meta.dtype}, native="constant", scope=scope)
+        self.nodes.append(node)
+        self.values[meta.name] = meta
         return meta.name
 
     def io_bytes(self, ins: Instruction, entry: dict[str, Instruction]) -> tuple[int, int]:
@@ -332,65 +373,66 @@ class _HloReader:
     def meta(self, name: str, shape: tuple[str, tuple[int, ...]]) -> TensorMeta:
         return TensorMeta(name, shape[1], shape[0])
 
-    def emit(self, ins: Instruction, args: list, env: dict, scope: str) -> str:
-        direction = ins.attrs.get("direction")
-        op = _canonical(ins.opcode, self.body_opcode(ins), direction)
-        if ins.opcode == "custom-call":
-            target = ins.attrs.get("custom_call_target", "").strip('"')
-            op = "matmul" if ("gemm" in target or "matmul" in target) else UNKNOWN_PREFIX + "custom-call"
+    def emit(self, ins: Instruction, args: list, env: dict, scope: str) -> list[str]:
+        """The nodes of one instruction (through `convert`); returns their ids."""
         if ins.is_tuple:
-            outputs = [self.meta(f"{ins.name}.{i}", s) for i, s in enumerate(ins.shapes)]
+            outputs = [self.meta(f"{ins.name}.{i}", sh) for i, sh in enumerate(ins.shapes)]
             env[ins.name] = [o.name for o in outputs]
         else:
             outputs = [self.meta(ins.name, ins.shapes[0])]
             env[ins.name] = ins.name
-        flat = [a for arg in args for a in (arg if isinstance(arg, list) else [arg])]
-        node = Node(ins.name, op, flat, outputs, self.attrs(ins, op), native=ins.opcode, scope=scope)
-        self.nodes += map(conform, normalize(node, ins.opcode, [self.shapes[o] for o in ins.operands], ins.text))
-        return ins.name
+        inputs, metas = [], []
+        for operand, arg in zip(ins.operands, args):
+            for value in (arg if isinstance(arg, list) else [arg]):
+                inputs.append(value)
+                metas.append(self.values.get(value) if isinstance(value, str) else
+                             self.meta("", self.shapes[operand]))
+        bodies = {key: self.body(comp) for key, comp in self.called(ins).items()}
+        op = XlaOp(ins.name, ins.opcode, ins.opcode, scope, inputs, metas, outputs, ins.text, bodies,
+                   self.provenance(ins), self.iotas, set(ins.attrs),
+                   ins.attrs.get("custom_call_target", "").strip('"'))
+        if ins.opcode == "bitcast":
+            op.layouts = (self.layouts[ins.operands[0]], self.layouts[ins.name])
+        nodes = convert(op)
+        self.nodes += nodes
+        for o in outputs:
+            self.values[o.name] = o
+        if ins.opcode == "iota":
+            self.iotas[ins.name] = _int_list(ins.attrs["iota_dimension"])[0]
+        return [n.id for n in nodes]
 
-    def attrs(self, ins: Instruction, op: str) -> dict:
-        a = ins.attrs
-        attrs: dict[str, Any] = {}
-        if op in _REDUCE_BY_BODY.values() and "dimensions" in a:
-            attrs.update(dims=sorted(_int_list(a["dimensions"])), keepdim=False)
-        elif ins.opcode == "broadcast":
-            attrs.update(shape=list(ins.shapes[0][1]), broadcast_dims=_int_list(a.get("dimensions", "")))
-        elif op == "reshape":
-            attrs["shape"] = list(ins.shapes[0][1])
-        elif op == "permute":
-            attrs["perm"] = _int_list(a["dimensions"])
-        elif op == "concat":
-            attrs["dim"] = _int_list(a["dimensions"])[0]
-        elif op == "convert":
-            attrs["dtype"] = ins.shapes[0][0]
-        elif op == "iota":
-            attrs.update(shape=list(ins.shapes[0][1]), dim=_int_list(a["iota_dimension"])[0], dtype=ins.shapes[0][0])
-        elif ins.opcode == "dot":
-            ranks = [len(self.shapes[o][1]) for o in ins.operands]
-            attrs.update(matmul_attrs(*ranks, _int_list(a.get("lhs_contracting_dims", "")),
-                                      _int_list(a.get("rhs_contracting_dims", "")),
-                                      _int_list(a.get("lhs_batch_dims", "")), _int_list(a.get("rhs_batch_dims", ""))))
-        elif ins.opcode == "slice":
-            ranges = [_int_list(r) for r in re.findall(r"\[([^\]]*)\]", a["slice"])]
-            attrs.update(start=[r[0] for r in ranges], limit=[r[1] for r in ranges],
-                         step=[r[2] if len(r) > 2 else 1 for r in ranges])
-        elif ins.opcode == "pad":  # padding=lo_hi[_interior]x... per dim
-            attrs["padding"] = [[int(v) for v in dim.split("_")] + [0] * (3 - len(dim.split("_")))
-                                for dim in a["padding"].split("x")]
-        elif ins.opcode == "custom-call":
-            attrs["target"] = a.get("custom_call_target", "").strip('"')
-        meta = _metadata(a.get("metadata", ""))
+    def called(self, ins: Instruction) -> dict[str, str]:
+        """The computations an instruction applies, by the attribute naming them."""
+        found = {}
+        for key in ("to_apply", "select", "scatter", "called_computations"):
+            comp = ins.attrs.get(key, "").strip("{}").lstrip("%")
+            if comp in self.computations:
+                found[key] = comp
+        return found
+
+    def body(self, comp: str) -> Body:
+        refs, ops = {}, []
+        for ins in self.instructions(comp):
+            if ins.opcode == "parameter":
+                refs[ins.name] = f"p{int(ins.args_text)}"
+            elif ins.opcode == "constant":
+                refs[ins.name] = "c"
+            elif ins.opcode != "tuple":
+                refs[ins.name] = f"o{len(ops)}"
+                ops.append(BodyOp(ins.opcode, ins.attrs.get("direction"), tuple(refs.get(o, "c") for o in ins.operands)))
+        root = self.root(comp)
+        roots = [refs[o] for o in root.operands] if root.opcode == "tuple" else [refs[root.name]]
+        return Body(tuple(ops), tuple(roots))
+
+    def provenance(self, ins: Instruction) -> dict:
+        """Where the instruction came from: XLA's op_name and the source frame."""
+        attrs = {}
+        meta = _metadata(ins.attrs.get("metadata", ""))
         if "op_name" in meta:
             attrs["op_name"] = meta["op_name"].strip('"')
         if "stack_frame_id" in meta and int(meta["stack_frame_id"]) in self.frames:
             attrs["source"] = str(self.frames[int(meta["stack_frame_id"])])
         return attrs
-
-
-
-def _provenance(attrs: dict) -> dict:
-    return {k: attrs[k] for k in ("op_name", "source") if k in attrs}
 
 
 def _literal(text: str) -> Arg:
@@ -406,85 +448,584 @@ def _literal(text: str) -> Arg:
 # --- forms shared by HLO and StableHLO ----------------------------------------------------
 
 
-def normalize(node: Node, opcode: str, operands: list[tuple[str, tuple[int, ...]]], spec: str) -> list[Node]:
-    """The node(s) `node` becomes under the common view's conventions. `spec` is the text its
-    dimension numbers / window are read from (the HLO instruction, or StableHLO's attributes);
-    `operands` holds each operand's (dtype, dims)."""
-    inputs = node.inputs
-    if opcode in ("reduce", "reduce-window"):
-        node.inputs = inputs = inputs[: len(inputs) // 2]  # the reduced operands; their init values follow
-    if opcode in ("broadcast", "convert") and inputs and not isinstance(inputs[0], str):
-        out = node.outputs[0]
-        node.op, node.attrs, node.inputs = "full", {**full_attrs(out.shape, inputs[0], out.dtype), **_provenance(node.attrs)}, []
-    elif opcode == "reduce-window":
-        return _reduce_window(node, operands[0][1], spec)
-    elif opcode in ("gather", "scatter"):
-        return _row_indexing(node, opcode, operands, spec)
-    return [node]
+@dataclass(frozen=True)
+class BodyOp:
+    opcode: str  # HLO spelling
+    direction: str | None  # of a compare
+    operands: tuple[str, ...]  # "p<k>" a parameter, "c" a constant, "o<i>" the body's i-th op
+
+
+@dataclass(frozen=True)
+class Body:
+    """A computation an op applies (a reduction's, a scatter's, a sort's comparator), as a small
+    graph over its parameters, so the conversion can tell what it computes."""
+
+    ops: tuple[BodyOp, ...]
+    roots: tuple[str, ...]
+
+    def binary(self) -> str | None:
+        """The op of a one-op body `op(p0, p1)` (either order), else None."""
+        if len(self.ops) == 1 and self.roots == ("o0",) and sorted(self.ops[0].operands) == ["p0", "p1"]:
+            return self.ops[0].opcode
+        return None
+
+    def returns(self) -> str | None:
+        return self.roots[0] if len(self.roots) == 1 else None
+
+    def params_of(self, ref: str) -> frozenset[int]:
+        if ref.startswith("p"):
+            return frozenset({int(ref[1:])})
+        if ref.startswith("o"):
+            return frozenset().union(*(self.params_of(r) for r in self.ops[int(ref[1:])].operands))
+        return frozenset()
+
+    def canonicalizes_nan(self) -> bool:
+        """Whether it replaces NaNs (found by x != x) before comparing, as jax's sort comparator does."""
+        return any(o.opcode == "compare" and o.direction == "NE" and o.operands[0] == o.operands[1]
+                   for o in self.ops)
+
+    def comparison(self) -> tuple[str, int, int] | None:
+        """A comparator `f(a) <dir> f(b)` with f an order-keeping canonicalization (selects,
+        bitcasts, xors with constants, as jax writes -0 -> 0 and NaN -> NaN): (direction,
+        the parameter on the left, the one on the right); None for anything else."""
+        root = self.returns()
+        if root is None or not root.startswith("o"):
+            return None
+        op = self.ops[int(root[1:])]
+        if op.opcode != "compare" or op.direction not in ("LT", "GT") or not all(
+                o.opcode in _CANONICALIZING for o in self.ops):
+            return None
+        left, right = (self.params_of(r) for r in op.operands)
+        if len(left) != 1 or len(right) != 1:
+            return None
+        return op.direction, next(iter(left)), next(iter(right))
+
+
+# ops a comparator may apply to each side before comparing (jax's total-order canonicalization)
+_CANONICALIZING = frozenset({"compare", "select", "bitcast", "bitcast-convert", "xor", "convert"})
+
+
+@dataclass
+class XlaOp:
+    """One HLO instruction or StableHLO op, as the conversion reads it."""
+
+    id: str
+    opcode: str  # HLO spelling
+    native: str
+    scope: str
+    inputs: list[Arg]  # value names or literals, tuples flattened
+    metas: list[TensorMeta]  # per input
+    outs: list[TensorMeta]
+    spec: str  # the attributes as text: HLO's own, or StableHLO's `key = value`, joined
+    bodies: dict[str, Body]  # to_apply / select / scatter / called_computations
+    provenance: dict
+    iotas: dict[str, int]  # value name -> the dim an iota counts along
+    attr_keys: set[str]
+    target: str = ""  # a custom call's target
+    layouts: tuple = ()  # a bitcast's (operand, result) layouts, minor-to-major
+
+    def one(self, e: Emitter, op: str, inputs: list[Arg] | None = None, **attrs) -> None:
+        e.node(op, self.inputs if inputs is None else inputs, self.outs, final=True, **attrs)
+
+    def ints(self, *keys: str) -> list[int] | None:
+        """The first of `keys` present in the spec, as ints."""
+        for key in keys:
+            found = _spec_ints(self.spec, key)
+            if found is not None:
+                return found
+        return None
+
+    def word(self, *keys: str) -> str | None:
+        for key in keys:
+            found = re.search(rf"\b{key}\s*=\s*(?:#[\w.]+<\w+\s+)?\"?([\w$\-.]+)", self.spec)
+            if found:
+                return found.group(1)
+        return None
+
+
+# Attributes that do not change what an op computes: provenance, layout and precision hints.
+_IGNORED_ATTRS = frozenset({
+    "metadata", "sharding", "frontend_attributes", "backend_config", "statistics", "control-predecessors", "origin",
+    "operand_precision", "precision_config", "result_accuracy", "algorithm", "indices_are_sorted", "unique_indices",
+    "mhlo.sharding", "mhlo.frontend_attributes", "mhlo.layout_mode", "output_operand_aliases",
+    "api_version", "schedule", "operand_layout_constraints", "result_layout", "custom_call_has_side_effect",
+})
+
+
+def convert(op: XlaOp) -> list[Node]:
+    """The canonical nodes of one op; an op the vocabulary cannot express exactly is one
+    `unknown:<opcode>` node with the reason in attrs."""
+    e = Emitter(op.id, op.native, op.scope, dict(op.provenance))
+    reason = CLASSIFIED.get(op.opcode)
+    if reason is None:
+        handler, reads = HANDLERS.get(op.opcode, (None, frozenset()))
+        unread = sorted(op.attr_keys - reads - _IGNORED_ATTRS)
+        if handler is None:
+            reason = "no canonical op for this opcode"
+        elif unread:
+            reason = f"attributes not mapped: {', '.join(unread)}"
+        else:
+            try:
+                handler(e, op)
+            except Unmapped as err:
+                reason = str(err)
+    if reason is not None:
+        attrs = {**op.provenance, "reason": reason, **({"target": op.target} if op.target else {})}
+        return [Node(op.id, UNKNOWN_PREFIX + op.opcode, op.inputs, op.outs, attrs, native=op.native, scope=op.scope)]
+    return e.nodes
 
 
 def _spec_ints(spec: str, key: str) -> list[int] | None:
-    """`key={1,2}`, `key = [1, 2]`, `key = array<i64: 1, 2>` or `key=2` in `spec`."""
-    found = re.search(rf"\b{key}\s*=\s*(\{{[^}}]*\}}|\[[^\]]*\]|array<i64(?::[^>]*)?>|-?\d+)", spec)
+    """`key={1,2}`, `key = [1, 2]`, `key = array<i64: 1, 2>`, `key = dense<[[1, 2]]>` or `key=2` in `spec`."""
+    found = re.search(rf"\b{key}\s*=\s*(\{{[^}}]*\}}|\[[^\]]*\]|array<i64(?::[^>]*)?>|dense<[^>]*>|-?\d+)", spec)
     if found is None:
         return None
-    return _int_list(found.group(1).replace("i64", ""))
+    return _int_list(found.group(1).replace("i64", "").replace("dense<", "").split(":")[0] if "dense<" in found.group(1)
+                     else found.group(1).replace("i64", ""))
 
 
-def _row_indexing(node: Node, opcode: str, operands: list[tuple[str, tuple[int, ...]]], spec: str) -> list[Node]:
-    """gather / scatter(add) along dim 0 as canonical `take` / `index_add` (attrs dim=0, indices
-    without a trailing index-vector dim); any other form stays `unknown:`."""
-    (_, operand), (index_dtype, indices) = operands[0], operands[1]
-    vector_dim = _spec_ints(spec, "index_vector_dim")
-    vector_dim = len(indices) if vector_dim is None else vector_dim[0]
-    if opcode == "gather":
-        rows = node.op == "take" and is_row_gather(
-            operand, indices, _spec_ints(spec, "offset_dims") or [], _spec_ints(spec, "collapsed_slice_dims") or [],
-            _spec_ints(spec, "start_index_map") or [], _spec_ints(spec, "slice_sizes") or [], vector_dim)
+def _kind(dtype: str) -> int:
+    return 0 if dtype == "bool" else 1 if dtype.startswith(("int", "uint")) else 2
+
+
+def _rename(op: str):
+    def handle(e: Emitter, x: XlaOp) -> None:
+        x.one(e, op)
+    return handle
+
+
+def _by_dtype(e: Emitter, x: XlaOp) -> None:
+    op = BY_DTYPE[x.opcode][_kind(x.metas[0].dtype)]
+    if not op:
+        raise Unmapped(f"{x.opcode} of {x.metas[0].dtype}")
+    x.one(e, op, **({"rounding_mode": "trunc"} if x.opcode == "divide" and _kind(x.metas[0].dtype) == 1 else {}))
+
+
+def _compare(e: Emitter, x: XlaOp) -> None:
+    direction = x.word("direction", "comparison_direction")
+    kind = x.word("type", "compare_type") or ""
+    if kind == "TOTALORDER" and _kind(x.metas[0].dtype) == 2:
+        raise Unmapped("a total-order compare of floats (-0 < +0, NaNs ordered)")
+    if direction not in _COMPARE:
+        raise Unmapped(f"compare direction {direction}")
+    x.one(e, _COMPARE[direction])
+
+
+def _clamp(e: Emitter, x: XlaOp) -> None:
+    lo, value, hi = x.inputs
+    x.one(e, "clamp", [value, lo, hi])
+
+
+def _literal_or(op: str, attrs):
+    """broadcast / convert: of a literal, a `full`."""
+    def handle(e: Emitter, x: XlaOp) -> None:
+        out = x.outs[0]
+        if not isinstance(x.inputs[0], str):
+            x.one(e, "full", [], **full_attrs(out.shape, x.inputs[0], out.dtype))
+        else:
+            x.one(e, op, **attrs(x))
+    return handle
+
+
+def _shape_of(e: Emitter, x: XlaOp) -> None:
+    out = x.outs[0]
+    if not isinstance(x.inputs[0], str):  # a literal, reshaped: a `full`
+        x.one(e, "full", [], **full_attrs(out.shape, x.inputs[0], out.dtype))
     else:
-        rows = node.op == "index_add" and is_row_scatter_add(
-            operand, indices, _spec_ints(spec, "update_window_dims") or [],
-            _spec_ints(spec, "inserted_window_dims") or [], _spec_ints(spec, "scatter_dims_to_operand_dims") or [],
-            vector_dim)
-    if not rows:
-        node.op = UNKNOWN_PREFIX + opcode
-        return [node]
-    node.attrs = {"dim": 0, **_provenance(node.attrs)}
-    nodes = [node]
-    if vector_dim < len(indices):
-        index = TensorMeta(f"{node.outputs[0].name}.index", tuple(indices[:vector_dim]), index_dtype)
-        nodes.insert(0, Node(f"{node.id}.index", "reshape", [node.inputs[1]], [index], {"shape": list(index.shape)},
-                             native=node.native, scope=node.scope))
-        node.inputs = [node.inputs[0], index.name, *node.inputs[2:]]
-    out = node.outputs[0]
-    rows = (*indices[:vector_dim], *operand[1:])
-    if opcode == "gather" and out.shape != rows:  # XLA kept the size-1 row dim: gather rows, then reshape
-        node.outputs = [TensorMeta(f"{out.name}.rows", rows, out.dtype)]
-        nodes.append(Node(f"{node.id}.rows", "reshape", [node.outputs[0].name], [out], {"shape": list(out.shape)},
-                          native=node.native, scope=node.scope))
-    return nodes
+        x.one(e, "reshape", shape=list(out.shape))
 
 
-def _reduce_window(node: Node, operand: tuple[int, ...], spec: str) -> list[Node]:
-    """XLA's CPU backend splits reductions into reduce-window + reduce. A window that tiles the
-    operand exactly (stride = size, no padding) is a reshape into (outer, window) pairs and a
-    reduction over the window dims; any other window stays `unknown:reduce-window`."""
-    window = re.search(r"size=([\dx]+)(?:\s+stride=([\dx]+))?", spec)
-    sizes = [int(x) for x in window.group(1).split("x")] if window else (_spec_ints(spec, "window_dimensions") or [])
-    strides = ([int(x) for x in window.group(2).split("x")] if window and window.group(2)
-               else (_spec_ints(spec, "window_strides") or sizes))
-    tiles = (len(sizes) == len(operand) and sizes == strides and "pad=" not in spec and "padding" not in spec
-             and all(d % w == 0 for d, w in zip(operand, sizes)))
-    if not tiles or node.op not in _REDUCE_BY_BODY.values():
-        node.op = UNKNOWN_PREFIX + "reduce-window"
-        return [node]
-    split = [x for d, w in zip(operand, sizes) for x in (d // w, w)]
-    value = TensorMeta(f"{node.outputs[0].name}.windows", tuple(split), node.outputs[0].dtype)
-    reshape = Node(f"{node.id}.windows", "reshape", node.inputs, [value], {"shape": split},
-                   native=node.native, scope=node.scope)
-    node.inputs = [value.name]
-    node.attrs = {"dims": list(range(1, len(split), 2)), "keepdim": False, **_provenance(node.attrs)}
-    return [reshape, node]
+def _bitcast(e: Emitter, x: XlaOp) -> None:
+    """A bitcast reads the operand's buffer in the result's shape and layout: a reshape between
+    row-major layouts; else the operand's dims in memory order, reshaped to the result's dims
+    in memory order, then put back in the result's logical order."""
+    (src, dst), value, out = x.layouts or ((), ()), x.metas[0], x.outs[0]
+    if not isinstance(x.inputs[0], str):
+        x.one(e, "full", [], **full_attrs(out.shape, x.inputs[0], out.dtype))
+        return
+    major_in = list(reversed(src)) or list(range(len(value.shape)))
+    major_out = list(reversed(dst)) or list(range(len(out.shape)))
+    if major_in == sorted(major_in) and major_out == sorted(major_out):
+        x.one(e, "reshape", shape=list(out.shape))
+        return
+    memory = e.permute(x.inputs[0], value.shape, value.dtype, major_in)
+    flat = e.reshape(memory, [out.shape[d] for d in major_out], out.dtype)
+    e.permute(flat, [out.shape[d] for d in major_out], out.dtype, [major_out.index(d) for d in range(len(major_out))],
+              out)
+
+
+def _slice(e: Emitter, x: XlaOp) -> None:
+    ranges = re.search(r"slice=\{([^}]*)\}", x.spec)
+    if ranges:
+        parts = [_int_list(r) for r in re.findall(r"\[([^\]]*)\]", ranges.group(1))]
+        start, limit, step = [r[0] for r in parts], [r[1] for r in parts], [r[2] if len(r) > 2 else 1 for r in parts]
+    else:
+        start, limit = x.ints("start_indices"), x.ints("limit_indices")
+        step = x.ints("strides") or [1] * len(start)
+    x.one(e, "slice", start=start, limit=limit, step=step)
+
+
+def _pad(e: Emitter, x: XlaOp) -> None:
+    found = re.search(r"padding=([\d_\-x]+)", x.spec)
+    if found:  # lo_hi[_interior] per dim, x-separated
+        config = [[int(v) for v in dim.split("_")] + [0] * (3 - len(dim.split("_"))) for dim in found.group(1).split("x")]
+    else:
+        config = [list(c) for c in zip(x.ints("edge_padding_low"), x.ints("edge_padding_high"),
+                                       x.ints("interior_padding"))]
+    x.one(e, "pad", padding=config)
+
+
+def _dot(e: Emitter, x: XlaOp) -> None:
+    if "dot_dimension_numbers" in x.spec:
+        dn = x.spec[x.spec.index("dot_dimension_numbers"):]
+        field_ = lambda key: _int_list(m.group(1)) if (m := re.search(key + r"\s*=\s*\[([^\]]*)\]", dn)) else []
+        lc, rc = field_("lhs_contracting_dimensions"), field_("rhs_contracting_dimensions")
+        lb, rb = field_("lhs_batching_dimensions"), field_("rhs_batching_dimensions")
+    else:
+        lc, rc = x.ints("lhs_contracting_dims") or [], x.ints("rhs_contracting_dims") or []
+        lb, rb = x.ints("lhs_batch_dims") or [], x.ints("rhs_batch_dims") or []
+    _matmul(e, x, lc, rc, lb, rb)
+
+
+def _matmul(e: Emitter, x: XlaOp, lc, rc, lb, rb) -> None:
+    out = x.outs[0]
+    inputs = [v if m.dtype == out.dtype or not isinstance(v, str) else
+              e.emit("convert", [v], m.shape, out.dtype, dtype=out.dtype)  # accumulated in the result's dtype
+              for v, m in zip(x.inputs[:2], x.metas[:2])]
+    attrs = matmul_attrs(len(x.metas[0].shape), len(x.metas[1].shape), lc, rc, lb, rb)
+    e.emit("matmul", inputs, out.shape, out.dtype, out, **attrs)
+
+
+def _reduce(e: Emitter, x: XlaOp) -> None:
+    """A reduction whose body is one add/multiply/maximum/minimum (and/or: logical or bitwise):
+    the canonical reduction, and its init combined in unless it is the op's identity."""
+    if len(x.outs) == 2:
+        _arg_reduce(e, x)
+        return
+    if len(x.outs) != 1:
+        raise Unmapped("a reduction of several operands")
+    body = x.bodies.get("to_apply")
+    op = body.binary() if body else None
+    value, init = x.inputs
+    out = x.outs[0]
+    dims = sorted(x.ints("dimensions") or [])
+    if op in ("and", "or", "xor"):
+        reduce = {"and": ("all", "reduce_and"), "or": ("any", "reduce_or"), "xor": ("", "reduce_xor")}[op]
+        reduce = reduce[0] if out.dtype == "bool" and reduce[0] else reduce[1]
+        identity = {"and": True if out.dtype == "bool" else -1, "or": False if out.dtype == "bool" else 0,
+                    "xor": False if out.dtype == "bool" else 0}[op]
+        combine = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor"}[op]
+    else:
+        reduce = forms.REDUCTION_BY_BODY.get(op or "")
+        if reduce is None:
+            raise Unmapped("a reduction body other than one add, multiply, maximum, minimum, and, or, xor")
+        identity = forms.identity_of(reduce, out.dtype)
+        combine = {"sum": "add", "prod": "mul", "amax": "maximum", "amin": "minimum"}[reduce]
+    if not isinstance(init, str) and init == identity:
+        forms.emit_accumulating(e, reduce, [value], out, dims=dims, keepdim=False)
+        return
+    part = forms.emit_accumulating(e, reduce, [value], e.fresh(out.shape, out.dtype), False, dims=dims,
+                                     keepdim=False)
+    e.emit(combine, [part, init], out.shape, out.dtype, out)
+
+
+def _arg_reduce(e: Emitter, x: XlaOp) -> None:
+    """jax's argmax / argmin: a reduction of (values, an iota along the dim) whose body keeps the
+    greater (smaller) value, a NaN first, the lower index on ties; inits -inf (inf) and 0. It
+    gives the max (min) and its first index."""
+    body = x.bodies.get("to_apply")
+    values, index, value_init, index_init = x.inputs
+    dims = x.ints("dimensions") or []
+    if body is None or len(dims) != 1 or x.iotas.get(index) != dims[0] or index_init != 0:
+        raise Unmapped("a reduction of several operands other than an argmax / argmin")
+    compares = {(o.direction, o.operands) for o in body.ops if o.opcode == "compare"}
+    kinds = {o.opcode for o in body.ops}
+    tie = ("LT", ("p1", "p3")) in compares and ("EQ", ("p0", "p2")) in compares
+    which = [d for d in ("GT", "LT") if (d, ("p0", "p2")) in compares]
+    if not tie or len(which) != 1 or not kinds <= {"compare", "or", "and", "select"} or len(body.roots) != 2:
+        raise Unmapped("a reduction of several operands other than an argmax / argmin")
+    reduce, arg = ("amax", "argmax") if which[0] == "GT" else ("amin", "argmin")
+    if value_init != forms.identity_of(reduce, x.metas[0].dtype):
+        raise Unmapped(f"an {arg} whose initial value is not the identity")
+    best, where = x.outs
+    e.emit(reduce, [values], best.shape, best.dtype, best, dims=dims, keepdim=False)
+    e.emit(arg, [values], where.shape, where.dtype, where, dim=dims[0], keepdim=False)
+
+
+def _window(x: XlaOp, rank: int) -> tuple[list[int], list[int], list[list[int]], list[int], list[int]]:
+    """(size, stride, [lo, hi] padding, base dilation, window dilation) of HLO's `window={...}`
+    or StableHLO's attributes."""
+    found = re.search(r"window=\{([^}]*)\}", x.spec)
+    if found:
+        fields = dict(re.findall(r"(\w+)=([\w\-]+)", found.group(1)))
+        per_dim = lambda key, default: [int(v) for v in fields[key].split("x")] if key in fields else [default] * rank
+        size = per_dim("size", 1)
+        pads = [[int(v) for v in p.split("_")] for p in fields["pad"].split("x")] if "pad" in fields else [[0, 0]] * rank
+        if "rhs_reversal" in fields and "1" in fields["rhs_reversal"]:
+            raise Unmapped("a reversed window")
+        return size, per_dim("stride", 1), pads, per_dim("lhs_dilate", 1), per_dim("rhs_dilate", 1)
+    size = x.ints("window_dimensions") or [1] * rank
+    pads = x.ints("padding") or [0]
+    pads = pads * (2 * rank) if len(pads) == 1 else pads  # a splat: dense<0>
+    pads = [pads[i:i + 2] for i in range(0, len(pads), 2)]
+    return (size, x.ints("window_strides") or [1] * rank, pads, x.ints("base_dilations") or [1] * rank,
+            x.ints("window_dilations") or [1] * rank)
+
+
+def _reduce_window(e: Emitter, x: XlaOp) -> None:
+    if len(x.outs) != 1:
+        raise Unmapped("a windowed reduction of several operands")
+    body = x.bodies.get("to_apply")
+    reduce = forms.REDUCTION_BY_BODY.get((body.binary() if body else None) or "")
+    if reduce is None:
+        raise Unmapped("a window body other than one add, multiply, maximum or minimum")
+    value, init = x.inputs
+    size, stride, pads, base, dil = _window(x, len(x.metas[0].shape))
+    form = forms.WindowForm(reduce, tuple(size), tuple(stride), tuple(map(tuple, pads)), tuple(base), tuple(dil))
+    forms.expand_reduce_window(e, value, x.metas[0], init, form, x.outs[0])
+
+
+def _select_and_scatter(e: Emitter, x: XlaOp) -> None:
+    """select-and-scatter with a `>=` / `<=` selection of two parameters and an adding scatter
+    into zeros: max (min) pooling's gradient."""
+    select, scatter = x.bodies.get("select"), x.bodies.get("scatter")
+    operand, source, init = x.inputs
+    chooser = select.ops[0] if select and len(select.ops) == 1 and select.roots == ("o0",) else None
+    if not (chooser and chooser.opcode == "compare" and chooser.operands == ("p0", "p1")
+            and chooser.direction in ("GE", "LE") and scatter and scatter.binary() == "add"
+            and not isinstance(init, str) and init == 0):
+        raise Unmapped("a selection other than >= or <=, or a scatter other than an add into zeros")
+    size, stride, pads, base, dil = _window(x, len(x.metas[0].shape))
+    if any(d != 1 for d in base + dil):
+        raise Unmapped("a dilated selection window")
+    x.one(e, "select_and_scatter_add", [source, operand], select=chooser.direction.lower(), window=size, strides=stride,
+          padding=pads)
+
+
+def _gather(e: Emitter, x: XlaOp) -> None:
+    operand, indices = x.metas[0], x.metas[1]
+    vector_dim = x.ints("index_vector_dim")
+    form = forms.GatherForm(
+        tuple(x.ints("offset_dims") or []), tuple(x.ints("collapsed_slice_dims") or []),
+        tuple(x.ints("start_index_map") or []), tuple(x.ints("slice_sizes") or []),
+        len(indices.shape) if vector_dim is None else vector_dim[0],
+        tuple(x.ints("operand_batching_dims") or []), tuple(x.ints("start_indices_batching_dims") or []),
+        mode="clip")  # XLA clamps a gather's start indices into the operand
+    forms.expand_gather(e, x.inputs[0], _named(x, 0), x.inputs[1], _named(x, 1), form, x.outs[0])
+
+
+_SCATTER_BODIES = {"add": "add", "multiply": "mul", "maximum": "max", "minimum": "min"}
+
+
+def _scatter(e: Emitter, x: XlaOp) -> None:
+    if len(x.outs) != 1:
+        raise Unmapped("a scatter of several operands")
+    body = x.bodies.get("to_apply")
+    kind = ("set" if body and body.returns() == "p1" else
+            "sub" if body and body.binary() == "subtract" and body.ops[0].operands == ("p0", "p1") else
+            _SCATTER_BODIES.get((body.binary() if body else None) or ""))
+    if kind is None:
+        raise Unmapped("a scatter body other than the update or one add, subtract, multiply, maximum, minimum")
+    vector_dim = x.ints("index_vector_dim")
+    form = forms.ScatterForm(
+        tuple(x.ints("update_window_dims") or []), tuple(x.ints("inserted_window_dims") or []),
+        tuple(x.ints("scatter_dims_to_operand_dims") or []),
+        len(x.metas[1].shape) if vector_dim is None else vector_dim[0], kind,
+        tuple(x.ints("input_batching_dims") or []), tuple(x.ints("scatter_indices_batching_dims") or []),
+        mode="drop")  # XLA skips an update whose window is out of bounds
+    forms.expand_scatter(e, x.inputs[0], _named(x, 0), x.inputs[1], _named(x, 1), x.inputs[2], _named(x, 2), form,
+                         x.outs[0])
+
+
+def _named(x: XlaOp, k: int) -> TensorMeta:
+    meta = x.metas[k]
+    return TensorMeta(x.inputs[k] if isinstance(x.inputs[k], str) else "", meta.shape, meta.dtype)
+
+
+def _dynamic_slice(e: Emitter, x: XlaOp) -> None:
+    x.one(e, "dynamic_slice", sizes=x.ints("dynamic_slice_sizes", "slice_sizes"))
+
+
+def _sort(e: Emitter, x: XlaOp) -> None:
+    """A sort whose comparator compares the first operand's two elements (LT ascending, GT
+    descending); the other operands follow the permutation."""
+    body = x.bodies.get("to_apply")
+    cmp = body.comparison() if body else None
+    if cmp is None or {cmp[1], cmp[2]} != {0, 1}:
+        raise Unmapped("a comparator other than < or > of the first operand's elements")
+    descending = (cmp[0] == "GT") == (cmp[1] == 0)
+    dim = (x.ints("dimensions", "dimension") or [len(x.metas[0].shape) - 1])[0]
+    stable = bool(re.search(r"is_stable\s*=\s*true", x.spec))
+    if not all(isinstance(v, str) for v in x.inputs):
+        raise Unmapped("a sort of a literal")
+    iotas = {v for v in x.inputs[1:] if x.iotas.get(v) == dim}
+    floats = not x.metas[0].dtype.startswith(("int", "uint", "bool"))
+    forms.expand_sort(e, x.inputs, x.metas, x.outs, dim, descending, stable, iotas,
+                      total_order=floats and not body.canonicalizes_nan())
+
+
+def _top_k(e: Emitter, x: XlaOp) -> None:
+    """chlo.top_k / HLO topk, and the CPU's TopK custom call (its comparator: greater-than)."""
+    comparator = x.bodies.get("called_computations")
+    largest = True
+    if comparator is not None:
+        cmp = comparator.comparison()
+        if cmp is None or {cmp[1], cmp[2]} != {0, 1}:
+            raise Unmapped("a top-k comparator other than > or <")
+        largest = (cmp[0] == "GT") == (cmp[1] == 0)
+    if re.search(r"largest\s*=\s*false", x.spec):
+        largest = not largest
+    k = x.outs[0].shape[-1]
+    e.node("topk", x.inputs, x.outs, final=True, k=k, dim=len(x.metas[0].shape) - 1, largest=largest, sorted=True)
+
+
+def _custom_call(e: Emitter, x: XlaOp) -> None:
+    if x.target == "TopK":
+        _top_k(e, x)
+    elif x.target in _GEMM_TARGETS:
+        _gemm(e, x)
+    else:
+        raise Unmapped(f"custom call {x.target or '(no target)'}: no canonical op")
+
+
+# cuBLAS / cuBLASLt GEMMs XLA calls on GPUs; their backend_config holds the dot dimension numbers
+_GEMM_TARGETS = {"__cublas$gemm", "__cublas$lt$matmul"}
+
+
+def _gemm(e: Emitter, x: XlaOp) -> None:
+    """A library GEMM: `gemm_backend_config` names its dot dimensions, alpha, beta (beta != 0 adds
+    a third operand) and epilogue. Only alpha 1, beta 0 and no epilogue is a plain matmul."""
+    config = x.spec
+    number = lambda key: float(m.group(1)) if (m := re.search(rf'"{key}"\s*:\s*"?(-?[\d.e+-]+)', config)) else None
+    epilogue = re.search(r'"epilogue"\s*:\s*"(\w+)"', config)
+    if number("alpha_real") not in (None, 1.0) or number("alpha_imag") not in (None, 0.0):
+        raise Unmapped("a GEMM scaled by alpha")
+    if number("beta") not in (None, 0.0):
+        raise Unmapped("a GEMM adding beta times an operand")
+    if epilogue and epilogue.group(1) != "DEFAULT":
+        raise Unmapped(f"a GEMM with a {epilogue.group(1)} epilogue")
+    dims = lambda key: [int(v) for v in re.findall(r'"?(\d+)"?', m.group(1))] if (
+        m := re.search(rf'"{key}"\s*:\s*\[([^\]]*)\]', config)) else []
+    if not re.search(r'"lhs_contracting_dimensions"', config):
+        raise Unmapped("a GEMM without dot dimension numbers")
+    outs = [o for o in x.outs if o.dtype not in ("int8", "uint8")][:1]  # the workspace result is scratch
+    if len(x.inputs) != 2 or not outs:
+        raise Unmapped("a GEMM of other than two operands")
+    x = XlaOp(x.id, x.opcode, x.native, x.scope, x.inputs, x.metas, outs, x.spec, x.bodies, x.provenance, x.iotas,
+              x.attr_keys, x.target)
+    _matmul(e, x, dims("lhs_contracting_dimensions"), dims("rhs_contracting_dimensions"),
+            dims("lhs_batch_dimensions"), dims("rhs_batch_dimensions"))
+
+
+def _conv_labels(x: XlaOp) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """HLO's `dim_labels=b01f_01io->b01f` or StableHLO's `[b, 0, f]x[0, i, o]->[b, 0, f]` as
+    (lhs, rhs, out) specs: dim indices of (batch / out feature, feature / in feature, *spatial)."""
+    found = re.search(r"dim_labels=(\w+)_(\w+)->(\w+)", x.spec)
+    if found:
+        labels = [list(part) for part in found.groups()]
+    else:
+        found = re.search(r"\[([^\]]*)\]x\[([^\]]*)\]->\[([^\]]*)\]", x.spec)
+        if found is None:
+            raise Unmapped("no convolution dimension labels")
+        labels = [[t.strip() for t in part.split(",")] for part in found.groups()]
+
+    def spec(tokens, first, second):
+        spatial = sorted((t for t in tokens if t.isdigit()), key=int)
+        return tuple(tokens.index(t) for t in [first, second, *spatial])
+    return spec(labels[0], "b", "f"), spec(labels[1], "o", "i"), spec(labels[2], "b", "f")
+
+
+def _convolution(e: Emitter, x: XlaOp) -> None:
+    lhs_spec, rhs_spec, out_spec = _conv_labels(x)
+    n = len(lhs_spec) - 2
+    size, stride, pads, lhs_dil, rhs_dil = _window(x, n)
+    if "window_strides" in x.spec or "lhs_dilation" in x.spec:  # StableHLO's attributes
+        stride = x.ints("window_strides") or [1] * n
+        lhs_dil, rhs_dil = x.ints("lhs_dilation") or [1] * n, x.ints("rhs_dilation") or [1] * n
+        if re.search(r"window_reversal\s*=\s*array<i1:[^>]*true", x.spec):
+            raise Unmapped("a reversed window")
+    form = forms.ConvForm(lhs_spec, rhs_spec, out_spec, tuple(stride), tuple(map(tuple, pads)), tuple(lhs_dil),
+                          tuple(rhs_dil), (x.ints("feature_group_count") or [1])[0],
+                          (x.ints("batch_group_count") or [1])[0])
+    forms.expand_conv(e, x.inputs[0], _named(x, 0), x.inputs[1], _named(x, 1), form, x.outs[0])
+
+
+def _shift(kind: str):
+    def handle(e: Emitter, x: XlaOp) -> None:
+        forms.expand_shift(e, kind, x.inputs, x.metas, x.outs[0])
+    return handle
+
+
+def _reduce_precision(e: Emitter, x: XlaOp) -> None:
+    x.one(e, "reduce_precision", exponent_bits=x.ints("exponent_bits")[0], mantissa_bits=x.ints("mantissa_bits")[0])
+
+
+def _bitcast_convert(e: Emitter, x: XlaOp) -> None:
+    forms.emit_bitcast(e, x.inputs[0], x.metas[0], x.outs[0])
+
+
+def _iota(e: Emitter, x: XlaOp) -> None:
+    out = x.outs[0]
+    x.one(e, "iota", [], shape=list(out.shape), dim=x.ints("iota_dimension")[0], dtype=out.dtype)
+
+
+# opcode -> (handler, the attributes it reads; both IRs' spellings)
+HANDLERS: dict[str, tuple[Any, frozenset]] = {}
+
+
+def _register(opcodes, handler, reads=()):
+    for opcode in ([opcodes] if isinstance(opcodes, str) else opcodes):
+        HANDLERS[opcode] = (handler, frozenset(reads))
+
+
+for _opcode, _op in OPCODES.items():
+    _register(_opcode, _rename(_op))
+_register(list(BY_DTYPE), _by_dtype)
+_register("compare", _compare, ("direction", "type", "comparison_direction", "compare_type"))
+_register("clamp", _clamp)
+_register("broadcast", _literal_or("broadcast", lambda x: {
+    "shape": list(x.outs[0].shape), "broadcast_dims": x.ints("dimensions", "broadcast_dimensions") or []}),
+    ("dimensions", "broadcast_dimensions"))
+_register("convert", _literal_or("convert", lambda x: {"dtype": x.outs[0].dtype}))
+_register("reshape", _shape_of)
+_register("bitcast", _bitcast)
+_register("transpose", lambda e, x: x.one(e, "permute", perm=x.ints("dimensions", "permutation")),
+          ("dimensions", "permutation"))
+_register("reverse", lambda e, x: x.one(e, "flip", dims=x.ints("dimensions")), ("dimensions",))
+_register("concatenate", lambda e, x: x.one(e, "concat", dim=x.ints("dimensions", "dimension")[0]),
+          ("dimensions", "dimension"))
+_register("slice", _slice, ("slice", "start_indices", "limit_indices", "strides"))
+_register("pad", _pad, ("padding", "edge_padding_low", "edge_padding_high", "interior_padding"))
+_register("iota", _iota, ("iota_dimension",))
+_register("dot", _dot, ("lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims",
+                        "dot_dimension_numbers"))
+_register("reduce", _reduce, ("dimensions", "to_apply"))
+_register("reduce-window", _reduce_window, ("window", "to_apply", "window_dimensions", "window_strides", "padding",
+                                            "base_dilations", "window_dilations"))
+_register("select-and-scatter", _select_and_scatter, ("window", "select", "scatter", "window_dimensions",
+                                                       "window_strides", "padding"))
+_register("gather", _gather, ("offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim",
+                              "slice_sizes", "operand_batching_dims", "start_indices_batching_dims",
+                              "dimension_numbers"))
+_register("scatter", _scatter, ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
+                                "index_vector_dim", "input_batching_dims", "scatter_indices_batching_dims",
+                                "to_apply", "scatter_dimension_numbers"))
+_register("dynamic-slice", _dynamic_slice, ("dynamic_slice_sizes", "slice_sizes"))
+_register("dynamic-update-slice", lambda e, x: x.one(e, "dynamic_update_slice"))
+_register("sort", _sort, ("dimensions", "dimension", "is_stable", "to_apply"))
+_register(["top-k", "topk"], _top_k, ("k", "largest"))
+_register("custom-call", _custom_call, ("custom_call_target", "called_computations", "call_target_name",
+                                        "backend_config", "has_side_effect"))
+_register("convolution", _convolution, ("window", "dim_labels", "feature_group_count", "batch_group_count",
+                                        "dimension_numbers", "window_strides", "padding", "lhs_dilation",
+                                        "rhs_dilation", "window_reversal"))
+_register("shift-right-arithmetic", _shift("right_arithmetic"))
+_register("shift-right-logical", _shift("right_logical"))
+_register("shift-left", _shift("left"))
+_register("reduce-precision", _reduce_precision, ("exponent_bits", "mantissa_bits"))
+_register("bitcast-convert", _bitcast_convert)
+_register("polygamma", lambda e, x: polygamma_of(e, x.inputs, x.outs))  # chlo.polygamma
+_register("square", lambda e, x: x.one(e, "pow", [x.inputs[0], 2]))  # chlo.square
 
 
 # --- StableHLO ----------------------------------------------------------------------------
@@ -512,16 +1053,12 @@ def _mlir_meta(name: str, type_) -> TensorMeta:
     return TensorMeta(name, shape, canonical_dtype(str(getattr(type_, "element_type", type_))))
 
 
-def _mlir_ints(attr) -> list[int]:
-    return [int(x) for x in attr]
-
-
 @dataclass
 class _MlirReader:
     funcs: dict[str, Any]  # symbol name -> func.func op
     nodes: list[Node] = field(default_factory=list)
     inputs: list[TensorMeta] = field(default_factory=list)
-
+    iotas: dict[str, int] = field(default_factory=dict)  # value name -> the dim an iota counts along
     calls: int = 0
 
     def walk(self, block, env: dict, scope: str) -> list[Arg]:
@@ -540,74 +1077,87 @@ class _MlirReader:
                 inner_scope = f"{scope}/{callee}#{self.calls}" if scope else f"{callee}#{self.calls}"
                 for res, val in zip(op.results, self.walk(body, inner, inner_scope)):
                     env[res.get_name()] = val
-            elif op.name == "stablehlo.constant" and self.splat_scalar(op) is not None:
-                env[op.results[0].get_name()] = self.splat_scalar(op)
+            elif op.name == "stablehlo.constant" and self.splat(op) is not None:
+                value = self.splat(op)
+                shape = tuple(op.results[0].type.shape)
+                if shape == ():
+                    env[op.results[0].get_name()] = value
+                else:  # a splat array: a `full`
+                    out = self.outputs(op, env, scope)[0]
+                    self.nodes.append(Node(f"s{len(self.nodes)}", "full", [], [out], full_attrs(shape, value, out.dtype),
+                                           native=op.name, scope=scope))
+            elif op.name == "stablehlo.constant":  # an array of values: a `constant`
+                import numpy as np
+
+                out = self.outputs(op, env, scope)[0]
+                values = np.asarray(op.attributes["value"]).ravel().tolist()
+                self.nodes.append(Node(f"s{len(self.nodes)}", "constant", [], [out],
+                                       {"values": values, "shape": list(out.shape), "dtype": out.dtype},
+                                       native=op.name, scope=scope))
+            elif op.name == "stablehlo.optimization_barrier":
+                for res, val in zip(op.results, args):
+                    env[res.get_name()] = val
             else:
                 self.emit(op, args, env, scope)
         return []
 
     @staticmethod
-    def splat_scalar(op) -> Arg:
+    def splat(op) -> Arg:
         attr = op.attributes["value"]
-        if not getattr(attr, "is_splat", False) or tuple(op.results[0].type.shape) != ():
+        if not getattr(attr, "is_splat", False):
             return None
-        value = attr.get_splat_value()
-        return getattr(value, "value", None)
+        value = getattr(attr.get_splat_value(), "value", None)
+        element = str(op.results[0].type.element_type)
+        if element.startswith("ui") and isinstance(value, int) and value < 0:  # MLIR reads unsigned bits as signed
+            value += 1 << int(element[2:])
+        return value
 
-    def emit(self, op, args: list, env: dict, scope: str) -> None:
-        opcode = _stablehlo_opcode(op.name)
-        attrs_in = {a: op.attributes[a] for a in op.attributes}
-        direction = None
-        if "comparison_direction" in attrs_in:
-            direction = str(attrs_in["comparison_direction"]).split()[-1].rstrip(">")
-        body = None
-        if op.regions and op.regions[0].blocks:
-            body_ops = [o.operation.name for o in op.regions[0].blocks[0].operations]
-            body = _stablehlo_opcode(body_ops[0]) if body_ops else None
-        canonical = _canonical(opcode, body, direction)
-        node_id = f"s{len(self.nodes)}"
+    def outputs(self, op, env: dict, scope: str) -> list[TensorMeta]:
         outputs = []
         for res in op.results:
             value = f"{scope}{res.get_name()}" if scope else res.get_name()
             outputs.append(_mlir_meta(value, res.type))
             env[res.get_name()] = value
-        node = Node(node_id, canonical, args, outputs, self.attrs(opcode, canonical, attrs_in, op, outputs),
-                    native=op.name, scope=scope)
-        spec = ", ".join(f"{k} = {v}" for k, v in attrs_in.items())
-        operands = [(m.dtype, m.shape) for m in (_mlir_meta("", v.type) for v in op.operands)]
-        self.nodes += map(conform, normalize(node, opcode, operands, spec))
+        return outputs
 
-    @staticmethod
-    def attrs(opcode: str, op: str, a: dict, mlir_op, outputs: list[TensorMeta]) -> dict:
-        out = outputs[0] if outputs else None
-        if op in _REDUCE_BY_BODY.values() and "dimensions" in a:
-            return {"dims": sorted(_mlir_ints(a["dimensions"])), "keepdim": False}
-        if opcode == "broadcast":
-            return {"shape": list(out.shape), "broadcast_dims": _mlir_ints(a["broadcast_dimensions"])}
-        if op == "reshape":
-            return {"shape": list(out.shape)}
-        if op == "permute":
-            return {"perm": _mlir_ints(a["permutation"])}
-        if op == "concat":
-            return {"dim": int(str(a["dimension"]).split(":")[0])}
-        if op in ("convert", "iota"):
-            extra = {"shape": list(out.shape), "dim": int(str(a["iota_dimension"]).split(":")[0])} if op == "iota" else {}
-            return {**extra, "dtype": out.dtype}
-        if op == "slice":
-            return {"start": _mlir_ints(a["start_indices"]), "limit": _mlir_ints(a["limit_indices"]),
-                    "step": _mlir_ints(a["strides"])}
-        if opcode == "dot" and "dot_dimension_numbers" in a:
-            dn = str(a["dot_dimension_numbers"])
-            field_ = lambda key: _int_list(re.search(key + r"\s*=\s*\[([^\]]*)\]", dn).group(1)) if key in dn else []
-            ranks = [len(v.type.shape) for v in mlir_op.operands]
-            return matmul_attrs(*ranks, field_("lhs_contracting_dimensions"), field_("rhs_contracting_dimensions"),
-                                field_("lhs_batching_dimensions"), field_("rhs_batching_dimensions"))
-        if opcode == "pad":
-            edges = zip(*(_mlir_ints(a[k]) for k in ("edge_padding_low", "edge_padding_high", "interior_padding")))
-            return {"padding": [list(e) for e in edges]}
+    def emit(self, op, args: list, env: dict, scope: str) -> None:
+        opcode = _stablehlo_opcode(op.name)
+        attrs = {name: op.attributes[name] for name in op.attributes}
+        metas = [_mlir_meta(a if isinstance(a, str) else "", v.type) for a, v in zip(args, op.operands)]
+        outputs = self.outputs(op, env, scope)
+        keys = ("to_apply", "scatter") if opcode != "select-and-scatter" else ("select", "scatter")
+        bodies = {key: _region_body(region) for key, region in zip(keys, op.regions) if region.blocks}
         if opcode == "custom-call":
-            return {"target": str(a.get("call_target_name", "")).strip('"')}
-        return {}
+            called = [str(c).strip('"@') for c in attrs.get("called_computations", [])]
+            if called and called[0] in self.funcs:
+                bodies["called_computations"] = _region_body(self.funcs[called[0]].regions[0])
+        spec = ", ".join(f"{k} = {v}" for k, v in attrs.items())
+        x = XlaOp(f"s{len(self.nodes)}", opcode, op.name, scope, args, metas, outputs, spec, bodies, {}, self.iotas,
+                  set(attrs), str(attrs.get("call_target_name", "")).strip('"'))
+        self.nodes += convert(x)
+        if opcode == "iota":
+            self.iotas[outputs[0].name] = x.ints("iota_dimension")[0]
+
+
+def _region_body(region) -> Body:
+    """A region's computation as a `Body`."""
+    block = region.blocks[0]
+    refs = {arg.get_name(): f"p{i}" for i, arg in enumerate(block.arguments)}
+    ops, roots = [], ()
+    for op in block.operations:
+        op = op.operation
+        if op.name in ("stablehlo.return", "func.return"):
+            roots = tuple(refs.get(v.get_name(), "c") for v in op.operands)
+        elif op.name == "stablehlo.constant":
+            refs[op.results[0].get_name()] = "c"
+        else:
+            direction = None
+            if "comparison_direction" in op.attributes:
+                direction = str(op.attributes["comparison_direction"]).split()[-1].rstrip(">")
+            for res in op.results:
+                refs[res.get_name()] = f"o{len(ops)}"
+            ops.append(BodyOp(_stablehlo_opcode(op.name), direction, tuple(refs.get(v.get_name(), "c") for v in op.operands)))
+    return Body(tuple(ops), roots)
 
 
 # opcodes whose every result element depends on operand elements at other positions, or on all of them
@@ -647,6 +1197,7 @@ def read_hlo(module, *, name: str, frontend: str = "jax", stage: str = "jax.hlo"
     if entry is None:
         raise ValueError(f"HLO module {module.name} has no ENTRY computation")
     reader = _HloReader({c.name: c for c in module.computations()}, parse_stack_frames(text))
+    reader.constants = _array_constants(module)
     env: dict = {}
     entry_ops = []
     instrs = reader.instructions(entry.group(1))
@@ -659,6 +1210,17 @@ def read_hlo(module, *, name: str, frontend: str = "jax", stage: str = "jax.hlo"
     root = env[instrs[-1].name] if instrs else []
     outputs = root if isinstance(root, list) else [root]
     return HloView(Graph(name, frontend, stage, "composite", reader.inputs, reader.nodes, outputs), entry_ops)
+
+
+def _array_constants(module) -> dict[str, str]:
+    """Array constant -> the values in its text; `to_string()` elides large ones (`{...}`)."""
+    from jaxlib import _hlo
+
+    options = _hlo.HloPrintOptions()
+    options.print_large_constants = True
+    found = re.finditer(r"^\s*(?:ROOT\s+)?%?(\S+) = \S+\[[\d,]+\]\S* constant\((\{.*?\})\)", module.to_string(options),
+                        re.M)
+    return {m.group(1): m.group(2) for m in found}
 
 
 def hlo_to_graph(module, *, name: str, frontend: str = "jax", stage: str = "jax.hlo", level: str = "composite") -> Graph:

@@ -1,9 +1,16 @@
-"""jaxpr -> common view: one node per equation, sub-jaxprs of call-like primitives inlined.
+"""jaxpr -> common view: one node per equation (a few for the structured ones), sub-jaxprs of
+call-like primitives inlined.
 
 A jaxpr is already close to the primitive level (jax.nn.gelu traces to mul/tanh/...), so the
-adapter mostly renames primitives and turns their params into the attrs conventions of
-`irlens.ops`. Value names come from jaxpr's own pretty-printer names (`a`, `b`, ...), except
-the graph inputs, which take the names the caller gives (parameter names, `input<i>`).
+adapter renames primitives and turns their params into the attrs conventions of `irlens.ops`.
+Every lax primitive is accounted for: renamed (`PRIMITIVES`, `BY_DTYPE`), converted by a
+handler (`HANDLERS`, the structured ones through `irlens.ir_adapters.xla_forms`), inlined
+(`CALLS`), passed through (`IDENTITIES`), or kept `unknown:` with the reason (`CLASSIFIED`:
+random bits, control flow, complex numbers, linear-algebra decompositions). A param that
+changes the meaning and is not read (`PARAMS` lists those each primitive reads, `HINTS` those
+that only guide the compiler) keeps the node unknown: a node never carries a meaning it does
+not have. Value names come from jaxpr's own pretty-printer names (`a`, `b`, ...), except the
+graph inputs, which take the names the caller gives (parameter names, `input<i>`).
 """
 from __future__ import annotations
 
@@ -11,43 +18,99 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
-from irlens.ops import check_vocabulary, conform
+from irlens.ir_adapters import xla_forms as forms
+from irlens.ir_adapters.xla_forms import Emitter, Unmapped
+from irlens.ops import check_vocabulary
 
-# primitive name -> canonical op, for primitives whose params need no translation
-# (or whose attrs `_ATTRS` below supplies).
+# primitive -> canonical op, for primitives whose params (if any) are only hints
 PRIMITIVES: dict[str, str] = {
-    "add": "add", "add_any": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg",
-    "max": "maximum", "min": "minimum", "pow": "pow", "integer_pow": "pow", "square": "pow",
-    "rem": "remainder", "atan2": "atan2",
+    "add": "add", "add_any": "add", "sub": "sub", "mul": "mul", "neg": "neg", "max": "maximum", "min": "minimum",
+    "pow": "pow", "atan2": "atan2", "nextafter": "nextafter", "rem": "fmod",  # lax.rem truncates, like C's fmod
     "exp": "exp", "exp2": "exp2", "log": "log", "log1p": "log1p", "expm1": "expm1", "tanh": "tanh",
-    "logistic": "sigmoid", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "erf": "erf",
-    "abs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil", "round": "round",
+    "logistic": "sigmoid", "sqrt": "sqrt", "rsqrt": "rsqrt", "cbrt": "cbrt", "sin": "sin", "cos": "cos",
+    "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "asinh": "asinh",
+    "acosh": "acosh", "atanh": "atanh", "erf": "erf", "erfc": "erfc", "erf_inv": "erfinv", "lgamma": "lgamma",
+    "digamma": "digamma", "igamma": "igamma", "igammac": "igammac", "bessel_i0e": "bessel_i0e",
+    "bessel_i1e": "bessel_i1e", "regularized_incomplete_beta": "betainc", "zeta": "zeta",
+    "abs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil", "is_finite": "isfinite",
     "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
-    "and": "logical_and", "or": "logical_or", "not": "logical_not",
-    "select_n": "where",
-    "reduce_sum": "sum", "reduce_max": "amax", "reduce_min": "amin", "reduce_prod": "prod",
-    "argmax": "argmax", "argmin": "argmin", "cumsum": "cumsum",
-    "dot_general": "matmul",
-    "broadcast_in_dim": "broadcast", "reshape": "reshape", "squeeze": "reshape", "expand_dims": "reshape",
-    "transpose": "permute", "slice": "slice", "concatenate": "concat", "pad": "pad",
-    "gather": "take", "scatter-add": "index_add", "scatter_add": "index_add",
-    "copy": "copy", "copy_p": "copy",
-    # the identity in the forward; it only stops differentiation
-    "stop_gradient": "copy",
-    "convert_element_type": "convert", "iota": "iota",
+    "eq_to": "eq", "le_to": "le", "lt_to": "lt",
+    "population_count": "population_count", "clz": "clz", "mulhi": "mulhi",
+    "copy": "copy", "copy_p": "copy", "stop_gradient": "copy", "stage": "copy",
 }
-check_vocabulary(PRIMITIVES)
+SCANS = {"cumsum": "cumsum", "cumprod": "cumprod", "cummax": "cummax", "cummin": "cummin",
+         "cumlogsumexp": "logcumsumexp"}
+# primitives whose canonical op depends on the operand's dtype: (bool, integer, floating)
+BY_DTYPE: dict[str, tuple[str, str, str]] = {
+    "and": ("logical_and", "bitwise_and", ""), "or": ("logical_or", "bitwise_or", ""),
+    "xor": ("logical_xor", "bitwise_xor", ""), "not": ("logical_not", "bitwise_not", ""),
+}
+check_vocabulary({**PRIMITIVES, **SCANS, **{op: op for ops in BY_DTYPE.values() for op in ops if op}})
+
+# Params that only guide the compiler (precision, layout, sharding, promises about indices):
+# the value computed is the same without them.
+HINTS = frozenset({"accuracy", "out_sharding", "sharding", "precision", "indices_are_sorted", "unique_indices",
+                   "weak_type"})
+
+# A lax.scan of at most this many steps is unrolled (a longer one stays unknown: control flow).
+MAX_SCAN_STEPS = 64
 
 # Call-like primitives whose body is inlined; value: the param holding the (closed) jaxpr.
 CALLS: dict[str, tuple[str, ...]] = {
     "jit": ("jaxpr",), "pjit": ("jaxpr",), "closed_call": ("call_jaxpr",), "core_call": ("call_jaxpr",),
     "custom_jvp_call": ("call_jaxpr",), "custom_vjp_call": ("call_jaxpr", "fun_jaxpr"),
     "custom_vjp_call_jaxpr": ("fun_jaxpr",), "remat2": ("jaxpr",), "checkpoint": ("jaxpr",),
+    "composite": ("jaxpr",),  # lax.composite: its decomposition
+    "custom_jvp_call_jaxpr": ("fun_jaxpr",), "eval_jaxpr": ("jaxpr",), "linear_call": ("callee",),
+    "remat_opt": ("fwd_jaxpr",),  # its outputs: the residuals, then the outputs, as fwd_jaxpr's
 }
-
-
-def _axes(eqn) -> dict:
-    return {"dims": sorted(int(a) for a in eqn.params["axes"]), "keepdim": False}
+# The identity on their operands (names, barriers, sharding and layout annotations): outputs
+# are bound to the inputs, no node. `tie(x, y)` is y.
+IDENTITIES: dict[str, Callable[[list], list]] = {
+    **{p: (lambda ins: ins) for p in ("optimization_barrier", "name", "sharding_constraint", "layout_constraint",
+                                       "reshard", "mesh_cast", "pvary", "pcast", "vary_unreduced_cast")},
+    "tie": lambda ins: ins[1:],
+    # effects with no value: ordering tokens, a sink keeping values alive, a sharding printout
+    **{p: (lambda ins: []) for p in ("dce_sink", "inspect_sharding")},
+}
+_RANDOM = "random bits from a key: a counter-based generator, no canonical op"
+_CONTROL = "control flow: the common view is a straight-line graph"
+_COMPLEX = "complex numbers: the common view's dtypes are real"
+_LINALG = "a linear-algebra decomposition: no canonical op"
+_COLLECTIVE = "a named-axis collective (shard_map / pmap)"
+# primitive -> why it stays unknown
+CLASSIFIED: dict[str, str] = {
+    **{p: _RANDOM for p in ("random_bits", "random_seed", "random_wrap", "random_unwrap", "random_split",
+                            "random_fold_in", "random_clone", "threefry2x32", "rng_bit_generator", "rng_uniform",
+                            "random_gamma", "iota_2x32_shape", "threefry4x32", "philox2x32", "philox4x32")},
+    **{p: _CONTROL for p in ("while", "cond", "platform_index", "custom_linear_solve")},
+    "scan": f"control flow: a scan of more than {MAX_SCAN_STEPS} steps (shorter ones are unrolled)",
+    **{p: _COMPLEX for p in ("complex", "real", "imag", "conj", "fft")},
+    **{p: _LINALG for p in ("cholesky", "cholesky_update", "lu", "lu_pivots_to_permutation", "qr", "geqrf", "geqp3",
+                            "householder_product", "ormqr", "eig", "eigh", "svd", "schur", "hessenberg",
+                            "triangular_solve", "tridiagonal", "tridiagonal_solve", "symmetric_product")},
+    **{p: _COLLECTIVE for p in (
+        "psum", "pmax", "pmin", "ppermute", "all_gather", "all_to_all", "reduce_scatter", "axis_index",
+        "psum_invariant", "pbroadcast", "ragged_all_to_all", "all_gather_done", "all_gather_invariant",
+        "all_gather_reduced", "all_gather_reduced_start", "all_gather_start", "all_to_all_done", "all_to_all_start",
+        "pbroadcast_done", "pbroadcast_start", "ppermute_done", "ppermute_start", "precv", "preduced", "psend",
+        "psum_done", "psum_invariant_start", "psum_start", "reduce_scatter_done", "reduce_scatter_start",
+        "unreduced_psum", "unreduced_psum_start", "unreduced_reduce_scatter", "unreduced_reduce_scatter_start",
+        "vary_unreduced_cast_p")},
+    **{p: "an effect token: no value" for p in ("after_all", "create_token")},
+    "select_and_scatter": "a windowed selection by its own computations (jax differentiates with "
+                          "select_and_scatter_add)",
+    "unreachable": "an error branch: it has no value",
+    "call_hi_primitive": "a user-defined higher-order primitive",
+    "igamma_grad_a": "no float64 implementation to check it against (torch has none)",
+    "random_gamma_grad": "no float64 implementation to check it against (torch has none)",
+    "approx_top_k": "approximate top-k: its result is not one function of its input",
+    "ragged_dot_general": "ragged (grouped) matmul: no canonical op",
+    "scaled_dot": "block-scaled matmul: no canonical op",
+    **{p: "a host callback: runs Python outside the graph" for p in ("pure_callback", "io_callback", "debug_callback",
+                                                                    "debug_print")},
+    **{p: "extended dtypes (PRNG keys)" for p in ("to_edtype", "from_edtype")},
+}
 
 
 def matmul_attrs(lhs_rank: int, rhs_rank: int, lhs_contract, rhs_contract, lhs_batch, rhs_batch) -> dict:
@@ -61,73 +124,6 @@ def matmul_attrs(lhs_rank: int, rhs_rank: int, lhs_contract, rhs_contract, lhs_b
     return {} if plain else {"contract": [list(lc), list(rc)], "batch": [list(lb), list(rb)]}
 
 
-def _matmul(eqn) -> dict:
-    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-    lhs, rhs = (len(v.aval.shape) for v in eqn.invars)
-    return matmul_attrs(lhs, rhs, lc, rc, lb, rb)
-
-
-def _slice(eqn) -> dict:
-    p = eqn.params
-    start = [int(s) for s in p["start_indices"]]
-    return {"start": start, "limit": [int(s) for s in p["limit_indices"]],
-            "step": [int(s) for s in p["strides"]] if p.get("strides") else [1] * len(start)}
-
-
-def _out_shape(eqn) -> dict:
-    return {"shape": list(eqn.outvars[0].aval.shape)}
-
-
-# primitive -> attrs builder (params -> irlens.ops conventions)
-_ATTRS: dict[str, Callable[[Any], dict]] = {
-    **{p: _axes for p in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod")},
-    **{p: lambda e: {"dim": int(e.params["axes"][0]), "keepdim": False} for p in ("argmax", "argmin")},
-    "cumsum": lambda e: {"dim": int(e.params["axis"]), "reverse": bool(e.params.get("reverse", False))},
-    "dot_general": _matmul,
-    "broadcast_in_dim": lambda e: {"shape": list(e.params["shape"]),
-                                   "broadcast_dims": [int(d) for d in e.params["broadcast_dimensions"]]},
-    "reshape": _out_shape, "squeeze": _out_shape, "expand_dims": _out_shape,
-    "transpose": lambda e: {"perm": [int(d) for d in e.params["permutation"]]},
-    "slice": _slice,
-    "concatenate": lambda e: {"dim": int(e.params["dimension"])},
-    "pad": lambda e: {"padding": [list(map(int, c)) for c in e.params["padding_config"]]},
-    "convert_element_type": lambda e: {"dtype": canonical_dtype(e.params["new_dtype"])},
-    "iota": lambda e: {"shape": list(e.params["shape"]), "dim": int(e.params["dimension"]),
-                       "dtype": canonical_dtype(e.params["dtype"])},
-}
-
-
-def is_row_gather(operand_shape, indices_shape, offset_dims, collapsed_dims, start_index_map, slice_sizes,
-                  index_vector_dim: int) -> bool:
-    """A gather that is `operand[indices]` along dim 0 (an embedding lookup): the form the
-    canonical `gather` (attrs dim=0) means. Indices may carry a trailing index-vector dim of 1;
-    the size-1 row dim may be collapsed (jax) or kept as an offset dim (XLA's rewrite)."""
-    batch_rank = len(indices_shape) - (index_vector_dim < len(indices_shape))
-    kept = not tuple(collapsed_dims)
-    return (
-        tuple(collapsed_dims) in ((0,), ()) and tuple(start_index_map) == (0,)
-        and tuple(slice_sizes) == (1, *operand_shape[1:])
-        and tuple(offset_dims) == tuple(range(batch_rank, batch_rank + len(operand_shape) - 1 + kept))
-        and (index_vector_dim == len(indices_shape) or indices_shape[index_vector_dim] == 1)
-    )
-
-
-def is_row_scatter_add(operand_shape, indices_shape, update_window_dims, inserted_window_dims,
-                       scatter_dims_to_operand_dims, index_vector_dim: int) -> bool:
-    """The transpose of `is_row_gather`: rows of updates added into operand[indices] (dim 0)."""
-    batch_rank = len(indices_shape) - (index_vector_dim < len(indices_shape))
-    kept = not tuple(inserted_window_dims)
-    return (
-        tuple(inserted_window_dims) in ((0,), ()) and tuple(scatter_dims_to_operand_dims) == (0,)
-        and tuple(update_window_dims) == tuple(range(batch_rank, batch_rank + len(operand_shape) - 1 + kept))
-        and (index_vector_dim == len(indices_shape) or indices_shape[index_vector_dim] == 1)
-    )
-
-
-def _meta(name: str, aval) -> TensorMeta:
-    return TensorMeta(name, tuple(int(d) for d in aval.shape), canonical_dtype(aval.dtype))
-
-
 def full_attrs(shape, value: Arg, dtype: str) -> dict:
     """A literal broadcast (or converted) to a tensor is a `full`."""
     if dtype == "bool":
@@ -139,11 +135,497 @@ def full_attrs(shape, value: Arg, dtype: str) -> dict:
     return {"shape": list(shape), "value": value, "dtype": dtype}
 
 
+def _ints(v) -> list[int]:
+    return [int(d) for d in v]
+
+
+def _dims(v) -> tuple[int, ...]:
+    return tuple(int(d) for d in v)
+
+
+def _meta(name: str, aval) -> TensorMeta:
+    return TensorMeta(name, tuple(int(d) for d in aval.shape), canonical_dtype(aval.dtype))
+
+
 def _scalar(val) -> Arg:
     """A literal or scalar constant as a plain Python bool/int/float (jax has typed wrappers)."""
     import numpy as np
 
     return np.asarray(val).item()
+
+
+def _kind(dtype: str) -> int:
+    """0 bool, 1 integer, 2 floating (BY_DTYPE's columns)."""
+    return 0 if dtype == "bool" else 1 if dtype.startswith(("int", "uint")) else 2
+
+
+# --- handlers: (emitter, equation, inputs, input metas, output metas) -> nodes on the emitter ----------
+
+@dataclass
+class Eqn:
+    """What a handler reads of one equation."""
+
+    prim: str
+    params: dict
+    inputs: list[Arg]  # value names or literals
+    metas: list[TensorMeta]  # per input: its shape and dtype (literals too)
+    outs: list[TensorMeta]
+    iotas: dict[str, int]  # value name -> the dim an iota counts along (argsort's second operand)
+
+    def one(self, e: Emitter, op: str, inputs: list[Arg] | None = None, **attrs) -> None:
+        e.node(op, self.inputs if inputs is None else inputs, self.outs, final=True, **attrs)
+
+
+def _rename(op: str):
+    def handle(e: Emitter, q: Eqn) -> None:
+        if q.params.get("out_dtype") is None:
+            q.one(e, op)
+            return
+        out = q.outs[0]  # lax.mul(x, y, out_dtype=...): the operands converted first
+        inputs = [_as_dtype(e, v, m, out.dtype) for v, m in zip(q.inputs, q.metas)]
+        e.emit(op, inputs, out.shape, out.dtype, out)
+    return handle
+
+
+def _by_dtype(e: Emitter, q: Eqn) -> None:
+    op = BY_DTYPE[q.prim][_kind(q.metas[0].dtype)]
+    if not op:
+        raise Unmapped(f"{q.prim} of {q.metas[0].dtype}")
+    q.one(e, op)
+
+
+def _div(e: Emitter, q: Eqn) -> None:
+    # lax.div rounds an integer quotient toward zero (C's /)
+    q.one(e, "div", rounding_mode="trunc" if _kind(q.outs[0].dtype) == 1 else None)
+
+
+def _round(e: Emitter, q: Eqn) -> None:
+    method = int(q.params["rounding_method"])  # lax.RoundingMethod: 0 away from zero, 1 to nearest even
+    q.one(e, "round" if method == 1 else "round_half_away")
+
+
+def _shift(kind: str):
+    def handle(e: Emitter, q: Eqn) -> None:
+        forms.expand_shift(e, kind, q.inputs, q.metas, q.outs[0])
+    return handle
+
+
+def _pow_of(exponent: Callable[[dict], int]):
+    def handle(e: Emitter, q: Eqn) -> None:
+        q.one(e, "pow", [q.inputs[0], exponent(q.params)])
+    return handle
+
+
+def _convert(e: Emitter, q: Eqn) -> None:
+    out = q.outs[0]
+    if not isinstance(q.inputs[0], str):
+        q.one(e, "full", [], **full_attrs(out.shape, q.inputs[0], out.dtype))
+    else:
+        q.one(e, "convert", dtype=canonical_dtype(q.params["new_dtype"]))
+
+
+def _bitcast(e: Emitter, q: Eqn) -> None:
+    forms.emit_bitcast(e, q.inputs[0], q.metas[0], q.outs[0])
+
+
+def _polygamma(e: Emitter, q: Eqn) -> None:
+    polygamma_of(e, q.inputs, q.outs)
+
+
+def polygamma_of(e: Emitter, inputs: list[Arg], outs: list[TensorMeta]) -> None:
+    """lax.polygamma(m, x) with a literal integer order m: polygamma(x){n: m}."""
+    m, x = inputs
+    if isinstance(m, str) or not float(m).is_integer() or m < 0:
+        raise Unmapped("polygamma of an order that is not a literal non-negative integer")
+    e.node("polygamma", [x], outs, final=True, n=int(m))
+
+
+def _broadcast_in_dim(e: Emitter, q: Eqn) -> None:
+    out = q.outs[0]
+    if not isinstance(q.inputs[0], str):
+        q.one(e, "full", [], **full_attrs(out.shape, q.inputs[0], out.dtype))
+    else:
+        q.one(e, "broadcast", shape=_ints(q.params["shape"]), broadcast_dims=_ints(q.params["broadcast_dimensions"]))
+
+
+def _reshape(e: Emitter, q: Eqn) -> None:
+    """lax.reshape(x, sizes, dimensions): x transposed by `dimensions`, then reshaped."""
+    x, perm, out = q.inputs[0], q.params.get("dimensions"), q.outs[0]
+    if not isinstance(x, str):  # a literal, reshaped: a `full`
+        q.one(e, "full", [], **full_attrs(out.shape, x, out.dtype))
+        return
+    if perm is not None:
+        x = e.permute(x, q.metas[0].shape, q.metas[0].dtype, _ints(perm))
+    e.reshape(x, out.shape, out.dtype, out)
+
+
+def _select_n(e: Emitter, q: Eqn) -> None:
+    """select_n(which, *cases) picks cases[which]: a bool `which` picks between two cases (a
+    `where`), an integer one among several (a chain of `where`s on which == k)."""
+    which, cases = q.inputs[0], q.inputs[1:]
+    out = q.outs[0]
+    if q.metas[0].dtype == "bool":
+        q.one(e, "where", [which, cases[1], cases[0]] if len(cases) == 2 else None)
+        if len(cases) != 2:
+            raise Unmapped(f"a bool select among {len(cases)} cases")
+        return
+    value = cases[-1]
+    for k in range(len(cases) - 2, -1, -1):
+        pick = e.emit("eq", [which, k], q.metas[0].shape, "bool")
+        value = e.emit("where", [pick, cases[k], value], out.shape, out.dtype, out if k == 0 else None)
+
+
+def _clamp(e: Emitter, q: Eqn) -> None:
+    lo, x, hi = q.inputs
+    q.one(e, "clamp", [x, lo, hi])
+
+
+def _iota(e: Emitter, q: Eqn) -> None:
+    q.one(e, "iota", [], shape=_ints(q.params["shape"]), dim=int(q.params["dimension"]),
+          dtype=canonical_dtype(q.params["dtype"]))
+
+
+def _empty(e: Emitter, q: Eqn) -> None:
+    q.one(e, "empty", [], shape=list(q.outs[0].shape), dtype=q.outs[0].dtype)
+
+
+def _slice(e: Emitter, q: Eqn) -> None:
+    p = q.params
+    start = _ints(p["start_indices"])
+    q.one(e, "slice", start=start, limit=_ints(p["limit_indices"]),
+          step=_ints(p["strides"]) if p.get("strides") else [1] * len(start))
+
+
+def _split(e: Emitter, q: Eqn) -> None:
+    """`split` (one input, several outputs) as one `slice` per output; `unstack` as slice + reshape."""
+    axis = int(q.params["axis"])
+    shape = list(q.metas[0].shape)
+    sizes = _ints(q.params["sizes"]) if q.prim == "split" else [1] * shape[axis]
+    offset = 0
+    for out, size in zip(q.outs, sizes):
+        start, limit = [0] * len(shape), list(shape)
+        start[axis], limit[axis] = offset, offset + size
+        offset += size
+        kept = [*shape[:axis], size, *shape[axis + 1:]]
+        if q.prim == "split":
+            e.emit("slice", [q.inputs[0]], kept, out.dtype, out, start=start, limit=limit, step=[1] * len(shape))
+        else:
+            part = e.emit("slice", [q.inputs[0]], kept, out.dtype, start=start, limit=limit, step=[1] * len(shape))
+            e.reshape(part, out.shape, out.dtype, out)
+
+
+def _tile(e: Emitter, q: Eqn) -> None:
+    """tile(x, reps): x broadcast to [r0, d0, r1, d1, ...], then merged to [r0*d0, ...]."""
+    reps, x = _ints(q.params["reps"]), q.metas[0]
+    wide = [v for r, d in zip(reps, x.shape) for v in (r, d)]
+    spread = e.emit("broadcast", [q.inputs[0]], wide, x.dtype, shape=wide,
+                    broadcast_dims=list(range(1, 2 * len(reps), 2)))
+    e.reshape(spread, q.outs[0].shape, x.dtype, q.outs[0])
+
+
+def _reduce(op: str):
+    def handle(e: Emitter, q: Eqn) -> None:
+        forms.emit_accumulating(e, op, q.inputs, q.outs[0], dims=sorted(_ints(q.params["axes"])), keepdim=False)
+    return handle
+
+
+def _bitwise_reduce(logical: str, bitwise: str):
+    def handle(e: Emitter, q: Eqn) -> None:
+        q.one(e, logical if q.metas[0].dtype == "bool" and logical else bitwise,
+              dims=sorted(_ints(q.params["axes"])), keepdim=False)
+    return handle
+
+
+def _arg_reduce(e: Emitter, q: Eqn) -> None:
+    (axis,) = q.params["axes"]
+    q.one(e, q.prim, dim=int(axis), keepdim=False)
+
+
+def _scan(e: Emitter, q: Eqn) -> None:
+    forms.emit_scan(e, SCANS[q.prim], q.inputs[0], q.metas[0], q.outs[0], int(q.params["axis"]),
+                    bool(q.params["reverse"]))
+
+
+def _body_op(closed) -> str | None:
+    """A reduction body's one binary op (lax.add ...), None when it does more."""
+    jaxpr = getattr(closed, "jaxpr", closed)
+    if len(jaxpr.eqns) != 1 or len(jaxpr.outvars) != 1:
+        return None
+    eqn = jaxpr.eqns[0]
+    return eqn.primitive.name if list(eqn.invars) == list(jaxpr.invars) else None
+
+
+def _generic_reduce(e: Emitter, q: Eqn) -> None:
+    """lax.reduce with a one-op body: the reduction, then the init combined in (skipped when it
+    is the op's identity)."""
+    if len(q.outs) != 1:
+        raise Unmapped("a reduction of several operands")
+    reduce = forms.REDUCTION_BY_BODY.get(_body_op(q.params["jaxpr"]) or "")
+    if reduce is None:
+        raise Unmapped("a reduction body other than add, mul, max, min")
+    x, init = q.inputs
+    out = q.outs[0]
+    dims = sorted(_ints(q.params["dimensions"]))
+    if not isinstance(init, str) and init == forms.identity_of(reduce, out.dtype):
+        forms.emit_accumulating(e, reduce, [x], out, dims=dims, keepdim=False)
+        return
+    part = forms.emit_accumulating(e, reduce, [x], e.fresh(out.shape, out.dtype), False, dims=dims,
+                                   keepdim=False)
+    combine = {"sum": "add", "prod": "mul", "amax": "maximum", "amin": "minimum"}[reduce]
+    e.emit(combine, [part, init], out.shape, out.dtype, out)
+
+
+def _window_form(p: dict, reduce: str) -> forms.WindowForm:
+    rank = len(p["window_dimensions"])
+    return forms.WindowForm(reduce, tuple(_ints(p["window_dimensions"])), tuple(_ints(p["window_strides"])),
+                            tuple(tuple(_ints(pad)) for pad in p["padding"]),
+                            tuple(_ints(p.get("base_dilation") or [1] * rank)),
+                            tuple(_ints(p.get("window_dilation") or [1] * rank)))
+
+
+def _reduce_window_of(reduce: str):
+    def handle(e: Emitter, q: Eqn) -> None:
+        out = q.outs[0]
+        forms.expand_reduce_window(e, q.inputs[0], q.metas[0], forms.identity_of(reduce, out.dtype),
+                                   _window_form(q.params, reduce), out)
+    return handle
+
+
+def _reduce_window(e: Emitter, q: Eqn) -> None:
+    reduce = forms.REDUCTION_BY_BODY.get(_body_op(q.params["jaxpr"]) or "")
+    if reduce is None or len(q.outs) != 1 or q.params.get("consts"):
+        raise Unmapped("a window body other than one add, mul, max or min")
+    forms.expand_reduce_window(e, q.inputs[0], q.metas[0], q.inputs[1], _window_form(q.params, reduce), q.outs[0])
+
+
+def _select_window(e: Emitter, q: Eqn) -> None:
+    select = getattr(q.params["select_prim"], "name", str(q.params["select_prim"]))
+    if select not in ("ge", "le"):
+        raise Unmapped(f"window selection by {select}")
+    p = q.params
+    attrs = dict(select=select, window=_ints(p["window_dimensions"]), strides=_ints(p["window_strides"]),
+                 padding=[_ints(pad) for pad in p["padding"]])
+    if q.prim == "select_and_gather_add":
+        rank = len(attrs["window"])
+        attrs.update(base_dilation=_ints(p["base_dilation"] or [1] * rank),
+                     window_dilation=_ints(p["window_dilation"] or [1] * rank))
+    q.one(e, q.prim, **attrs)
+
+
+def _pad(e: Emitter, q: Eqn) -> None:
+    q.one(e, "pad", padding=[_ints(c) for c in q.params["padding_config"]])
+
+
+def _dynamic_slice(e: Emitter, q: Eqn) -> None:
+    q.one(e, "dynamic_slice", sizes=_ints(q.params["slice_sizes"]))
+
+
+def _dot_general(e: Emitter, q: Eqn) -> None:
+    (lc, rc), (lb, rb) = q.params["dimension_numbers"]
+    out = q.outs[0]
+    inputs = [_as_dtype(e, v, m, out.dtype) for v, m in zip(q.inputs, q.metas)]
+    attrs = matmul_attrs(len(q.metas[0].shape), len(q.metas[1].shape), lc, rc, lb, rb)
+    e.emit("matmul", inputs, out.shape, out.dtype, out, **attrs)
+
+
+def _as_dtype(e: Emitter, value: Arg, meta: TensorMeta, dtype: str) -> Arg:
+    """preferred_element_type: the operands converted to the dtype the op accumulates in."""
+    if meta.dtype == dtype or not isinstance(value, str):
+        return value
+    return e.emit("convert", [value], meta.shape, dtype, dtype=dtype)
+
+
+def _conv(e: Emitter, q: Eqn) -> None:
+    p = q.params
+    dn = p["dimension_numbers"]
+    n = len(q.metas[0].shape) - 2
+    if isinstance(p["padding"], str):
+        raise Unmapped(f"padding {p['padding']!r} not resolved to numbers")
+    form = forms.ConvForm(_dims(dn.lhs_spec), _dims(dn.rhs_spec), _dims(dn.out_spec), _dims(p["window_strides"]),
+                          tuple(tuple(_ints(pad)) for pad in p["padding"]),
+                          tuple(_ints(p["lhs_dilation"] or [1] * n)), tuple(_ints(p["rhs_dilation"] or [1] * n)),
+                          int(p["feature_group_count"]), int(p["batch_group_count"]))
+    forms.expand_conv(e, q.inputs[0], q.metas[0], q.inputs[1], q.metas[1], form, q.outs[0])
+
+
+_MODES = {"GatherScatterMode.CLIP": "clip", "GatherScatterMode.FILL_OR_DROP": "fill",
+          "GatherScatterMode.PROMISE_IN_BOUNDS": "promise", "GatherScatterMode.ONE_HOT": "one_hot"}
+
+
+def _mode(p: dict) -> str:
+    return _MODES.get(str(p["mode"]), str(p["mode"]))
+
+
+def _gather(e: Emitter, q: Eqn) -> None:
+    dn, p = q.params["dimension_numbers"], q.params
+    form = forms.GatherForm(
+        _dims(dn.offset_dims), _dims(dn.collapsed_slice_dims), _dims(dn.start_index_map), _dims(p["slice_sizes"]),
+        len(q.metas[1].shape) - 1, _dims(dn.operand_batching_dims), _dims(dn.start_indices_batching_dims), _mode(p),
+        None if p.get("fill_value") is None else _scalar(p["fill_value"]))
+    forms.expand_gather(e, q.inputs[0], _value_meta(q, 0), q.inputs[1], _value_meta(q, 1), form, q.outs[0])
+
+
+_SCATTER_KINDS = {"scatter": "set", "scatter-add": "add", "scatter_add": "add", "scatter-sub": "sub",
+                  "scatter-mul": "mul", "scatter-min": "min", "scatter-max": "max"}
+
+
+def _scatter(e: Emitter, q: Eqn) -> None:
+    dn, p = q.params["dimension_numbers"], q.params
+    if q.prim == "scatter" and p.get("update_jaxpr") is not None:
+        raise Unmapped("a scatter applying its own update function")
+    if len(q.outs) != 1:
+        raise Unmapped("a scatter of several operands")
+    mode = _mode(p)
+    # XLA's scatter drops an out-of-bounds update, FILL_OR_DROP or PROMISE_IN_BOUNDS alike
+    form = forms.ScatterForm(
+        _dims(dn.update_window_dims), _dims(dn.inserted_window_dims), _dims(dn.scatter_dims_to_operand_dims),
+        len(q.metas[1].shape) - 1, _SCATTER_KINDS[q.prim], _dims(dn.operand_batching_dims),
+        _dims(dn.scatter_indices_batching_dims), "drop" if mode == "fill" else mode)
+    forms.expand_scatter(e, q.inputs[0], _value_meta(q, 0), q.inputs[1], _value_meta(q, 1), q.inputs[2],
+                         _value_meta(q, 2), form, q.outs[0])
+
+
+def _value_meta(q: Eqn, k: int) -> TensorMeta:
+    meta = q.metas[k]
+    return TensorMeta(q.inputs[k] if isinstance(q.inputs[k], str) else "", meta.shape, meta.dtype)
+
+
+def _sort(e: Emitter, q: Eqn) -> None:
+    dim = int(q.params["dimension"])
+    if not all(isinstance(v, str) for v in q.inputs):
+        raise Unmapped("a sort of a literal")
+    keys = int(q.params["num_keys"])
+    iotas = {v for v in q.inputs[keys:] if q.iotas.get(v) == dim}
+    forms.expand_sort(e, q.inputs, q.metas, q.outs, dim, False, bool(q.params["is_stable"]), iotas, keys)
+
+
+def _top_k(e: Emitter, q: Eqn) -> None:
+    axis = int(q.params.get("axis", len(q.metas[0].shape) - 1))
+    e.node("topk", q.inputs, q.outs, final=True, k=int(q.params["k"]), dim=axis, largest=True, sorted=True)
+
+
+def _concat(e: Emitter, q: Eqn) -> None:
+    q.one(e, "concat", dim=int(q.params["dimension"]))
+
+
+def _stack(e: Emitter, q: Eqn) -> None:
+    q.one(e, "stack", dim=int(q.params["axis"]))
+
+
+def _device_put(e: Emitter, q: Eqn) -> None:
+    for value, meta, out in zip(q.inputs, q.metas, q.outs):
+        e.emit("copy", [value], out.shape, out.dtype, out)
+
+
+def _zeros_like(e: Emitter, q: Eqn) -> None:
+    out = q.outs[0]
+    q.one(e, "full", [], **full_attrs(out.shape, 0, out.dtype))
+
+
+def _one_minus_square(e: Emitter, q: Eqn) -> None:  # jax >= 0.11, in tanh's derivative: 1 - x*x
+    out = q.outs[0]
+    square = e.emit("mul", [q.inputs[0], q.inputs[0]], out.shape, out.dtype)
+    e.emit("sub", [1.0, square], out.shape, out.dtype, out)
+
+
+def _dynamic_update_slice(e: Emitter, q: Eqn) -> None:
+    q.one(e, "dynamic_update_slice")
+
+
+def _transpose(e: Emitter, q: Eqn) -> None:
+    q.one(e, "permute", perm=_ints(q.params["permutation"]))
+
+
+def _rev(e: Emitter, q: Eqn) -> None:
+    q.one(e, "flip", dims=_ints(q.params["dimensions"]))
+
+
+def _reduce_precision(e: Emitter, q: Eqn) -> None:
+    q.one(e, "reduce_precision", exponent_bits=int(q.params["exponent_bits"]),
+          mantissa_bits=int(q.params["mantissa_bits"]))
+
+
+def _squeeze(e: Emitter, q: Eqn) -> None:
+    out = q.outs[0]
+    if not isinstance(q.inputs[0], str):
+        q.one(e, "full", [], **full_attrs(out.shape, q.inputs[0], out.dtype))
+    else:
+        q.one(e, "reshape", shape=list(out.shape))
+
+
+# primitive -> (handler, the params it reads)
+HANDLERS: dict[str, tuple[Callable[[Emitter, Eqn], None], frozenset]] = {}
+
+
+def _register(prims, handler, params=()):
+    for prim in ([prims] if isinstance(prims, str) else prims):
+        HANDLERS[prim] = (handler, frozenset(params))
+
+
+for _prim, _op in PRIMITIVES.items():
+    _register(_prim, _rename(_op), ("out_dtype",))
+_register(list(SCANS), _scan, ("axis", "reverse"))
+_register(list(BY_DTYPE), _by_dtype)
+_register("div", _div)
+_register("polygamma", _polygamma)
+_register("round", _round, ("rounding_method",))
+_register("shift_left", _shift("left"))
+_register("shift_right_arithmetic", _shift("right_arithmetic"))
+_register("shift_right_logical", _shift("right_logical"))
+_register("integer_pow", _pow_of(lambda p: int(p["y"])), ("y",))
+_register("square", _pow_of(lambda p: 2))
+_register("convert_element_type", _convert, ("new_dtype",))
+_register("bitcast_convert_type", _bitcast, ("new_dtype",))
+_register("reduce_precision", _reduce_precision, ("exponent_bits", "mantissa_bits"))
+_register("broadcast_in_dim", _broadcast_in_dim, ("shape", "broadcast_dimensions"))
+_register("reshape", _reshape, ("new_sizes", "dimensions"))
+_register(["squeeze", "expand_dims"], _squeeze, ("dimensions",))
+_register("transpose", _transpose, ("permutation",))
+_register("rev", _rev, ("dimensions",))
+_register("select_n", _select_n)
+_register("clamp", _clamp)
+_register("iota", _iota, ("dtype", "shape", "dimension"))
+_register(["empty", "empty2"], _empty, ("shape", "dtype", "memory_space"))
+_register("zeros_like", _zeros_like)
+_register("slice", _slice, ("start_indices", "limit_indices", "strides"))
+_register(["split", "unstack"], _split, ("sizes", "axis"))
+_register("concatenate", _concat, ("dimension",))
+_register("stack", _stack, ("axis",))
+_register("tile", _tile, ("reps",))
+_register("pad", _pad, ("padding_config",))
+_register("dynamic_slice", _dynamic_slice, ("slice_sizes",))
+_register("dynamic_update_slice", _dynamic_update_slice)
+_register("gather", _gather, ("dimension_numbers", "slice_sizes", "mode", "fill_value"))
+_register(list(_SCATTER_KINDS), _scatter, ("dimension_numbers", "mode", "update_jaxpr", "update_consts"))
+_register("dot_general", _dot_general, ("dimension_numbers", "preferred_element_type"))
+_register("conv_general_dilated", _conv, ("window_strides", "padding", "lhs_dilation", "rhs_dilation",
+                                          "dimension_numbers", "feature_group_count", "batch_group_count",
+                                          "preferred_element_type"))
+_register("reduce_sum", _reduce("sum"), ("axes",))
+_register("reduce_max", _reduce("amax"), ("axes",))
+_register("reduce_min", _reduce("amin"), ("axes",))
+_register("reduce_prod", _reduce("prod"), ("axes",))
+_register("reduce_and", _bitwise_reduce("all", "reduce_and"), ("axes",))
+_register("reduce_or", _bitwise_reduce("any", "reduce_or"), ("axes",))
+_register("reduce_xor", _bitwise_reduce("", "reduce_xor"), ("axes",))
+_register(["argmax", "argmin"], _arg_reduce, ("axes", "index_dtype"))
+_register("reduce", _generic_reduce, ("computation", "jaxpr", "dimensions"))
+_register("reduce_window_sum", _reduce_window_of("sum"), ("window_dimensions", "window_strides", "padding",
+                                                           "base_dilation", "window_dilation"))
+_register("reduce_window_max", _reduce_window_of("amax"), ("window_dimensions", "window_strides", "padding",
+                                                            "base_dilation", "window_dilation"))
+_register("reduce_window_min", _reduce_window_of("amin"), ("window_dimensions", "window_strides", "padding",
+                                                            "base_dilation", "window_dilation"))
+_register("reduce_window", _reduce_window, ("jaxpr", "consts", "window_dimensions", "window_strides", "padding",
+                                            "base_dilation", "window_dilation"))
+_register("select_and_scatter_add", _select_window, ("select_prim", "window_dimensions", "window_strides",
+                                                     "padding"))
+_register("select_and_gather_add", _select_window, ("select_prim", "window_dimensions", "window_strides", "padding",
+                                                    "base_dilation", "window_dilation"))
+_register("sort", _sort, ("dimension", "is_stable", "num_keys"))
+_register("top_k", _top_k, ("k", "axis"))
+_register("device_put", _device_put, ("devices", "srcs", "copy_semantics"))
+_register("one_minus_square", _one_minus_square)
 
 
 @dataclass
@@ -155,6 +637,7 @@ class _Builder:
     inputs: list[TensorMeta] = field(default_factory=list)
     env: dict = field(default_factory=dict)  # jaxpr Var -> Arg
     taken: set = field(default_factory=set)  # value names in use
+    iotas: dict[str, int] = field(default_factory=dict)  # value name -> the dim an iota counts along
     origins: dict[str, "EqnOrigin"] = field(default_factory=dict)  # node id -> the equation it came from
     origin: "EqnOrigin | None" = None  # of the equation being emitted
 
@@ -184,22 +667,68 @@ class _Builder:
             body = _call_body(eqn)
             if body is not None:
                 self.inline(eqn, body, scope)
-            elif eqn.primitive.name == "split":
-                self.split(eqn, scope)
+            elif eqn.primitive.name in IDENTITIES:
+                for outer, value in zip(eqn.outvars, IDENTITIES[eqn.primitive.name]([self.read(a) for a in eqn.invars])):
+                    self.env[outer] = value
+            elif eqn.primitive.name == "scan" and 0 < int(eqn.params["length"]) <= MAX_SCAN_STEPS:
+                self.unroll(eqn, scope)
             else:
                 self.emit(eqn, scope)
 
     def inline(self, eqn, body, scope: str) -> None:
+        inner = getattr(body, "jaxpr", body)
+        name = eqn.params.get("name") or getattr(getattr(inner, "debug_info", None), "func_name", "") or eqn.primitive.name
+        outs = self.call(body, [self.read(a) for a in eqn.invars], f"{scope}/{name}" if scope else str(name))
+        for outer, value in zip(eqn.outvars, outs):
+            self.env[outer] = value
+
+    def call(self, body, args: list[Arg], scope: str) -> list[Arg]:
+        """A (closed) jaxpr's equations emitted on `args`; its outputs' values."""
         from jax.extend.core import ClosedJaxpr
 
         inner, consts = (body.jaxpr, body.consts) if isinstance(body, ClosedJaxpr) else (body, ())
         self.bind_consts(inner.constvars, consts)
-        for var, atom in zip(inner.invars, eqn.invars):
-            self.env[var] = self.read(atom)
-        name = eqn.params.get("name") or getattr(getattr(inner, "debug_info", None), "func_name", "") or eqn.primitive.name
-        self.walk(inner, f"{scope}/{name}" if scope else str(name), self.origin)
-        for outer, var in zip(eqn.outvars, inner.outvars):
-            self.env[outer] = self.read(var)
+        for var, value in zip(inner.invars, args):
+            self.env[var] = value
+        self.walk(inner, scope, self.origin)
+        return [self.read(var) for var in inner.outvars]
+
+    def unroll(self, eqn, scope: str) -> None:
+        """lax.scan of a static length as its steps, one after the other: each step the body on the
+        carry and the xs' slice at that step; the ys stacked along a new first dim."""
+        from jax.extend.core import DropVar
+
+        p = eqn.params
+        steps, n_consts, n_carry = int(p["length"]), int(p["num_consts"]), int(p["num_carry"])
+        values = [self.read(a) for a in eqn.invars]
+        consts, carry = values[:n_consts], values[n_consts:n_consts + n_carry]
+        xs = list(zip(values[n_consts + n_carry:], eqn.invars[n_consts + n_carry:]))
+        ys_by_step = {}
+        for i in (reversed(range(steps)) if p["reverse"] else range(steps)):
+            e = Emitter(f"e{len(self.nodes)}", "scan", scope)
+            step_xs = []
+            for value, var in xs:
+                shape, dtype = tuple(int(d) for d in var.aval.shape), canonical_dtype(var.aval.dtype)
+                row = e.emit("slice", [value], (1, *shape[1:]), dtype, start=[i] + [0] * (len(shape) - 1),
+                             limit=[i + 1, *shape[1:]], step=[1] * len(shape))
+                step_xs.append(e.reshape(row, shape[1:], dtype))
+            for node in e.nodes:
+                self.add(node)
+            outs = self.call(p["jaxpr"], [*consts, *carry, *step_xs], f"{scope}/scan[{i}]" if scope else f"scan[{i}]")
+            carry, ys_by_step[i] = outs[:n_carry], outs[n_carry:]
+        for outer, value in zip(eqn.outvars[:n_carry], carry):
+            self.env[outer] = value
+        for j, outer in enumerate(eqn.outvars[n_carry:]):
+            if isinstance(outer, DropVar):
+                continue
+            (out,) = self.outputs([outer], f"e{len(self.nodes)}")
+            e = Emitter(f"e{len(self.nodes)}", "scan", scope)
+            rows = [ys_by_step[i][j] for i in range(steps)]
+            rows = [r if isinstance(r, str) else e.emit("full", [], out.shape[1:], out.dtype,
+                                                        **full_attrs(out.shape[1:], r, out.dtype)) for r in rows]
+            e.emit("stack", rows, out.shape, out.dtype, out, dim=0)
+            for node in e.nodes:
+                self.add(node)
 
     def outputs(self, outvars, node_id: str) -> list[TensorMeta]:
         from jax.extend.core import DropVar
@@ -216,74 +745,39 @@ class _Builder:
 
     def emit(self, eqn, scope: str) -> None:
         prim = eqn.primitive.name
-        inputs = [self.read(a) for a in eqn.invars]
-        op = PRIMITIVES.get(prim, UNKNOWN_PREFIX + prim)
-        attrs = _ATTRS[prim](eqn) if prim in _ATTRS else {}
-        if prim == "integer_pow":
-            inputs.append(int(eqn.params["y"]))
-        elif prim == "square":
-            inputs.append(2)
-        elif prim == "select_n":
-            # select_n(pred, on_false, on_true) picks cases[pred]; only two cases make a `where`.
-            if len(inputs) == 3:
-                inputs = [inputs[0], inputs[2], inputs[1]]
-            else:
-                op = UNKNOWN_PREFIX + prim
-        elif prim in ("broadcast_in_dim", "convert_element_type") and not isinstance(inputs[0], str):
-            out = _meta("", eqn.outvars[0].aval)
-            op, attrs, inputs = "full", full_attrs(out.shape, inputs[0], out.dtype), []
-        elif prim in ("gather", "scatter-add"):
-            op, attrs, inputs = self.indexing(eqn, inputs, scope)
-        elif prim == "one_minus_square":  # jax >= 0.11, in tanh's derivative: 1 - x*x
-            node_id = f"e{len(self.nodes)}"
-            square = _meta(f"{node_id}_square", eqn.outvars[0].aval)
-            self.taken.add(square.name)
-            self.add(Node(node_id, "mul", [inputs[0], inputs[0]], [square], native=prim, scope=scope))
-            op, inputs = "sub", [1.0, square.name]
-        self.append(eqn.outvars, op, inputs, attrs, prim, scope)
-
-    def append(self, outvars, op: str, inputs: list[Arg], attrs: dict, native: str, scope: str) -> None:
         node_id = f"e{len(self.nodes)}"
-        self.add(Node(node_id, op, inputs, self.outputs(outvars, node_id), attrs, native=native, scope=scope))
+        inputs = [self.read(a) for a in eqn.invars]
+        metas = [_meta(v if isinstance(v, str) else "", a.aval) for v, a in zip(inputs, eqn.invars)]
+        outs = self.outputs(eqn.outvars, node_id)
+        e = Emitter(node_id, prim, scope)
+        reason = why_unknown(prim, eqn.params)
+        if reason is None:
+            try:
+                HANDLERS[prim][0](e, Eqn(prim, dict(eqn.params), inputs, metas, outs, self.iotas))
+            except Unmapped as err:
+                reason = str(err)
+        if reason is not None:
+            e.nodes = [Node(node_id, UNKNOWN_PREFIX + prim, inputs, outs, {"reason": reason}, native=prim, scope=scope)]
+        elif prim == "iota":
+            self.iotas[outs[0].name] = int(eqn.params["dimension"])
+        for node in e.nodes:
+            self.add(node)
 
     def add(self, node: Node) -> None:
-        self.nodes.append(conform(node))
+        self.nodes.append(node)
         self.origins[node.id] = self.origin
 
-    def indexing(self, eqn, inputs: list[Arg], scope: str) -> tuple[str, dict, list[Arg]]:
-        """gather / scatter-add along dim 0 as canonical `take` / `index_add` (dim=0, indices
-        without jax's trailing index-vector dim); any other form stays `unknown:` with its params."""
-        p = eqn.params
-        dn = p["dimension_numbers"]
-        operand, indices = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
-        vector_dim = len(indices) - 1  # jax keeps the index vector last
-        if eqn.primitive.name == "gather":
-            rows = is_row_gather(operand, indices, dn.offset_dims, dn.collapsed_slice_dims, dn.start_index_map,
-                                 p["slice_sizes"], vector_dim)
-            op = "take"
-        else:
-            rows = is_row_scatter_add(operand, indices, dn.update_window_dims, dn.inserted_window_dims,
-                                      dn.scatter_dims_to_operand_dims, vector_dim)
-            op = "index_add"
-        if not rows:
-            return UNKNOWN_PREFIX + eqn.primitive.name, {"dimension_numbers": str(dn)}, inputs
-        node_id = f"e{len(self.nodes)}"
-        index_meta = TensorMeta(f"{node_id}_index", tuple(indices[:-1]), canonical_dtype(eqn.invars[1].aval.dtype))
-        self.add(Node(node_id, "reshape", [inputs[1]], [index_meta], {"shape": list(index_meta.shape)},
-                      native=eqn.primitive.name, scope=scope))
-        return op, {"dim": 0}, [inputs[0], index_meta.name, *inputs[2:]]
 
-    def split(self, eqn, scope: str) -> None:
-        """`split` (one input, several outputs) as one `slice` node per output."""
-        axis = int(eqn.params["axis"])
-        src = self.read(eqn.invars[0])
-        shape = list(eqn.invars[0].aval.shape)
-        offset = 0
-        for var, size in zip(eqn.outvars, eqn.params["sizes"]):
-            start, limit = [0] * len(shape), list(shape)
-            start[axis], limit[axis] = offset, offset + int(size)
-            offset += int(size)
-            self.append([var], "slice", [src], {"start": start, "limit": limit, "step": [1] * len(shape)}, "split", scope)
+def why_unknown(prim: str, params: dict) -> str | None:
+    """Why `prim` with `params` cannot become canonical ops (None: it can)."""
+    if prim in CLASSIFIED:
+        return CLASSIFIED[prim]
+    if prim not in HANDLERS:
+        return "no canonical op for this primitive"
+    unread = sorted(k for k, v in params.items() if k not in HINTS and k not in HANDLERS[prim][1])
+    if unread:
+        return f"params not mapped: {', '.join(unread)}"
+    return None
 
 
 def _call_body(eqn):

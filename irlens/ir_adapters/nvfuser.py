@@ -44,8 +44,20 @@ class Segment:
         return None if self.bytes_read is None else self.bytes_read + self.bytes_written
 
 
+def is_nvfuser_region(bsym) -> bool:
+    """Whether a Thunder fusion region is nvFuser's: its call context holds a
+    `FusionDefinitionWrapper`. Thunder's default executors on CUDA include another fusion
+    executor, `torchcompile_xentropy` (cross-entropy and its backward through torch.compile),
+    whose `TorchCompileN` regions call a plain function."""
+    return hasattr(bsym._call_ctx.get(bsym.sym.name), "last_used")
+
+
 def fusion_wrapper(bsym) -> Any:
-    """The `FusionDefinitionWrapper` a Thunder nvFusion bound symbol calls."""
+    """The `FusionDefinitionWrapper` a Thunder nvFusion bound symbol calls (ValueError for a
+    region another fusion executor made)."""
+    if not is_nvfuser_region(bsym):
+        raise ValueError(f"{bsym.sym.name} is not an nvFuser region (its executor: "
+                         f"{getattr(bsym.sym.executor, 'name', None)})")
     return bsym._call_ctx[bsym.sym.name]
 
 

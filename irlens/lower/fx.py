@@ -72,6 +72,8 @@ class InductorLowered:
     def kernels(self) -> list[Kernel]:
         from irlens.ir_adapters.inductor_code import map_kernels
 
+        if self.capture.unmapped:  # a graph Inductor compiled went unrecorded: its kernels are not known
+            raise RuntimeError(self.capture.unmapped)
         self.graphs()  # node ids refer to the tagged stage names
         return [k for c in self.capture.compiled for k in map_kernels(c, "inductor")]
 

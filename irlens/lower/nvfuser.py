@@ -87,7 +87,9 @@ def regions(graph: Graph) -> list[Node | Region]:
     return items
 
 
-def _define(region: Region, values: list[torch.Tensor], graph: Graph):
+def define_region(region: Region, values: list[torch.Tensor], graph: Graph):
+    """The region's FusionDefinition for these input values, built and not executed (the
+    lowering runs it; `irlens repro` writes it out as nvFuser prints it)."""
     nv = nvfuser_direct()
     metas = {t.name: t for t in graph.inputs} | {o.name: o for n in graph.nodes for o in n.outputs}
     fd = nv.FusionDefinition()
@@ -116,7 +118,7 @@ def _define_input(fd, nv, value: torch.Tensor):
                             dtype=nv_dtype(nv, canonical_dtype(value.dtype)))
 
 
-def _fusion_input(value: torch.Tensor, device: str) -> torch.Tensor:
+def fusion_input(value: torch.Tensor, device: str) -> torch.Tensor:
     """A region input as nvFuser binds it: dense, and on the fusion's device (nvFuser refuses a
     CPU tensor for a CUDA input; the torch-side ops make theirs there, `node_attrs`)."""
     return value.to(device).contiguous()
@@ -148,9 +150,9 @@ class NvFuserLowered:
             if isinstance(item, Region):
                 if not item.outputs:
                     continue
-                values = [_fusion_input(env[name], self.device) for name in item.inputs]
+                values = [fusion_input(env[name], self.device) for name in item.inputs]
                 if item.definition is None:
-                    item.definition = _define(item, values, self.graph)
+                    item.definition = define_region(item, values, self.graph)
                 self._last_inputs[item.name] = values
                 env.update(zip(item.outputs, item.definition.execute(values)))
             else:

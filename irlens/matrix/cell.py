@@ -141,13 +141,16 @@ def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: Ho
     row.compile_s, row.run_us = run.compile_s, run.run_us
     row.run_spread = host.spread if host is not None else None
     row.kernels = [k.to_json() for k in run.kernels]
-    row.kernel_count = run.launch_count()  # launches per step (README: "Kernel launches")
+    row.kernel_count = run.launch_count()  # launches per step (README: "Kernel launches"); None: unmapped
+    row.kernels_unmapped = run.unmapped
 
 
 def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> dict:
-    """How the kernels cover the compute nodes of the graphs they refer to: each compute node
-    should be in exactly one kernel's `node_ids` (a recomputation is listed in `recompute` instead).
-    Node ids are given as `stage:id`."""
+    """How the kernels cover the nodes of the graphs they refer to that a kernel must explain:
+    each compute node, and each `unknown:` node (an op the common view has no meaning for is
+    never taken as explained), should be in exactly one kernel's `node_ids` (a recomputation is
+    listed in `recompute` instead). `unknown` lists every unknown node, covered or not, with its
+    native name. Node ids are given as `stage:id`."""
     stages = {g.stage for g in graphs}
     only = next(iter(stages)) if len(stages) == 1 else None
     covered = Counter()
@@ -156,11 +159,13 @@ def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> dict:
         stage = k.stage if k.stage in stages else (only if not k.stage else None)
         referred.add(stage)
         covered.update(f"{stage}:{n}" for n in k.node_ids)
-    compute = [f"{g.stage}:{n.id}" for g in graphs if g.stage in referred for n in g.nodes if is_compute(n.op)]
+    nodes = [(g.stage, n) for g in graphs if g.stage in referred for n in g.nodes]
+    explained = [f"{stage}:{n.id}" for stage, n in nodes if is_compute(n.op) or n.is_unknown]
     return {
-        "compute_nodes": len(compute),
-        "uncovered": [n for n in compute if not covered[n]],
+        "compute_nodes": len(explained),
+        "uncovered": [n for n in explained if not covered[n]],
         "duplicates": sorted(n for n, c in covered.items() if c > 1),
+        "unknown": [f"{stage}:{n.id} ({n.native or n.op})" for stage, n in nodes if n.is_unknown],
     }
 
 

@@ -57,6 +57,7 @@ class Row:
     # Kernel.to_json() records (bench adds each one's launch time_us, flops, pct_of_ceiling, bound, model_error)
     kernels: list[dict] = field(default_factory=list)
     kernel_count: int | None = None  # kernel launches the generated code makes per step (BackendRun.launch_count)
+    kernels_unmapped: str | None = None  # why a row that ran has no kernels: their mapping failed (the verdict stands)
     notes: dict[str, Any] = field(default_factory=dict)  # the backend's own notes (graph breaks, segments, ...)
     graphs: dict[str, dict] = field(default_factory=dict)  # stage -> Graph.to_json(): what kernels' node ids refer to
     coverage: dict | None = None  # how the kernels cover the compute nodes (compare.kernel_coverage)
@@ -89,6 +90,11 @@ class Row:
                   if e is not None and allowed.get(n)}
         failed = [n for n, e in self.per_result.items() if e is None]  # NaN or Inf
         return failed[0] if failed else max(ratios, key=lambda n: ratios[n], default=None)
+
+    @property
+    def unmapped_note(self) -> str:
+        """"kernels unmapped: <reason>" for a row whose kernels could not be mapped, else ""."""
+        return f"kernels unmapped: {self.kernels_unmapped}" if self.kernels_unmapped else ""
 
     def fail(self, phase: str, reason: str, detail: str = "") -> "Row":
         """Mark this row failed in `phase`; returns it."""
@@ -133,7 +139,7 @@ class Row:
 OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceilings", "device", "device_name",
             # judged against eager's own error in the same dtype; the spread of the timed steps
             "per_result_eager", "per_result_allowed", "eager_err", "allowed", "reference_dtype",
-            "reference_fallback", "run_spread")
+            "reference_fallback", "run_spread", "kernels_unmapped")
 
 
 @dataclass(frozen=True)

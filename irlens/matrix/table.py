@@ -56,6 +56,11 @@ def format_table(doc: Document) -> str:
     for r in doc.rows:
         if r.status != "ok" and r.reason:
             reasons.setdefault((r.backend, r.status, r.reason.splitlines()[0]), []).append(f"{r.workload}/{r.mode}")
+    # A row that ran but whose kernels could not be mapped keeps its verdict, and says so.
+    for r in doc.rows:
+        if r.unmapped_note:
+            reasons.setdefault((r.backend, r.status, r.unmapped_note.splitlines()[0]), []).append(
+                f"{r.workload}/{r.mode}")
     notes = [f"{backend} ({_where(cells)}): {status}: {reason}" for (backend, status, reason), cells in reasons.items()]
     fallbacks: dict[tuple[str, str], list[str]] = {}
     for r in doc.rows:
@@ -67,8 +72,22 @@ def format_table(doc: Document) -> str:
     if shaky:
         notes.append(f"{UNSTEADY_MARK} unsteady timing ({len(shaky)} rows): the timed steps' interquartile range is "
                      f"above {UNSTEADY_SPREAD:.0%} of their median")
-    return "\n".join(out + ([""] + notes if notes else []))
+    return "\n".join(out + ([""] + notes if notes else []) + unknown_lines(doc))
 
 
 def _where(cells: list[str]) -> str:
     return cells[0] if len(cells) == 1 else f"{len(cells)} cells"
+
+
+def unknown_lines(doc: Document) -> list[str]:
+    """Rows whose kernels map onto ops the common view has no meaning for: never silent, counted
+    as uncovered (`coverage.unknown`), one line per row with the native names."""
+    lines = []
+    for r in doc.rows:
+        unknown = (r.coverage or {}).get("unknown") or []
+        if unknown:
+            natives = sorted({u[u.index("(") + 1:-1] for u in unknown})
+            shown = ", ".join(natives[:6]) + (f", +{len(natives) - 6} more" if len(natives) > 6 else "")
+            lines.append(f"{r.backend} ({r.workload}/{r.mode}): {len(unknown)} node(s) with no meaning in the common "
+                         f"view, counted as uncovered: {shown}")
+    return ([""] if lines else []) + lines

@@ -1,9 +1,16 @@
 """The canonical op vocabulary of the common view: each op declared once, with its rules beside it.
 
-An op lives in the module of its family (`elementwise`, `reduction`, `linalg`, `movement`,
-`indexing`, `creation`, `nn`, `collectives`): its name, category, operand and attribute schema,
+An op lives in the module of its family: its name, category, operand and attribute schema,
 float64 meaning, and the rules registered for it (a composite's decomposition, lowerings to
 JAX and nvFuser). `irlens.ops.core` says how to declare one; `python -m irlens.ops` lists them.
+
+    elementwise  special  fft          arithmetic, comparisons, special functions, complex parts
+    reduction                          sums, extrema, scans, arg-reductions, mean/var, selections
+    linalg  spatial                    matmul, factorizations and solves; convolution, pooling
+    movement  indexing  creation       views and copies, casts; gathers and scatters; full, iota
+    activation  attention  loss        composites (with rules): gelu ..., softmax, sdpa,
+    normalization  nn                  cross_entropy, layer/batch/group norm, linear, embedding
+    collectives                        the parallel path's functional collectives
 
 Conventions every declaration follows, so graphs compare and execute alike:
 - Node.inputs are value names or scalar literals (0.5 in 0.5 * x), in the declared operand
@@ -39,6 +46,7 @@ from irlens.ops.core import (  # noqa: F401  (the public API)
     SchemaError,
     category,
     check_vocabulary,
+    composite,
     conform,
     declare,
     decomposition,
@@ -48,7 +56,9 @@ from irlens.ops.core import (  # noqa: F401  (the public API)
     meaning,
     node_problem,
 )
-from irlens.ops import collectives, creation, elementwise, indexing, linalg, movement, nn, reduction  # noqa: F401,E402
+from irlens.ops import (  # noqa: F401,E402  (each declares its ops)
+    activation, attention, collectives, creation, elementwise, fft, indexing, linalg, loss, movement, nn,
+    normalization, reduction, spatial, special, window)
 from irlens.ops.core import check_declarations as _check_declarations  # noqa: E402
 
 _check_declarations()

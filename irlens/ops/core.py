@@ -127,6 +127,7 @@ class Op:
     decomposition: Callable | None = None
     lowerings: dict[str, Any] = field(default_factory=dict)
     lowerable: dict[str, Callable] = field(default_factory=dict)  # lowering -> node predicate
+    aten: Any = None  # the ATen overload it is declared from (`from_aten`): its meaning, its attrs' names
 
     @property
     def is_composite(self) -> bool:
@@ -186,6 +187,11 @@ def declare(name: str, category: str, operands: str = "x", *, outputs: str = "ou
     return op
 
 
+def composite(name: str, operands: str = "x", *, outputs: str = "out", doc: str = "", **attrs: Attr) -> Op:
+    """Declare a composite op (its family registers its decomposition rule beside it)."""
+    return declare(name, COMPOSITE, operands, outputs=outputs, doc=doc, **attrs)
+
+
 def _caller_module() -> str:
     import sys
 
@@ -193,6 +199,51 @@ def _caller_module() -> str:
     while frame is not None and frame.f_globals.get("__name__") == __name__:
         frame = frame.f_back
     return frame.f_globals.get("__name__", "").rsplit(".", 1)[-1] if frame else ""
+
+
+def from_aten(name: str, category: str, overload, *, doc: str = "") -> Op:
+    """Declare an op that is one ATen overload: its tensor arguments the operands (in schema order,
+    `Tensor?` optional, a trailing `Tensor[]` variadic), every other argument an attr of the same
+    name (schema defaults), its returns the outputs, and its meaning that overload run in float64.
+    For the ATen ops no decomposition reaches (linalg factorizations, special functions with
+    parameters, selections): the frontends' own primitives, as JAX's lax.linalg has them."""
+    schema = overload._schema
+    operands, attrs = [], {}
+    for a in schema.arguments:
+        kind = str(a.type)
+        if kind in _TENSOR_KINDS or kind in _TENSOR_LIST_KINDS:
+            operands.append(("*" if kind in _TENSOR_LIST_KINDS else "") + a.name + ("?" if "Optional" in kind else ""))
+        else:
+            attrs[a.name] = Attr("any", a.default_value) if a.has_default_value() else Attr("any")
+    # the first result always; ATen gives None for results not asked for (FX then has no value)
+    outputs = [("*" if str(r.type).startswith("List") else "") + (r.name or f"out{i}") + ("?" if i else "")
+               for i, r in enumerate(schema.returns)]
+    op = declare(name, category, " ".join(operands), outputs=" ".join(outputs), doc=doc or f"ATen's {overload}", **attrs)
+    op.aten = overload
+
+    def run(a, *inputs):
+        values, args, kwargs = list(inputs), [], {}
+        for arg in schema.arguments:
+            kind = str(arg.type)
+            if kind in _TENSOR_KINDS:
+                v = values.pop(0) if values else None
+            elif kind in _TENSOR_LIST_KINDS:
+                v, values = values, []
+            else:
+                v = a[arg.name]
+            if arg.kwarg_only:
+                kwargs[arg.name] = v
+            else:
+                args.append(v)
+        result = overload(*args, **kwargs)
+        return tuple(r for r in result if r is not None) if isinstance(result, (tuple, list)) else result
+
+    op.meaning = run
+    return op
+
+
+_TENSOR_KINDS = ("Tensor", "Optional[Tensor]")
+_TENSOR_LIST_KINDS = ("List[Tensor]", "List[Optional[Tensor]]")
 
 
 def meaning(op: Op):

@@ -42,7 +42,8 @@ iota = declare("iota", CREATION, "", shape=Attr("ints"), dim=Attr("int", 0), dty
 @meaning(iota)
 def _iota(a):
     shape, dim = list(a["shape"]), a["dim"]
-    r = torch.arange(shape[dim], dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))
+    # counted in int64 (torch has no arange of the unsigned dtypes past uint8), then cast
+    r = torch.arange(shape[dim], device=a.get("device", "cpu")).to(torch_dtype(a["dtype"]))
     view = [1] * len(shape)
     view[dim] = shape[dim]
     return r.reshape(view).expand(shape).clone()
@@ -62,3 +63,26 @@ rand = declare("rand", CREATION, "", shape=Attr("ints"), dtype=Attr("dtype"),
 def _rand(a):
     make = torch.rand if a["distribution"] == "uniform" else torch.randn
     return make(list(a["shape"]), dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))
+
+
+randperm = declare("randperm", CREATION, "", n=Attr("int"), dtype=Attr("dtype", "int64"),
+                   doc="a random permutation of 0 .. n-1; no two runs agree")
+
+
+@meaning(randperm)
+def _randperm(a):
+    return torch.randperm(a["n"], dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu"))
+
+
+constant = declare("constant", CREATION, "", shape=Attr("ints"), dtype=Attr("dtype"), values=Attr("any"),
+                   doc="a small literal tensor (a traced program's constant): values in row-major order")
+
+
+@meaning(constant)
+def _constant(a):
+    return torch.tensor(a["values"], dtype=torch_dtype(a["dtype"]), device=a.get("device", "cpu")).reshape(a["shape"])
+
+
+@lowering(constant, "jax")
+def _constant_jax(a):
+    return jnp().asarray(a["values"], jnp().dtype(a["dtype"])).reshape(tuple(a["shape"]))

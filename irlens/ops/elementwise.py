@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import elementwise, jnp
+from irlens.ops._torch import elementwise, jnp, lax
 from irlens.ops.core import ELEMENTWISE, Attr, declare, lowering, lowers, meaning
 
 
@@ -66,6 +66,8 @@ isnan = unary("isnan", jax="isnan")
 isinf = unary("isinf", jax="isinf")
 logical_not = unary("logical_not", jax="logical_not")
 bitwise_not = unary("bitwise_not", jax="bitwise_not", nvfuser="bitwise_not", doc="~x: logical not on bool, two's complement not on integers")
+erfcinv = unary("erfcinv", lambda x: torch.erfinv(1 - x), doc="inverse of erfc: erfinv(1 - x)")
+lowers(erfcinv, "jax", lambda a, x: lax().erf_inv(1 - x))
 
 round_ = declare("round", ELEMENTWISE, "x", decimals=Attr("int", 0),
                  doc="round half to even, at `decimals` digits after the point (torch.round)")
@@ -103,6 +105,8 @@ logical_xor = binary("logical_xor", jax="logical_xor")
 bitwise_and = binary("bitwise_and", jax="bitwise_and", nvfuser="bitwise_and")
 bitwise_or = binary("bitwise_or", jax="bitwise_or", nvfuser="bitwise_or")
 bitwise_xor = binary("bitwise_xor", jax="bitwise_xor", nvfuser="bitwise_xor")
+bitwise_left_shift = binary("bitwise_left_shift", jax="left_shift", doc="x << y (integers)")
+bitwise_right_shift = binary("bitwise_right_shift", jax="right_shift", doc="x >> y (integers; arithmetic on signed)")
 
 div = declare("div", ELEMENTWISE, "x y", rounding_mode=Attr("str", None, choices=(None, "floor", "trunc")),
               doc="true division; rounding_mode floor (Python's //) or trunc rounds the quotient")
@@ -146,3 +150,100 @@ def _clamp(a, x, lo=None, hi=None):
 @lowering(clamp, "jax")
 def _clamp_jax(a, x, lo=None, hi=None):
     return jnp().clip(x, lo, hi)
+
+
+lerp = declare("lerp", ELEMENTWISE, "start end weight", doc="start + weight * (end - start) (torch.lerp)")
+meaning(lerp)(elementwise(torch.lerp))
+
+
+@lowering(lerp, "jax")
+def _lerp_jax(a, start, end, weight):
+    return start + weight * (end - start)
+
+
+def _round_half_away(x):
+    whole = torch.trunc(x)  # x - trunc(x) is exact, so the half-way test is too
+    return whole + torch.sign(x) * (torch.abs(x - whole) >= 0.5).to(x.dtype)
+
+
+round_half_away = unary("round_half_away", _round_half_away,
+                        doc="round half away from zero (C's round; lax.round's default, HLO's round-nearest-afz)")
+
+
+@lowering(round_half_away, "jax")
+def _round_half_away_jax(a, x):
+    return lax().round(x, lax().RoundingMethod.AWAY_FROM_ZERO)
+
+
+reduce_precision = declare("reduce_precision", ELEMENTWISE, "x", exponent_bits=Attr("int"), mantissa_bits=Attr("int"),
+                           doc="x rounded (to nearest even) to mantissa_bits, then out of the range of "
+                               "exponent_bits: overflow to inf, underflow (subnormals included) to zero; NaN "
+                               "stays NaN (XLA's reduce-precision, on x's own dtype)")
+# (exponent, mantissa) bits of the formats whose bit patterns the meaning rounds
+_FLOAT_BITS = {torch.float64: (11, 52, torch.int64), torch.float32: (8, 23, torch.int32)}
+_NATIVE_BITS = {torch.float16: (5, 10), torch.bfloat16: (8, 7), torch.float32: (8, 23), torch.float64: (11, 52)}
+
+
+@meaning(reduce_precision)
+def _reduce_precision(a, x):
+    native_e, native_m = _NATIVE_BITS[x.dtype]
+    work = x if x.dtype in _FLOAT_BITS else x.to(torch.float32)  # half formats round within float32's range
+    src_e, src_m, int_dtype = _FLOAT_BITS[work.dtype]
+    width = src_e + src_m + 1
+    bits = work.view(int_dtype).to(torch.int64)
+    sign_mask = 1 << (width - 1)
+    sign = bits & sign_mask if width == 64 else (bits & 0xFFFFFFFF) & sign_mask
+    mag = bits & (sign_mask - 1)
+    e_bits, m_bits = a["exponent_bits"], a["mantissa_bits"]
+    if m_bits < native_m:
+        shift = src_m - m_bits
+        bias = (1 << (shift - 1)) - 1 + ((mag >> shift) & 1)
+        mag = (mag + bias) & ~((1 << shift) - 1)
+    if e_bits < native_e:
+        exponent = mag >> src_m
+        src_bias, reduced_bias = (1 << (src_e - 1)) - 1, (1 << (e_bits - 1)) - 1
+        inf = ((1 << src_e) - 1) << src_m
+        mag = torch.where(exponent > src_bias + reduced_bias, torch.full_like(mag, inf),
+                          torch.where(exponent <= src_bias - reduced_bias, torch.zeros_like(mag), mag))
+    out = sign | mag
+    if width == 32:
+        out = torch.where(out >= 1 << 31, out - (1 << 32), out)
+    out = out.to(int_dtype).view(work.dtype)
+    return torch.where(torch.isnan(work), work, out).to(x.dtype)
+
+
+@lowering(reduce_precision, "jax")
+def _reduce_precision_jax(a, x):
+    return lax().reduce_precision(x, a["exponent_bits"], a["mantissa_bits"])
+
+
+# --- bit counting on integers (two's complement, in x's width) -----------------------------------------
+def _bits_of(x: torch.Tensor) -> tuple[int, torch.Tensor]:
+    """x's width and its bit pattern as int64 (bit k of the result's k-th bit is x's)."""
+    return torch.iinfo(x.dtype).bits, x.to(torch.int64)
+
+
+def _population_count(x):
+    width, bits = _bits_of(x)
+    return sum((bits >> k) & 1 for k in range(width)).to(x.dtype)
+
+
+def _clz(x):
+    width, bits = _bits_of(x)
+    length = torch.zeros_like(bits)
+    for k in range(width):
+        length = torch.where(((bits >> k) & 1).bool(), k + 1, length)
+    return (width - length).to(x.dtype)
+
+
+def _mulhi(x, y):
+    width = torch.iinfo(x.dtype).bits
+    if width > 32:
+        raise NotImplementedError("mulhi of 64-bit integers needs a 128-bit product")
+    return ((x.to(torch.int64) * y.to(torch.int64)) >> width).to(x.dtype)
+
+
+population_count = unary("population_count", _population_count, jax="lax.population_count",
+                         doc="number of set bits of an integer")
+clz = unary("clz", _clz, jax="lax.clz", doc="number of leading zero bits of an integer")
+mulhi = binary("mulhi", _mulhi, jax="lax.mulhi", doc="the high half of the double-width product of two integers")

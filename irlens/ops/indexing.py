@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import jnp, scalar_tensor
-from irlens.ops.core import DATA_MOVEMENT, OTHER, Attr, declare, lowering, meaning
+from irlens.ops._torch import jnp, scalar_tensor, widened
+from irlens.ops.core import DATA_MOVEMENT, OTHER, REDUCTION, Attr, declare, from_aten, lowering, meaning
 from irlens.ops.movement import slices
 
 
@@ -22,10 +22,11 @@ take = declare("take", DATA_MOVEMENT, "x index", dim=Attr("int"),
 
 
 @meaning(take)
+@widened
 def _take(a, x, idx):
     dim = a["dim"]
     flat = torch.index_select(x, dim, _wrapped(idx, x.shape[dim]).reshape(-1))
-    return flat.reshape(*x.shape[:dim], *idx.shape, *x.shape[dim + 1:])
+    return flat.reshape([*x.shape[:dim], *idx.shape, *x.shape[dim + 1:]])
 
 
 @lowering(take, "jax")
@@ -39,6 +40,7 @@ gather = declare("gather", DATA_MOVEMENT, "x index", dim=Attr("int"),
 
 
 @meaning(gather)
+@widened
 def _gather(a, x, idx):
     return torch.gather(x, a["dim"], _wrapped(idx, x.shape[a["dim"]]))
 
@@ -54,9 +56,14 @@ index = declare("index", DATA_MOVEMENT, "x *indices?",
                 doc="advanced indexing x[i0, i1, ...]: one optional index tensor per leading dim, None a full slice")
 
 
+def _as_index(i):
+    """An index tensor as torch indexes with: integers as int64 (torch takes no uint32 index)."""
+    return i if i is None or i.dtype in (torch.bool, torch.int64) else i.long()
+
+
 @meaning(index)
 def _index(a, x, *indices):
-    return torch.ops.aten.index.Tensor(x, [None if i is None else i for i in indices])
+    return torch.ops.aten.index.Tensor(x, [_as_index(i) for i in indices])
 
 
 # --- writes -----------------------------------------------------------------------------------
@@ -66,9 +73,10 @@ index_add = declare("index_add", DATA_MOVEMENT, "x index src", dim=Attr("int"), 
 
 
 @meaning(index_add)
+@widened
 def _index_add(a, x, idx, src):
     dim = a["dim"]
-    moved = src.reshape(*x.shape[:dim], idx.numel(), *x.shape[dim + 1:])
+    moved = src.reshape([*x.shape[:dim], idx.numel(), *x.shape[dim + 1:]])
     return x.index_add(dim, _wrapped(idx, x.shape[dim]).reshape(-1), moved, alpha=a["alpha"])
 
 
@@ -79,11 +87,31 @@ def _index_add_jax(a, x, idx, src):
     return x.at[(slice(None),) * dim + (idx.reshape(-1),)].add(moved * a["alpha"] if a["alpha"] != 1 else moved)
 
 
+index_copy = declare("index_copy", DATA_MOVEMENT, "x index src", dim=Attr("int"),
+                     doc="x with src's slices written at index along dim (torch.index_copy; index any shape, src "
+                         "shaped like take(x, index, dim))")
+
+
+@meaning(index_copy)
+def _index_copy(a, x, idx, src):
+    dim = a["dim"]
+    moved = src.reshape(*x.shape[:dim], idx.numel(), *x.shape[dim + 1:])
+    return x.index_copy(dim, _wrapped(idx, x.shape[dim]).reshape(-1), moved.to(x.dtype))
+
+
+@lowering(index_copy, "jax")
+def _index_copy_jax(a, x, idx, src):
+    dim = a["dim"]
+    moved = src.reshape(x.shape[:dim] + (-1,) + x.shape[dim + 1:])
+    return x.at[(slice(None),) * dim + (idx.reshape(-1),)].set(moved)
+
+
 scatter = declare("scatter", DATA_MOVEMENT, "x index src", dim=Attr("int"),
                   doc="torch.scatter: x with src (or a scalar) written at index along dim")
 
 
 @meaning(scatter)
+@widened
 def _scatter(a, x, idx, src):
     if not isinstance(src, torch.Tensor):
         return torch.scatter(x, a["dim"], idx.long(), src)
@@ -95,6 +123,7 @@ scatter_add = declare("scatter_add", DATA_MOVEMENT, "x index src", dim=Attr("int
 
 
 @meaning(scatter_add)
+@widened
 def _scatter_add(a, x, idx, src):
     return torch.scatter_add(x, a["dim"], idx.long(), src)
 
@@ -105,6 +134,7 @@ scatter_reduce = declare("scatter_reduce", DATA_MOVEMENT, "x index src", dim=Att
 
 
 @meaning(scatter_reduce)
+@widened
 def _scatter_reduce(a, x, idx, src):
     return torch.scatter_reduce(x, a["dim"], idx.long(), src, a["reduce"], include_self=a["include_self"])
 
@@ -114,9 +144,10 @@ index_put = declare("index_put", DATA_MOVEMENT, "x values *indices?", accumulate
 
 
 @meaning(index_put)
+@widened
 def _index_put(a, x, values, *indices):
     values = scalar_tensor(values, x if x.is_floating_point() else None, a.get("device"))
-    return torch.ops.aten.index_put.default(x, [None if i is None else i for i in indices], values.to(x.dtype),
+    return torch.ops.aten.index_put.default(x, [_as_index(i) for i in indices], values.to(x.dtype),
                                             a["accumulate"])
 
 
@@ -136,20 +167,99 @@ def _slice_scatter_jax(a, x, src):
     return x.at[slices(a)].set(src)
 
 
+# --- windows at computed offsets ---------------------------------------------------------------
+def _clamped_starts(x: torch.Tensor, starts, sizes) -> tuple:
+    """Each start (a 0-d tensor or literal) moved into [0, dim - size], as XLA clamps it."""
+    at = [min(max(int(s), 0), n - k) for s, n, k in zip(starts, x.shape, sizes)]
+    return tuple(slice(s, s + k) for s, k in zip(at, sizes))
+
+
+dynamic_slice = declare("dynamic_slice", DATA_MOVEMENT, "x *starts", sizes=Attr("ints"),
+                        doc="x[s0:s0+sizes[0], ...], one scalar start per dim, each clamped into [0, dim - size] "
+                            "(lax.dynamic_slice)")
+
+
+@meaning(dynamic_slice)
+def _dynamic_slice(a, x, *starts):
+    return x[_clamped_starts(x, starts, a["sizes"])].clone()
+
+
+@lowering(dynamic_slice, "jax")
+def _dynamic_slice_jax(a, x, *starts):
+    from jax import lax
+
+    return lax.dynamic_slice(x, starts, a["sizes"])
+
+
+dynamic_update_slice = declare("dynamic_update_slice", DATA_MOVEMENT, "x update *starts",
+                               doc="x with update written at (s0, s1, ...), one scalar start per dim, each clamped "
+                                   "into [0, dim - update's size] (lax.dynamic_update_slice)")
+
+
+@meaning(dynamic_update_slice)
+def _dynamic_update_slice(a, x, update, *starts):
+    out = x.clone()
+    out[_clamped_starts(x, starts, update.shape)] = update
+    return out
+
+
+@lowering(dynamic_update_slice, "jax")
+def _dynamic_update_slice_jax(a, x, update, *starts):
+    from jax import lax
+
+    return lax.dynamic_update_slice(x, update, starts)
+
+
 # --- selections -------------------------------------------------------------------------------
 topk = declare("topk", OTHER, "x", outputs="values indices", k=Attr("int"), dim=Attr("int", -1),
                largest=Attr("bool", True), sorted=Attr("bool", True))
 
 
-@meaning(topk)
 def _topk(a, x):
-    return tuple(torch.topk(x, a["k"], dim=a["dim"], largest=a["largest"], sorted=a["sorted"]))
+    """The k greatest (smallest) by a stable sort: of equal values the lower index first, and NaNs
+    in XLA's total order (NaN above inf, -NaN below -inf): lax.top_k's answer, one of torch.topk's."""
+    if x.dim() == 0:  # torch.topk of a scalar: itself, at index 0
+        values, indices = _topk(a | {"dim": 0}, x.reshape(1))
+        return values.reshape(()), indices.reshape(())
+    dim, order = a["dim"], {"dim": a["dim"], "descending": a["largest"], "stable": True}
+    indices = torch.sort(x, **order).indices
+    if x.is_floating_point():  # then by class: -NaN < numbers < NaN, the value order kept within each
+        rank = torch.where(torch.isnan(x), torch.where(torch.signbit(x), -1, 1), 0).gather(dim, indices)
+        indices = indices.gather(dim, torch.sort(rank, **order).indices)
+    indices = indices.narrow(dim, 0, a["k"])
+    return x.gather(dim, indices), indices
+
+
+meaning(topk)(widened(_topk, bools=True))
+
+
+def _sort(a, x):
+    return tuple(torch.sort(x, dim=a["dim"], descending=a["descending"], stable=a["stable"]))
 
 
 sort = declare("sort", OTHER, "x", outputs="values indices", dim=Attr("int", -1), descending=Attr("bool", False),
                stable=Attr("bool", False))
 
 
-@meaning(sort)
-def _sort(a, x):
-    return tuple(torch.sort(x, dim=a["dim"], descending=a["descending"], stable=a["stable"]))
+meaning(sort)(widened(_sort))
+
+
+masked_scatter = declare("masked_scatter", DATA_MOVEMENT, "x mask source",
+                         doc="x with source's leading elements written, in order, where mask is True")
+meaning(masked_scatter)(lambda a, x, mask, source: torch.masked_scatter(x, mask, source))
+nonzero = declare("nonzero", OTHER, "x", doc="[k, rank] int64 indices of x's nonzero elements (k: data-dependent)")
+meaning(nonzero)(lambda a, x: torch.nonzero(x))
+
+# --- ATen's other indexed reads and writes ----------------------------------------------------------
+A = torch.ops.aten
+index_reduce = from_aten("index_reduce", DATA_MOVEMENT, A.index_reduce.default)
+put = from_aten("put", DATA_MOVEMENT, A.put.default, doc="x with source written (accumulate: added) at flat index")
+as_strided_scatter = from_aten("as_strided_scatter", DATA_MOVEMENT, A.as_strided_scatter.default)
+diagonal_scatter = from_aten("diagonal_scatter", DATA_MOVEMENT, A.diagonal_scatter.default)
+diagonal_backward = from_aten("diagonal_backward", DATA_MOVEMENT, A.diagonal_backward.default)
+masked_scatter_backward = from_aten("masked_scatter_backward", DATA_MOVEMENT, A.masked_scatter_backward.default)
+segment_reduce = from_aten("segment_reduce", REDUCTION, A.segment_reduce.default)
+segment_reduce_backward = from_aten("segment_reduce_backward", REDUCTION, A._segment_reduce_backward.default)
+nonzero_static = from_aten("nonzero_static", OTHER, A.nonzero_static.default)
+searchsorted = from_aten("searchsorted", OTHER, A.searchsorted.Tensor)
+bucketize = from_aten("bucketize", OTHER, A.bucketize.Tensor)

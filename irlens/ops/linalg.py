@@ -5,27 +5,29 @@ import math
 
 import torch
 
-from irlens.ops._torch import jnp, lax
-from irlens.ops.core import MATMUL, Attr, declare, lowering, meaning
+from irlens.ops._torch import jnp, lax, widened
+from irlens.ops.core import MATMUL, OTHER, Attr, declare, from_aten, lowering, meaning
 
 matmul = declare("matmul", MATMUL, "a b", contract=Attr("any", None), batch=Attr("any", None),
                  doc="torch.matmul; with contract [[lhs dims], [rhs dims]] and batch [[lhs], [rhs]] a "
                      "dot_general: batch dims first, then lhs free dims, then rhs free dims")
 
 
-@meaning(matmul)
 def _matmul(a, x, y):
     if a["contract"] is None:
         return torch.matmul(x, y)
     (lc, rc), (lb, rb) = a["contract"], a["batch"] or [[], []]
     lfree = [d for d in range(x.dim()) if d not in lc and d not in lb]
     rfree = [d for d in range(y.dim()) if d not in rc and d not in rb]
-    xp = x.permute(*lb, *lfree, *lc).reshape(*[x.shape[d] for d in lb],
+    xp = x.permute([*lb, *lfree, *lc]).reshape(*[x.shape[d] for d in lb],
                                              math.prod([x.shape[d] for d in lfree]) if lfree else 1, -1)
-    yp = y.permute(*rb, *rc, *rfree).reshape(*[y.shape[d] for d in rb], -1,
+    yp = y.permute([*rb, *rc, *rfree]).reshape(*[y.shape[d] for d in rb], -1,
                                              math.prod([y.shape[d] for d in rfree]) if rfree else 1)
     out = torch.matmul(xp, yp)
-    return out.reshape(*[x.shape[d] for d in lb], *[x.shape[d] for d in lfree], *[y.shape[d] for d in rfree])
+    return out.reshape([*[x.shape[d] for d in lb], *[x.shape[d] for d in lfree], *[y.shape[d] for d in rfree]])
+
+
+meaning(matmul)(widened(_matmul, bools=True))  # torch has no bool or unsigned matmul
 
 
 @lowering(matmul, "jax")
@@ -40,3 +42,35 @@ def _matmul_jax(a, x, y):
 @lowering(matmul, "nvfuser", when=lambda node: node.attrs.get("contract") is None)
 def _matmul_nvfuser(fd, nv, node, args, metas):
     return fd.ops.matmul(*args)
+
+
+A = torch.ops.aten
+cdist = from_aten("cdist", MATMUL, A._cdist_forward.default, doc="p-norm distance between rows of x1 and rows of x2")
+cdist_backward = from_aten("cdist_backward", MATMUL, A._cdist_backward.default)
+pdist = from_aten("pdist", MATMUL, A._pdist_forward.default, doc="p-norm distance between each pair of rows")
+pdist_backward = from_aten("pdist_backward", MATMUL, A._pdist_backward.default)
+
+# --- factorizations and solves: LAPACK's, as JAX's lax.linalg has them ------------------------------
+cholesky = from_aten("cholesky", OTHER, A.linalg_cholesky_ex.default, doc="L with x = L L^H (upper: U^H U), info")
+cholesky_solve = from_aten("cholesky_solve", OTHER, A.cholesky_solve.default)
+cholesky_inverse = from_aten("cholesky_inverse", OTHER, A.cholesky_inverse.default)
+qr = from_aten("qr", OTHER, A.linalg_qr.default)
+svd = from_aten("svd", OTHER, A._linalg_svd.default)
+eigh = from_aten("eigh", OTHER, A._linalg_eigh.default)
+lu_factor = from_aten("lu_factor", OTHER, A.linalg_lu_factor_ex.default)
+lu = from_aten("lu", OTHER, A.linalg_lu.default)
+lu_solve = from_aten("lu_solve", OTHER, A.linalg_lu_solve.default)
+lu_unpack = from_aten("lu_unpack", OTHER, A.lu_unpack.default)
+solve = from_aten("solve", OTHER, A._linalg_solve_ex.default)
+solve_triangular = from_aten("solve_triangular", OTHER, A.linalg_solve_triangular.default)
+triangular_solve = from_aten("triangular_solve", OTHER, A.triangular_solve.default)
+inv = from_aten("inv", OTHER, A.linalg_inv_ex.default)
+det = from_aten("det", OTHER, A._linalg_det.default)
+slogdet = from_aten("slogdet", OTHER, A._linalg_slogdet.default)
+ldl_factor = from_aten("ldl_factor", OTHER, A.linalg_ldl_factor_ex.default)
+ldl_solve = from_aten("ldl_solve", OTHER, A.linalg_ldl_solve.default)
+householder_product = from_aten("householder_product", OTHER, A.linalg_householder_product.default)
+geqrf = from_aten("geqrf", OTHER, A.geqrf.default)
+ormqr = from_aten("ormqr", OTHER, A.ormqr.default)
+matrix_exp = from_aten("matrix_exp", OTHER, A.linalg_matrix_exp.default)
+pinv = from_aten("pinv", OTHER, A.linalg_pinv.atol_rtol_tensor)

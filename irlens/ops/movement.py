@@ -31,7 +31,7 @@ permute = declare("permute", DATA_MOVEMENT, "x", perm=Attr("ints"), doc="output 
 
 @meaning(permute)
 def _permute(a, x):
-    return x.permute(*a["perm"]).clone()
+    return x.permute(list(a["perm"])).clone()
 
 
 @lowering(permute, "jax")
@@ -209,3 +209,55 @@ def _convert_jax(a, x):
 @lowering(convert, "nvfuser")
 def _convert_nvfuser(fd, nv, node, args, metas):
     return fd.ops.cast(args[0], nv_dtype(nv, node.attrs["dtype"]))
+
+
+as_strided = declare("as_strided", DATA_MOVEMENT, "x", size=Attr("ints"), stride=Attr("ints"),
+                     storage_offset=Attr("int", 0),
+                     doc="elements of x's row-major layout at storage_offset + sum(i_k * stride_k)")
+
+
+@meaning(as_strided)
+def _as_strided(a, x):
+    return torch.as_strided(x.contiguous(), a["size"], a["stride"], a["storage_offset"]).clone()
+
+
+bitcast = declare("bitcast", CAST, "x", dtype=Attr("dtype"), from_dtype=Attr("dtype"),
+                  doc="x's bits (as from_dtype: the interpreter carries floats in float64) read as dtype "
+                      "(x.view(dtype), lax.bitcast_convert_type), the last dim rescaled by the size ratio")
+
+
+@meaning(bitcast)
+def _bitcast(a, x):
+    return x.to(torch_dtype(a["from_dtype"])).contiguous().view(torch_dtype(a["dtype"])).clone()
+
+
+@lowering(bitcast, "jax")
+def _bitcast_jax(a, x):
+    # torch's view scales the last dim; lax adds (narrower) or takes (wider) a last dim of the ratio
+    dst = jnp().dtype(a["dtype"])
+    src_size, dst_size = x.dtype.itemsize, dst.itemsize
+    if src_size < dst_size:
+        x = x.reshape(*x.shape[:-1], x.shape[-1] * src_size // dst_size, dst_size // src_size)
+    y = lax().bitcast_convert_type(x, dst)
+    return y.reshape(*y.shape[:-2], y.shape[-2] * y.shape[-1]) if src_size > dst_size else y
+
+
+unfold = declare("unfold", DATA_MOVEMENT, "x", dim=Attr("int"), size=Attr("int"), step=Attr("int"),
+                 doc="sliding windows of `size` every `step` along dim: dim becomes the window count, a "
+                     "last dim of `size` is added (torch.Tensor.unfold)")
+
+
+@meaning(unfold)
+def _unfold(a, x):
+    return x.unfold(a["dim"], a["size"], a["step"]).clone()
+
+
+@lowering(unfold, "jax")
+def _unfold_jax(a, x):
+    np_ = jnp()
+    if x.ndim == 0:
+        return x.reshape(1)
+    dim, size, step = a["dim"], a["size"], a["step"]
+    count = (x.shape[dim] - size) // step + 1
+    windows = np_.take(x, np_.arange(count)[:, None] * step + np_.arange(size)[None, :], axis=dim)
+    return np_.moveaxis(windows, dim + 1, -1)

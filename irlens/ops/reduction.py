@@ -2,10 +2,12 @@
 the arg-reductions and scans along one `dim`; `mean` and `var` as composites over `sum`."""
 from __future__ import annotations
 
+import math
+
 import torch
 
-from irlens.ops._torch import dims_of, jnp
-from irlens.ops.core import COMPOSITE, REDUCTION, Attr, declare, decomposition, lowering, meaning
+from irlens.ops._torch import dims_of, jnp, widened
+from irlens.ops.core import COMPOSITE, REDUCTION, Attr, declare, decomposition, from_aten, lowering, meaning
 from irlens.ops.shapes import numel, reduced
 
 
@@ -13,10 +15,11 @@ def _reduction(name: str, fn, jax: str | None = None, nvfuser: str | None = None
     op = declare(name, REDUCTION, "x", dims=Attr("ints", None), keepdim=Attr("bool", False), doc=doc)
 
     @meaning(op)
+    @widened
     def run(a, x):
-        dims = dims_of(a, x)
-        if not dims:
-            return x.clone()
+        dims = dims_of(a, x) if x.dim() else []
+        if not dims:  # over no dim: each element alone, in the reduction's result dtype (any: bool)
+            return fn(x.unsqueeze(0), [0], False)
         return fn(x, dims, a["keepdim"])
 
     if jax:
@@ -45,9 +48,21 @@ def _prod(x, dims, keep):
     return x
 
 
+def _extremum(fn, identity: float):
+    """amax / amin; over an empty dim, the identity (-inf / +inf, as XLA's reduce has it)."""
+    def run(x, dims, keep):
+        if all(x.shape[d] for d in dims):
+            return fn(x, dim=dims, keepdim=keep)
+        shape = [1 if d in dims else s for d, s in enumerate(x.shape)] if keep else \
+            [s for d, s in enumerate(x.shape) if d not in dims]
+        fill = identity if x.is_floating_point() else (torch.iinfo(x.dtype).min if identity < 0 else torch.iinfo(x.dtype).max)
+        return torch.full(shape, fill, dtype=x.dtype, device=x.device)
+    return run
+
+
 sum_ = _reduction("sum", lambda x, d, k: torch.sum(x, dim=d, keepdim=k), jax="sum", nvfuser="sum")
-amax = _reduction("amax", lambda x, d, k: torch.amax(x, dim=d, keepdim=k), jax="max", nvfuser="max")
-amin = _reduction("amin", lambda x, d, k: torch.amin(x, dim=d, keepdim=k), jax="min", nvfuser="min")
+amax = _reduction("amax", _extremum(torch.amax, -math.inf), jax="max", nvfuser="max")
+amin = _reduction("amin", _extremum(torch.amin, math.inf), jax="min", nvfuser="min")
 prod = _reduction("prod", _prod, jax="prod")
 any_ = _reduction("any", lambda x, d, k: torch.any(x, dim=d, keepdim=k), jax="any", doc="logical or")
 all_ = _reduction("all", lambda x, d, k: torch.all(x, dim=d, keepdim=k), jax="all", doc="logical and")
@@ -59,6 +74,7 @@ def _arg_reduction(name: str, fn):
 
     @meaning(op)
     def run(a, x):
+        x = x.to(torch.int64) if x.dtype in (torch.bool, torch.uint16, torch.uint32) else x  # no kernels
         return fn(x, dim=a["dim"], keepdim=a["keepdim"])
 
     @lowering(op, "jax")
@@ -71,11 +87,12 @@ argmax = _arg_reduction("argmax", torch.argmax)
 argmin = _arg_reduction("argmin", torch.argmin)
 
 
-def _scan(name: str, fn):
+def _scan(name: str, fn, jax: str | None = None):
     op = declare(name, REDUCTION, "x", dim=Attr("int"), reverse=Attr("bool", False),
                  doc=f"inclusive {name} along dim (from the end when reverse)")
 
     @meaning(op)
+    @widened
     def run(a, x):
         if a["reverse"]:
             return fn(x.flip(a["dim"]), dim=a["dim"]).flip(a["dim"])
@@ -85,12 +102,61 @@ def _scan(name: str, fn):
     def lower_jax(a, x):
         from jax import lax
 
-        return getattr(lax, name)(x, axis=a["dim"], reverse=a["reverse"])
+        return getattr(lax, jax or name)(x, axis=a["dim"], reverse=a["reverse"])
     return op
 
 
 cumsum = _scan("cumsum", torch.cumsum)
 cumprod = _scan("cumprod", torch.cumprod)
+logcumsumexp = _scan("logcumsumexp", torch.logcumsumexp, jax="cumlogsumexp")
+
+# --- selections along a dim, ATen's own ---------------------------------------------------------------
+A = torch.ops.aten
+kthvalue = from_aten("kthvalue", REDUCTION, A.kthvalue.default)
+median = from_aten("median", REDUCTION, A.median.dim, doc="the lower median along dim, and its index")
+median_all = from_aten("median_all", REDUCTION, A.median.default)
+nanmedian = from_aten("nanmedian", REDUCTION, A.nanmedian.dim)
+nanmedian_all = from_aten("nanmedian_all", REDUCTION, A.nanmedian.default)
+mode = from_aten("mode", REDUCTION, A.mode.default)
+histc = from_aten("histc", REDUCTION, A.histc.default)
+histogram = from_aten("histogram", REDUCTION, A.histogram.bin_ct)
+
+
+def _running(name: str, fn):
+    """cummax / cummin as ATen has them: values and their indices (lax keeps only the values)."""
+    op = declare(name, REDUCTION, "self", outputs="values indices?", dim=Attr("int"),
+                 doc=f"running {name[3:]} along dim, and the index it was found at")
+    meaning(op)(widened(lambda a, x: tuple(fn(x, a["dim"]))))
+
+    @lowering(op, "jax")
+    def lower_jax(a, x):
+        from jax import lax
+
+        return getattr(lax, name)(x, axis=a["dim"])
+    return op
+
+
+cummax = _running("cummax", torch.cummax)
+cummin = _running("cummin", torch.cummin)
+
+
+def _bitwise_reduction(fn, identity: int):
+    """A reduction by a bitwise op (logical on bool), one dim at a time; `identity` over no elements."""
+    def run(x, dims, keep):
+        for d in sorted(dims, reverse=True):
+            parts = x.unbind(d)
+            out = parts[0] if parts else torch.full_like(x.sum(d), identity).to(x.dtype)
+            for part in parts[1:]:
+                out = fn(out, part)
+            x = out.unsqueeze(d) if keep else out
+        return x
+    return run
+
+
+reduce_and = _reduction("reduce_and", _bitwise_reduction(torch.bitwise_and, -1), doc="bitwise and (logical on bool)")
+reduce_or = _reduction("reduce_or", _bitwise_reduction(torch.bitwise_or, 0), doc="bitwise or (logical on bool)")
+reduce_xor = _reduction("reduce_xor", _bitwise_reduction(torch.bitwise_xor, 0), doc="bitwise xor (parity on bool)")
+
 
 # --- composites over sum ---------------------------------------------------------------------
 mean = declare("mean", COMPOSITE, "x", dims=Attr("ints", None), keepdim=Attr("bool", False))
@@ -131,4 +197,7 @@ def _var_rule(e, vals):
     c = e.emit("sub", [x, m], xm.shape, out.dtype)
     sq = e.emit("mul", [c, c], xm.shape, out.dtype)
     ss = e.emit("sum", [sq], reduced(xm.shape, dims, keep), out.dtype, dims=dims, keepdim=keep)
-    e.emit("div", [ss, float(numel(xm.shape, dims) - corr)], out.shape, out.dtype, out.name)
+    e.emit("div", [ss, float(max(numel(xm.shape, dims) - corr, 0))], out.shape, out.dtype, out.name)
+histogramdd_bin_edges = from_aten("histogramdd_bin_edges", REDUCTION, A._histogramdd_bin_edges.default)
+histogramdd_from_bin_cts = from_aten("histogramdd_from_bin_cts", REDUCTION, A._histogramdd_from_bin_cts.default)
+hash_tensor = from_aten("hash_tensor", REDUCTION, A.hash_tensor.default, doc="a hash of x's bits along dims")

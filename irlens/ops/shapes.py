@@ -17,3 +17,20 @@ def numel(shape, dims=None) -> int:
 
 def last_dims(shape, n: int) -> list[int]:
     return list(range(len(shape) - n, len(shape)))
+
+
+def transpose_last2(e, a: str, shape, dtype: str) -> str:
+    """Emit a's last two dims swapped (a decomposition rule's helper); returns the value's name."""
+    nd = len(shape)
+    perm = list(range(nd - 2)) + [nd - 1, nd - 2]
+    return e.emit("permute", [a], [shape[p] for p in perm], dtype, perm=perm)
+
+
+def literal(value, dtype: str):
+    """A Python scalar of dtype's kind, so that an elementwise op with it keeps dtype (a float
+    literal beside an int tensor would promote it)."""
+    if dtype == "bool":
+        return bool(value)
+    if dtype.startswith(("int", "uint")):
+        return int(value)
+    return float(value)

@@ -72,7 +72,8 @@ def _summary_section(rows: list[Row]) -> Section:
     for i, r in enumerate(rows):
         table.rows.append([r.workload, r.mode, *([r.dtype or "-"] if dtyped else []), r.backend,
                            r.status, *error_figures(r), fmt(launches_of(r), "d") if r.ran else "-",
-                           fmt(r.compile_s, ".2f"), run_figure(r), first_line(r.reason)])
+                           fmt(r.compile_s, ".2f"), run_figure(r),
+                           "; ".join(filter(None, (first_line(r.reason), first_line(r.unmapped_note))))])
         status = (i, len(lead) - 1)
         {"ok": table.good, "mismatch": table.flagged, "failed": table.flagged}.get(r.status, table.muted).add(status)
         if table.rows[-1][run_column].endswith(UNSTEADY_MARK):
@@ -94,8 +95,9 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], c
     if not_run:
         section.blocks.append(Text(not_run, style="note"))
     mismatched = [f"{r.backend}: mismatch: {first_line(r.reason)}" for r in rows if r.status == "mismatch"]
-    if mismatched:
-        section.blocks.append(Text(mismatched, style="note"))
+    unmapped = [f"{r.backend}: {r.status}, {first_line(r.unmapped_note)}" for r in rows if r.ran and r.unmapped_note]
+    if mismatched or unmapped:
+        section.blocks.append(Text(mismatched + unmapped, style="note"))
     fallbacks = sorted({f"{FALLBACK_MARK} judged against eager {r.reference_dtype}, not float64: {r.reference_fallback}"
                         for r in rows if r.ran and r.reference_fallback})
     shaky = [f"{r.backend}: {UNSTEADY_MARK} unsteady timing: the timed steps' interquartile range is "
@@ -148,7 +150,7 @@ def _fusion_text(rows: list[Row]) -> list[str]:
             stage = kernel_stage(k, graphs)
             lines.append(f"{r.backend} k{i} `{k.name}` ({k.kind}): {op_summary(k, graphs.get(stage) if stage else None)}")
         if not r.kernels:
-            lines.append(f"{r.backend}: no kernel records")
+            lines.append(f"{r.backend}: {first_line(r.unmapped_note) or 'no kernel records'}")
     return lines
 
 

@@ -37,6 +37,8 @@ def cross_sections(doc: Document) -> list[Section]:
                     flagged.add((i, j))
                 if r.status != "ok" and r.reason:
                     reasons.append(f"{fe} → {be}: {first_line(r.reason)}")
+                if r.unmapped_note:
+                    reasons.append(f"{fe} → {be}: {first_line(r.unmapped_note)}")
             table.append(line)
         blocks = [Text([f"Graphs acquired by a frontend (rows), lowered from their primitive common view and "
                         f"executed by a backend (columns), on {doc.device or '?'}; * marks each stack's own "

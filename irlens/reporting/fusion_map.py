@@ -7,7 +7,8 @@ and the SVG against the structure.
 
 Layout: a layered drawing by topological depth. Only nodes a reader needs are drawn: every
 node a kernel covers or recomputes, and every compute node (elementwise, reduction, matmul,
-composite, unknown); data movement outside every kernel (views, broadcasts) is contracted
+composite, unknown: an unknown op is flagged in red with a "?" and counted in its panel's
+title, never drawn as explained); data movement outside every kernel (views, broadcasts) is contracted
 away, its edges passed through. Depth counts compute ops only: a data-movement node sits in a
 thin lane just above the row of the compute it feeds. Frontends differ mostly in data
 movement (JAX broadcasts where torch broadcasts implicitly), so the same computation lands
@@ -36,6 +37,7 @@ STAGE_TITLE_H, COLUMN_TITLE_H, CHIP_H, CHIP_CHAR_W, TITLE_CHAR_W = 34, 22, 18, 6
 LANE_MAX = 4  # nodes side by side in a lane before it wraps: three columns fit beside each other
 MAP_MAX_W = 1290  # a band of columns: what a 1366 px wide window shows beside the page's margins
 OUTSIDE_FILL = "#ffffff"  # a drawn node no kernel covers (run outside every kernel)
+UNKNOWN_STROKE = "#c62828"  # an op the common view has no meaning for: flagged, never taken as explained
 
 
 def kernel_color(index: int) -> str:
@@ -63,6 +65,7 @@ class MapNode:
     label: str  # tooltip: value names, shapes, native op
     row: int
     compute: bool = True  # False: a data-movement node, drawn in its row's upper lane
+    unknown: bool = False  # an `unknown:` op: drawn flagged (red, "?"), counted in the panel title
     x: float = 0.0
     y: float = 0.0
     kernels: list[int] = field(default_factory=list)  # indices of the kernels whose node_ids hold it
@@ -108,7 +111,8 @@ def build_fusion_map(workload: str, mode: str, rows: list[Row]) -> FusionMap:
         if row.status in ("unavailable", "failed"):
             notes.append(f"{row.backend}: {row.status}: {first_line(row.reason) or 'no reason given'}")
         elif not graphs:
-            why = "runs op by op, no kernel records" if not row.kernels else "the row carries no common-view graph"
+            why = (first_line(row.unmapped_note) or "runs op by op, no kernel records") if not row.kernels \
+                else "the row carries no common-view graph"
             notes.append(f"{row.backend}: {why}")
         else:
             columns.append(_column(row, graphs))
@@ -166,7 +170,9 @@ def _panel(graph: Graph, kernels: list[MapKernel]) -> tuple[Panel, list[tuple[Ma
         reach[n.id] = {n.id}
         outs = ", ".join(f"{o.name}: {o}" for o in n.outputs)
         native = f" ({n.native})" if n.native and n.native != n.op else ""
-        nodes.append(MapNode(n.id, n.op, f"{n.id}: {n.op}{native} -> {outs}", 0, is_compute(n.op) or n.is_unknown,
+        label = f"{n.id}: {n.op}{native} -> {outs}" + ("\nno meaning in the common view: counted as uncovered"
+                                                        if n.is_unknown else "")
+        nodes.append(MapNode(n.id, n.op, label, 0, is_compute(n.op) or n.is_unknown, n.is_unknown,
                              kernels=groups.get(n.id, []), recomputed_by=recomputed.get(n.id, []), preds=sorted(preds)))
     row_of: dict[str, int] = {}
     by_id = {m.id: m for m in nodes}
@@ -206,7 +212,9 @@ def _legend_lines(column: Column, width: float) -> list[list[tuple[MapKernel, fl
 def _panel_title(panel: Panel) -> tuple[str, str]:
     """Two lines: the stage, and what is drawn of it."""
     hidden = f" · {panel.hidden} data-movement nodes not drawn" if panel.hidden else ""
-    return panel.stage, f"{len(panel.nodes)} nodes{hidden}"
+    unknown = sum(m.unknown for m in panel.nodes)
+    flagged = f" · {unknown} unknown op{'s' if unknown > 1 else ''} (red: no meaning)" if unknown else ""
+    return panel.stage, f"{len(panel.nodes)} nodes{hidden}{flagged}"
 
 
 def _column_title(c: Column) -> str:
@@ -365,16 +373,19 @@ def _node_svg(m: MapNode, column: Column) -> list[str]:
     if m.recomputed_by:
         tip += "\nrecomputed in: " + ", ".join(column.kernels[i].name for i in m.recomputed_by)
     dash = ' stroke-dasharray="3,2"' if not m.kernels else ""
+    width = ' stroke-width="2"' if m.unknown else ""
     out = [f'<g class="node" data-node="{escape(m.id)}" data-kernels="{" ".join(map(str, m.kernels))}" '
            f'data-recomputed-by="{" ".join(map(str, m.recomputed_by))}"><title>{escape(tip)}</title>'
            f'<rect x="{x:.1f}" y="{y:.1f}" width="{NODE_W}" height="{h}" rx="3" fill="{fill}" '
-           f'stroke="{"#555" if m.compute else "#999"}"{dash}/>']
+           f'stroke="{UNKNOWN_STROKE if m.unknown else "#555" if m.compute else "#999"}"'
+           f'{width}{dash}/>']
     # Extra groups (a node two kernels claim) and recomputing kernels: small swatches on the right.
     extra = m.kernels[1:] + m.recomputed_by
     for j, i in enumerate(extra):
         out.append(f'<rect x="{x + NODE_W - 7 - 7 * j:.1f}" y="{y + 2:.1f}" width="5" height="{h - 4}" '
                    f'fill="{column.kernels[i].color}" stroke="#555" stroke-width="0.5"/>')
-    op = m.op if len(m.op) <= 11 else m.op[:10] + "…"
+    op = ("? " + m.op[len("unknown:"):]) if m.unknown else m.op
+    op = op if len(op) <= 11 else op[:10] + "…"
     tag = f"k{m.kernels[0]}" if m.kernels else ""
     base = y + h / 2 + 4
     size = "" if m.compute else ' font-size="10" fill="#444"'

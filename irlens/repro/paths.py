@@ -1,0 +1,99 @@
+"""How a standalone file runs each backend's path, and how the reducer runs a candidate graph.
+
+One `ReproPath` per backend (`PATHS`, by backend name). A torch path is source that defines
+`compile_fn(fn)`: the file hands it the model code (eager: `fn` itself; inductor:
+`torch.compile`; Thunder's executors: `thunder.jit` with that fusion executor first, as
+`irlens.backends.thunder` runs it). The xla path is `jax.jit` of the JAX program written out
+as source (`irlens.repro.jax_source`).
+
+The reducer shrinks a graph of the common view acquired by `frontend` (Dynamo's ATen graphs
+for the torch paths, the jaxpr for xla) and runs each candidate by `lowering`:
+  source   the candidate's own standalone code (`irlens.lower.fx` builds its module, Dynamo's
+           capture of that is the code) under the path's `compile_fn`: the reduced file runs
+           exactly what the reducer tested;
+  nvfuser  `irlens.lower.nvfuser`: fusion regions as nvFuser FusionDefinitions, the rest as torch;
+  jax      `irlens.lower.jax`: the candidate as a jitted JAX function.
+
+A backend named by reference (`path/to/file.py:NAME`, a test's deliberately broken one) brings
+its own path as its attribute `repro_path`; nothing else needs registering.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from irlens.errors import UsageError
+from irlens.registry import Registry
+
+# thunder <= 0.2.6 registers torch.Tensor's named-tensor methods, which torch 2.13 removed
+# (irlens/_compat.py): a file that imports thunder defines raising stand-ins first.
+THUNDER_IMPORT = '''\
+def import_thunder():
+    # lightning-thunder <= 0.2.6 registers the named-tensor methods torch 2.13 removed
+    for name in ("align_as", "align_to", "has_names", "refine_names", "rename"):
+        if not hasattr(torch.Tensor, name):
+            def removed(self, *args, _name=name, **kwargs):
+                raise NotImplementedError(f"torch.Tensor.{_name} was removed in this torch version")
+            removed.__name__ = removed.__qualname__ = name
+            setattr(torch.Tensor, name, removed)
+    import thunder
+    return thunder
+'''
+
+
+def _thunder_source(executor: str) -> str:
+    return THUNDER_IMPORT + f'''
+
+def compile_fn(fn):
+    thunder = import_thunder()
+    fusion = thunder.get_executor({executor!r})
+    others = [ex for ex in thunder.get_default_executors() if ex.name not in ("torchcompile", "nvfuser")]
+    return thunder.jit(fn, executors=[fusion, *others])
+'''
+
+
+@dataclass(frozen=True)
+class ReproPath:
+    name: str  # the backend's name
+    kind: str  # torch | jax
+    description: str  # for the file's header: what runs the model
+    compile_source: str = ""  # torch: defines compile_fn(fn)
+    frontend: str = "dynamo"  # whose common view the reducer shrinks
+    lowering: str = "source"  # source | nvfuser | jax
+
+
+PATHS: Registry[ReproPath] = Registry("repro path")
+for _path in (
+    ReproPath("eager", "torch", "eager PyTorch, op by op", "def compile_fn(fn):\n    return fn\n"),
+    ReproPath("inductor", "torch", "torch.compile with Inductor",
+              'def compile_fn(fn):\n    return torch.compile(fn, backend="inductor", dynamic=False)\n'),
+    ReproPath("thunder+torchcompile", "torch", "thunder.jit with its torchcompile fusion executor first",
+              _thunder_source("torchcompile")),
+    ReproPath("nvfuser", "torch", "thunder.jit with its nvFuser executor first", _thunder_source("nvfuser"),
+              lowering="nvfuser"),
+    ReproPath("xla", "jax", "jax.jit of the JAX program (matmul precision highest, as the xla backend runs it)",
+              frontend="jax", lowering="jax"),
+):
+    PATHS.register(_path)
+
+
+def repro_path(backend) -> ReproPath:
+    """The path of a backend (a registered one by name; one named by reference by its `repro_path`)."""
+    own = getattr(backend, "repro_path", None)
+    return own if own is not None else PATHS.get(backend.name)
+
+
+def find_backend(name_or_ref: str):
+    """(the backend, its path): a registered backend by name, or one by reference
+    (`irlens.backends.get_backend`: UnknownName lists the choices, BadReference says why not).
+    A backend with no path of its own is bad input too."""
+    from irlens.backends import get_backend
+
+    backend = get_backend(name_or_ref)
+    if getattr(backend, "repro_path", None) is None and backend.name not in PATHS:
+        raise UsageError(f"irlens repro has no path for backend {backend.name!r} (it runs {', '.join(PATHS.names())}); "
+                         f"a backend of your own gives one as its attribute `repro_path` (irlens.repro.paths.ReproPath)")
+    return backend, repro_path(backend)
+
+
+def uses_thunder(path: ReproPath) -> bool:
+    return "import_thunder()" in path.compile_source

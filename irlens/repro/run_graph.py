@@ -1,0 +1,201 @@
+"""One graph of the common view through a backend's path, in a worker: its outcome, and its file.
+
+`run_candidate` is what the reducer calls for every candidate (in an isolated worker: a crash
+or a hang costs that worker, not the reducer). The graph runs by its path's lowering (see
+`irlens.repro.paths`) on its inputs' values, and its outputs are compared with the same graph
+computed in float64 on the same values (as the interpreter computes it, on the device). `write_graph_file` writes the standalone file of a graph: the
+same code the `source` lowering ran, the jaxpr `irlens.lower.jax` jits, or the nvFuser
+definitions `irlens.lower.nvfuser` built, with the float64 model code for the reference.
+"""
+from __future__ import annotations
+
+import functools
+import traceback
+
+import torch
+
+from irlens.interpret import TORCH_DTYPES
+from irlens.ir import Graph
+from irlens.repro.cases import Case, case_values
+from irlens.repro.cell import Outcome, exception_outcome
+from irlens.repro.graphs import as_float64
+
+
+def graph_inputs(graph: Graph, values: dict, device: str) -> list:
+    """The graph's inputs from the case's values: cut to the declared shapes (a shrunk graph
+    takes the leading part of each dimension), in the declared dtypes, on `device`; an index
+    tensor fed to a gather or scatter kept within its table."""
+    bounds = _index_bounds(graph)
+    inputs = []
+    for t in graph.inputs:
+        value = values[t.name]
+        if isinstance(value, torch.Tensor):
+            if tuple(value.shape) != tuple(t.shape):
+                value = value[tuple(slice(0, n) for n in t.shape)]
+            value = value.to(TORCH_DTYPES.get(t.dtype, value.dtype))
+            if t.name in bounds:
+                value = value.remainder(bounds[t.name])
+            value = value.contiguous().to(device)
+        inputs.append(value)
+    return inputs
+
+
+def _index_bounds(graph: Graph) -> dict[str, int]:
+    """Graph inputs used as indices, and the size of the dimension they index (the smallest)."""
+    metas = graph.values()
+    inputs = {t.name for t in graph.inputs}
+    bounds: dict[str, int] = {}
+    for n in graph.nodes:
+        if n.op in ("gather", "scatter_add") and len(n.inputs) > 1 and n.inputs[1] in inputs:
+            size = metas[n.inputs[0]].shape[n.attrs.get("dim", 0)]
+            bounds[n.inputs[1]] = min(bounds.get(n.inputs[1], size), size)
+    return bounds
+
+
+
+
+def _synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+@functools.cache
+def compile_function(compile_source: str):
+    """`compile_fn` of a path's source, defined in a module of its own as in a standalone file
+    (Dynamo looks up the module of every function it traces)."""
+    import hashlib
+    import sys
+    import types
+
+    module = types.ModuleType(f"irlens_repro_path_{hashlib.sha1(compile_source.encode()).hexdigest()[:12]}")
+    module.torch = torch
+    sys.modules[module.__name__] = module
+    exec(compile_source, module.__dict__)
+    return module.compile_fn
+
+
+def torch_function(graph: Graph, inputs: list, device: str, name: str):
+    """The graph's standalone torch code (Dynamo's capture of its `irlens.lower.fx` module)."""
+    from irlens.lower.fx import to_graph_module
+    from irlens.repro.torch_source import capture
+
+    by_id = {id(v): t.name for v, t in zip(inputs, graph.inputs)}
+    function, _ = capture(to_graph_module(graph, device), inputs, name, lambda ex: [by_id[id(v)] for v in ex])
+    return function
+
+
+def _run(graph: Graph, inputs: list, backend, path, device: str) -> list:
+    """The graph's outputs, in order, computed by the path's lowering: its own code under the
+    path's `compile_fn`, or the backend's `lower` (irlens.lower.nvfuser, irlens.lower.jax)."""
+    from irlens.repro.torch_source import load
+
+    if path.lowering == "source":
+        function = torch_function(graph, inputs, device, "model")
+        env = dict(zip((t.name for t in graph.inputs), inputs))
+        with torch.no_grad():
+            outs = compile_function(path.compile_source)(load(function))(*[env[k] for k in function.args])
+        return list(outs)
+    if backend.lower is None:
+        raise ValueError(f"backend {backend.name} has no lowering of the common view for the {path.lowering} path")
+    return list(backend.lower(graph, device, "repro")(inputs))
+
+
+def outcome_of(graph: Graph, inputs: list, backend, path, device: str, tol: float) -> Outcome:
+    from irlens.numerics import compare_results
+    from irlens.repro.cases import float64_values
+
+    try:
+        outs = _run(graph, inputs, backend, path, device)
+        _synchronize(device)
+    except Exception as e:  # noqa: BLE001  (the backend's failure is the outcome)
+        return exception_outcome(e, traceback.format_exc()[-3000:])
+    wide = float64_values(graph, inputs, device)
+    reference = {name: wide[name] for name in graph.outputs}
+    results = dict(zip(graph.outputs, (o.detach() for o in outs)))
+    cmp = compare_results(results, reference, tol)
+    return Outcome("ok", "", f"max rel err {cmp.max_rel_err}") if cmp.ok else Outcome("mismatch", "", cmp.reason)
+
+
+def run_candidate(graph: dict, case: dict, backend: str, device: str, tol: float) -> dict:
+    """The worker's entry point: one candidate (a graph made from the case's) and its outcome, as JSON."""
+    from irlens.repro.paths import find_backend
+
+    g = Graph.from_json(graph)
+    inputs = graph_inputs(g, case_values(Case(**case), device), device)
+    return outcome_of(g, inputs, *find_backend(backend), device, tol).to_json()
+
+
+def write_graph_file(graph: dict, case: dict, backend: str, device: str, dtype: str, tol: float, title: str,
+                     notes: list[str], out: str, embed_max: int) -> None:
+    """The worker's entry point: write the standalone file of a graph to `out`. Nothing runs
+    through the backend here (a crashing graph's file is written all the same): its code is
+    captured, its jaxpr traced, its nvFuser definitions built without executing them."""
+    from irlens.repro.emit import ReproFile, TorchModel
+
+    from irlens.repro.paths import find_backend
+
+    g = Graph.from_json(graph)
+    path = find_backend(backend)[1]
+    inputs = graph_inputs(g, case_values(Case(**case), device), device)
+    reference = torch_function(as_float64(g), [_float64(v) for v in inputs], device, "model_float64")
+    forward = torch_function(g, inputs, device, "model") if path.lowering == "source" else reference
+    f = ReproFile(title=title, notes=notes, device=device, dtype=dtype, tol=tol,
+                  values={t.name: v.cpu() for t, v in zip(g.inputs, inputs)},
+                  model=TorchModel(forward, forward.or_same(reference), list(g.outputs)), path=path,
+                  embed_max=embed_max)
+    if path.lowering == "jax":
+        f.jax = jax_section(g, inputs)
+    elif path.lowering == "nvfuser":
+        f.fusions = fusion_section(g, inputs, device)
+    with open(out, "w") as fh:
+        fh.write(f.render())
+
+
+def _float64(v):
+    return v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+
+
+def jax_section(graph: Graph, inputs: list):
+    """The graph's JAX function (`irlens.lower.jax`) as source: its jaxpr on the inputs' types."""
+    import jax
+    import jax.numpy as jnp
+
+    from irlens.frontends.jax import MATMUL_PRECISION
+    from irlens.lower.jax import to_jax_function
+    from irlens.repro.emit import JaxSection
+    from irlens.repro.jax_source import jaxpr_source
+
+    def aval(v: torch.Tensor):
+        dtype = str(v.dtype).removeprefix("torch.")
+        if dtype == "int64" and not jax.config.jax_enable_x64:
+            dtype = "int32"  # as the lowering narrows it (irlens.lower.jax)
+        return jax.ShapeDtypeStruct(tuple(v.shape), jnp.dtype(dtype))
+
+    with jax.default_matmul_precision(MATMUL_PRECISION):
+        closed = jax.make_jaxpr(to_jax_function(graph))(*map(aval, inputs))
+    names = [t.name for t in graph.inputs]
+    return JaxSection(jaxpr_source(closed, "jax_program", names), names, [str(v.aval.dtype) for v in closed.jaxpr.invars],
+                      list(graph.outputs))
+
+
+def fusion_section(graph: Graph, inputs: list, device: str):
+    """The steps `irlens.lower.nvfuser` runs the graph as: each region's FusionDefinition as nvFuser
+    prints it (built as the lowering builds it, for the region's input values, and not executed),
+    each op outside the regions as its torch code (a one-node graph's)."""
+    from irlens.lower.nvfuser import Region, define_region, fusion_input, regions
+    from irlens.repro.cases import all_values
+    from irlens.repro.emit import Fusion, FusionSection, TorchCall
+    from irlens.repro.graphs import subgraph
+
+    env = all_values(graph, inputs, device)
+    steps = []
+    for item in regions(graph):
+        if isinstance(item, Region):
+            if item.outputs:
+                values = [fusion_input(env[name], device) for name in item.inputs]
+                steps.append(Fusion(repr(define_region(item, values, graph)), list(item.inputs), list(item.outputs)))
+            continue
+        one = subgraph(graph, [item.id])
+        function = torch_function(one, [env[t.name] for t in one.inputs], device, f"node_{len(steps)}")
+        steps.append(TorchCall(function, list(one.outputs)))
+    return FusionSection(steps, list(graph.outputs))

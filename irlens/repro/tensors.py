@@ -1,0 +1,109 @@
+"""Tensors as source: what a standalone file writes to rebuild its inputs and weights.
+
+A tensor of at most `embed_max` elements is embedded exactly (its bytes, base64); a larger one
+is regenerated from a seed with the same shape, dtype and layout: floating values drawn from a
+normal with the original's mean and standard deviation (of its finite values), integers and
+bools uniformly between the original's smallest and largest value (token ids stay valid ids).
+A tensor with a layout other than contiguous (an nvFuser region's input) keeps its strides.
+"""
+from __future__ import annotations
+
+import base64
+import math
+
+EMBED_MAX = 4096
+
+# The helpers a file defines once; `tensor_source` writes calls to them.
+HELPERS = '''\
+def embedded(data, dtype, shape, stride=None, device="cpu"):
+    """A tensor from its bytes (base64), exactly."""
+    flat = torch.frombuffer(bytearray(base64.b64decode(data)), dtype=torch.uint8).view(dtype).clone()
+    return _laid_out(flat, shape, stride, device)
+
+
+def regenerated(seed, dtype, shape, mean, std, stride=None, device="cpu"):
+    """A floating tensor drawn again: normal with the original's mean and standard deviation."""
+    gen = torch.Generator().manual_seed(seed)
+    flat = (torch.randn(_extent(shape, stride), generator=gen, dtype=torch.float64) * std + mean).to(dtype)
+    return _laid_out(flat, shape, stride, device)
+
+
+def integers(seed, dtype, shape, low, high, stride=None, device="cpu"):
+    """An integer (or bool) tensor drawn again, uniformly in [low, high]."""
+    gen = torch.Generator().manual_seed(seed)
+    flat = torch.randint(low, high + 1, (_extent(shape, stride),), generator=gen).to(dtype)
+    return _laid_out(flat, shape, stride, device)
+
+
+def _laid_out(flat, shape, stride, device):
+    """The elements moved to the device, then viewed with the shape and strides (a broadcast
+    stride of 0 survives: moving the strided view would copy it dense)."""
+    flat = flat.to(device)
+    return flat.reshape(shape) if stride is None else flat.as_strided(shape, stride)
+
+
+def _extent(shape, stride):
+    """Elements behind a tensor of this shape and stride (all of them when it is contiguous)."""
+    if stride is None:
+        return math.prod(shape)
+    return 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+'''
+
+
+def _dtype_source(dtype) -> str:
+    return str(dtype)  # torch.float32, torch.bfloat16, torch.int64, torch.bool
+
+
+def _layout(t: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    shape = tuple(t.shape)
+    return shape, (None if t.is_contiguous() else tuple(t.stride()))
+
+
+def _storage(t: torch.Tensor, stride) -> torch.Tensor:
+    """The elements a tensor spans, flat, where it is: itself when contiguous, else its strided extent."""
+    import torch
+
+    t = t.detach()
+    if stride is None:
+        return t.reshape(-1)
+    extent = 0 if 0 in t.shape else 1 + sum((n - 1) * s for n, s in zip(t.shape, stride))
+    return torch.as_strided(t, (extent,), (1,), t.storage_offset())
+
+
+def tensor_source(t: torch.Tensor, seed: int, embed_max: int = EMBED_MAX) -> str:
+    """A Python expression, a call of one of HELPERS, that rebuilds `t` on the CPU. Only an
+    embedded tensor is copied to the CPU; a large one's statistics are taken where it is."""
+    import torch
+
+    shape, stride = _layout(t)
+    tail = "" if stride is None else f", stride={stride}"
+    flat = _storage(t, stride)
+    if flat.numel() <= embed_max:
+        data = base64.b64encode(flat.cpu().contiguous().view(torch.uint8).numpy().tobytes()).decode()
+        return f"embedded({data!r}, {_dtype_source(t.dtype)}, {shape}{tail})"
+    if t.is_floating_point():
+        values = flat.double()
+        finite = values[torch.isfinite(values)]
+        mean = finite.mean().item() if finite.numel() else 0.0
+        std = finite.std().item() if finite.numel() > 1 else 0.0
+        return f"regenerated({seed}, {_dtype_source(t.dtype)}, {shape}, {_num(mean)}, {_num(std)}{tail})"
+    low, high = (int(flat.min().item()), int(flat.max().item())) if flat.numel() else (0, 0)
+    return f"integers({seed}, {_dtype_source(t.dtype)}, {shape}, {low}, {high}{tail})"
+
+
+def on_device(expr: str, device: str) -> str:
+    """`tensor_source`'s expression building the tensor on `device` (its strides kept)."""
+    return f"{expr[:-1]}, device={device!r})"
+
+
+def _num(x: float) -> str:
+    return repr(x) if math.isfinite(x) else "0.0"
+
+
+def how_rebuilt(values: dict[str, torch.Tensor], embed_max: int = EMBED_MAX) -> str:
+    """One line for a file's header: how many tensors are embedded, how many regenerated."""
+    embedded = sum(1 for t in values.values() if _storage(t, _layout(t)[1]).numel() <= embed_max)
+    regenerated = len(values) - embedded
+    return (f"{embedded} tensor(s) of at most {embed_max} elements embedded exactly; {regenerated} larger one(s) "
+            "regenerated from a seed (same shape and dtype; floating ones with the original's mean and standard "
+            "deviation, integers within the original's range)")

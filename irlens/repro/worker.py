@@ -1,0 +1,88 @@
+"""The work `irlens repro` does in worker processes (`irlens.isolation`): everything that runs the
+workload or touches a device, so that the command's own process holds no device memory and
+survives what a backend does."""
+from __future__ import annotations
+
+import os
+import sys
+
+from irlens.repro.cell import CellSpec
+
+
+def _spec(spec: dict) -> CellSpec:
+    return CellSpec(**spec)
+
+
+def write_cell_file(spec: dict, out: str, notes: list[str], embed_max: int, timed: bool) -> None:
+    """The standalone file of a cell, written to `out`."""
+    from irlens.repro.cell_file import cell_file
+    from irlens.repro.paths import find_backend
+
+    s = _spec(spec)
+    path = find_backend(s.backend)[1]
+    print(f"[irlens] repro: writing the file of {s.label(s.dtype or 'its dtype', backend=path.name)}", file=sys.stderr,
+          flush=True)
+    text = cell_file(s, path, notes, embed_max, timed).render()
+    with open(out, "w") as f:
+        f.write(text)
+    _give_back_memory(s.device)
+
+
+def _give_back_memory(device: str) -> None:
+    """The worker serves the reducer next: what the workload held is returned to the device."""
+    import gc
+
+    gc.collect()
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def dominant_kernel(spec: dict, directory: str) -> dict:
+    """Run the cell natively (timed on the device on a GPU), and write the source of the kernel
+    that took the most time into `directory`. Returns {"name", "time_us", "share", "kind",
+    "source_file", "kernels"} or {"reason"} when no kernel has a time."""
+    from irlens.repro.paths import find_backend
+    from irlens.timing import recording_device_time
+    from irlens.models import resolve_workload
+
+    s = _spec(spec)
+    backend, _ = find_backend(s.backend)
+    inst = resolve_workload(s.workload).instantiate(s.preset, s.dtype, s.device)
+    run = backend.run(inst, s.mode)  # Inductor and nvFuser time their own kernels
+    timed = [k for k in run.kernels if k.time_us]
+    if not timed and run.kernels and s.device.startswith("cuda"):
+        # XLA's kernels carry no time of their own: the device profiler's, matched by name
+        with recording_device_time(None) as recorder:
+            run = backend.run(inst, s.mode)
+        device_us = recorder.timing.kernel_us if recorder.timing is not None else {}
+        for k in run.kernels:
+            k.time_us = next((us for name, us in device_us.items() if k.name in name), None)
+        timed = [k for k in run.kernels if k.time_us]
+    _give_back_memory(s.device)
+    if not timed:
+        return {"reason": f"{s.backend} reported no kernel times for this cell ({len(run.kernels)} kernels)",
+                "run_us": run.run_us}
+    total = sum(k.time_us for k in timed)
+    top = max(timed, key=lambda k: k.time_us)
+    source_file = ""
+    if top.source:
+        source_file = os.path.join(directory, f"kernel-{_safe(top.name)}{_extension(top.source, s.backend)}")
+        with open(source_file, "w") as f:
+            f.write(top.source)
+    return {"name": top.name, "time_us": top.time_us, "share": top.time_us / total, "kind": top.kind,
+            "source_file": source_file, "run_us": run.run_us,
+            "kernels": sorted(([k.name, k.time_us] for k in timed), key=lambda x: -x[1])[:8]}
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80]
+
+
+def _extension(source: str, backend: str) -> str:
+    """XLA's fusion is HLO, nvFuser's kernel CUDA; Inductor's is the Python statement that
+    compiles it (Triton on a GPU, C++ in a string on the CPU)."""
+    if backend == "xla":
+        return ".hlo"
+    return ".cu" if "__global__" in source else ".py"
