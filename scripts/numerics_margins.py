@@ -18,6 +18,7 @@ With --json the raw figures (one record per result) are written too.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import statistics
@@ -108,17 +109,17 @@ def main() -> int:
     parser.add_argument("--json", default=None, help="write the raw figures here")
     parser.add_argument("--from-json", default=None, help="summarize figures written before, under today's criteria")
     args = parser.parse_args()
-    workloads = args.workloads.split(",") if args.workloads else workload_names() + workload_names(corpus=True)
+    workloads = args.workloads.split(",") if args.workloads else workload_names(corpus=None)
     records, start = [], time.monotonic()
     if args.from_json:
-        with open(args.from_json) as f:
+        with (gzip.open if args.from_json.endswith(".gz") else open)(args.from_json, "rt") as f:
             records = json.load(f)
         workloads = sorted({x["workload"] for x in records})
     else:
         for dtype in args.dtypes.split(","):
             records += measure(workloads, args.backends.split(","), dtype)
             if args.json:
-                with open(args.json, "w") as f:
+                with (gzip.open if args.json.endswith(".gz") else open)(args.json, "wt") as f:
                     json.dump(records, f, indent=0)
     print(f"# numerics margins: {len(workloads)} workloads, tiny preset, CPU, {time.monotonic() - start:.0f} s")
     for dtype in args.dtypes.split(","):
