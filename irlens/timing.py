@@ -1,4 +1,5 @@
-"""Device timing of a compiled step (CUDA). The hardware's ceilings are `irlens.ceilings`.
+"""Device timing of a compiled step (CUDA), and the spread of the host timing. The hardware's
+ceilings are `irlens.ceilings`.
 
 Device time comes from the torch profiler (CUPTI). CUPTI sees every kernel the process
 launches, so the same measurement serves Inductor/Triton, nvFuser and XLA alike (XLA's
@@ -7,7 +8,8 @@ Each measured step starts with a cold L2: a 256 MiB buffer is overwritten before
 the profiled region. Device time of a step = the sum of its kernels' durations (memcpy and
 memset included). The median is taken twice, over two separate batches of steps, so a
 result carries its own repeatability figure. Host wall time stays with
-`irlens.backends.base.measure`.
+`irlens.backends.base.measure`, which hands its steps' times to `recording_host_time` (the
+spread a row reports, flagged above UNSTEADY_SPREAD).
 
 A kernel launch, on the GPU, is one device operation the profiler records in a step: a
 kernel, a memset or a memcpy. `kernel_launches` counts them per step (the same for every
@@ -24,6 +26,53 @@ from typing import Any, Callable
 from irlens.gpu_turns import gpu_alone
 
 _L2_FLUSH_BYTES = 256 << 20
+# a host timing whose steps' interquartile range exceeds this fraction of their median is flagged
+# as unsteady in every output (README: Timing)
+UNSTEADY_SPREAD = 0.5
+
+
+@dataclass
+class HostTiming:
+    """The host wall times of one measurement's steady-state steps."""
+
+    steps_us: list[float]
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range / median: how widely the steps spread (0 for fewer than two)."""
+        if len(self.steps_us) < 2:
+            return 0.0
+        q1, median, q3 = statistics.quantiles(self.steps_us, n=4, method="inclusive")
+        return (q3 - q1) / median if median > 0 else 0.0
+
+
+def unsteady(spread: float | None) -> bool:
+    return spread is not None and spread > UNSTEADY_SPREAD
+
+
+class HostTimingRecorder:
+    """The host timing of the last step `measure` timed while it is active."""
+
+    timing: HostTiming | None = None
+
+
+_HOST_RECORDER: HostTimingRecorder | None = None
+
+
+@contextlib.contextmanager
+def recording_host_time():
+    """Within this block, `measure` leaves its steps' times in the recorder it yields."""
+    global _HOST_RECORDER
+    previous, _HOST_RECORDER = _HOST_RECORDER, HostTimingRecorder()
+    try:
+        yield _HOST_RECORDER
+    finally:
+        _HOST_RECORDER = previous
+
+
+def record_host_times(steps_us: list[float]) -> None:
+    if _HOST_RECORDER is not None:
+        _HOST_RECORDER.timing = HostTiming(list(steps_us))
 
 
 @dataclass

@@ -54,3 +54,69 @@ def test_a_sharer_steps_out_to_be_timed(tmp_path):
     runs = _run(lock, [("share-then-alone", 0.0, 0.4), ("share-then-alone", 0.0, 0.4), ("share", 0.1, 0.2)])
     timed = [r for r in runs if r[0] == "share-then-alone"]
     assert len(timed) == 2 and not _overlap(*timed)
+
+
+def _measure_in_share(path: str, delay: float, log, t0: float) -> None:
+    """A cell: shares the device, and `measure` times its steps (each 20 ms) with the device alone."""
+    from irlens.backends.base import measure
+
+    time.sleep(max(0.0, t0 + delay - time.time()))
+    starts = []
+    with sharing_gpu(path):
+        measure(lambda: starts.append(time.time()) or time.sleep(0.02) or {}, "cpu")
+        log.put(("timed", starts[1] - t0, time.time() - t0))  # starts[0]: the untimed first call
+
+
+def test_measure_times_its_steps_with_the_device_alone(tmp_path):
+    # a reference (a sharer, 0-1.2 s) and a cell that is timed from 0.2 s: no timed step beside the sharer
+    lock = str(tmp_path / "turns.lock")
+    ctx = mp.get_context("spawn")
+    log, t0 = ctx.Queue(), time.time() + 2.0
+    procs = [ctx.Process(target=_hold, args=(lock, "share", 0.0, 1.2, log, t0)),
+             ctx.Process(target=_measure_in_share, args=(lock, 0.2, log, t0))]
+    for p in procs:
+        p.start()
+    runs = sorted((log.get(timeout=60) for _ in procs), key=lambda r: r[1])
+    for p in procs:
+        p.join(timeout=30)
+    share, timed = runs
+    assert share[0] == "share" and timed[0] == "timed" and not _overlap(share, timed)
+
+
+def test_a_cpu_reference_shares_the_cpu_like_a_cell(monkeypatch, tmp_path):
+    from irlens import gpu_turns
+    from irlens.matrix import references
+
+    turns, real = [], references.compute_reference
+    monkeypatch.setattr(references, "compute_reference",
+                        lambda *a: turns.append(gpu_turns.current_turn()) or real(*a))
+    references.reference_in_worker("gelu", "fwd", "cpu", "tiny", None, str(tmp_path / "ref.pt"),
+                                   gpu_lock=str(tmp_path / "turns.lock"))
+    assert turns == ["shared"]
+
+
+def test_a_worker_starts_sharing_the_device(tmp_path):
+    # its imports (torch, a compiler: seconds of CPU) never run beside another worker's timing
+    import threading
+
+    from irlens.isolation import Worker
+
+    lock = str(tmp_path / "turns.lock")
+    timing = threading.Event()
+
+    def time_alone():
+        with gpu_alone(lock):
+            timing.set()
+            time.sleep(2.0)
+
+    holder = threading.Thread(target=time_alone)
+    holder.start()
+    timing.wait()
+    start = time.monotonic()
+    worker = Worker(preload=("json",), turns=lock)
+    try:
+        worker.call("os:getpid", {}, 60)
+        assert time.monotonic() - start >= 1.9
+    finally:
+        worker.close()
+        holder.join()

@@ -108,7 +108,7 @@ def test_report_pages_synthetic(tmp_path):
         assert text in html, text
     assert 'class="bad"' in html  # the mismatching xla error is flagged
     md = paths["md"].read_text()
-    assert "| tinyhead | fwd | inductor | ok | 2.1e-07 | 1e-04 | 2 | 1.50 | 42.0 |  |" in md
+    assert "| tinyhead | fwd | inductor | ok | 2.1e-07 | - | 1e-04 | 2 | 1.50 | 42.0 |  |" in md
     assert "| tinyhead | fwd | xla | **mismatch** ✗ |" in md
     assert "nvFuser needs CUDA" in md and "cpp_fused__softmax_add_0" in md
     assert "inductor k1 `cpp_fused__softmax_add_0` (fused): add, amax, sub, exp, sum, div" in md

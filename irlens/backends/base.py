@@ -15,7 +15,8 @@ from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.ir import Graph, Kernel
 from irlens.lower import LEVEL
 from irlens.registry import Registry
-from irlens.timing import active_recorder
+from irlens.gpu_turns import timing_turn
+from irlens.timing import active_recorder, record_host_times
 from irlens.workload import Instance
 
 
@@ -56,13 +57,14 @@ def with_kernels(results: dict, compile_s: float, run_us: float, mapping: Callab
         return BackendRun(results, compile_s, run_us, [], notes=notes, unmapped=reason, **kept)
 
 
-def measure(call: Callable[[], dict], device: str, min_repeats: int = 3, max_repeats: int = 20,
+def measure(call: Callable[[], dict], device: str, min_repeats: int = 5, max_repeats: int = 20,
             budget_s: float = 0.2) -> tuple[dict, float, float]:
     """Time `call` (e.g. `lambda: run_eager(compiled, inst, mode)`) the way BackendRun reports it.
 
     Returns (results of the first call, compile_s, run_us): compile_s is the first call's time
     minus one steady-state run; run_us is the median of at least `min_repeats` synchronized
-    steady-state calls, more while they fit in `budget_s`.
+    steady-state calls, more while they fit in `budget_s`, timed with the device alone where
+    workers take turns on it (irlens.gpu_turns; the steps' times go to `recording_host_time`).
     """
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     start = time.perf_counter()
@@ -70,15 +72,17 @@ def measure(call: Callable[[], dict], device: str, min_repeats: int = 3, max_rep
     sync()
     first_s = time.perf_counter() - start
     times: list[float] = []
-    while len(times) < max_repeats and (len(times) < min_repeats or sum(times) < budget_s):
-        start = time.perf_counter()
-        call()
-        sync()
-        times.append(time.perf_counter() - start)
+    with timing_turn():
+        while len(times) < max_repeats and (len(times) < min_repeats or sum(times) < budget_s):
+            start = time.perf_counter()
+            call()
+            sync()
+            times.append(time.perf_counter() - start)
+        recorder = active_recorder()
+        if recorder is not None and device.startswith("cuda"):
+            recorder.record(call)
+    record_host_times([t * 1e6 for t in times])
     run_s = statistics.median(times)
-    recorder = active_recorder()
-    if recorder is not None and device.startswith("cuda"):
-        recorder.record(call)
     return results, max(first_s - run_s, 0.0), run_s * 1e6
 
 

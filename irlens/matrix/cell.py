@@ -28,9 +28,9 @@ from irlens.lower import LEVEL
 from irlens.matrix.references import Reference
 from irlens.matrix.row import Row
 from irlens.models import resolve_workload
-from irlens.numerics import compare_results, tolerance
+from irlens.numerics import allowed_errors, compare_results, tolerance
 from irlens.ops import is_compute
-from irlens.timing import recording_device_time
+from irlens.timing import HostTiming, recording_device_time, recording_host_time
 from irlens.workload import Instance, NoJaxTwin, Workload
 
 
@@ -46,8 +46,8 @@ def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str
              alone: bool = False, frontend: str | None = None, workload_key: str | None = None,
              reference_path: str | None = None) -> Row:
     """Run one cell in this process. With `device_timing`, the backend's steady-state step is also
-    timed on the device (irlens.timing); with `timing_lock`, the cell shares the GPU with other
-    workers' cells, has it alone while it is timed, and with `alone` throughout. With `frontend`,
+    timed on the device (irlens.timing); with `timing_lock`, the cell shares the device (a GPU,
+    or the CPU) with other workers, has it alone while it is timed, and with `alone` throughout. With `frontend`,
     a cross cell: `workload_key` (and `reference_path`, where the reference came from a file)
     key the acquisition, which consecutive cells share."""
     if "torch._dynamo" in sys.modules:
@@ -72,12 +72,13 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         inst = reference.pin(wl.instantiate(preset, dtype, device))
         row.tol, row.dtype, row.preset = tolerance(inst.dtype, mode), inst.dtype, preset
         phase = "run"
-        with recording_device_time(timing_lock) if device_timing else contextlib.nullcontext() as recorder:
+        with recording_device_time(timing_lock) if device_timing else contextlib.nullcontext() as recorder, \
+                recording_host_time() as host:
             run = backend.run(inst, mode)
         if recorder is not None and recorder.timing is not None:
             row.device_timing = recorder.timing.to_json()
         phase = "compare"
-        _check(row, run, reference)
+        _check(row, run, reference, inst.dtype, host.timing)
         row.notes = run.notes
         row.graphs = {g.stage: g.to_json() for g in run.graphs}  # what the kernels' node ids refer to (the fusion map)
         row.coverage = kernel_coverage(run.kernels, run.graphs) if run.graphs else None
@@ -96,8 +97,9 @@ def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, front
         inst, program = acquired_program(workload_key, mode, frontend, device, preset, dtype, reference_path)
         phase = "run"
         row.tol = tolerance(inst.dtype, mode)
-        run = backend.run_program(inst, program)
-        _check(row, run, reference)
+        with recording_host_time() as host:
+            run = backend.run_program(inst, program)
+        _check(row, run, reference, inst.dtype, host.timing)
         row.level = LEVEL
         row.lowered = [{"stage": g.stage, "nodes": len(g.nodes)} for g in run.lowered]
         return row
@@ -124,12 +126,20 @@ def acquired_program(workload: str, mode: str, frontend: str, device: str, prese
     return inst, program_for(fe.acquire(inst, mode), inst)
 
 
-def _check(row: Row, run: BackendRun, reference: Reference) -> None:
-    """The row's verdict, numbers and kernels from a finished run."""
-    cmp = compare_results(run.results, reference.results, row.tol)
+def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: HostTiming | None = None) -> None:
+    """The row's verdict, numbers and kernels from a finished run: each result against the
+    reference and against eager's own error in `dtype` (irlens.numerics.allowed_error)."""
+    bounds = allowed_errors(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions)
+    cmp = compare_results(run.results, reference.results, bounds)
     row.status, row.reason = ("ok" if cmp.ok else "mismatch"), cmp.reason
     row.max_rel_err, row.per_result = cmp.max_rel_err, cmp.errors
+    row.per_result_eager, row.per_result_allowed = reference.eager_errors, cmp.allowed
+    decisive = row.decisive_result
+    row.eager_err = (reference.eager_errors or {}).get(decisive)
+    row.allowed = cmp.allowed.get(decisive)
+    row.reference_dtype, row.reference_fallback = reference.dtype, reference.fallback or None
     row.compile_s, row.run_us = run.compile_s, run.run_us
+    row.run_spread = host.spread if host is not None else None
     row.kernels = [k.to_json() for k in run.kernels]
     row.kernel_count = run.launch_count()  # launches per step (README: "Kernel launches"); None: unmapped
     row.kernels_unmapped = run.unmapped

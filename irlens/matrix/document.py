@@ -34,6 +34,7 @@ class Document:
     versions: dict[str, str | None] = field(default_factory=dict)
     preset: str | None = None
     dtype: str | None = None  # compare and cross: the one dtype asked for (None: each workload's own)
+    threads: int | None = None  # each worker's intra-op threads (None: run in one process, or before it was written)
     # cross: the grid's frontends (down) and backends (across)
     acquired_by: list[str] | None = None
     executed_by: list[str] | None = None

@@ -11,9 +11,12 @@ torch's and JAX's allocators keep after any work in this process would otherwise
 cell workers. In-process (`isolate=False`, for tests and unpicklable workloads) everything
 runs here, without timeouts.
 
-Timed on the device (`Plan.device_timing`), workers take turns on the GPU (irlens.gpu_turns):
-a timed cell that runs out of memory beside other cells runs again alone, and a JAX cell's
-worker ends with its cell (XLA keeps its memory until its process ends).
+Workers take turns on the device (irlens.gpu_turns; on a CPU run, the CPU): they share it
+while they start, compile, run and compute references, and each timing has it alone, so no
+timed step shares its cores (or its GPU) with irlens's own work. Their thread pools are sized so
+that all of them at once fit the cores (`isolation.worker_threads`; the document says how many). Timed on the device
+(`Plan.device_timing`), a timed cell that runs out of memory beside other cells runs again
+alone, and a JAX cell's worker ends with its cell (XLA keeps its memory until its process ends).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from irlens.isolation import WORKER_ENV, CallFailed, Worker
+from irlens.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, Worker, worker_threads
 from irlens.matrix.cell import new_row, out_of_memory, run_cell
 from irlens.matrix.document import Document, device_name, versions
 from irlens.matrix.plan import Cell, Plan
@@ -55,9 +58,13 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tr
         raise ValueError("a workload given as an object has no module-level name another process can import; "
                          "run it with isolate=False or declare it at the top level of a file")
     with tempfile.TemporaryDirectory(prefix="irlens-matrix-") as tmp:
-        # the GPU turns (irlens.gpu_turns) matter only where cells are timed on the device
-        lock = os.path.join(tmp, "device-timing.lock") if plan.device_timing else None
-        refs = References(plan, tmp if isolate else None, timeout, check_twins=plan.kind == "compare", gpu_lock=lock)
+        # the device turns (irlens.gpu_turns): every worker shares the device, a timing has it alone;
+        # in this process one thing runs at a time
+        lock = os.path.join(tmp, "device-turns.lock") if isolate else None
+        # the cell workers and the reference worker compute at once: their pools fit the cores together
+        threads = worker_threads(jobs + 1) if isolate else None
+        refs = References(plan, tmp if isolate else None, timeout, check_twins=plan.kind == "compare", gpu_lock=lock,
+                          threads=threads)
         if progress:
             where = " in a worker, cells start as theirs are ready" if isolate else ""
             print(f"irlens: computing the float64 references{where} ...", file=sys.stderr, flush=True)
@@ -70,7 +77,7 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tr
         if plan.device_timing and not isolate and plan.device.startswith("cuda"):
             torch.cuda.empty_cache()
         bar = Progress(len(cells), progress)
-        runner = IsolatedRunner(plan, refs, timeout, lock) if isolate else InProcessRunner(plan, refs)
+        runner = IsolatedRunner(plan, refs, timeout, lock, threads) if isolate else InProcessRunner(plan, refs)
         # a worker serves consecutive cells of one backend (one acquiring frontend)
         order = sorted(cells, key=lambda cell: worker_key(plan, cell))
 
@@ -96,7 +103,17 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tr
     cross = plan.frontends is not None
     return Document(plan.kind, [done[c] for c in cells], plan.device, device_name(plan.device), versions(),
                     plan.preset, plan.dtype, acquired_by=list(plan.frontends) if cross else None,
-                    executed_by=[b.name for b in plan.backends.values()] if cross else None)
+                    executed_by=[b.name for b in plan.backends.values()] if cross else None,
+                    threads=threads_used(threads))
+
+
+def threads_used(threads: int | None) -> int | None:
+    """The intra-op threads the workers ran with: the user's setting where there is one (MKL's
+    wins in torch), else irlens's; None in this process (torch's own default)."""
+    if threads is None:
+        return None
+    user = next((os.environ[k] for k in reversed(THREAD_COUNTS) if os.environ.get(k, "").isdigit()), None)
+    return int(user) if user else threads
 
 
 def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True, jobs: int = 1,
@@ -185,8 +202,8 @@ class IsolatedRunner:
     """Runs cells in worker processes: one per thread, restarted on a crash, a hang or a new backend
     (a cross grid: a new acquiring frontend)."""
 
-    def __init__(self, plan: Plan, refs: References, timeout: float, timing_lock: str | None):
-        self.plan, self.refs, self.timeout, self.timing_lock = plan, refs, timeout, timing_lock
+    def __init__(self, plan: Plan, refs: References, timeout: float, timing_lock: str | None, threads: int | None = None):
+        self.plan, self.refs, self.timeout, self.timing_lock, self.threads = plan, refs, timeout, timing_lock, threads
         self._local = threading.local()
         self._workers: list[Worker] = []
         self._lock = threading.Lock()
@@ -198,7 +215,7 @@ class IsolatedRunner:
             return current[1]
         if current is not None:
             current[1].close()
-        worker = Worker(preload=WORKER_PRELOAD)
+        worker = Worker(preload=WORKER_PRELOAD, turns=self.timing_lock, threads=self.threads)
         self._local.worker = (key, worker)
         with self._lock:
             self._workers.append(worker)
@@ -211,13 +228,13 @@ class IsolatedRunner:
                       reference_path=self.refs.get(cell.workload, cell.mode).path, device_timing=p.device_timing,
                       timing_lock=self.timing_lock)
         row = self._call(cell, kwargs)
-        if self.timing_lock and out_of_memory(row):
+        if p.device_timing and out_of_memory(row):
             # out of memory beside the other workers' cells: once more with the GPU alone, in a
             # fresh worker (the old one's allocator may hold what it got)
             self._local.worker[1].close()
             row = self._call(cell, {**kwargs, "alone": True})
             row.notes["gpu_alone"] = "ran out of device memory beside other cells; run again alone"
-        if self.timing_lock and p.backends[cell.backend].frontend == "jax":
+        if p.device_timing and p.backends[cell.backend].frontend == "jax":
             # XLA's allocator keeps what it took until its process ends: on a shared GPU, a JAX
             # cell's worker ends with the cell, so the next cells get that memory
             self._local.worker[1].close()

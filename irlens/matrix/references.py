@@ -1,12 +1,16 @@
-"""The float64 references every cell is checked against, and the JAX twins' checks.
+"""The references every cell is checked against, and the JAX twins' checks.
 
 A `Reference` is computed once per workload x mode, from the weights and inputs a backend gets
 (rounded to its dtype), and handed to the cells with those weights and inputs: a workload whose
 weights are drawn at random when its file loads still computes on the same numbers in every
-process. `References` computes them for a plan: in this process when first asked for, or
-(isolated) in one worker process in the background, twins first, so that a cell starts as soon
-as its own reference is there while costly ones are still being computed. Each reference obeys
-the run's timeout; one that fails or times out fails its cells, saying so.
+process. It holds eager's results in float64, or where float64 cannot run (a kernel with no
+float64 version, such as a grouped matmul) in the highest precision that runs, saying why
+(`fallback`); beside them eager's own error in the run's dtype on the same numbers, and the
+loss's condition, which the cells are judged with (irlens.numerics). `References` computes them
+for a plan: in this process when first asked for, or (isolated) in one worker process in the
+background, twins first, so that a cell starts as soon as its own reference is there while
+costly ones are still being computed. Each reference obeys the run's timeout; one that fails
+or times out fails its cells, saying so.
 """
 from __future__ import annotations
 
@@ -15,26 +19,34 @@ import importlib.util
 import os
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
+from irlens.dtypes import TORCH_DTYPES
 from irlens.gpu_turns import gpu_alone, sharing_gpu
 from irlens.matrix.plan import Plan
 from irlens.models import resolve_workload
-from irlens.numerics import TwinMismatch, check_jax_twin
+from irlens.numerics import TwinMismatch, check_jax_twin, rel_err
 from irlens.workload import Instance, Workload, run_eager
 
 TWIN_PRESET = "tiny"  # a twin computes the same function at every size: checked where it is cheap
+REFERENCE_DTYPES = ("float64", "float32")  # a reference's precision, the highest that runs; else the run's own
 
 
 @dataclass
 class Reference:
     """What the cells of one workload x mode are checked against, and the weights and inputs they run on."""
 
-    results: dict[str, torch.Tensor]  # float64 eager results, named like run_eager's
+    results: dict[str, torch.Tensor]  # eager results in `dtype`, named like run_eager's
     state: dict[str, torch.Tensor]  # the module's state_dict in the compute dtype
     inputs: tuple
+    dtype: str = "float64"  # the precision the results were computed in
+    fallback: str = ""  # why not float64 ("" when it is)
+    # eager's own error per result in the run's dtype against `results`; None: not known (why: eager_problem)
+    eager_errors: dict[str, float] | None = None
+    eager_problem: str = ""
+    conditions: dict[str, float] = field(default_factory=dict)  # result name -> its condition (the loss's)
 
     def pin(self, inst: Instance) -> Instance:
         inst.module.load_state_dict(self.state)
@@ -42,19 +54,89 @@ class Reference:
         return inst
 
     def save(self, path: str) -> None:
-        torch.save({"results": self.results, "state": self.state, "inputs": list(self.inputs)}, path)
+        torch.save({"results": self.results, "state": self.state, "inputs": list(self.inputs), "dtype": self.dtype,
+                    "fallback": self.fallback, "eager_errors": self.eager_errors, "eager_problem": self.eager_problem,
+                    "conditions": self.conditions}, path)
 
     @classmethod
     def load(cls, path: str, device: str) -> "Reference":
         d = torch.load(path, map_location=device, weights_only=True)
-        return cls(d["results"], d["state"], tuple(d["inputs"]))
+        return cls(d["results"], d["state"], tuple(d["inputs"]), d["dtype"], d["fallback"], d["eager_errors"],
+                   d["eager_problem"], d["conditions"])
 
 
 def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None) -> Reference:
-    """The float64 eager results, from the same weights and inputs a backend gets (rounded to its dtype)."""
+    """Eager's results in the highest precision that runs (float64, else float32, else the run's
+    own dtype), from the same weights and inputs a backend gets (rounded to its dtype); eager's
+    own error in the run's dtype on them; the loss's condition. Out of memory is raised (the
+    worker tries elsewhere); when no precision runs, float64's failure is raised."""
     inst = wl.instantiate(preset, dtype, device)
-    ref = inst.cast("float64")
-    return Reference(run_eager(ref.module, ref, mode), inst.module.state_dict(), inst.inputs)
+    state = {k: v.clone() for k, v in inst.module.state_dict().items()}  # before any forward could change it
+    ref_dtype, results, fallback = highest_precision_results(inst, mode)
+    reference = Reference(results, state, inst.inputs, ref_dtype, fallback)
+    if ref_dtype == inst.dtype:
+        reference.eager_problem = (f"the reference is eager {ref_dtype} itself" if not fallback else
+                                   f"no precision above {inst.dtype} ran")
+    else:
+        try:
+            own = inst.cast(inst.dtype)  # a copy: the state handed to the cells stays as it was
+            eager = run_eager(own.module, own, mode)
+            reference.eager_errors = {n: rel_err(eager[n], r) for n, r in results.items()
+                                      if r is not None and eager.get(n) is not None and eager[n].shape == r.shape}
+        except torch.OutOfMemoryError:
+            raise
+        except Exception as e:
+            reference.eager_problem = f"eager failed in {inst.dtype}: {type(e).__name__}: {first_line(e)}"
+    if mode == "fwdbwd":
+        reference.conditions = {"loss": loss_condition(wl, results)}
+    return reference
+
+
+def first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [""])[0]
+
+
+def highest_precision_results(inst: Instance, mode: str) -> tuple[str, dict[str, torch.Tensor], str]:
+    """(dtype, eager results in it, why not float64 or ""), trying REFERENCE_DTYPES above the
+    run's dtype, highest first, then the run's dtype itself."""
+    finer = [d for d in REFERENCE_DTYPES
+             if torch.finfo(TORCH_DTYPES[d]).eps < torch.finfo(TORCH_DTYPES[inst.dtype]).eps]
+    failures: list[tuple[str, Exception]] = []
+    for ref_dtype in [*finer, inst.dtype]:
+        try:
+            ref = inst.cast(ref_dtype)
+            results = run_eager(ref.module, ref, mode)
+        except torch.OutOfMemoryError:
+            raise
+        except Exception as e:
+            failures.append((ref_dtype, e))
+            print(f"[irlens] reference {inst.name} {mode}: eager failed in {ref_dtype}: {type(e).__name__}: "
+                  f"{first_line(e)}", file=sys.stderr, flush=True)
+            continue
+        why = "; ".join(f"{d} failed: {type(e).__name__}: {first_line(e)}" for d, e in failures)
+        return ref_dtype, results, why
+    raise failures[0][1]
+
+
+def loss_condition(wl: Workload, results: dict[str, torch.Tensor]) -> float:
+    """The loss's condition with respect to the outputs it reduces: how far it moves, relative to
+    itself, when each output is off by one relative unit independently, as rounding leaves them:
+    sqrt(sum (dL/do * o)^2) / |L| (the absolute figure where L is 0, as `rel_err` then is), from
+    the reference's outputs. A mean of cubes that nearly cancels is large; a mean square is
+    far under 1. 0 where the loss is not differentiable in its outputs."""
+    outs = [results[f"out{i}"] for i in range(len(results)) if f"out{i}" in results]
+    leaves = [o.detach().clone().requires_grad_(o.is_floating_point()) for o in outs]
+    floating = [leaf for leaf in leaves if leaf.requires_grad]
+    try:
+        with torch.enable_grad():
+            loss = wl.loss(tuple(leaves))
+            grads = torch.autograd.grad(loss, floating, allow_unused=True)
+    except Exception:  # a loss that is not differentiable in its outputs: no condition to add
+        return 0.0
+    terms = [(g.double() * o.detach().double()).square().sum() for g, o in zip(grads, floating) if g is not None]
+    spread = float(sum(terms)) ** 0.5 if terms else 0.0
+    size = abs(float(loss.detach()))
+    return spread / size if size > 0 else spread
 
 
 def twin_problem(wl: Workload, device: str, dtype: str | None) -> str:
@@ -80,8 +162,9 @@ def twin_in_worker(workload: str, device: str, dtype: str | None, gpu_lock: str 
 def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtype: str | None, path: str,
                         gpu_lock: str | None = None) -> None:
     """The worker's entry point (irlens.isolation calls it by name): save the reference to `path`,
-    and give the memory back before the next. With `gpu_lock` it shares the GPU like a cell (no
-    timing runs beside it). Out of device memory, it tries again with the GPU alone, then on the
+    and give the memory back before the next. With `gpu_lock` (the turns on the plan's device: a
+    GPU, or the CPU) it shares the device like a cell: no timing runs beside it. Out of device
+    memory, it tries again with the GPU alone, then on the
     CPU: float64 needs twice float32's memory (attention_manual's [B, H, S, S] scores at the
     bench size do not fit twice over). Cells pin the reference's own weights and inputs, so they
     compute on the same numbers."""
@@ -92,14 +175,14 @@ def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtyp
         tries.append(("cpu", sharing_gpu))
     for i, (where, turn) in enumerate(tries):
         try:
-            with turn(gpu_lock if where != "cpu" else None):
+            with turn(gpu_lock if where == device else None):  # the turns are the plan's device's
                 reference = compute_reference(wl, mode, where, preset, dtype)
             break
         except torch.OutOfMemoryError:
             if i == len(tries) - 1:
                 raise
             print(f"[irlens] reference {workload} {mode}: out of memory in float64 on {where}; next: "
-                  f"{'the GPU alone' if tries[i + 1][1] is gpu_alone else tries[i + 1][0]}", file=sys.stderr, flush=True)
+                  f"{'the device alone' if tries[i + 1][1] is gpu_alone else tries[i + 1][0]}", file=sys.stderr, flush=True)
             gc.collect()
             torch.cuda.empty_cache()
     reference.save(path)
@@ -121,13 +204,13 @@ class References:
     each JAX twin's verdict. In-process (no `directory`) they are computed here when first asked
     for. Isolated, one worker computes them into files in `directory`, in the background from
     the first `start` or `get` on (the twins first, the check waits for them), each call within
-    `timeout`; `get` waits for its own. With `gpu_lock`, the worker takes its GPU turns like a
-    cell (irlens.gpu_turns)."""
+    `timeout`; `get` waits for its own. With `gpu_lock`, the worker takes its turns on the device
+    (a GPU, or the CPU) like a cell (irlens.gpu_turns)."""
 
     def __init__(self, plan: Plan, directory: str | None, timeout: float, check_twins: bool = False,
-                 gpu_lock: str | None = None):
+                 gpu_lock: str | None = None, threads: int | None = None):
         self.plan, self.directory, self.timeout, self.check_twins = plan, directory, timeout, check_twins
-        self.gpu_lock = gpu_lock
+        self.gpu_lock, self.threads = gpu_lock, threads
         self._cache: dict[tuple[str, str], Entry] = {}
         self._twins: dict[str, str] = {}
         self._ready: dict[tuple[str, str], threading.Event] = {}
@@ -210,7 +293,8 @@ class References:
 
         p = self.plan
         try:
-            with WorkerSession(preload=(__name__, "irlens.models")) as worker:
+            with WorkerSession(preload=(__name__, "irlens.models"), turns=self.gpu_lock,
+                               threads=self.threads) as worker:
                 for workload in self._twinned():
                     try:
                         self._twins[workload] = worker.call(f"{__name__}:twin_in_worker", dict(

@@ -41,11 +41,19 @@ class Row:
     detail: str = ""  # the traceback, or the tail of a crashed worker's stderr
     # numerics, against the float64 reference
     max_rel_err: float | None = None
-    tol: float | None = None
+    tol: float | None = None  # the flat tolerance of the dtype and mode (irlens.numerics)
     per_result: dict[str, float | None] = field(default_factory=dict)  # result name -> relative error
+    # judged against eager's own error in the same dtype too (irlens.numerics.allowed_error)
+    per_result_eager: dict[str, float | None] | None = None  # result name -> eager's own relative error
+    per_result_allowed: dict[str, float] | None = None  # result name -> the error it may have
+    eager_err: float | None = None  # eager's own error on the decisive result (the one nearest its bound)
+    allowed: float | None = None  # the error the decisive result may have
+    reference_dtype: str | None = None  # the reference's precision (None in older documents: float64)
+    reference_fallback: str | None = None  # why the reference is not float64 (set only then)
     # what ran
     compile_s: float | None = None
     run_us: float | None = None  # host wall time of one steady-state step (median)
+    run_spread: float | None = None  # the steps' interquartile range / median (irlens.timing.HostTiming)
     # Kernel.to_json() records (bench adds each one's launch time_us, flops, pct_of_ceiling, bound, model_error)
     kernels: list[dict] = field(default_factory=list)
     kernel_count: int | None = None  # kernel launches the generated code makes per step (BackendRun.launch_count)
@@ -72,6 +80,16 @@ class Row:
     @property
     def ran(self) -> bool:
         return self.status in RAN
+
+    @property
+    def decisive_result(self) -> str | None:
+        """The result nearest its bound (or furthest over it), whose error, eager's and the
+        bound the table shows; None for a row judged by the flat tolerance alone."""
+        allowed = self.per_result_allowed or {}
+        ratios = {n: e / allowed[n] for n, e in self.per_result.items()
+                  if e is not None and allowed.get(n)}
+        failed = [n for n, e in self.per_result.items() if e is None]  # NaN or Inf
+        return failed[0] if failed else max(ratios, key=lambda n: ratios[n], default=None)
 
     @property
     def unmapped_note(self) -> str:
@@ -119,7 +137,9 @@ class Row:
 
 
 OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceilings", "device", "device_name",
-            "kernels_unmapped")
+            # judged against eager's own error in the same dtype; the spread of the timed steps
+            "per_result_eager", "per_result_allowed", "eager_err", "allowed", "reference_dtype",
+            "reference_fallback", "run_spread", "kernels_unmapped")
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,50 @@
-"""The table `irlens compare` prints: one line per row, then why each row is not ok."""
+"""The table `irlens compare` prints: one line per row, then why each row is not ok, which rows
+were judged against a reference other than float64, and which timings are unsteady."""
 from __future__ import annotations
 
 from irlens.matrix.document import Document
+from irlens.matrix.row import Row
+from irlens.timing import UNSTEADY_SPREAD, unsteady
+
+FALLBACK_MARK = "†"  # judged against a reference below float64
+UNSTEADY_MARK = "!"  # the timed steps spread above UNSTEADY_SPREAD
 
 
 def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def error_figures(r: Row) -> tuple[str, str, str]:
+    """(its error, eager's own error, the error allowed) on the row's decisive result (the one
+    nearest its bound); eager's row is the baseline. Older rows: the largest error and the flat
+    tolerance."""
+    if not r.ran:
+        return "-", "-", "-"
+    decisive = r.decisive_result
+    if decisive is None:
+        return _fmt(r.max_rel_err, ".1e"), "-", _fmt(r.tol, ".0e")
+    err = r.per_result.get(decisive)
+    shown = "NaN/Inf" if err is None or err == float("inf") else f"{err:.1e}"
+    if r.reference_fallback:
+        shown += FALLBACK_MARK
+    eager = "baseline" if r.backend == "eager" else _fmt(r.eager_err, ".1e")
+    return shown, eager, _fmt(r.allowed, ".1e")
+
+
+def run_figure(r: Row) -> str:
+    return _fmt(r.run_us, ".1f") + (UNSTEADY_MARK if unsteady(r.run_spread) else "")
+
+
 def format_table(doc: Document) -> str:
-    header = ("workload", "mode", "backend", "status", "max rel err / tol", "launches", "compile s", "run µs")
+    header = ("workload", "mode", "backend", "status", "rel err", "eager err", "allowed", "launches", "compile s",
+              "run µs", "spread")
     lines = []
     for r in doc.rows:
-        err = f"{_fmt(r.max_rel_err, '.1e')} / {r.tol:.0e}" if r.tol is not None else "-"
-        lines.append((r.workload, r.mode, r.backend, r.status, err, _fmt(r.kernel_count, "d"), _fmt(r.compile_s, ".2f"),
-                      _fmt(r.run_us, ".1f")))
+        lines.append((r.workload, r.mode, r.backend, r.status, *error_figures(r), _fmt(r.kernel_count, "d"),
+                      _fmt(r.compile_s, ".2f"), run_figure(r),
+                      "-" if r.run_spread is None else f"{r.run_spread:.0%}"))
     widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
-    right = {4, 5, 6, 7}
+    right = set(range(4, len(header)))
 
     def fmt_line(cells) -> str:
         return "  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
@@ -33,13 +61,22 @@ def format_table(doc: Document) -> str:
         if r.unmapped_note:
             reasons.setdefault((r.backend, r.status, r.unmapped_note.splitlines()[0]), []).append(
                 f"{r.workload}/{r.mode}")
-    if reasons:
-        out.append("")
-    for (backend, status, reason), cells in reasons.items():
-        where = cells[0] if len(cells) == 1 else f"{len(cells)} cells"
-        out.append(f"{backend} ({where}): {status}: {reason}")
-    out += unknown_lines(doc)
-    return "\n".join(out)
+    notes = [f"{backend} ({_where(cells)}): {status}: {reason}" for (backend, status, reason), cells in reasons.items()]
+    fallbacks: dict[tuple[str, str], list[str]] = {}
+    for r in doc.rows:
+        if r.ran and r.reference_fallback:
+            fallbacks.setdefault((r.reference_dtype, r.reference_fallback), []).append(f"{r.workload}/{r.mode}")
+    for (dtype, why), cells in fallbacks.items():
+        notes.append(f"{FALLBACK_MARK} judged against eager {dtype}, not float64 ({_where(sorted(set(cells)))}): {why}")
+    shaky = [r for r in doc.rows if r.ran and unsteady(r.run_spread)]
+    if shaky:
+        notes.append(f"{UNSTEADY_MARK} unsteady timing ({len(shaky)} rows): the timed steps' interquartile range is "
+                     f"above {UNSTEADY_SPREAD:.0%} of their median")
+    return "\n".join(out + ([""] + notes if notes else []) + unknown_lines(doc))
+
+
+def _where(cells: list[str]) -> str:
+    return cells[0] if len(cells) == 1 else f"{len(cells)} cells"
 
 
 def unknown_lines(doc: Document) -> list[str]:

@@ -8,11 +8,13 @@ from collections import Counter
 from irlens.ceilings import Ceilings, describe
 from irlens.ir import Graph, Kernel
 from irlens.matrix import Document, Row
+from irlens.matrix.table import FALLBACK_MARK, UNSTEADY_MARK, error_figures, run_figure
 from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Text
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_svg
 from irlens.reporting.plots import bar_chart
 from irlens.reporting.records import first_line, group_rows, kernel_stage, launches_of, row_graphs, row_kernels
+from irlens.timing import unsteady
 
 def build_report(doc: Document, frontend_table: Table | None = None) -> Report:
     rows = doc.rows
@@ -50,6 +52,8 @@ def op_summary(kernel: Kernel, graph: Graph | None) -> str:
 
 def _run_section(doc: Document) -> Section:
     facts = [["device", f"{doc.device or '?'} ({doc.device_name or ''})"], ["preset", str(doc.preset or "?")]]
+    if doc.threads is not None:
+        facts.append(["threads per worker", f"{doc.threads} (timed steps have the device alone; README, Timing)"])
     facts += [[name, str(v) if v is not None else "not installed"] for name, v in doc.versions.items()]
     parts = doc.parts or ([{"gpu": None, "ceilings": doc.ceilings}] if doc.ceilings else [])
     for part in parts:  # what % of ceiling is against: measured here, beside the datasheet
@@ -62,17 +66,24 @@ def _summary_section(rows: list[Row]) -> Section:
     # a dtype column where the rows have several dtypes (a bench run), as in the section names
     dtyped = len({r.dtype for r in rows}) > 1
     lead = ["workload", "mode", *(["dtype"] if dtyped else []), "backend", "status"]
-    header = [*lead, "max rel err", "tol", "launches", "compile s", "run µs", "reason"]
-    table = Table(header, [], numeric=set(range(len(lead), len(lead) + 5)))
+    header = [*lead, "rel err", "eager err", "allowed", "launches", "compile s", "run µs", "reason"]
+    table = Table(header, [], numeric=set(range(len(lead), len(lead) + 6)))
+    run_column = len(lead) + 5
     for i, r in enumerate(rows):
         table.rows.append([r.workload, r.mode, *([r.dtype or "-"] if dtyped else []), r.backend,
-                           r.status, fmt(r.max_rel_err, ".1e"), fmt(r.tol, ".0e"),
-                           fmt(launches_of(r), "d") if r.ran else "-",
-                           fmt(r.compile_s, ".2f"), fmt(r.run_us, ".1f"),
+                           r.status, *error_figures(r), fmt(launches_of(r), "d") if r.ran else "-",
+                           fmt(r.compile_s, ".2f"), run_figure(r),
                            "; ".join(filter(None, (first_line(r.reason), first_line(r.unmapped_note))))])
         status = (i, len(lead) - 1)
         {"ok": table.good, "mismatch": table.flagged, "failed": table.flagged}.get(r.status, table.muted).add(status)
-    return Section("Summary", "summary", [table])
+        if table.rows[-1][run_column].endswith(UNSTEADY_MARK):
+            table.flagged.add((i, run_column))
+    legend = ["rel err: the error of the row's decisive result (the one nearest the error it is allowed) against "
+              "the reference; eager err: eager's own error on it in the same dtype; allowed: k × eager's error + "
+              "a floor (README, Numerics). "
+              f"{FALLBACK_MARK}: judged against a reference below float64 (it could not run). "
+              f"{UNSTEADY_MARK}: an unsteady timing (the timed steps spread widely)."]
+    return Section("Summary", "summary", [table, Text(legend)])
 
 
 # --- per workload x mode -------------------------------------------------------------------------
@@ -87,6 +98,12 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], c
     unmapped = [f"{r.backend}: {r.status}, {first_line(r.unmapped_note)}" for r in rows if r.ran and r.unmapped_note]
     if mismatched or unmapped:
         section.blocks.append(Text(mismatched + unmapped, style="note"))
+    fallbacks = sorted({f"{FALLBACK_MARK} judged against eager {r.reference_dtype}, not float64: {r.reference_fallback}"
+                        for r in rows if r.ran and r.reference_fallback})
+    shaky = [f"{r.backend}: {UNSTEADY_MARK} unsteady timing: the timed steps' interquartile range is "
+             f"{r.run_spread:.0%} of their median" for r in rows if r.ran and unsteady(r.run_spread)]
+    if fallbacks or shaky:
+        section.blocks.append(Text(fallbacks + shaky, style="note"))
     ran = [r for r in rows if r.ran]
 
     fmap = build_fusion_map(workload, mode, ran)
@@ -117,7 +134,7 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], c
             kernels.subsections.append(Section(r.backend, anchor(key, r.backend),
                                                _kernel_table(r, ceiling, dtype)))
         section.subsections.append(kernels)
-        section.subsections.append(Section("Numerics", anchor(key, "numerics"), [_numerics_table(ran)]))
+        section.subsections.append(Section("Numerics", anchor(key, "numerics"), _numerics_table(ran)))
     return section
 
 
@@ -181,16 +198,31 @@ def _kernel_table(row: Row, ceiling, dtype: str) -> list[Table | Text]:
     return [table] + ([Text(errors, style="note")] if errors else [])
 
 
-def _numerics_table(rows: list[Row]) -> Table:
+def _numerics_table(rows: list[Row]) -> list[Table | Text]:
+    """Per result and backend: its error against the reference, and the error it may have; eager's
+    own error beside them (the same for every row of a workload x mode: the reference's)."""
     names = list(dict.fromkeys(n for r in rows for n in r.per_result))
-    table = Table(["result", *(r.backend for r in rows)], [], numeric=set(range(1, len(rows) + 1)))
+    eager = next((r.per_result_eager for r in rows if r.per_result_eager is not None), None)
+    lead = ["result", *([f"eager's own error ({_row_dtype(rows)})"] if eager is not None else [])]
+    table = Table([*lead, *(r.backend for r in rows)], [], numeric=set(range(1, len(lead) + len(rows))))
     for i, name in enumerate(names):
-        cells = [name]
+        cells = [name, *([fmt(eager.get(name), ".1e", "NaN/Inf")] if eager is not None else [])]
         for j, r in enumerate(rows):
             err = r.per_result.get(name, "absent")
-            cells.append("NaN/Inf" if err is None else (err if isinstance(err, str) else f"{err:.1e}"))
-            if err is None or (not isinstance(err, str) and r.tol is not None and err > r.tol):
-                table.flagged.add((i, j + 1))
+            bound = (r.per_result_allowed or {}).get(name, r.tol)
+            text = "NaN/Inf" if err is None else (err if isinstance(err, str) else f"{err:.1e}")
+            if r.per_result_allowed is not None and not isinstance(err, str):
+                text += f" / {fmt(bound, '.1e')}"
+            cells.append(text)
+            if err is None or (not isinstance(err, str) and bound is not None and err > bound):
+                table.flagged.add((i, len(lead) + j))
         table.rows.append(cells)
-    table.rows.append(["tolerance", *(fmt(r.tol, ".0e") for r in rows)])
-    return table
+    table.rows.append(["flat tolerance", *([""] if eager is not None else []), *(fmt(r.tol, ".0e") for r in rows)])
+    if not any(r.per_result_allowed is not None for r in rows):
+        return [table]
+    return [table, Text(["Each cell: the result's error against the reference / the error it may have (k × eager's own "
+                         "error + a floor, in float32 no more than the flat tolerance; README, Numerics)."])]
+
+
+def _row_dtype(rows: list[Row]) -> str:
+    return next((r.dtype for r in rows if r.dtype), "the run's dtype")
