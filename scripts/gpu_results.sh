@@ -145,7 +145,7 @@ case "${1:-}" in
   single1)  # one GPU, about 9 minutes: the bench on built-ins and the ordinary-code corpus in bfloat16,
     # each beside its measured ceilings; then the roofline's GPU tests; then the gelu cross grid
     export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
-    timeout 330 python -m irlens bench --jobs 4 --timeout 150 --budget-s 240 --dtypes bfloat16 \
+    timeout 300 python -m irlens bench --jobs 4 --timeout 150 --budget-s 210 --dtypes bfloat16 \
       --workloads "${BENCH_WORKLOADS:-gelu,attention,block,llama_block,llama_rmsnorm,lm_cross_entropy,moe_topk}" \
       --json "$R/$GPU.json.gz" --md "$R/$GPU.md" > "$R/bench.out" 2> "$R/bench.log"
     echo "bench rc=$?"
