@@ -305,6 +305,7 @@ def reference(family: str) -> list:
             for sample in fns]
 
 
+@functools.cache
 def labeled(family: str) -> list[tuple[tuple[str, int], torch.Tensor]]:
     """The reference results, flat, each with its call's (key, sample index)."""
     calls, _, _ = traced(family)
