@@ -6,16 +6,16 @@ Per workload x mode x dtype, the bytes the step must move and the flops it must 
 the common view (irlens.cost), once for all backends, so every backend is measured against
 the same work. The ceilings (irlens.ceilings: the best of several bandwidth kernels, the best
 matrix product of a sweep that includes the workloads' own GEMM shapes) are measured at the
-start of the same run. Each kernel is charged the bytes of its own buffers (the backend's
-records) and the flops of the nodes it computes; a figure above 100 % of ceiling is flagged
-as a model error (irlens.reporting.ceiling), in the row, its kernels, the table and the charts.
+start of the same run, and raised to the best rate a kernel of the run was timed at, within
+the vendor's figure (irlens.roofline). Each kernel is charged the bytes of its own buffers (the
+backend's records) and the flops of the nodes it computes; a figure above 100 % of ceiling is
+flagged as a model error (irlens.reporting.ceiling), in the row, its kernels, the table and the charts.
 
 This process does no GPU work: the ceilings and the work counts are measured in one worker
 process (irlens.isolation) closed before the first cell, and the references and cells run in
 compare's workers; so each cell worker has the whole GPU's memory.
 
-A row's % of ceiling is ideal time / device time, ideal = max(bytes / memory bandwidth,
-flops / matmul rate of its dtype); `bound` says which term is larger. Its launches are the
+A row's % of ceiling (irlens.roofline) is ideal time / device time. Its launches are the
 device launches of a step (kernels, memsets, memcpys), the same count for every backend.
 """
 from __future__ import annotations
@@ -35,8 +35,8 @@ from irlens.frontends import get_frontend
 from irlens.isolation import CallFailed, WorkerSession, worker_env
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
 from irlens.models import resolve_workload
-from irlens.reporting.ceiling import ceiling_for, judge, model_error
 from irlens.reporting.records import launches_of
+from irlens.roofline import apply_roofline
 from irlens.workload import run_eager
 
 BENCH_BACKENDS = ["eager", "inductor", "nvfuser", "xla"]
@@ -117,20 +117,6 @@ def measure_in_worker(plans: list[Plan], timeout: float) -> tuple[Ceilings, dict
     return ceilings, musts
 
 
-def roofline(row: Row, must: dict | None, ceilings: Ceilings) -> dict | None:
-    """The row's step against the ceilings: GB/s and TFLOP/s of the work it must do, its % of
-    ceiling, which bound, and `model_error` where that % is above 100."""
-    timing = row.device_timing
-    if must is None or row.status != "ok" or not timing or not timing["device_us"]:
-        return None
-    seconds = timing["device_us"] * 1e-6
-    peak = (ceilings.peak_tflops(row.dtype or "float32") or ceilings.peak_tflops("float32")) * 1e12
-    memory_s, compute_s = must["bytes"] / (ceilings.memory_gbps * 1e9), must["flops"] / peak
-    pct, bound = 100.0 * max(memory_s, compute_s) / seconds, "memory" if memory_s >= compute_s else "compute"
-    return {"gbps": must["bytes"] / seconds / 1e9, "tflops": must["flops"] / seconds / 1e12,
-            "pct_of_ceiling": pct, "bound": bound, "model_error": model_error(pct, must["bytes"], bound, None)}
-
-
 def device_name_of(kernel: dict, backend: str) -> str:
     """The name a kernel record's launch has on the device: a Triton kernel's own; XLA names its
     kernels after the HLO instruction with `.` and `-` as `_` (fusion.37 -> fusion_37). Library
@@ -138,8 +124,8 @@ def device_name_of(kernel: dict, backend: str) -> str:
     return re.sub(r"[^\w]", "_", kernel["name"]) if backend == "xla" else kernel["name"]
 
 
-def annotate_kernels(row: Row, ceilings: Ceilings | None = None) -> None:
-    """Per kernel: device time, flops, and its verdict against the ceilings. A record gets the
+def annotate_kernels(row: Row) -> None:
+    """Per kernel: device time and flops (irlens.roofline judges them). A record gets the
     time of its own launch: the i-th record with a device name gets the i-th launch of that
     name in the profiled step, where the counts agree (one kernel launched for two layers is two
     launches, two records). Bytes stay what the backend read from the kernel's own buffers."""
@@ -154,17 +140,12 @@ def annotate_kernels(row: Row, ceilings: Ceilings | None = None) -> None:
             k["time_us"] = times[seen.get(name, 0)]
         seen[name] = seen.get(name, 0) + 1
     graphs = {stage: Graph.from_json(g) for stage, g in row.graphs.items()}
-    ceiling = ceiling_for(ceilings.to_json()) if ceilings is not None else None
     for k in row.kernels:
         graph = graphs.get(k.get("stage", "")) or (next(iter(graphs.values())) if len(graphs) == 1 else None)
-        kernel = Kernel(row.backend, k["name"], k["kind"], k["nodes"], k.get("stage", ""), k.get("time_us"),
-                        k.get("bytes"), recompute=k.get("recompute", []))
         if graph is not None:
-            k["flops"] = kernel.flops = cost.kernel_flops(kernel, graph)
-        verdict = judge(kernel, ceiling, row.dtype or "float32")
-        k["pct_of_ceiling"], k["bound"], k["model_error"] = verdict.pct, verdict.bound, verdict.model_error
-    if row.roofline is not None:
-        row.roofline["kernels_flagged"] = sum(bool(k.get("model_error")) for k in row.kernels)
+            kernel = Kernel(row.backend, k["name"], k["kind"], k["nodes"], k.get("stage", ""),
+                            recompute=k.get("recompute", []))
+            k["flops"] = cost.kernel_flops(kernel, graph)
 
 
 def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
@@ -179,8 +160,8 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
     if only is not None:
         plans = [dataclasses.replace(plan, only=only.get(plan.dtype, frozenset())) for plan in plans]
     started = time.time()
-    ceilings, musts = measure_in_worker(plans, timeout)
-    print(f"irlens bench: ceilings: {describe(ceilings).replace('**', '')}", file=sys.stderr)
+    measured, musts = measure_in_worker(plans, timeout)
+    print(f"irlens bench: ceilings: {describe(measured).replace('**', '')}", file=sys.stderr)
     rows: list[Row] = []
     for plan in plans:
         left = None if budget_s is None else max(budget_s - (time.time() - started), 0.0)
@@ -188,9 +169,12 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
         for row in doc.rows:
             row.dtype = plan.dtype
             row.must = musts[(row.workload, row.mode, plan.dtype)]
-            row.roofline = roofline(row, row.must, ceilings)
-            annotate_kernels(row, ceilings)
+            annotate_kernels(row)
         rows += doc.rows
+        ceilings = apply_roofline(rows, measured)  # the earlier dtypes' rows again: a raise moves their figures
+        if ceilings.raised:
+            print(f"irlens bench: ceilings raised by the run's kernels: {describe(ceilings).replace('**', '')}",
+                  file=sys.stderr)
         print(format_bench_table(doc.rows), file=sys.stderr)
         result = Document("bench", list(rows), doc.device, doc.device_name, doc.versions, doc.preset, driver=_driver(),
                           ceilings=ceilings.to_json(), wall_s=time.time() - started)
@@ -261,7 +245,9 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
         *(_ceilings_line(part, doc.reruns or 0) for part in _parts(doc)),
         "- ceilings: memory bandwidth is the best of a copy, a read-only and a write-only kernel over buffers of "
         "256 MiB to 2 GiB; a matmul rate is the best of a sweep of square sizes and the workloads' own GEMM shapes; "
-        "the vendor's dense figure for the device stands beside each",
+        "each is raised to the best rate any kernel of the run was timed at (GB/s; TFLOP/s per dtype) where that "
+        "stays within the vendor's dense figure for the device, which stands beside each (no raise where it is "
+        "unknown)",
         f"- {len(doc.rows)} rows, {ok} ok; preset `{doc.preset}`; wall time {doc.wall_s / 60:.1f} min",
         f"- repeatability: each row's device time is the median of 15 profiled steps (cold L2), measured twice; "
         f"the two medians differ by at most {100 * max(spreads, default=0):.2f}% "

@@ -4,12 +4,13 @@ import dataclasses
 import pytest
 
 from irlens import cost
-from irlens.bench import (BenchConfig, merge_parts, merge_rerun, restrict_to_rerun, roofline, run_bench,
-                          share_matrix, write_results_page)
+from irlens.bench import (BenchConfig, merge_parts, merge_rerun, restrict_to_rerun, run_bench, share_matrix,
+                          write_results_page)
 from irlens.ceilings import Ceilings, Gemm, sweep
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 from irlens.isolation import WorkerSession
 from irlens.matrix import Row
+from irlens.roofline import roofline
 from irlens.workload import Workload
 
 

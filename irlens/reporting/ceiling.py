@@ -4,7 +4,8 @@ cannot be a speed.
 A kernel's ideal time is max(bytes / memory bandwidth, flops / peak rate of its dtype); its % of
 ceiling is ideal time / measured time. The peaks are the ones `irlens bench` measured on the
 device in the same run (`irlens.ceilings`: the best bandwidth kernel, the best matrix product
-of a sweep that includes the workload's own shapes), never datasheet figures; without them,
+of a sweep that includes the workload's own shapes, each raised to the best rate a kernel of
+the run was timed at within the vendor's figure), never datasheet figures alone; without them,
 and for kernels without time or bytes, it is None.
 
 Above 100 % the roofline model is wrong for that kernel, and the figure is flagged, never
@@ -48,12 +49,16 @@ class Verdict:
     model_error: str | None = None  # set when pct is above 100: why the figure is no speed
 
 
+# the kernel a ceiling was raised to (irlens.roofline) is at 100 %, give or take float rounding
+ROUNDING = 1e-9
+
+
 def model_error(pct: float | None, nbytes: int | None, bound: str | None, l2_bytes: int | None) -> str | None:
     """Why a % of ceiling above 100 cannot be a speed; None at or below 100. A memory-bound
     kernel is explained by the L2 when, with as many of its bytes as the L2 holds kept off DRAM
     (read from what the kernel before it left there, or written and not yet written back), the
     rest fits within the DRAM ceiling."""
-    if pct is None or pct <= 100.0:
+    if pct is None or pct <= 100.0 * (1 + ROUNDING):
         return None
     if bound == "memory" and l2_bytes and nbytes:
         dram_pct = pct * max(nbytes - l2_bytes, 0) / nbytes

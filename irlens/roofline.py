@@ -1,0 +1,98 @@
+"""A bench run's roofline figures: its ceilings (the sweep's, raised to the best rate its
+kernels were timed at: `irlens.ceilings.raised_to`), each row's step and each kernel against them.
+
+`apply_roofline` is the one computation: `irlens bench` runs it after each dtype over the rows
+so far, and `recompute` runs it again over a stored document (the sweep's figures are kept in
+the ceilings' `raised`, so it gives the same figures, and brings older documents to this rule).
+
+A row's % of ceiling is ideal time / device time, ideal = max(bytes / memory bandwidth,
+flops / matmul rate of its dtype); `bound` says which term is larger. A kernel's is the same
+over its own bytes, flops and launch time (irlens.reporting.ceiling, which also says why a
+figure above 100 % is a model error).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from irlens.ceilings import Ceilings, Seen, raised_to, swept
+from irlens.matrix import Document, Row
+from irlens.reporting.ceiling import ceiling_for, judge, model_error
+from irlens.reporting.records import row_kernels
+
+
+def roofline(row: Row, must: dict | None, ceilings: Ceilings) -> dict | None:
+    """The row's step against the ceilings: GB/s and TFLOP/s of the work it must do, its % of
+    ceiling, which bound, and `model_error` where that % is above 100."""
+    timing = row.device_timing
+    if must is None or row.status != "ok" or not timing or not timing["device_us"]:
+        return None
+    seconds = timing["device_us"] * 1e-6
+    peak = (ceilings.peak_tflops(row.dtype or "float32") or ceilings.peak_tflops("float32")) * 1e12
+    memory_s, compute_s = must["bytes"] / (ceilings.memory_gbps * 1e9), must["flops"] / peak
+    pct, bound = 100.0 * max(memory_s, compute_s) / seconds, "memory" if memory_s >= compute_s else "compute"
+    return {"gbps": must["bytes"] / seconds / 1e9, "tflops": must["flops"] / seconds / 1e12,
+            "pct_of_ceiling": pct, "bound": bound, "model_error": model_error(pct, must["bytes"], bound, None)}
+
+
+def judge_kernels(row: Row, ceilings: Ceilings | None) -> None:
+    """Each kernel record's % of ceiling, bound and model error (from its time, bytes and flops);
+    the row's count of flagged kernels."""
+    ceiling = ceiling_for(ceilings.to_json()) if ceilings is not None else None
+    for k, kernel in zip(row.kernels, row_kernels(row)):
+        verdict = judge(kernel, ceiling, row.dtype or "float32")
+        k["pct_of_ceiling"], k["bound"], k["model_error"] = verdict.pct, verdict.bound, verdict.model_error
+    if row.roofline is not None:
+        row.roofline["kernels_flagged"] = sum(bool(k.get("model_error")) for k in row.kernels)
+
+
+def kernel_rates(row: Row, ceilings: Ceilings) -> list[Seen]:
+    """The rates the row's timed kernels ran at: GB/s of their bytes, TFLOP/s of their flops
+    (held to the matmul ceiling of the row's dtype). Only rows that are ok count."""
+    if row.status != "ok":
+        return []
+    seen = []
+    for k in row.kernels:
+        us = k.get("time_us")
+        if not us:
+            continue
+        by = f"{k['name']} in {row.workload} {row.mode} {row.backend}"
+        if k.get("bytes"):
+            seen.append(Seen("memory", k["bytes"] / us / 1e3, f"{by} ({row.dtype})"))
+        if k.get("flops"):
+            seen.append(Seen(ceilings.matmul_key(row.dtype or "float32"), k["flops"] / us / 1e6, by))
+    return seen
+
+
+def apply_roofline(rows: list[Row], measured: Ceilings) -> Ceilings:
+    """The run's ceilings (the sweep's in `measured`, raised by the rows' kernels), and every
+    row's roofline and kernel verdicts against them. Rows need their kernels' times and flops
+    (irlens.bench.annotate_kernels) and their `must`."""
+    sweep = swept(measured)
+    ceilings = raised_to(sweep, (s for row in rows for s in kernel_rates(row, sweep)))
+    for row in rows:
+        row.roofline = roofline(row, row.must, ceilings)
+        judge_kernels(row, ceilings)
+    return ceilings
+
+
+def recompute(doc: Document) -> Document:
+    """A bench document with its roofline figures made again by `apply_roofline`: per set of
+    ceilings (one per GPU and rerun of the run), over the rows measured against it."""
+    def key(c: dict | None) -> str:
+        return json.dumps(c, sort_keys=True)
+
+    groups: dict[str, list[Row]] = {}
+    rows = [dataclasses.replace(r, kernels=[dict(k) for k in r.kernels],
+                                roofline=dict(r.roofline) if r.roofline else None) for r in doc.rows]
+    for row in rows:
+        groups.setdefault(key(row.ceilings or doc.ceilings), []).append(row)
+    now = {k: apply_roofline(group, Ceilings.from_json(json.loads(k))).to_json()
+           for k, group in groups.items() if json.loads(k)}
+    for row in rows:
+        if row.ceilings:
+            row.ceilings = now[key(row.ceilings)]
+    parts = None if doc.parts is None else [{**p, "ceilings": now.get(key(p["ceilings"]), p["ceilings"])}
+                                            for p in doc.parts]
+    ceilings = now.get(key(doc.ceilings), doc.ceilings) if doc.ceilings else None
+    return dataclasses.replace(doc, rows=rows, parts=parts, ceilings=ceilings)
