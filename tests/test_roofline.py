@@ -428,3 +428,19 @@ def test_launches_per_step_have_one_definition_on_the_cpu():
     modules = thunder.notes["inductor_kernels"]
     outside = [k for k in thunder.kernels if not k.name.startswith("TorchCompile")]
     assert thunder.launch_count() == sum(map(len, modules.values())) + sum(k.bytes is not None for k in outside)
+
+
+def test_a_launch_after_other_statements_is_its_handles_kernel():
+    """On CUDA the wrapper puts `stream0 = get_raw_stream(0)` between a provenance handle and
+    the Triton kernel's `.run`: the launch is still that kernel's, one record with its bytes (an
+    H100 bench once charged gelu's kernel twice, once as a copy with no nodes)."""
+    import dataclasses
+
+    for compiled in compiled_graphs("gelu", "fwd", "float32"):
+        code = re.sub(r"^(\s*)(# \[Provenance debug handles\] \S+\n)", r"\1\2\1stream0 = get_raw_stream(0)\n",
+                      compiled.source_code, flags=re.M)
+        assert code != compiled.source_code
+        plain = map_kernels(compiled)
+        shifted = map_kernels(dataclasses.replace(compiled, source_code=code))
+        assert [(k.name, k.kind, k.bytes) for k in shifted] == [(k.name, k.kind, k.bytes) for k in plain]
+        assert all(k.bytes for k in shifted)

@@ -108,7 +108,7 @@ def map_kernels(compiled: CompiledGraph, backend: str = "inductor") -> list[Kern
         ids = node_ids_of(graph, compiled.provenance.get(key, []))
         source = kernel_definition(code, name) if kind == "fused" else statement
         record = Kernel(backend, name, kind, ids, stage=graph.stage, source=source or statement)
-        io = ios.pop(line_of.get(key, -1), None)
+        io = _launch_io(ios, line_of.get(key), name)
         if io is not None:
             record.set_io(io.bytes_read, io.bytes_written)
         records.append(record)
@@ -134,6 +134,18 @@ def map_kernels(compiled: CompiledGraph, backend: str = "inductor") -> list[Kern
         if not any(i in compute for i in ids):
             k.kind = "copy"
     return records
+
+
+def _launch_io(ios: dict[int, "LaunchIO"], line: int | None, name: str) -> "LaunchIO | None":
+    """The launch a provenance handle stands before, taken from `ios`: the statement right after
+    it, or, where the wrapper puts other statements between (on CUDA, `stream0 =
+    get_raw_stream(0)` before a Triton kernel's `.run`), the next launch of the same kernel."""
+    if line is None:
+        return None
+    if line in ios:
+        return ios.pop(line)
+    after = sorted(at for at, io in ios.items() if at > line and io.callee == name)
+    return ios.pop(after[0]) if after else None
 
 
 # --- what each launch reads and writes ---------------------------------------------------------
