@@ -7,17 +7,17 @@ checks the built-ins); then every CPU backend row of one `irlens.compare` over t
 is ok. Acquisitions are made once per session."""
 from __future__ import annotations
 
-import functools
 
 import pytest
 
 import irlens.matrix as cmp
 from irlens.bindings import program_for, run_program, stage_programs
-from irlens.frontends import get_frontend
 from irlens.interpret import Uninterpretable, interpret
 from irlens.numerics import compare_results
 from irlens.models import get_workload, workload_names
-from irlens.workload import MODES, run_eager
+from irlens.workload import MODES
+
+from workload_cache import acquired, instance, reference
 
 CORPUS = workload_names(corpus=True)
 FRONTENDS = ("dynamo", "thunder", "jax")
@@ -26,25 +26,6 @@ LEVELS = ("composite", "primitive")
 # differs); jaxprs hold their literals as float32 constants, which shows at ~1e-8.
 TOLERANCE = {"dynamo": 1e-12, "thunder": 1e-12, "jax": 1e-7}
 CPU_BACKENDS = ("eager", "inductor", "thunder+torchcompile", "xla")
-
-
-@functools.cache
-def instance(name: str):
-    return get_workload(name).instantiate("tiny")
-
-
-@functools.cache
-def reference(name: str, mode: str) -> dict:
-    ref = instance(name).cast("float64")
-    return run_eager(ref.module, ref, mode)
-
-
-@functools.cache
-def acquired(name: str, mode: str, frontend: str):
-    fe = get_frontend(frontend)
-    if not fe.availability():
-        pytest.skip(f"{frontend}: {fe.availability().reason}")
-    return fe.acquire(instance(name), mode)
 
 
 def test_the_corpus_is_registered_apart_from_the_default_workloads():

@@ -4,42 +4,23 @@ gradients, with the frontend's forward graph feeding its backward graph as the f
 (irlens.bindings). Acquisitions are made once per session."""
 from __future__ import annotations
 
-import functools
 
 import pytest
 import torch
 
 from irlens.bindings import program_for, run_program, stage_programs
-from irlens.frontends import get_frontend
 from irlens.interpret import MEANINGS, Uninterpretable, interpret
 from irlens.ir import Graph, Node, TensorMeta
-from irlens.models import get_workload, workload_names
+from irlens.models import workload_names
 from irlens.numerics import compare_results
-from irlens.workload import MODES, run_eager
+from irlens.workload import MODES
+
+from workload_cache import acquired, instance, reference
 
 FRONTENDS = ("dynamo", "thunder", "jax")
 # torch's graphs hold float64-exact constants: only reassociation differs. jaxprs hold their
 # literals (sqrt(2/pi), 1/sqrt(d)) as float32 constants, which shows at ~1e-8.
 TOLERANCE = {"dynamo": 1e-12, "thunder": 1e-12, "jax": 1e-7}
-
-
-@functools.cache
-def instance(name: str):
-    return get_workload(name).instantiate("tiny")
-
-
-@functools.cache
-def reference(name: str, mode: str) -> dict:
-    ref = instance(name).cast("float64")
-    return run_eager(ref.module, ref, mode)
-
-
-@functools.cache
-def acquired(name: str, mode: str, frontend: str):
-    fe = get_frontend(frontend)
-    if not fe.availability():
-        pytest.skip(f"{frontend}: {fe.availability().reason}")
-    return fe.acquire(instance(name), mode)
 
 
 def interpreted(level: str):

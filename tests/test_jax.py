@@ -2,7 +2,6 @@
 at the tiny preset: every stage dumps in both modes, op multisets match what the workloads
 compute, and the HLO reader is checked against real compiled output. (Faithfulness, every common
 view run by the float64 interpreter, is in test_faithfulness.py.)"""
-import functools
 from collections import Counter
 
 import jax
@@ -15,21 +14,17 @@ from irlens.interpret import interpret
 from irlens.ir import Graph
 from irlens.ir_adapters.hlo import parse_instruction, parse_stack_frames, read_hlo
 from irlens.ir_adapters.jaxpr import jaxpr_to_graph
-from irlens.models import get_workload, workload_names
+from irlens.models import workload_names
 from irlens.workload import NoJaxTwin, Workload
+
+from workload_cache import acquired as cached_acquisition, instance
 
 MODES = ("fwd", "fwdbwd")
 STAGES = {"fwd": ["jax.jaxpr", "jax.stablehlo", "jax.hlo"], "fwdbwd": ["jax.jaxpr", "jax.grad", "jax.stablehlo", "jax.hlo"]}
 
 
-@functools.cache
-def instance(name: str):
-    return get_workload(name).instantiate("tiny")
-
-
-@functools.cache
 def acquired(name: str, mode: str):
-    return get_frontend("jax").acquire(instance(name), mode)
+    return cached_acquisition(name, mode, "jax")
 
 
 def _assert_well_formed(g: Graph) -> None:

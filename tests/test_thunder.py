@@ -2,7 +2,6 @@
 common view run by the float64 interpreter, is in test_faithfulness.py.)"""
 from __future__ import annotations
 
-import functools
 from collections import Counter
 
 import pytest
@@ -15,6 +14,8 @@ from irlens.ir_adapters.thunder_trace import trace_to_graph
 from irlens.models import get_workload, workload_names
 from irlens.workload import MODES
 
+from workload_cache import acquired as cached_acquisition
+
 pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reason="lightning-thunder not importable")
 
 GELU_FORMULA_OPS = Counter({"mul": 4, "pow": 1, "add": 2, "tanh": 1})
@@ -23,15 +24,8 @@ GELU_FORMULA_OPS = Counter({"mul": 4, "pow": 1, "add": 2, "tanh": 1})
 GELU_FORMULA_BACKWARD_OPS = Counter({"mul": 9, "pow": 1, "add": 2, "sub": 1})
 
 
-@functools.cache
-def instance(name: str):
-    return get_workload(name).instantiate("tiny")
-
-
-@functools.cache
 def acquire(name: str, mode: str):
-    """Each workload and mode is traced once per test session."""
-    return get_frontend("thunder").acquire(instance(name), mode)
+    return cached_acquisition(name, mode, "thunder")
 
 
 def test_frontend_is_registered():
