@@ -130,9 +130,10 @@ def stage_programs(acq: Acquisition, inst: Instance) -> dict[str, Program]:
         return programs
     if acq.mode != "fwd":
         return programs
-    if acq.frontend == "dynamo":
+    if acq.frontend == "dynamo":  # Dynamo's graph returns the outputs only (it updates inputs in place)
         step = program.forward
-        programs["dynamo.fx"] = Program("dynamo", "fwd", Step(acq.stage("dynamo.fx"), step.inputs, step.outputs))
+        outputs = [k for k in step.outputs if k is not None and k.startswith("out")]
+        programs["dynamo.fx"] = Program("dynamo", "fwd", Step(acq.stage("dynamo.fx"), step.inputs, outputs))
     if acq.frontend == "thunder":
         keys = dict(zip((t.name for t in program.forward.stage.common().inputs), program.forward.inputs))
         n_out = len([k for k in program.forward.outputs if k is not None])
@@ -168,18 +169,21 @@ def _same(t, x) -> bool:
 
 def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
     """AOTAutograd's graphs of the first Dynamo graph. Their inputs are the Dynamo graph's
-    (placeholders in first-use order, `notes["graph_inputs"]`); the forward returns the
-    outputs, then the tensors saved for the backward; the backward takes those, then one
+    (placeholders in first-use order, `notes["graph_inputs"]`); the forward returns the new
+    values of the inputs it updates in place (`notes["mutated_inputs"]`), the outputs, then the
+    tensors saved for the backward; the backward takes those, then one
     cotangent per output, and returns one gradient (or None) per forward input."""
     if acq.notes.get("graphs", 1) != 1:
         raise ValueError(f"{acq.workload}: Dynamo made {acq.notes['graphs']} graphs (graph breaks); "
                          "a program runs one")
     keys = acq.notes["graph_inputs"][0]
+    # the inputs updated in place come first, as their new values (BatchNorm's running statistics)
+    updated = [keys[i] for i in acq.notes.get("mutated_inputs", [[]])[0]]
     n_out = len(acq.stage("dynamo.fx").common().outputs)
     forward = acq.stage("aot.forward")
     n_fwd_out = len(forward.common().outputs)
-    saved = [f"saved:{k}" for k in range(n_fwd_out - n_out)]
-    fwd = Step(forward, keys, [f"out{i}" for i in range(n_out)] + saved)
+    saved = [f"saved:{k}" for k in range(n_fwd_out - len(updated) - n_out)]
+    fwd = Step(forward, keys, updated + [f"out{i}" for i in range(n_out)] + saved)
     if acq.mode == "fwd":
         return Program("dynamo", "fwd", fwd)
     backward = acq.stage("aot.backward")

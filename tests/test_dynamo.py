@@ -424,3 +424,24 @@ def test_casts_to_half_round_in_the_interpreter_as_in_eager():
         assert torch.equal(half, x64.half().double()) and not torch.equal(half, x64)
         assert torch.equal(bf16, x64.bfloat16().double())
         assert torch.equal(third, (x64 * 3).half().double() / 3)  # no float32 rounding after .float()
+
+
+def test_an_input_updated_in_place_binds_before_the_outputs():
+    """F.batch_norm in training updates the running statistics it is given: AOTAutograd's
+    forward returns their new values before the outputs, and the program binds them so (not as
+    the outputs)."""
+    from irlens.bindings import program_for, run_program
+    from irlens.workload import Workload, run_eager
+
+    def fn(x, mean, var):
+        return F.batch_norm(torch.tanh(x), mean, var, training=True, momentum=0.3)
+
+    inst = Workload.from_module("bn_train", fn, ((8, 5), (5,), (5,))).instantiate("tiny")
+    acq = get_frontend("dynamo").acquire(inst, "fwd")
+    assert len(acq.notes["mutated_inputs"][0]) == 2  # the running mean and variance
+    ref = inst.cast("float64")
+    want = run_eager(ref.module, ref, "fwd")
+    got = run_program(program_for(acq, ref), ref, lambda step, inputs: interpret(step.graph("composite"), inputs))
+    assert set(got) == set(want)
+    for name in want:
+        assert torch.allclose(got[name], want[name], rtol=1e-9, atol=1e-12), name

@@ -25,6 +25,9 @@ class GraphCapture:
         self.example_inputs: list[list] = []  # the tensors Dynamo called each graph with, in placeholder order
         self.forward: dict[int, torch.fx.GraphModule] = {}
         self.backward: dict[int, torch.fx.GraphModule] = {}
+        # per graph: the inputs AOTAutograd's forward returns updated before the outputs (in
+        # placeholder order; BatchNorm's running statistics in training, any in-place update)
+        self.mutated_inputs: dict[int, list[int]] = {}
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs):
         from functorch.compile import make_boxed_func
@@ -37,6 +40,11 @@ class GraphCapture:
         def keep(graphs: dict):
             def compiler(g: torch.fx.GraphModule, _inputs):
                 graphs[index] = g
+                if graphs is self.forward:
+                    from torch._guards import TracingContext
+
+                    meta = getattr(TracingContext.try_get(), "fw_metadata", None)
+                    self.mutated_inputs[index] = list(getattr(meta, "mutated_inp_runtime_indices", []))
                 return make_boxed_func(g.forward)
 
             return compiler
@@ -105,7 +113,8 @@ class DynamoFrontend(Frontend):
         capture = GraphCapture()
         run_compiled(torch.compile(inst.module, backend=capture, dynamic=False), inst, mode)
         notes = {"graphs": len(capture.dynamo), **graph_break_notes(counters),
-                 "graph_inputs": dynamo_input_keys(capture.example_inputs, inst)}  # irlens.bindings reads them
+                 "graph_inputs": dynamo_input_keys(capture.example_inputs, inst),  # irlens.bindings reads them
+                 "mutated_inputs": [capture.mutated_inputs.get(i, []) for i in range(len(capture.dynamo))]}
         torch._dynamo.reset()
 
         forward = "inference graph" if mode == "fwd" else "forward graph"
