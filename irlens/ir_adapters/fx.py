@@ -48,7 +48,8 @@ _UNARY = ("neg abs exp exp2 expm1 log log1p log2 log10 sqrt rsqrt reciprocal sin
           "tanh asinh acosh atanh erf erfc erfinv lgamma digamma sigmoid sign floor ceil trunc round isnan isinf "
           "isfinite logical_not bitwise_not signbit angle conj real imag").split()
 _BINARY = ("add sub mul div pow maximum minimum remainder fmod atan2 eq ne lt le gt ge logical_and logical_or "
-           "logical_xor bitwise_and bitwise_or bitwise_xor igamma igammac nextafter hypot copysign fmax fmin").split()
+           "logical_xor bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift igamma igammac nextafter "
+           "hypot copysign fmax fmin").split()
 # torch.special's functions: the canonical name without the prefix (ATen: `special_<name>`)
 _SPECIAL_UNARY = ("i0e i1 i1e ndtri log_ndtr erfcx airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 modified_bessel_i0 "
                   "modified_bessel_i1 modified_bessel_k0 modified_bessel_k1 scaled_modified_bessel_k0 "
@@ -58,7 +59,7 @@ _SPECIAL = {f"special_{n}": ("bessel_" + n if n in ("i0e", "i1", "i1e") else n) 
 _SAME = _UNARY + _BINARY + (
     "where clamp sum amax amin prod any all argmax argmin cumsum cumprod mean var matmul gelu relu silu elu hardtanh "
     "leaky_relu softmax log_softmax layer_norm rms_norm linear embedding dropout tril triu masked_fill gather "
-    "scatter_add scatter_reduce index_add slice_scatter masked_scatter flip sort topk").split()
+    "scatter_add scatter_reduce index_add slice_scatter masked_scatter flip sort topk cummax cummin").split()
 
 # Names shared by torch functions, Tensor methods and ATen op packets.
 _COMMON: dict[str, str] = {
@@ -527,6 +528,12 @@ def _arg_reduction(c: _Call) -> list[Node]:
 def _scan(c: _Call) -> list[Node]:
     x = c.arg("self", 0)
     return _then_reduce(c, x, c.op, {"dim": c.dim(c.arg("dim", 1), x)})
+
+
+@_converts(ops_=("cummax", "cummin"))
+def _running(c: _Call) -> list[Node]:
+    x = c.arg("self", 0)
+    return c.one([c.value(x)], {"dim": c.dim(c.arg("dim", 1), x)})
 
 
 @_converts("var_mean")
