@@ -6,7 +6,8 @@ JAX and nvFuser). `irlens.ops.core` says how to declare one; `python -m irlens.o
 
     elementwise  special  fft          arithmetic, comparisons, special functions, complex parts
     reduction                          sums, extrema, scans, arg-reductions, mean/var, selections
-    linalg  spatial                    matmul, factorizations and solves; convolution, pooling
+    linalg  spatial  window            matmul, factorizations and solves; convolution, pooling;
+                                       XLA's reduce-window and select-and-scatter
     movement  indexing  creation       views and copies, casts; gathers and scatters; full, iota
     activation  attention  loss        composites (with rules): gelu ..., softmax, sdpa,
     normalization  nn                  cross_entropy, layer/batch/group norm, linear, embedding
