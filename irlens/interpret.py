@@ -3,7 +3,7 @@
 Every canonical op (both levels) has one meaning, declared with the op in `irlens.ops` and
 written with torch ops, so that running a normalized graph checks the adapter that produced
 it (faithfulness) and the decomposition rules (composite and primitive views of one graph must
-agree). `MEANINGS` is that table; `irlens.lower.fx` builds its GraphModules from it.
+agree). `MEANINGS` is that table; `irlens.backends.inductor.lower` builds its GraphModules from it.
 
 The meanings preserve dtypes: an op computes in its operands' dtypes. The interpreter runs them
 in float64: floating inputs are cast up, creation ops make floating tensors in float64

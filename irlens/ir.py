@@ -7,7 +7,7 @@ shapes, flags) lives in `attrs`, keyed by the canonical names documented in `irl
 
 `level` is `composite` (ops as written: gelu, layer_norm, sdpa, linear) or `primitive`
 (only elementwise, reduction, matmul, data-movement and collective ops; see
-`irlens.ir_adapters.decompose`). Ops the adapters do not know are kept as
+`irlens.decompose`). Ops the adapters do not know are kept as
 `unknown:<native name>` so a graph never silently loses a node.
 """
 from __future__ import annotations

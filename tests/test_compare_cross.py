@@ -1,5 +1,5 @@
 """The cross grid: graphs acquired by one frontend, lowered from the common view and executed by
-another stack's backend, checked against the float64 reference (irlens.cross, irlens.lower)."""
+another stack's backend, checked against the float64 reference (irlens.cross, irlens.lowering)."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +14,7 @@ from irlens.backends import get_backend
 from irlens.cli.compare import run as cross_main
 from irlens.cross import cell, format_grid, run_cross
 from irlens.ir import Graph, Node, TensorMeta
-from irlens.lower import Unsupported
+from irlens.lowering import Unsupported
 from irlens.matrix import Document
 from irlens.matrix.references import compute_reference
 from irlens.models import get_workload
@@ -62,7 +62,7 @@ def test_wrong_numbers_are_a_mismatch():
 
 
 def test_an_unsupported_op_makes_the_cell_unavailable(monkeypatch):
-    import irlens.lower.jax as jax_lowering
+    import irlens.backends.xla.lower as jax_lowering
 
     monkeypatch.setattr(jax_lowering, "SUPPORTED", jax_lowering.SUPPORTED - {"tanh"})
     row = run("gelu", "thunder", "xla", "fwd")
@@ -70,7 +70,8 @@ def test_an_unsupported_op_makes_the_cell_unavailable(monkeypatch):
 
 
 def test_lowerings_name_every_op_they_lack():
-    from irlens.lower import fx, jax
+    from irlens.backends.inductor import lower as fx
+    from irlens.backends.xla import lower as jax
 
     x = TensorMeta("x", (4,), "float32")
     graph = Graph("g", "dynamo", "s", "primitive", [x],
@@ -84,7 +85,7 @@ def test_lowerings_name_every_op_they_lack():
 
 
 def test_fx_lowering_keeps_the_graph_dtypes():
-    from irlens.lower.fx import to_graph_module
+    from irlens.backends.inductor.lower import to_graph_module
 
     graph = Graph("g", "jax", "s", "primitive", [TensorMeta("x", (2, 3), "bfloat16")], [
         Node("n0", "div", [1.0, 3.0], [TensorMeta("c", (), "bfloat16")]),
@@ -111,8 +112,8 @@ def test_fx_lowering_computes_literals_on_the_target_device(workload):
     the GPU. Lowered for the meta device, every value of the graph must be on it."""
     from irlens.bindings import program_for
     from irlens.frontends import get_frontend
-    from irlens.lower import LEVEL
-    from irlens.lower.fx import to_graph_module
+    from irlens.lowering import LEVEL
+    from irlens.backends.inductor.lower import to_graph_module
 
     inst = get_workload(workload).instantiate("tiny", None, "cpu")
     graph = program_for(get_frontend("jax").acquire(inst, "fwdbwd"), inst).forward.graph(LEVEL)
@@ -161,7 +162,7 @@ def test_nvfuser_runs_every_frontends_graphs(acquired_by, workload, mode):
 
 
 class _FakeNvFuser:
-    """nvfuser_direct's FusionDefinition API as used by irlens.lower.nvfuser, evaluated with torch
+    """nvfuser_direct's FusionDefinition API as used by irlens.backends.thunder.lower, evaluated with torch
     ops on the CPU: it checks the lowering's regions, inputs/outputs and op arguments here; the
     real nvFuser is checked by the gpu tests."""
 
@@ -248,7 +249,7 @@ class _FakeNvFuser:
 def test_nvfuser_lowering_regions_compute_the_graph(monkeypatch, acquired_by, workload, mode):
     """jax's graphs hold size-1 dims in region inputs (block) and literal-only nodes torch
     computes as 0-d CPU tensors (gelu fwdbwd): both reach nvFuser as inputs."""
-    import irlens.lower.nvfuser as nvfuser_lowering
+    import irlens.backends.thunder.lower as nvfuser_lowering
 
     monkeypatch.setattr(nvfuser_lowering, "nvfuser_direct", lambda: _FakeNvFuser)
     monkeypatch.setattr(nvfuser_lowering, "check_device", lambda device: None)
@@ -262,7 +263,7 @@ def test_nvfuser_lowering_regions_compute_the_graph(monkeypatch, acquired_by, wo
 
 def test_nvfuser_lowering_skips_its_profiler_once_torch_profiler_holds_cupti(monkeypatch):
     """CUPTI takes one subscriber: nvFuser's profiler started after torch.profiler ends the process."""
-    import irlens.lower.nvfuser as nvfuser_lowering
+    import irlens.backends.thunder.lower as nvfuser_lowering
     import irlens.timing as timing
 
     started = []

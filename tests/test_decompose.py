@@ -11,7 +11,7 @@ import torch
 from irlens import ops
 from irlens.interpret import interpret
 from irlens.ir import Graph, Node, TensorMeta
-from irlens.ir_adapters.decompose import RULES, to_primitive, unexpanded
+from irlens.decompose import RULES, to_primitive, unexpanded
 
 F = "float32"
 

@@ -105,7 +105,7 @@ def test_xla_llvm_ir_per_fusion_tinyhead():
 def test_xla_dump_in_a_fresh_process_reads_xla_flags():
     """The fallback where the per-compilation dump option leaves no generated code (the GPU's PTX):
     the StableHLO compiled again by a fresh process started with XLA_FLAGS=--xla_dump_to."""
-    from irlens.backends.xla_dump import dump_in_fresh_process
+    from irlens.backends.xla.dump import dump_in_fresh_process
     from irlens.frontends.jax import jax_program, lower
 
     lowered = lower(jax_program(get_workload("gelu").instantiate("tiny", None, "cpu"), "fwd"))
@@ -121,7 +121,7 @@ def gelu_lowered():
 
 
 def test_xla_dump_falls_back_to_a_fresh_process_when_the_platform_code_is_missing(monkeypatch):
-    import irlens.backends.xla_dump as xla_dump
+    import irlens.backends.xla.dump as xla_dump
 
     calls = []
     monkeypatch.setattr(xla_dump, "EXPECTED", {"cpu": ".ptx"})  # as on the GPU: no PTX in the folder
@@ -133,7 +133,7 @@ def test_xla_dump_falls_back_to_a_fresh_process_when_the_platform_code_is_missin
 
 
 def test_xla_ptx_from_the_serialized_executable_before_a_fresh_process(monkeypatch):
-    import irlens.backends.xla_dump as xla_dump
+    import irlens.backends.xla.dump as xla_dump
 
     monkeypatch.setattr(xla_dump, "EXPECTED", {"cpu": ".ptx"})
     monkeypatch.setattr(xla_dump, "ptx_of_executable", lambda executable: (PTX, "1 PTX text"))
@@ -146,7 +146,7 @@ def test_xla_ptx_from_the_serialized_executable_before_a_fresh_process(monkeypat
 
 def test_xla_stages_say_when_the_generated_code_is_missing(monkeypatch):
     """No PTX from any source (the H200 run with jax 0.11.2): an explicit stage says what was tried."""
-    import irlens.backends.xla_dump as xla_dump
+    import irlens.backends.xla.dump as xla_dump
 
     monkeypatch.setattr(xla_dump, "EXPECTED", {"cpu": ".ptx"})
     monkeypatch.setattr(xla_dump, "dump_in_fresh_process", lambda *a: ({}, "compiled; dump: 3 files (x, y, z)"))
@@ -186,7 +186,7 @@ def _string_field(tag: int, text: bytes) -> bytes:
 
 @pytest.mark.parametrize("padding", [0, 200, 5000])  # one- and two-byte lengths
 def test_ptx_in_a_serialized_executable(padding):
-    from irlens.backends.xla_dump import ptx_in_serialized
+    from irlens.backends.xla.dump import ptx_in_serialized
 
     ptx = PTX + "// pad\n" * (padding // 8)
     shards = ptx + "\n" + ptx.replace("loop_tanh_fusion", "loop_mul_fusion")  # XLA joins shards with \n
@@ -197,7 +197,7 @@ def test_ptx_in_a_serialized_executable(padding):
 
 
 def test_ptx_in_serialized_bytes_without_a_length():
-    from irlens.backends.xla_dump import ptx_in_serialized
+    from irlens.backends.xla.dump import ptx_in_serialized
 
     assert ptx_in_serialized(b"\x00\x01" + PTX.encode() + b"\x00\xff") == [PTX]
 
@@ -280,7 +280,7 @@ def test_xla_ptx():
 
 
 def test_xla_dump_file_labels():
-    from irlens.backends.xla_dump import _label
+    from irlens.backends.xla.dump import _label
 
     assert _label("module_0004.jit_f.multiply_fusion_kernel_module.ir-with-opt.ll", ".ir-with-opt.ll") == "multiply_fusion"
     assert _label("module_0004.jit_f.ptx", ".ptx") == "jit_f"

@@ -12,7 +12,7 @@ from irlens.frontends import get_frontend
 from irlens.frontends.dynamo import GraphCapture
 from irlens.interpret import interpret
 from irlens.ir import Graph
-from irlens.ir_adapters.fx import fx_to_graph
+from irlens.frontends.dynamo.fx import fx_to_graph
 from irlens.models import get_workload, workload_names
 from irlens.workload import Workload, as_tuple
 

@@ -16,7 +16,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from irlens import ops
 from irlens.interpret import interpret
-from irlens.ir_adapters import fx
+from irlens.frontends.dynamo import fx
 
 op_db = pytest.importorskip("torch.testing._internal.common_methods_invocations").op_db
 

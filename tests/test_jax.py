@@ -12,8 +12,8 @@ import torch
 from irlens.frontends import get_frontend
 from irlens.interpret import interpret
 from irlens.ir import Graph
-from irlens.ir_adapters.hlo import parse_instruction, parse_stack_frames, read_hlo
-from irlens.ir_adapters.jaxpr import jaxpr_to_graph
+from irlens.frontends.jax.hlo import parse_instruction, parse_stack_frames, read_hlo
+from irlens.frontends.jax.jaxpr import jaxpr_to_graph
 from irlens.models import workload_names
 from irlens.workload import NoJaxTwin, Workload
 

@@ -20,10 +20,10 @@ from jax import lax
 
 from irlens.interpret import interpret
 from irlens.ir import TensorMeta
-from irlens.ir_adapters import hlo as hlo_adapter
-from irlens.ir_adapters import jaxpr as jaxpr_adapter
-from irlens.ir_adapters.hlo import hlo_to_graph, read_hlo, stablehlo_to_graph
-from irlens.ir_adapters.jaxpr import at_level, jaxpr_to_graph
+from irlens.frontends.jax import hlo as hlo_adapter
+from irlens.frontends.jax import jaxpr as jaxpr_adapter
+from irlens.frontends.jax.hlo import hlo_to_graph, read_hlo, stablehlo_to_graph
+from irlens.frontends.jax.jaxpr import at_level, jaxpr_to_graph
 
 ALL = ("jaxpr", "stablehlo", "hlo")
 R = np.random.default_rng(0)
@@ -618,7 +618,7 @@ LOWERED = ("maxpool", "maxpool_grad", "maxpool_jvp", "avgpool_dilated", "generic
 def test_jax_lowering_of_the_new_ops(name):
     """The JAX lowerings declared beside the new ops (window, reduce_precision, bitcast, ...) run
     a case's common view through jax and give what the original function gives."""
-    from irlens.lower.jax import to_jax_function
+    from irlens.backends.xla.lower import to_jax_function
 
     fn, args, levels = CASES[name]
     level = "jaxpr" if "jaxpr" in levels else "stablehlo"

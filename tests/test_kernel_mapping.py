@@ -100,8 +100,8 @@ def test_a_region_of_another_fusion_executor_is_one_fused_kernel_for_the_nvfuser
     from irlens._compat import import_thunder
     from irlens.backends.thunder import NvFuserRecorder
     from irlens.frontends.thunder import final_traces
-    from irlens.ir_adapters.nvfuser import fusion_wrapper, is_nvfuser_region
-    from irlens.ir_adapters.thunder_trace import trace_to_graph_and_groups
+    from irlens.backends.thunder.nvfuser import fusion_wrapper, is_nvfuser_region
+    from irlens.frontends.thunder.trace import trace_to_graph_and_groups
     from irlens.models import get_workload
     from irlens.workload import run_eager
 

@@ -12,7 +12,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from irlens.frontends.dynamo import GraphCapture
 from irlens.interpret import interpret
-from irlens.ir_adapters.fx import fx_to_graph
+from irlens.frontends.dynamo.fx import fx_to_graph
 
 op_db = pytest.importorskip("torch.testing._internal.common_methods_invocations").op_db
 

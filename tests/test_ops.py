@@ -10,7 +10,9 @@ import torch
 from irlens import ops
 from irlens.interpret import MEANINGS, run_attrs
 from irlens.ir import Node, TensorMeta
-from irlens.ir_adapters import fx, hlo, jaxpr, thunder_trace
+from irlens.frontends.dynamo import fx
+from irlens.frontends.jax import hlo, jaxpr
+from irlens.frontends.thunder import trace as thunder_trace
 
 F = "float32"
 
@@ -96,7 +98,7 @@ JAX_LOWERED = sorted(name for name, op in ops.OPS.items() if "jax" in op.lowerin
 def test_jax_lowering_computes_the_meaning(name):
     import jax
 
-    from irlens.lower.jax import jax_lowering
+    from irlens.backends.xla.lower import jax_lowering
 
     op = ops.OPS[name]
     fn = jax_lowering(name)  # a lowering by name must resolve

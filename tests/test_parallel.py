@@ -149,7 +149,7 @@ def test_autobucketing_reduces_collectives():
 
 
 def test_common_view_holds_the_collectives(fake_capture):
-    from irlens.ir_adapters.fx import fx_to_graph
+    from irlens.frontends.dynamo.fx import fx_to_graph
 
     # the joint graph (before bucketing: the bucketed forms, all_gather_into_tensor_out and
     # bucketing._pre_bucket_*, are not in the common view's name table yet)

@@ -17,7 +17,7 @@ from pathlib import Path
 from irlens.bench import annotate_kernels, format_bench_table, write_results_page
 from irlens.ceilings import Ceilings, describe
 from irlens.ir import Graph, Kernel
-from irlens.ir_adapters.inductor_code import map_kernels, read_launches
+from irlens.backends.inductor.code import map_kernels, read_launches
 from irlens.matrix import Document, Row, read_document
 from irlens.models import resolve_workload
 from irlens.reporting.build import build_report

@@ -86,7 +86,7 @@ def assert_close_to_dram(name: str, charged: tuple[int, int], measured: tuple[in
 
 def test_inductor_triton_kernel_bytes_match_nsight_compute(tmp_path):
     from irlens.backends.inductor import InductorCapture
-    from irlens.ir_adapters.inductor_code import map_kernels
+    from irlens.backends.inductor.code import map_kernels
 
     capture = InductorCapture("t")
     inductor_steps(capture)
@@ -105,7 +105,7 @@ def test_inductor_triton_kernel_bytes_match_nsight_compute(tmp_path):
 def test_xla_fusion_bytes_match_nsight_compute(tmp_path):
     import re
 
-    from irlens.ir_adapters.hlo import read_hlo
+    from irlens.frontends.jax.hlo import read_hlo
 
     view = read_hlo(xla_step().runtime_executable().hlo_modules()[0], name="t")
     charged = {re.sub(r"\W", "_", op.name): (op.bytes_read, op.bytes_written) for op in view.entry_ops

@@ -15,7 +15,7 @@ import torch
 
 from irlens.frontends import get_frontend
 from irlens.interpret import interpret
-from irlens.ir_adapters.thunder_trace import trace_to_graph
+from irlens.frontends.thunder.trace import trace_to_graph
 
 pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reason="lightning-thunder not importable")
 

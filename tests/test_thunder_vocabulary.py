@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from irlens.frontends import get_frontend
 from irlens.interpret import interpret
-from irlens.ir_adapters import thunder_ops, thunder_trace
+from irlens.frontends.thunder import ops as thunder_ops, trace as thunder_trace
 
 pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reason="lightning-thunder not importable")
 

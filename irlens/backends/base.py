@@ -13,7 +13,7 @@ import torch
 from irlens.bindings import Program, run_program
 from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.ir import Graph, Kernel
-from irlens.lower import LEVEL
+from irlens.lowering import LEVEL
 from irlens.registry import Registry
 from irlens.gpu_turns import timing_turn
 from irlens.timing import active_recorder, record_host_times
@@ -101,7 +101,7 @@ class Backend(ABC):
     main_stage: str = ""  # prefix of the stage `irlens dump --backend` shows when none is asked for
 
     # How this backend compiles one common-view graph of any frontend (its primitive level), for
-    # the cross grid (irlens.cross): `lower(graph, device, name) -> irlens.lower.LoweredGraph`,
+    # the cross grid (irlens.cross): `lower(graph, device, name) -> irlens.lowering.LoweredGraph`,
     # a method of the backends that have a lowering; None: it runs only its own frontend's graphs.
     lower: Callable[[Graph, str, str], Any] | None = None
 

@@ -24,7 +24,7 @@ from irlens.frontends import get_frontend
 from irlens.frontends.base import Unavailable
 from irlens.gpu_turns import gpu_alone, sharing_gpu
 from irlens.ir import Graph, Kernel, jsonable
-from irlens.lower import LEVEL
+from irlens.lowering import LEVEL
 from irlens.matrix.references import Reference
 from irlens.matrix.row import Row
 from irlens.models import resolve_workload

@@ -20,7 +20,7 @@ Conventions every declaration follows, so graphs compare and execute alike:
 - Shapes, permutations and slice bounds are lists of ints (`shape`, `perm`, `start/limit/step`).
 - Dtypes are canonical names (`float32`, `int64`, `bool`; irlens.ir.canonical_dtype).
 - `primitive` graphs hold only PRIMITIVE_CATEGORIES; composites are expanded by
-  `irlens.ir_adapters.decompose` with their declared rules.
+  `irlens.decompose` with their declared rules.
 
 Adapters hold only name tables and argument normalization; every node they emit passes
 `conform`: one off its op's schema becomes `unknown:<native>` (in strict mode, as the test

@@ -1,6 +1,6 @@
 """What the meanings share: dtype names, literal operands as tensors, the elementwise wrapper.
 
-Meanings preserve dtypes: an op computes in its operands' dtypes (`irlens.lower.fx` runs them
+Meanings preserve dtypes: an op computes in its operands' dtypes (`irlens.backends.inductor.lower` runs them
 in the graph's dtypes); the interpreter hands them float64 values.
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ _WIDE_UNSIGNED = (torch.uint16, torch.uint32)
 
 def elementwise(fn: Callable) -> Callable:
     """A torch function of tensors as a meaning: literals become 0-d tensors. An op of literals
-    only computes where a lowering says (`a["device"]`, see irlens.lower.node_attrs), else on the CPU.
+    only computes where a lowering says (`a["device"]`, see irlens.lowering.node_attrs), else on the CPU.
     torch computes next to nothing on uint16/32: such operands are computed on in int64 and an
     integer result wrapped back to their dtype (as the unsigned arithmetic wraps)."""
     def run(a, *xs):

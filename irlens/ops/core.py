@@ -14,7 +14,7 @@ and derivative on the next lines.
 
 A meaning and a JAX lowering take `(attrs, *inputs)`; attrs arrive with the declared defaults
 filled in (`Op.attrs_of`). An nvFuser lowering takes `(fd, nv, node, args, metas)`. A
-decomposition rule takes `(emitter, values)` (see `irlens.ir_adapters.decompose`). A string
+decomposition rule takes `(emitter, values)` (see `irlens.decompose`). A string
 in place of a lowering names the library's function of the same arity (`jnp.negative`,
 `fd.ops.neg`).
 """

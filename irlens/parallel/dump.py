@@ -96,7 +96,7 @@ def render(step: CompiledStep, stage: str, view: str, fmt: str, level: str, name
             return json.dumps({"stage": stage, "code": gm.print_readable(print_output=False),
                                "passes": [r.to_json() for r in step.records]}, indent=1)
         return gm.print_readable(print_output=False)
-    from irlens.ir_adapters.fx import fx_to_graph
+    from irlens.frontends.dynamo.fx import fx_to_graph
 
     graph = fx_to_graph(gm, name=name, frontend="joint", stage=f"joint.{stage}", level=level)
     if fmt == "json":

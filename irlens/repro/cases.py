@@ -44,9 +44,9 @@ def declared(value, dtype: str):
 
 def float64_values(graph: Graph, inputs: list, device: str) -> dict:
     """Every value of `graph` on `inputs` (inputs included), computed in float64 on `device` by
-    the interpreter's meanings: the module `irlens.lower.fx` makes of the graph's float64 form
+    the interpreter's meanings: the module `irlens.backends.inductor.lower` makes of the graph's float64 form
     (`irlens.repro.graphs.as_float64`)."""
-    from irlens.lower.fx import to_graph_module
+    from irlens.backends.inductor.lower import to_graph_module
     from irlens.repro.graphs import as_float64
 
     wide = as_float64(graph)
@@ -90,7 +90,7 @@ def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: 
     """Write one Case per step of the program into `directory`; returns them as JSON."""
     from irlens.bindings import loss_and_cotangents, program_for, workload_values
     from irlens.frontends import get_frontend
-    from irlens.lower import LEVEL
+    from irlens.lowering import LEVEL
     from irlens.models import resolve_workload
 
     inst = resolve_workload(workload).instantiate(preset, dtype, device)

@@ -76,11 +76,11 @@ def shrink(graph: Graph, size: int, smaller: int) -> Graph:
 
 def shape_problem(graph: Graph) -> str:
     """Why the graph's declared shapes do not hold when it runs ("" when they do): its torch
-    module (`irlens.lower.fx`) on meta tensors, every node's outputs against their TensorMeta."""
+    module (`irlens.backends.inductor.lower`) on meta tensors, every node's outputs against their TensorMeta."""
     import torch
 
     from irlens.interpret import TORCH_DTYPES
-    from irlens.lower.fx import to_graph_module
+    from irlens.backends.inductor.lower import to_graph_module
 
     try:
         with_all = dataclasses.replace(graph, outputs=[o.name for n in graph.nodes for o in n.outputs])
@@ -100,7 +100,7 @@ def shape_problem(graph: Graph) -> str:
 def as_float64(graph: Graph) -> Graph:
     """The graph with every floating value and dtype attribute in float64: what the reference runs.
     Unlike `irlens.interpret.float64_attrs`, a cast to a narrower float does not round here: the
-    reference runs as one torch module (`irlens.lower.fx`), where a rounded bfloat16 value beside
+    reference runs as one torch module (`irlens.backends.inductor.lower`), where a rounded bfloat16 value beside
     float64 ones would stop a matmul, and one rounding at a cast is within every tolerance."""
     from irlens.dtypes import TORCH_DTYPES
 

@@ -101,7 +101,7 @@ def trace_parts(thunder, jfn, inputs: tuple, name: str, mode: str) -> dict:
     import torch
 
     from irlens.frontends.thunder import final_traces
-    from irlens.ir_adapters.thunder_trace import trace_to_graph_and_groups
+    from irlens.frontends.thunder.trace import trace_to_graph_and_groups
 
     with torch.set_grad_enabled(mode == "fwdbwd"):
         thunder.compile_data(jfn).get_computation_and_inputs(*inputs)
@@ -198,7 +198,7 @@ def region_case(directory: str, entry: dict) -> dict | None:
 
     from irlens.interpret import MEANINGS
     from irlens.ir import Graph
-    from irlens.ir_adapters.decompose import to_primitive
+    from irlens.decompose import to_primitive
     from irlens.repro.cases import save_case
     from irlens.repro.graphs import subgraph
     from irlens.repro.tensors import HELPERS

@@ -8,11 +8,11 @@ as source (`irlens.repro.jax_source`).
 
 The reducer shrinks a graph of the common view acquired by `frontend` (Dynamo's ATen graphs
 for the torch paths, the jaxpr for xla) and runs each candidate by `lowering`:
-  source   the candidate's own standalone code (`irlens.lower.fx` builds its module, Dynamo's
+  source   the candidate's own standalone code (`irlens.backends.inductor.lower` builds its module, Dynamo's
            capture of that is the code) under the path's `compile_fn`: the reduced file runs
            exactly what the reducer tested;
-  nvfuser  `irlens.lower.nvfuser`: fusion regions as nvFuser FusionDefinitions, the rest as torch;
-  jax      `irlens.lower.jax`: the candidate as a jitted JAX function.
+  nvfuser  `irlens.backends.thunder.lower`: fusion regions as nvFuser FusionDefinitions, the rest as torch;
+  jax      `irlens.backends.xla.lower`: the candidate as a jitted JAX function.
 
 A backend named by reference (`path/to/file.py:NAME`, a test's deliberately broken one) brings
 its own path as its attribute `repro_path`; nothing else needs registering.

@@ -273,12 +273,12 @@ def _reduce_case(spec: CellSpec, path, dtype: str, out: str, stem: str, result: 
 
 def _model_note(path) -> str:
     if path.lowering == "jax":
-        return ("The backend runs the graph's JAX function (irlens.lower.jax) written out as its jaxpr; the float64 "
-                "reference is the graph's torch code (irlens.lower.fx's module as Dynamo captures it).")
+        return ("The backend runs the graph's JAX function (irlens.backends.xla.lower) written out as its jaxpr; the float64 "
+                "reference is the graph's torch code (irlens.backends.inductor.lower's module as Dynamo captures it).")
     if path.lowering == "nvfuser":
-        return ("The backend runs the FusionDefinitions irlens.lower.nvfuser built for the graph's fusible ops, as "
+        return ("The backend runs the FusionDefinitions irlens.backends.thunder.lower built for the graph's fusible ops, as "
                 "nvFuser prints them, and torch calls for the rest; the float64 reference is the graph's torch code.")
-    return (f"The model: the graph's torch code (irlens.lower.fx's module as Dynamo captures it), run by "
+    return (f"The model: the graph's torch code (irlens.backends.inductor.lower's module as Dynamo captures it), run by "
             f"{path.description}; the float64 reference is the same graph's code in float64.")
 
 

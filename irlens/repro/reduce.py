@@ -6,7 +6,7 @@ costs the worker, which is started again), and keeps one when it fails the same 
 status class and the same first error line (`Outcome.same_failure`). In order:
 
 1. prefix: the shortest prefix of the nodes that still fails (bisection);
-2. fusion region (nvFuser): each region `irlens.lower.nvfuser` makes, alone;
+2. fusion region (nvFuser): each region `irlens.backends.thunder.lower` makes, alone;
 3. nodes: ddmin over the nodes that are left (a dropped node's outputs become inputs);
 4. shapes: each dimension size made 1, else halved while it still fails, where the graph's
    shapes still hold (`shape_problem`).
@@ -151,7 +151,7 @@ class Reducer:
     def regions(self, graph: Graph) -> Graph:
         if not self.nvfuser_regions:
             return graph
-        from irlens.lower.nvfuser import Region, regions
+        from irlens.backends.thunder.lower import Region, regions
 
         found = [item for item in regions(graph) if isinstance(item, Region)]
         for region in reversed(found):  # the last first: a prefix ends at the failing op

@@ -4,8 +4,8 @@
 or a hang costs that worker, not the reducer). The graph runs by its path's lowering (see
 `irlens.repro.paths`) on its inputs' values, and its outputs are compared with the same graph
 computed in float64 on the same values (as the interpreter computes it, on the device). `write_graph_file` writes the standalone file of a graph: the
-same code the `source` lowering ran, the jaxpr `irlens.lower.jax` jits, or the nvFuser
-definitions `irlens.lower.nvfuser` built, with the float64 model code for the reference.
+same code the `source` lowering ran, the jaxpr `irlens.backends.xla.lower` jits, or the nvFuser
+definitions `irlens.backends.thunder.lower` built, with the float64 model code for the reference.
 """
 from __future__ import annotations
 
@@ -75,8 +75,8 @@ def compile_function(compile_source: str):
 
 
 def torch_function(graph: Graph, inputs: list, device: str, name: str):
-    """The graph's standalone torch code (Dynamo's capture of its `irlens.lower.fx` module)."""
-    from irlens.lower.fx import to_graph_module
+    """The graph's standalone torch code (Dynamo's capture of its `irlens.backends.inductor.lower` module)."""
+    from irlens.backends.inductor.lower import to_graph_module
     from irlens.repro.torch_source import capture
 
     by_id = {id(v): t.name for v, t in zip(inputs, graph.inputs)}
@@ -86,7 +86,7 @@ def torch_function(graph: Graph, inputs: list, device: str, name: str):
 
 def _run(graph: Graph, inputs: list, backend, path, device: str) -> list:
     """The graph's outputs, in order, computed by the path's lowering: its own code under the
-    path's `compile_fn`, or the backend's `lower` (irlens.lower.nvfuser, irlens.lower.jax)."""
+    path's `compile_fn`, or the backend's `lower` (irlens.backends.thunder.lower, irlens.backends.xla.lower)."""
     from irlens.repro.torch_source import load
 
     if path.lowering == "source":
@@ -156,19 +156,19 @@ def _float64(v):
 
 
 def jax_section(graph: Graph, inputs: list):
-    """The graph's JAX function (`irlens.lower.jax`) as source: its jaxpr on the inputs' types."""
+    """The graph's JAX function (`irlens.backends.xla.lower`) as source: its jaxpr on the inputs' types."""
     import jax
     import jax.numpy as jnp
 
     from irlens.frontends.jax import MATMUL_PRECISION
-    from irlens.lower.jax import to_jax_function
+    from irlens.backends.xla.lower import to_jax_function
     from irlens.repro.emit import JaxSection
     from irlens.repro.jax_source import jaxpr_source
 
     def aval(v: torch.Tensor):
         dtype = str(v.dtype).removeprefix("torch.")
         if dtype == "int64" and not jax.config.jax_enable_x64:
-            dtype = "int32"  # as the lowering narrows it (irlens.lower.jax)
+            dtype = "int32"  # as the lowering narrows it (irlens.backends.xla.lower)
         return jax.ShapeDtypeStruct(tuple(v.shape), jnp.dtype(dtype))
 
     with jax.default_matmul_precision(MATMUL_PRECISION):
@@ -179,10 +179,10 @@ def jax_section(graph: Graph, inputs: list):
 
 
 def fusion_section(graph: Graph, inputs: list, device: str):
-    """The steps `irlens.lower.nvfuser` runs the graph as: each region's FusionDefinition as nvFuser
+    """The steps `irlens.backends.thunder.lower` runs the graph as: each region's FusionDefinition as nvFuser
     prints it (built as the lowering builds it, for the region's input values, and not executed),
     each op outside the regions as its torch code (a one-node graph's)."""
-    from irlens.lower.nvfuser import Region, define_region, fusion_input, regions
+    from irlens.backends.thunder.lower import Region, define_region, fusion_input, regions
     from irlens.repro.cases import all_values
     from irlens.repro.emit import Fusion, FusionSection, TorchCall
     from irlens.repro.graphs import subgraph

@@ -4,7 +4,7 @@ call-like primitives inlined.
 A jaxpr is already close to the primitive level (jax.nn.gelu traces to mul/tanh/...), so the
 adapter renames primitives and turns their params into the attrs conventions of `irlens.ops`.
 Every lax primitive is accounted for: renamed (`PRIMITIVES`, `BY_DTYPE`), converted by a
-handler (`HANDLERS`, the structured ones through `irlens.ir_adapters.xla_forms`), inlined
+handler (`HANDLERS`, the structured ones through `irlens.frontends.jax.xla_forms`), inlined
 (`CALLS`), passed through (`IDENTITIES`), or kept `unknown:` with the reason (`CLASSIFIED`:
 random bits, control flow, complex numbers, linear-algebra decompositions). A param that
 changes the meaning and is not read (`PARAMS` lists those each primitive reads, `HINTS` those
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
-from irlens.ir_adapters import xla_forms as forms
-from irlens.ir_adapters.xla_forms import Emitter, Unmapped
+from irlens.frontends.jax import xla_forms as forms
+from irlens.frontends.jax.xla_forms import Emitter, Unmapped
 from irlens.ops import check_vocabulary
 
 # primitive -> canonical op, for primitives whose params (if any) are only hints
@@ -853,7 +853,7 @@ def jaxpr_origins(closed_jaxpr) -> dict[str, EqnOrigin]:
 def at_level(graph: Graph, level: str) -> Graph:
     """`graph` (composite) at `level`: primitive goes through the decomposition pass."""
     if level == "primitive":
-        from irlens.ir_adapters.decompose import to_primitive
+        from irlens.decompose import to_primitive
 
         return to_primitive(graph)
     return graph

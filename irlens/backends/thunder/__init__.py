@@ -12,7 +12,7 @@ What happens inside a region is the fusion executor's business, and each says as
   code, are recorded per region (`notes["inductor_kernels"]`, `Kernel.source`); which region
   ops each Inductor kernel holds is not mapped.
 - nvFuser may run a region as several segments; each segment is one Kernel, with the time
-  and bytes nvFuser's profiler reports (`irlens.ir_adapters.nvfuser`). Which of the region's
+  and bytes nvFuser's profiler reports (`irlens.backends.thunder.nvfuser`). Which of the region's
   ops a segment holds is not exposed, so the region's nodes are listed once, on its first
   segment with a generated kernel (each node stays in exactly one kernel), and
   `notes["nvfuser_segments"]` says which regions were split and into how many.
@@ -29,8 +29,8 @@ from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_ke
 from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.frontends.thunder import executor_names, final_traces, import_thunder_or_raise
 from irlens.ir import Graph, Kernel, canonical_dtype, dtype_size
-from irlens.ir_adapters.thunder_trace import ExecutionGroup, trace_to_graph, trace_to_graph_and_groups
-from irlens.lower import nvfuser as nvfuser_lowering
+from irlens.frontends.thunder.trace import ExecutionGroup, trace_to_graph, trace_to_graph_and_groups
+from irlens.backends.thunder import lower as nvfuser_lowering
 from irlens.ops import COMPOSITE, category
 from irlens.workload import Instance, run_eager
 
@@ -307,7 +307,7 @@ class NvFuserRecorder(RegionRecorder):
         self.others: dict[str, str] = {}  # regions another fusion executor made -> its name
 
     def region_kernels(self, group: ExecutionGroup, graph: Graph) -> list[Kernel]:
-        from irlens.ir_adapters.nvfuser import (NotProfiled, definition_text, is_nvfuser_region, profile_segments,
+        from irlens.backends.thunder.nvfuser import (NotProfiled, definition_text, is_nvfuser_region, profile_segments,
                                                 region_code, segment_sources)
 
         region = f"{graph.stage}/{group.name}"
@@ -340,7 +340,7 @@ class NvFuserRecorder(RegionRecorder):
         return kernels
 
     def region_stages(self, regions: list[Region]) -> dict[str, Stage]:
-        from irlens.ir_adapters.nvfuser import NotKept, cuda_source, definition_text, is_nvfuser_region, scheduled_ir
+        from irlens.backends.thunder.nvfuser import NotKept, cuda_source, definition_text, is_nvfuser_region, scheduled_ir
 
         stages = []
         for r in regions:

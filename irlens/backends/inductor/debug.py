@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Iterator
 
 from irlens.frontends.base import Stage
-from irlens.ir_adapters.inductor_code import CompiledGraph
-from irlens.ir_adapters.jaxpr import at_level
+from irlens.backends.inductor.code import CompiledGraph
+from irlens.frontends.jax.jaxpr import at_level
 
 TRITON_ASM = ("ttir", "ttgir", "ptx")  # Triton's stages, in compile order
 

@@ -3,7 +3,7 @@
 Every node becomes one `call_function` of the op's meaning in `irlens.interpret.MEANINGS`
 (the table the reference interpreter runs, dtype-preserving), with the node's attrs as a
 constant first argument; multi-output nodes are unpacked with `getitem`. Creation ops get the
-target device in their attrs, and so do elementwise ops of literals only (`irlens.lower.node_attrs`),
+target device in their attrs, and so do elementwise ops of literals only (`irlens.lowering.node_attrs`),
 which are then cast to their declared dtype. `torch.compile` then traces the module
 (inlining the table's torch calls) and Inductor compiles it;
 the Inductor backend's capture (`irlens.backends.inductor.InductorCapture`, handed in by the
@@ -18,7 +18,7 @@ import torch
 
 from irlens.interpret import MEANINGS, all_outputs, output_specs
 from irlens.ir import Graph, Kernel
-from irlens.lower import check_supported, node_attrs
+from irlens.lowering import check_supported, node_attrs
 from irlens.ops import COMPOSITE, ELEMENTWISE, category
 
 SUPPORTED = frozenset(MEANINGS)
@@ -70,7 +70,7 @@ class InductorLowered:
         return [c.graph for c in self.capture.compiled]
 
     def kernels(self) -> list[Kernel]:
-        from irlens.ir_adapters.inductor_code import map_kernels
+        from irlens.backends.inductor.code import map_kernels
 
         if self.capture.unmapped:  # a graph Inductor compiled went unrecorded: its kernels are not known
             raise RuntimeError(self.capture.unmapped)

@@ -1885,7 +1885,7 @@ def fx_to_graph(gm: fx.GraphModule, *, name: str, frontend: str, stage: str, lev
     outputs = conv.run()
     graph = Graph(name, frontend, stage, "composite", conv.inputs, conv.nodes, outputs)
     if level == "primitive":
-        from irlens.ir_adapters.decompose import to_primitive
+        from irlens.decompose import to_primitive
 
         return to_primitive(graph)
     if level != "composite":

@@ -6,7 +6,7 @@ algebra, special functions, pooling, losses, ...) and a few torch-level symbols 
 subsymbols (argsort, cumprod). Their bound symbols say only which torch function they call.
 That call, on fake tensors of the symbol's shapes and dtypes, is traced by `make_fx` down to
 core ATen with torch's core-ATen decompositions, and the FX adapter reads the ATen graph
-(`irlens.ir_adapters.fx`, the vocabulary the Dynamo frontend's ATen graphs use). The nodes it
+(`irlens.frontends.dynamo.fx`, the vocabulary the Dynamo frontend's ATen graphs use). The nodes it
 gives keep their ATen native names; their scope names the Thunder symbol. A call that does not
 trace (data-dependent shapes, an argument torch rejects) gives nothing, and the symbol stays
 unknown.
@@ -17,7 +17,7 @@ import functools
 from typing import Any, Callable
 
 from irlens.ir import Graph, Node, TensorMeta
-from irlens.ir_adapters.thunder_ops import dtype_name, is_tensor, tensor_meta
+from irlens.frontends.thunder.ops import dtype_name, is_tensor, tensor_meta
 
 
 @functools.cache
@@ -95,7 +95,7 @@ def _decomposed(fn: Callable, spec, constants: tuple, slots: tuple, metas: tuple
     from torch.fx.experimental.proxy_tensor import make_fx
     from thunder.core.pytree import tree_flatten, tree_unflatten
 
-    from irlens.ir_adapters.fx import fx_to_graph
+    from irlens.frontends.dynamo.fx import fx_to_graph
     from irlens.ops._torch import torch_dtype
 
     def call(*tensors):

@@ -5,7 +5,7 @@ Two tables, by the level a symbol lives at:
   torch name they stand for (`torch.mul`, `torch.nn.functional.gelu`, `torch.Tensor.view`);
 - `PRIMS`: Thunder's primitives (`thunder.core.prims.PrimIDs`), keyed `prims.<name>`: every one
   that computes a tensor has an entry (`UNMAPPED_PRIMS` says why the few others have none).
-Executor operators resolve to the symbol they implement (`thunder_trace.resolve`); the sdpa
+Executor operators resolve to the symbol they implement (`trace.resolve`); the sdpa
 executor's fused attention has entries of its own.
 
 An entry is a canonical op and a normalizer, which reads the symbol's arguments (bound to their

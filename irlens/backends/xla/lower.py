@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 
 from irlens.ir import Graph, Kernel
-from irlens.lower import check_supported
+from irlens.lowering import check_supported
 from irlens.ops import OPS
 from irlens.workload import to_jax
 
@@ -100,7 +100,7 @@ class XlaLowered:
         return jax.dlpack.from_dlpack(t.detach().contiguous())
 
     def _hlo(self):
-        from irlens.ir_adapters.hlo import read_hlo
+        from irlens.frontends.jax.hlo import read_hlo
 
         module = self.compiled.runtime_executable().hlo_modules()[0]
         return read_hlo(module, name=self.graph.name, stage=f"{self.tag}:jax.hlo")

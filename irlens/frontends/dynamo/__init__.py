@@ -13,7 +13,7 @@ import torch
 
 from irlens.bindings import dynamo_input_keys
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Stage
-from irlens.ir_adapters.fx import fx_to_graph
+from irlens.frontends.dynamo.fx import fx_to_graph
 from irlens.workload import MODES, Instance, as_tuple
 
 

@@ -15,7 +15,7 @@ appear in the traces Thunder keeps:
   like; a fusion region (`sym.is_fusion`) keeps the fused ops as its subsymbols, which become
   nodes whose `scope` is the region's name, so a backend can map its kernels onto them.
 
-A symbol becomes the canonical op its name table entry (`thunder_ops`) says, when the entry
+A symbol becomes the canonical op its name table entry (`ops.py`) says, when the entry
 maps every argument of the call. Otherwise it is expanded into its subsymbols, recursively:
 their nodes keep their own native name, and `scope` names the symbols they were expanded from
 (`ltorch.cross_entropy/ltorch.nll_loss`). Only a symbol with neither becomes
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import LEVELS, Arg, Graph, Node
-from irlens.ir_adapters import thunder_torch
-from irlens.ir_adapters.thunder_ops import (  # noqa: F401  (NAME_TABLE, TORCH_OPS, PRIMS_OPS: the tables)
+from irlens.frontends.thunder import torch_fallback
+from irlens.frontends.thunder.ops import (  # noqa: F401  (NAME_TABLE, TORCH_OPS, PRIMS_OPS: the tables)
     NAME_TABLE, PRIMS_OPS, TABLE, TORCH_OPS, Spec, Unmapped, arg, is_tensor, is_value, normalize, tensor_meta)
 from irlens.ops import conform, node_problem
 
@@ -63,7 +63,7 @@ def trace_to_graph(trace, *, name: str, frontend: str = "thunder", stage: str, l
     graph, _ = trace_to_graph_and_groups(trace, name=name, frontend=frontend, stage=stage)
     if level == "composite":
         return graph
-    from irlens.ir_adapters.decompose import to_primitive  # lazily: the decomposition pass is optional here
+    from irlens.decompose import to_primitive  # lazily: the decomposition pass is optional here
 
     return to_primitive(graph)
 
@@ -130,7 +130,7 @@ def _implemented(sym) -> str | None:
     if isinstance(sym.meta, Symbol):
         return native_name(_Bare(sym.meta))
     module = getattr(sym.module, "__name__", None)
-    if module is not None and f"{module}.{sym.name}" in thunder_torch.torch_functions():
+    if module is not None and f"{module}.{sym.name}" in torch_fallback.torch_functions():
         return f"{module}.{sym.name}"
     return _implementations().get(sym.id)
 
@@ -204,7 +204,7 @@ class _GraphBuilder:
             if expanded is not None:
                 return expanded
             reason += "; its subsymbols do not give its outputs"
-        decomposed = thunder_torch.expansion(inner, key, scope)
+        decomposed = torch_fallback.expansion(inner, key, scope)
         if decomposed is not None:
             return self._commit(decomposed)
         spec = Spec(f"unknown:{printed}", [arg(a) for a in inner.flat_args if is_value(a)], {"reason": reason},

@@ -92,8 +92,8 @@ class JaxFrontend(Frontend):
     def acquire(self, inst: Instance, mode: str) -> Acquisition:
         import jax
 
-        from irlens.ir_adapters.hlo import hlo_to_graph, stablehlo_to_graph
-        from irlens.ir_adapters.jaxpr import jaxpr_to_graph
+        from irlens.frontends.jax.hlo import hlo_to_graph, stablehlo_to_graph
+        from irlens.frontends.jax.jaxpr import jaxpr_to_graph
 
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")

@@ -15,13 +15,13 @@ from collections import defaultdict
 import torch
 
 from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_kernels
-from irlens.backends.xla_dump import compile_with_dump, xla_stages
+from irlens.backends.xla.dump import compile_with_dump, xla_stages
 from irlens.frontends.base import Availability, Stage, Unavailable
-from irlens.frontends.jax import MATMUL_PRECISION, jax_device, jax_program, lower
+from irlens.frontends.jax import MATMUL_PRECISION, jax_device, jax_program, lower as lower_program
 from irlens.ir import Graph, Kernel
-from irlens.ir_adapters.hlo import EntryOp, read_hlo
-from irlens.ir_adapters.jaxpr import EqnOrigin, jaxpr_origins, jaxpr_to_graph
-from irlens.lower import jax as jax_lowering
+from irlens.frontends.jax.hlo import EntryOp, read_hlo
+from irlens.frontends.jax.jaxpr import EqnOrigin, jaxpr_origins, jaxpr_to_graph
+from irlens.backends.xla import lower as jax_lowering
 from irlens.ops import CAST, CREATION, DATA_MOVEMENT, REDUCTION, category, is_compute
 from irlens.workload import Instance
 
@@ -47,7 +47,7 @@ class XlaBackend(Backend):
         return Availability(True)
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
-        compiled, files, missing = compile_with_dump(lower(jax_program(inst, mode)))
+        compiled, files, missing = compile_with_dump(lower_program(jax_program(inst, mode)))
         return xla_stages(compiled, files, inst.name, backward=mode == "fwdbwd", missing=missing)
 
     def run(self, inst: Instance, mode: str) -> BackendRun:
@@ -55,7 +55,7 @@ class XlaBackend(Backend):
 
         program = jax_program(inst, mode)  # its args are on the instance's device
         start = time.perf_counter()
-        compiled = lower(program).compile()
+        compiled = lower_program(program).compile()
         compile_s = time.perf_counter() - start
         outputs, _, run_us = measure(lambda: jax.block_until_ready(compiled(*program.args)), inst.device)
         results = {name: _to_torch(outputs[name], inst.device) for name in program.output_names}

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype, dtype_size
-from irlens.ir_adapters import xla_forms as forms
-from irlens.ir_adapters.jaxpr import at_level, full_attrs, matmul_attrs, polygamma_of, source_span
-from irlens.ir_adapters.xla_forms import Emitter, Unmapped
+from irlens.frontends.jax import xla_forms as forms
+from irlens.frontends.jax.jaxpr import at_level, full_attrs, matmul_attrs, polygamma_of, source_span
+from irlens.frontends.jax.xla_forms import Emitter, Unmapped
 from irlens.ops import check_vocabulary
 
 # HLO opcode (as printed in HLO text) -> canonical op, for opcodes whose attrs need no
@@ -102,7 +102,7 @@ class SourceFrame:
     end_column: int
 
     def __str__(self) -> str:
-        """file:line:column-end_line:end_column, as `irlens.ir_adapters.jaxpr.source_span` writes it."""
+        """file:line:column-end_line:end_column, as `irlens.frontends.jax.jaxpr.source_span` writes it."""
         return source_span(self.file, self.line, self.column, self.end_line, self.end_column)
 
 

@@ -19,13 +19,13 @@ from typing import Callable
 import torch
 
 from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_kernels
-from irlens.backends.inductor_debug import GraphDebug, debug_trace, graph_stages, triton_asm
+from irlens.backends.inductor.debug import GraphDebug, debug_trace, graph_stages, triton_asm
 from irlens.frontends.base import Availability, Stage
 from irlens.frontends.dynamo import indexed
-from irlens.ir_adapters.fx import fx_to_graph
+from irlens.frontends.dynamo.fx import fx_to_graph
 from irlens.ir import Graph, Kernel
-from irlens.ir_adapters.inductor_code import CompiledGraph, map_kernels, profiler_name
-from irlens.lower import fx as fx_lowering
+from irlens.backends.inductor.code import CompiledGraph, map_kernels, profiler_name
+from irlens.backends.inductor import lower as fx_lowering
 from irlens.timing import mark_cupti_taken
 from irlens.workload import Instance, run_eager
 

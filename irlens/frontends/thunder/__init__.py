@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Stage, Unavailable
-from irlens.ir_adapters.thunder_trace import trace_to_graph
+from irlens.frontends.thunder.trace import trace_to_graph
 from irlens.workload import Instance, run_eager
 
 

@@ -18,7 +18,7 @@ import torch
 from irlens.frontends.base import Unavailable
 from irlens.interpret import MEANINGS, TORCH_DTYPES, all_outputs, output_specs
 from irlens.ir import Graph, Kernel, Node, canonical_dtype
-from irlens.lower import check_supported, node_attrs
+from irlens.lowering import check_supported, node_attrs
 from irlens.ops import MATMUL, OPS, category
 from irlens.ops._torch import NV_DTYPES, nv_dtype
 
@@ -166,7 +166,7 @@ class NvFuserLowered:
         return [self.graph]
 
     def kernels(self) -> list[Kernel]:
-        from irlens.ir_adapters.nvfuser import generated_code, segment_sources
+        from irlens.backends.thunder.nvfuser import generated_code, segment_sources
 
         stage = self.graph.stage
         kernels = []
@@ -193,7 +193,7 @@ class NvFuserLowered:
     def _profile(definition, inputs: list) -> list:
         """The region's segments, from one more run under nvFuser's profiler; none when it cannot
         run: torch.profiler holds CUPTI in this process (nvFuser's profiler would end it), or it fails."""
-        from irlens.ir_adapters.nvfuser import profiled_segment
+        from irlens.backends.thunder.nvfuser import profiled_segment
         from irlens.timing import cupti_taken
 
         if cupti_taken():
