@@ -10,9 +10,14 @@ k-th of them, its arguments drawn with the generator seeded with 0.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from irlens.conformance.corpus import CORPORA, Case, Corpus, Subject, jax_subject
+
+
+# the harness groups of JAX's random number generation (keys, bits, and the samplers built on them)
+PRNG_GROUPS = ("random_", "rng_bit_generator")
 
 
 @functools.cache
@@ -47,8 +52,11 @@ class LaxHarnessCorpus(Corpus):
         import numpy as np
 
         harness = groups()[case.op][1][case.sample]
-        return jax_subject(f"{case.id} ({harness.name})", harness.dyn_fun,
-                           harness.dyn_args_maker(np.random.RandomState(0)))
+        subject = jax_subject(f"{case.id} ({harness.name})", harness.dyn_fun,
+                              harness.dyn_args_maker(np.random.RandomState(0)))
+        if case.op.startswith(PRNG_GROUPS):  # as OpInfo's random ops are: classified, not acquired
+            return dataclasses.replace(subject, random="a JAX PRNG primitive (random bits from a key)")
+        return subject
 
 
 CORPORA.register(LaxHarnessCorpus())

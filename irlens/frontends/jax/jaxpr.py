@@ -143,6 +143,10 @@ def _dims(v) -> tuple[int, ...]:
     return tuple(int(d) for d in v)
 
 
+# closed-over arrays up to this size become `constant` nodes (their values in the node's attrs)
+MAX_CONSTANT_ELEMENTS = 4096
+
+
 def _meta(name: str, aval) -> TensorMeta:
     return TensorMeta(name, tuple(int(d) for d in aval.shape), canonical_dtype(aval.dtype))
 
@@ -654,10 +658,22 @@ class _Builder:
         self.inputs.append(_meta(name, var.aval))
 
     def bind_consts(self, constvars, consts) -> None:
-        """Scalar constants become literals; array constants graph inputs (`const<k>`)."""
+        """Scalar constants become literals; small array constants (a closed-over index array,
+        up to MAX_CONSTANT_ELEMENTS) `constant` nodes holding their values, as the HLO reader
+        makes them; larger ones graph inputs (`const<k>`), which no binding feeds."""
+        import numpy as np
+
         for var, val in zip(constvars, consts):
             if getattr(val, "shape", None) == ():
                 self.env[var] = _scalar(val)
+            elif np.size(val) <= MAX_CONSTANT_ELEMENTS:
+                k = sum(n.op == "constant" for n in self.nodes)
+                meta = _meta(f"const{k}", var.aval)
+                self.env[var] = meta.name
+                self.taken.add(meta.name)
+                self.nodes.append(Node(meta.name, "constant", [], [meta],
+                                       {"values": np.asarray(val).ravel().tolist(), "shape": list(meta.shape),
+                                        "dtype": meta.dtype}, native="constvar"))
             else:
                 self.bind_input(var, f"const{sum(t.name.startswith('const') for t in self.inputs)}")
 
