@@ -33,11 +33,16 @@ class Stage:
     to_common: Callable[[str], Graph] | None = None  # level -> Graph; None if no adapter applies
     native: Any = None  # the native object (FX GraphModule, TraceCtx, ClosedJaxpr, ...)
     backward: bool = False  # a backward-pass stage
+    _views: dict[str, Graph] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def common(self, level: str = "composite") -> Graph:
+        """The common view at `level`, made once: bindings, sweeps, reports and tests read a
+        stage's view repeatedly (callers never modify it)."""
         if self.to_common is None:
             raise Unavailable(f"stage {self.name} has no common view")
-        return self.to_common(level)
+        if level not in self._views:
+            self._views[level] = self.to_common(level)
+        return self._views[level]
 
 
 @dataclass

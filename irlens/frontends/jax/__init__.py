@@ -6,9 +6,8 @@ over parameters and floating inputs in fwdbwd mode.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Stage, Unavailable
 from irlens.workload import MODES, Instance
@@ -102,8 +101,9 @@ class JaxFrontend(Frontend):
 
         def jaxpr_stage(stage: str, description: str, program: JaxProgram, backward: bool) -> Stage:
             closed = jax.make_jaxpr(program.fn)(*program.args)
-            to_common = _by_level(lambda level: jaxpr_to_graph(closed, name=inst.name, stage=stage, level=level,
-                                                               input_names=program.input_names))
+            def to_common(level: str):
+                return jaxpr_to_graph(closed, name=inst.name, stage=stage, level=level, input_names=program.input_names)
+
             return Stage(stage, description, str(closed), to_common, closed, backward)
 
         forward = jax_program(inst, "fwd")
@@ -119,19 +119,14 @@ class JaxFrontend(Frontend):
         module = lowered.compiler_ir("stablehlo")
         stages["jax.stablehlo"] = Stage(
             "jax.stablehlo", f"StableHLO of the jitted {what} function", lowered.as_text(),
-            _by_level(lambda level: stablehlo_to_graph(module, name=inst.name, level=level)), module, mode == "fwdbwd")
+            lambda level: stablehlo_to_graph(module, name=inst.name, level=level), module, mode == "fwdbwd")
         compiled = lowered.compile()
         hlo_module = compiled.runtime_executable().hlo_modules()[0]
         stages["jax.hlo"] = Stage(
             "jax.hlo", f"XLA-optimized HLO of the {what} function after compile() for {inst.device}", compiled.as_text(),
-            _by_level(lambda level: hlo_to_graph(hlo_module, name=inst.name, level=level)), hlo_module, mode == "fwdbwd")
+            lambda level: hlo_to_graph(hlo_module, name=inst.name, level=level), hlo_module, mode == "fwdbwd")
         notes = {"outputs": program.output_names, "inputs": program.input_names}
         return Acquisition(self.name, inst.name, mode, stages, notes)
-
-
-def _by_level(build: Callable[[str], Any]) -> Callable[[str], Any]:
-    """`build` memoized per level: reports and tests read a stage's common view repeatedly."""
-    return functools.cache(build)
 
 
 FRONTENDS.register(JaxFrontend())
