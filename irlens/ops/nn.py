@@ -74,21 +74,29 @@ def _embedding_backward_rule(e, vals):
 
 
 # --- masking ----------------------------------------------------------------------------------
-tril = composite("tril", diagonal=Attr("int", 0), doc="x's lower triangle (last two dims), zeros above diagonal")
 masked_fill = composite("masked_fill", "x mask value", doc="value where mask, else x")
-meaning(tril)(lambda a, x: torch.tril(x, a["diagonal"]))
 meaning(masked_fill)(lambda a, x, m, v: x.masked_fill(m, v))
 
 
-@decomposition(tril)
-def _tril_rule(e, vals):
-    x, out = e.parent.inputs[0], e.out()
-    L, S = out.shape[-2], out.shape[-1]
-    rows = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=0, dtype="int64")
-    cols = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=1, dtype="int64")
-    shifted = e.emit("add", [rows, int(e.attr("diagonal"))], [L, S], "int64")
-    keep = e.emit("ge", [shifted, cols], [L, S], "bool")
-    e.emit("where", [keep, x, literal(0, out.dtype)], out.shape, out.dtype, out.name)
+def _triangle(name: str, keep_cmp: str, fn, doc: str):
+    """tril / triu: x where row + diagonal compares `keep_cmp` with column, zeros elsewhere."""
+    op = composite(name, diagonal=Attr("int", 0), doc=doc)
+    meaning(op)(lambda a, x: fn(x, a["diagonal"]))
+
+    @decomposition(op)
+    def rule(e, vals):
+        x, out = e.parent.inputs[0], e.out()
+        L, S = out.shape[-2], out.shape[-1]
+        rows = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=0, dtype="int64")
+        cols = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=1, dtype="int64")
+        shifted = e.emit("add", [rows, int(e.attr("diagonal"))], [L, S], "int64")
+        keep = e.emit(keep_cmp, [shifted, cols], [L, S], "bool")
+        e.emit("where", [keep, x, literal(0, out.dtype)], out.shape, out.dtype, out.name)
+    return op
+
+
+tril = _triangle("tril", "ge", torch.tril, "x's lower triangle (last two dims), zeros above diagonal")
+triu = _triangle("triu", "le", torch.triu, "x's upper triangle (last two dims), zeros below diagonal")
 
 
 @decomposition(masked_fill)
@@ -101,21 +109,6 @@ def _masked_fill_rule(e, vals):
     elif not isinstance(value, str):
         value = literal(value, out.dtype)
     e.emit("where", [mask, value, x], out.shape, out.dtype, out.name)
-
-
-triu = composite("triu", diagonal=Attr("int", 0), doc="x's upper triangle (last two dims), zeros below diagonal")
-meaning(triu)(lambda a, x: torch.triu(x, a["diagonal"]))
-
-
-@decomposition(triu)
-def _triu_rule(e, vals):
-    x, out = e.parent.inputs[0], e.out()
-    L, S = out.shape[-2], out.shape[-1]
-    rows = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=0, dtype="int64")
-    cols = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=1, dtype="int64")
-    shifted = e.emit("add", [rows, int(e.attr("diagonal"))], [L, S], "int64")
-    keep = e.emit("le", [shifted, cols], [L, S], "bool")
-    e.emit("where", [keep, x, literal(0, out.dtype)], out.shape, out.dtype, out.name)
 
 
 embedding_bag = from_aten("embedding_bag", OTHER, torch.ops.aten._embedding_bag.default,
