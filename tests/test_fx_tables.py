@@ -12,11 +12,13 @@ import os
 
 import pytest
 import torch
-from torch.utils._pytree import tree_flatten, tree_unflatten
+from torch.utils._pytree import tree_flatten
 
 from irlens import ops
 from irlens.interpret import interpret
 from irlens.frontends.dynamo import fx
+
+from opinfo_samples import sample_function
 
 op_db = pytest.importorskip("torch.testing._internal.common_methods_invocations").op_db
 
@@ -94,16 +96,7 @@ def test_aten_graphs_mean_what_eager_torch_computes(op):
 
     checked = 0
     for dtype, i, sample in _cases(op):
-        leaves, spec = tree_flatten((sample.input, sample.args, sample.kwargs))
-        slots = [k for k, v in enumerate(leaves) if isinstance(v, torch.Tensor)]
-
-        def fn(*tensors):
-            vals = list(leaves)
-            for k, t in zip(slots, tensors):
-                vals[k] = t
-            inp, args, kwargs = tree_unflatten(vals, spec)
-            return op(inp, *args, **kwargs)
-
+        fn, slots, leaves = sample_function(op, sample)
         tensors = [leaves[k] for k in slots]
         wide = [t.double() if t.is_floating_point() else t for t in tensors]
         try:

@@ -8,11 +8,13 @@ import copy
 
 import pytest
 import torch
-from torch.utils._pytree import tree_flatten, tree_unflatten
+from torch.utils._pytree import tree_flatten
 
 from irlens.frontends.dynamo import GraphCapture
 from irlens.interpret import interpret
 from irlens.frontends.dynamo.fx import fx_to_graph
+
+from opinfo_samples import sample_function
 
 op_db = pytest.importorskip("torch.testing._internal.common_methods_invocations").op_db
 
@@ -74,15 +76,7 @@ def test_opinfo_op_through_dynamo_is_known_and_faithful(key):
     op = _op(key)
     dtype = torch.float32 if torch.float32 in op.supported_dtypes("cpu") else torch.int64  # bitwise ops
     sample = next(iter(op.sample_inputs("cpu", dtype)))
-    leaves, spec = tree_flatten((sample.input, sample.args, sample.kwargs))
-    slots = [i for i, v in enumerate(leaves) if isinstance(v, torch.Tensor)]
-
-    def fn(*tensors):
-        vals = list(leaves)
-        for i, t in zip(slots, tensors):
-            vals[i] = t
-        inp, args, kwargs = tree_unflatten(vals, spec)
-        return op(inp, *args, **kwargs)
+    fn, slots, leaves = sample_function(op, sample)
 
     torch._dynamo.reset()
     cap = _Capture()
