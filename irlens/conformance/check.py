@@ -139,10 +139,13 @@ def _check(case: Case, frontend: str, rtol: float) -> dict:
         reference = subject.eager(inst.inputs, True)
     except Exception as e:  # noqa: BLE001
         return {"status": EXCLUDED, "class": "no float64 reference", "reason": one_line(e)}
-    reshaped = [i for i, (r, x) in enumerate(zip(reference, eager)) if tuple(r.shape) != tuple(x.shape)]
-    if len(reference) != len(eager) or reshaped:  # a bitcast: in float64 it reads other bits
+    # a bitcast: in float64 it reads other bits, and its results change count or shape
+    reshaped = [f"out{i}" for i, (r, x) in enumerate(zip(reference, eager)) if tuple(r.shape) != tuple(x.shape)]
+    if len(reference) != len(eager):
+        reshaped.append(f"{len(reference)} results, not {len(eager)}")
+    if reshaped:
         return {"status": EXCLUDED, "class": "no float64 reference",
-                "reason": f"in float64 the results change shape (out{reshaped[0] if reshaped else ''})"}
+                "reason": f"in float64 the results change: {', '.join(reshaped)}"}
     data_dependent = tags.ops_with("dynamic_output_shape", "data_dependent_output")
     return _capture(subject, inst, frontend, reference, rtol, eager, data_dependent)
 
