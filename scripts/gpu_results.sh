@@ -8,7 +8,8 @@
 #   bash scripts/gpu_results.sh parallel     # the llama3 and deepseek_v3 tables, DP2 x TP2 (x EP2) on GPUs 0-3
 #   bash scripts/gpu_results.sh parallel-8b  # llama3:8B-shaped (8 of its layers), DP2 x TP2 on GPUs 0-3
 #   bash scripts/gpu_results.sh single1      # ONE GPU, ~9 min: a bench subset (bf16, built-ins and ordinary code),
-#                                            # then the roofline's GPU tests and the gelu cross grid
+#                                            # then the roofline's GPU tests
+#   bash scripts/gpu_results.sh checks1      # ONE GPU, ~6 min: the other GPU-marked tests, then the gelu cross grid
 #   bash scripts/gpu_results.sh parallel1    # ONE GPU, ~8 min: llama3:1B eager vs compiled, then llama3:8B --n-layers 4
 #   bash scripts/gpu_results.sh repro-minigpt        # ONE GPU, <= 6 min: the nvFuser minigpt fwd+bwd crash, reduced
 #   bash scripts/gpu_results.sh repro-cross-entropy  # ONE GPU, <= 6 min: the nvFuser cross-entropy fwd+bwd assert, reduced
@@ -35,20 +36,24 @@ wait_idle() {  # until no process computes on GPU $1 (after the bench has had ti
   while [ -n "$(nvidia-smi -i "$1" --query-compute-apps=pid --format=csv,noheader)" ]; do sleep 5; done
 }
 
-gpu_tests() {  # issues 4, 5, 10: the GPU-marked tests. CUPTI takes one subscriber per process: the
-  # Thunder facts need nvFuser's own profiler, Inductor's kernel timing torch's; each group runs in
-  # pytest processes of its own
+gpu_marked_tests() {  # issues 4, 5, 10: the GPU-marked tests but the roofline's and the parallel path's.
+  # CUPTI takes one subscriber per process: the Thunder facts need nvFuser's own profiler, Inductor's
+  # kernel timing torch's; each group runs in pytest processes of its own
   local nv="tests/test_compare_thunder_facts.py tests/test_thunder.py" ind="tests/test_compare_inductor_facts.py"
-  local rf="tests/test_roofline_gpu.py"
-  CUDA_VISIBLE_DEVICES=$1 timeout 300 python -m pytest -m gpu -rA -p no:cacheprovider $nv > "$R/gpu-tests-nvfuser.log" 2>&1 &
-  CUDA_VISIBLE_DEVICES=$1 timeout 300 python -m pytest -m gpu -rA -p no:cacheprovider $ind > "$R/gpu-tests-inductor.log" 2>&1 &
-  CUDA_VISIBLE_DEVICES=$1 timeout 300 python -m pytest -m gpu -rA -n 4 -p no:cacheprovider tests \
-    $(for f in $nv $ind $rf tests/test_parallel.py tests/test_parallel_moe.py; do echo --ignore=$f; done) > "$R/gpu-tests.log" 2>&1
+  CUDA_VISIBLE_DEVICES=$1 timeout $2 python -m pytest -m gpu -rA -p no:cacheprovider $nv > "$R/gpu-tests-nvfuser.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=$1 timeout $2 python -m pytest -m gpu -rA -p no:cacheprovider $ind > "$R/gpu-tests-inductor.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=$1 timeout $2 python -m pytest -m gpu -rA -n 4 -p no:cacheprovider tests \
+    $(for f in $nv $ind tests/test_roofline_gpu.py tests/test_parallel.py tests/test_parallel_moe.py; do echo --ignore=$f; done) \
+    > "$R/gpu-tests.log" 2>&1
   echo "gpu tests rc=$?"
   wait
   echo "gpu nvfuser and inductor tests done"
-  # the roofline's checks (Nsight Compute, the ceilings, a small bench) time kernels: alone after the others
-  CUDA_VISIBLE_DEVICES=$1 timeout 480 python -m pytest -m gpu -rA -p no:cacheprovider $rf > "$R/gpu-tests-roofline.log" 2>&1
+}
+
+gpu_tests() {  # the GPU-marked tests, then the roofline's checks (Nsight Compute, the ceilings, a small
+  # bench), which time kernels: alone after the others
+  gpu_marked_tests $1 300
+  CUDA_VISIBLE_DEVICES=$1 timeout 480 python -m pytest -m gpu -rA -p no:cacheprovider tests/test_roofline_gpu.py > "$R/gpu-tests-roofline.log" 2>&1
   echo "gpu roofline tests rc=$?"
 }
 
@@ -142,19 +147,24 @@ case "${1:-}" in
       --rows "${LLAMA3_ROWS:-eager@8,full_inductor@8,full_inductor_cudagraph@8,compiled@8,eager@2,full_inductor_cudagraph@2,sac_full_inductor_cudagraph@16}"
     table llama3-8b-1gpu --model llama3:8B --extra "--n-layers 4" --steps 6 --timeout 120 --budget-s 140 \
       --rows "${LLAMA8B_ROWS:-eager,full_inductor_cudagraph}" ;;
-  single1)  # one GPU, about 9 minutes: the bench on built-ins and the ordinary-code corpus in bfloat16,
-    # each beside its measured ceilings; then the roofline's GPU tests; then the gelu cross grid
+  single1)  # one GPU, about 9 minutes: the bench on built-ins and ordinary code in bfloat16, each beside
+    # its measured ceilings (BENCH_WORKLOADS, BENCH_BUDGET_S: the cells' share, after the ceilings);
+    # then the roofline's GPU tests
     export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
-    timeout 300 python -m irlens bench --jobs 4 --timeout 150 --budget-s 210 --dtypes bfloat16 \
+    budget=${BENCH_BUDGET_S:-210}
+    timeout $((budget + 90)) python -m irlens bench --jobs 4 --timeout 150 --budget-s "$budget" --dtypes bfloat16 \
       --workloads "${BENCH_WORKLOADS:-gelu,attention,block,llama_block,llama_rmsnorm,lm_cross_entropy,moe_topk}" \
       --json "$R/$GPU.json.gz" --md "$R/$GPU.md" > "$R/bench.out" 2> "$R/bench.log"
     echo "bench rc=$?"
-    timeout 170 python -m pytest -m gpu -rA -p no:cacheprovider tests/test_roofline_gpu.py > "$R/gpu-tests-roofline.log" 2>&1
-    echo "gpu roofline tests rc=$?"
-    timeout 80 python -m irlens compare --cross --workloads gelu --device cuda --timeout 60 \
+    timeout 200 python -m pytest -m gpu -rA -p no:cacheprovider tests/test_roofline_gpu.py > "$R/gpu-tests-roofline.log" 2>&1
+    echo "gpu roofline tests rc=$?" ;;
+  checks1)  # one GPU, about 6 minutes: the other GPU-marked tests, then the gelu cross grid
+    export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+    gpu_marked_tests 0 240
+    timeout 200 python -m irlens compare --cross --workloads gelu --device cuda --timeout 90 \
       --json "$R/cross-$GPU-gelu.json" > "$R/cross-$GPU-gelu.txt" 2> "$R/cross-$GPU-gelu.log"
     echo "cross gelu rc=$?" ;;
   repro-minigpt) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_minigpt ;;
   repro-cross-entropy) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_cross_entropy ;;
-  *) echo "usage: $0 single|single1|parallel|parallel-8b|parallel1|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
+  *) echo "usage: $0 single|single1|checks1|parallel|parallel-8b|parallel1|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
 esac
