@@ -433,3 +433,12 @@ def test_gpu_flight_recorder_records_every_region_and_a_region_file_runs_alone(t
     assert outcome.status == "ok", outcome
     case = region_case(str(tmp_path), last)
     assert case is not None and "region" in case["stage"]
+
+
+def test_cli_repro_no_run_writes_the_file_and_exits_0(tmp_path, capsys):
+    """--no-run's dest (`run`) once shadowed the subcommand's handler: a TypeError traceback."""
+    from irlens.cli import main
+
+    assert main(["repro", "gelu", "--backend", "eager", "--no-run", "--out", str(tmp_path)]) == 0
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert any(name.endswith(".py") for name in written), written

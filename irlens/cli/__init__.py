@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         module = command_module(name)
         sub.add_parser(name, help=module.HELP, description=module.HELP, add_arguments=module.add_arguments)\
-            .set_defaults(run=module.run)
+            .set_defaults(command_handler=module.run)  # a name no option's dest takes (repro has --no-run: dest run)
     return p
 
 
@@ -67,4 +67,4 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # argparse already printed the message; keep its status (2 for errors)
         return int(e.code or 0)
-    return args.run(args)
+    return args.command_handler(args)
