@@ -82,18 +82,20 @@ repro_minigpt() {  # issue 16 item 5: minigpt fwd+bwd, bench size, bf16, through
   mkdir -p "$d"
   # the flight recorder at once (--no-run): thunder.jit of the module as irlens's cell runs it, each nvFuser
   # region written down before it runs; the one that never finishes -> a standalone nvFuser file, then reduced
-  timeout 240 python -m irlens repro minigpt --backend nvfuser --mode fwdbwd --dtype bfloat16 --device cuda \
-    --preset bench --no-run --reduce --budget-s 90 --timeout 150 --out "$d" --json "$d/repro.json" \
+  # (its compile alone takes over 150 s on an H100: REPRO_TIMEOUT_S gives the recorded run longer)
+  local t=${REPRO_TIMEOUT_S:-150}
+  timeout $((t + 90)) python -m irlens repro minigpt --backend nvfuser --mode fwdbwd --dtype bfloat16 --device cuda \
+    --preset bench --no-run --reduce --budget-s 90 --timeout "$t" --out "$d" --json "$d/repro.json" \
     > "$d/repro.out" 2> "$d/repro.log"
   echo "repro rc=$? after $((SECONDS - t0)) s" | tee -a "$d/repro.out"
   local region
   region=$(ls "$d"/*-nvFusion*.py 2>/dev/null | head -1)
   if [ -n "$region" ]; then  # which kernel faults, and where
-    (cd "$d" && timeout "$(left 340 $t0)" /usr/local/cuda/bin/compute-sanitizer --print-limit 5 \
+    (cd "$d" && timeout "$(left $((t + 190)) $t0)" /usr/local/cuda/bin/compute-sanitizer --print-limit 5 \
       python "$(basename "$region")" > sanitizer.txt 2>&1; echo "compute-sanitizer rc=$?" >> sanitizer.txt)
   else  # nothing crashed there: does irlens's own cell crash here (its kernel recorder reruns each region
     # under nvFuser's profiler)? The bench cell adds device timing, where the crash was first seen (H200).
-    timeout "$(left 340 $t0)" python -m irlens compare --workloads minigpt --backends nvfuser --mode fwdbwd \
+    timeout "$(left $((t + 190)) $t0)" python -m irlens compare --workloads minigpt --backends nvfuser --mode fwdbwd \
       --dtype bfloat16 --device cuda --preset bench --timeout 250 --json "$d/cell.json" > "$d/cell.txt" 2> "$d/cell.log"
     echo "cell rc=$? after $((SECONDS - t0)) s" | tee -a "$d/cell.txt"
   fi
