@@ -35,6 +35,7 @@ import torch
 import torch.fx as fx
 
 from irlens import ops
+from irlens.frontends.dynamo import aot
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
 
 # --- name tables ---------------------------------------------------------------------------
@@ -1576,7 +1577,7 @@ class _Converter:
     # walk
     def add_input(self, node: fx.Node, val: Any) -> None:
         if isinstance(val, torch.Tensor):
-            meta = _tensor_meta(node.name, val)
+            meta = _tensor_meta(_input_name(node), val)
             self.inputs.append(meta)
             self.metas[meta.name] = meta
             self.env[node] = meta.name
@@ -1830,6 +1831,12 @@ def _native_name(gm: fx.GraphModule, node: fx.Node) -> tuple[str, str]:
 
 
 # --- meta helpers --------------------------------------------------------------------------------
+
+def _input_name(node: fx.Node) -> str:
+    """A graph input's name: an AOTAutograd effect token is named so (it is no tensor of the program)."""
+    desc = node.meta.get("desc")
+    return aot.token_name(desc) if aot.is_token(desc) else node.name
+
 
 def _example(node: fx.Node) -> Any:
     m = node.meta
