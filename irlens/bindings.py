@@ -214,9 +214,9 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
 
 
 def _effect_token(inst: Instance) -> torch.Tensor:
-    from torch._higher_order_ops.effects import new_token_tensor
+    from irlens.frontends.dynamo.aot import new_token
 
-    return new_token_tensor().to(inst.device)
+    return new_token().to(inst.device)
 
 
 def _grad_key(key: str, inst: Instance) -> str | None:

@@ -466,6 +466,36 @@ def test_an_effect_token_is_an_input_of_its_own_and_the_program_feeds_it(mode):
                 assert torch.allclose(got[name], want[name], rtol=1e-9, atol=1e-9), (level, name)
 
 
+def test_inductor_made_effect_tokens_are_a_constant_and_bookkeeping():
+    """Inductor's post-grad graphs make the effect token AOTAutograd's graph took as an input
+    (prims._make_token) and sink it at the end (prims._sink_tokens): a literal empty tensor and
+    no dataflow, not unknown ops."""
+    from torch._higher_order_ops.effects import with_effects
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    x.meta["val"] = torch.empty(3, 3)
+
+    def call(target, args, val, **kwargs):
+        n = graph.call_function(target, args, kwargs)
+        n.meta["val"] = val
+        return n
+
+    token = call(torch.ops.prims._make_token.default, (), torch.empty(0))
+    inv = call(torch.ops.aten.linalg_inv_ex.default, (x,), (torch.empty(3, 3), torch.empty((), dtype=torch.int32)))
+    inverse = call(operator.getitem, (inv, 0), torch.empty(3, 3))
+    info = call(operator.getitem, (inv, 1), torch.empty((), dtype=torch.int32))
+    checked = call(with_effects, (token, torch.ops.aten._linalg_check_errors.default, info, "linalg.inv"),
+                   (torch.empty(0),), is_matrix=True)
+    call(torch.ops.prims._sink_tokens.default, ([call(operator.getitem, (checked, 0), torch.empty(0))],), None)
+    graph.output((inverse,))
+    g = fx_to_graph(torch.fx.GraphModule(nn.Module(), graph), name="t", frontend="dynamo", stage="s")
+    assert [n.op for n in g.nodes] == ["constant", "inv"] and g.nodes[0].outputs[0].shape == (0,)
+    a = torch.randn(3, 3, dtype=torch.float64) + 3 * torch.eye(3, dtype=torch.float64)
+    (got,) = interpret(g, [a])
+    torch.testing.assert_close(got, torch.linalg.inv(a))
+
+
 def test_an_input_updated_in_place_binds_before_the_outputs():
     """F.batch_norm in training updates the running statistics it is given: AOTAutograd's
     forward returns their new values before the outputs, and the program binds them so (not as

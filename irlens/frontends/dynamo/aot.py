@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 import torch.fx as fx
 
 # Role kinds. Forward inputs: arg (the Dynamo graph's input `index`), token (effect token `index`).
@@ -60,6 +61,13 @@ def token_name(desc) -> str:
     """The common view's name for an effect-token input: what it is, not `arg0_1`."""
     d = _descriptors()
     return f"{'backward_' if isinstance(desc, d.BackwardTokenAOTInput) else ''}effect_token{desc.idx}"
+
+
+def new_token() -> torch.Tensor:
+    """An effect token's value: the empty tensor AOTAutograd's runtime passes."""
+    from torch._higher_order_ops.effects import new_token_tensor
+
+    return new_token_tensor()
 
 
 def _other(desc) -> Role:

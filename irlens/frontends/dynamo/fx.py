@@ -192,7 +192,8 @@ _ALIASES = {"detach", "alias", "lift_fresh", "lift_fresh_copy", "aten.detach", "
 _BOOKKEEPING = {"_set_grad_enabled", "set_grad_enabled", "_assert_tensor_metadata", "aten._assert_tensor_metadata",
                 "_assert_async", "aten._assert_async", "_record_function_enter_new", "_record_function_exit",
                 "_enter_autocast", "_exit_autocast", "sym_constrain_range_for_size", "aten.sym_constrain_range_for_size",
-                "_assert_scalar", "aten._assert_scalar", "aten._linalg_check_errors", "_linalg_check_errors"}
+                "_assert_scalar", "aten._assert_scalar", "aten._linalg_check_errors", "_linalg_check_errors",
+                "prims._sink_tokens"}
 # Arguments that never change a result's values: where and how it is stored, and gradient formats.
 IGNORED_ARGS = frozenset({"layout", "device", "pin_memory", "memory_format", "non_blocking", "requires_grad",
                           "generator", "sparse", "sparse_grad", "implicit", "copy"})
@@ -1634,6 +1635,9 @@ class _Converter:
         if _in_place_aten(node):  # aten.add_ (in a decomposition's trace): aten.add, and its input updated
             key = key[:-1]
         if key in _BOOKKEEPING:
+            return
+        if key == "prims._make_token":  # Inductor makes the effect token AOTAutograd's graph takes as an input
+            self.constant(node, aot.new_token())
             return
         if key == "with_effects":  # an effect token threaded through an op: an assert passes it on
             effect = node.args[1]
