@@ -8,9 +8,11 @@ that flow between the steps (`saved:<k>`, the forward's tensors kept for the bac
 `cotangent:out<i>`, d loss / d out<i>). Between a forward and a backward step the loss is
 taken in torch from the forward's outputs (the workload's loss), as autograd does in
 `run_eager`: the frontends' backward graphs start from the outputs' cotangents.
+A program may supply values of its own (`Program.values`: an effect token Dynamo's AOT graphs
+take), which no workload holds.
 
     frontend  fwd                      fwdbwd
-    dynamo    aot.forward (inference)  aot.forward -> aot.backward  (saved by position)
+    dynamo    aot.forward (inference)  aot.forward -> aot.backward  (by AOTAutograd's descriptors)
     thunder   its final forward trace  final forward -> final backward  (saved by name)
     jax       jax.jaxpr                jax.grad (one graph: outputs, loss and gradients)
 
