@@ -19,7 +19,6 @@ import torch.fx as fx
 # saved, cotangent (of output `index`), token. Backward outputs: grad (of Dynamo graph input
 # `index`), token, none (no gradient). Anything else: other (irlens does not bind it; `what` says
 # what AOTAutograd calls it).
-TOKEN = "token"
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ def forward_roles(gm: fx.GraphModule) -> tuple[list[Role], list[Role]]:
         if isinstance(desc, d.PlainAOTInput):
             inputs.append(Role("arg", desc.idx))
         elif isinstance(desc, d.ForwardTokenAOTInput):
-            inputs.append(Role(TOKEN, desc.idx, desc.expr()))
+            inputs.append(Role("token", desc.idx, desc.expr()))
         else:
             inputs.append(_other(desc))
     outputs, saved = [], 0
@@ -95,7 +94,7 @@ def forward_roles(gm: fx.GraphModule) -> tuple[list[Role], list[Role]]:
             outputs.append(Role("saved", saved))  # the backward takes them in this order
             saved += 1
         elif isinstance(desc, d.ForwardTokenAOTOutput):
-            outputs.append(Role(TOKEN, desc.idx, desc.expr()))
+            outputs.append(Role("token", desc.idx, desc.expr()))
         else:
             outputs.append(_other(desc))
     return inputs, outputs
@@ -110,7 +109,7 @@ def backward_roles(gm: fx.GraphModule) -> tuple[list[Role], list[Role]]:
         if isinstance(desc, d.TangentAOTInput) and isinstance(desc.output, d.PlainAOTOutput):
             inputs.append(Role("cotangent", desc.output.idx))
         elif isinstance(desc, d.BackwardTokenAOTInput):
-            inputs.append(Role(TOKEN, desc.idx, desc.expr()))
+            inputs.append(Role("token", desc.idx, desc.expr()))
         elif desc is None or isinstance(desc, d.PlainAOTInput):
             inputs.append(Role("saved", saved))
             saved += 1
@@ -123,7 +122,7 @@ def backward_roles(gm: fx.GraphModule) -> tuple[list[Role], list[Role]]:
         elif isinstance(desc, d.GradAOTOutput) and isinstance(desc.grad_of, d.PlainAOTInput):
             outputs.append(Role("grad", desc.grad_of.idx))
         elif isinstance(desc, d.BackwardTokenAOTOutput):
-            outputs.append(Role(TOKEN, desc.idx, desc.expr()))
+            outputs.append(Role("token", desc.idx, desc.expr()))
         else:
             outputs.append(_other(desc))
     return inputs, outputs
