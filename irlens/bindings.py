@@ -8,9 +8,11 @@ that flow between the steps (`saved:<k>`, the forward's tensors kept for the bac
 `cotangent:out<i>`, d loss / d out<i>). Between a forward and a backward step the loss is
 taken in torch from the forward's outputs (the workload's loss), as autograd does in
 `run_eager`: the frontends' backward graphs start from the outputs' cotangents.
+A program may supply values of its own (`Program.values`: an effect token Dynamo's AOT graphs
+take), which no workload holds.
 
     frontend  fwd                      fwdbwd
-    dynamo    aot.forward (inference)  aot.forward -> aot.backward  (saved by position)
+    dynamo    aot.forward (inference)  aot.forward -> aot.backward  (by AOTAutograd's descriptors)
     thunder   its final forward trace  final forward -> final backward  (saved by name)
     jax       jax.jaxpr                jax.grad (one graph: outputs, loss and gradients)
 
@@ -19,7 +21,7 @@ lowering compiled by a backend), so faithfulness tests and cross cells chain gra
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import torch
@@ -51,6 +53,8 @@ class Program:
     mode: str
     forward: Step
     backward: Step | None = None  # runs after the loss and the outputs' cotangents are known
+    # values the program supplies itself, by environment key (Dynamo's effect tokens)
+    values: dict[str, torch.Tensor] = field(default_factory=dict)
 
     @property
     def steps(self) -> list[Step]:
@@ -76,9 +80,14 @@ def result_names(inst: Instance, mode: str, n_outputs: int) -> list[str]:
     return names
 
 
+def program_values(program: Program, inst: Instance) -> dict[str, torch.Tensor]:
+    """Every value a program's first step may read: the workload's and the program's own."""
+    return {**workload_values(inst), **program.values}
+
+
 def run_program(program: Program, inst: Instance, execute: Executor) -> dict:
     """Run `program` on the instance's weights and inputs; returns its results by name, as `run_eager` names them."""
-    env = workload_values(inst)
+    env = program_values(program, inst)
     _run_step(program.forward, execute, env)
     n_outputs = sum(1 for k in env if k.startswith("out") and k[3:].isdigit())
     if program.backward is not None:
@@ -130,10 +139,9 @@ def stage_programs(acq: Acquisition, inst: Instance) -> dict[str, Program]:
         return programs
     if acq.mode != "fwd":
         return programs
-    if acq.frontend == "dynamo":  # Dynamo's graph returns the outputs only (it updates inputs in place)
-        step = program.forward
-        outputs = [k for k in step.outputs if k is not None and k.startswith("out")]
-        programs["dynamo.fx"] = Program("dynamo", "fwd", Step(acq.stage("dynamo.fx"), step.inputs, outputs))
+    if acq.frontend == "dynamo":  # Dynamo's graph reads its inputs and returns the outputs only (it updates inputs in place)
+        outputs = [k for k in program.forward.outputs if k is not None and k.startswith("out")]
+        programs["dynamo.fx"] = Program("dynamo", "fwd", Step(acq.stage("dynamo.fx"), acq.notes["graph_inputs"][0], outputs))
     if acq.frontend == "thunder":
         keys = dict(zip((t.name for t in program.forward.stage.common().inputs), program.forward.inputs))
         n_out = len([k for k in program.forward.outputs if k is not None])
@@ -168,29 +176,49 @@ def _same(t, x) -> bool:
 
 
 def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
-    """AOTAutograd's graphs of the first Dynamo graph. Their inputs are the Dynamo graph's
-    (placeholders in first-use order, `notes["graph_inputs"]`); the forward returns the new
-    values of the inputs it updates in place (`notes["mutated_inputs"]`), the outputs, then the
-    tensors saved for the backward; the backward takes those, then one
-    cotangent per output, and returns one gradient (or None) per forward input."""
+    """AOTAutograd's graphs of the first Dynamo graph, bound by what AOTAutograd says each of
+    their inputs and outputs is (`notes["roles"]`, from its descriptors; not by position). The
+    forward reads the Dynamo graph's inputs (placeholders in first-use order,
+    `notes["graph_inputs"]`) and an effect token per kind of side effect it orders (the program
+    supplies it: the empty tensor AOTAutograd's runtime passes); it returns the tokens again, the
+    new values of the inputs it updates in place, the outputs, then the tensors saved for the
+    backward. The backward takes those and one cotangent per output, and returns one gradient
+    (or None) per Dynamo graph input."""
     if acq.notes.get("graphs", 1) != 1:
         raise ValueError(f"{acq.workload}: Dynamo made {acq.notes['graphs']} graphs (graph breaks); "
                          "a program runs one")
     keys = acq.notes["graph_inputs"][0]
-    # the inputs updated in place come first, as their new values (BatchNorm's running statistics)
-    updated = [keys[i] for i in acq.notes.get("mutated_inputs", [[]])[0]]
-    n_out = len(acq.stage("dynamo.fx").common().outputs)
-    forward = acq.stage("aot.forward")
-    n_fwd_out = len(forward.common().outputs)
-    saved = [f"saved:{k}" for k in range(n_fwd_out - len(updated) - n_out)]
-    fwd = Step(forward, keys, updated + [f"out{i}" for i in range(n_out)] + saved)
+    key_of = {"arg": keys.__getitem__, "mutated": keys.__getitem__, "out": "out{}".format, "saved": "saved:{}".format,
+              "cotangent": "cotangent:out{}".format, "grad": lambda i: _grad_key(keys[i], inst), "none": lambda i: None}
+    tokens: dict[str, torch.Tensor] = {}
+
+    def key(stage: str, side: str, j: int, role) -> str | None:
+        if role.kind == "token":  # fed a fresh token; the one a graph returns is no result
+            if side == "output":
+                return None
+            name = f"token:{role.what.strip('_')}"
+            tokens[name] = _effect_token(inst)
+            return name
+        if role.kind not in key_of:
+            raise ValueError(f"{acq.workload}: {stage} {side} {j} is {role}, which irlens does not bind")
+        return key_of[role.kind](role.index)
+
+    def step(stage: str) -> Step:
+        inputs, outputs = acq.notes["roles"][stage]
+        return Step(acq.stage(stage), [key(stage, "input", j, r) for j, r in enumerate(inputs)],
+                    [key(stage, "output", j, r) for j, r in enumerate(outputs)])
+
+    fwd = step("aot.forward")
     if acq.mode == "fwd":
-        return Program("dynamo", "fwd", fwd)
-    backward = acq.stage("aot.backward")
-    grads = [_grad_key(k, inst) if out is not None else None
-             for k, out in zip(keys, backward.common().outputs)]
-    bwd = Step(backward, saved + [f"cotangent:out{i}" for i in range(n_out)], grads)
-    return Program("dynamo", "fwdbwd", fwd, bwd)
+        return Program("dynamo", "fwd", fwd, values=tokens)
+    bwd = step("aot.backward")
+    return Program("dynamo", "fwdbwd", fwd, bwd, values=tokens)
+
+
+def _effect_token(inst: Instance) -> torch.Tensor:
+    from irlens.frontends.dynamo.aot import new_token
+
+    return new_token().to(inst.device)
 
 
 def _grad_key(key: str, inst: Instance) -> str | None:

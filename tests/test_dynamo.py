@@ -426,6 +426,76 @@ def test_casts_to_half_round_in_the_interpreter_as_in_eager():
         assert torch.equal(third, (x64 * 3).half().double() / 3)  # no float32 rounding after .float()
 
 
+class _Solver(nn.Module):
+    """Ordinary code with torch.linalg.solve and inv: their error checks (`_linalg_check_errors`)
+    are side effects, which AOTAutograd orders with an effect token its forward takes first."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4) + 4 * torch.eye(4))
+
+    def forward(self, a, b):
+        x = torch.linalg.solve(a @ a.mT + torch.eye(4, dtype=a.dtype), b @ self.w)
+        return x, torch.linalg.inv(self.w) @ x.mT
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_effect_token_is_an_input_of_its_own_and_the_program_feeds_it(mode):
+    from irlens.bindings import run_program, stage_programs
+    from irlens.workload import Workload, run_eager
+
+    def inputs(cfg, dt, g):
+        return torch.randn(4, 4, generator=g).to(dt), torch.randn(4, 4, generator=g).to(dt)
+
+    inst = Workload("solver", lambda cfg: _Solver(), inputs, {"tiny": {}}).instantiate()
+    acq = get_frontend("dynamo").acquire(inst, mode)
+    forward = acq.stage("aot.forward").common()
+    token = forward.inputs[0]
+    assert (token.name, token.shape) == ("effect_token0", (0,))  # named for what it is, not arg0_1
+    assert len(forward.inputs) == 4 and forward.outputs[0] == token.name
+    assert {"solve", "inv"} <= set(forward.op_counts()) and not forward.unknown_ops()
+    ref = inst.cast("float64")
+    want = run_eager(ref.module, ref, mode)
+    programs = stage_programs(acq, inst)
+    assert set(programs) == ({"aot.forward", "dynamo.fx"} if mode == "fwd" else {"aot.forward"})
+    for program in programs.values():
+        for level in ("composite", "primitive"):
+            got = run_program(program, inst, lambda step, xs: interpret(step.graph(level), xs))
+            assert set(got) == set(want)
+            for name in want:
+                assert torch.allclose(got[name], want[name], rtol=1e-9, atol=1e-9), (level, name)
+
+
+def test_inductor_made_effect_tokens_are_a_constant_and_bookkeeping():
+    """Inductor's post-grad graphs make the effect token AOTAutograd's graph took as an input
+    (prims._make_token) and sink it at the end (prims._sink_tokens): a literal empty tensor and
+    no dataflow, not unknown ops."""
+    from torch._higher_order_ops.effects import with_effects
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    x.meta["val"] = torch.empty(3, 3)
+
+    def call(target, args, val, **kwargs):
+        n = graph.call_function(target, args, kwargs)
+        n.meta["val"] = val
+        return n
+
+    token = call(torch.ops.prims._make_token.default, (), torch.empty(0))
+    inv = call(torch.ops.aten.linalg_inv_ex.default, (x,), (torch.empty(3, 3), torch.empty((), dtype=torch.int32)))
+    inverse = call(operator.getitem, (inv, 0), torch.empty(3, 3))
+    info = call(operator.getitem, (inv, 1), torch.empty((), dtype=torch.int32))
+    checked = call(with_effects, (token, torch.ops.aten._linalg_check_errors.default, info, "linalg.inv"),
+                   (torch.empty(0),), is_matrix=True)
+    call(torch.ops.prims._sink_tokens.default, ([call(operator.getitem, (checked, 0), torch.empty(0))],), None)
+    graph.output((inverse,))
+    g = fx_to_graph(torch.fx.GraphModule(nn.Module(), graph), name="t", frontend="dynamo", stage="s")
+    assert [n.op for n in g.nodes] == ["constant", "inv"] and g.nodes[0].outputs[0].shape == (0,)
+    a = torch.randn(3, 3, dtype=torch.float64) + 3 * torch.eye(3, dtype=torch.float64)
+    (got,) = interpret(g, [a])
+    torch.testing.assert_close(got, torch.linalg.inv(a))
+
+
 def test_an_input_updated_in_place_binds_before_the_outputs():
     """F.batch_norm in training updates the running statistics it is given: AOTAutograd's
     forward returns their new values before the outputs, and the program binds them so (not as
@@ -438,7 +508,8 @@ def test_an_input_updated_in_place_binds_before_the_outputs():
 
     inst = Workload.from_module("bn_train", fn, ((8, 5), (5,), (5,))).instantiate("tiny")
     acq = get_frontend("dynamo").acquire(inst, "fwd")
-    assert len(acq.notes["mutated_inputs"][0]) == 2  # the running mean and variance
+    updated = [r.index for r in acq.notes["roles"]["aot.forward"][1] if r.kind == "mutated"]
+    assert updated == [1, 2]  # the running mean and variance
     ref = inst.cast("float64")
     want = run_eager(ref.module, ref, "fwd")
     got = run_program(program_for(acq, ref), ref, lambda step, inputs: interpret(step.graph("composite"), inputs))

@@ -88,14 +88,14 @@ def save_case(graph: Graph, inputs: dict, stage: str, graph_path: str, values_pa
 def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: str, preset: str,
             directory: str) -> list[dict]:
     """Write one Case per step of the program into `directory`; returns them as JSON."""
-    from irlens.bindings import loss_and_cotangents, program_for, workload_values
+    from irlens.bindings import loss_and_cotangents, program_for, program_values
     from irlens.frontends import get_frontend
     from irlens.lowering import LEVEL
     from irlens.models import resolve_workload
 
     inst = resolve_workload(workload).instantiate(preset, dtype, device)
     program = program_for(get_frontend(frontend).acquire(inst, mode), inst)
-    env = dict(workload_values(inst))
+    env = program_values(program, inst)
     cases = []
     for index, step in enumerate(program.steps):
         if step is program.backward:

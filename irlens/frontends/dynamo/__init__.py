@@ -13,6 +13,7 @@ import torch
 
 from irlens.bindings import dynamo_input_keys
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Stage
+from irlens.frontends.dynamo.aot import Role, backward_roles, forward_roles
 from irlens.frontends.dynamo.fx import fx_to_graph
 from irlens.workload import MODES, Instance, as_tuple
 
@@ -25,9 +26,6 @@ class GraphCapture:
         self.example_inputs: list[list] = []  # the tensors Dynamo called each graph with, in placeholder order
         self.forward: dict[int, torch.fx.GraphModule] = {}
         self.backward: dict[int, torch.fx.GraphModule] = {}
-        # per graph: the inputs AOTAutograd's forward returns updated before the outputs (in
-        # placeholder order; BatchNorm's running statistics in training, any in-place update)
-        self.mutated_inputs: dict[int, list[int]] = {}
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs):
         from functorch.compile import make_boxed_func
@@ -40,16 +38,18 @@ class GraphCapture:
         def keep(graphs: dict):
             def compiler(g: torch.fx.GraphModule, _inputs):
                 graphs[index] = g
-                if graphs is self.forward:
-                    from torch._guards import TracingContext
-
-                    meta = getattr(TracingContext.try_get(), "fw_metadata", None)
-                    self.mutated_inputs[index] = list(getattr(meta, "mutated_inp_runtime_indices", []))
                 return make_boxed_func(g.forward)
 
             return compiler
 
         return aot_autograd(fw_compiler=keep(self.forward), bw_compiler=keep(self.backward))(gm, example_inputs)
+
+
+def aot_roles(capture: GraphCapture) -> dict[str, tuple[list[Role], list[Role]]]:
+    """What each input and output of each AOTAutograd graph is, by stage name (irlens.bindings reads them)."""
+    roles = {indexed("aot.forward", i): forward_roles(g) for i, g in capture.forward.items()}
+    roles.update({indexed("aot.backward", i): backward_roles(g) for i, g in capture.backward.items()})
+    return roles
 
 
 def run_compiled(fn, inst: Instance, mode: str) -> None:
@@ -114,7 +114,7 @@ class DynamoFrontend(Frontend):
         run_compiled(torch.compile(inst.module, backend=capture, dynamic=False), inst, mode)
         notes = {"graphs": len(capture.dynamo), **graph_break_notes(counters),
                  "graph_inputs": dynamo_input_keys(capture.example_inputs, inst),  # irlens.bindings reads them
-                 "mutated_inputs": [capture.mutated_inputs.get(i, []) for i in range(len(capture.dynamo))]}
+                 "roles": aot_roles(capture)}
         torch._dynamo.reset()
 
         forward = "inference graph" if mode == "fwd" else "forward graph"

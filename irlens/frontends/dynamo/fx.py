@@ -35,6 +35,7 @@ import torch
 import torch.fx as fx
 
 from irlens import ops
+from irlens.frontends.dynamo import aot
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
 
 # --- name tables ---------------------------------------------------------------------------
@@ -191,7 +192,8 @@ _ALIASES = {"detach", "alias", "lift_fresh", "lift_fresh_copy", "aten.detach", "
 _BOOKKEEPING = {"_set_grad_enabled", "set_grad_enabled", "_assert_tensor_metadata", "aten._assert_tensor_metadata",
                 "_assert_async", "aten._assert_async", "_record_function_enter_new", "_record_function_exit",
                 "_enter_autocast", "_exit_autocast", "sym_constrain_range_for_size", "aten.sym_constrain_range_for_size",
-                "_assert_scalar", "aten._assert_scalar", "aten._linalg_check_errors", "_linalg_check_errors"}
+                "_assert_scalar", "aten._assert_scalar", "aten._linalg_check_errors", "_linalg_check_errors",
+                "prims._sink_tokens"}
 # Arguments that never change a result's values: where and how it is stored, and gradient formats.
 IGNORED_ARGS = frozenset({"layout", "device", "pin_memory", "memory_format", "non_blocking", "requires_grad",
                           "generator", "sparse", "sparse_grad", "implicit", "copy"})
@@ -1576,7 +1578,7 @@ class _Converter:
     # walk
     def add_input(self, node: fx.Node, val: Any) -> None:
         if isinstance(val, torch.Tensor):
-            meta = _tensor_meta(node.name, val)
+            meta = _tensor_meta(_input_name(node), val)
             self.inputs.append(meta)
             self.metas[meta.name] = meta
             self.env[node] = meta.name
@@ -1633,6 +1635,9 @@ class _Converter:
         if _in_place_aten(node):  # aten.add_ (in a decomposition's trace): aten.add, and its input updated
             key = key[:-1]
         if key in _BOOKKEEPING:
+            return
+        if key == "prims._make_token":  # Inductor makes the effect token AOTAutograd's graph takes as an input
+            self.constant(node, aot.new_token())
             return
         if key == "with_effects":  # an effect token threaded through an op: an assert passes it on
             effect = node.args[1]
@@ -1830,6 +1835,12 @@ def _native_name(gm: fx.GraphModule, node: fx.Node) -> tuple[str, str]:
 
 
 # --- meta helpers --------------------------------------------------------------------------------
+
+def _input_name(node: fx.Node) -> str:
+    """A graph input's name: an AOTAutograd effect token is named so (it is no tensor of the program)."""
+    desc = node.meta.get("desc")
+    return aot.token_name(desc) if aot.is_token(desc) else node.name
+
 
 def _example(node: fx.Node) -> Any:
     m = node.meta
