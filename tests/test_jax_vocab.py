@@ -95,6 +95,12 @@ def primitives_of(fn, args) -> set[str]:
 
 # --- one case per form: (fn, args, levels) ---------------------------------------------------
 
+def _prng_iota_2x32(shape):
+    from jax._src.random import prng  # the PRNGs' counters: no public name
+
+    return prng.iota_2x32_shape(shape)
+
+
 def _maxpool(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2), (1, 2, 1), "SAME")
 
@@ -205,6 +211,10 @@ CASES = {
                       (np.array([5, 2**31 + 3, 12], np.uint32), np.array([1, 2, 33], np.uint32)), ALL),
     "unsigned_arithmetic": (lambda a, b: (a + b, a * b, a < b, ~a, a // b), (np.array([1, 2**31 + 7, 5], np.uint32),
                             np.array([2**32 - 1, 3, 9], np.uint32)), ALL),
+    "unsigned_arithmetic_uint64": (lambda a, b: (a + b, a * b, a - b, a ^ b, ~a, a == b, a << 3),
+                                   (np.array([1, 2**63 + 5, 2**64 - 1], np.uint64),
+                                    np.array([2**64 - 1, 3, 2**62], np.uint64)), ALL),
+    "iota_2x32_shape": (lambda: _prng_iota_2x32((3, 4, 5)), (), ALL),
     "popcount_clz_mulhi": (lambda a, b: (lax.population_count(a), lax.clz(a), lax.mulhi(a, b)),
                            (np.array([5, -3, 12, 0], np.int32), np.array([3, 6, 987654321, 7], np.int32)), ALL),
     "bitcast": (lambda x: (lax.bitcast_convert_type(x, jnp.int64), lax.bitcast_convert_type(x.astype(jnp.float32),
@@ -629,3 +639,21 @@ def test_jax_lowering_of_the_new_ops(name):
     for o, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(o, dtype=np.float64), np.asarray(w, dtype=np.float64), rtol=1e-9,
                                    atol=1e-12, equal_nan=True)
+
+
+def test_uint64_is_exact_modulo_2_64_and_refused_where_int64_bits_misread_it():
+    """The interpreter carries uint64 in int64's bits: wrap-around arithmetic is exact on every
+    value (bit for bit, past 2**63); an op that reads order or magnitude (a comparison, a
+    division) is exact below 2**63 and raises above, never a wrong value."""
+    a, b = np.array([1, 2**63 + 5, 2**64 - 1], np.uint64), np.array([2**64 - 1, 3, 2**62], np.uint64)
+    with jax.enable_x64(True):
+        want = [np.asarray(w) for w in (a + b, a * b, a - b, a ^ b)]
+        g = jaxpr_to_graph(jax.make_jaxpr(lambda a, b: (a + b, a * b, a - b, a ^ b))(a, b), name="t")
+        order = jaxpr_to_graph(jax.make_jaxpr(lambda a, b: (a < b, a // b))(a, b), name="t")
+    got = interpret(g, [torch.from_numpy(a), torch.from_numpy(b)])
+    for o, w in zip(got, want):
+        assert o.dtype == torch.uint64 and o.numpy().tolist() == w.tolist()
+    small = [torch.from_numpy(a[:1]), torch.from_numpy(b[2:])]
+    assert [o.numpy().tolist() for o in interpret(order, small)] == [[True], [0]]
+    with pytest.raises(NotImplementedError, match="2\\*\\*63"):
+        interpret(order, [torch.from_numpy(a), torch.from_numpy(b)])
