@@ -413,9 +413,9 @@ def _reduce_window_of(reduce: str):
 
 
 def _reduce_window(e: Emitter, q: Eqn) -> None:
-    reduce = forms.REDUCTION_BY_BODY.get(_body_op(q.params["jaxpr"]) or "")
+    reduce = forms.window_reducer(_body_op(q.params["jaxpr"]), q.outs[0].dtype)
     if reduce is None or len(q.outs) != 1 or q.params.get("consts"):
-        raise Unmapped("a window body other than one add, mul, max or min")
+        raise Unmapped("a window body other than one add, mul, max, min or logical and/or")
     forms.expand_reduce_window(e, q.inputs[0], q.metas[0], q.inputs[1], _window_form(q.params, reduce), q.outs[0])
 
 
