@@ -204,3 +204,19 @@ def test_lowered_modules_bind_only_the_arguments_jit_keeps(mode):
         assert set(results) == set(jaxpr_results)  # in fwdbwd: the loss and every gradient too
         for key, value in jaxpr_results.items():
             torch.testing.assert_close(results[key].double(), value.double(), rtol=1e-6, atol=1e-7)
+
+
+def test_a_jaxpr_jax_cannot_print_keeps_its_stage_and_says_why():
+    """jax 0.10 cannot print `mul_p.bind(x, y)` (its printing rule reads an out_dtype param the
+    bind leaves out; JAX's own mul harness does that): the stage keeps its graph, its text says why."""
+    from jax import lax
+
+    from irlens.frontends.jax import jaxpr_text
+
+    class Unprintable:
+        def __str__(self):
+            raise KeyError("out_dtype")
+
+    assert jaxpr_text(Unprintable()) == "(JAX could not print this jaxpr: KeyError: 'out_dtype')"
+    closed = jax.make_jaxpr(lambda x, y: lax.mul_p.bind(x, y))(jnp.ones(3), jnp.ones(3))
+    assert jaxpr_to_graph(closed, name="t").op_counts() == Counter({"mul": 1})

@@ -61,6 +61,16 @@ def lower(program: JaxProgram):
         return jax.jit(program.fn).lower(*program.args)
 
 
+def jaxpr_text(closed) -> str:
+    """The jaxpr as JAX prints it. JAX's printer can fail where the jaxpr itself is sound (jax
+    0.10's rule for mul reads an `out_dtype` param that `mul_p.bind(x, y)` leaves out): the
+    stage is kept, its text says why it has none."""
+    try:
+        return str(closed)
+    except Exception as e:  # noqa: BLE001  (a printing rule's bug, not the capture's)
+        return f"(JAX could not print this jaxpr: {type(e).__name__}: {e})"
+
+
 def kept_inputs(lowered, input_names: list[str]) -> list[str]:
     """The flattened arguments the lowered module (StableHLO, and the HLO compiled from it)
     still takes: jit drops the ones the function never reads (`keep_unused=False`), and records
@@ -117,7 +127,7 @@ class JaxFrontend(Frontend):
             def to_common(level: str):
                 return jaxpr_to_graph(closed, name=inst.name, stage=stage, level=level, input_names=program.input_names)
 
-            return Stage(stage, description, str(closed), to_common, closed, backward)
+            return Stage(stage, description, jaxpr_text(closed), to_common, closed, backward)
 
         forward = jax_program(inst, "fwd")
         stages["jax.jaxpr"] = jaxpr_stage("jax.jaxpr", "make_jaxpr of the forward", forward, False)
