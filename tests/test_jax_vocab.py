@@ -101,6 +101,12 @@ def _prng_iota_2x32(shape):
     return prng.iota_2x32_shape(shape)
 
 
+def _keep_max_pair(a, b):
+    """(value, tangent) of the greater value, the accumulated one on ties (jax's select_and_gather_add body)."""
+    keep = a[0] >= b[0]
+    return lax.select(keep, a[0], b[0]), lax.select(keep, a[1], b[1])
+
+
 def _maxpool(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2), (1, 2, 1), "SAME")
 
@@ -174,10 +180,10 @@ CASES = {
     "cumlogsumexp": (lambda x: (lax.cumlogsumexp(x, axis=0, reverse=True), lax.cumlogsumexp(x, axis=1)), (X,), ALL),
     # a window keeping the (value, tangent) its max selects, padding included (a window of -inf
     # selects the fill): jax's select_and_gather_add written out, as lax.reduce_window of two operands
-    "select_window_padded": (lambda x, t: lax.reduce_window(
-        (x, t), (-jnp.inf, 0.0), lambda a, b: (lax.select(a[0] >= b[0], a[0], b[0]), lax.select(a[0] >= b[0], a[1], b[1])),
-        (2, 3), (1, 2), ((1, 1), (1, 0))), (np.where(R.uniform(size=(4, 5)) > 0.6, -np.inf, normal(4, 5)), normal(4, 5)),
-        ("stablehlo", "hlo")),
+    "select_window_padded": (lambda x, t: lax.reduce_window((x, t), (-jnp.inf, 0.0), _keep_max_pair, (2, 3), (1, 2),
+                                                            ((1, 1), (1, 0))),
+                             (np.where(R.uniform(size=(4, 5)) > 0.6, -np.inf, normal(4, 5)), normal(4, 5)),
+                             ("stablehlo", "hlo")),
     "logsumexp_window": (lambda x: lax.reduce_window(x, -jnp.inf, jnp.logaddexp, (2, 2, 1), (2, 1, 1),
                                                      ((1, 0), (0, 1), (0, 0)), window_dilation=(1, 2, 1)), (X,),
                          ("stablehlo", "hlo")),

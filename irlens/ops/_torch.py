@@ -53,8 +53,9 @@ def as_int64_bits(tensors: list, modular: bool, what: str) -> list:
         if isinstance(t, torch.Tensor) and t.dtype == torch.uint64:
             t = t.view(torch.int64)
             if not modular and bool((t < 0).any()):
-                raise NotImplementedError(f"{what} of uint64 values of 2**63 or more: the interpreter carries uint64 "
-                                          "in int64's bits, exact there only for wrap-around arithmetic and bitwise ops")
+                raise NotImplementedError(f"{what} of uint64 values of 2**63 or more: the interpreter carries "
+                                          "uint64 in int64's bits, exact there only for wrap-around arithmetic "
+                                          "and bitwise ops")
         out.append(t)
     return out
 
