@@ -130,12 +130,13 @@ def stage_programs(acq: Acquisition, inst: Instance) -> dict[str, Program]:
     """Every way the acquisition's common views compute the mode's results, by the stage that
     names it: `program_for`'s program, and in fwd mode every other forward stage (Dynamo's FX
     graph, each Thunder trace), and JAX's StableHLO and optimized HLO modules (one function
-    over the same flattened arguments)."""
+    over the flattened arguments jit kept, `notes["lowered_inputs"]`)."""
     program = program_for(acq, inst)
     programs = {program.forward.stage.name: program}
-    if acq.frontend == "jax":
+    if acq.frontend == "jax":  # the lowered modules take only the arguments the function reads
+        inputs = list(acq.notes["lowered_inputs"])
         for name in ("jax.stablehlo", "jax.hlo"):
-            programs[name] = Program("jax", acq.mode, Step(acq.stage(name), program.forward.inputs, program.forward.outputs))
+            programs[name] = Program("jax", acq.mode, Step(acq.stage(name), inputs, program.forward.outputs))
         return programs
     if acq.mode != "fwd":
         return programs

@@ -8,11 +8,14 @@ agree). `MEANINGS` is that table; `irlens.backends.inductor.lower` builds its Gr
 The meanings preserve dtypes: an op computes in its operands' dtypes. The interpreter runs them
 in float64: floating inputs are cast up, creation ops make floating tensors in float64
 (`float64_attrs`), and every floating result is carried on in float64; integer and bool values
-keep their kinds. A cast to a dtype narrower than float32 (`convert` to float16, bfloat16,
-float8) rounds: its value is the input rounded to that dtype's precision, carried on in float64,
-as eager torch rounds at `.half()` when the program runs in float64. A cast to float32 (or
-complex64) does not: that is the precision the interpreter's float64 stands in for. An op without a meaning
-raises `Uninterpretable` naming it.
+keep their kinds. torch computes little on unsigned integers: uint16/32 values are computed on in
+int64 and wrapped back; uint64 ones in int64's bits, exact for wrap-around arithmetic on every
+value and for other ops below 2**63, refused above (`irlens.ops._torch.elementwise`). A cast
+to a dtype narrower than float32 (`convert` to float16, bfloat16, float8) rounds: its value is
+the input rounded to that dtype's precision, carried on in float64, as eager torch rounds at
+`.half()` when the program runs in float64. A cast to float32 (or complex64) does not: that is
+the precision the interpreter's float64 stands in for. An op without a meaning raises
+`Uninterpretable` naming it.
 """
 from __future__ import annotations
 

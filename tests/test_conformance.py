@@ -15,9 +15,10 @@ import torch
 
 from irlens import cli
 from irlens.conformance import SweepConfig, run
-from irlens.conformance.check import compare_outputs
-from irlens.conformance.corpus import CORPORA, Case, Corpus, Subject, torch_subject
+from irlens.conformance.check import compare_outputs, dtype_verdict
+from irlens.conformance.corpus import CORPORA, Case, Corpus, Subject, jax_subject, torch_subject
 from irlens.conformance.runner import _Runner
+from irlens.conformance.summary import markdown
 from irlens.isolation import CallFailed
 
 
@@ -50,6 +51,44 @@ class Planted(Corpus):
 @pytest.fixture
 def planted(monkeypatch):
     monkeypatch.setitem(CORPORA._entries, Planted.name, Planted())
+
+
+def _ulp(x):
+    """The gap to the next float up: XLA's optimized HLO writes nextafter as integer arithmetic
+    on the float's bits, at the dtype's width (jnp.spacing, written out)."""
+    import jax.numpy as jnp
+
+    return jnp.nextafter(x, jnp.inf) - x
+
+
+class PlantedJax(Corpus):
+    """JAX cases whose graph reads a float's bits or carries a small error, told the truth or not."""
+    name = "planted_jax"
+    description = "JAX cases with a known verdict"
+    frontends = ("jax",)
+    TOLD = {  # op -> (what the frontend traces, what eager computes)
+        "ulp": ("ulp", "ulp"),  # format-dependent in HLO, and true: faithful in its dtype there
+        "ulp_told_scaled": ("ulp", "scaled"),  # format-dependent in HLO, off by far: wrong
+        "scaled_told_identity": ("scaled", "identity"),  # 0.2 off: wrong
+        "nudged_told_identity": ("nudged", "identity"),  # 1e-3 off, eager's own error 0: wrong
+    }
+
+    def cases(self, samples):
+        return [Case(self.name, op, "float32") for op in self.TOLD]
+
+    def subject(self, case):
+        import numpy as np
+
+        fns = {"ulp": _ulp, "scaled": lambda x: x * 1.2, "identity": lambda x: x + 0.0,
+               "nudged": lambda x: x * (1 + 1e-3)}
+        x = np.random.RandomState(0).uniform(0.5, 2.0, (3, 4)).astype(np.float32)
+        traced, told = self.TOLD[case.op]
+        return Subject(jax_subject(case.id, fns[traced], [x]).workload, jax_subject(case.id, fns[told], [x]).eager)
+
+
+@pytest.fixture
+def planted_jax(monkeypatch):
+    monkeypatch.setitem(CORPORA._entries, PlantedJax.name, PlantedJax())
 
 
 def _records(doc) -> dict:
@@ -118,7 +157,7 @@ def test_cli_exits_0_and_writes_the_json_and_the_page(tmp_path, capsys):
     assert sorted(r["case"] for r in doc["records"]) == ["lax:exp:float32#0", "lax:neg:float32#0"]
     assert doc["corpora"]["lax"]["cases"] == 2 and doc["versions"]["torch"] == torch.__version__
     page = md_path.read_text()
-    assert "| jax | jax.jaxpr | composite | 2 | 0 | 0 | 0 | 2 | 2 | 0 | 0 | 0 | 100.0 |" in page
+    assert "| jax | jax.jaxpr | composite | 2 | 0 | 0 | 0 | 2 | 2 | 0 | 0 | 0 | 0 | 100.0 |" in page
     assert "irlens conformance --corpus lax -k '^lax:(neg|exp):float32#0$'" in page
 
 
@@ -211,3 +250,45 @@ def test_outputs_compare_with_nans_in_place_and_by_the_reference_dtype():
         "out0: dtype int64, eager float32"
     assert compare_outputs([torch.tensor([1, 3])], [torch.tensor([1, 2])], 1e-7)[1] == "out0: 1 of 2 values differ"
     assert compare_outputs([], [ref], 1e-7)[1] == "0 outputs, eager has 1"
+
+
+def test_faithful_in_its_dtype_is_told_apart_from_a_wrong_meaning(planted_jax):
+    """A graph reading a float32's bits is judged against eager float32 (the float64 reference
+    is another number's bits); a wrong meaning is wrong whether or not it reads bits."""
+    doc = run(SweepConfig(corpora=["planted_jax"], isolate=False))
+    records = _records(doc)
+    ulp = records[("planted_jax:ulp:float32#0", "jax")]["stages"]
+    assert ulp["jax.jaxpr"]["primitive"]["status"] == "faithful"  # nextafter itself, in float64
+    hlo = ulp["jax.hlo"]["primitive"]
+    assert hlo["status"] == "in_dtype" and "bitcast float32 -> int32" in hlo["why"]
+    assert hlo["rel_err"] > 1e6  # float32's gaps, not float64's
+    for op in ("ulp_told_scaled", "scaled_told_identity", "nudged_told_identity"):
+        assert _statuses(records[(f"planted_jax:{op}:float32#0", "jax")]) == {"wrong"}, op
+    row = next(r for r in doc["summary"]["rows"] if r["stage"] == "jax.hlo" and r["level"] == "primitive")
+    assert (row["captured"], row["faithful"], row["in_dtype"], row["wrong"]) == (4, 0, 1, 3)
+    assert row["faithful_pct"] == 0.0  # in_dtype is a column of its own, not counted as faithful
+
+
+def test_dtype_verdict_allows_the_dtype_own_error_and_nothing_like_a_wrong_meaning():
+    ref = torch.linspace(0.5, 3.0, 64, dtype=torch.float64)
+    eager = (ref * (1 + 2e-6)).float()  # eager float32's own error vs float64: 2e-6
+    within = dtype_verdict([ref * (1 + 4e-6)], [ref], [eager], 1e-6, [])
+    assert within.startswith("rel err 4.00e-06 <= 2 x eager's own 2.00e-06 + 1e-06")
+    for wrong in (ref * 1.2, ref * 21, ref * (1 + 6e-6), torch.where(ref > 2, float("nan"), ref)):
+        assert dtype_verdict([wrong], [ref], [eager], 1e-6, []) is None
+    assert dtype_verdict([torch.tensor([1, 3])], [torch.tensor([1, 2])], [torch.tensor([1, 2])], 1e-6, []) is None
+    bits = ["bitcast float32 -> int32"]  # format-dependent: against eager in its own dtype
+    assert dtype_verdict([eager.double()], [ref * 1e9], [eager], 1e-6, bits).startswith("reads a float's bits")
+    assert dtype_verdict([eager.double() * 1.2], [ref], [eager], 1e-6, bits) is None
+
+
+def test_xla_float32_expansions_are_faithful_in_their_dtype():
+    """XLA's optimized HLO writes lgamma as a float32 Lanczos approximation (as accurate as eager
+    float32) and jnp.spacing as integer arithmetic on float32 bits: faithful in float32, while
+    the jaxpr and StableHLO, holding the ops themselves, reproduce float64."""
+    doc = run(SweepConfig(corpora=["lax", "jnp"], patterns=["^lax:lgamma:float32#0$", "^jnp:spacing:float32#0$"],
+                          isolate=False))
+    for r in doc["records"]:
+        assert {s: r["stages"][s]["primitive"]["status"] for s in r["stages"]} == \
+            {"jax.jaxpr": "faithful", "jax.stablehlo": "faithful", "jax.hlo": "in_dtype"}, r["case"]
+    assert "## Faithful in its dtype" in markdown(doc) and "Lanczos" not in markdown(doc)

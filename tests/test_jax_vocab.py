@@ -95,6 +95,18 @@ def primitives_of(fn, args) -> set[str]:
 
 # --- one case per form: (fn, args, levels) ---------------------------------------------------
 
+def _prng_iota_2x32(shape):
+    from jax._src.random import prng  # the PRNGs' counters: no public name
+
+    return prng.iota_2x32_shape(shape)
+
+
+def _keep_max_pair(a, b):
+    """(value, tangent) of the greater value, the accumulated one on ties (jax's select_and_gather_add body)."""
+    keep = a[0] >= b[0]
+    return lax.select(keep, a[0], b[0]), lax.select(keep, a[1], b[1])
+
+
 def _maxpool(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2), (1, 2, 1), "SAME")
 
@@ -153,14 +165,31 @@ CASES = {
                                                     base_dilation=(1, 2, 1), window_dilation=(1, 1, 2)), (X,), ALL),
     "minpool_int": (lambda x: lax.reduce_window(x, np.iinfo(np.int64).max, lax.min, (2, 2), (1, 1), "VALID"),
                     (ints(-9, 9, 4, 5),), ALL),
-    "maxpool_grad": (jax.grad(lambda x: (_maxpool(x) ** 2).sum()), (X,), ("jaxpr", "stablehlo")),
-    "maxpool_jvp": (lambda x, t: jax.jvp(_maxpool, (x,), (t,)), (X, normal(5, 4, 3)), ("jaxpr",)),
+    "maxpool_grad": (jax.grad(lambda x: (_maxpool(x) ** 2).sum()), (X,), ALL),
+    "maxpool_jvp": (lambda x, t: jax.jvp(_maxpool, (x,), (t,)), (X, normal(5, 4, 3)), ALL),
+    "minpool_jvp_dilated": (lambda x, t: jax.jvp(lambda v: lax.reduce_window(v, jnp.inf, lax.min, (2, 2, 1), (1, 1, 1),
+                                                                             "VALID", window_dilation=(2, 1, 1)),
+                                                 (x,), (t,)), (X, normal(5, 4, 3)), ALL),
+    "maxpool_grad_valid": (jax.grad(lambda x: (lax.reduce_window(x, -jnp.inf, lax.max, (2, 2, 2), (1, 2, 1), "VALID")
+                                               ** 2).sum()), (X,), ALL),
     "generic_reduce_window": (lambda x: lax.reduce_window(x, 1.0, lax.mul, (2, 1, 1), (1, 1, 1), "VALID"), (X,),
                               ALL),
     "cumsum": (lambda x: jnp.cumsum(x, axis=1), (X,), ALL),
     "cumprod_reverse": (lambda x: lax.cumprod(x, axis=0, reverse=True), (X,), ALL),
     "cummax_cummin": (lambda x: (lax.cummax(x, axis=2, reverse=True), lax.cummin(x, axis=1)), (X,), ALL),
-    "cumlogsumexp": (lambda x: lax.cumlogsumexp(x, axis=0, reverse=True), (X,), ("jaxpr",)),
+    "cumlogsumexp": (lambda x: (lax.cumlogsumexp(x, axis=0, reverse=True), lax.cumlogsumexp(x, axis=1)), (X,), ALL),
+    # a window keeping the (value, tangent) its max selects, padding included (a window of -inf
+    # selects the fill): jax's select_and_gather_add written out, as lax.reduce_window of two operands
+    "select_window_padded": (lambda x, t: lax.reduce_window((x, t), (-jnp.inf, 0.0), _keep_max_pair, (2, 3), (1, 2),
+                                                            ((1, 1), (1, 0))),
+                             (np.where(R.uniform(size=(4, 5)) > 0.6, -np.inf, normal(4, 5)), normal(4, 5)),
+                             ("stablehlo", "hlo")),
+    "logsumexp_window": (lambda x: lax.reduce_window(x, -jnp.inf, jnp.logaddexp, (2, 2, 1), (2, 1, 1),
+                                                     ((1, 0), (0, 1), (0, 0)), window_dilation=(1, 2, 1)), (X,),
+                         ("stablehlo", "hlo")),
+    "logical_windows": (lambda m: (lax.reduce_window(m, True, lax.bitwise_and, (2, 2), (1, 1), "SAME"),
+                                   lax.reduce_window(m, False, lax.bitwise_or, (1, 3), (1, 2), "VALID")),
+                        (R.uniform(size=(4, 6)) > 0.3,), ALL),
     "pad_interior": (lambda x: lax.pad(x, -1.0, ((1, 2, 1), (0, -1, 2), (2, 0, 0))), (X,), ALL),
     # sort, argsort, several operands, several keys, top_k
     "sort": (lambda x: jnp.sort(x, axis=1), (X,), ALL),
@@ -205,6 +234,10 @@ CASES = {
                       (np.array([5, 2**31 + 3, 12], np.uint32), np.array([1, 2, 33], np.uint32)), ALL),
     "unsigned_arithmetic": (lambda a, b: (a + b, a * b, a < b, ~a, a // b), (np.array([1, 2**31 + 7, 5], np.uint32),
                             np.array([2**32 - 1, 3, 9], np.uint32)), ALL),
+    "unsigned_arithmetic_uint64": (lambda a, b: (a + b, a * b, a - b, a ^ b, ~a, a == b, a << 3),
+                                   (np.array([1, 2**63 + 5, 2**64 - 1], np.uint64),
+                                    np.array([2**64 - 1, 3, 2**62], np.uint64)), ALL),
+    "iota_2x32_shape": (lambda: _prng_iota_2x32((3, 4, 5)), (), ALL),
     "popcount_clz_mulhi": (lambda a, b: (lax.population_count(a), lax.clz(a), lax.mulhi(a, b)),
                            (np.array([5, -3, 12, 0], np.int32), np.array([3, 6, 987654321, 7], np.int32)), ALL),
     "bitcast": (lambda x: (lax.bitcast_convert_type(x, jnp.int64), lax.bitcast_convert_type(x.astype(jnp.float32),
@@ -629,3 +662,21 @@ def test_jax_lowering_of_the_new_ops(name):
     for o, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(o, dtype=np.float64), np.asarray(w, dtype=np.float64), rtol=1e-9,
                                    atol=1e-12, equal_nan=True)
+
+
+def test_uint64_is_exact_modulo_2_64_and_refused_where_int64_bits_misread_it():
+    """The interpreter carries uint64 in int64's bits: wrap-around arithmetic is exact on every
+    value (bit for bit, past 2**63); an op that reads order or magnitude (a comparison, a
+    division) is exact below 2**63 and raises above, never a wrong value."""
+    a, b = np.array([1, 2**63 + 5, 2**64 - 1], np.uint64), np.array([2**64 - 1, 3, 2**62], np.uint64)
+    with jax.enable_x64(True):
+        want = [np.asarray(w) for w in (a + b, a * b, a - b, a ^ b)]
+        g = jaxpr_to_graph(jax.make_jaxpr(lambda a, b: (a + b, a * b, a - b, a ^ b))(a, b), name="t")
+        order = jaxpr_to_graph(jax.make_jaxpr(lambda a, b: (a < b, a // b))(a, b), name="t")
+    got = interpret(g, [torch.from_numpy(a), torch.from_numpy(b)])
+    for o, w in zip(got, want):
+        assert o.dtype == torch.uint64 and o.numpy().tolist() == w.tolist()
+    small = [torch.from_numpy(a[:1]), torch.from_numpy(b[2:])]
+    assert [o.numpy().tolist() for o in interpret(order, small)] == [[True], [0]]
+    with pytest.raises(NotImplementedError, match="2\\*\\*63"):
+        interpret(order, [torch.from_numpy(a), torch.from_numpy(b)])

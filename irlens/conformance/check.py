@@ -14,7 +14,8 @@ The steps, each a place where a case can stop:
 5. Per stage and level: the common view (an adapter error is `broken`), its unknown ops
    (`unknown`, by native name), then the float64 interpreter through the frontend's bindings
    (no meaning for a canonical op, or an error, is `broken`), its results against the
-   reference: `faithful`, or `wrong` (a wrong meaning).
+   reference: `faithful`; `in_dtype` where they miss it but the graph means the case's dtype's
+   own computation (`dtype_verdict`); else `wrong` (a wrong meaning).
 
 Only public entry points are used: the frontends' acquisitions, their stages' common views
 (`Stage.common(level)`), the bindings that feed a graph its inputs, `irlens.interpret` and
@@ -35,9 +36,9 @@ from irlens.conformance.corpus import Case
 
 # case status
 EXCLUDED, RANDOM, FAILED, CAPTURED = "excluded", "random", "failed", "captured"
-# stage x level status of a captured case
-FAITHFUL, UNKNOWN, WRONG, BROKEN = "faithful", "unknown", "wrong", "broken"
-STAGE_STATUSES = (FAITHFUL, UNKNOWN, WRONG, BROKEN)
+# stage x level status of a captured case; `in_dtype`: faithful in the case's dtype (see `dtype_verdict`)
+FAITHFUL, IN_DTYPE, UNKNOWN, WRONG, BROKEN = "faithful", "in_dtype", "unknown", "wrong", "broken"
+STAGE_STATUSES = (FAITHFUL, IN_DTYPE, UNKNOWN, WRONG, BROKEN)
 LEVELS = ("composite", "primitive")
 
 # The stages swept per frontend: what it captured at the user's level and at its lowest level.
@@ -262,7 +263,59 @@ def _check_stage(stage, program, unbound: str, level: str, inst, reference: list
     if problem is None:
         return {"status": FAITHFUL, "rel_err": err}
     eager_err, _ = compare_outputs(got, eager, rtol)  # a hint: nearer the eager run in its own dtype?
-    return {"status": WRONG, "rel_err": err, "error": problem, "rel_err_vs_eager_dtype": eager_err}
+    found = {"rel_err": err, "error": problem, "rel_err_vs_eager_dtype": eager_err}
+    why = dtype_verdict(got, reference, eager, rtol, format_dependent(graph))
+    return {"status": IN_DTYPE, "why": why, **found} if why else {"status": WRONG, **found}
+
+
+def format_dependent(graph) -> list[str]:
+    """The ops of `graph` whose meaning depends on a float's format: bitcasts between a float
+    narrower than float64 and an integer (XLA writes nextafter, and so jnp.spacing, as integer
+    arithmetic on a float32's bits). The interpreter runs them at their declared width."""
+    found = []
+    for node in graph.nodes:
+        if node.op == "bitcast":
+            pair = {node.attrs.get("dtype", ""), node.attrs.get("from_dtype", "")}
+            floats = {d for d in pair if d.startswith(("float", "bfloat")) and d != "float64"}
+            if floats and any(d.startswith(("int", "uint")) for d in pair):
+                found.append(f"bitcast {node.attrs.get('from_dtype')} -> {node.attrs.get('dtype')}")
+    return sorted(set(found))
+
+
+def dtype_verdict(got: list, reference: list, eager: list, rtol: float, format_ops: list[str]) -> str | None:
+    """Why results that missed the float64 reference are still faithful in the case's dtype, or
+    None (a wrong meaning). Two ways, both only for a graph whose meaning is the dtype's own:
+    - it holds format-dependent ops (`format_dependent`): its meaning is the float32 computation
+      itself, so it is judged against eager in the case's dtype, at irlens.numerics' flat
+      tolerance for that dtype (float32 1e-4);
+    - every floating result is within k x eager's own error in the case's dtype (eager vs the
+      float64 reference) + rtol, k from irlens.numerics.CRITERIA (float32: 2): a graph holding
+      the dtype's own approximations (XLA's float32 Lanczos lgamma) is as accurate as eager in
+      that dtype. The floor is the sweep's rtol, not numerics' 1e-5 for whole models: one op's
+      eager error is ~1e-7, and a dropped term should not hide under a model's budget.
+    NaN or Inf out of place, a wrong integer or an error like 0.2 or 20 is wrong either way."""
+    from irlens.ir import canonical_dtype
+    from irlens.numerics import CRITERIA
+
+    if format_ops:
+        _, problem = compare_outputs(got, eager, rtol)
+        return None if problem else f"reads a float's bits ({', '.join(format_ops)}): agrees with eager in its dtype"
+    if len(got) != len(reference) or len(eager) != len(reference):
+        return None
+    budgets = []
+    for g, r, x in zip(got, reference, eager):
+        if compare_outputs([g], [r], rtol)[1] is None:
+            continue
+        criterion = CRITERIA.get(canonical_dtype(x.dtype)) if x.is_floating_point() else None
+        if g is None or criterion is None or not r.is_floating_point() or tuple(g.shape) != tuple(r.shape):
+            return None
+        own = _rel_err(x.double(), r.double())
+        err = _rel_err(torch.as_tensor(g).double(), r.double())
+        allowed = criterion.k * own + rtol
+        if not (math.isfinite(own) and err <= allowed):
+            return None
+        budgets.append(f"rel err {err:.2e} <= {criterion.k:g} x eager's own {own:.2e} + {rtol:g}")
+    return "; ".join(budgets) + f" (eager {canonical_dtype(eager[0].dtype)})" if budgets else None
 
 
 # --- scope and randomness ----------------------------------------------------------------------

@@ -129,16 +129,18 @@ def _tensor_paths(result: Any, path: str = "") -> list[str]:
     return []
 
 
-def jax_subject(name: str, fn: Callable, args: list) -> Subject:
+def jax_subject(name: str, fn: Callable, args: list, fn64: Callable | None = None) -> Subject:
     """`fn(*args)` as a function of its array arguments (numpy arrays or scalars); its
     results flattened to a tuple of arrays. The torch side is the inputs only: the jax
-    frontend traces the twin, and the eager runs are JAX's own."""
+    frontend traces the twin, and the eager runs are JAX's own. `fn64`: the same function
+    for the float64 reference, where `fn` holds floating constants of the case's dtype that
+    JAX will not mix with float64 operands (a reduction's init value)."""
     import jax
     import numpy as np
 
     inputs = tuple(_torch_tensor(a) for a in args)
 
-    def flat(*xs):
+    def flat(*xs, fn=fn):
         return tuple(jax.tree_util.tree_leaves(fn(*xs)))
 
     def eager(inputs: tuple, float64: bool) -> list[torch.Tensor]:
@@ -146,7 +148,7 @@ def jax_subject(name: str, fn: Callable, args: list) -> Subject:
         if float64:
             arrays = [a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else a for a in arrays]
         with jax.enable_x64(float64):
-            return [_torch_tensor(o) for o in flat(*arrays)]
+            return [_torch_tensor(o) for o in flat(*arrays, fn=fn64 if float64 and fn64 else fn)]
 
     def torch_side(*_):
         raise NotImplementedError(f"{name} is a JAX function; it has no torch side")

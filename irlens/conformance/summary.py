@@ -11,17 +11,20 @@ Columns (per frontend x stage x level; a case is one op x dtype x sample):
             (data-dependent shapes among the causes), a timeout or a crash
   captured  acquired in one graph; these split into
   faithful  no unknown op, and the float64 interpreter reproduces eager float64
+  in_dtype  no unknown op; the interpreter misses eager float64 but is faithful in the case's dtype:
+            the graph reads a float's bits (agrees with eager in its dtype), or its error stays
+            within k x eager's own error in that dtype + rtol (`check.dtype_verdict`)
   unknown   at least one `unknown:` op (counted by native name, with the cases each blocks)
   wrong     no unknown op, yet the interpreter disagrees with eager: a wrong meaning
   broken    no unknown op, yet the adapter, the bindings or the interpreter raised
-  faithful% faithful / captured
+  faithful% faithful / captured (in_dtype not included)
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from irlens.conformance.check import BROKEN, CAPTURED, EXCLUDED, FAILED, FAITHFUL, LEVELS, RANDOM, STAGES, \
-    STAGE_STATUSES, WRONG
+from irlens.conformance.check import BROKEN, CAPTURED, EXCLUDED, FAILED, FAITHFUL, IN_DTYPE, LEVELS, RANDOM, \
+    STAGES, STAGE_STATUSES, WRONG
 
 CASE_STATUSES = (EXCLUDED, RANDOM, FAILED)
 COLUMNS = ("cases", *CASE_STATUSES, "captured", *STAGE_STATUSES)
@@ -64,7 +67,7 @@ def unknown_natives(records: list[dict], stage: str, level: str) -> list[list]:
 
 
 def meaning_problems(doc: dict, status: str) -> list[dict]:
-    """The captured cases with `status` (wrong or broken) somewhere: one entry per case and
+    """The captured cases with `status` (wrong, broken, in_dtype) somewhere: one entry per case and
     frontend, with its first error (and how many other errors it has) and where it shows
     ("aot.forward (composite, primitive)")."""
     found: dict[tuple, dict] = {}
@@ -77,7 +80,7 @@ def meaning_problems(doc: dict, status: str) -> list[dict]:
                     continue
                 entry = found.setdefault((r["case"], r["frontend"]), {
                     "case": r["case"], "frontend": r["frontend"], "errors": [], "where": {},
-                    **{k: v for k, v in result.items() if k.startswith("rel_err")}})
+                    **{k: v for k, v in result.items() if k.startswith("rel_err") or k == "why"}})
                 if result.get("error") not in entry["errors"]:
                     entry["errors"].append(result.get("error"))
                 entry["where"].setdefault(stage, []).append(level)
@@ -152,6 +155,11 @@ def markdown(doc: dict, top: int = 25, examples: int = 6) -> str:
     rows = [[fe, status, cls, len(cases), _examples(cases, examples)] for (fe, status, cls), cases in order]
     lines += _md_table(["frontend", "status", "reason", "cases", "e.g."], rows)
 
+    found = meaning_problems(doc, IN_DTYPE)
+    lines += ["", f"## Faithful in its dtype: eager float64 missed, the case's dtype met ({len(found)} cases)", ""]
+    if found:
+        lines += _md_table(["frontend", "case", "error vs float64", "why", "where"],
+                           [[f["frontend"], f["case"], f["error"], f["why"], f["where"]] for f in found])
     for status, title in ((WRONG, "Wrong meanings: no unknown op, the interpreter disagrees with eager"),
                           (BROKEN, "Broken: no unknown op, the adapter, bindings or interpreter raised")):
         found = meaning_problems(doc, status)

@@ -9,7 +9,7 @@ import itertools
 
 import torch
 
-from irlens.ops._torch import lax, scalar_tensor, widened
+from irlens.ops._torch import jnp, lax, scalar_tensor, widened
 from irlens.ops.core import REDUCTION, Attr, declare, lowering, meaning
 from irlens.ops.movement import pad
 
@@ -21,8 +21,10 @@ def _prod(x, dim):
     return x
 
 
-_REDUCERS = {"sum": torch.sum, "prod": _prod, "amax": torch.amax, "amin": torch.amin}
-_COMBINE = {"sum": torch.add, "prod": torch.mul, "amax": torch.maximum, "amin": torch.minimum}
+# logsumexp: windows combined by logaddexp (jax's cumlogsumexp is one such window per element)
+_REDUCERS = {"sum": torch.sum, "prod": _prod, "amax": torch.amax, "amin": torch.amin, "logsumexp": torch.logsumexp}
+_COMBINE = {"sum": torch.add, "prod": torch.mul, "amax": torch.maximum, "amin": torch.minimum,
+            "logsumexp": torch.logaddexp}
 
 reduce_window = declare("reduce_window", REDUCTION, "x init", reduce=Attr("str", choices=tuple(_REDUCERS)),
                         **_WINDOW, **_DILATIONS,
@@ -36,7 +38,8 @@ select_and_scatter_add = declare(
 select_and_gather_add = declare(
     "select_and_gather_add", REDUCTION, "tangents x", select=Attr("str", choices=("ge", "le")), **_WINDOW,
     **_DILATIONS, doc="per window, the tangent at the element of x the window selects (as select_and_scatter_add; "
-                      "padding holds -inf for ge, inf for le, tangent 0): max pooling's forward derivative")
+                      "padding holds -inf for ge, inf for le, tangent 0, and the selection starts from that fill, "
+                      "as jax's reduce-window from its init): max pooling's forward derivative")
 
 
 def _dilations(a, key: str, rank: int) -> list[int]:
@@ -69,9 +72,9 @@ def _reduce_window(a, x, init):
     init = scalar_tensor(init, x if x.is_floating_point() else None, a.get("device")).to(x.dtype)
     windows = _windows(a, _spread(a, x, init))
     dims = list(range(x.dim(), windows.dim()))
-    reduced = _REDUCERS[a["reduce"]](windows, dim=dims) if windows.numel() else torch.zeros(windows.shape[:x.dim()],
-                                                                                           dtype=x.dtype)
-    return _COMBINE[a["reduce"]](reduced.to(x.dtype), init)
+    if not windows.numel():  # no element in any window (or no window): each result is init
+        return init.expand(windows.shape[:x.dim()]).clone()
+    return _COMBINE[a["reduce"]](_REDUCERS[a["reduce"]](windows, dim=dims).to(x.dtype), init)
 
 
 @lowering(reduce_window, "jax")
@@ -79,7 +82,8 @@ def _reduce_window_jax(a, x, init):
     from jax import lax as jax_lax
 
     rank = x.ndim
-    fn = {"sum": jax_lax.add, "prod": jax_lax.mul, "amax": jax_lax.max, "amin": jax_lax.min}[a["reduce"]]
+    fn = {"sum": jax_lax.add, "prod": jax_lax.mul, "amax": jax_lax.max, "amin": jax_lax.min,
+          "logsumexp": jnp().logaddexp}[a["reduce"]]
     return jax_lax.reduce_window(x, jax_lax.convert_element_type(init, x.dtype), fn, tuple(a["window"]),
                                  tuple(a["strides"]), [tuple(p) for p in a["padding"]],
                                  tuple(_dilations(a, "base_dilation", rank)), tuple(_dilations(a, "window_dilation", rank)))
@@ -133,12 +137,12 @@ def _select_and_gather_add(a, tangents, x):
     select = torch.ge if a["select"] == "ge" else torch.le
     values, where = _windows(a, padded), _windows(a, index)
     rank = x.dim()
-    best_v, best_i = None, None
+    # the fill first, as jax's reduce-window starts from its init (-inf or inf, tangent 0): a window
+    # whose best is the fill itself gives tangent 0
+    best_v = torch.full(values.shape[:rank], fill, dtype=x.dtype, device=x.device)
+    best_i = torch.full(values.shape[:rank], x.numel(), dtype=torch.int64, device=x.device)
     for pos in itertools.product(*(range(n) for n in values.shape[rank:])):
         v, i = values[(..., *pos)], where[(..., *pos)]
-        if best_v is None:
-            best_v, best_i = v, i
-            continue
         keep = select(best_v, v)
         best_v, best_i = torch.where(keep, best_v, v), torch.where(keep, best_i, i)
     return flat_t[best_i]

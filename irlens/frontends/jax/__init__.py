@@ -61,6 +61,29 @@ def lower(program: JaxProgram):
         return jax.jit(program.fn).lower(*program.args)
 
 
+def jaxpr_text(closed) -> str:
+    """The jaxpr as JAX prints it. JAX's printer can fail where the jaxpr itself is sound (jax
+    0.10's rule for mul reads an `out_dtype` param that `mul_p.bind(x, y)` leaves out): the
+    stage is kept, its text says why it has none."""
+    try:
+        return str(closed)
+    except Exception as e:  # noqa: BLE001  (a printing rule's bug, not the capture's)
+        return f"(JAX could not print this jaxpr: {type(e).__name__}: {e})"
+
+
+def kept_inputs(lowered, input_names: list[str]) -> list[str]:
+    """The flattened arguments the lowered module (StableHLO, and the HLO compiled from it)
+    still takes: jit drops the ones the function never reads (`keep_unused=False`), and records
+    which it kept in the lowering's `kept_var_idx` (what `Lowered.in_avals` and the compiled
+    executable read to pass the arguments)."""
+    args = lowered._lowering.compile_args
+    hoisted = len(lowered._lowering.const_args)
+    if hoisted:  # jit passes constants as leading arguments: no workload value binds them
+        raise ValueError(f"the lowered module takes {hoisted} hoisted constants as arguments; "
+                         "irlens binds only the workload's inputs and parameters")
+    return [input_names[i] for i in sorted(args["kept_var_idx"])]
+
+
 def _leaf_name(path) -> str:
     """(SequenceKey(0), DictKey('proj.weight')) -> proj.weight; (SequenceKey(1), SequenceKey(2)) -> input2."""
     import jax
@@ -104,7 +127,7 @@ class JaxFrontend(Frontend):
             def to_common(level: str):
                 return jaxpr_to_graph(closed, name=inst.name, stage=stage, level=level, input_names=program.input_names)
 
-            return Stage(stage, description, str(closed), to_common, closed, backward)
+            return Stage(stage, description, jaxpr_text(closed), to_common, closed, backward)
 
         forward = jax_program(inst, "fwd")
         stages["jax.jaxpr"] = jaxpr_stage("jax.jaxpr", "make_jaxpr of the forward", forward, False)
@@ -125,7 +148,8 @@ class JaxFrontend(Frontend):
         stages["jax.hlo"] = Stage(
             "jax.hlo", f"XLA-optimized HLO of the {what} function after compile() for {inst.device}", compiled.as_text(),
             lambda level: hlo_to_graph(hlo_module, name=inst.name, level=level), hlo_module, mode == "fwdbwd")
-        notes = {"outputs": program.output_names, "inputs": program.input_names}
+        notes = {"outputs": program.output_names, "inputs": program.input_names,
+                 "lowered_inputs": kept_inputs(lowered, program.input_names)}
         return Acquisition(self.name, inst.name, mode, stages, notes)
 
 

@@ -411,18 +411,19 @@ class _HloReader:
         return found
 
     def body(self, comp: str) -> Body:
-        refs, ops = {}, []
+        refs, ops, constants = {}, [], []
         for ins in self.instructions(comp):
             if ins.opcode == "parameter":
                 refs[ins.name] = f"p{int(ins.args_text)}"
             elif ins.opcode == "constant":
-                refs[ins.name] = "c"
+                refs[ins.name] = f"c{len(constants)}"
+                constants.append(_scalar_literal(ins.args_text))
             elif ins.opcode != "tuple":
                 refs[ins.name] = f"o{len(ops)}"
                 ops.append(BodyOp(ins.opcode, ins.attrs.get("direction"), tuple(refs.get(o, "c") for o in ins.operands)))
         root = self.root(comp)
         roots = [refs[o] for o in root.operands] if root.opcode == "tuple" else [refs[root.name]]
-        return Body(tuple(ops), tuple(roots))
+        return Body(tuple(ops), tuple(roots), tuple(constants))
 
     def provenance(self, ins: Instruction) -> dict:
         """Where the instruction came from: XLA's op_name and the source frame."""
@@ -433,6 +434,14 @@ class _HloReader:
         if "stack_frame_id" in meta and int(meta["stack_frame_id"]) in self.frames:
             attrs["source"] = str(self.frames[int(meta["stack_frame_id"])])
         return attrs
+
+
+def _scalar_literal(text: str) -> Arg | None:
+    """A scalar constant's value; None for an array's."""
+    try:
+        return _literal(text)
+    except ValueError:
+        return None
 
 
 def _literal(text: str) -> Arg:
@@ -452,7 +461,7 @@ def _literal(text: str) -> Arg:
 class BodyOp:
     opcode: str  # HLO spelling
     direction: str | None  # of a compare
-    operands: tuple[str, ...]  # "p<k>" a parameter, "c" a constant, "o<i>" the body's i-th op
+    operands: tuple[str, ...]  # "p<k>" a parameter, "c<k>" a constant, "o<i>" the body's i-th op
 
 
 @dataclass(frozen=True)
@@ -462,6 +471,19 @@ class Body:
 
     ops: tuple[BodyOp, ...]
     roots: tuple[str, ...]
+    constants: tuple[Arg | None, ...] = ()  # per "c<k>": a scalar constant's value (None: an array)
+
+    def tree(self, ref: str):
+        """What `ref` computes as a nested tuple, (opcode[, direction], operand trees...), with
+        "p<k>" for a parameter and ("constant", value) for a constant; the operands of a
+        commutative op sorted, so that one formula has one tree in HLO and in StableHLO."""
+        if ref.startswith("p"):
+            return ref
+        if not ref.startswith("o"):
+            k = ref[1:]
+            return ("constant", self.constants[int(k)] if k.isdigit() and int(k) < len(self.constants) else None)
+        op = self.ops[int(ref[1:])]
+        return formula(op.opcode, *(self.tree(r) for r in op.operands), direction=op.direction)
 
     def binary(self) -> str | None:
         """The op of a one-op body `op(p0, p1)` (either order), else None."""
@@ -500,6 +522,26 @@ class Body:
             return None
         return op.direction, next(iter(left)), next(iter(right))
 
+
+_COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+
+
+def formula(opcode: str, *args, direction: str | None = None) -> tuple:
+    """One node of a `Body.tree`: the operands of a commutative op (and of == / !=) sorted."""
+    args = sorted(args, key=repr) if opcode in _COMMUTATIVE or direction in ("EQ", "NE") else list(args)
+    return (opcode, direction, *args) if direction else (opcode, *args)
+
+
+def _logaddexp_trees() -> list[tuple]:
+    """jax.numpy.logaddexp(p0, p1) as jax writes it (its cumlogsumexp's window body):
+    x1 - x2 is NaN (both infinite alike) ? x1 + x2 : max(x1, x2) + log1p(exp(-|x1 - x2|)),
+    the difference taken either way round."""
+    trees = []
+    for delta in (formula("subtract", "p0", "p1"), formula("subtract", "p1", "p0")):
+        soft = formula("log-plus-one", formula("exponential", formula("negate", formula("abs", delta))))
+        trees.append(formula("select", formula("compare", delta, delta, direction="NE"), formula("add", "p0", "p1"),
+                             formula("add", formula("maximum", "p0", "p1"), soft)))
+    return trees
 
 # ops a comparator may apply to each side before comparing (jax's total-order canonicalization)
 _CANONICALIZING = frozenset({"compare", "select", "bitcast", "bitcast-convert", "xor", "convert"})
@@ -773,16 +815,72 @@ def _window(x: XlaOp, rank: int) -> tuple[list[int], list[int], list[list[int]],
 
 
 def _reduce_window(e: Emitter, x: XlaOp) -> None:
-    if len(x.outs) != 1:
-        raise Unmapped("a windowed reduction of several operands")
     body = x.bodies.get("to_apply")
-    reduce = forms.REDUCTION_BY_BODY.get((body.binary() if body else None) or "")
-    if reduce is None:
-        raise Unmapped("a window body other than one add, multiply, maximum or minimum")
-    value, init = x.inputs
     size, stride, pads, base, dil = _window(x, len(x.metas[0].shape))
+    if body is None:
+        raise Unmapped("a windowed reduction without its body")
+    if len(x.outs) > 1:
+        _select_window(e, x, body, dict(window=size, strides=stride, padding=pads, base_dilation=base,
+                                        window_dilation=dil))
+        return
+    reduce = _window_reducer(body, x.outs[0].dtype)
+    value, init = x.inputs
     form = forms.WindowForm(reduce, tuple(size), tuple(stride), tuple(map(tuple, pads)), tuple(base), tuple(dil))
     forms.expand_reduce_window(e, value, x.metas[0], init, form, x.outs[0])
+
+
+def _window_reducer(body: Body, dtype: str) -> str:
+    """The canonical reducer of a window body: one add / multiply / maximum / minimum (a logical
+    and / or of bools: their min / max), or jax's logaddexp of floats."""
+    reduce = forms.window_reducer(body.binary(), dtype)
+    if reduce:
+        return reduce
+    floating = dtype != "bool" and not dtype.startswith(("int", "uint"))
+    if floating and body.returns() and body.tree(body.returns()) in _logaddexp_trees():
+        return "logsumexp"
+    raise Unmapped("a window body other than one add, multiply, maximum, minimum, logaddexp or logical and/or")
+
+
+def _select_window(e: Emitter, x: XlaOp, body: Body, window: dict) -> None:
+    """A windowed reduction of m operands that keeps, per window, the whole tuple of the element
+    the first operand selects (>= or <=): each output k is `select_and_gather_add` of operand k
+    along the first. Two bodies do that: jax's select_and_gather_add (inits -inf / inf for the
+    values, 0 for the rest: the canonical op's padding), and XLA's select-and-scatter rewrite on
+    the CPU (the rest are iotas, init -1: an index that marks the init, never selected), exact
+    where every window element is one of x's: no padding, no base dilation. The first output is
+    the selected value itself."""
+    m = len(x.outs)
+    operands, inits = x.inputs[:m], x.inputs[m:]
+    trees = [body.tree(r) for r in body.roots]
+    chooser = trees[0][1] if len(trees) == m and trees[0][0] == "select" else None
+    if chooser is None or trees != [formula("select", chooser, f"p{k}", f"p{m + k}") for k in range(m)]:
+        raise Unmapped("a windowed reduction of several operands other than a selection by the first")
+    real_only = all(list(p) == [0, 0] for p in window["padding"]) and all(b == 1 for b in window["base_dilation"])
+    select = None
+    for direction in ("GE", "LE"):
+        compare = formula("compare", "p0", f"p{m}", direction=direction)
+        flagged = formula("or", formula("and", compare, formula("compare", "p1", ("constant", -1), direction="NE")),
+                          formula("not", formula("compare", f"p{m + 1}", ("constant", -1), direction="NE")))
+        fill = float("-inf") if direction == "GE" else float("inf")
+        if chooser == compare and inits[0] == fill and all(i == 0 for i in inits[1:]):
+            select = direction.lower()  # jax's own: padding holds the fill, tangent 0
+        elif chooser == flagged and real_only and x.iotas.get(operands[1]) is not None and inits[1] == -1:
+            select = direction.lower()  # XLA's rewrite: operand 1 an iota, so only the init is flagged -1
+    if select is None:
+        raise Unmapped("a selecting window whose inits or padding the canonical select_and_gather_add does not hold")
+    attrs = {key: [list(p) for p in v] if key == "padding" else list(v) for key, v in window.items()}
+    attrs["select"] = select
+    xm = x.metas[0]
+    for k, out in enumerate(x.outs):
+        if k or real_only:
+            e.emit("select_and_gather_add", [operands[k], operands[0]], out.shape, out.dtype, out, **attrs)
+            continue
+        # where the window selects padding the value is the fill (the init), where the canonical op
+        # gives padding's tangent 0: the selection of ones tells the two apart
+        ones = e.emit("full", [], xm.shape, xm.dtype, shape=list(xm.shape), value=1.0, dtype=xm.dtype)
+        real = e.emit("select_and_gather_add", [ones, operands[0]], out.shape, out.dtype, **attrs)
+        value = e.emit("select_and_gather_add", [operands[0], operands[0]], out.shape, out.dtype, **attrs)
+        e.emit("where", [e.emit("ne", [real, 0.0], out.shape, "bool"), value, inits[0]], out.shape, out.dtype, out)
 
 
 def _select_and_scatter(e: Emitter, x: XlaOp) -> None:
@@ -1143,13 +1241,14 @@ def _region_body(region) -> Body:
     """A region's computation as a `Body`."""
     block = region.blocks[0]
     refs = {arg.get_name(): f"p{i}" for i, arg in enumerate(block.arguments)}
-    ops, roots = [], ()
+    ops, roots, constants = [], (), []
     for op in block.operations:
         op = op.operation
         if op.name in ("stablehlo.return", "func.return"):
             roots = tuple(refs.get(v.get_name(), "c") for v in op.operands)
         elif op.name == "stablehlo.constant":
-            refs[op.results[0].get_name()] = "c"
+            refs[op.results[0].get_name()] = f"c{len(constants)}"
+            constants.append(_MlirReader.splat(op) if not op.results[0].type.shape else None)
         else:
             direction = None
             if "comparison_direction" in op.attributes:
@@ -1157,7 +1256,7 @@ def _region_body(region) -> Body:
             for res in op.results:
                 refs[res.get_name()] = f"o{len(ops)}"
             ops.append(BodyOp(_stablehlo_opcode(op.name), direction, tuple(refs.get(v.get_name(), "c") for v in op.operands)))
-    return Body(tuple(ops), roots)
+    return Body(tuple(ops), roots, tuple(constants))
 
 
 # opcodes whose every result element depends on operand elements at other positions, or on all of them

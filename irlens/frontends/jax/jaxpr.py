@@ -14,6 +14,7 @@ graph inputs, which take the names the caller gives (parameter names, `input<i>`
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -82,7 +83,7 @@ _COLLECTIVE = "a named-axis collective (shard_map / pmap)"
 CLASSIFIED: dict[str, str] = {
     **{p: _RANDOM for p in ("random_bits", "random_seed", "random_wrap", "random_unwrap", "random_split",
                             "random_fold_in", "random_clone", "threefry2x32", "rng_bit_generator", "rng_uniform",
-                            "random_gamma", "iota_2x32_shape", "threefry4x32", "philox2x32", "philox4x32")},
+                            "random_gamma", "threefry4x32", "philox2x32", "philox4x32")},
     **{p: _CONTROL for p in ("while", "cond", "platform_index", "custom_linear_solve")},
     "scan": f"control flow: a scan of more than {MAX_SCAN_STEPS} steps (shorter ones are unrolled)",
     **{p: _COMPLEX for p in ("complex", "real", "imag", "conj", "fft")},
@@ -289,6 +290,22 @@ def _iota(e: Emitter, q: Eqn) -> None:
           dtype=canonical_dtype(q.params["dtype"]))
 
 
+def _iota_2x32_shape(e: Emitter, q: Eqn) -> None:
+    """The row-major index of each element of `shape`, a uint64 count given as its high and low
+    32 bits (two uint32 arrays; the counters of jax's PRNGs): the index, a sum of iotas times
+    the strides, in int64 (no array has 2**63 elements), then its halves."""
+    shape = _ints(q.params["shape"])
+    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    index = None
+    for dim, stride in enumerate(strides):
+        term = e.emit("iota", [], shape, "int64", shape=shape, dim=dim, dtype="int64")
+        term = term if stride == 1 else e.emit("mul", [term, stride], shape, "int64")
+        index = term if index is None else e.emit("add", [index, term], shape, "int64")
+    hi, lo = q.outs
+    e.emit("convert", [e.emit("bitwise_right_shift", [index, 32], shape, "int64")], shape, "uint32", hi, dtype="uint32")
+    e.emit("convert", [e.emit("bitwise_and", [index, 2**32 - 1], shape, "int64")], shape, "uint32", lo, dtype="uint32")
+
+
 def _empty(e: Emitter, q: Eqn) -> None:
     q.one(e, "empty", [], shape=list(q.outs[0].shape), dtype=q.outs[0].dtype)
 
@@ -396,9 +413,9 @@ def _reduce_window_of(reduce: str):
 
 
 def _reduce_window(e: Emitter, q: Eqn) -> None:
-    reduce = forms.REDUCTION_BY_BODY.get(_body_op(q.params["jaxpr"]) or "")
+    reduce = forms.window_reducer(_body_op(q.params["jaxpr"]), q.outs[0].dtype)
     if reduce is None or len(q.outs) != 1 or q.params.get("consts"):
-        raise Unmapped("a window body other than one add, mul, max or min")
+        raise Unmapped("a window body other than one add, mul, max, min or logical and/or")
     forms.expand_reduce_window(e, q.inputs[0], q.metas[0], q.inputs[1], _window_form(q.params, reduce), q.outs[0])
 
 
@@ -587,6 +604,7 @@ _register(["squeeze", "expand_dims"], _squeeze, ("dimensions",))
 _register("transpose", _transpose, ("permutation",))
 _register("rev", _rev, ("dimensions",))
 _register("select_n", _select_n)
+_register("iota_2x32_shape", _iota_2x32_shape, ("shape",))
 _register("clamp", _clamp)
 _register("iota", _iota, ("dtype", "shape", "dimension"))
 _register(["empty", "empty2"], _empty, ("shape", "dtype", "memory_space"))

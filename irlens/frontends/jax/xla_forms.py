@@ -30,7 +30,15 @@ _SCATTER_REDUCE = {"mul": "prod", "min": "amin", "max": "amax"}
 # reductions by their body op (HLO opcode / lax primitive names)
 REDUCTION_BY_BODY = {"add": "sum", "multiply": "prod", "mul": "prod", "maximum": "amax", "max": "amax",
                      "minimum": "amin", "min": "amin"}
-_SCANS = {"sum": "cumsum", "prod": "cumprod", "amax": "cummax", "amin": "cummin"}
+def window_reducer(body_op: str | None, dtype: str) -> str | None:
+    """The canonical reducer of a window whose body is one binary op: add / multiply / maximum /
+    minimum, and a logical and / or of bools (their min / max); None for any other."""
+    if dtype == "bool" and body_op in ("and", "or"):
+        return "amin" if body_op == "and" else "amax"
+    return REDUCTION_BY_BODY.get(body_op or "")
+
+
+_SCANS = {"sum": "cumsum", "prod": "cumprod", "amax": "cummax", "amin": "cummin", "logsumexp": "logcumsumexp"}
 
 
 class Unmapped(ValueError):
@@ -544,7 +552,7 @@ def expand_conv(e: Emitter, lhs: str, lm: TensorMeta, rhs: str, rm: TensorMeta, 
 
 @dataclass(frozen=True)
 class WindowForm:
-    reduce: str  # sum | prod | amax | amin
+    reduce: str  # sum | prod | amax | amin | logsumexp
     window: tuple[int, ...]
     strides: tuple[int, ...]
     padding: tuple[tuple[int, int], ...]
@@ -556,6 +564,8 @@ def identity_of(reduce: str, dtype: str):
     """The init value that leaves a reduction unchanged, in `dtype`."""
     import numpy as np
 
+    if reduce == "logsumexp":
+        return float("-inf")
     if reduce == "sum":
         return False if dtype == "bool" else 0
     if reduce == "prod":
@@ -586,7 +596,7 @@ def expand_reduce_window(e: Emitter, x: str, xm: TensorMeta, init: Arg, form: Wi
             if f.window[d] == n and tuple(f.padding[d]) in ((n - 1, 0), (0, n - 1)):
                 emit_scan(e, _SCANS[f.reduce], x, xm, out, d, tuple(f.padding[d]) == (0, n - 1))
                 return
-        tiles = (list(f.window) == list(f.strides) and all(p == (0, 0) for p in f.padding)
+        tiles = (f.reduce != "logsumexp" and list(f.window) == list(f.strides) and all(p == (0, 0) for p in f.padding)
                  and all(s % w == 0 for s, w in zip(xm.shape, f.window)))
         if tiles:
             split = [v for s, w in zip(xm.shape, f.window) for v in (s // w, w)]
