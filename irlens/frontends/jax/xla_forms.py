@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from irlens.ir import Arg, Node, TensorMeta
+from irlens.ir import Arg, Graph, Node, TensorMeta
 from irlens.ops import conform
 
 MODES = ("promise", "clip", "fill", "drop")
@@ -56,11 +56,12 @@ class Emitter:
         self.node(op, inputs, [meta], final=out is not None if final is None else final, **attrs)
         return meta.name
 
-    def node(self, op: str, inputs: list[Arg], outputs: list[TensorMeta], final: bool = False, **attrs) -> Node:
+    def node(self, op: str, inputs: list[Arg], outputs: list[TensorMeta], final: bool = False,
+             subgraphs: dict | None = None, **attrs) -> Node:
         node_id = self.base if final and not self._base_taken else f"{self.base}.{len(self.nodes)}"
         self._base_taken = self._base_taken or node_id == self.base
         node = conform(Node(node_id, op, list(inputs), outputs, {**attrs, **self.provenance}, native=self.native,
-                            scope=self.scope))
+                            scope=self.scope, subgraphs=subgraphs or {}))
         self.nodes.append(node)
         return node
 
@@ -747,3 +748,32 @@ def emit_bitcast(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
         e.reshape(wide, out.shape, out.dtype, out)
     else:
         e.emit("bitcast", [x], out.shape, out.dtype, out, dtype=out.dtype, from_dtype=xm.dtype)
+
+
+# --- while loops -------------------------------------------------------------------------------
+
+
+def closed_graph(name: str, inputs: list[TensorMeta], nodes: list[Node], outputs: list[Arg],
+                 out_metas: list[TensorMeta], stage: str) -> Graph:
+    """A loop's cond or body as a closed graph: a literal it returns is made a `full` of the
+    output's type (the carry is tensors)."""
+    from irlens.frontends.jax.jaxpr import full_attrs
+
+    e = Emitter(f"{name}.out", "constant")
+    values = [v if isinstance(v, str) else e.emit("full", [], m.shape, m.dtype, **full_attrs(m.shape, v, m.dtype))
+              for v, m in zip(outputs, out_metas, strict=True)]
+    return Graph(name, "jax", stage, "composite", inputs, [*nodes, *e.nodes], values)
+
+
+def emit_while(e: Emitter, inputs: list[Arg], outs: list[TensorMeta], cond: Graph, body: Graph) -> None:
+    """XLA's while (HLO, StableHLO and a jaxpr's alike): the carry (literals made `full`s of the
+    body's input types), then the loop."""
+    from irlens.frontends.jax.jaxpr import full_attrs
+
+    if len(cond.inputs) != len(inputs) or len(body.inputs) != len(inputs) or len(body.outputs) != len(inputs):
+        raise Unmapped(f"a loop whose cond and body do not take and give its {len(inputs)} carried values")
+    if len(cond.outputs) != 1:
+        raise Unmapped("a loop condition that is not one value")
+    carry = [v if isinstance(v, str) else e.emit("full", [], m.shape, m.dtype, **full_attrs(m.shape, v, m.dtype))
+             for v, m in zip(inputs, body.inputs)]
+    e.node("while", carry, outs, final=True, subgraphs={"cond": cond, "body": body})
