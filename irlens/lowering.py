@@ -21,7 +21,7 @@ LEVEL = "primitive"
 class Unsupported(Unavailable):
     def __init__(self, lowering: str, ops: Sequence[str]):
         self.ops = sorted(set(ops))
-        named = [f"{op} (control flow: its {' and '.join(OPS[op].subgraphs)} are graphs this lowering does not take)"
+        named = [f"{op} (control flow: its subgraphs are graphs this lowering does not take)"
                  if op in OPS and OPS[op].subgraphs else op for op in self.ops]
         super().__init__(f"the {lowering} lowering does not support: {', '.join(named)}")
 

@@ -1,8 +1,8 @@
-"""While loops in the common view: lax.while_loop and fori_loop (trip counts that depend on the
-data) read at every JAX stage into a `while` node whose cond and body are graphs, interpreted in
-float64 against JAX in float64 at both levels, lowered back to lax.while_loop; an unknown op in
-a body keeps the loop unknown and is counted; graphs with loops survive JSON and print their
-bodies."""
+"""Control flow in the common view: lax.while_loop and fori_loop (trip counts that depend on the
+data), lax.cond and lax.switch read at every JAX stage into `while` and `cond` nodes whose cond,
+body and branches are graphs, interpreted in float64 against JAX in float64 at both levels,
+lowered back to lax.while_loop and lax.switch; an unknown op in a body keeps the loop unknown
+and is counted; graphs with loops survive JSON and print their bodies."""
 from __future__ import annotations
 
 import json
@@ -99,12 +99,13 @@ def test_the_trip_count_follows_the_data():
 
 
 def test_an_unknown_op_in_a_body_keeps_the_loop_unknown_and_is_counted():
-    """A conditional in the body (no canonical op): the loop is `unknown:while`, the reason names
-    what is unknown inside, both are counted, and the interpreter refuses to run it."""
+    """A host callback in the body (no canonical op): the loop is `unknown:while`, the reason
+    names what is unknown inside, both are counted, and the interpreter refuses to run it."""
     def fn(x, n):
-        return lax.fori_loop(0, n, lambda i, v: lax.cond(v[0] > 1.0, jnp.sin, jnp.cos, v) * i, x)
+        return lax.fori_loop(0, n, lambda i, v: jax.pure_callback(np.sin, jax.ShapeDtypeStruct(v.shape, v.dtype), v)
+                             * i, x)
 
-    inner = {"jaxpr": "unknown:cond", "stablehlo": "unknown:case", "hlo": "unknown:conditional"}
+    inner = {"jaxpr": "unknown:pure_callback", "stablehlo": "unknown:custom-call", "hlo": "unknown:custom-call"}
     for stage, g in stage_graphs(fn, (np.ones(3), 4)).items():
         (loop,) = [n for n in g.nodes if n.op.endswith("while")]
         assert loop.op == "unknown:while" and inner[stage] in loop.attrs["reason"], stage
@@ -171,3 +172,83 @@ def test_a_loop_lowers_to_lax_while_loop_and_not_to_the_torch_lowerings():
                                        rtol=1e-12)
     with pytest.raises(Unsupported, match="while .control flow"):
         InductorLowered(p, "cpu", "t", capture=None)
+
+
+# --- conditionals ------------------------------------------------------------------------------
+
+def branches(p, x, i):
+    """lax.cond on a predicate, lax.switch on an index; a branch reads a value computed outside
+    it (StableHLO's regions capture it; the node takes it as an operand)."""
+    a = lax.cond(p, lambda v: jnp.sin(v) * 2.0, lambda v: v + 1.0, x)
+    b = lax.switch(i, [jnp.sin, jnp.cos, lambda v: v * 3.0 + a], x)
+    return a, b
+
+
+@pytest.mark.parametrize("p,i", [(True, 1), (False, 2), (True, -4), (False, 9)])
+def test_conditionals_are_faithful_at_every_stage_and_level(p, i):
+    args = (p, np.linspace(-1.0, 2.0, 3), i)
+    want = eager(branches, args)
+    for stage, g in stage_graphs(branches, args).items():
+        assert g.unknown_ops() == {}, f"{stage}: {g.unknown_ops()}"
+        conds = [n for n in g.nodes if n.op == "cond"]
+        assert [len(n.subgraphs) for n in conds] == [2, 3], stage
+        for level in ("composite", "primitive"):
+            for o, w in zip(run(at_level(g, level), args), want, strict=True):
+                np.testing.assert_allclose(o, w, rtol=1e-12, err_msg=f"{stage} ({level})")
+
+
+def _hlo(text: str) -> Graph:
+    import jaxlib._hlo as hlo_lib
+
+    from irlens.frontends.jax.hlo import read_hlo
+
+    return read_hlo(hlo_lib.hlo_module_from_text(text), name="c").graph
+
+
+def test_an_hlo_conditional_on_a_predicate_takes_each_branch_its_own_operand():
+    """conditional(pred, true_operand, false_operand): branch 0 is the false one, each branch
+    graph takes every operand and reads its own (a tuple's elements)."""
+    g = _hlo("""HloModule m
+
+%t (a: (f32[3])) -> f32[3] {
+  %a = (f32[3]{0}) parameter(0)
+  %x = f32[3]{0} get-tuple-element(%a), index=0
+  ROOT %s = f32[3]{0} sine(%x)
+}
+
+%f (b: f32[3]) -> f32[3] {
+  %b = f32[3]{0} parameter(0)
+  ROOT %n = f32[3]{0} negate(%b)
+}
+
+ENTRY %main (p: pred[], x: f32[3], y: f32[3]) -> f32[3] {
+  %p = pred[] parameter(0)
+  %x = f32[3]{0} parameter(1)
+  %y = f32[3]{0} parameter(2)
+  %tx = (f32[3]{0}) tuple(%x)
+  ROOT %c = f32[3]{0} conditional(%p, %tx, %y), true_computation=%t, false_computation=%f
+}
+""")
+    (node,) = [n for n in g.nodes if n.op == "cond"]
+    assert [n.op for n in node.subgraphs["branch0"].nodes] == ["neg"]
+    x, y = torch.tensor([0.5, 1.0, 2.0]), torch.tensor([3.0, 4.0, 5.0])
+    torch.testing.assert_close(interpret(g, [torch.tensor(True), x, y])[0], torch.sin(x).double())
+    torch.testing.assert_close(interpret(g, [torch.tensor(False), x, y])[0], -y.double())
+
+
+def test_an_index_out_of_range_takes_the_last_branch_when_interpreted_and_lowered():
+    """XLA's case: an index outside [0, n) runs branch n - 1 (lax.switch clamps before it)."""
+    from irlens.backends.xla.lower import to_jax_function
+
+    x = TensorMeta("x", (3,), "float64")
+    branch = [Graph(f"c.branch{k}", "jax", "t", "composite", [x], [Node(f"b{k}", op, ["x"], [TensorMeta("y", (3,), "float64")])],
+                    ["y"]) for k, op in enumerate(("sin", "neg"))]
+    g = Graph("t", "jax", "t", "composite", [TensorMeta("i", (), "int32"), x],
+              [Node("c", "cond", ["i", "x"], [TensorMeta("out", (3,), "float64")],
+                    subgraphs={"branch0": branch[0], "branch1": branch[1]})], ["out"])
+    v = np.array([0.5, 1.0, 2.0])
+    with jax.enable_x64(True):
+        fn = jax.jit(to_jax_function(g))
+        for i, want in ((0, np.sin(v)), (1, -v), (7, -v), (-1, -v)):
+            np.testing.assert_allclose(run(g, (np.int32(i), v))[0], want, rtol=1e-12)
+            np.testing.assert_allclose(np.asarray(fn(jnp.int32(i), jnp.asarray(v))[0]), want, rtol=1e-12)

@@ -146,7 +146,7 @@ class Op:
     def problem(self, inputs: list, attrs: dict, n_outputs: int, subgraphs=()) -> str | None:
         """Why a node with these inputs, attrs, outputs and subgraphs (their roles) does not fit
         the schema (None: it does)."""
-        if tuple(subgraphs) != self.subgraphs:
+        if not self.takes_subgraphs(tuple(subgraphs)):
             return f"{self.name} runs subgraphs {list(self.subgraphs)}, got {list(subgraphs)}"
         lo, hi = _arity(self.operands)
         if not lo <= len(inputs) <= hi:
@@ -172,6 +172,15 @@ class Op:
             return f"{self.name}: missing attr {', '.join(missing)}"
         return None
 
+    def takes_subgraphs(self, roles: tuple[str, ...]) -> bool:
+        """Whether a node's subgraph roles are the declared ones; a last role `*branch` stands
+        for `branch0`, `branch1`, ... (at least one)."""
+        if not self.subgraphs or not self.subgraphs[-1].startswith("*"):
+            return roles == self.subgraphs
+        fixed, base = self.subgraphs[:-1], self.subgraphs[-1][1:]
+        rest = roles[len(fixed):]
+        return roles[:len(fixed)] == fixed and bool(rest) and rest == tuple(f"{base}{k}" for k in range(len(rest)))
+
     def signature(self) -> str:
         ins = ", ".join(map(str, self.operands))
         attrs = ", ".join(f"{k}" if a.required else f"{k}={a.default!r}" for k, a in self.attrs.items())
@@ -186,7 +195,8 @@ OPS: dict[str, Op] = {}
 def declare(name: str, category: str, operands: str = "x", *, outputs: str = "out", doc: str = "",
             subgraphs: str = "", **attrs: Attr) -> Op:
     """Declare a canonical op once; its family module registers its rules on the next lines.
-    `subgraphs` names the roles of the graphs a control-flow node runs (`"cond body"`)."""
+    `subgraphs` names the roles of the graphs a control-flow node runs (`"cond body"`; `"*branch"`:
+    branch0, branch1, ...)."""
     if name in OPS:
         raise ValueError(f"canonical op {name!r} declared twice ({OPS[name].family} and again)")
     if category not in CATEGORIES:

@@ -13,7 +13,9 @@ fusions expanded into their fused instructions (scope = the fusion instruction's
 
 A `while` (HLO's condition= and body= computations, StableHLO's cond and do regions) becomes
 the canonical `while`, its condition and body read by the same walk into closed graphs of
-their own (`Node.subgraphs`, their inputs the loop's carried values).
+their own (`Node.subgraphs`, their inputs the loop's carried values); a `conditional` (HLO) or
+`case`/`if` (StableHLO) the canonical `cond`, its branches likewise (StableHLO's regions read
+values of the enclosing function: those become the node's operands).
 """
 from __future__ import annotations
 
@@ -62,7 +64,6 @@ _RANDOM = "random bits: a counter-based generator, no canonical op"
 # opcode -> why it stays unknown
 CLASSIFIED: dict[str, str] = {
     "rng": _RANDOM, "rng-bit-generator": _RANDOM, "rng-get-and-update-state": _RANDOM,
-    "conditional": "control flow: no canonical op (a while loop is one)",
     "map": "a map of a computation over elements: no canonical op",
     **{op: "complex numbers: the common view's dtypes are real" for op in ("complex", "real", "imag", "fft")},
     **{op: "a linear-algebra decomposition: no canonical op" for op in ("cholesky", "triangular-solve")},
@@ -71,8 +72,6 @@ CLASSIFIED: dict[str, str] = {
                                                       "all-gather-start", "all-gather-done",
                                                       "collective-permute-start", "collective-permute-done")},
     "stochastic-convert": "a conversion with random rounding",
-    "case": "control flow: no canonical op (a while loop is one)",
-    "if": "control flow: no canonical op (a while loop is one)",
 }
 
 # StableHLO names that differ from the HLO opcode beyond `_` -> `-`
@@ -310,6 +309,8 @@ class _HloReader:
             return []
         if ins.opcode == "while":
             return self.emit(ins, args, env, scope, self.loop_graphs(ins))
+        if ins.opcode == "conditional":
+            return self.emit(ins, args, env, scope, self.branch_graphs(ins, args))
         called = (ins.attrs.get("calls") or ins.attrs.get("to_apply", "")).lstrip("%")
         if ins.opcode in ("fusion", "call") and called in self.computations:
             start = len(self.nodes)
@@ -401,6 +402,43 @@ class _HloReader:
             if any(isinstance(o, list) for o in outputs):
                 return {}  # a nested tuple: the carry is flat
             graphs[role] = forms.closed_graph(f"{ins.name}.{role}", inputs, sub.nodes, outputs, out_metas, self.stage)
+        return graphs
+
+    def branch_graphs(self, ins: Instruction, args: list) -> dict[str, Graph]:
+        """A conditional's branch computations as closed graphs over all its operands (each
+        branch's own operand, a tuple's elements, bound to its parameter); a predicate's
+        branches in index order: false (0), then true (1)."""
+        if "branch_computations" in ins.attrs:
+            comps = [c.strip().lstrip("%") for c in ins.attrs["branch_computations"].strip("{}").split(",")]
+            own = list(range(1, len(args)))
+        else:
+            comps = [ins.attrs.get(k, "").lstrip("%") for k in ("false_computation", "true_computation")]
+            own = [2, 1]
+        if len(comps) != len(own) or any(c not in self.computations for c in comps):
+            return {}
+        params = {}  # operand -> the parameter of the branch it feeds
+        for comp, operand in zip(comps, own):
+            (params[operand],) = [i for i in self.instructions(comp) if i.opcode == "parameter"]
+        spans, inputs = {}, []
+        for operand in range(1, len(args)):
+            param = params[operand]
+            spans[operand] = (len(inputs), len(inputs) + len(param.shapes), param.is_tuple)
+            inputs += [TensorMeta(f"{ins.name}.in{len(inputs) + i}", dims, dtype)
+                       for i, (dtype, dims) in enumerate(param.shapes)]
+        outs = [TensorMeta("", dims, dtype) for dtype, dims in ins.shapes]
+        graphs = {}
+        for k, (comp, operand) in enumerate(zip(comps, own)):
+            sub = _HloReader(self.computations, self.frames, parsed=self.parsed, constants=self.constants,
+                             stage=self.stage)
+            sub.values.update({t.name: t for t in inputs})
+            lo, hi, is_tuple = spans[operand]
+            names = [t.name for t in inputs[lo:hi]]
+            root = sub.walk(comp, {}, "", [names if is_tuple else names[0]])
+            outputs = root if isinstance(root, list) else [root]
+            if any(isinstance(o, list) for o in outputs) or len(outputs) != len(outs):
+                return {}
+            graphs[f"branch{k}"] = forms.closed_graph(f"{ins.name}.branch{k}", inputs, sub.nodes, outputs, outs,
+                                                      self.stage)
         return graphs
 
     def emit(self, ins: Instruction, args: list, env: dict, scope: str, subgraphs: dict | None = None) -> list[str]:
@@ -1010,6 +1048,16 @@ def _while(e: Emitter, x: XlaOp) -> None:
     forms.emit_while(e, x.inputs, x.outs, x.subgraphs["cond"], x.subgraphs["body"])
 
 
+def _conditional(e: Emitter, x: XlaOp) -> None:
+    """HLO's conditional, StableHLO's case and if: the index (or predicate), then the operands
+    every branch graph takes."""
+    branches = [x.subgraphs[f"branch{k}"] for k in range(len(x.subgraphs))] if all(
+        f"branch{k}" in x.subgraphs for k in range(len(x.subgraphs))) else []
+    if not branches:
+        raise Unmapped("a conditional whose branches are not flat computations over its operands")
+    forms.emit_cond(e, x.inputs[0], x.metas[0], x.inputs[1:], x.outs, branches)
+
+
 def _register(opcodes, handler, reads=()):
     for opcode in ([opcodes] if isinstance(opcodes, str) else opcodes):
         HANDLERS[opcode] = (handler, frozenset(reads))
@@ -1065,6 +1113,8 @@ _register("bitcast-convert", _bitcast_convert)
 _register("polygamma", lambda e, x: polygamma_of(e, x.inputs, x.outs))  # chlo.polygamma
 _register("square", lambda e, x: x.one(e, "pow", [x.inputs[0], 2]))  # chlo.square
 _register("while", _while, ("condition", "body"))
+_register(["conditional", "case", "if"], _conditional, ("branch_computations", "true_computation",
+                                                       "false_computation"))
 
 
 # --- StableHLO ----------------------------------------------------------------------------
@@ -1140,6 +1190,8 @@ class _MlirReader:
                                        native=op.name, scope=scope))
             elif op.name == "stablehlo.while":
                 self.emit(op, args, env, scope, self.loop_graphs(op))
+            elif op.name in ("stablehlo.case", "stablehlo.if"):
+                self.emit_branches(op, args, env, scope)
             elif op.name == "stablehlo.optimization_barrier":
                 for res, val in zip(op.results, args):
                     env[res.get_name()] = val
@@ -1184,10 +1236,33 @@ class _MlirReader:
             graphs[role] = forms.closed_graph(f"{node_id}.{role}", inputs, sub.nodes, outputs, out_metas, self.stage)
         return graphs
 
-    def emit(self, op, args: list, env: dict, scope: str, subgraphs: dict | None = None) -> None:
+    def emit_branches(self, op, args: list, env: dict, scope: str) -> None:
+        """case / if: each region a closed graph over the values of the enclosing function it
+        reads (they become the node's operands; a literal one is substituted in); `if`'s regions
+        (true, false) in index order."""
+        regions = list(op.regions) if op.name == "stablehlo.case" else [op.regions[1], op.regions[0]]
+        captured: dict[str, Any] = {}  # MLIR name -> its type, in the order first read
+        for region in regions:
+            for name, type_ in _free_values(region):
+                captured.setdefault(name, type_)
+        inputs = [_mlir_meta(name, t) for name, t in captured.items() if isinstance(env[name], str)]
+        outs = [_mlir_meta("", res.type) for res in op.results]
+        node_id = self.next_id()
+        graphs = {}
+        for k, region in enumerate(regions):
+            sub = _MlirReader(self.funcs, stage=self.stage, prefix=f"{node_id}.branch{k}.")
+            inner = {name: (name if isinstance(env[name], str) else env[name]) for name in captured}
+            outputs = sub.walk(region.blocks[0], inner, "")
+            graphs[f"branch{k}"] = forms.closed_graph(f"{node_id}.branch{k}", inputs, sub.nodes, outputs, outs,
+                                                      self.stage)
+        self.emit(op, [*args, *(env[t.name] for t in inputs)], env, scope, graphs, inputs)
+
+    def emit(self, op, args: list, env: dict, scope: str, subgraphs: dict | None = None,
+             captured: list[TensorMeta] = ()) -> None:
         opcode = _stablehlo_opcode(op.name)
         attrs = {name: op.attributes[name] for name in op.attributes}
         metas = [_mlir_meta(a if isinstance(a, str) else "", v.type) for a, v in zip(args, op.operands)]
+        metas += [TensorMeta(env[t.name], t.shape, t.dtype) for t in captured]
         outputs = self.outputs(op, env, scope)
         keys = ("to_apply", "scatter") if opcode != "select-and-scatter" else ("select", "scatter")
         bodies = {key: _region_body(region) for key, region in zip(keys, op.regions) if region.blocks} \
@@ -1223,6 +1298,25 @@ def _region_body(region) -> Body:
                 refs[res.get_name()] = f"o{len(ops)}"
             ops.append(BodyOp(_stablehlo_opcode(op.name), direction, tuple(refs.get(v.get_name(), "c") for v in op.operands)))
     return Body(tuple(ops), roots)
+
+
+def _free_values(region) -> list[tuple[str, Any]]:
+    """(name, type) of the values a region (its nested regions too) reads but does not define."""
+    defined, free = set(), {}
+
+    def visit(region) -> None:
+        for block in region.blocks:
+            defined.update(arg.get_name() for arg in block.arguments)
+            for op in block.operations:
+                for v in op.operands:
+                    if v.get_name() not in defined:
+                        free.setdefault(v.get_name(), v.type)
+                for inner in op.regions:
+                    visit(inner)
+                defined.update(res.get_name() for res in op.results)
+
+    visit(region)
+    return list(free.items())
 
 
 # opcodes whose every result element depends on operand elements at other positions, or on all of them

@@ -6,9 +6,10 @@ adapter renames primitives and turns their params into the attrs conventions of 
 Every lax primitive is accounted for: renamed (`PRIMITIVES`, `BY_DTYPE`), converted by a
 handler (`HANDLERS`, the structured ones through `irlens.frontends.jax.xla_forms`), inlined
 (`CALLS`), passed through (`IDENTITIES`), or kept `unknown:` with the reason (`CLASSIFIED`:
-random bits, control flow other than while loops, complex numbers, linear-algebra
-decompositions). A `while` becomes the canonical `while` with its cond and body read as closed
-graphs (`Node.subgraphs`) by the same walk. A param that
+random bits, control flow other than while loops and conditionals, complex numbers,
+linear-algebra decompositions). A `while` becomes the canonical `while` with its cond and body
+read as closed graphs (`Node.subgraphs`) by the same walk, a `cond` the canonical `cond` with
+its branches. A param that
 changes the meaning and is not read (`PARAMS` lists those each primitive reads, `HINTS` those
 that only guide the compiler) keeps the node unknown: a node never carries a meaning it does
 not have. Value names come from jaxpr's own pretty-printer names (`a`, `b`, ...), except the
@@ -77,7 +78,7 @@ IDENTITIES: dict[str, Callable[[list], list]] = {
     **{p: (lambda ins: []) for p in ("dce_sink", "inspect_sharding")},
 }
 _RANDOM = "random bits from a key: a counter-based generator, no canonical op"
-_CONTROL = "control flow: no canonical op (a while loop is one)"
+_CONTROL = "control flow: no canonical op (while loops and conditionals have one)"
 _COMPLEX = "complex numbers: the common view's dtypes are real"
 _LINALG = "a linear-algebra decomposition: no canonical op"
 _COLLECTIVE = "a named-axis collective (shard_map / pmap)"
@@ -86,7 +87,7 @@ CLASSIFIED: dict[str, str] = {
     **{p: _RANDOM for p in ("random_bits", "random_seed", "random_wrap", "random_unwrap", "random_split",
                             "random_fold_in", "random_clone", "threefry2x32", "rng_bit_generator", "rng_uniform",
                             "random_gamma", "iota_2x32_shape", "threefry4x32", "philox2x32", "philox4x32")},
-    **{p: _CONTROL for p in ("cond", "platform_index", "custom_linear_solve")},
+    **{p: _CONTROL for p in ("platform_index", "custom_linear_solve")},
     "scan": f"control flow: a scan of more than {MAX_SCAN_STEPS} steps (shorter ones are unrolled)",
     **{p: _COMPLEX for p in ("complex", "real", "imag", "conj", "fft")},
     **{p: _LINALG for p in ("cholesky", "cholesky_update", "lu", "lu_pivots_to_permutation", "qr", "geqrf", "geqp3",
@@ -214,6 +215,14 @@ def _while(e: Emitter, q: Eqn) -> None:
     body = q.subgraph("body", q.params["body_jaxpr"], ins, [*range(nc, n)], ins[nc + nb:])
     body.outputs = [t.name for t in ins[:nc + nb]] + body.outputs
     forms.emit_while(e, q.inputs, [*consts, *q.outs], cond, body)
+
+
+def _cond(e: Emitter, q: Eqn) -> None:
+    """lax.cond / lax.switch: branch k of `branches` on the operands, k the integer index."""
+    ins = [TensorMeta(f"in{i}", m.shape, m.dtype) for i, m in enumerate(q.metas[1:])]
+    branches = [q.subgraph(f"branch{k}", b, ins, list(range(len(ins))), q.outs)
+                for k, b in enumerate(q.params["branches"])]
+    forms.emit_cond(e, q.inputs[0], q.metas[0], q.inputs[1:], q.outs, branches)
 
 
 def _div(e: Emitter, q: Eqn) -> None:
@@ -649,6 +658,7 @@ _register("top_k", _top_k, ("k", "axis"))
 _register("device_put", _device_put, ("devices", "srcs", "copy_semantics"))
 _register("one_minus_square", _one_minus_square)
 _register("while", _while, ("cond_jaxpr", "body_jaxpr", "cond_nconsts", "body_nconsts"))
+_register("cond", _cond, ("branches",))
 
 
 @dataclass

@@ -750,7 +750,7 @@ def emit_bitcast(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
         e.emit("bitcast", [x], out.shape, out.dtype, out, dtype=out.dtype, from_dtype=xm.dtype)
 
 
-# --- while loops -------------------------------------------------------------------------------
+# --- while loops and conditionals ---------------------------------------------------------------
 
 
 def closed_graph(name: str, inputs: list[TensorMeta], nodes: list[Node], outputs: list[Arg],
@@ -768,12 +768,28 @@ def closed_graph(name: str, inputs: list[TensorMeta], nodes: list[Node], outputs
 def emit_while(e: Emitter, inputs: list[Arg], outs: list[TensorMeta], cond: Graph, body: Graph) -> None:
     """XLA's while (HLO, StableHLO and a jaxpr's alike): the carry (literals made `full`s of the
     body's input types), then the loop."""
-    from irlens.frontends.jax.jaxpr import full_attrs
-
     if len(cond.inputs) != len(inputs) or len(body.inputs) != len(inputs) or len(body.outputs) != len(inputs):
         raise Unmapped(f"a loop whose cond and body do not take and give its {len(inputs)} carried values")
     if len(cond.outputs) != 1:
         raise Unmapped("a loop condition that is not one value")
-    carry = [v if isinstance(v, str) else e.emit("full", [], m.shape, m.dtype, **full_attrs(m.shape, v, m.dtype))
-             for v, m in zip(inputs, body.inputs)]
-    e.node("while", carry, outs, final=True, subgraphs={"cond": cond, "body": body})
+    e.node("while", _values(e, inputs, body.inputs), outs, final=True, subgraphs={"cond": cond, "body": body})
+
+
+def emit_cond(e: Emitter, index: Arg, index_meta: TensorMeta, operands: list[Arg], outs: list[TensorMeta],
+              branches: list[Graph]) -> None:
+    """XLA's case and conditional (a jaxpr's cond alike): branch k over all the operands (literals
+    made `full`s), picked by an integer index; a bool one is 0 (false) or 1 (true)."""
+    if not branches or any(len(b.inputs) != len(operands) or len(b.outputs) != len(outs) for b in branches):
+        raise Unmapped("a conditional whose branches do not take its operands and give its results")
+    if index_meta.dtype == "bool":
+        index = int(index) if not isinstance(index, str) else e.emit("convert", [index], (), "int32", dtype="int32")
+    e.node("cond", [index, *_values(e, operands, branches[0].inputs)], outs, final=True,
+           subgraphs={f"branch{k}": b for k, b in enumerate(branches)})
+
+
+def _values(e: Emitter, inputs: list[Arg], metas: list[TensorMeta]) -> list[str]:
+    """Operands a subgraph takes as tensors: a literal made a `full` of the subgraph input's type."""
+    from irlens.frontends.jax.jaxpr import full_attrs
+
+    return [v if isinstance(v, str) else e.emit("full", [], m.shape, m.dtype, **full_attrs(m.shape, v, m.dtype))
+            for v, m in zip(inputs, metas)]
