@@ -12,7 +12,8 @@ JAX and nvFuser). `irlens.ops.core` says how to declare one; `python -m irlens.o
     activation  attention  loss        composites (with rules): gelu ..., softmax, sdpa,
     normalization  nn                  cross_entropy, layer/batch/group norm, linear, embedding
     collectives                        the parallel path's functional collectives
-    control                            while loops: their cond and body are graphs (Node.subgraphs)
+    control                            while loops and conditionals: bodies and branches are graphs
+                                       (Node.subgraphs)
 
 Conventions every declaration follows, so graphs compare and execute alike:
 - Node.inputs are value names or scalar literals (0.5 in 0.5 * x), in the declared operand
