@@ -252,3 +252,41 @@ def test_an_index_out_of_range_takes_the_last_branch_when_interpreted_and_lowere
         for i, want in ((0, np.sin(v)), (1, -v), (7, -v), (-1, -v)):
             np.testing.assert_allclose(run(g, (np.int32(i), v))[0], want, rtol=1e-12)
             np.testing.assert_allclose(np.asarray(fn(jnp.int32(i), jnp.asarray(v))[0]), want, rtol=1e-12)
+
+
+_OUTSIDE = """
+func.func public @main(%arg0: tensor<3xf32>, %arg1: tensor<3xf32>) -> tensor<3xf32> {
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %lim = stablehlo.constant dense<4> : tensor<i32>
+  %0:2 = stablehlo.while(%i = %c, %x = %arg0) : tensor<i32>, tensor<3xf32>
+  cond {
+    %1 = stablehlo.compare LT, %i, %lim, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %1 = stablehlo.add %i, %one : tensor<i32>
+    %2 = stablehlo.add %x, ADDEND : tensor<3xf32>
+    stablehlo.return %1, %2 : tensor<i32>, tensor<3xf32>
+  }
+  return %0#1 : tensor<3xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("addend", ["%x", "%arg1"])
+def test_a_stablehlo_loop_region_reading_outside_values(addend):
+    """StableHLO's while regions may read the enclosing function's values: a scalar constant (the
+    cond's limit) is substituted in; a tensor (the body's %arg1) is not a carried value, so the
+    loop stays unknown with the reason."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    with mlir.make_ir_context():
+        g = stablehlo_to_graph(ir.Module.parse(_OUTSIDE.replace("ADDEND", addend)), name="t")
+    (loop,) = [n for n in g.nodes if n.op.endswith("while")]
+    x, y = np.array([0.5, 1.0, 2.0]), np.array([3.0, 4.0, 5.0])
+    if addend == "%x":
+        assert loop.op == "while"
+        np.testing.assert_allclose(run(g, (x, y))[0], x * 16)
+    else:
+        assert loop.op == "unknown:while" and "reading values from outside" in loop.attrs["reason"]

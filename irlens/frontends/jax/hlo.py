@@ -1044,16 +1044,16 @@ HANDLERS: dict[str, tuple[Any, frozenset]] = {}
 
 def _while(e: Emitter, x: XlaOp) -> None:
     if set(x.subgraphs) != {"cond", "body"}:
-        raise Unmapped("a loop whose condition and body are not flat computations over its carried values")
+        raise Unmapped("a loop whose condition and body are not flat computations over its carried values "
+                   "(a nested tuple, or a region reading values from outside it)")
     forms.emit_while(e, x.inputs, x.outs, x.subgraphs["cond"], x.subgraphs["body"])
 
 
 def _conditional(e: Emitter, x: XlaOp) -> None:
     """HLO's conditional, StableHLO's case and if: the index (or predicate), then the operands
     every branch graph takes."""
-    branches = [x.subgraphs[f"branch{k}"] for k in range(len(x.subgraphs))] if all(
-        f"branch{k}" in x.subgraphs for k in range(len(x.subgraphs))) else []
-    if not branches:
+    branches = [x.subgraphs.get(f"branch{k}") for k in range(len(x.subgraphs))]
+    if not branches or None in branches:
         raise Unmapped("a conditional whose branches are not flat computations over its operands")
     forms.emit_cond(e, x.inputs[0], x.metas[0], x.inputs[1:], x.outs, branches)
 
@@ -1189,7 +1189,7 @@ class _MlirReader:
                                        {"values": values, "shape": list(out.shape), "dtype": out.dtype},
                                        native=op.name, scope=scope))
             elif op.name == "stablehlo.while":
-                self.emit(op, args, env, scope, self.loop_graphs(op))
+                self.emit(op, args, env, scope, self.loop_graphs(op, env))
             elif op.name in ("stablehlo.case", "stablehlo.if"):
                 self.emit_branches(op, args, env, scope)
             elif op.name == "stablehlo.optimization_barrier":
@@ -1218,21 +1218,22 @@ class _MlirReader:
             env[res.get_name()] = value
         return outputs
 
-    def loop_graphs(self, op) -> dict[str, Graph]:
+    def loop_graphs(self, op, env: dict) -> dict[str, Graph]:
         """A while's cond and do regions as closed graphs over its carried values (the block
-        arguments); {} when a region uses a value from outside it."""
+        arguments); a scalar constant a region reads from outside is substituted in, any other
+        outside value makes it {}."""
         graphs = {}
         carry = [_mlir_meta("", res.type) for res in op.results]
         for role, region, out_metas in (("cond", op.regions[0], [TensorMeta("", (), "bool")]),
                                         ("body", op.regions[1], carry)):
+            outside = {name: env[name] for name, _ in _free_values(region)}
+            if any(isinstance(v, str) for v in outside.values()):
+                return {}
             block = region.blocks[0]
             node_id = self.next_id()
             sub = _MlirReader(self.funcs, stage=self.stage, prefix=f"{node_id}.{role}.")
             inputs = [_mlir_meta(arg.get_name(), arg.type) for arg in block.arguments]
-            defined = {t.name for t in inputs} | {res.get_name() for o in block.operations for res in o.results}
-            if any(v.get_name() not in defined for o in block.operations for v in o.operands):
-                return {}
-            outputs = sub.walk(block, {t.name: t.name for t in inputs}, "")
+            outputs = sub.walk(block, {**outside, **{t.name: t.name for t in inputs}}, "")
             graphs[role] = forms.closed_graph(f"{node_id}.{role}", inputs, sub.nodes, outputs, out_metas, self.stage)
         return graphs
 
