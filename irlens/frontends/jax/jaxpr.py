@@ -820,13 +820,13 @@ class _Builder:
 
     def subgraph(self, node_id: str, role: str, closed, inputs: list[TensorMeta], bound: list[int],
                  out_metas: list[TensorMeta]) -> Graph:
-        """A loop's cond or body: the closed jaxpr walked into a graph of its own over `inputs`,
-        its invars taking `inputs[bound[k]]`."""
+        """A loop's cond or body, or a conditional's branch: the closed jaxpr walked into a graph
+        of its own over `inputs`, its invars taking `inputs[bound[k]]`."""
         sub = _Builder(self.names, inputs=list(inputs), taken={t.name for t in inputs}, stage=self.stage,
                        prefix=f"{node_id}.{role}.")
         sub.bind_consts(closed.jaxpr.constvars, closed.consts)
         if len(sub.inputs) != len(inputs):
-            raise Unmapped(f"a loop {role} closing over an array of more than {MAX_CONSTANT_ELEMENTS} elements")
+            raise Unmapped(f"a {role} closing over an array of more than {MAX_CONSTANT_ELEMENTS} elements")
         for var, k in zip(closed.jaxpr.invars, bound):
             sub.env[var] = inputs[k].name
         sub.walk(closed.jaxpr, "", self.origin)

@@ -755,13 +755,10 @@ def emit_bitcast(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
 
 def closed_graph(name: str, inputs: list[TensorMeta], nodes: list[Node], outputs: list[Arg],
                  out_metas: list[TensorMeta], stage: str) -> Graph:
-    """A loop's cond or body as a closed graph: a literal it returns is made a `full` of the
-    output's type (the carry is tensors)."""
-    from irlens.frontends.jax.jaxpr import full_attrs
-
+    """A loop's cond or body, or a conditional's branch, as a closed graph: a literal it returns
+    is made a `full` of the output's type (what it gives is tensors)."""
     e = Emitter(f"{name}.out", "constant")
-    values = [v if isinstance(v, str) else e.emit("full", [], m.shape, m.dtype, **full_attrs(m.shape, v, m.dtype))
-              for v, m in zip(outputs, out_metas, strict=True)]
+    values = _values(e, outputs, out_metas)
     return Graph(name, "jax", stage, "composite", inputs, [*nodes, *e.nodes], values)
 
 
@@ -792,4 +789,4 @@ def _values(e: Emitter, inputs: list[Arg], metas: list[TensorMeta]) -> list[str]
     from irlens.frontends.jax.jaxpr import full_attrs
 
     return [v if isinstance(v, str) else e.emit("full", [], m.shape, m.dtype, **full_attrs(m.shape, v, m.dtype))
-            for v, m in zip(inputs, metas)]
+            for v, m in zip(inputs, metas, strict=True)]
