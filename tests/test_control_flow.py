@@ -290,3 +290,30 @@ def test_a_stablehlo_loop_region_reading_outside_values(addend):
         np.testing.assert_allclose(run(g, (x, y))[0], x * 16)
     else:
         assert loop.op == "unknown:while" and "reading values from outside" in loop.attrs["reason"]
+
+
+def test_a_stablehlo_if_reads_its_regions_captures_as_operands():
+    """stablehlo.if(pred) {true} {false}: the regions read the function's values directly; they
+    become the cond node's operands, the false region branch 0."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    text = """
+func.func public @main(%p: tensor<i1>, %a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = "stablehlo.if"(%p) ({
+    %1 = stablehlo.sine %a : tensor<3xf32>
+    stablehlo.return %1 : tensor<3xf32>
+  }, {
+    %1 = stablehlo.negate %b : tensor<3xf32>
+    stablehlo.return %1 : tensor<3xf32>
+  }) : (tensor<i1>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+"""
+    with mlir.make_ir_context():
+        g = stablehlo_to_graph(ir.Module.parse(text), name="t")
+    (node,) = [n for n in g.nodes if n.op == "cond"]
+    assert len(node.inputs) == 3 and [n.op for n in node.subgraphs["branch0"].nodes] == ["neg"]
+    a, b = np.array([0.5, 1.0, 2.0]), np.array([3.0, 4.0, 5.0])
+    np.testing.assert_allclose(run(g, (True, a, b))[0], np.sin(a))
+    np.testing.assert_allclose(run(g, (False, a, b))[0], -b)
