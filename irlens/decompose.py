@@ -8,6 +8,9 @@ rule is declared with its op in `irlens.ops` (`@decomposition(op)`) and receives
 and `scope` = `n7`, so a kernel that covers `n7` covers its expansion. The expansion's last
 value keeps the composite's output name; consumers need no rewiring.
 
+A control-flow node's subgraphs (a while loop's cond and body) are taken to the primitive level
+in turn.
+
 A composite whose rule declines (raises NotImplementedError: e.g. sdpa with dropout) stays as
 it is and is reported by `unexpanded(graph)`.
 """
@@ -81,13 +84,15 @@ def expand(node: Node, vals: dict[str, TensorMeta], taken: set[str]) -> list[Nod
 
 
 def to_primitive(graph: Graph) -> Graph:
-    """Expand every composite node that has a rule; other nodes are kept as they are."""
+    """Expand every composite node that has a rule, in subgraphs too; other nodes are kept as they are."""
     if graph.level == "primitive":
         return graph
     vals = graph.values()
     taken = set(vals) | {n.id for n in graph.nodes}
     nodes: list[Node] = []
     for n in graph.nodes:
+        if n.subgraphs:
+            n = replace(n, subgraphs={role: to_primitive(g) for role, g in n.subgraphs.items()})
         expansion = expand(n, vals, taken) if ops.category(n.op) == ops.COMPOSITE else None
         if expansion is None:
             nodes.append(n)
@@ -99,4 +104,4 @@ def to_primitive(graph: Graph) -> Graph:
 
 def unexpanded(graph: Graph) -> list[str]:
     """Composite ops left in a primitive graph (no rule for them, or the rule declined)."""
-    return sorted({n.op for n in graph.nodes if ops.category(n.op) == ops.COMPOSITE})
+    return sorted({n.op for n in graph.all_nodes() if ops.category(n.op) == ops.COMPOSITE})

@@ -14,11 +14,13 @@ value and for other ops below 2**63, refused above (`irlens.ops._torch.elementwi
 to a dtype narrower than float32 (`convert` to float16, bfloat16, float8) rounds: its value is
 the input rounded to that dtype's precision, carried on in float64, as eager torch rounds at
 `.half()` when the program runs in float64. A cast to float32 (or complex64) does not: that is
-the precision the interpreter's float64 stands in for. An op without a meaning raises
-`Uninterpretable` naming it.
+the precision the interpreter's float64 stands in for. An op without a meaning (in a loop body
+too) raises `Uninterpretable` naming it. A control-flow node's subgraphs (a while loop's cond
+and body) are interpreted in turn, each time its meaning runs one.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, Sequence
 
 import torch
@@ -64,16 +66,27 @@ def _as_value(t):
 
 def interpret(graph: Graph, inputs: Sequence) -> list:
     """Run `graph` on `inputs` (one per graph input, in order); returns the graph's outputs."""
-    missing = [n.op for n in graph.nodes if n.op not in MEANINGS]
+    missing = [n.op for n in graph.all_nodes() if n.op not in MEANINGS]
     if missing:
         raise Uninterpretable(missing)
+    return _run(graph, inputs)
+
+
+def _run(graph: Graph, inputs: Sequence) -> list:
     if len(inputs) != len(graph.inputs):
-        raise ValueError(f"graph {graph.stage} takes {len(graph.inputs)} inputs, got {len(inputs)}")
+        raise ValueError(f"graph {graph.name} ({graph.stage}) takes {len(graph.inputs)} inputs, got {len(inputs)}")
     env: dict[str, object] = {t.name: _as_value(v) for t, v in zip(graph.inputs, inputs)}
     for node in graph.nodes:
         args = [env[a] if isinstance(a, str) else a for a in node.inputs]
-        _bind(node, MEANINGS[node.op](float64_attrs(node.op, run_attrs(node)), *args), env)
+        attrs = float64_attrs(node.op, run_attrs(node))
+        if node.subgraphs:  # each a function of values, as the op's meaning runs it
+            attrs = {**attrs, **{role: functools.partial(_run_values, g) for role, g in node.subgraphs.items()}}
+        _bind(node, MEANINGS[node.op](attrs, *args), env)
     return [env[o] if isinstance(o, str) else o for o in graph.outputs]
+
+
+def _run_values(graph: Graph, *values) -> list:
+    return _run(graph, values)
 
 
 def all_outputs(result, specs: list[tuple[tuple[int, ...], str]], device) -> list:

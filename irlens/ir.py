@@ -5,6 +5,12 @@ a `TensorMeta` whose `name` other nodes list in their `inputs`. A node input is 
 a value name (a `str`) or a scalar literal (int, float, bool); every other argument (dims,
 shapes, flags) lives in `attrs`, keyed by the canonical names documented in `irlens.ops`.
 
+A control-flow node (a `while` loop, a `cond`) holds the graphs it runs in `Node.subgraphs`
+(a loop's `cond` and `body`, a conditional's `branch<k>`), each a closed `Graph` of its own: its inputs are the node's operands, its values
+named apart from the enclosing graph's. Counting unknown ops walks into them
+(`Graph.all_nodes`), and a node whose subgraphs hold an unknown op is itself unknown
+(`irlens.ops.conform`).
+
 `level` is `composite` (ops as written: gelu, layer_norm, sdpa, linear) or `primitive`
 (only elementwise, reduction, matmul, data-movement and collective ops; see
 `irlens.decompose`). Ops the adapters do not know are kept as
@@ -61,6 +67,7 @@ class Node:
     attrs: dict[str, Any] = field(default_factory=dict)
     native: str = ""  # the frontend's own name: aten.mul.Tensor, prims.mul, integer_pow
     scope: str = ""  # where it came from: module path, composite parent id, fusion name
+    subgraphs: dict[str, "Graph"] = field(default_factory=dict)  # control flow: the graphs it runs, by role
 
     @property
     def is_unknown(self) -> bool:
@@ -70,7 +77,7 @@ class Node:
         return [a for a in self.inputs if isinstance(a, str)]
 
     def to_json(self) -> dict:
-        return {
+        d = {
             "id": self.id,
             "op": self.op,
             "native": self.native,
@@ -79,6 +86,9 @@ class Node:
             "attrs": jsonable(self.attrs),
             "scope": self.scope,
         }
+        if self.subgraphs:
+            d["subgraphs"] = {k: g.to_json() for k, g in self.subgraphs.items()}
+        return d
 
     @classmethod
     def from_json(cls, d: dict) -> "Node":
@@ -90,6 +100,7 @@ class Node:
             attrs=dict(d.get("attrs", {})),
             native=d.get("native", ""),
             scope=d.get("scope", ""),
+            subgraphs={k: Graph.from_json(g) for k, g in d.get("subgraphs", {}).items()},
         )
 
 
@@ -128,8 +139,16 @@ class Graph:
     def op_counts(self) -> Counter:
         return Counter(n.op for n in self.nodes)
 
+    def all_nodes(self):
+        """Every node, those of the subgraphs it holds (a loop's cond and body) after their node."""
+        for n in self.nodes:
+            yield n
+            for g in n.subgraphs.values():
+                yield from g.all_nodes()
+
     def unknown_ops(self) -> Counter:
-        return Counter(n.op for n in self.nodes if n.is_unknown)
+        """Unknown ops, those inside subgraphs included: an op unknown in a loop body counts."""
+        return Counter(n.op for n in self.all_nodes() if n.is_unknown)
 
     def compute_op_counts(self) -> Counter:
         """Ops that do arithmetic (elementwise, reduction, matmul, composite), not data movement."""
@@ -150,6 +169,26 @@ class Graph:
             "unknown_ops": dict(self.unknown_ops()),
         }
 
+    def _body_lines(self, head: str, indent: str) -> list[str]:
+        """The graph's lines under `head`; a node's subgraphs follow it, indented, as `role(...) { }`."""
+        params = ", ".join(f"{t.name}: {t}" for t in self.inputs)
+        lines = [f"{indent}{head} ({params}) {{"]
+        for n in self.nodes:
+            outs = ", ".join(f"{o.name}: {o}" for o in n.outputs) or "()"
+            args = [_fmt_arg(a) for a in n.inputs] + [f"{k}={_fmt_attr(v)}" for k, v in n.attrs.items()]
+            tail = []
+            if n.native and n.native != n.op:
+                tail.append(n.native)
+            if n.scope:
+                tail.append(f"in {n.scope}")
+            comment = f"  # {'; '.join(tail)}" if tail else ""
+            lines.append(f"{indent}  {outs} = {n.op}({', '.join(args)}){comment}")
+            for role, g in n.subgraphs.items():
+                lines += g._body_lines(role, indent + "    ")
+        lines.append(f"{indent}  return {', '.join(_fmt_arg(o) for o in self.outputs)}")
+        lines.append(f"{indent}}}")
+        return lines
+
     @classmethod
     def from_json(cls, d: dict) -> "Graph":
         return cls(
@@ -167,20 +206,7 @@ class Graph:
 
     def to_text(self) -> str:
         """The form a person reads: one line per node, value names, types and the native op."""
-        head = ", ".join(f"{t.name}: {t}" for t in self.inputs)
-        lines = [f"graph {self.name} [{self.frontend} {self.stage}, {self.level}] ({head}) {{"]
-        for n in self.nodes:
-            outs = ", ".join(f"{o.name}: {o}" for o in n.outputs) or "()"
-            args = [_fmt_arg(a) for a in n.inputs] + [f"{k}={_fmt_attr(v)}" for k, v in n.attrs.items()]
-            tail = []
-            if n.native and n.native != n.op:
-                tail.append(n.native)
-            if n.scope:
-                tail.append(f"in {n.scope}")
-            comment = f"  # {'; '.join(tail)}" if tail else ""
-            lines.append(f"  {outs} = {n.op}({', '.join(args)}){comment}")
-        lines.append(f"  return {', '.join(_fmt_arg(o) for o in self.outputs)}")
-        lines.append("}")
+        lines = self._body_lines(f"graph {self.name} [{self.frontend} {self.stage}, {self.level}]", "")
         counts = self.op_counts()
         lines.append(f"# {len(self.nodes)} nodes: " + ", ".join(f"{op} {c}" for op, c in sorted(counts.items())))
         unknown = self.unknown_ops()

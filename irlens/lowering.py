@@ -9,7 +9,7 @@ ones. After its first call it reports the kernels the backend launched (`kernels
 """
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Iterable, Protocol, Sequence
 
 from irlens.frontends.base import Unavailable
 from irlens.ir import Graph, Kernel, Node
@@ -21,13 +21,22 @@ LEVEL = "primitive"
 class Unsupported(Unavailable):
     def __init__(self, lowering: str, ops: Sequence[str]):
         self.ops = sorted(set(ops))
-        super().__init__(f"the {lowering} lowering does not support: {', '.join(self.ops)}")
+        named = [f"{op} (control flow: its subgraphs are graphs this lowering does not take)"
+                 if op in OPS and OPS[op].subgraphs else op for op in self.ops]
+        super().__init__(f"the {lowering} lowering does not support: {', '.join(named)}")
 
 
 def check_supported(graph: Graph, supported: frozenset[str], lowering: str) -> None:
-    missing = [n.op for n in graph.nodes if n.op not in supported]
+    """Every op of the graph, loop bodies included, is one the lowering supports."""
+    missing = [n.op for n in graph.all_nodes() if n.op not in supported]
     if missing:
         raise Unsupported(lowering, missing)
+
+
+def straight_line(ops: Iterable[str]) -> frozenset[str]:
+    """Those of `ops` that run as one call of their meaning: not control flow, whose subgraphs
+    the torch lowerings (a GraphModule of meanings, nvFuser regions) do not take."""
+    return frozenset(op for op in ops if not OPS[op].subgraphs)
 
 
 def node_attrs(node: Node, device: str) -> dict:

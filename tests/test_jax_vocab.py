@@ -291,6 +291,11 @@ CASES = {
     "array_constants": (lambda x: x * np.arange(12.0).reshape(3, 4) + np.array([[1.5], [np.inf], [-0.0]]),
                         (normal(3, 4),), ("stablehlo", "hlo")),
     "insert": (lambda x: jnp.insert(x, 1, 5.0, axis=1), (normal(3, 4),), ALL),
+    # control flow (more in test_control_flow.py)
+    "fori_loop_trip_count_input": (lambda x, n: lax.fori_loop(0, n, lambda i, v: jnp.tanh(v) * i + v, x),
+                                   (normal(4), 6), ALL),
+    "gcd_while": (jnp.gcd, (ints(-20, 20, 6), ints(-20, 20, 6)), ALL),
+    "switch": (lambda i, x: lax.switch(i, [jnp.sin, jnp.cos, lambda v: -v], x), (2, normal(4)), ALL),
 }
 
 
@@ -337,6 +342,7 @@ HLO_NOT_REACHED = {
     "igammac": "chlo, expanded", "polygamma": "chlo, expanded", "zeta": "chlo, expanded",
     "bessel-i1e": "chlo, expanded", "erf-inv": "chlo, expanded",
     "logistic": "jax lowers logistic to exp and divide",
+    "if": "jax lowers lax.cond to stablehlo.case: test_control_flow.py reads an if from StableHLO text",
 }
 
 
@@ -416,14 +422,11 @@ def test_random_bits_are_classified_not_mapped():
     assert "rand" not in g.op_counts()
 
 
-def test_control_flow_stays_unknown_with_the_reason():
-    """A while loop, and a scan longer than the adapter unrolls, stay unknown with why."""
+def test_a_long_scan_stays_unknown_with_the_reason():
+    """A scan longer than the adapter unrolls stays unknown with why (while loops and
+    conditionals are known: tests/test_control_flow.py)."""
     g = jaxpr_to_graph(jax.make_jaxpr(lambda x: lax.scan(lambda c, v: (c + v, c), 0.0, x))(jnp.ones(100)), name="t")
     assert g.unknown_ops() == Counter({"unknown:scan": 1}) and "64 steps" in g.nodes[-1].attrs["reason"]
-    g = jaxpr_to_graph(jax.make_jaxpr(lambda x, n: lax.fori_loop(0, n, lambda i, v: v * 2, x))(jnp.ones(2), 3),
-                       name="t")
-    (node,) = [n for n in g.nodes if n.is_unknown]
-    assert node.op == "unknown:while" and "control flow" in node.attrs["reason"]
 
 
 def test_total_order_float_compare_outside_a_sort_is_unknown():

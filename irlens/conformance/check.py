@@ -19,7 +19,7 @@ The steps, each a place where a case can stop:
 
 Only public entry points are used: the frontends' acquisitions, their stages' common views
 (`Stage.common(level)`), the bindings that feed a graph its inputs, `irlens.interpret` and
-`irlens.ir.UNKNOWN_PREFIX`, so the sweep measures the vocabulary however it is implemented.
+`irlens.ir.UNKNOWN_PREFIX` and `Graph.unknown_ops` (which counts inside loop bodies), so the sweep measures the vocabulary however it is implemented.
 """
 from __future__ import annotations
 
@@ -242,7 +242,7 @@ def _check_stage(stage, program, unbound: str, level: str, inst, reference: list
         graph = stage.common(level)
     except Exception as e:  # noqa: BLE001
         return {"status": BROKEN, "error": "adapter: " + one_line(e)}
-    unknown = Counter(n.op[len(UNKNOWN_PREFIX):] for n in graph.nodes if n.op.startswith(UNKNOWN_PREFIX))
+    unknown = Counter({op[len(UNKNOWN_PREFIX):]: k for op, k in graph.unknown_ops().items()})  # loop bodies too
     if unknown:
         return {"status": UNKNOWN, "unknown": dict(unknown)}
     if program is None:

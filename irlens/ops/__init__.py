@@ -12,6 +12,8 @@ JAX and nvFuser). `irlens.ops.core` says how to declare one; `python -m irlens.o
     activation  attention  loss        composites (with rules): gelu ..., softmax, sdpa,
     normalization  nn                  cross_entropy, layer/batch/group norm, linear, embedding
     collectives                        the parallel path's functional collectives
+    control                            while loops and conditionals: bodies and branches are graphs
+                                       (Node.subgraphs)
 
 Conventions every declaration follows, so graphs compare and execute alike:
 - Node.inputs are value names or scalar literals (0.5 in 0.5 * x), in the declared operand
@@ -58,7 +60,7 @@ from irlens.ops.core import (  # noqa: F401  (the public API)
     node_problem,
 )
 from irlens.ops import (  # noqa: F401,E402  (each declares its ops)
-    activation, attention, collectives, creation, elementwise, fft, indexing, linalg, loss, movement, nn,
+    activation, attention, collectives, control, creation, elementwise, fft, indexing, linalg, loss, movement, nn,
     normalization, reduction, spatial, special, window)
 from irlens.ops.core import check_declarations as _check_declarations  # noqa: E402
 

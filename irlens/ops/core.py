@@ -14,7 +14,11 @@ and derivative on the next lines.
 
 A meaning and a JAX lowering take `(attrs, *inputs)`; attrs arrive with the declared defaults
 filled in (`Op.attrs_of`). An nvFuser lowering takes `(fd, nv, node, args, metas)`. A
-decomposition rule takes `(emitter, values)` (see `irlens.decompose`). A string
+decomposition rule takes `(emitter, values)` (see `irlens.decompose`). A control-flow op
+declares the graphs it runs (`subgraphs="cond body"`, held in `Node.subgraphs`); its meaning
+and JAX lowering find each of them in attrs, under its role, as a function of values
+returning the subgraph's outputs (a list), made by whoever runs the node: the interpreter
+interprets the subgraph, the JAX lowering traces it. A string
 in place of a lowering names the library's function of the same arity (`jnp.negative`,
 `fd.ops.neg`).
 """
@@ -128,6 +132,7 @@ class Op:
     lowerings: dict[str, Any] = field(default_factory=dict)
     lowerable: dict[str, Callable] = field(default_factory=dict)  # lowering -> node predicate
     aten: Any = None  # the ATen overload it is declared from (`from_aten`): its meaning, its attrs' names
+    subgraphs: tuple[str, ...] = ()  # control flow: the roles of the graphs a node runs (Node.subgraphs)
 
     @property
     def is_composite(self) -> bool:
@@ -138,8 +143,11 @@ class Op:
         missing = {k: a.default for k, a in self.attrs.items() if k not in attrs and not a.required}
         return {**missing, **attrs} if missing else attrs
 
-    def problem(self, inputs: list, attrs: dict, n_outputs: int) -> str | None:
-        """Why a node with these inputs, attrs and outputs does not fit the schema (None: it does)."""
+    def problem(self, inputs: list, attrs: dict, n_outputs: int, subgraphs=()) -> str | None:
+        """Why a node with these inputs, attrs, outputs and subgraphs (their roles) does not fit
+        the schema (None: it does)."""
+        if not self.takes_subgraphs(tuple(subgraphs)):
+            return f"{self.name} runs subgraphs {list(self.subgraphs)}, got {list(subgraphs)}"
         lo, hi = _arity(self.operands)
         if not lo <= len(inputs) <= hi:
             return f"{self.name} takes {self.signature()}, got {len(inputs)} inputs"
@@ -164,25 +172,38 @@ class Op:
             return f"{self.name}: missing attr {', '.join(missing)}"
         return None
 
+    def takes_subgraphs(self, roles: tuple[str, ...]) -> bool:
+        """Whether a node's subgraph roles are the declared ones; a last role `*branch` stands
+        for `branch0`, `branch1`, ... (at least one)."""
+        if not self.subgraphs or not self.subgraphs[-1].startswith("*"):
+            return roles == self.subgraphs
+        fixed, base = self.subgraphs[:-1], self.subgraphs[-1][1:]
+        rest = roles[len(fixed):]
+        return roles[:len(fixed)] == fixed and bool(rest) and rest == tuple(f"{base}{k}" for k in range(len(rest)))
+
     def signature(self) -> str:
         ins = ", ".join(map(str, self.operands))
         attrs = ", ".join(f"{k}" if a.required else f"{k}={a.default!r}" for k, a in self.attrs.items())
         outs = ", ".join(map(str, self.outputs))
-        return f"{self.name}({ins}){' {' + attrs + '}' if attrs else ''} -> {outs}"
+        runs = f" runs [{', '.join(self.subgraphs)}]" if self.subgraphs else ""
+        return f"{self.name}({ins}){' {' + attrs + '}' if attrs else ''}{runs} -> {outs}"
 
 
 OPS: dict[str, Op] = {}
 
 
 def declare(name: str, category: str, operands: str = "x", *, outputs: str = "out", doc: str = "",
-            **attrs: Attr) -> Op:
-    """Declare a canonical op once; its family module registers its rules on the next lines."""
+            subgraphs: str = "", **attrs: Attr) -> Op:
+    """Declare a canonical op once; its family module registers its rules on the next lines.
+    `subgraphs` names the roles of the graphs a control-flow node runs (`"cond body"`; `"*branch"`:
+    branch0, branch1, ...)."""
     if name in OPS:
         raise ValueError(f"canonical op {name!r} declared twice ({OPS[name].family} and again)")
     if category not in CATEGORIES:
         raise ValueError(f"{name}: unknown category {category!r}")
     family = _caller_module()
-    op = Op(name, category, Operand.parse(operands), Operand.parse(outputs), dict(attrs), doc, family)
+    op = Op(name, category, Operand.parse(operands), Operand.parse(outputs), dict(attrs), doc, family,
+            subgraphs=tuple(subgraphs.split()))
     OPS[name] = op
     return op
 
@@ -320,15 +341,21 @@ def node_problem(node) -> str | None:
     decl = OPS.get(node.op)
     if decl is None:
         return f"{node.op!r} is not a canonical op"
-    return decl.problem(node.inputs, node.attrs, len(node.outputs))
+    return decl.problem(node.inputs, node.attrs, len(node.outputs), tuple(node.subgraphs))
 
 
 def conform(node):
     """`node` if it fits its op's schema; else (strict mode: SchemaError) the node as
-    `unknown:<native>`, the reason in attrs `schema_error`: a node off its schema has no meaning."""
+    `unknown:<native>`, the reason in attrs `schema_error`: a node off its schema has no meaning.
+    A control-flow node whose subgraphs hold an unknown op is `unknown:<op>` (its subgraphs
+    kept), the reason naming them: a loop is known only as far as its body is."""
     problem = node_problem(node)
     if problem is None:
-        return node
+        inner = sorted({op for g in node.subgraphs.values() for op in g.unknown_ops()})
+        if not inner or node.op.startswith(UNKNOWN_PREFIX):
+            return node
+        return replace(node, op=UNKNOWN_PREFIX + node.op,
+                       attrs={**node.attrs, "reason": f"its subgraphs hold unknown ops: {', '.join(inner)}"})
     if strict():
         raise SchemaError(f"node {node.id} ({node.native or node.op}): {problem}")
     return replace(node, op=UNKNOWN_PREFIX + (node.native or node.op), attrs={**node.attrs, "schema_error": problem})

@@ -91,7 +91,20 @@ pow_ = binary("pow", jax="power", nvfuser="pow")
 maximum = binary("maximum", jax="maximum", nvfuser="maximum")
 minimum = binary("minimum", jax="minimum", nvfuser="minimum")
 remainder = binary("remainder", jax="remainder", nvfuser="remainder", doc="x - floor(x / y) * y (Python's %)")
-fmod = binary("fmod", jax="fmod", nvfuser="fmod", doc="x - trunc(x / y) * y (C's fmod)")
+def _by_zero(fn, at_zero):
+    """An integer quotient or remainder whose divisor may be zero, as XLA computes it (`at_zero(x)`
+    there: x % 0 is x, x // 0 is -1) where torch raises. jnp.gcd's loop divides by a zero it
+    then discards."""
+    def run(p, q):
+        if p.is_floating_point() or q.is_floating_point() or not bool((q == 0).any()):
+            return fn(p, q)
+        zero = q == 0
+        return torch.where(zero, at_zero(p), fn(p, torch.where(zero, torch.ones_like(q), q)))
+    return run
+
+
+fmod = binary("fmod", _by_zero(torch.fmod, lambda x: x), jax="fmod", nvfuser="fmod",
+              doc="x - trunc(x / y) * y (C's fmod); an integer x % 0 is x, as XLA has it")
 atan2 = binary("atan2", jax="arctan2", nvfuser="atan2")
 eq = binary("eq", jax="equal", nvfuser="eq")
 ne = binary("ne", jax="not_equal", nvfuser="ne")
@@ -109,13 +122,17 @@ bitwise_left_shift = binary("bitwise_left_shift", jax="left_shift", doc="x << y 
 bitwise_right_shift = binary("bitwise_right_shift", jax="right_shift", doc="x >> y (integers; arithmetic on signed)")
 
 div = declare("div", ELEMENTWISE, "x y", rounding_mode=Attr("str", None, choices=(None, "floor", "trunc")),
-              doc="true division; rounding_mode floor (Python's //) or trunc rounds the quotient")
+              doc="true division; rounding_mode floor (Python's //) or trunc rounds the quotient (an "
+                  "integer one by zero is -1, as XLA has it)")
 
 
 @meaning(div)
 def _div(a, x, y):
     mode = a["rounding_mode"]
-    return elementwise(lambda p, q: torch.div(p, q, rounding_mode=mode))(a, x, y)
+    if mode is None:
+        return elementwise(torch.div)(a, x, y)
+    return elementwise(_by_zero(lambda p, q: torch.div(p, q, rounding_mode=mode), lambda p: torch.full_like(p, -1)))(
+        a, x, y)
 
 
 @lowering(div, "jax")

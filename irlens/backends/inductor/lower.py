@@ -18,10 +18,10 @@ import torch
 
 from irlens.interpret import MEANINGS, all_outputs, output_specs
 from irlens.ir import Graph, Kernel
-from irlens.lowering import check_supported, node_attrs
+from irlens.lowering import check_supported, node_attrs, straight_line
 from irlens.ops import COMPOSITE, ELEMENTWISE, category
 
-SUPPORTED = frozenset(MEANINGS)
+SUPPORTED = straight_line(MEANINGS)
 
 
 def to_graph_module(graph: Graph, device: str) -> torch.fx.GraphModule:

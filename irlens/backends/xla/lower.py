@@ -1,7 +1,8 @@
 """Common view -> a JAX function of jax.numpy / lax ops, compiled by XLA under `jax.jit`.
 
 The function walks the graph once at trace time, each node through the JAX lowering declared
-with its op in `irlens.ops` (a graph with an op that has none is `Unsupported`). Inputs and
+with its op in `irlens.ops` (a graph with an op that has none is `Unsupported`); a while
+loop becomes `lax.while_loop` of its cond and body, each lowered the same way. Inputs and
 outputs are torch tensors, exchanged through DLPack on their device. Matmuls trace at
 `irlens.frontends.jax.MATMUL_PRECISION`, as the xla backend's do. Kernels are read from the optimized HLO, one per launching ENTRY instruction,
 as the xla backend reads them (`irlens.backends.xla`).
@@ -44,15 +45,17 @@ SUPPORTED = frozenset(name for name, op in OPS.items() if "jax" in op.lowerings)
 
 
 def to_jax_function(graph: Graph) -> Callable:
-    """`fn(*inputs) -> tuple of outputs` over jax arrays."""
+    """`fn(*inputs) -> tuple of outputs` over jax arrays. A control-flow node's subgraphs reach
+    its lowering as such functions (lax.while_loop traces them)."""
     check_supported(graph, SUPPORTED, "jax")
     table = {op: jax_lowering(op) for op in {n.op for n in graph.nodes}}
+    subgraphs = {n.id: {role: to_jax_function(g) for role, g in n.subgraphs.items()} for n in graph.nodes if n.subgraphs}
 
     def fn(*inputs):
         env = dict(zip((t.name for t in graph.inputs), inputs))
         for node in graph.nodes:
             args = [env[a] if isinstance(a, str) else a for a in node.inputs]
-            result = table[node.op](OPS[node.op].attrs_of(node.attrs), *args)
+            result = table[node.op]({**OPS[node.op].attrs_of(node.attrs), **subgraphs.get(node.id, {})}, *args)
             results = result if isinstance(result, (tuple, list)) else (result,)
             env.update(zip((o.name for o in node.outputs), results))
         return tuple(env[o] if isinstance(o, str) else o for o in graph.outputs)

@@ -10,6 +10,12 @@ instruction's own one-line `to_string()`, and source locations from the module's
 `FileLocations` / `StackFrames` sections. The ENTRY computation's instructions become nodes,
 fusions expanded into their fused instructions (scope = the fusion instruction's name);
 `EntryOp`s record which nodes each ENTRY instruction (a launched kernel) covers.
+
+A `while` (HLO's condition= and body= computations, StableHLO's cond and do regions) becomes
+the canonical `while`, its condition and body read by the same walk into closed graphs of
+their own (`Node.subgraphs`, their inputs the loop's carried values); a `conditional` (HLO) or
+`case`/`if` (StableHLO) the canonical `cond`, its branches likewise (StableHLO's regions read
+values of the enclosing function: those become the node's operands).
 """
 from __future__ import annotations
 
@@ -58,8 +64,6 @@ _RANDOM = "random bits: a counter-based generator, no canonical op"
 # opcode -> why it stays unknown
 CLASSIFIED: dict[str, str] = {
     "rng": _RANDOM, "rng-bit-generator": _RANDOM, "rng-get-and-update-state": _RANDOM,
-    "while": "control flow: the common view is a straight-line graph",
-    "conditional": "control flow: the common view is a straight-line graph",
     "map": "a map of a computation over elements: no canonical op",
     **{op: "complex numbers: the common view's dtypes are real" for op in ("complex", "real", "imag", "fft")},
     **{op: "a linear-algebra decomposition: no canonical op" for op in ("cholesky", "triangular-solve")},
@@ -68,8 +72,6 @@ CLASSIFIED: dict[str, str] = {
                                                       "all-gather-start", "all-gather-done",
                                                       "collective-permute-start", "collective-permute-done")},
     "stochastic-convert": "a conversion with random rounding",
-    "case": "control flow: the common view is a straight-line graph",
-    "if": "control flow: the common view is a straight-line graph",
 }
 
 # StableHLO names that differ from the HLO opcode beyond `_` -> `-`
@@ -243,6 +245,7 @@ class _HloReader:
     layouts: dict[str, tuple[int, ...]] = field(default_factory=dict)  # instruction -> minor-to-major dims
     constants: dict[str, str] = field(default_factory=dict)  # array constant -> its values, as printed
     iotas: dict[str, int] = field(default_factory=dict)  # value name -> the dim an iota counts along
+    stage: str = "jax.hlo"
 
     def instructions(self, comp_name: str) -> list[Instruction]:
         """The computation's instructions in a topological order (the API's order is not)."""
@@ -304,6 +307,10 @@ class _HloReader:
         if ins.opcode == "get-tuple-element":
             env[ins.name] = args[0][int(ins.attrs["index"])]
             return []
+        if ins.opcode == "while":
+            return self.emit(ins, args, env, scope, self.loop_graphs(ins))
+        if ins.opcode == "conditional":
+            return self.emit(ins, args, env, scope, self.branch_graphs(ins, args))
         called = (ins.attrs.get("calls") or ins.attrs.get("to_apply", "")).lstrip("%")
         if ins.opcode in ("fusion", "call") and called in self.computations:
             start = len(self.nodes)
@@ -373,7 +380,68 @@ class _HloReader:
     def meta(self, name: str, shape: tuple[str, tuple[int, ...]]) -> TensorMeta:
         return TensorMeta(name, shape[1], shape[0])
 
-    def emit(self, ins: Instruction, args: list, env: dict, scope: str) -> list[str]:
+    def loop_graphs(self, ins: Instruction) -> dict[str, Graph]:
+        """A while's condition and body computations as closed graphs over its carried values
+        (the tuple's elements, named after each computation's parameter)."""
+        carry = [TensorMeta("", dims, dtype) for dtype, dims in ins.shapes]
+        roles = {"cond": (ins.attrs.get("condition", ""), [TensorMeta("", (), "bool")]),
+                 "body": (ins.attrs.get("body", ""), carry)}
+        graphs = {}
+        for role, (comp, out_metas) in roles.items():
+            comp = comp.lstrip("%")
+            if comp not in self.computations:
+                return {}
+            sub = _HloReader(self.computations, self.frames, parsed=self.parsed, constants=self.constants,
+                             stage=self.stage)
+            (param,) = [i for i in sub.instructions(comp) if i.opcode == "parameter"]
+            names = [f"{param.name}.{k}" for k in range(len(carry))] if ins.is_tuple else [param.name]
+            inputs = [TensorMeta(name, m.shape, m.dtype) for name, m in zip(names, carry)]
+            sub.values.update({t.name: t for t in inputs})
+            root = sub.walk(comp, {}, "", [names if ins.is_tuple else names[0]])
+            outputs = root if isinstance(root, list) else [root]
+            if any(isinstance(o, list) for o in outputs):
+                return {}  # a nested tuple: the carry is flat
+            graphs[role] = forms.closed_graph(f"{ins.name}.{role}", inputs, sub.nodes, outputs, out_metas, self.stage)
+        return graphs
+
+    def branch_graphs(self, ins: Instruction, args: list) -> dict[str, Graph]:
+        """A conditional's branch computations as closed graphs over all its operands (each
+        branch's own operand, a tuple's elements, bound to its parameter); a predicate's
+        branches in index order: false (0), then true (1)."""
+        if "branch_computations" in ins.attrs:
+            comps = [c.strip().lstrip("%") for c in ins.attrs["branch_computations"].strip("{}").split(",")]
+            own = list(range(1, len(args)))
+        else:
+            comps = [ins.attrs.get(k, "").lstrip("%") for k in ("false_computation", "true_computation")]
+            own = [2, 1]
+        if len(comps) != len(own) or any(c not in self.computations for c in comps):
+            return {}
+        params = {}  # operand -> the parameter of the branch it feeds
+        for comp, operand in zip(comps, own):
+            (params[operand],) = [i for i in self.instructions(comp) if i.opcode == "parameter"]
+        spans, inputs = {}, []
+        for operand in range(1, len(args)):
+            param = params[operand]
+            spans[operand] = (len(inputs), len(inputs) + len(param.shapes), param.is_tuple)
+            inputs += [TensorMeta(f"{ins.name}.in{len(inputs) + i}", dims, dtype)
+                       for i, (dtype, dims) in enumerate(param.shapes)]
+        outs = [TensorMeta("", dims, dtype) for dtype, dims in ins.shapes]
+        graphs = {}
+        for k, (comp, operand) in enumerate(zip(comps, own)):
+            sub = _HloReader(self.computations, self.frames, parsed=self.parsed, constants=self.constants,
+                             stage=self.stage)
+            sub.values.update({t.name: t for t in inputs})
+            lo, hi, is_tuple = spans[operand]
+            names = [t.name for t in inputs[lo:hi]]
+            root = sub.walk(comp, {}, "", [names if is_tuple else names[0]])
+            outputs = root if isinstance(root, list) else [root]
+            if any(isinstance(o, list) for o in outputs) or len(outputs) != len(outs):
+                return {}
+            graphs[f"branch{k}"] = forms.closed_graph(f"{ins.name}.branch{k}", inputs, sub.nodes, outputs, outs,
+                                                      self.stage)
+        return graphs
+
+    def emit(self, ins: Instruction, args: list, env: dict, scope: str, subgraphs: dict | None = None) -> list[str]:
         """The nodes of one instruction (through `convert`); returns their ids."""
         if ins.is_tuple:
             outputs = [self.meta(f"{ins.name}.{i}", sh) for i, sh in enumerate(ins.shapes)]
@@ -390,7 +458,7 @@ class _HloReader:
         bodies = {key: self.body(comp) for key, comp in self.called(ins).items()}
         op = XlaOp(ins.name, ins.opcode, ins.opcode, scope, inputs, metas, outputs, ins.text, bodies,
                    self.provenance(ins), self.iotas, set(ins.attrs),
-                   ins.attrs.get("custom_call_target", "").strip('"'))
+                   ins.attrs.get("custom_call_target", "").strip('"'), subgraphs=subgraphs or {})
         if ins.opcode == "bitcast":
             op.layouts = (self.layouts[ins.operands[0]], self.layouts[ins.name])
         nodes = convert(op)
@@ -565,6 +633,7 @@ class XlaOp:
     attr_keys: set[str]
     target: str = ""  # a custom call's target
     layouts: tuple = ()  # a bitcast's (operand, result) layouts, minor-to-major
+    subgraphs: dict[str, Graph] = field(default_factory=dict)  # a while's cond and body, read as graphs
 
     def one(self, e: Emitter, op: str, inputs: list[Arg] | None = None, **attrs) -> None:
         e.node(op, self.inputs if inputs is None else inputs, self.outs, final=True, **attrs)
@@ -659,7 +728,7 @@ def _clamp(e: Emitter, x: XlaOp) -> None:
 
 
 def _literal_or(op: str, attrs):
-    """broadcast / convert: of a literal, a `full`."""
+    """broadcast / convert / copy: of a literal, a `full` (XLA copies a constant into a loop's carry)."""
     def handle(e: Emitter, x: XlaOp) -> None:
         out = x.outs[0]
         if not isinstance(x.inputs[0], str):
@@ -1071,6 +1140,22 @@ def _iota(e: Emitter, x: XlaOp) -> None:
 HANDLERS: dict[str, tuple[Any, frozenset]] = {}
 
 
+def _while(e: Emitter, x: XlaOp) -> None:
+    if set(x.subgraphs) != {"cond", "body"}:
+        raise Unmapped("a loop whose condition and body are not flat computations over its carried values "
+                   "(a nested tuple, or a region reading values from outside it)")
+    forms.emit_while(e, x.inputs, x.outs, x.subgraphs["cond"], x.subgraphs["body"])
+
+
+def _conditional(e: Emitter, x: XlaOp) -> None:
+    """HLO's conditional, StableHLO's case and if: the index (or predicate), then the operands
+    every branch graph takes."""
+    branches = [x.subgraphs.get(f"branch{k}") for k in range(len(x.subgraphs))]
+    if not branches or None in branches:
+        raise Unmapped("a conditional whose branches are not flat computations over its operands")
+    forms.emit_cond(e, x.inputs[0], x.metas[0], x.inputs[1:], x.outs, branches)
+
+
 def _register(opcodes, handler, reads=()):
     for opcode in ([opcodes] if isinstance(opcodes, str) else opcodes):
         HANDLERS[opcode] = (handler, frozenset(reads))
@@ -1085,6 +1170,7 @@ _register("broadcast", _literal_or("broadcast", lambda x: {
     "shape": list(x.outs[0].shape), "broadcast_dims": x.ints("dimensions", "broadcast_dimensions") or []}),
     ("dimensions", "broadcast_dimensions"))
 _register("convert", _literal_or("convert", lambda x: {"dtype": x.outs[0].dtype}))
+_register("copy", _literal_or("copy", lambda x: {}))
 _register("reshape", _shape_of)
 _register("bitcast", _bitcast)
 _register("transpose", lambda e, x: x.one(e, "permute", perm=x.ints("dimensions", "permutation")),
@@ -1124,6 +1210,9 @@ _register("reduce-precision", _reduce_precision, ("exponent_bits", "mantissa_bit
 _register("bitcast-convert", _bitcast_convert)
 _register("polygamma", lambda e, x: polygamma_of(e, x.inputs, x.outs))  # chlo.polygamma
 _register("square", lambda e, x: x.one(e, "pow", [x.inputs[0], 2]))  # chlo.square
+_register("while", _while, ("condition", "body"))
+_register(["conditional", "case", "if"], _conditional, ("branch_computations", "true_computation",
+                                                       "false_computation"))
 
 
 # --- StableHLO ----------------------------------------------------------------------------
@@ -1136,7 +1225,7 @@ def stablehlo_to_graph(module, *, name: str, frontend: str = "jax", stage: str =
              if op.operation.name == "func.func"}
     if "main" not in funcs:
         raise ValueError("StableHLO module has no main function")
-    reader = _MlirReader(funcs)
+    reader = _MlirReader(funcs, stage=stage)
     block = funcs["main"].regions[0].blocks[0]
     env = {}
     for arg in block.arguments:
@@ -1158,6 +1247,11 @@ class _MlirReader:
     inputs: list[TensorMeta] = field(default_factory=list)
     iotas: dict[str, int] = field(default_factory=dict)  # value name -> the dim an iota counts along
     calls: int = 0
+    stage: str = "jax.stablehlo"
+    prefix: str = ""  # of node ids: a loop body's are `<loop id>.body.s<k>`
+
+    def next_id(self) -> str:
+        return f"{self.prefix}s{len(self.nodes)}"
 
     def walk(self, block, env: dict, scope: str) -> list[Arg]:
         """Emit a block's ops; returns the values its terminator returns. MLIR value names are
@@ -1182,16 +1276,20 @@ class _MlirReader:
                     env[op.results[0].get_name()] = value
                 else:  # a splat array: a `full`
                     out = self.outputs(op, env, scope)[0]
-                    self.nodes.append(Node(f"s{len(self.nodes)}", "full", [], [out], full_attrs(shape, value, out.dtype),
+                    self.nodes.append(Node(self.next_id(), "full", [], [out], full_attrs(shape, value, out.dtype),
                                            native=op.name, scope=scope))
             elif op.name == "stablehlo.constant":  # an array of values: a `constant`
                 import numpy as np
 
                 out = self.outputs(op, env, scope)[0]
                 values = np.asarray(op.attributes["value"]).ravel().tolist()
-                self.nodes.append(Node(f"s{len(self.nodes)}", "constant", [], [out],
+                self.nodes.append(Node(self.next_id(), "constant", [], [out],
                                        {"values": values, "shape": list(out.shape), "dtype": out.dtype},
                                        native=op.name, scope=scope))
+            elif op.name == "stablehlo.while":
+                self.emit(op, args, env, scope, self.loop_graphs(op, env))
+            elif op.name in ("stablehlo.case", "stablehlo.if"):
+                self.emit_branches(op, args, env, scope)
             elif op.name == "stablehlo.optimization_barrier":
                 for res, val in zip(op.results, args):
                     env[res.get_name()] = val
@@ -1218,20 +1316,63 @@ class _MlirReader:
             env[res.get_name()] = value
         return outputs
 
-    def emit(self, op, args: list, env: dict, scope: str) -> None:
+    def loop_graphs(self, op, env: dict) -> dict[str, Graph]:
+        """A while's cond and do regions as closed graphs over its carried values (the block
+        arguments); a scalar constant a region reads from outside is substituted in, any other
+        outside value makes it {}."""
+        graphs = {}
+        carry = [_mlir_meta("", res.type) for res in op.results]
+        for role, region, out_metas in (("cond", op.regions[0], [TensorMeta("", (), "bool")]),
+                                        ("body", op.regions[1], carry)):
+            outside = {name: env[name] for name, _ in _free_values(region)}
+            if any(isinstance(v, str) for v in outside.values()):
+                return {}
+            block = region.blocks[0]
+            node_id = self.next_id()
+            sub = _MlirReader(self.funcs, stage=self.stage, prefix=f"{node_id}.{role}.")
+            inputs = [_mlir_meta(arg.get_name(), arg.type) for arg in block.arguments]
+            outputs = sub.walk(block, {**outside, **{t.name: t.name for t in inputs}}, "")
+            graphs[role] = forms.closed_graph(f"{node_id}.{role}", inputs, sub.nodes, outputs, out_metas, self.stage)
+        return graphs
+
+    def emit_branches(self, op, args: list, env: dict, scope: str) -> None:
+        """case / if: each region a closed graph over the values of the enclosing function it
+        reads (they become the node's operands; a literal one is substituted in); `if`'s regions
+        (true, false) in index order."""
+        regions = list(op.regions) if op.name == "stablehlo.case" else [op.regions[1], op.regions[0]]
+        captured: dict[str, Any] = {}  # MLIR name -> its type, in the order first read
+        for region in regions:
+            for name, type_ in _free_values(region):
+                captured.setdefault(name, type_)
+        inputs = [_mlir_meta(name, t) for name, t in captured.items() if isinstance(env[name], str)]
+        outs = [_mlir_meta("", res.type) for res in op.results]
+        node_id = self.next_id()
+        graphs = {}
+        for k, region in enumerate(regions):
+            sub = _MlirReader(self.funcs, stage=self.stage, prefix=f"{node_id}.branch{k}.")
+            inner = {name: (name if isinstance(env[name], str) else env[name]) for name in captured}
+            outputs = sub.walk(region.blocks[0], inner, "")
+            graphs[f"branch{k}"] = forms.closed_graph(f"{node_id}.branch{k}", inputs, sub.nodes, outputs, outs,
+                                                      self.stage)
+        self.emit(op, [*args, *(env[t.name] for t in inputs)], env, scope, graphs, inputs)
+
+    def emit(self, op, args: list, env: dict, scope: str, subgraphs: dict | None = None,
+             captured: list[TensorMeta] = ()) -> None:
         opcode = _stablehlo_opcode(op.name)
         attrs = {name: op.attributes[name] for name in op.attributes}
         metas = [_mlir_meta(a if isinstance(a, str) else "", v.type) for a, v in zip(args, op.operands)]
+        metas += [TensorMeta(env[t.name], t.shape, t.dtype) for t in captured]
         outputs = self.outputs(op, env, scope)
         keys = ("to_apply", "scatter") if opcode != "select-and-scatter" else ("select", "scatter")
-        bodies = {key: _region_body(region) for key, region in zip(keys, op.regions) if region.blocks}
+        bodies = {key: _region_body(region) for key, region in zip(keys, op.regions) if region.blocks} \
+            if subgraphs is None else {}
         if opcode == "custom-call":
             called = [str(c).strip('"@') for c in attrs.get("called_computations", [])]
             if called and called[0] in self.funcs:
                 bodies["called_computations"] = _region_body(self.funcs[called[0]].regions[0])
         spec = ", ".join(f"{k} = {v}" for k, v in attrs.items())
-        x = XlaOp(f"s{len(self.nodes)}", opcode, op.name, scope, args, metas, outputs, spec, bodies, {}, self.iotas,
-                  set(attrs), str(attrs.get("call_target_name", "")).strip('"'))
+        x = XlaOp(self.next_id(), opcode, op.name, scope, args, metas, outputs, spec, bodies, {}, self.iotas,
+                  set(attrs), str(attrs.get("call_target_name", "")).strip('"'), subgraphs=subgraphs or {})
         self.nodes += convert(x)
         if opcode == "iota":
             self.iotas[outputs[0].name] = x.ints("iota_dimension")[0]
@@ -1257,6 +1398,25 @@ def _region_body(region) -> Body:
                 refs[res.get_name()] = f"o{len(ops)}"
             ops.append(BodyOp(_stablehlo_opcode(op.name), direction, tuple(refs.get(v.get_name(), "c") for v in op.operands)))
     return Body(tuple(ops), roots, tuple(constants))
+
+
+def _free_values(region) -> list[tuple[str, Any]]:
+    """(name, type) of the values a region (its nested regions too) reads but does not define."""
+    defined, free = set(), {}
+
+    def visit(region) -> None:
+        for block in region.blocks:
+            defined.update(arg.get_name() for arg in block.arguments)
+            for op in block.operations:
+                for v in op.operands:
+                    if v.get_name() not in defined:
+                        free.setdefault(v.get_name(), v.type)
+                for inner in op.regions:
+                    visit(inner)
+                defined.update(res.get_name() for res in op.results)
+
+    visit(region)
+    return list(free.items())
 
 
 # opcodes whose every result element depends on operand elements at other positions, or on all of them
@@ -1295,7 +1455,7 @@ def read_hlo(module, *, name: str, frontend: str = "jax", stage: str = "jax.hlo"
     entry = re.search(r"^ENTRY %?(\S+)", text, re.M)
     if entry is None:
         raise ValueError(f"HLO module {module.name} has no ENTRY computation")
-    reader = _HloReader({c.name: c for c in module.computations()}, parse_stack_frames(text))
+    reader = _HloReader({c.name: c for c in module.computations()}, parse_stack_frames(text), stage=stage)
     reader.constants = _array_constants(module)
     env: dict = {}
     entry_ops = []

@@ -6,7 +6,10 @@ adapter renames primitives and turns their params into the attrs conventions of 
 Every lax primitive is accounted for: renamed (`PRIMITIVES`, `BY_DTYPE`), converted by a
 handler (`HANDLERS`, the structured ones through `irlens.frontends.jax.xla_forms`), inlined
 (`CALLS`), passed through (`IDENTITIES`), or kept `unknown:` with the reason (`CLASSIFIED`:
-random bits, control flow, complex numbers, linear-algebra decompositions). A param that
+random bits, control flow other than while loops and conditionals, complex numbers,
+linear-algebra decompositions). A `while` becomes the canonical `while` with its cond and body
+read as closed graphs (`Node.subgraphs`) by the same walk, a `cond` the canonical `cond` with
+its branches. A param that
 changes the meaning and is not read (`PARAMS` lists those each primitive reads, `HINTS` those
 that only guide the compiler) keeps the node unknown: a node never carries a meaning it does
 not have. Value names come from jaxpr's own pretty-printer names (`a`, `b`, ...), except the
@@ -14,6 +17,7 @@ graph inputs, which take the names the caller gives (parameter names, `input<i>`
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -75,7 +79,7 @@ IDENTITIES: dict[str, Callable[[list], list]] = {
     **{p: (lambda ins: []) for p in ("dce_sink", "inspect_sharding")},
 }
 _RANDOM = "random bits from a key: a counter-based generator, no canonical op"
-_CONTROL = "control flow: the common view is a straight-line graph"
+_CONTROL = "control flow: no canonical op (while loops and conditionals have one)"
 _COMPLEX = "complex numbers: the common view's dtypes are real"
 _LINALG = "a linear-algebra decomposition: no canonical op"
 _COLLECTIVE = "a named-axis collective (shard_map / pmap)"
@@ -84,7 +88,7 @@ CLASSIFIED: dict[str, str] = {
     **{p: _RANDOM for p in ("random_bits", "random_seed", "random_wrap", "random_unwrap", "random_split",
                             "random_fold_in", "random_clone", "threefry2x32", "rng_bit_generator", "rng_uniform",
                             "random_gamma", "threefry4x32", "philox2x32", "philox4x32")},
-    **{p: _CONTROL for p in ("while", "cond", "platform_index", "custom_linear_solve")},
+    **{p: _CONTROL for p in ("platform_index", "custom_linear_solve")},
     "scan": f"control flow: a scan of more than {MAX_SCAN_STEPS} steps (shorter ones are unrolled)",
     **{p: _COMPLEX for p in ("complex", "real", "imag", "conj", "fft")},
     **{p: _LINALG for p in ("cholesky", "cholesky_update", "lu", "lu_pivots_to_permutation", "qr", "geqrf", "geqp3",
@@ -176,6 +180,8 @@ class Eqn:
     metas: list[TensorMeta]  # per input: its shape and dtype (literals too)
     outs: list[TensorMeta]
     iotas: dict[str, int]  # value name -> the dim an iota counts along (argsort's second operand)
+    # (role, closed jaxpr, graph inputs, the inputs its invars take, output metas) -> a closed graph
+    subgraph: Callable | None = None
 
     def one(self, e: Emitter, op: str, inputs: list[Arg] | None = None, **attrs) -> None:
         e.node(op, self.inputs if inputs is None else inputs, self.outs, final=True, **attrs)
@@ -197,6 +203,27 @@ def _by_dtype(e: Emitter, q: Eqn) -> None:
     if not op:
         raise Unmapped(f"{q.prim} of {q.metas[0].dtype}")
     q.one(e, op)
+
+
+def _while(e: Emitter, q: Eqn) -> None:
+    """lax.while_loop: operands [cond consts, body consts, carry]. Canonically the consts are
+    carried too (the body returns them unchanged), so cond and body take every operand."""
+    nc, nb = int(q.params["cond_nconsts"]), int(q.params["body_nconsts"])
+    n, carry = len(q.inputs), list(range(nc + nb, len(q.inputs)))
+    ins = [TensorMeta(f"in{i}", m.shape, m.dtype) for i, m in enumerate(q.metas)]
+    cond = q.subgraph("cond", q.params["cond_jaxpr"], ins, [*range(nc), *carry], [TensorMeta("", (), "bool")])
+    consts = [TensorMeta(f"{e.base}.const{i}", m.shape, m.dtype) for i, m in enumerate(q.metas[:nc + nb])]
+    body = q.subgraph("body", q.params["body_jaxpr"], ins, [*range(nc, n)], ins[nc + nb:])
+    body.outputs = [t.name for t in ins[:nc + nb]] + body.outputs
+    forms.emit_while(e, q.inputs, [*consts, *q.outs], cond, body)
+
+
+def _cond(e: Emitter, q: Eqn) -> None:
+    """lax.cond / lax.switch: branch k of `branches` on the operands, k the integer index."""
+    ins = [TensorMeta(f"in{i}", m.shape, m.dtype) for i, m in enumerate(q.metas[1:])]
+    branches = [q.subgraph(f"branch{k}", b, ins, list(range(len(ins))), q.outs)
+                for k, b in enumerate(q.params["branches"])]
+    forms.emit_cond(e, q.inputs[0], q.metas[0], q.inputs[1:], q.outs, branches)
 
 
 def _div(e: Emitter, q: Eqn) -> None:
@@ -648,6 +675,8 @@ _register("sort", _sort, ("dimension", "is_stable", "num_keys"))
 _register("top_k", _top_k, ("k", "axis"))
 _register("device_put", _device_put, ("devices", "srcs", "copy_semantics"))
 _register("one_minus_square", _one_minus_square)
+_register("while", _while, ("cond_jaxpr", "body_jaxpr", "cond_nconsts", "body_nconsts"))
+_register("cond", _cond, ("branches",))
 
 
 @dataclass
@@ -662,6 +691,11 @@ class _Builder:
     iotas: dict[str, int] = field(default_factory=dict)  # value name -> the dim an iota counts along
     origins: dict[str, "EqnOrigin"] = field(default_factory=dict)  # node id -> the equation it came from
     origin: "EqnOrigin | None" = None  # of the equation being emitted
+    stage: str = "jax.jaxpr"
+    prefix: str = ""  # of node ids: a loop body's are `<loop id>.body.e<k>`
+
+    def next_id(self) -> str:
+        return f"{self.prefix}e{len(self.nodes)}"
 
     def read(self, atom) -> Arg:
         from jax.extend.core import Literal
@@ -739,7 +773,7 @@ class _Builder:
         xs = list(zip(values[n_consts + n_carry:], eqn.invars[n_consts + n_carry:]))
         ys_by_step = {}
         for i in (reversed(range(steps)) if p["reverse"] else range(steps)):
-            e = Emitter(f"e{len(self.nodes)}", "scan", scope)
+            e = Emitter(self.next_id(), "scan", scope)
             step_xs = []
             for value, var in xs:
                 shape, dtype = tuple(int(d) for d in var.aval.shape), canonical_dtype(var.aval.dtype)
@@ -755,8 +789,8 @@ class _Builder:
         for j, outer in enumerate(eqn.outvars[n_carry:]):
             if isinstance(outer, DropVar):
                 continue
-            (out,) = self.outputs([outer], f"e{len(self.nodes)}")
-            e = Emitter(f"e{len(self.nodes)}", "scan", scope)
+            (out,) = self.outputs([outer], self.next_id())
+            e = Emitter(self.next_id(), "scan", scope)
             rows = [ys_by_step[i][j] for i in range(steps)]
             rows = [r if isinstance(r, str) else e.emit("full", [], out.shape[1:], out.dtype,
                                                         **full_attrs(out.shape[1:], r, out.dtype)) for r in rows]
@@ -779,7 +813,7 @@ class _Builder:
 
     def emit(self, eqn, scope: str) -> None:
         prim = eqn.primitive.name
-        node_id = f"e{len(self.nodes)}"
+        node_id = self.next_id()
         inputs = [self.read(a) for a in eqn.invars]
         metas = [_meta(v if isinstance(v, str) else "", a.aval) for v, a in zip(inputs, eqn.invars)]
         outs = self.outputs(eqn.outvars, node_id)
@@ -787,7 +821,8 @@ class _Builder:
         reason = why_unknown(prim, eqn.params)
         if reason is None:
             try:
-                HANDLERS[prim][0](e, Eqn(prim, dict(eqn.params), inputs, metas, outs, self.iotas))
+                HANDLERS[prim][0](e, Eqn(prim, dict(eqn.params), inputs, metas, outs, self.iotas,
+                                         functools.partial(self.subgraph, node_id)))
             except Unmapped as err:
                 reason = str(err)
         if reason is not None:
@@ -800,6 +835,21 @@ class _Builder:
     def add(self, node: Node) -> None:
         self.nodes.append(node)
         self.origins[node.id] = self.origin
+
+    def subgraph(self, node_id: str, role: str, closed, inputs: list[TensorMeta], bound: list[int],
+                 out_metas: list[TensorMeta]) -> Graph:
+        """A loop's cond or body, or a conditional's branch: the closed jaxpr walked into a graph
+        of its own over `inputs`, its invars taking `inputs[bound[k]]`."""
+        sub = _Builder(self.names, inputs=list(inputs), taken={t.name for t in inputs}, stage=self.stage,
+                       prefix=f"{node_id}.{role}.")
+        sub.bind_consts(closed.jaxpr.constvars, closed.consts)
+        if len(sub.inputs) != len(inputs):
+            raise Unmapped(f"a {role} closing over an array of more than {MAX_CONSTANT_ELEMENTS} elements")
+        for var, k in zip(closed.jaxpr.invars, bound):
+            sub.env[var] = inputs[k].name
+        sub.walk(closed.jaxpr, "", self.origin)
+        outputs = [sub.read(v) for v in closed.jaxpr.outvars]
+        return forms.closed_graph(f"{node_id}.{role}", sub.inputs, sub.nodes, outputs, out_metas, self.stage)
 
 
 def why_unknown(prim: str, params: dict) -> str | None:
@@ -851,11 +901,11 @@ class EqnOrigin:
         return cls(eqn.primitive.name, backward, source)
 
 
-def _build(closed_jaxpr, input_names: list[str] | None) -> tuple[_Builder, list[Arg]]:
+def _build(closed_jaxpr, input_names: list[str] | None, stage: str = "jax.jaxpr") -> tuple[_Builder, list[Arg]]:
     from jax._src.core import JaxprPpContext
 
     jaxpr = closed_jaxpr.jaxpr
-    b = _Builder(JaxprPpContext())
+    b = _Builder(JaxprPpContext(), stage=stage)
     b.bind_consts(jaxpr.constvars, closed_jaxpr.consts)
     if input_names is not None and len(input_names) != len(jaxpr.invars):
         raise ValueError(f"{len(input_names)} input names for a jaxpr with {len(jaxpr.invars)} inputs")
@@ -875,7 +925,7 @@ def jaxpr_to_graph(
     input_names: list[str] | None = None,
 ) -> Graph:
     """The common view of a ClosedJaxpr. `input_names` name its invars in order (default: jaxpr's names)."""
-    b, outputs = _build(closed_jaxpr, input_names)
+    b, outputs = _build(closed_jaxpr, input_names, stage)
     return at_level(Graph(name, frontend, stage, "composite", b.inputs, b.nodes, outputs), level)
 
 

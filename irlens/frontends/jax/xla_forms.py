@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from irlens.ir import Arg, Node, TensorMeta
+from irlens.ir import Arg, Graph, Node, TensorMeta
 from irlens.ops import conform
 
 MODES = ("promise", "clip", "fill", "drop")
@@ -64,11 +64,12 @@ class Emitter:
         self.node(op, inputs, [meta], final=out is not None if final is None else final, **attrs)
         return meta.name
 
-    def node(self, op: str, inputs: list[Arg], outputs: list[TensorMeta], final: bool = False, **attrs) -> Node:
+    def node(self, op: str, inputs: list[Arg], outputs: list[TensorMeta], final: bool = False,
+             subgraphs: dict | None = None, **attrs) -> Node:
         node_id = self.base if final and not self._base_taken else f"{self.base}.{len(self.nodes)}"
         self._base_taken = self._base_taken or node_id == self.base
         node = conform(Node(node_id, op, list(inputs), outputs, {**attrs, **self.provenance}, native=self.native,
-                            scope=self.scope))
+                            scope=self.scope, subgraphs=subgraphs or {}))
         self.nodes.append(node)
         return node
 
@@ -757,3 +758,45 @@ def emit_bitcast(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
         e.reshape(wide, out.shape, out.dtype, out)
     else:
         e.emit("bitcast", [x], out.shape, out.dtype, out, dtype=out.dtype, from_dtype=xm.dtype)
+
+
+# --- while loops and conditionals ---------------------------------------------------------------
+
+
+def closed_graph(name: str, inputs: list[TensorMeta], nodes: list[Node], outputs: list[Arg],
+                 out_metas: list[TensorMeta], stage: str) -> Graph:
+    """A loop's cond or body, or a conditional's branch, as a closed graph: a literal it returns
+    is made a `full` of the output's type (what it gives is tensors)."""
+    e = Emitter(f"{name}.out", "constant")
+    values = _values(e, outputs, out_metas)
+    return Graph(name, "jax", stage, "composite", inputs, [*nodes, *e.nodes], values)
+
+
+def emit_while(e: Emitter, inputs: list[Arg], outs: list[TensorMeta], cond: Graph, body: Graph) -> None:
+    """XLA's while (HLO, StableHLO and a jaxpr's alike): the carry (literals made `full`s of the
+    body's input types), then the loop."""
+    if len(cond.inputs) != len(inputs) or len(body.inputs) != len(inputs) or len(body.outputs) != len(inputs):
+        raise Unmapped(f"a loop whose cond and body do not take and give its {len(inputs)} carried values")
+    if len(cond.outputs) != 1:
+        raise Unmapped("a loop condition that is not one value")
+    e.node("while", _values(e, inputs, body.inputs), outs, final=True, subgraphs={"cond": cond, "body": body})
+
+
+def emit_cond(e: Emitter, index: Arg, index_meta: TensorMeta, operands: list[Arg], outs: list[TensorMeta],
+              branches: list[Graph]) -> None:
+    """XLA's case and conditional (a jaxpr's cond alike): branch k over all the operands (literals
+    made `full`s), picked by an integer index; a bool one is 0 (false) or 1 (true)."""
+    if not branches or any(len(b.inputs) != len(operands) or len(b.outputs) != len(outs) for b in branches):
+        raise Unmapped("a conditional whose branches do not take its operands and give its results")
+    if index_meta.dtype == "bool":
+        index = int(index) if not isinstance(index, str) else e.emit("convert", [index], (), "int32", dtype="int32")
+    e.node("cond", [index, *_values(e, operands, branches[0].inputs)], outs, final=True,
+           subgraphs={f"branch{k}": b for k, b in enumerate(branches)})
+
+
+def _values(e: Emitter, inputs: list[Arg], metas: list[TensorMeta]) -> list[str]:
+    """Operands a subgraph takes as tensors: a literal made a `full` of the subgraph input's type."""
+    from irlens.frontends.jax.jaxpr import full_attrs
+
+    return [v if isinstance(v, str) else e.emit("full", [], m.shape, m.dtype, **full_attrs(m.shape, v, m.dtype))
+            for v, m in zip(inputs, metas, strict=True)]
