@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
+from irlens.frontends.jax import linalg
 from irlens.frontends.jax import xla_forms as forms
 from irlens.frontends.jax.xla_forms import Emitter, Unmapped
 from irlens.ops import check_vocabulary
@@ -86,9 +87,8 @@ CLASSIFIED: dict[str, str] = {
     **{p: _CONTROL for p in ("while", "cond", "platform_index", "custom_linear_solve")},
     "scan": f"control flow: a scan of more than {MAX_SCAN_STEPS} steps (shorter ones are unrolled)",
     **{p: _COMPLEX for p in ("complex", "real", "imag", "conj", "fft")},
-    **{p: _LINALG for p in ("cholesky", "cholesky_update", "lu", "lu_pivots_to_permutation", "qr", "geqrf", "geqp3",
-                            "householder_product", "ormqr", "eig", "eigh", "svd", "schur", "hessenberg",
-                            "triangular_solve", "tridiagonal", "tridiagonal_solve", "symmetric_product")},
+    **{p: _LINALG for p in ("cholesky_update", "lu_pivots_to_permutation", "geqp3", "ormqr", "eig", "schur", "hessenberg",
+                            "tridiagonal", "tridiagonal_solve", "symmetric_product")},
     **{p: _COLLECTIVE for p in (
         "psum", "pmax", "pmin", "ppermute", "all_gather", "all_to_all", "reduce_scatter", "axis_index",
         "psum_invariant", "pbroadcast", "ragged_all_to_all", "all_gather_done", "all_gather_invariant",
@@ -557,6 +557,39 @@ def _squeeze(e: Emitter, q: Eqn) -> None:
         q.one(e, "reshape", shape=list(out.shape))
 
 
+def _cholesky(e: Emitter, q: Eqn) -> None:
+    linalg.cholesky_primitive(e, q.inputs[0], q.metas[0], q.outs[0])
+
+
+def _lu(e: Emitter, q: Eqn) -> None:
+    linalg.lu_primitive(e, q.inputs[0], q.metas[0], q.outs)
+
+
+def _qr(e: Emitter, q: Eqn) -> None:
+    linalg.qr_primitive(e, q.inputs[0], q.outs, bool(q.params["full_matrices"]), bool(q.params.get("pivoting")))
+
+
+def _eigh(e: Emitter, q: Eqn) -> None:
+    p = q.params
+    linalg.eigh_primitive(e, q.inputs[0], q.outs, bool(p["lower"]), bool(p["sort_eigenvalues"]),
+                          p.get("subset_by_index"), p.get("algorithm"))
+
+
+def _svd(e: Emitter, q: Eqn) -> None:
+    p = q.params
+    linalg.svd_primitive(e, q.inputs[0], q.metas[0], q.outs, bool(p["full_matrices"]), bool(p["compute_uv"]),
+                         p.get("subset_by_index"), p.get("algorithm"))
+
+
+def _triangular_solve(e: Emitter, q: Eqn) -> None:
+    p = q.params
+    if p["conjugate_a"] and q.metas[0].dtype.startswith("complex"):
+        raise Unmapped("the conjugate of a complex matrix")
+    linalg.triangular_solve(e, q.inputs[0], q.metas[0], q.inputs[1], q.outs[0], left_side=bool(p["left_side"]),
+                            lower=bool(p["lower"]), transpose_a=bool(p["transpose_a"]),
+                            unit_diagonal=bool(p["unit_diagonal"]))
+
+
 # primitive -> (handler, the params it reads)
 HANDLERS: dict[str, tuple[Callable[[Emitter, Eqn], None], frozenset]] = {}
 
@@ -630,6 +663,15 @@ _register("sort", _sort, ("dimension", "is_stable", "num_keys"))
 _register("top_k", _top_k, ("k", "axis"))
 _register("device_put", _device_put, ("devices", "srcs", "copy_semantics"))
 _register("one_minus_square", _one_minus_square)
+_register("cholesky", _cholesky)
+_register("lu", _lu)
+_register("geqrf", lambda e, q: q.one(e, "geqrf"))
+_register("householder_product", lambda e, q: q.one(e, "householder_product"))
+_register("qr", _qr, ("full_matrices", "pivoting", "use_magma"))  # use_magma: which GPU library computes it
+_register("eigh", _eigh, ("lower", "sort_eigenvalues", "subset_by_index", "algorithm"))
+_register("svd", _svd, ("full_matrices", "compute_uv", "subset_by_index", "algorithm"))
+_register("triangular_solve", _triangular_solve, ("left_side", "lower", "transpose_a", "conjugate_a",
+                                                  "unit_diagonal"))
 
 
 @dataclass

@@ -1,0 +1,240 @@
+"""jax's linear algebra as the canonical linalg ops (`irlens.ops.linalg`), for all three stages:
+lax.linalg's primitives in a jaxpr, the LAPACK calls jax's CPU lowering makes of them (StableHLO
+and HLO custom calls `lapack_<s|d><routine>_ffi`, their options in `backend_config` as LAPACK's
+one-letter codes), and XLA's own `triangular_solve`.
+
+Where jax's result convention differs from the canonical op's (ATen's), the difference is made
+explicit with canonical ops: jax's cholesky puts NaN where the factorization failed, its lu gives
+0-based pivots and the row permutation, eigh gives (vectors, values), svd (values, u, vt). A
+LAPACK call's results are its routine's own: potrf leaves the input's other triangle in place,
+getrf gives 1-based pivots and info. What has no meaning stays `unknown:` with the reason:
+
+- the eigen- and singular vectors are unique only up to sign; torch's LAPACK and jaxlib's agree
+  on them for symmetric (eigh) and square or tall (svd) matrices, and they disagree for wide
+  ones (m < n), so a wide matrix's singular vectors are not mapped;
+- syevd's and gesdd's `info` (non-zero where the iteration did not converge) has no ATen
+  counterpart: torch raises there. It is written as a zero: wherever the float64 meaning runs,
+  the routine converged. A result a routine leaves unspecified (gesdd's overwritten input, its
+  u and vt when it computes values only, syevd's input when it computes no vectors) has no
+  meaning: the call maps only where nothing reads it.
+"""
+from __future__ import annotations
+
+import re
+
+from irlens.ir import Arg, TensorMeta
+from irlens.frontends.jax.xla_forms import Emitter, Unmapped
+
+# --- lax.linalg primitives (jaxpr) -----------------------------------------------------------
+
+
+def cholesky_primitive(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
+    """cholesky_p: the lower factor of x (read from its lower triangle), NaN where x is not
+    positive definite (jax's lowering checks LAPACK's info)."""
+    factor, info = _cholesky(e, x, xm, lower=True)
+    _nan_unless_ok(e, factor, info, xm, out)
+
+
+def lu_primitive(e: Emitter, x: str, xm: TensorMeta, outs: list[TensorMeta]) -> None:
+    """lu_p: (lu, pivots 0-based int32, permutation int32 with x[perm] = L U)."""
+    lu, pivots, perm = outs
+    batch, (m, n) = xm.shape[:-2], xm.shape[-2:]
+    k = min(m, n)
+    piv1, info = _fresh(e, ((*batch, k), "int32"), (batch, "int32"))
+    e.node("lu_factor", [x], [lu, piv1, info], pivot=True, check_errors=False)
+    e.emit("sub", [piv1.name, 1], piv1.shape, "int32", pivots)
+    # x = P L U: row i of L U is row perm[i] of x, P[perm[i], i] = 1
+    (p,) = _fresh(e, ((*batch, m, m), xm.dtype))
+    e.node("lu_unpack", [lu.name, piv1.name], [p], unpack_data=False, unpack_pivots=True)
+    rows = e.emit("argmax", [p.name], (*batch, m), "int64", dim=len(p.shape) - 2, keepdim=False)
+    e.emit("convert", [rows], perm.shape, perm.dtype, perm, dtype=perm.dtype)
+
+
+def qr_primitive(e: Emitter, x: str, outs: list[TensorMeta], full_matrices: bool, pivoting: bool) -> None:
+    if pivoting:
+        raise Unmapped("a column-pivoted QR (geqp3): no canonical op")
+    e.node("qr", [x], outs, final=True, mode="complete" if full_matrices else "reduced")
+
+
+def eigh_primitive(e: Emitter, x: str, outs: list[TensorMeta], lower: bool, sort_eigenvalues: bool,
+                   subset_by_index, algorithm) -> None:
+    """eigh_p: (vectors, values), the values ascending."""
+    n = outs[1].shape[-1] if outs[1].shape else 0
+    if subset_by_index is not None and tuple(subset_by_index) != (0, n):
+        raise Unmapped(f"eigh of the eigenvalues {tuple(subset_by_index)} only")
+    if algorithm is not None:
+        raise Unmapped(f"eigh by {algorithm} (the canonical op is LAPACK's syevd)")
+    if not sort_eigenvalues:
+        raise Unmapped("eigh with its eigenvalues in no specified order")
+    vectors, values = outs
+    e.node("eigh", [x], [values, vectors], final=True, UPLO="L" if lower else "U", compute_v=True)
+
+
+def svd_primitive(e: Emitter, x: str, xm: TensorMeta, outs: list[TensorMeta], full_matrices: bool,
+                  compute_uv: bool, subset_by_index, algorithm) -> None:
+    """svd_p: (s,) or (s, u, vt)."""
+    m, n = xm.shape[-2:]
+    if subset_by_index is not None and tuple(subset_by_index) != (0, min(m, n)):
+        raise Unmapped(f"svd of the singular values {tuple(subset_by_index)} only")
+    if algorithm is not None and "DEFAULT" not in str(algorithm) and "DIVIDE_AND_CONQUER" not in str(algorithm):
+        raise Unmapped(f"svd by {algorithm} (the canonical op is LAPACK's gesdd)")
+    if not compute_uv:
+        e.node("svdvals", [x], outs, final=True)
+        return
+    _singular_vectors(e, x, xm, [outs[1], outs[0], outs[2]], full_matrices)
+
+
+def triangular_solve(e: Emitter, a: str, am: TensorMeta, b: Arg, out: TensorMeta, *, left_side: bool, lower: bool,
+                     transpose_a: bool, unit_diagonal: bool) -> None:
+    """op(a) x = b (left side) or x op(a) = b, op(a) = a or its transpose; a read from the one
+    triangle `lower` names (its diagonal too, unless `unit_diagonal`: ones)."""
+    if transpose_a:  # the transpose of a lower triangle is an upper one
+        rank = len(am.shape)
+        a = e.permute(a, am.shape, am.dtype, [*range(rank - 2), rank - 1, rank - 2])
+        lower = not lower
+    e.node("solve_triangular", [a, b], [out], final=True, upper=not lower, left=left_side,
+           unitriangular=unit_diagonal)
+
+
+# --- LAPACK calls (StableHLO / HLO custom calls) ---------------------------------------------
+
+_LAPACK = re.compile(r"lapack_([sdcz])(\w+)_ffi")
+# LAPACK's one-letter options, by their ASCII codes as jax writes them (uplo = 76: 'L')
+_LETTERS = {76: "L", 85: "U", 78: "N", 84: "T", 67: "C", 82: "R", 65: "A", 83: "S", 86: "V", 79: "O"}
+
+
+def is_lapack(target: str) -> bool:
+    return _LAPACK.fullmatch(target) is not None
+
+
+def lapack_options(spec: str) -> dict[str, str]:
+    """`backend_config={uplo = 76 : ui8, ...}` (HLO) or `mhlo.backend_config = {...}` (StableHLO)
+    as {uplo: 'L', ...}."""
+    found = re.search(r"backend_config\s*=\s*\{([^}]*)\}", spec)
+    pairs = re.findall(r"(\w+)\s*=\s*(\d+)\s*:\s*ui8", found.group(1)) if found else []
+    return {key: _LETTERS.get(int(code), f"?{code}") for key, code in pairs}
+
+
+def lapack_call(e: Emitter, target: str, inputs: list[Arg], metas: list[TensorMeta], outs: list[TensorMeta],
+                options: dict[str, str], unused: frozenset[int]) -> None:
+    """One `lapack_<t><routine>_ffi` call as canonical ops."""
+    kind, routine = _LAPACK.fullmatch(target).groups()
+    if kind in "cz":
+        raise Unmapped(f"{target}: complex numbers: the common view's dtypes are real")
+    if routine not in _ROUTINES:
+        raise Unmapped(f"custom call {target}: no canonical op for LAPACK's {routine}")
+    rule, reads = _ROUTINES[routine]
+    unread = sorted(set(options) - reads)
+    if unread:
+        raise Unmapped(f"{target}: options not mapped: {', '.join(unread)}")
+    rule(e, inputs, metas, outs, options, unused)
+
+
+def _potrf(e, inputs, metas, outs, options, unused) -> None:
+    """(the input with its `uplo` triangle replaced by the factor, info)."""
+    lower = _option(options, "uplo", "LU") == "L"
+    x, xm = inputs[0], metas[0]
+    factor, info = _cholesky(e, x, xm, lower, info=outs[1])
+    other = e.emit("triu" if lower else "tril", [x], xm.shape, xm.dtype, diagonal=1 if lower else -1)
+    e.emit("add", [factor, other], xm.shape, xm.dtype, outs[0])
+
+
+def _getrf(e, inputs, metas, outs, options, unused) -> None:
+    """(L and U packed, 1-based int32 pivots, info): ATen's convention."""
+    e.node("lu_factor", inputs, outs, final=True, pivot=True, check_errors=False)
+
+
+def _geqrf(e, inputs, metas, outs, options, unused) -> None:
+    e.node("geqrf", inputs, outs, final=True)
+
+
+def _orgqr(e, inputs, metas, outs, options, unused) -> None:
+    e.node("householder_product", inputs, outs, final=True)
+
+
+def _trsm(e, inputs, metas, outs, options, unused) -> None:
+    triangular_solve(e, inputs[0], metas[0], inputs[1], outs[0],
+                     left_side=_option(options, "side", "LR") == "L", lower=_option(options, "uplo", "LU") == "L",
+                     transpose_a=_option(options, "trans_x", "NTC") != "N",  # C: the adjoint, of a real matrix
+                     unit_diagonal=_option(options, "diag", "NU") == "U")
+
+
+def _syevd(e, inputs, metas, outs, options, unused) -> None:
+    """(the vectors over the input, the values ascending, info)."""
+    uplo, vectors = _option(options, "uplo", "LU"), _option(options, "mode", "NV") == "V"
+    if not vectors:
+        _require_unused(unused, [0], "syevd leaves its input unspecified where it computes no vectors")
+    results = [outs[1], outs[0]] if vectors else [outs[1]]
+    e.node("eigh", inputs[:1], results, final=True, UPLO=uplo, compute_v=vectors)
+    _converged(e, outs[2])
+
+
+def _gesdd(e, inputs, metas, outs, options, unused) -> None:
+    """(the input, overwritten, s, u, vt, info); mode A: u and vt full, S: reduced, N: none."""
+    mode = _option(options, "mode", "ASN")
+    _require_unused(unused, [0], "gesdd leaves its overwritten input unspecified")
+    x, xm = inputs[0], metas[0]
+    if mode == "N":
+        _require_unused(unused, [2, 3], "gesdd computes no u and vt in mode N")
+        e.node("svdvals", [x], [outs[1]], final=True)
+    else:
+        _singular_vectors(e, x, xm, [outs[2], outs[1], outs[3]], mode == "A")
+    _converged(e, outs[4])
+
+
+# routine -> (rule, the options it reads)
+_ROUTINES = {
+    "potrf": (_potrf, {"uplo"}), "getrf": (_getrf, set()), "geqrf": (_geqrf, set()), "orgqr": (_orgqr, set()),
+    "trsm": (_trsm, {"side", "uplo", "trans_x", "diag"}), "syevd": (_syevd, {"uplo", "mode"}),
+    "gesdd": (_gesdd, {"mode"}),
+}
+
+
+# --- shared -----------------------------------------------------------------------------------
+
+
+def _cholesky(e: Emitter, x: str, xm: TensorMeta, lower: bool, info: TensorMeta | None = None) -> tuple[str, str]:
+    """(the factor, zeros in its other triangle; LAPACK's info) of x, read from the triangle named."""
+    given = info is not None
+    factor, fresh_info = _fresh(e, (xm.shape, xm.dtype), (xm.shape[:-2], "int32"))
+    info = info or fresh_info
+    e.node("cholesky", [x], [factor, info], final=given, upper=not lower, check_errors=False)
+    return factor.name, info.name
+
+
+def _nan_unless_ok(e: Emitter, value: str, info: str, xm: TensorMeta, out: TensorMeta) -> None:
+    """value where info == 0 (per matrix of the batch), else NaN: jax's `_replace_not_ok_with_nan`."""
+    batch = xm.shape[:-2]
+    ok = e.emit("eq", [info, 0], batch, "bool")
+    wide = e.emit("broadcast", [ok], out.shape, "bool", shape=list(out.shape), broadcast_dims=list(range(len(batch))))
+    e.emit("where", [wide, value, float("nan")], out.shape, out.dtype, out)
+
+
+def _singular_vectors(e: Emitter, x: str, xm: TensorMeta, usv: list[TensorMeta], full_matrices: bool) -> None:
+    m, n = xm.shape[-2:]
+    if m < n:
+        raise Unmapped("the singular vectors of a wide matrix: their signs differ between LAPACK "
+                       "implementations (torch's and jaxlib's)")
+    e.node("svd", [x], usv, final=True, full_matrices=full_matrices, compute_uv=True)
+
+
+def _fresh(e: Emitter, *specs) -> list[TensorMeta]:
+    """Values for the next node's outputs: (shape, dtype) each."""
+    return [TensorMeta(f"{e.base}.{len(e.nodes)}.out{k}", tuple(shape), dtype) for k, (shape, dtype) in enumerate(specs)]
+
+
+def _converged(e: Emitter, info: TensorMeta) -> None:
+    e.emit("full", [], info.shape, info.dtype, info, shape=list(info.shape), value=0, dtype=info.dtype)
+
+
+def _option(options: dict[str, str], key: str, allowed: str) -> str:
+    value = options.get(key)
+    if value is None or value not in allowed:
+        raise Unmapped(f"LAPACK option {key}={value!r} (expected one of {', '.join(allowed)})")
+    return value
+
+
+def _require_unused(unused: frozenset[int], results: list[int], why: str) -> None:
+    read = [r for r in results if r not in unused]
+    if read:
+        raise Unmapped(f"result {', '.join(map(str, read))} read, but {why}")
