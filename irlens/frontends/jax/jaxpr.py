@@ -175,6 +175,7 @@ class Eqn:
     metas: list[TensorMeta]  # per input: its shape and dtype (literals too)
     outs: list[TensorMeta]
     iotas: dict[str, int]  # value name -> the dim an iota counts along (argsort's second operand)
+    dropped: frozenset = frozenset()  # the outputs nothing reads (jaxpr's `_`)
 
     def one(self, e: Emitter, op: str, inputs: list[Arg] | None = None, **attrs) -> None:
         e.node(op, self.inputs if inputs is None else inputs, self.outs, final=True, **attrs)
@@ -571,14 +572,14 @@ def _qr(e: Emitter, q: Eqn) -> None:
 
 def _eigh(e: Emitter, q: Eqn) -> None:
     p = q.params
-    linalg.eigh_primitive(e, q.inputs[0], q.outs, bool(p["lower"]), bool(p["sort_eigenvalues"]),
+    linalg.eigh_primitive(e, q.inputs[0], q.outs, q.dropped, bool(p["lower"]), bool(p["sort_eigenvalues"]),
                           p.get("subset_by_index"), p.get("algorithm"))
 
 
 def _svd(e: Emitter, q: Eqn) -> None:
     p = q.params
-    linalg.svd_primitive(e, q.inputs[0], q.metas[0], q.outs, bool(p["full_matrices"]), bool(p["compute_uv"]),
-                         p.get("subset_by_index"), p.get("algorithm"))
+    # full_matrices shapes u and vt only, which are mapped only where dropped (or not computed)
+    linalg.svd_primitive(e, q.inputs[0], q.metas[0], q.outs, q.dropped, p.get("subset_by_index"), p.get("algorithm"))
 
 
 def _triangular_solve(e: Emitter, q: Eqn) -> None:
@@ -802,6 +803,8 @@ class _Builder:
         return metas
 
     def emit(self, eqn, scope: str) -> None:
+        from jax.extend.core import DropVar
+
         prim = eqn.primitive.name
         node_id = f"e{len(self.nodes)}"
         inputs = [self.read(a) for a in eqn.invars]
@@ -811,7 +814,8 @@ class _Builder:
         reason = why_unknown(prim, eqn.params)
         if reason is None:
             try:
-                HANDLERS[prim][0](e, Eqn(prim, dict(eqn.params), inputs, metas, outs, self.iotas))
+                dropped = frozenset(i for i, v in enumerate(eqn.outvars) if isinstance(v, DropVar))
+                HANDLERS[prim][0](e, Eqn(prim, dict(eqn.params), inputs, metas, outs, self.iotas, dropped))
             except Unmapped as err:
                 reason = str(err)
         if reason is not None:

@@ -9,9 +9,13 @@ explicit with canonical ops: jax's cholesky puts NaN where the factorization fai
 LAPACK call's results are its routine's own: potrf leaves the input's other triangle in place,
 getrf gives 1-based pivots and info. What has no meaning stays `unknown:` with the reason:
 
-- the eigen- and singular vectors are unique only up to sign; torch's LAPACK and jaxlib's agree
-  on them for symmetric (eigh) and square or tall (svd) matrices, and they disagree for wide
-  ones (m < n), so a wide matrix's singular vectors are not mapped;
+- the eigen- and singular vectors are unique only up to sign, and torch's LAPACK (MKL) and
+  jaxlib's pick different signs for some matrices (symmetric 8x8 to 20x20 ones for syevd, 7x5,
+  10x6 and wide ones for gesdd): eigh and svd map where their vectors are not read (the values
+  alone), and stay `unknown:` where they are;
+- jax's cholesky_p (before lax.linalg.cholesky takes its lower triangle) is LAPACK's potrf:
+  the input's upper triangle stays in place (XLA's own Cholesky, on TPU, leaves it
+  implementation-defined);
 - syevd's and gesdd's `info` (non-zero where the iteration did not converge) has no ATen
   counterpart: torch raises there. It is written as a zero: wherever the float64 meaning runs,
   the routine converged. A result a routine leaves unspecified (gesdd's overwritten input, its
@@ -29,10 +33,10 @@ from irlens.frontends.jax.xla_forms import Emitter, Unmapped
 
 
 def cholesky_primitive(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
-    """cholesky_p: the lower factor of x (read from its lower triangle), NaN where x is not
-    positive definite (jax's lowering checks LAPACK's info)."""
-    factor, info = _cholesky(e, x, xm, lower=True)
-    _nan_unless_ok(e, factor, info, xm, out)
+    """cholesky_p: potrf's result (the lower factor, read from x's lower triangle, below x's
+    upper triangle), NaN where x is not positive definite (jax's lowering checks LAPACK's info)."""
+    packed, info = _potrf_result(e, x, xm, True, *_fresh(e, (xm.shape, xm.dtype)), None)
+    _nan_unless_ok(e, packed, info, xm, out)
 
 
 def lu_primitive(e: Emitter, x: str, xm: TensorMeta, outs: list[TensorMeta]) -> None:
@@ -46,7 +50,7 @@ def lu_primitive(e: Emitter, x: str, xm: TensorMeta, outs: list[TensorMeta]) -> 
     # x = P L U: row i of L U is row perm[i] of x, P[perm[i], i] = 1
     (p,) = _fresh(e, ((*batch, m, m), xm.dtype))
     e.node("lu_unpack", [lu.name, piv1.name], [p], unpack_data=False, unpack_pivots=True)
-    rows = e.emit("argmax", [p.name], (*batch, m), "int64", dim=len(p.shape) - 2, keepdim=False)
+    rows = _tmp(e, "argmax", [p.name], (*batch, m), "int64", dim=len(p.shape) - 2, keepdim=False)
     e.emit("convert", [rows], perm.shape, perm.dtype, perm, dtype=perm.dtype)
 
 
@@ -56,9 +60,9 @@ def qr_primitive(e: Emitter, x: str, outs: list[TensorMeta], full_matrices: bool
     e.node("qr", [x], outs, final=True, mode="complete" if full_matrices else "reduced")
 
 
-def eigh_primitive(e: Emitter, x: str, outs: list[TensorMeta], lower: bool, sort_eigenvalues: bool,
-                   subset_by_index, algorithm) -> None:
-    """eigh_p: (vectors, values), the values ascending."""
+def eigh_primitive(e: Emitter, x: str, outs: list[TensorMeta], dropped: frozenset[int], lower: bool,
+                   sort_eigenvalues: bool, subset_by_index, algorithm) -> None:
+    """eigh_p: (vectors, values), the values ascending; mapped where the vectors are dropped."""
     n = outs[1].shape[-1] if outs[1].shape else 0
     if subset_by_index is not None and tuple(subset_by_index) != (0, n):
         raise Unmapped(f"eigh of the eigenvalues {tuple(subset_by_index)} only")
@@ -66,22 +70,20 @@ def eigh_primitive(e: Emitter, x: str, outs: list[TensorMeta], lower: bool, sort
         raise Unmapped(f"eigh by {algorithm} (the canonical op is LAPACK's syevd)")
     if not sort_eigenvalues:
         raise Unmapped("eigh with its eigenvalues in no specified order")
-    vectors, values = outs
-    e.node("eigh", [x], [values, vectors], final=True, UPLO="L" if lower else "U", compute_v=True)
+    _require_unused(dropped, [0], _EIGENVECTORS)
+    e.node("eigh", [x], [outs[1]], final=True, UPLO="L" if lower else "U", compute_v=False)
 
 
-def svd_primitive(e: Emitter, x: str, xm: TensorMeta, outs: list[TensorMeta], full_matrices: bool,
-                  compute_uv: bool, subset_by_index, algorithm) -> None:
-    """svd_p: (s,) or (s, u, vt)."""
+def svd_primitive(e: Emitter, x: str, xm: TensorMeta, outs: list[TensorMeta], dropped: frozenset[int],
+                  subset_by_index, algorithm) -> None:
+    """svd_p: (s,) or (s, u, vt); mapped where u and vt are not computed or dropped."""
     m, n = xm.shape[-2:]
     if subset_by_index is not None and tuple(subset_by_index) != (0, min(m, n)):
         raise Unmapped(f"svd of the singular values {tuple(subset_by_index)} only")
     if algorithm is not None and "DEFAULT" not in str(algorithm) and "DIVIDE_AND_CONQUER" not in str(algorithm):
         raise Unmapped(f"svd by {algorithm} (the canonical op is LAPACK's gesdd)")
-    if not compute_uv:
-        e.node("svdvals", [x], outs, final=True)
-        return
-    _singular_vectors(e, x, xm, [outs[1], outs[0], outs[2]], full_matrices)
+    _require_unused(dropped, range(1, len(outs)), _SINGULAR_VECTORS)
+    e.node("svdvals", [x], outs[:1], final=True)
 
 
 def triangular_solve(e: Emitter, a: str, am: TensorMeta, b: Arg, out: TensorMeta, *, left_side: bool, lower: bool,
@@ -90,7 +92,8 @@ def triangular_solve(e: Emitter, a: str, am: TensorMeta, b: Arg, out: TensorMeta
     triangle `lower` names (its diagonal too, unless `unit_diagonal`: ones)."""
     if transpose_a:  # the transpose of a lower triangle is an upper one
         rank = len(am.shape)
-        a = e.permute(a, am.shape, am.dtype, [*range(rank - 2), rank - 1, rank - 2])
+        perm = [*range(rank - 2), rank - 1, rank - 2]
+        a = _tmp(e, "permute", [a], [am.shape[d] for d in perm], am.dtype, perm=perm)
         lower = not lower
     e.node("solve_triangular", [a, b], [out], final=True, upper=not lower, left=left_side,
            unitriangular=unit_diagonal)
@@ -131,12 +134,7 @@ def lapack_call(e: Emitter, target: str, inputs: list[Arg], metas: list[TensorMe
 
 
 def _potrf(e, inputs, metas, outs, options, unused) -> None:
-    """(the input with its `uplo` triangle replaced by the factor, info)."""
-    lower = _option(options, "uplo", "LU") == "L"
-    x, xm = inputs[0], metas[0]
-    factor, info = _cholesky(e, x, xm, lower, info=outs[1])
-    other = e.emit("triu" if lower else "tril", [x], xm.shape, xm.dtype, diagonal=1 if lower else -1)
-    e.emit("add", [factor, other], xm.shape, xm.dtype, outs[0])
+    _potrf_result(e, inputs[0], metas[0], _option(options, "uplo", "LU") == "L", outs[0], outs[1])
 
 
 def _getrf(e, inputs, metas, outs, options, unused) -> None:
@@ -160,25 +158,20 @@ def _trsm(e, inputs, metas, outs, options, unused) -> None:
 
 
 def _syevd(e, inputs, metas, outs, options, unused) -> None:
-    """(the vectors over the input, the values ascending, info)."""
+    """(the vectors over the input, the values ascending, info); mapped where the vectors (mode V)
+    or the overwritten input (mode N) are not read."""
     uplo, vectors = _option(options, "uplo", "LU"), _option(options, "mode", "NV") == "V"
-    if not vectors:
-        _require_unused(unused, [0], "syevd leaves its input unspecified where it computes no vectors")
-    results = [outs[1], outs[0]] if vectors else [outs[1]]
-    e.node("eigh", inputs[:1], results, final=True, UPLO=uplo, compute_v=vectors)
+    _require_unused(unused, [0], _EIGENVECTORS if vectors else "syevd leaves its input unspecified in mode N")
+    e.node("eigh", inputs[:1], [outs[1]], final=True, UPLO=uplo, compute_v=False)
     _converged(e, outs[2])
 
 
 def _gesdd(e, inputs, metas, outs, options, unused) -> None:
-    """(the input, overwritten, s, u, vt, info); mode A: u and vt full, S: reduced, N: none."""
+    """(the input, overwritten, s, u, vt, info); mapped where only s and info are read."""
     mode = _option(options, "mode", "ASN")
     _require_unused(unused, [0], "gesdd leaves its overwritten input unspecified")
-    x, xm = inputs[0], metas[0]
-    if mode == "N":
-        _require_unused(unused, [2, 3], "gesdd computes no u and vt in mode N")
-        e.node("svdvals", [x], [outs[1]], final=True)
-    else:
-        _singular_vectors(e, x, xm, [outs[2], outs[1], outs[3]], mode == "A")
+    _require_unused(unused, [2, 3], _SINGULAR_VECTORS if mode != "N" else "gesdd computes no u and vt in mode N")
+    e.node("svdvals", inputs[:1], [outs[1]], final=True)
     _converged(e, outs[4])
 
 
@@ -193,34 +186,39 @@ _ROUTINES = {
 # --- shared -----------------------------------------------------------------------------------
 
 
-def _cholesky(e: Emitter, x: str, xm: TensorMeta, lower: bool, info: TensorMeta | None = None) -> tuple[str, str]:
-    """(the factor, zeros in its other triangle; LAPACK's info) of x, read from the triangle named."""
-    given = info is not None
-    factor, fresh_info = _fresh(e, (xm.shape, xm.dtype), (xm.shape[:-2], "int32"))
-    info = info or fresh_info
-    e.node("cholesky", [x], [factor, info], final=given, upper=not lower, check_errors=False)
-    return factor.name, info.name
+def _potrf_result(e: Emitter, x: str, xm: TensorMeta, lower: bool, out: TensorMeta,
+                  info: TensorMeta | None) -> tuple[str, str]:
+    """LAPACK's potrf: x with the triangle `lower` names replaced by the Cholesky factor read
+    from it (the other triangle stays x's), and info (0, or the order of the leading minor that
+    is not positive definite). Returns their value names."""
+    factor, own_info = _fresh(e, (xm.shape, xm.dtype), (xm.shape[:-2], "int32"))
+    info = info or own_info
+    e.node("cholesky", [x], [factor, info], upper=not lower, check_errors=False)
+    other = _tmp(e, "triu" if lower else "tril", [x], xm.shape, xm.dtype, diagonal=1 if lower else -1)
+    e.emit("add", [factor.name, other], xm.shape, xm.dtype, out)
+    return out.name, info.name
 
 
 def _nan_unless_ok(e: Emitter, value: str, info: str, xm: TensorMeta, out: TensorMeta) -> None:
     """value where info == 0 (per matrix of the batch), else NaN: jax's `_replace_not_ok_with_nan`."""
     batch = xm.shape[:-2]
-    ok = e.emit("eq", [info, 0], batch, "bool")
-    wide = e.emit("broadcast", [ok], out.shape, "bool", shape=list(out.shape), broadcast_dims=list(range(len(batch))))
+    ok = _tmp(e, "eq", [info, 0], batch, "bool")
+    wide = _tmp(e, "broadcast", [ok], out.shape, "bool", shape=list(out.shape), broadcast_dims=list(range(len(batch))))
     e.emit("where", [wide, value, float("nan")], out.shape, out.dtype, out)
 
 
-def _singular_vectors(e: Emitter, x: str, xm: TensorMeta, usv: list[TensorMeta], full_matrices: bool) -> None:
-    m, n = xm.shape[-2:]
-    if m < n:
-        raise Unmapped("the singular vectors of a wide matrix: their signs differ between LAPACK "
-                       "implementations (torch's and jaxlib's)")
-    e.node("svd", [x], usv, final=True, full_matrices=full_matrices, compute_uv=True)
-
-
 def _fresh(e: Emitter, *specs) -> list[TensorMeta]:
-    """Values for the next node's outputs: (shape, dtype) each."""
-    return [TensorMeta(f"{e.base}.{len(e.nodes)}.out{k}", tuple(shape), dtype) for k, (shape, dtype) in enumerate(specs)]
+    """Values for the next node's outputs: (shape, dtype) each; named apart from the readers'
+    own (HLO's `<instruction>.<k>` for a tuple's results)."""
+    return [TensorMeta(f"{e.base}.{len(e.nodes)}.out{k}", tuple(int(d) for d in shape), dtype)
+            for k, (shape, dtype) in enumerate(specs)]
+
+
+def _tmp(e: Emitter, op: str, inputs: list[Arg], oshape, odtype: str, **attrs) -> str:
+    """One node with one fresh output; its value name."""
+    (out,) = _fresh(e, (oshape, odtype))
+    e.node(op, inputs, [out], **attrs)
+    return out.name
 
 
 def _converged(e: Emitter, info: TensorMeta) -> None:
@@ -234,7 +232,12 @@ def _option(options: dict[str, str], key: str, allowed: str) -> str:
     return value
 
 
-def _require_unused(unused: frozenset[int], results: list[int], why: str) -> None:
+_SIGNS = "their signs are implementation-defined, and torch's LAPACK and jaxlib's pick different ones"
+_EIGENVECTORS = f"the eigenvectors: {_SIGNS} (symmetric 8x8 to 20x20 matrices)"
+_SINGULAR_VECTORS = f"the singular vectors: {_SIGNS} (7x5, 10x6 and wide matrices)"
+
+
+def _require_unused(unused: frozenset[int], results, why: str) -> None:
     read = [r for r in results if r not in unused]
     if read:
         raise Unmapped(f"result {', '.join(map(str, read))} read, but {why}")
