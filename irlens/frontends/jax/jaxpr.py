@@ -84,11 +84,11 @@ CLASSIFIED: dict[str, str] = {
     **{p: _RANDOM for p in ("random_bits", "random_seed", "random_wrap", "random_unwrap", "random_split",
                             "random_fold_in", "random_clone", "threefry2x32", "rng_bit_generator", "rng_uniform",
                             "random_gamma", "iota_2x32_shape", "threefry4x32", "philox2x32", "philox4x32")},
-    **{p: _CONTROL for p in ("while", "cond", "platform_index", "custom_linear_solve")},
+    **{p: _CONTROL for p in ("while", "cond", "platform_index")},
     "scan": f"control flow: a scan of more than {MAX_SCAN_STEPS} steps (shorter ones are unrolled)",
     **{p: _COMPLEX for p in ("complex", "real", "imag", "conj", "fft")},
     **{p: _LINALG for p in ("cholesky_update", "lu_pivots_to_permutation", "geqp3", "ormqr", "eig", "schur", "hessenberg",
-                            "tridiagonal", "tridiagonal_solve", "symmetric_product")},
+                            "tridiagonal", "symmetric_product")},
     **{p: _COLLECTIVE for p in (
         "psum", "pmax", "pmin", "ppermute", "all_gather", "all_to_all", "reduce_scatter", "axis_index",
         "psum_invariant", "pbroadcast", "ragged_all_to_all", "all_gather_done", "all_gather_invariant",
@@ -591,6 +591,10 @@ def _triangular_solve(e: Emitter, q: Eqn) -> None:
                             unit_diagonal=bool(p["unit_diagonal"]))
 
 
+def _tridiagonal_solve(e: Emitter, q: Eqn) -> None:
+    linalg.tridiagonal_solve_primitive(e, *q.inputs, q.metas[3], q.outs[0], bool(q.params["perturb_singular"]))
+
+
 # primitive -> (handler, the params it reads)
 HANDLERS: dict[str, tuple[Callable[[Emitter, Eqn], None], frozenset]] = {}
 
@@ -666,6 +670,7 @@ _register("device_put", _device_put, ("devices", "srcs", "copy_semantics"))
 _register("one_minus_square", _one_minus_square)
 _register("cholesky", _cholesky)
 _register("lu", _lu)
+_register("tridiagonal_solve", _tridiagonal_solve, ("perturb_singular",))
 _register("geqrf", lambda e, q: q.one(e, "geqrf"))
 _register("householder_product", lambda e, q: q.one(e, "householder_product"))
 _register("qr", _qr, ("full_matrices", "pivoting", "use_magma"))  # use_magma: which GPU library computes it
@@ -731,6 +736,8 @@ class _Builder:
                     self.env[outer] = value
             elif eqn.primitive.name == "scan" and 0 < int(eqn.params["length"]) <= MAX_SCAN_STEPS:
                 self.unroll(eqn, scope)
+            elif eqn.primitive.name == "custom_linear_solve":
+                self.linear_solve(eqn, scope)
             else:
                 self.emit(eqn, scope)
 
@@ -751,6 +758,17 @@ class _Builder:
             self.env[var] = value
         self.walk(inner, scope, self.origin)
         return [self.read(var) for var in inner.outvars]
+
+    def linear_solve(self, eqn, scope: str) -> None:
+        """lax.custom_linear_solve's value: its `solve` jaxpr on the solve's consts and b (matvec,
+        vecmat and transpose_solve only define its derivatives), as jax's own impl runs it."""
+        lengths, args = eqn.params["const_lengths"], [self.read(a) for a in eqn.invars]
+        start = lengths.matvec + lengths.vecmat
+        consts = args[start:start + lengths.solve]
+        b = args[lengths.matvec + lengths.vecmat + lengths.solve + lengths.transpose_solve:]
+        inner = f"{scope}/custom_linear_solve" if scope else "custom_linear_solve"
+        for outer, value in zip(eqn.outvars, self.call(eqn.params["jaxprs"].solve, consts + b, inner)):
+            self.env[outer] = value
 
     def unroll(self, eqn, scope: str) -> None:
         """lax.scan of a static length as its steps, one after the other: each step the body on the

@@ -99,6 +99,38 @@ def triangular_solve(e: Emitter, a: str, am: TensorMeta, b: Arg, out: TensorMeta
            unitriangular=unit_diagonal)
 
 
+def tridiagonal_solve_primitive(e: Emitter, dl: Arg, d: Arg, du: Arg, b: str, bm: TensorMeta, out: TensorMeta,
+                                perturb_singular: bool) -> None:
+    """tridiagonal_solve_p: gtsv's x, NaN where A is singular."""
+    if perturb_singular:
+        raise Unmapped("a tridiagonal solve that perturbs a singular matrix's pivots")
+    x, info = _fresh(e, (bm.shape, bm.dtype), (bm.shape[:-2], "int32"))
+    _gtsv_solve(e, dl, d, du, b, bm, x, info)
+    _nan_unless_ok(e, x.name, info.name, bm, out)
+
+
+def _gtsv_solve(e: Emitter, dl: Arg, d: Arg, du: Arg, b: str, bm: TensorMeta, x: TensorMeta,
+                info: TensorMeta) -> None:
+    """A x = b with A tridiagonal: sub-diagonal dl (dl[..., 0] unused), diagonal d, super-diagonal
+    du (du[..., -1] unused), as LAPACK's gtsv solves it: A built dense and solved by LU with
+    partial pivoting (in a tridiagonal matrix the same pivots gtsv picks), and LAPACK's info."""
+    *batch, n, _ = bm.shape
+    shape, square = (*batch, n, n), (n, n)
+    rows, cols = _tmp(e, "iota", [], square, "int32", shape=list(square), dim=0, dtype="int32"), \
+        _tmp(e, "iota", [], square, "int32", shape=list(square), dim=1, dtype="int32")
+    below = _tmp(e, "add", [cols, 1], square, "int32")
+    above = _tmp(e, "add", [rows, 1], square, "int32")
+    a = 0.0
+    for band, (i, j) in ((du, (above, cols)), (dl, (rows, below)), (d, (rows, cols))):
+        on = _tmp(e, "eq", [i, j], square, "bool")
+        mask = _tmp(e, "broadcast", [on], shape, "bool", shape=list(shape), broadcast_dims=[len(batch), len(batch) + 1])
+        # band[..., r] on row r
+        spread = _tmp(e, "broadcast", [band], shape, bm.dtype, shape=list(shape), broadcast_dims=list(range(len(batch) + 1)))
+        a = _tmp(e, "where", [mask, spread, a], shape, bm.dtype)
+    lu, pivots = _fresh(e, (shape, bm.dtype), ((*batch, n), "int32"))
+    e.node("solve", [a, b], [x, lu, pivots, info], left=True, check_errors=False)
+
+
 # --- LAPACK calls (StableHLO / HLO custom calls) ---------------------------------------------
 
 _LAPACK = re.compile(r"lapack_([sdcz])(\w+)_ffi")
@@ -175,11 +207,17 @@ def _gesdd(e, inputs, metas, outs, options, unused) -> None:
     _converged(e, outs[4])
 
 
+def _gtsv(e, inputs, metas, outs, options, unused) -> None:
+    """(dl, d, du overwritten by the factorization, x, info); mapped where the first three are not read."""
+    _require_unused(unused, [0, 1, 2], "gtsv leaves its overwritten diagonals unspecified")
+    _gtsv_solve(e, *inputs, metas[3], outs[3], outs[4])
+
+
 # routine -> (rule, the options it reads)
 _ROUTINES = {
     "potrf": (_potrf, {"uplo"}), "getrf": (_getrf, set()), "geqrf": (_geqrf, set()), "orgqr": (_orgqr, set()),
     "trsm": (_trsm, {"side", "uplo", "trans_x", "diag"}), "syevd": (_syevd, {"uplo", "mode"}),
-    "gesdd": (_gesdd, {"mode"}),
+    "gesdd": (_gesdd, {"mode"}), "gtsv": (_gtsv, set()),
 }
 
 
