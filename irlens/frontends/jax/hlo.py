@@ -1089,6 +1089,7 @@ def _mlir_meta(name: str, type_) -> TensorMeta:
 @dataclass
 class _MlirReader:
     funcs: dict[str, Any]  # symbol name -> func.func op
+    live: set[str] = field(default_factory=set)  # the names of the values the block being walked needs
     nodes: list[Node] = field(default_factory=list)
     inputs: list[TensorMeta] = field(default_factory=list)
     iotas: dict[str, int] = field(default_factory=dict)  # value name -> the dim an iota counts along
@@ -1097,8 +1098,11 @@ class _MlirReader:
     def walk(self, block, env: dict, scope: str) -> list[Arg]:
         """Emit a block's ops; returns the values its terminator returns. MLIR value names are
         per function, so values of an inlined call are prefixed with the call's scope."""
+        self.live = _live_values(block)
         for op in block.operations:
             op = op.operation
+            if op.results and not _keeps(op, self.live):
+                continue  # dead code (jax's NaN select on the eigenvectors of an eigvalsh): no node
             args = [env[v.get_name()] for v in op.operands]
             if op.name in ("func.return", "stablehlo.return"):
                 return args
@@ -1108,8 +1112,10 @@ class _MlirReader:
                 inner = {a.get_name(): v for a, v in zip(body.arguments, args)}
                 self.calls += 1
                 inner_scope = f"{scope}/{callee}#{self.calls}" if scope else f"{callee}#{self.calls}"
+                outer_live = self.live
                 for res, val in zip(op.results, self.walk(body, inner, inner_scope)):
                     env[res.get_name()] = val
+                self.live = outer_live
             elif op.name == "stablehlo.constant" and self.splat(op) is not None:
                 value = self.splat(op)
                 shape = tuple(op.results[0].type.shape)
@@ -1165,12 +1171,31 @@ class _MlirReader:
             if called and called[0] in self.funcs:
                 bodies["called_computations"] = _region_body(self.funcs[called[0]].regions[0])
         spec = ", ".join(f"{k} = {v}" for k, v in attrs.items())
-        unused = frozenset(i for i, r in enumerate(op.results) if not list(r.uses)) if len(op.results) > 1 else frozenset()
+        unused = frozenset(i for i, r in enumerate(op.results) if r.get_name() not in self.live) \
+            if len(op.results) > 1 else frozenset()
         x = XlaOp(f"s{len(self.nodes)}", opcode, op.name, scope, args, metas, outputs, spec, bodies, {}, self.iotas,
                   set(attrs), str(attrs.get("call_target_name", "")).strip('"'), unused=unused)
         self.nodes += convert(x)
         if opcode == "iota":
             self.iotas[outputs[0].name] = x.ints("iota_dimension")[0]
+
+
+def _live_values(block) -> set[str]:
+    """The names of the block's values that reach its terminator: a result only a dead op reads
+    (jax's NaN select on an eigenvector nobody returns) is not live."""
+    live: set[str] = set()
+    for op in reversed(list(block.operations)):
+        op = op.operation
+        if _keeps(op, live):
+            live |= {v.get_name() for v in op.operands}
+    return live
+
+
+def _keeps(op, live: set[str]) -> bool:
+    """Whether `op` is needed: a result is live, or it returns, calls, has regions or effects."""
+    return (op.name in ("func.return", "stablehlo.return", "func.call") or len(op.regions) > 0 or not op.results
+            or "has_side_effect" in op.attributes and str(op.attributes["has_side_effect"]) == "true"
+            or any(r.get_name() in live for r in op.results))
 
 
 def _region_body(region) -> Body:

@@ -65,6 +65,9 @@ CALLS: dict[str, tuple[str, ...]] = {
     "custom_jvp_call_jaxpr": ("fun_jaxpr",), "eval_jaxpr": ("jaxpr",), "linear_call": ("callee",),
     "remat_opt": ("fwd_jaxpr",),  # its outputs: the residuals, then the outputs, as fwd_jaxpr's
 }
+# Primitives whose value is one of their bodies run on part of their operands: custom_linear_solve's
+# `solve` jaxpr (its other bodies define only derivatives), see `_Builder.linear_solve`.
+SOLVES = frozenset({"custom_linear_solve"})
 # The identity on their operands (names, barriers, sharding and layout annotations): outputs
 # are bound to the inputs, no node. `tie(x, y)` is y.
 IDENTITIES: dict[str, Callable[[list], list]] = {
@@ -572,7 +575,7 @@ def _qr(e: Emitter, q: Eqn) -> None:
 
 def _eigh(e: Emitter, q: Eqn) -> None:
     p = q.params
-    linalg.eigh_primitive(e, q.inputs[0], q.outs, q.dropped, bool(p["lower"]), bool(p["sort_eigenvalues"]),
+    linalg.eigh_primitive(e, q.inputs[0], q.metas[0], q.outs, q.dropped, bool(p["lower"]), bool(p["sort_eigenvalues"]),
                           p.get("subset_by_index"), p.get("algorithm"))
 
 
@@ -726,6 +729,9 @@ class _Builder:
                 self.bind_input(var, f"const{sum(t.name.startswith('const') for t in self.inputs)}")
 
     def walk(self, jaxpr, scope: str, caller: "EqnOrigin | None" = None) -> None:
+        from jax.extend.core import Var
+
+        read = {v for v in [*jaxpr.outvars, *(a for q in jaxpr.eqns for a in q.invars)] if isinstance(v, Var)}
         for eqn in jaxpr.eqns:
             self.origin = EqnOrigin.of(eqn, caller)
             body = _call_body(eqn)
@@ -736,10 +742,10 @@ class _Builder:
                     self.env[outer] = value
             elif eqn.primitive.name == "scan" and 0 < int(eqn.params["length"]) <= MAX_SCAN_STEPS:
                 self.unroll(eqn, scope)
-            elif eqn.primitive.name == "custom_linear_solve":
+            elif eqn.primitive.name in SOLVES:
                 self.linear_solve(eqn, scope)
             else:
-                self.emit(eqn, scope)
+                self.emit(eqn, scope, read)
 
     def inline(self, eqn, body, scope: str) -> None:
         inner = getattr(body, "jaxpr", body)
@@ -820,9 +826,8 @@ class _Builder:
             metas.append(_meta(name, var.aval))
         return metas
 
-    def emit(self, eqn, scope: str) -> None:
-        from jax.extend.core import DropVar
-
+    def emit(self, eqn, scope: str, read: set) -> None:
+        """The equation's nodes; `read`: the vars its jaxpr reads (an output none reads is dropped)."""
         prim = eqn.primitive.name
         node_id = f"e{len(self.nodes)}"
         inputs = [self.read(a) for a in eqn.invars]
@@ -832,7 +837,7 @@ class _Builder:
         reason = why_unknown(prim, eqn.params)
         if reason is None:
             try:
-                dropped = frozenset(i for i, v in enumerate(eqn.outvars) if isinstance(v, DropVar))
+                dropped = frozenset(i for i, v in enumerate(eqn.outvars) if v not in read)
                 HANDLERS[prim][0](e, Eqn(prim, dict(eqn.params), inputs, metas, outs, self.iotas, dropped))
             except Unmapped as err:
                 reason = str(err)

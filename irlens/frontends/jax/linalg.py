@@ -60,10 +60,10 @@ def qr_primitive(e: Emitter, x: str, outs: list[TensorMeta], full_matrices: bool
     e.node("qr", [x], outs, final=True, mode="complete" if full_matrices else "reduced")
 
 
-def eigh_primitive(e: Emitter, x: str, outs: list[TensorMeta], dropped: frozenset[int], lower: bool,
-                   sort_eigenvalues: bool, subset_by_index, algorithm) -> None:
+def eigh_primitive(e: Emitter, x: str, xm: TensorMeta, outs: list[TensorMeta], dropped: frozenset[int],
+                   lower: bool, sort_eigenvalues: bool, subset_by_index, algorithm) -> None:
     """eigh_p: (vectors, values), the values ascending; mapped where the vectors are dropped."""
-    n = outs[1].shape[-1] if outs[1].shape else 0
+    n = xm.shape[-1]
     if subset_by_index is not None and tuple(subset_by_index) != (0, n):
         raise Unmapped(f"eigh of the eigenvalues {tuple(subset_by_index)} only")
     if algorithm is not None:
