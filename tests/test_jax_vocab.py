@@ -158,6 +158,7 @@ LINALG_CASES = {
                                   (normal(2, 5, 3),), ALL),
     "eigenvalues": (lambda x: (lax.linalg.eigh(x)[1], lax.linalg.eigh(x, lower=False, symmetrize_input=False)[1]),
                     (normal(2, 6, 6),), ALL),
+    "eigh_of_empty_matrices": (lambda x: lax.linalg.eigh(x), (normal(3, 0, 0),), ALL),  # no vector, no sign
     "singular_values": (lambda x, y: (lax.linalg.svd(x, compute_uv=False), lax.linalg.svd(y, full_matrices=False)[1]),
                         (normal(5, 3), normal(2, 3, 6)), ALL),
     "triangular_solve": (_triangular_solves, (A, normal(2, 4, 3), normal(2, 3, 4)), ALL),

@@ -909,7 +909,7 @@ def _triangular_solve(e: Emitter, x: XlaOp) -> None:
 def _custom_call(e: Emitter, x: XlaOp) -> None:
     if linalg.is_lapack(x.target):
         linalg.lapack_call(e, x.target, x.inputs, x.metas, x.outs, linalg.lapack_options(x.spec), x.unused)
-    elif "mhlo.backend_config" in x.attr_keys:
+    elif "mhlo.backend_config" in x.attr_keys and (x.target == "TopK" or x.target in _GEMM_TARGETS):
         raise Unmapped(f"custom call {x.target}: attributes not mapped: mhlo.backend_config")
     elif x.target == "TopK":
         _top_k(e, x)

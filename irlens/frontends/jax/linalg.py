@@ -24,6 +24,7 @@ getrf gives 1-based pivots and info. What has no meaning stays `unknown:` with t
 """
 from __future__ import annotations
 
+import math
 import re
 
 from irlens.ir import Arg, TensorMeta
@@ -70,8 +71,7 @@ def eigh_primitive(e: Emitter, x: str, xm: TensorMeta, outs: list[TensorMeta], d
         raise Unmapped(f"eigh by {algorithm} (the canonical op is LAPACK's syevd)")
     if not sort_eigenvalues:
         raise Unmapped("eigh with its eigenvalues in no specified order")
-    _require_unused(dropped, [0], _EIGENVECTORS)
-    e.node("eigh", [x], [outs[1]], final=True, UPLO="L" if lower else "U", compute_v=False)
+    _eigh(e, x, xm, outs[0], outs[1], "L" if lower else "U", dropped)
 
 
 def svd_primitive(e: Emitter, x: str, xm: TensorMeta, outs: list[TensorMeta], dropped: frozenset[int],
@@ -193,8 +193,9 @@ def _syevd(e, inputs, metas, outs, options, unused) -> None:
     """(the vectors over the input, the values ascending, info); mapped where the vectors (mode V)
     or the overwritten input (mode N) are not read."""
     uplo, vectors = _option(options, "uplo", "LU"), _option(options, "mode", "NV") == "V"
-    _require_unused(unused, [0], _EIGENVECTORS if vectors else "syevd leaves its input unspecified in mode N")
-    e.node("eigh", inputs[:1], [outs[1]], final=True, UPLO=uplo, compute_v=False)
+    if not vectors:
+        _require_unused(unused, [0], "syevd leaves its input unspecified in mode N")
+    _eigh(e, inputs[0], metas[0], outs[0] if vectors else None, outs[1], uplo, unused)
     _converged(e, outs[2])
 
 
@@ -243,6 +244,18 @@ def _nan_unless_ok(e: Emitter, value: str, info: str, xm: TensorMeta, out: Tenso
     ok = _tmp(e, "eq", [info, 0], batch, "bool")
     wide = _tmp(e, "broadcast", [ok], out.shape, "bool", shape=list(out.shape), broadcast_dims=list(range(len(batch))))
     e.emit("where", [wide, value, float("nan")], out.shape, out.dtype, out)
+
+
+def _eigh(e: Emitter, x: str, xm: TensorMeta, vectors: TensorMeta | None, values: TensorMeta, uplo: str,
+          unread: frozenset[int]) -> None:
+    """The eigenvalues; the vectors (result 0) too where they are read and have no sign to pick
+    (an empty matrix), else they must be unread."""
+    if vectors is not None and 0 not in unread and math.prod(xm.shape) == 0:
+        e.node("eigh", [x], [values, vectors], final=True, UPLO=uplo, compute_v=True)
+        return
+    if vectors is not None:
+        _require_unused(unread, [0], _EIGENVECTORS)
+    e.node("eigh", [x], [values], final=True, UPLO=uplo, compute_v=False)
 
 
 def _fresh(e: Emitter, *specs) -> list[TensorMeta]:
