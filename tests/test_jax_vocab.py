@@ -474,6 +474,16 @@ def test_linalg_forms_become_the_canonical_ops():
     assert eigh.attrs["compute_v"] is False and len(eigh.outputs) == 1
 
 
+@pytest.mark.parametrize("name", sorted(LINALG_CASES))
+def test_linalg_values_are_written_once(name):
+    """The several nodes a linear-algebra form becomes write fresh values apart from each other
+    and from the reader's own (HLO's `<instruction>.<k>` tuple results)."""
+    fn, args, levels = LINALG_CASES[name]
+    for level, (g, _) in graphs(fn, args, levels).items():
+        written = Counter(o.name for n in g.nodes for o in n.outputs)
+        assert max(written.values()) == 1, f"{level}: values written twice: {written.most_common(3)}"
+
+
 @pytest.mark.parametrize("level", ALL)
 def test_eigen_and_singular_vectors_stay_unknown(level):
     """Vectors unique only up to sign, which torch's LAPACK and jaxlib's pick differently (a

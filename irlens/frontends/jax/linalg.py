@@ -36,7 +36,7 @@ from irlens.frontends.jax.xla_forms import Emitter, Unmapped
 def cholesky_primitive(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
     """cholesky_p: potrf's result (the lower factor, read from x's lower triangle, below x's
     upper triangle), NaN where x is not positive definite (jax's lowering checks LAPACK's info)."""
-    packed, info = _potrf_result(e, x, xm, True, *_fresh(e, (xm.shape, xm.dtype)), None)
+    packed, info = _potrf_result(e, x, xm, True, None, None)
     _nan_unless_ok(e, packed, info, xm, out)
 
 
@@ -104,16 +104,16 @@ def tridiagonal_solve_primitive(e: Emitter, dl: Arg, d: Arg, du: Arg, b: str, bm
     """tridiagonal_solve_p: gtsv's x, NaN where A is singular."""
     if perturb_singular:
         raise Unmapped("a tridiagonal solve that perturbs a singular matrix's pivots")
-    x, info = _fresh(e, (bm.shape, bm.dtype), (bm.shape[:-2], "int32"))
-    _gtsv_solve(e, dl, d, du, b, bm, x, info)
-    _nan_unless_ok(e, x.name, info.name, bm, out)
+    x, info = _gtsv_solve(e, dl, d, du, b, bm, None, None)
+    _nan_unless_ok(e, x, info, bm, out)
 
 
-def _gtsv_solve(e: Emitter, dl: Arg, d: Arg, du: Arg, b: str, bm: TensorMeta, x: TensorMeta,
-                info: TensorMeta) -> None:
+def _gtsv_solve(e: Emitter, dl: Arg, d: Arg, du: Arg, b: str, bm: TensorMeta, x: TensorMeta | None,
+                info: TensorMeta | None) -> tuple[str, str]:
     """A x = b with A tridiagonal: sub-diagonal dl (dl[..., 0] unused), diagonal d, super-diagonal
     du (du[..., -1] unused), as LAPACK's gtsv solves it: A built dense and solved by LU with
-    partial pivoting (in a tridiagonal matrix the same pivots gtsv picks), and LAPACK's info."""
+    partial pivoting (in a tridiagonal matrix the same pivots gtsv picks), and LAPACK's info
+    (`x`, `info`: the values to write, None: fresh ones). Returns their names."""
     *batch, n, _ = bm.shape
     shape, square = (*batch, n, n), (n, n)
     rows, cols = _tmp(e, "iota", [], square, "int32", shape=list(square), dim=0, dtype="int32"), \
@@ -127,8 +127,11 @@ def _gtsv_solve(e: Emitter, dl: Arg, d: Arg, du: Arg, b: str, bm: TensorMeta, x:
         # band[..., r] on row r
         spread = _tmp(e, "broadcast", [band], shape, bm.dtype, shape=list(shape), broadcast_dims=list(range(len(batch) + 1)))
         a = _tmp(e, "where", [mask, spread, a], shape, bm.dtype)
-    lu, pivots = _fresh(e, (shape, bm.dtype), ((*batch, n), "int32"))
+    own_x, lu, pivots, own_info = _fresh(e, (bm.shape, bm.dtype), (shape, bm.dtype), ((*batch, n), "int32"),
+                                         (tuple(batch), "int32"))
+    x, info = x or own_x, info or own_info
     e.node("solve", [a, b], [x, lu, pivots, info], left=True, check_errors=False)
+    return x.name, info.name
 
 
 # --- LAPACK calls (StableHLO / HLO custom calls) ---------------------------------------------
@@ -225,17 +228,17 @@ _ROUTINES = {
 # --- shared -----------------------------------------------------------------------------------
 
 
-def _potrf_result(e: Emitter, x: str, xm: TensorMeta, lower: bool, out: TensorMeta,
+def _potrf_result(e: Emitter, x: str, xm: TensorMeta, lower: bool, out: TensorMeta | None,
                   info: TensorMeta | None) -> tuple[str, str]:
     """LAPACK's potrf: x with the triangle `lower` names replaced by the Cholesky factor read
     from it (the other triangle stays x's), and info (0, or the order of the leading minor that
-    is not positive definite). Returns their value names."""
+    is not positive definite); `out`, `info`: the values to write (None: fresh ones). Returns
+    their names."""
     factor, own_info = _fresh(e, (xm.shape, xm.dtype), (xm.shape[:-2], "int32"))
     info = info or own_info
     e.node("cholesky", [x], [factor, info], upper=not lower, check_errors=False)
     other = _tmp(e, "triu" if lower else "tril", [x], xm.shape, xm.dtype, diagonal=1 if lower else -1)
-    e.emit("add", [factor.name, other], xm.shape, xm.dtype, out)
-    return out.name, info.name
+    return e.emit("add", [factor.name, other], xm.shape, xm.dtype, out or _fresh(e, (xm.shape, xm.dtype))[0]), info.name
 
 
 def _nan_unless_ok(e: Emitter, value: str, info: str, xm: TensorMeta, out: TensorMeta) -> None:
@@ -259,8 +262,8 @@ def _eigh(e: Emitter, x: str, xm: TensorMeta, vectors: TensorMeta | None, values
 
 
 def _fresh(e: Emitter, *specs) -> list[TensorMeta]:
-    """Values for the next node's outputs: (shape, dtype) each; named apart from the readers'
-    own (HLO's `<instruction>.<k>` for a tuple's results)."""
+    """Values for the outputs of the node emitted next (so made right before it): (shape, dtype)
+    each; named apart from the readers' own (HLO's `<instruction>.<k>` for a tuple's results)."""
     return [TensorMeta(f"{e.base}.{len(e.nodes)}.out{k}", tuple(int(d) for d in shape), dtype)
             for k, (shape, dtype) in enumerate(specs)]
 
