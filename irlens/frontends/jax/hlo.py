@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype, dtype_size
+from irlens.frontends.jax import linalg
 from irlens.frontends.jax import xla_forms as forms
 from irlens.frontends.jax.jaxpr import at_level, full_attrs, matmul_attrs, polygamma_of, source_span
 from irlens.frontends.jax.xla_forms import Emitter, Unmapped
@@ -66,7 +67,9 @@ CLASSIFIED: dict[str, str] = {
     "rng": _RANDOM, "rng-bit-generator": _RANDOM, "rng-get-and-update-state": _RANDOM,
     "map": "a map of a computation over elements: no canonical op",
     **{op: "complex numbers: the common view's dtypes are real" for op in ("complex", "real", "imag", "fft")},
-    **{op: "a linear-algebra decomposition: no canonical op" for op in ("cholesky", "triangular-solve")},
+    # XLA leaves the factor's other triangle, and the result for a matrix that is not positive
+    # definite, implementation-defined
+    "cholesky": "a Cholesky factor whose other triangle is implementation-defined: no canonical meaning",
     **{op: "a collective across devices" for op in ("all-reduce", "all-gather", "all-to-all", "reduce-scatter",
                                                       "collective-permute", "all-reduce-start", "all-reduce-done",
                                                       "all-gather-start", "all-gather-done",
@@ -267,6 +270,16 @@ class _HloReader:
         self.parsed[comp_name] = order
         return order
 
+    def unread(self, ins: Instruction, n_results: int) -> frozenset[int]:
+        """The results of a tuple-shaped custom call that no get-tuple-element reads (none when
+        anything else uses the whole tuple, or it is a root)."""
+        if not ins.is_tuple or ins.opcode != "custom-call":  # only a custom call's rules ask
+            return frozenset()
+        users = [u for comp in self.parsed.values() for u in comp if ins.name in u.operands]
+        if any(u.opcode != "get-tuple-element" for u in users) or any(ins.name == self.root(c).name for c in self.parsed):
+            return frozenset()
+        return frozenset(range(n_results)) - {int(u.attrs["index"]) for u in users}
+
     def root(self, comp_name: str) -> Instruction:
         """The instruction no other one uses (HLO's ROOT; the API does not mark it)."""
         instrs = self.instructions(comp_name)
@@ -458,7 +471,8 @@ class _HloReader:
         bodies = {key: self.body(comp) for key, comp in self.called(ins).items()}
         op = XlaOp(ins.name, ins.opcode, ins.opcode, scope, inputs, metas, outputs, ins.text, bodies,
                    self.provenance(ins), self.iotas, set(ins.attrs),
-                   ins.attrs.get("custom_call_target", "").strip('"'), subgraphs=subgraphs or {})
+                   ins.attrs.get("custom_call_target", "").strip('"'), subgraphs=subgraphs or {},
+                   unused=self.unread(ins, len(outputs)))
         if ins.opcode == "bitcast":
             op.layouts = (self.layouts[ins.operands[0]], self.layouts[ins.name])
         nodes = convert(op)
@@ -634,6 +648,7 @@ class XlaOp:
     target: str = ""  # a custom call's target
     layouts: tuple = ()  # a bitcast's (operand, result) layouts, minor-to-major
     subgraphs: dict[str, Graph] = field(default_factory=dict)  # a while's cond and body, read as graphs
+    unused: frozenset = frozenset()  # the results nothing reads (of an op with several)
 
     def one(self, e: Emitter, op: str, inputs: list[Arg] | None = None, **attrs) -> None:
         e.node(op, self.inputs if inputs is None else inputs, self.outs, final=True, **attrs)
@@ -660,6 +675,8 @@ _IGNORED_ATTRS = frozenset({
     "operand_precision", "precision_config", "result_accuracy", "algorithm", "indices_are_sorted", "unique_indices",
     "mhlo.sharding", "mhlo.frontend_attributes", "mhlo.layout_mode", "output_operand_aliases",
     "api_version", "schedule", "operand_layout_constraints", "result_layout", "custom_call_has_side_effect",
+    # physical layouts (the logical values are the same in any), in-place aliasing, sharding rules
+    "operand_layouts", "result_layouts", "output_to_operand_aliasing", "sdy.sharding_rule",
 })
 
 
@@ -1046,8 +1063,23 @@ def _top_k(e: Emitter, x: XlaOp) -> None:
     e.node("topk", x.inputs, x.outs, final=True, k=k, dim=len(x.metas[0].shape) - 1, largest=largest, sorted=True)
 
 
+def _triangular_solve(e: Emitter, x: XlaOp) -> None:
+    """XLA's TriangularSolve (what jax's CPU lowering emits where LAPACK has no routine for the dtype)."""
+    flag = lambda key: x.word(key) == "true"
+    transpose = x.word("transpose_a") or "NO_TRANSPOSE"
+    if transpose not in ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"):
+        raise Unmapped(f"triangular solve with transpose_a={transpose}")
+    linalg.triangular_solve(e, x.inputs[0], x.metas[0], x.inputs[1], x.outs[0], left_side=flag("left_side"),
+                            lower=flag("lower"), transpose_a=transpose != "NO_TRANSPOSE",
+                            unit_diagonal=flag("unit_diagonal"))
+
+
 def _custom_call(e: Emitter, x: XlaOp) -> None:
-    if x.target == "TopK":
+    if linalg.is_lapack(x.target):
+        linalg.lapack_call(e, x.target, x.inputs, x.metas, x.outs, linalg.lapack_options(x.spec), x.unused)
+    elif "mhlo.backend_config" in x.attr_keys and (x.target == "TopK" or x.target in _GEMM_TARGETS):
+        raise Unmapped(f"custom call {x.target}: attributes not mapped: mhlo.backend_config")
+    elif x.target == "TopK":
         _top_k(e, x)
     elif x.target in _GEMM_TARGETS:
         _gemm(e, x)
@@ -1199,7 +1231,9 @@ _register("dynamic-update-slice", lambda e, x: x.one(e, "dynamic_update_slice"))
 _register("sort", _sort, ("dimensions", "dimension", "is_stable", "to_apply"))
 _register(["top-k", "topk"], _top_k, ("k", "largest"))
 _register("custom-call", _custom_call, ("custom_call_target", "called_computations", "call_target_name",
-                                        "backend_config", "has_side_effect"))
+                                        "backend_config", "has_side_effect", "mhlo.backend_config"))
+_register("triangular-solve", _triangular_solve, ("left_side", "lower", "transpose_a", "unit_diagonal",
+                                                  "triangular_solve_options"))
 _register("convolution", _convolution, ("window", "dim_labels", "feature_group_count", "batch_group_count",
                                         "dimension_numbers", "window_strides", "padding", "lhs_dilation",
                                         "rhs_dilation", "window_reversal"))
@@ -1243,6 +1277,7 @@ def _mlir_meta(name: str, type_) -> TensorMeta:
 @dataclass
 class _MlirReader:
     funcs: dict[str, Any]  # symbol name -> func.func op
+    live: set[str] = field(default_factory=set)  # the names of the values the block being walked needs
     nodes: list[Node] = field(default_factory=list)
     inputs: list[TensorMeta] = field(default_factory=list)
     iotas: dict[str, int] = field(default_factory=dict)  # value name -> the dim an iota counts along
@@ -1256,8 +1291,11 @@ class _MlirReader:
     def walk(self, block, env: dict, scope: str) -> list[Arg]:
         """Emit a block's ops; returns the values its terminator returns. MLIR value names are
         per function, so values of an inlined call are prefixed with the call's scope."""
+        self.live = _live_values(block)
         for op in block.operations:
             op = op.operation
+            if op.results and not _keeps(op, self.live):
+                continue  # dead code (jax's NaN select on the eigenvectors of an eigvalsh): no node
             args = [env[v.get_name()] for v in op.operands]
             if op.name in ("func.return", "stablehlo.return"):
                 return args
@@ -1267,8 +1305,10 @@ class _MlirReader:
                 inner = {a.get_name(): v for a, v in zip(body.arguments, args)}
                 self.calls += 1
                 inner_scope = f"{scope}/{callee}#{self.calls}" if scope else f"{callee}#{self.calls}"
+                outer_live = self.live
                 for res, val in zip(op.results, self.walk(body, inner, inner_scope)):
                     env[res.get_name()] = val
+                self.live = outer_live
             elif op.name == "stablehlo.constant" and self.splat(op) is not None:
                 value = self.splat(op)
                 shape = tuple(op.results[0].type.shape)
@@ -1371,11 +1411,31 @@ class _MlirReader:
             if called and called[0] in self.funcs:
                 bodies["called_computations"] = _region_body(self.funcs[called[0]].regions[0])
         spec = ", ".join(f"{k} = {v}" for k, v in attrs.items())
+        unused = frozenset(i for i, r in enumerate(op.results) if r.get_name() not in self.live) \
+            if len(op.results) > 1 else frozenset()
         x = XlaOp(self.next_id(), opcode, op.name, scope, args, metas, outputs, spec, bodies, {}, self.iotas,
-                  set(attrs), str(attrs.get("call_target_name", "")).strip('"'), subgraphs=subgraphs or {})
+                  set(attrs), str(attrs.get("call_target_name", "")).strip('"'), subgraphs=subgraphs or {}, unused=unused)
         self.nodes += convert(x)
         if opcode == "iota":
             self.iotas[outputs[0].name] = x.ints("iota_dimension")[0]
+
+
+def _live_values(block) -> set[str]:
+    """The names of the block's values that reach its terminator: a result only a dead op reads
+    (jax's NaN select on an eigenvector nobody returns) is not live."""
+    live: set[str] = set()
+    for op in reversed(list(block.operations)):
+        op = op.operation
+        if _keeps(op, live):
+            live |= {v.get_name() for v in op.operands}
+    return live
+
+
+def _keeps(op, live: set[str]) -> bool:
+    """Whether `op` is needed: a result is live, or it returns, calls, has regions or effects."""
+    return (op.name in ("func.return", "stablehlo.return", "func.call") or len(op.regions) > 0 or not op.results
+            or "has_side_effect" in op.attributes and str(op.attributes["has_side_effect"]) == "true"
+            or any(r.get_name() in live for r in op.results))
 
 
 def _region_body(region) -> Body:

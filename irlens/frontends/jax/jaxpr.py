@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
+from irlens.frontends.jax import linalg
 from irlens.frontends.jax import xla_forms as forms
 from irlens.frontends.jax.xla_forms import Emitter, Unmapped
 from irlens.ops import check_vocabulary
@@ -69,6 +70,9 @@ CALLS: dict[str, tuple[str, ...]] = {
     "custom_jvp_call_jaxpr": ("fun_jaxpr",), "eval_jaxpr": ("jaxpr",), "linear_call": ("callee",),
     "remat_opt": ("fwd_jaxpr",),  # its outputs: the residuals, then the outputs, as fwd_jaxpr's
 }
+# Primitives whose value is one of their bodies run on part of their operands: custom_linear_solve's
+# `solve` jaxpr (its other bodies define only derivatives), see `_Builder.linear_solve`.
+SOLVES = frozenset({"custom_linear_solve"})
 # The identity on their operands (names, barriers, sharding and layout annotations): outputs
 # are bound to the inputs, no node. `tie(x, y)` is y.
 IDENTITIES: dict[str, Callable[[list], list]] = {
@@ -88,12 +92,11 @@ CLASSIFIED: dict[str, str] = {
     **{p: _RANDOM for p in ("random_bits", "random_seed", "random_wrap", "random_unwrap", "random_split",
                             "random_fold_in", "random_clone", "threefry2x32", "rng_bit_generator", "rng_uniform",
                             "random_gamma", "threefry4x32", "philox2x32", "philox4x32")},
-    **{p: _CONTROL for p in ("platform_index", "custom_linear_solve")},
+    **{p: _CONTROL for p in ("platform_index",)},
     "scan": f"control flow: a scan of more than {MAX_SCAN_STEPS} steps (shorter ones are unrolled)",
     **{p: _COMPLEX for p in ("complex", "real", "imag", "conj", "fft")},
-    **{p: _LINALG for p in ("cholesky", "cholesky_update", "lu", "lu_pivots_to_permutation", "qr", "geqrf", "geqp3",
-                            "householder_product", "ormqr", "eig", "eigh", "svd", "schur", "hessenberg",
-                            "triangular_solve", "tridiagonal", "tridiagonal_solve", "symmetric_product")},
+    **{p: _LINALG for p in ("cholesky_update", "lu_pivots_to_permutation", "geqp3", "ormqr", "eig", "schur", "hessenberg",
+                            "tridiagonal", "symmetric_product")},
     **{p: _COLLECTIVE for p in (
         "psum", "pmax", "pmin", "ppermute", "all_gather", "all_to_all", "reduce_scatter", "axis_index",
         "psum_invariant", "pbroadcast", "ragged_all_to_all", "all_gather_done", "all_gather_invariant",
@@ -182,6 +185,7 @@ class Eqn:
     iotas: dict[str, int]  # value name -> the dim an iota counts along (argsort's second operand)
     # (role, closed jaxpr, graph inputs, the inputs its invars take, output metas) -> a closed graph
     subgraph: Callable | None = None
+    dropped: frozenset = frozenset()  # the outputs nothing reads (jaxpr's `_`)
 
     def one(self, e: Emitter, op: str, inputs: list[Arg] | None = None, **attrs) -> None:
         e.node(op, self.inputs if inputs is None else inputs, self.outs, final=True, **attrs)
@@ -601,6 +605,43 @@ def _squeeze(e: Emitter, q: Eqn) -> None:
         q.one(e, "reshape", shape=list(out.shape))
 
 
+def _cholesky(e: Emitter, q: Eqn) -> None:
+    linalg.cholesky_primitive(e, q.inputs[0], q.metas[0], q.outs[0])
+
+
+def _lu(e: Emitter, q: Eqn) -> None:
+    linalg.lu_primitive(e, q.inputs[0], q.metas[0], q.outs)
+
+
+def _qr(e: Emitter, q: Eqn) -> None:
+    linalg.qr_primitive(e, q.inputs[0], q.outs, bool(q.params["full_matrices"]), bool(q.params.get("pivoting")))
+
+
+def _eigh(e: Emitter, q: Eqn) -> None:
+    p = q.params
+    linalg.eigh_primitive(e, q.inputs[0], q.metas[0], q.outs, q.dropped, bool(p["lower"]), bool(p["sort_eigenvalues"]),
+                          p.get("subset_by_index"), p.get("algorithm"))
+
+
+def _svd(e: Emitter, q: Eqn) -> None:
+    p = q.params
+    # full_matrices shapes u and vt only, which are mapped only where dropped (or not computed)
+    linalg.svd_primitive(e, q.inputs[0], q.metas[0], q.outs, q.dropped, p.get("subset_by_index"), p.get("algorithm"))
+
+
+def _triangular_solve(e: Emitter, q: Eqn) -> None:
+    p = q.params
+    if p["conjugate_a"] and q.metas[0].dtype.startswith("complex"):
+        raise Unmapped("the conjugate of a complex matrix")
+    linalg.triangular_solve(e, q.inputs[0], q.metas[0], q.inputs[1], q.outs[0], left_side=bool(p["left_side"]),
+                            lower=bool(p["lower"]), transpose_a=bool(p["transpose_a"]),
+                            unit_diagonal=bool(p["unit_diagonal"]))
+
+
+def _tridiagonal_solve(e: Emitter, q: Eqn) -> None:
+    linalg.tridiagonal_solve_primitive(e, *q.inputs, q.metas[3], q.outs[0], bool(q.params["perturb_singular"]))
+
+
 # primitive -> (handler, the params it reads)
 HANDLERS: dict[str, tuple[Callable[[Emitter, Eqn], None], frozenset]] = {}
 
@@ -677,6 +718,16 @@ _register("device_put", _device_put, ("devices", "srcs", "copy_semantics"))
 _register("one_minus_square", _one_minus_square)
 _register("while", _while, ("cond_jaxpr", "body_jaxpr", "cond_nconsts", "body_nconsts"))
 _register("cond", _cond, ("branches",))
+_register("cholesky", _cholesky)
+_register("lu", _lu)
+_register("tridiagonal_solve", _tridiagonal_solve, ("perturb_singular",))
+_register("geqrf", lambda e, q: q.one(e, "geqrf"))
+_register("householder_product", lambda e, q: q.one(e, "householder_product"))
+_register("qr", _qr, ("full_matrices", "pivoting", "use_magma"))  # use_magma: which GPU library computes it
+_register("eigh", _eigh, ("lower", "sort_eigenvalues", "subset_by_index", "algorithm"))
+_register("svd", _svd, ("full_matrices", "compute_uv", "subset_by_index", "algorithm"))
+_register("triangular_solve", _triangular_solve, ("left_side", "lower", "transpose_a", "conjugate_a",
+                                                  "unit_diagonal"))
 
 
 @dataclass
@@ -730,6 +781,9 @@ class _Builder:
                 self.bind_input(var, f"const{sum(t.name.startswith('const') for t in self.inputs)}")
 
     def walk(self, jaxpr, scope: str, caller: "EqnOrigin | None" = None) -> None:
+        from jax.extend.core import Var
+
+        read = {v for v in [*jaxpr.outvars, *(a for q in jaxpr.eqns for a in q.invars)] if isinstance(v, Var)}
         for eqn in jaxpr.eqns:
             self.origin = EqnOrigin.of(eqn, caller)
             body = _call_body(eqn)
@@ -740,8 +794,10 @@ class _Builder:
                     self.env[outer] = value
             elif eqn.primitive.name == "scan" and 0 < int(eqn.params["length"]) <= MAX_SCAN_STEPS:
                 self.unroll(eqn, scope)
+            elif eqn.primitive.name in SOLVES:
+                self.linear_solve(eqn, scope)
             else:
-                self.emit(eqn, scope)
+                self.emit(eqn, scope, read)
 
     def inline(self, eqn, body, scope: str) -> None:
         inner = getattr(body, "jaxpr", body)
@@ -760,6 +816,17 @@ class _Builder:
             self.env[var] = value
         self.walk(inner, scope, self.origin)
         return [self.read(var) for var in inner.outvars]
+
+    def linear_solve(self, eqn, scope: str) -> None:
+        """lax.custom_linear_solve's value: its `solve` jaxpr on the solve's consts and b (matvec,
+        vecmat and transpose_solve only define its derivatives), as jax's own impl runs it."""
+        lengths, args = eqn.params["const_lengths"], [self.read(a) for a in eqn.invars]
+        start = lengths.matvec + lengths.vecmat
+        consts = args[start:start + lengths.solve]
+        b = args[lengths.matvec + lengths.vecmat + lengths.solve + lengths.transpose_solve:]
+        inner = f"{scope}/custom_linear_solve" if scope else "custom_linear_solve"
+        for outer, value in zip(eqn.outvars, self.call(eqn.params["jaxprs"].solve, consts + b, inner)):
+            self.env[outer] = value
 
     def unroll(self, eqn, scope: str) -> None:
         """lax.scan of a static length as its steps, one after the other: each step the body on the
@@ -811,7 +878,8 @@ class _Builder:
             metas.append(_meta(name, var.aval))
         return metas
 
-    def emit(self, eqn, scope: str) -> None:
+    def emit(self, eqn, scope: str, read: set) -> None:
+        """The equation's nodes; `read`: the vars its jaxpr reads (an output none reads is dropped)."""
         prim = eqn.primitive.name
         node_id = self.next_id()
         inputs = [self.read(a) for a in eqn.invars]
@@ -821,8 +889,9 @@ class _Builder:
         reason = why_unknown(prim, eqn.params)
         if reason is None:
             try:
+                dropped = frozenset(i for i, v in enumerate(eqn.outvars) if v not in read)
                 HANDLERS[prim][0](e, Eqn(prim, dict(eqn.params), inputs, metas, outs, self.iotas,
-                                         functools.partial(self.subgraph, node_id)))
+                                         functools.partial(self.subgraph, node_id), dropped))
             except Unmapped as err:
                 reason = str(err)
         if reason is not None:
