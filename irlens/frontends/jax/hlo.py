@@ -1422,12 +1422,14 @@ class _MlirReader:
 
 def _live_values(block) -> set[str]:
     """The names of the block's values that reach its terminator: a result only a dead op reads
-    (jax's NaN select on an eigenvector nobody returns) is not live."""
+    (jax's NaN select on an eigenvector nobody returns) is not live; one a kept op's regions read
+    from outside (a loop body's constant) is."""
     live: set[str] = set()
     for op in reversed(list(block.operations)):
         op = op.operation
         if _keeps(op, live):
             live |= {v.get_name() for v in op.operands}
+            live |= {name for region in op.regions for name, _ in _free_values(region)}
     return live
 
 
