@@ -27,8 +27,8 @@ from typing import Any
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype, dtype_size
 from irlens.frontends.jax import linalg
 from irlens.frontends.jax import xla_forms as forms
-from irlens.frontends.jax.jaxpr import at_level, full_attrs, matmul_attrs, polygamma_of, source_span
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped
+from irlens.frontends.jax.jaxpr import at_level, matmul_attrs, polygamma_of, source_span
+from irlens.frontends.jax.xla_forms import Emitter, Unmapped, full_attrs
 from irlens.ops import check_vocabulary
 
 # HLO opcode (as printed in HLO text) -> canonical op, for opcodes whose attrs need no

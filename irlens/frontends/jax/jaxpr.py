@@ -25,7 +25,7 @@ from typing import Any, Callable
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
 from irlens.frontends.jax import linalg
 from irlens.frontends.jax import xla_forms as forms
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped
+from irlens.frontends.jax.xla_forms import Emitter, Unmapped, full_attrs
 from irlens.ops import check_vocabulary
 
 # primitive -> canonical op, for primitives whose params (if any) are only hints
@@ -130,17 +130,6 @@ def matmul_attrs(lhs_rank: int, rhs_rank: int, lhs_contract, rhs_contract, lhs_b
         and lb == rb == tuple(range(lhs_rank - 2))
     )
     return {} if plain else {"contract": [list(lc), list(rc)], "batch": [list(lb), list(rb)]}
-
-
-def full_attrs(shape, value: Arg, dtype: str) -> dict:
-    """A literal broadcast (or converted) to a tensor is a `full`."""
-    if dtype == "bool":
-        value = bool(value)
-    elif dtype.startswith(("int", "uint")):
-        value = int(value)
-    elif not isinstance(value, bool):
-        value = float(value)
-    return {"shape": list(shape), "value": value, "dtype": dtype}
 
 
 def _ints(v) -> list[int]:

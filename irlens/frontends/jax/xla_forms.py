@@ -794,9 +794,18 @@ def emit_cond(e: Emitter, index: Arg, index_meta: TensorMeta, operands: list[Arg
            subgraphs={f"branch{k}": b for k, b in enumerate(branches)})
 
 
+def full_attrs(shape, value: Arg, dtype: str) -> dict:
+    """A literal broadcast (or converted) to a tensor is a `full`."""
+    if dtype == "bool":
+        value = bool(value)
+    elif dtype.startswith(("int", "uint")):
+        value = int(value)
+    elif not isinstance(value, bool):
+        value = float(value)
+    return {"shape": list(shape), "value": value, "dtype": dtype}
+
+
 def _values(e: Emitter, inputs: list[Arg], metas: list[TensorMeta]) -> list[str]:
     """Operands a subgraph takes as tensors: a literal made a `full` of the subgraph input's type."""
-    from irlens.frontends.jax.jaxpr import full_attrs
-
     return [v if isinstance(v, str) else e.emit("full", [], m.shape, m.dtype, **full_attrs(m.shape, v, m.dtype))
             for v, m in zip(inputs, metas, strict=True)]
