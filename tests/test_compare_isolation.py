@@ -319,3 +319,19 @@ def test_first_error_of_a_cpp_exception_that_ended_the_process():
     assert first_error(stderr) == "INTERNAL ASSERT FAILED at executor_utils.cpp:559. CUDA_ERROR_ILLEGAL_ADDRESS"
     assert first_error("Traceback (most recent call last):\nValueError: bad\n") == "ValueError: bad"
     assert first_error("UserWarning: nothing wrong\n") is None
+
+
+def test_closing_the_references_stops_their_worker_before_its_folder_goes(tmp_path):
+    """A run that stops early (a JAX twin that disagrees) removes the folder the reference worker
+    writes into: `close` kills the worker mid-call and waits for its thread first."""
+    from irlens.matrix.plan import plan_matrix
+    from irlens.matrix.references import References
+
+    plan = plan_matrix(workloads=["gelu", "block"], backends=["eager"], modes=["fwd", "fwdbwd"])
+    refs = References(plan, str(tmp_path), timeout=120)
+    refs.start()
+    refs.close()
+    assert not refs._worker.is_alive()
+    written = set(os.listdir(tmp_path))
+    assert all(refs._ready[key].is_set() for key in refs._ready)  # nobody waits for a stopped worker
+    assert set(os.listdir(tmp_path)) == written  # and nothing writes there any more

@@ -65,41 +65,44 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tr
         threads = worker_threads(jobs + 1) if isolate else None
         refs = References(plan, tmp if isolate else None, timeout, check_twins=plan.kind == "compare", gpu_lock=lock,
                           threads=threads)
-        if progress:
-            where = " in a worker, cells start as theirs are ready" if isolate else ""
-            print(f"irlens: computing the float64 references{where} ...", file=sys.stderr, flush=True)
-        if isolate:
-            refs.start()
-        elif plan.device_timing:  # in this process: all float64 work first, none of it beside a timing
-            refs.prepare()
-        refs.check_twins_agree()
-        cells = plan.cells()
-        if plan.device_timing and not isolate and plan.device.startswith("cuda"):
-            torch.cuda.empty_cache()
-        bar = Progress(len(cells), progress)
-        runner = IsolatedRunner(plan, refs, timeout, lock, threads) if isolate else InProcessRunner(plan, refs)
-        # a worker serves consecutive cells of one backend (one acquiring frontend)
-        order = sorted(cells, key=lambda cell: worker_key(plan, cell))
-
-        def run(cell: Cell) -> Row:
-            bar.start(label(plan, cell))
-            if deadline is not None and time.monotonic() > deadline:
-                row = cell_row(plan, cell)
-                row.status, row.reason = "unavailable", f"not run: the run's time budget of {budget_s:.0f} s ran out"
-            else:
-                row = planned_row(plan, cell, refs) or runner.run(cell)
-            bar.finish()
-            return row
-
         try:
-            if jobs > 1 and isolate:
-                with ThreadPoolExecutor(jobs) as pool:
-                    done = dict(zip(order, pool.map(run, order)))
-            else:
-                done = {cell: run(cell) for cell in order}
-        finally:
-            bar.close()
-            runner.close()
+            if progress:
+                where = " in a worker, cells start as theirs are ready" if isolate else ""
+                print(f"irlens: computing the float64 references{where} ...", file=sys.stderr, flush=True)
+            if isolate:
+                refs.start()
+            elif plan.device_timing:  # in this process: all float64 work first, none of it beside a timing
+                refs.prepare()
+            refs.check_twins_agree()
+            cells = plan.cells()
+            if plan.device_timing and not isolate and plan.device.startswith("cuda"):
+                torch.cuda.empty_cache()
+            bar = Progress(len(cells), progress)
+            runner = IsolatedRunner(plan, refs, timeout, lock, threads) if isolate else InProcessRunner(plan, refs)
+            # a worker serves consecutive cells of one backend (one acquiring frontend)
+            order = sorted(cells, key=lambda cell: worker_key(plan, cell))
+
+            def run(cell: Cell) -> Row:
+                bar.start(label(plan, cell))
+                if deadline is not None and time.monotonic() > deadline:
+                    row = cell_row(plan, cell)
+                    row.status, row.reason = "unavailable", f"not run: the run's time budget of {budget_s:.0f} s ran out"
+                else:
+                    row = planned_row(plan, cell, refs) or runner.run(cell)
+                bar.finish()
+                return row
+
+            try:
+                if jobs > 1 and isolate:
+                    with ThreadPoolExecutor(jobs) as pool:
+                        done = dict(zip(order, pool.map(run, order)))
+                else:
+                    done = {cell: run(cell) for cell in order}
+            finally:
+                bar.close()
+                runner.close()
+        finally:  # before the folder goes: the reference worker may still be writing into it
+            refs.close()
     cross = plan.frontends is not None
     return Document(plan.kind, [done[c] for c in cells], plan.device, device_name(plan.device), versions(),
                     plan.preset, plan.dtype, acquired_by=list(plan.frontends) if cross else None,

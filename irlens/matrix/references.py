@@ -216,6 +216,8 @@ class References:
         self._ready: dict[tuple[str, str], threading.Event] = {}
         self._twins_ready = threading.Event()
         self._worker: threading.Thread | None = None
+        self._session = None  # the worker thread's WorkerSession, for `close`
+        self._stop = threading.Event()
         self._lock = threading.RLock()
 
     def get(self, workload: str, mode: str) -> Entry:
@@ -268,6 +270,17 @@ class References:
             self._worker = threading.Thread(target=self._compute_in_worker, args=(keys,), daemon=True)
             self._worker.start()
 
+    def close(self) -> None:
+        """Stop the background worker (its process killed mid-call) and wait for its thread, so
+        nothing writes into `directory` after this returns (a run that stops early, a twin that
+        disagrees, removes it)."""
+        self._stop.set()
+        session = self._session
+        if session is not None:
+            session.close()
+        if self._worker is not None:
+            self._worker.join()
+
     def _keys(self) -> list[tuple[str, str]]:
         return list(dict.fromkeys((c.workload, c.mode) for c in self.plan.cells()))
 
@@ -295,7 +308,10 @@ class References:
         try:
             with WorkerSession(preload=(__name__, "irlens.models"), turns=self.gpu_lock,
                                threads=self.threads) as worker:
+                self._session = worker
                 for workload in self._twinned():
+                    if self._stop.is_set():
+                        return
                     try:
                         self._twins[workload] = worker.call(f"{__name__}:twin_in_worker", dict(
                             workload=workload, device=p.device, dtype=p.dtype, gpu_lock=self.gpu_lock), self.timeout)
@@ -304,6 +320,8 @@ class References:
                                                  f"{p.workloads[workload].name!r}: {e.reason}")
                 self._twins_ready.set()
                 for i, (workload, mode) in enumerate(keys):
+                    if self._stop.is_set():
+                        return
                     path = os.path.join(self.directory, f"reference{i}.pt")
                     kwargs = dict(workload=workload, mode=mode, device=p.device, preset=p.preset, dtype=p.dtype,
                                   path=path, gpu_lock=self.gpu_lock)
