@@ -273,7 +273,7 @@ def format_dependent(graph) -> list[str]:
     narrower than float64 and an integer (XLA writes nextafter, and so jnp.spacing, as integer
     arithmetic on a float32's bits). The interpreter runs them at their declared width."""
     found = []
-    for node in graph.nodes:
+    for node in graph.all_nodes():  # a loop body's too
         if node.op == "bitcast":
             pair = {node.attrs.get("dtype", ""), node.attrs.get("from_dtype", "")}
             floats = {d for d in pair if d.startswith(("float", "bfloat")) and d != "float64"}
