@@ -625,6 +625,7 @@ def _logaddexp_trees() -> list[tuple]:
                              formula("add", formula("maximum", "p0", "p1"), soft)))
     return trees
 
+
 # ops a comparator may apply to each side before comparing (jax's total-order canonicalization)
 _CANONICALIZING = frozenset({"compare", "select", "bitcast", "bitcast-convert", "xor", "convert"})
 
