@@ -8,8 +8,8 @@ shapes, flags) lives in `attrs`, keyed by the canonical names documented in `irl
 A control-flow node (a `while` loop, a `cond`) holds the graphs it runs in `Node.subgraphs`
 (a loop's `cond` and `body`, a conditional's `branch<k>`), each a closed `Graph` of its own:
 its inputs are the node's operands (a conditional's after its index), its value names its own
-(StableHLO's may repeat the enclosing graph's: MLIR numbers sibling scopes alike, and no value
-crosses the boundary but through the operands and results). Counting unknown ops walks into them
+(they may repeat the enclosing graph's: a StableHLO branch's inputs keep the MLIR names of the
+values its region captures; no value crosses the boundary but through operands and results). Counting unknown ops walks into them
 (`Graph.all_nodes`), and a node whose subgraphs hold an unknown op is itself unknown
 (`irlens.ops.conform`).
 
