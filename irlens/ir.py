@@ -6,8 +6,10 @@ a value name (a `str`) or a scalar literal (int, float, bool); every other argum
 shapes, flags) lives in `attrs`, keyed by the canonical names documented in `irlens.ops`.
 
 A control-flow node (a `while` loop, a `cond`) holds the graphs it runs in `Node.subgraphs`
-(a loop's `cond` and `body`, a conditional's `branch<k>`), each a closed `Graph` of its own: its inputs are the node's operands, its values
-named apart from the enclosing graph's. Counting unknown ops walks into them
+(a loop's `cond` and `body`, a conditional's `branch<k>`), each a closed `Graph` of its own:
+its inputs are the node's operands (a conditional's after its index), its value names its own
+(they may repeat the enclosing graph's: a StableHLO branch's inputs keep the MLIR names of the
+values its region captures; no value crosses the boundary but through operands and results). Counting unknown ops walks into them
 (`Graph.all_nodes`), and a node whose subgraphs hold an unknown op is itself unknown
 (`irlens.ops.conform`).
 

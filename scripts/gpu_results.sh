@@ -162,7 +162,7 @@ case "${1:-}" in
     echo "gpu roofline tests rc=$?" ;;
   checks1)  # one GPU, about 6 minutes: the other GPU-marked tests, then the gelu cross grid
     export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
-    gpu_marked_tests 0 240
+    gpu_marked_tests "$CUDA_VISIBLE_DEVICES" 240  # the GPU chosen above, not always 0
     timeout 200 python -m irlens compare --cross --workloads gelu --device cuda --timeout 90 \
       --json "$R/cross-$GPU-gelu.json" > "$R/cross-$GPU-gelu.txt" 2> "$R/cross-$GPU-gelu.log"
     echo "cross gelu rc=$?" ;;

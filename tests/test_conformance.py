@@ -282,6 +282,33 @@ def test_dtype_verdict_allows_the_dtype_own_error_and_nothing_like_a_wrong_meani
     assert dtype_verdict([eager.double() * 1.2], [ref], [eager], 1e-6, bits) is None
 
 
+def test_dtype_verdict_is_capped_where_eager_itself_is_far_off():
+    """An eager float32 result 15 % off (a cancelling result) excuses no 20 % error: the allowance
+    is capped by float32's flat tolerance (1e-4), as irlens.numerics caps it."""
+    ref = torch.linspace(0.5, 3.0, 64, dtype=torch.float64)
+    eager = (ref * 1.15).float()
+    assert dtype_verdict([ref * 1.2], [ref], [eager], 1e-6, []) is None
+    near = (ref * (1 + 2e-4)).float()  # eager 2e-4 off: 4e-4 would be allowed uncapped, 5e-5 stays within
+    assert dtype_verdict([ref * (1 + 4e-4)], [ref], [near], 1e-6, []) is None
+    assert dtype_verdict([ref * (1 + 5e-5)], [ref], [near], 1e-6, []).startswith("rel err 5.00e-05")
+
+
+def test_format_dependent_ops_are_found_in_loop_bodies():
+    from irlens.conformance.check import format_dependent
+    from irlens.ir import Graph, Node, TensorMeta
+
+    x, i = TensorMeta("x", (), "float32"), TensorMeta("i", (), "int32")
+    body = Graph("body", "jax", "jax.hlo", "composite", [x], [
+        Node("b0", "bitcast", ["x"], [i], {"dtype": "int32", "from_dtype": "float32"}),
+        Node("b1", "bitcast", ["i"], [TensorMeta("y", (), "float32")], {"dtype": "float32", "from_dtype": "int32"})],
+        ["y"])
+    cond = Graph("cond", "jax", "jax.hlo", "composite", [x], [
+        Node("c0", "lt", ["x", 1.0], [TensorMeta("p", (), "bool")])], ["p"])
+    loop = Node("w", "while", ["x"], [TensorMeta("out", (), "float32")], subgraphs={"cond": cond, "body": body})
+    graph = Graph("g", "jax", "jax.hlo", "composite", [x], [loop], ["out"])
+    assert format_dependent(graph) == ["bitcast float32 -> int32", "bitcast int32 -> float32"]
+
+
 def test_xla_float32_expansions_are_faithful_in_their_dtype():
     """XLA's optimized HLO writes lgamma as a float32 Lanczos approximation (as accurate as eager
     float32) and jnp.spacing as integer arithmetic on float32 bits: faithful in float32, while

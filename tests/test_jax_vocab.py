@@ -558,6 +558,9 @@ def test_unmapped_linalg_params_and_results_stay_unknown():
         ("lapack_spotrf_ffi", "backend_config={uplo = 76 : ui8, unit = 78 : ui8}", [(4, 4)], [matrix, info], (),
          "options not mapped: unit"),
         ("lapack_spotrf_ffi", "backend_config={uplo = 88 : ui8}", [(4, 4)], [matrix, info], (), "uplo"),
+        ("lapack_spotrf_ffi", "backend_config={uplo = 76 : ui8, lwork = 16 : i64}", [(4, 4)], [matrix, info], (),
+         "options not mapped: lwork"),  # an option that is no letter code is seen too
+        ("lapack_spotrf_ffi", "backend_config={uplo = 76 : i32}", [(4, 4)], [matrix, info], (), "uplo='?76 : i32'"),
         ("lapack_cpotrf_ffi", "backend_config={uplo = 76 : ui8}", [(4, 4)], [matrix, info], (), "complex"),
         ("lapack_sgesdd_ffi", "backend_config={mode = 78 : ui8}", [(4, 4)],
          [matrix, ((4,), "float32"), matrix, matrix, info], {2, 3}, "result 0 read"),

@@ -13,7 +13,8 @@ Columns (per frontend x stage x level; a case is one op x dtype x sample):
   faithful  no unknown op, and the float64 interpreter reproduces eager float64
   in_dtype  no unknown op; the interpreter misses eager float64 but is faithful in the case's dtype:
             the graph reads a float's bits (agrees with eager in its dtype), or its error stays
-            within k x eager's own error in that dtype + rtol (`check.dtype_verdict`)
+            within k x eager's own error in that dtype + rtol, in float32 at most 1e-4
+            (`check.dtype_verdict`)
   unknown   at least one `unknown:` op (counted by native name, with the cases each blocks)
   wrong     no unknown op, yet the interpreter disagrees with eager: a wrong meaning
   broken    no unknown op, yet the adapter, the bindings or the interpreter raised

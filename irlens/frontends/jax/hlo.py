@@ -625,6 +625,7 @@ def _logaddexp_trees() -> list[tuple]:
                              formula("add", formula("maximum", "p0", "p1"), soft)))
     return trees
 
+
 # ops a comparator may apply to each side before comparing (jax's total-order canonicalization)
 _CANONICALIZING = frozenset({"compare", "select", "bitcast", "bitcast-convert", "xor", "convert"})
 
@@ -647,7 +648,7 @@ class XlaOp:
     attr_keys: set[str]
     target: str = ""  # a custom call's target
     layouts: tuple = ()  # a bitcast's (operand, result) layouts, minor-to-major
-    subgraphs: dict[str, Graph] = field(default_factory=dict)  # a while's cond and body, read as graphs
+    subgraphs: dict[str, Graph] = field(default_factory=dict)  # a while's cond and body, a conditional's branches
     unused: frozenset = frozenset()  # the results nothing reads (of an op with several)
 
     def one(self, e: Emitter, op: str, inputs: list[Arg] | None = None, **attrs) -> None:
@@ -1175,7 +1176,7 @@ HANDLERS: dict[str, tuple[Any, frozenset]] = {}
 def _while(e: Emitter, x: XlaOp) -> None:
     if set(x.subgraphs) != {"cond", "body"}:
         raise Unmapped("a loop whose condition and body are not flat computations over its carried values "
-                   "(a nested tuple, or a region reading values from outside it)")
+                       "(a nested tuple, or a region reading values from outside it)")
     forms.emit_while(e, x.inputs, x.outs, x.subgraphs["cond"], x.subgraphs["body"])
 
 

@@ -174,7 +174,7 @@ class Eqn:
     iotas: dict[str, int]  # value name -> the dim an iota counts along (argsort's second operand)
     # (role, closed jaxpr, graph inputs, the inputs its invars take, output metas) -> a closed graph
     subgraph: Callable | None = None
-    dropped: frozenset = frozenset()  # the outputs nothing reads (jaxpr's `_`)
+    dropped: frozenset = frozenset()  # the outputs nothing in the jaxpr reads (`_`, or a var no equation reads)
 
     def one(self, e: Emitter, op: str, inputs: list[Arg] | None = None, **attrs) -> None:
         e.node(op, self.inputs if inputs is None else inputs, self.outs, final=True, **attrs)

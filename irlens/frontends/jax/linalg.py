@@ -147,10 +147,15 @@ def is_lapack(target: str) -> bool:
 
 def lapack_options(spec: str) -> dict[str, str]:
     """`backend_config={uplo = 76 : ui8, ...}` (HLO) or `mhlo.backend_config = {...}` (StableHLO)
-    as {uplo: 'L', ...}."""
+    as {uplo: 'L', ...}. Every entry is kept, one that is no letter code as `?<its text>`, so
+    that a rule sees it (and refuses it) rather than losing it."""
     found = re.search(r"backend_config\s*=\s*\{([^}]*)\}", spec)
-    pairs = re.findall(r"(\w+)\s*=\s*(\d+)\s*:\s*ui8", found.group(1)) if found else []
-    return {key: _LETTERS.get(int(code), f"?{code}") for key, code in pairs}
+    options = {}
+    for entry in filter(None, (e.strip() for e in found.group(1).split(","))) if found else ():
+        key, _, value = (part.strip() for part in entry.partition("="))
+        code = re.fullmatch(r"(\d+)\s*:\s*ui8", value)
+        options[key] = _LETTERS.get(int(code.group(1)), f"?{code.group(1)}") if code else f"?{value}"
+    return options
 
 
 def lapack_call(e: Emitter, target: str, inputs: list[Arg], metas: list[TensorMeta], outs: list[TensorMeta],

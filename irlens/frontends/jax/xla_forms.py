@@ -30,15 +30,15 @@ _SCATTER_REDUCE = {"mul": "prod", "min": "amin", "max": "amax"}
 # reductions by their body op (HLO opcode / lax primitive names)
 REDUCTION_BY_BODY = {"add": "sum", "multiply": "prod", "mul": "prod", "maximum": "amax", "max": "amax",
                      "minimum": "amin", "min": "amin"}
+_SCANS = {"sum": "cumsum", "prod": "cumprod", "amax": "cummax", "amin": "cummin", "logsumexp": "logcumsumexp"}
+
+
 def window_reducer(body_op: str | None, dtype: str) -> str | None:
     """The canonical reducer of a window whose body is one binary op: add / multiply / maximum /
     minimum, and a logical and / or of bools (their min / max); None for any other."""
     if dtype == "bool" and body_op in ("and", "or"):
         return "amin" if body_op == "and" else "amax"
     return REDUCTION_BY_BODY.get(body_op or "")
-
-
-_SCANS = {"sum": "cumsum", "prod": "cumprod", "amax": "cummax", "amin": "cummin", "logsumexp": "logcumsumexp"}
 
 
 class Unmapped(ValueError):
