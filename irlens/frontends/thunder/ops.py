@@ -512,6 +512,24 @@ def empty(op: str, c: Call) -> list[Spec]:
     return c.spec(op, [], shape=c.out_shape, dtype=c.out_dtype())
 
 
+def tensor_from_sequence(op: str, c: Call) -> list[Spec]:
+    """prims.tensor_from_sequence(seq, dtype, device): a constant of Python numbers (nested
+    sequences, row-major), in the output's dtype (dtype None: the one Thunder inferred). A
+    number only known at run time (a symbolic proxy) or a complex one has no literal."""
+    c.get("dtype")
+    flat, items = [], [c.get("seq")]
+    while items:
+        x = items.pop(0)
+        if isinstance(x, (list, tuple)):
+            items[:0] = list(x)
+            continue
+        v = plain(x)
+        if isinstance(v, complex) or not isinstance(v, (bool, int, float)):
+            raise Unmapped(f"tensor_from_sequence of {type(x).__name__} {x!r}")
+        flat.append(v)
+    return c.spec(op, [], shape=c.out_shape, dtype=c.out_dtype(), values=flat)
+
+
 def iota(op: str, c: Call) -> list[Spec]:
     """arange(start, end, step) / prims.iota(length, start, step): iota along dim 0, then * step
     and + start where they are not the defaults (the canonical iota counts from 0 by 1)."""
@@ -804,6 +822,7 @@ PRIMS: dict[str, Entry] = {
     "prims.copy_": Entry("copy", copy_into), "prims.update_aliases": Entry("copy", aliases),
     # creation
     "prims.full": Entry("full", full), "prims.iota": Entry("iota", iota), "prims.empty": Entry("empty", empty),
+    "prims.tensor_from_sequence": Entry("constant", tensor_from_sequence),
     "prims.uniform": Entry("rand", uniform), "prims.uniform_philox": Entry("rand", uniform),
     "prims.randn": Entry("rand", randn), "prims.randint": Entry("rand", randint),
 }
@@ -811,7 +830,7 @@ PRIMS: dict[str, Entry] = {
 # Prims that compute no tensor the common view holds, or that it has no meaning for, and why.
 UNMAPPED_PRIMS = {
     "real": "complex", "imag": "complex", "bitcast": "reinterprets bits", "item": "a Python number (data-dependent)",
-    "multinomial": "random sampling without a canonical op", "tensor_from_sequence": "a constant from Python data",
+    "multinomial": "random sampling without a canonical op",
     "copy_with_setitem": "a Python index key", "exogenous_like": "an intermediate of the grad transform",
     "_grouped_mm": "grouped matmul with data-dependent offsets",
     "py_abs": "numbers only", "py_floordiv": "numbers only", "get_and_update_rng_state": "RNG state (numbers)",

@@ -33,10 +33,36 @@ def torch_functions() -> dict[str, Callable]:
     return found
 
 
+@functools.cache
+def _by_symbol() -> dict[int, Callable]:
+    """id(thunder symbol) -> the torch function it was registered for (the first)."""
+    from irlens._compat import import_thunder
+
+    found: dict[int, Callable] = {}
+    for fn, sym in import_thunder().torch._torch_to_thunder_function_map.items():
+        found.setdefault(id(sym), fn)
+    return found
+
+
+def torch_function(sym, key: str) -> Callable | None:
+    """The torch function a symbol stands for. Symbol ids are not unique: Thunder gives
+    torch.Tensor.unfold's symbol the id of torch.nn.functional.unfold's. So: the function the
+    symbol itself was registered for; an executor operator's by its module and name (the torch
+    fallback's `torch.nn.functional.unfold`); else the first registered under `key`."""
+    fn = _by_symbol().get(id(sym))
+    if fn is not None:
+        return fn
+    module = getattr(sym, "module", None)
+    fn = getattr(module, sym.name, None) if module is not None else None
+    if fn is not None and torch_functions().get(f"{module.__name__}.{sym.name}") is not None:
+        return fn
+    return torch_functions().get(key)
+
+
 def expansion(bsym, key: str, scope: str) -> list[Node] | None:
     """The nodes torch's decomposition of the call gives, named into the trace: inputs are the
     symbol's tensor arguments, outputs its tensor outputs; None when it does not trace."""
-    fn = torch_functions().get(key)
+    fn = torch_function(bsym.sym, key)
     if fn is None:
         return None
     from thunder.core.pytree import tree_flatten
