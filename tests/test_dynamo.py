@@ -146,7 +146,7 @@ def test_views_indexing_and_creation_ops_compute_the_model():
 
 @torch.library.custom_op("irlens_test::twice", mutates_args=())
 def _twice(x: torch.Tensor) -> torch.Tensor:
-    return x * 2
+    return torch.from_numpy(x.detach().numpy() * 2)  # outside torch: its implementation does not trace
 
 
 @_twice.register_fake
@@ -154,8 +154,21 @@ def _(x):
     return torch.empty_like(x)
 
 
+@torch.library.custom_op("irlens_test::scaled_softmax", mutates_args=())
+def _scaled_softmax(x: torch.Tensor, scale: float) -> torch.Tensor:
+    out = torch.empty_like(x)  # written in place, as kernels written in torch often are
+    out.copy_(torch.softmax(x * scale, dim=-1))
+    return out
+
+
+@_scaled_softmax.register_fake
+def _(x, scale):
+    return torch.empty_like(x)
+
+
 def test_unknown_ops_are_kept_by_native_name():
-    """An op with no table entry and no decomposition to core ATen stays unknown, by name, at both levels."""
+    """An op with no table entry and no decomposition to core ATen (a custom op whose
+    implementation does not trace) stays unknown, by name, at both levels."""
     class Custom(nn.Module):
         def forward(self, x):
             return torch.ops.irlens_test.twice(x) + 1
@@ -165,6 +178,54 @@ def test_unknown_ops_are_kept_by_native_name():
         g = fx_to_graph(gm, name="c", frontend="dynamo", stage="s")
         assert dict(g.unknown_ops()) == {"unknown:irlens_test.twice": 1}
         assert g.op_counts()["add"] == 1
+
+
+def test_a_custom_op_expands_by_its_own_implementation():
+    """A custom op (torch.library.custom_op) is its Python implementation: traced to core ATen,
+    its nodes keep the op's native name, and the float64 interpreter gives eager's result."""
+    class Custom(nn.Module):
+        def forward(self, x):
+            return torch.ops.irlens_test.scaled_softmax(x, 0.5) + 1
+
+    x = torch.randn(4, 10)
+    want = (torch.softmax(x.double() * 0.5, dim=-1) + 1,)
+    cap = capture(Custom(), (x,))
+    for gm in (cap.dynamo[0], cap.forward[0]):
+        for level in ("composite", "primitive"):
+            g = fx_to_graph(gm, name="c", frontend="dynamo", stage="s", level=level)
+            assert not g.unknown_ops(), dict(g.unknown_ops())
+            assert any(n.native.startswith("irlens_test.scaled_softmax") for n in g.nodes)
+            assert max_error(interpret(g, [x.double()]), want) < 1e-12, level
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_chunked_linear_cross_entropy_is_its_own_chunked_loop(reduction):
+    """F.linear_cross_entropy with options runs torch_nn's chunked custom ops (the loss and,
+    for mean and sum, gradients precomputed in forward), one call in Dynamo's graph; it expands
+    by the op's own implementation into a graph the float64 interpreter runs, every argument
+    (bias, class weights, ignore_index, chunk size) kept, the chunks giving eager's loss."""
+    g = torch.Generator().manual_seed(0)
+    x, w, b = torch.randn(5, 3, generator=g), torch.randn(4, 3, generator=g), torch.randn(4, generator=g)
+    cw, target = 0.5 + torch.rand(4, generator=g), torch.tensor([0, 3, 1, 2, 3])
+    options = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=2, allow_retain_graph=reduction != "none")
+
+    class Loss(nn.Module):
+        def forward(self, x, w, b, cw, target):
+            return F.linear_cross_entropy(x, w, target, linear_bias=b, weight=cw, reduction=reduction, ignore_index=1,
+                                          options=options)
+
+    inputs = (x, w, b, cw, target)
+    want = (F.cross_entropy(F.linear(x.double(), w.double(), b.double()), target, weight=cw.double(),
+                            reduction=reduction, ignore_index=1),)
+    cap = capture(Loss(), inputs)
+    natives = {str(n.target) for n in cap.dynamo[0].graph.nodes if n.op == "call_function"}
+    assert any("torch_nn._linear_cross_entropy_batch_chunked" in t for t in natives), natives
+    for gm in (cap.dynamo[0], cap.forward[0]):
+        for level in ("composite", "primitive"):
+            graph = fx_to_graph(gm, name="lce", frontend="dynamo", stage="s", level=level)
+            assert not graph.unknown_ops(), dict(graph.unknown_ops())
+            got = interpret(graph, [t.double() if t.is_floating_point() else t for t in cap.example_inputs[0]])
+            assert max_error(got, want) < 1e-12, level
 
 
 def test_cross_entropy_and_nll_loss_are_composites_with_rules():
