@@ -123,6 +123,10 @@ def _prim_samples():
         "prims.copy_": [lambda t: p.copy_(t.x, t.buf, grad_enabled=False)],
         "prims.full": [lambda t: p.full((2, 3), 1.5, device=cpu(), dtype=d.float32)],
         "prims.iota": [lambda t: p.iota(5, start=2, step=3, device=cpu(), dtype=d.int64)],
+        "prims.tensor_from_sequence": [
+            lambda t: p.tensor_from_sequence([[1.5, -2.0, 4.0], [0.25, 3.0, -8.0]], dtype=d.float32, device=cpu()),
+            lambda t: p.tensor_from_sequence([3, 1, 2], dtype=None, device=cpu()),
+            lambda t: p.tensor_from_sequence([[True, False]], dtype=d.int32, device=cpu())],
     }
 
 
@@ -408,3 +412,32 @@ def test_the_samples_can_fail():
     t = SimpleNamespace(**inputs())
     assert torch.isinf(t.sinf).any() and not torch.isinf(t.s).any()
     assert not torch.equal(torch.div(t.ineg, t.j, rounding_mode="floor"), torch.div(t.ineg, t.j, rounding_mode="trunc"))
+
+
+def test_a_torch_function_thunder_runs_whole_is_its_own_not_one_sharing_its_id():
+    """Thunder gives torch.Tensor.unfold's symbol the id of F.unfold's (im2col), which it runs
+    whole: the fallback expands F.unfold by torch's decomposition, in both traces and at both
+    levels, to eager's values; each symbol finds its own torch function."""
+    from irlens.frontends.thunder import torch_fallback
+
+    table = thunder().torch._torch_to_thunder_function_map
+    unfold, im2col = table[torch.Tensor.unfold], table[F.unfold]
+    assert unfold.id == im2col.id  # the clash this guards against
+    assert torch_fallback.torch_function(unfold, unfold.id) is torch.Tensor.unfold
+    assert torch_fallback.torch_function(im2col, im2col.id) is F.unfold
+
+    def fn(x):
+        return F.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+
+    x = torch.randn(2, 3, 5, 6, generator=torch.Generator().manual_seed(0))
+    jfn = thunder().jit(fn)
+    jfn(x)
+    want = fn(x.double())
+    for which in (0, -1):
+        for level in ("composite", "primitive"):
+            graph = thunder_trace.trace_to_graph(thunder().last_traces(jfn)[which], name="im2col",
+                                                 stage=f"trace[{which}]", level=level)
+            assert not graph.unknown_ops(), dict(graph.unknown_ops())
+            assert {n.scope.rsplit("/", 1)[-1] for n in graph.nodes} <= {"ltorch.unfold", "torch.nn.functional.unfold"}
+            (got,) = interpret(graph, [x.double()])
+            assert got.shape == want.shape and torch.allclose(got, want, rtol=1e-12, atol=1e-12), (which, level)
