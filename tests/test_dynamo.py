@@ -166,6 +166,17 @@ def _(x, scale):
     return torch.empty_like(x)
 
 
+@torch.library.custom_op("irlens_test::scale_into", mutates_args=("out",))
+def _scale_into(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    out.copy_(x * 3)
+    return x + out
+
+
+@_scale_into.register_fake
+def _(x, out):
+    return torch.empty_like(x)
+
+
 def test_unknown_ops_are_kept_by_native_name():
     """An op with no table entry and no decomposition to core ATen (a custom op whose
     implementation does not trace) stays unknown, by name, at both levels."""
@@ -178,6 +189,24 @@ def test_unknown_ops_are_kept_by_native_name():
         g = fx_to_graph(gm, name="c", frontend="dynamo", stage="s")
         assert dict(g.unknown_ops()) == {"unknown:irlens_test.twice": 1}
         assert g.op_counts()["add"] == 1
+
+
+def test_a_custom_op_that_writes_an_argument_stays_unknown():
+    """Expanding it would lose the write (a side effect on its argument): it has no decomposition
+    (one that only returns a value has its implementation), and stays unknown."""
+    from irlens.frontends.dynamo.fx import _decomposition_of
+
+    assert _decomposition_of(torch.ops.irlens_test.scale_into.default) is None
+    assert _decomposition_of(torch.ops.irlens_test.scaled_softmax.default) is _scaled_softmax._init_fn
+
+    class Custom(nn.Module):
+        def forward(self, x):
+            out = torch.zeros_like(x)
+            return torch.ops.irlens_test.scale_into(x, out), out
+
+    cap = capture(Custom(), (torch.randn(4, 10),))
+    g = fx_to_graph(cap.dynamo[0], name="c", frontend="dynamo", stage="s")
+    assert dict(g.unknown_ops()) == {"unknown:irlens_test.scale_into": 1}
 
 
 def test_a_custom_op_expands_by_its_own_implementation():

@@ -1451,14 +1451,16 @@ def _core_table() -> dict:
 def _decomposition_of(target) -> Callable | None:
     """The decomposition torch has for one OpOverload: the core-ATen table's, else the general one's;
     a custom op's (`torch.library.custom_op`, e.g. torch_nn's linear_cross_entropy kernels) is its
-    own Python implementation, the function the op was defined by."""
+    own Python implementation, the function the op was defined by, unless it writes to an
+    argument (that write is a side effect an expansion would not carry)."""
     from torch._decomp import core_aten_decompositions, decomposition_table
     from torch._library.custom_ops import _maybe_get_opdef
 
     own = core_aten_decompositions().get(target) or decomposition_table.get(target)
     if own is None:
         opdef = _maybe_get_opdef(target)
-        own = opdef._init_fn if opdef is not None else None
+        writes = any(a.alias_info is not None and a.alias_info.is_write for a in target._schema.arguments)
+        own = opdef._init_fn if opdef is not None and not writes else None
     return own
 
 
