@@ -3,7 +3,8 @@ torch's own decomposition.
 
 Thunder runs many torch functions whole: its torch fallback (`OpTags.AUTO_REGISTERED`: linear
 algebra, special functions, pooling, losses, ...) and a few torch-level symbols without
-subsymbols (argsort, cumprod). Their bound symbols say only which torch function they call.
+subsymbols (argsort, cumprod). Their bound symbols say only which torch function they call:
+the one the symbol was registered for (`torch_function`; symbol ids are not unique).
 That call, on fake tensors of the symbol's shapes and dtypes, is traced by `make_fx` down to
 core ATen with torch's core-ATen decompositions, and the FX adapter reads the ATen graph
 (`irlens.frontends.dynamo.fx`, the vocabulary the Dynamo frontend's ATen graphs use). The nodes it
