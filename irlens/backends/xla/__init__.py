@@ -47,7 +47,7 @@ class XlaBackend(Backend):
         return Availability(True)
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
-        compiled, files, missing = compile_with_dump(lower_program(jax_program(inst, mode)))
+        compiled, files, missing = compile_with_dump(lower_program(jax_program(inst, mode)), jax_device(inst.device).platform)
         return xla_stages(compiled, files, inst.name, backward=mode == "fwdbwd", missing=missing)
 
     def run(self, inst: Instance, mode: str) -> BackendRun:

@@ -18,8 +18,9 @@ xla_dump_* from its cache key, jax/_src/cache_key.py, so the dump compile can be
 kernels reused from XLA's kernel cache (xla_gpu_kernel_cache_file, set by JAX when its persistent
 cache is on: they are left out of the LLVM module, so out of the PTX), PTX loaded from
 xla_gpu_ptx_file, or only library calls (cuBLAS, cuDNN). The XLA of jax 0.11.2 on a GPU also
-needs emitter dumping (xla_dump_emitter_re) before it writes any LLVM IR or PTX. The dump compile
-therefore asks for all of it explicitly and turns the kernel cache off. Where the dump still lacks
+needs emitter dumping (xla_dump_emitter_re) before it writes any LLVM IR or PTX (on the CPU it is
+not needed, and it crashes jaxlib 0.10.2's compiler). The dump compile therefore asks for all of
+it explicitly (emitter dumping on GPUs only) and turns the kernel cache off. Where the dump still lacks
 the platform's code, two more sources are read: the serialized executable
 (GpuExecutable::ToProto / GpuThunkAotCompilationResult keep the PTX as `asm_text`), and a
 compilation of the program's StableHLO in a fresh Python process started with
@@ -52,14 +53,20 @@ EXPECTED = {"gpu": ".ptx", "cuda": ".ptx", "cpu": ".ir-with-opt.ll"}
 FRESH_PROCESS_TIMEOUT_S = 600.0
 
 # Debug options for the dump compile (XLA's names; set per compile as env_option_overrides).
-# xla_dump_to alone enables dumping (xla/service/dump_options.cc). The XLA of jax 0.11.2 writes
-# a GPU kernel's LLVM IR and PTX (`module_<id>.<name>.<shard>.ptx`) only with emitter dumping
-# asked for too (xla_dump_emitter_re; tried on an H200, docs/results/README.md); the others
-# undo settings that would keep generated code out of the dump: XLA_FLAGS'
-# xla_enable_dumping=false or a module regex, and XLA's kernel cache (reused kernels are not
-# compiled, so not in the PTX).
-EXTRA_DUMP_OPTIONS = {"xla_enable_dumping": True, "xla_dump_hlo_module_re": ".*", "xla_dump_emitter_re": ".*",
-                      "xla_gpu_kernel_cache_file": ""}
+# xla_dump_to alone enables dumping (xla/service/dump_options.cc); these undo settings that
+# would keep generated code out of the dump: XLA_FLAGS' xla_enable_dumping=false or a module
+# regex, and XLA's kernel cache (reused kernels are not compiled, so not in the PTX).
+EXTRA_DUMP_OPTIONS = {"xla_enable_dumping": True, "xla_dump_hlo_module_re": ".*", "xla_gpu_kernel_cache_file": ""}
+# The XLA of jax 0.11.2 writes a GPU kernel's LLVM IR and PTX (`module_<id>.<name>.<shard>.ptx`)
+# only with emitter dumping asked for too (tried on an H200, docs/results/README.md). The CPU
+# compiler writes its LLVM IR without it, and with it the CPU XLA of jaxlib 0.10.2 crashes
+# (SIGSEGV or abort) in most compiles of block's fwd+bwd in bfloat16: GPUs only.
+GPU_DUMP_OPTIONS = {"xla_dump_emitter_re": ".*"}
+
+
+def dump_options(platform: str) -> dict:
+    """The debug options of a dump compile for a jax platform (cpu, gpu, cuda)."""
+    return {**EXTRA_DUMP_OPTIONS, **(GPU_DUMP_OPTIONS if platform in ("gpu", "cuda") else {})}
 
 # Run by `dump_in_fresh_process`: compiles a StableHLO module for one device of a platform and
 # writes the serialized executable next to it. The backend API (not jax.jit) because the module
@@ -102,15 +109,16 @@ def generated_files(folder) -> dict[str, str]:
             if p.is_file() and any(p.name.endswith(suffix) for suffix in GENERATED)}
 
 
-def compile_with_dump(lowered):
-    """`lowered.compile()`, keeping what XLA dumps: (compiled, {file name: text}, missing).
+def compile_with_dump(lowered, platform: str):
+    """`lowered.compile()` for a jax `platform` (cpu, gpu), keeping what XLA dumps: (compiled,
+    {file name: text}, missing).
 
     Where that dump lacks the platform's generated code, the PTX is taken from the serialized
     executable, then from `dump_in_fresh_process` (all files from that one compilation: two dumps
     of one module would name their files alike). `missing` is None when the platform's code was
     found, else what each attempt saw (for the `<prefix>.missing` stage)."""
     with tempfile.TemporaryDirectory(prefix="irlens-xla-") as folder:
-        compiled, tried = _compile_dumping(lowered, folder)
+        compiled, tried = _compile_dumping(lowered, folder, platform)
         files = generated_files(folder)
         seen = _describe_dump(folder)
     device = compiled.runtime_executable().local_devices()[0]
@@ -136,10 +144,10 @@ def _has(files: dict[str, str], suffix: str) -> bool:
     return any(name.endswith(suffix) for name in files)
 
 
-def _compile_dumping(lowered, folder: str):
+def _compile_dumping(lowered, folder: str, platform: str):
     """(compiled, the compiler options it used): the dump options, else xla_dump_to alone where
     this XLA refuses one of the others."""
-    options = {"xla_dump_to": folder, **EXTRA_DUMP_OPTIONS}
+    options = {"xla_dump_to": folder, **dump_options(platform)}
     try:
         return lowered.compile(compiler_options=options), sorted(options)
     except Exception:  # noqa: BLE001 - an option name this XLA does not know
@@ -270,7 +278,7 @@ def dump_in_fresh_process(module: str, platform: str, device_id: int) -> tuple[d
         env = worker_env()
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_dump_to={dump}".strip()
         env["JAX_ENABLE_COMPILATION_CACHE"] = "false"  # or JAX would set XLA's kernel cache
-        overrides = {"xla_dump_to": str(dump), **EXTRA_DUMP_OPTIONS}
+        overrides = {"xla_dump_to": str(dump), **dump_options(platform)}
         command = [sys.executable, "-c", _COMPILE_IN_CHILD, str(path), platform, str(device_id),
                    str(executable), json.dumps(overrides)]
         try:
