@@ -86,16 +86,18 @@ def unit_roundoff(dtype: str) -> float:
     return torch.finfo(TORCH_DTYPES[dtype]).eps / 2
 
 
-def allowed_error(dtype: str, mode: str, eager_err: float | None, condition: float = 0.0) -> Bound:
+def allowed_error(dtype: str, mode: str, eager_err: float | None, condition: float = 0.0,
+                  floor: float | None = None) -> Bound:
     """What a result may differ from the reference: k x eager's own error + the larger of the
     floor and the loss's rounding (LOSS_ROUNDINGS x u x `condition`), capped by the flat
     tolerance in float32; the flat tolerance alone where eager's error is not known (None) or
-    not finite (see the module's docstring)."""
+    not finite (see the module's docstring). `floor` replaces the dtype's (one op's check,
+    irlens.conformance, takes its own rtol: the dtype's floor is sized for whole models)."""
     flat = tolerance(dtype, mode)
     if eager_err is None or not math.isfinite(eager_err) or dtype not in CRITERIA:
         return Bound(flat, f"tol {flat:.0e}")
     c = CRITERIA[dtype]
-    floor = max(c.floor, LOSS_ROUNDINGS * unit_roundoff(dtype) * condition)
+    floor = max(c.floor if floor is None else floor, LOSS_ROUNDINGS * unit_roundoff(dtype) * condition)
     value = c.k * eager_err + floor
     if c.capped and flat < value:
         return Bound(flat, f"tol {flat:.0e}")

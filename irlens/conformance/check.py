@@ -288,7 +288,7 @@ def dtype_verdict(got: list, reference: list, eager: list, rtol: float, format_o
     - it holds format-dependent ops (`format_dependent`): its meaning is the float32 computation
       itself, so it is judged against eager in the case's dtype, at the sweep's rtol;
     - every floating result is within k x eager's own error in the case's dtype (eager vs the
-      float64 reference) + rtol, k from irlens.numerics.CRITERIA (float32: 2): a graph holding
+      float64 reference) + rtol (`irlens.numerics.allowed_error`, float32's k: 2): a graph holding
       the dtype's own approximations (XLA's float32 Lanczos lgamma) is as accurate as eager in
       that dtype. The floor is the sweep's rtol, not numerics' 1e-5 for whole models: one op's
       eager error is ~1e-7, and a dropped term should not hide under a model's budget. Where
@@ -296,7 +296,7 @@ def dtype_verdict(got: list, reference: list, eager: list, rtol: float, format_o
       an eager that is itself far off (a cancelling result) excuses no large error.
     NaN or Inf out of place, a wrong integer or an error like 0.2 or 20 is wrong either way."""
     from irlens.ir import canonical_dtype
-    from irlens.numerics import CRITERIA, tolerance
+    from irlens.numerics import CRITERIA, allowed_error
 
     if format_ops:
         _, problem = compare_outputs(got, eager, rtol)
@@ -307,17 +307,15 @@ def dtype_verdict(got: list, reference: list, eager: list, rtol: float, format_o
     for g, r, x in zip(got, reference, eager):
         if compare_outputs([g], [r], rtol)[1] is None:
             continue
-        criterion = CRITERIA.get(canonical_dtype(x.dtype)) if x.is_floating_point() else None
-        if g is None or criterion is None or not r.is_floating_point() or tuple(g.shape) != tuple(r.shape):
+        dtype = canonical_dtype(x.dtype)
+        if g is None or not x.is_floating_point() or dtype not in CRITERIA or not r.is_floating_point() \
+                or tuple(g.shape) != tuple(r.shape):
             return None
         own = _rel_err(x.double(), r.double())
         err = _rel_err(torch.as_tensor(g).double(), r.double())
-        allowed = criterion.k * own + rtol
-        if criterion.capped:
-            allowed = min(allowed, tolerance(canonical_dtype(x.dtype), "fwd"))
-        if not (math.isfinite(own) and err <= allowed):
+        if not (math.isfinite(own) and err <= allowed_error(dtype, "fwd", own, floor=rtol).value):
             return None
-        budgets.append(f"rel err {err:.2e} <= {criterion.k:g} x eager's own {own:.2e} + {rtol:g}")
+        budgets.append(f"rel err {err:.2e} <= {CRITERIA[dtype].k:g} x eager's own {own:.2e} + {rtol:g}")
     return "; ".join(budgets) + f" (eager {canonical_dtype(eager[0].dtype)})" if budgets else None
 
 
