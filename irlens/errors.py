@@ -10,3 +10,9 @@ from __future__ import annotations
 
 class UsageError(ValueError):
     """Bad input from the user; the message says what is wrong and, where there are choices, lists them."""
+
+
+class NoNativePath(RuntimeError):
+    """A backend's own frontend cannot take this workload (no JAX twin; Thunder can trace none of
+    it). Not bad input: the cell runs the backend through the common view's lowering of another
+    frontend's graphs instead, and its row says so (`via`)."""

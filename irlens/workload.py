@@ -19,7 +19,7 @@ from typing import Any, Callable
 import torch
 
 from irlens.dtypes import COMPUTE_DTYPES, TORCH_DTYPES
-from irlens.errors import UsageError
+from irlens.errors import NoNativePath, UsageError
 from irlens.registry import Registry
 
 MODES = ("fwd", "fwdbwd")  # what one step computes: the outputs, or also the loss and its gradients
@@ -187,7 +187,7 @@ class Instance:
         return tuple(to_jax(t) if isinstance(t, torch.Tensor) else t for t in self.inputs)
 
 
-class NoJaxTwin(RuntimeError):
+class NoJaxTwin(NoNativePath):
     def __init__(self, name: str):
         super().__init__(f"workload {name!r} has no JAX twin")
 
