@@ -30,12 +30,11 @@ from pathlib import Path
 
 from irlens import cost
 from irlens.ceilings import Ceilings, Gemm, describe
-from irlens.ir import Graph, Kernel
 from irlens.frontends import get_frontend
 from irlens.isolation import CallFailed, WorkerSession, worker_env
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
 from irlens.models import resolve_workload
-from irlens.reporting.records import launches_of
+from irlens.reporting.records import kernel_stage, launches_of, row_graphs, row_kernels
 from irlens.roofline import apply_roofline
 from irlens.workload import run_eager
 
@@ -139,13 +138,11 @@ def annotate_kernels(row: Row) -> None:
         if times and len(times) == names.count(name):
             k["time_us"] = times[seen.get(name, 0)]
         seen[name] = seen.get(name, 0) + 1
-    graphs = {stage: Graph.from_json(g) for stage, g in row.graphs.items()}
-    for k in row.kernels:
-        graph = graphs.get(k.get("stage", "")) or (next(iter(graphs.values())) if len(graphs) == 1 else None)
-        if graph is not None:
-            kernel = Kernel(row.backend, k["name"], k["kind"], k["nodes"], k.get("stage", ""),
-                            recompute=k.get("recompute", []))
-            k["flops"] = cost.kernel_flops(kernel, graph)
+    graphs = row_graphs(row)
+    for k, kernel in zip(row.kernels, row_kernels(row)):
+        stage = kernel_stage(kernel, graphs)
+        if stage is not None:
+            k["flops"] = cost.kernel_flops(kernel, graphs[stage])
 
 
 def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
@@ -256,8 +253,10 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
         "GB/s and TFLOP/s: the bytes the step must move and flops it must do (irlens.cost, from the common view) "
         "over that time; % of ceiling: max(bytes/memory bandwidth, flops/matmul rate) over the time, and which bound.",
         "- a figure above 100 % of ceiling is not a speed: it is marked **✗ model error** and left out of the charts. "
-        "`kernels > 100 %` counts the row's kernels whose own figure (the bytes of the buffers each reads and writes, "
-        "the flops of the nodes it computes, its own launch's time) is above 100 %; the JSON gives each one's reason.",
+        "`kernels > 100 %` counts the row's kernels whose own figure (what each touches of the buffers it reads and "
+        "writes, the flops of the nodes it computes, its own launch's time) is above 100 %, even counting only the "
+        "bytes beyond the L2's size for a kernel faster than DRAM (`via_l2` in the JSON); the JSON gives each "
+        "one's reason.",
         "- launches: the device launches (kernels, memsets, memcpys) the profiler records in one step, the same "
         "count for every backend, eager included (one kernel launched twice counts twice); distinct kernels: "
         "how many different names among them.",

@@ -3,7 +3,8 @@
 Flops: a matmul a[.., m, k] @ b[.., k, n] is 2·m·n·k per batch element; an elementwise op one
 per output element; a reduction one per input element; a composite op costs what its
 primitive expansion costs, except that causal attention needs only the unmasked half of its
-score matmuls. A kernel does the flops of the nodes it computes, recomputed ones included.
+score matmuls. A kernel does the flops of the nodes it computes, recomputed ones included; the
+second kernel of a split reduction only adds up the first one's partial results.
 
 A kernel's bytes do not come from here: they are the buffers the kernel itself reads and
 writes, read from the backend's own records (`Kernel.bytes`: Inductor's wrapper code, XLA's
@@ -68,12 +69,18 @@ def graph_flops(graph: Graph) -> int:
     return sum(node_flops(n, values) for n in graph.nodes)
 
 
+# a split reduction's partial results: float32, as Inductor accumulates
+PARTIAL_ITEMSIZE = 4
+
+
 def kernel_flops(kernel: Kernel, graph: Graph) -> int:
     """Flops a kernel does: those of the nodes it covers and those it recomputes (0 for a kernel
-    that covers no compute node: a copy, a layout change)."""
+    that covers no compute node: a copy, a layout change); the second kernel of a split
+    reduction (`Kernel.combines`) adds up the partial results it reads, one flop each."""
     inside = set(kernel.node_ids) | set(kernel.recompute)
     values = graph.values()
-    return sum(node_flops(n, values) for n in graph.nodes if n.id in inside)
+    partials = (kernel.bytes_read or 0) // PARTIAL_ITEMSIZE if kernel.combines else 0
+    return sum(node_flops(n, values) for n in graph.nodes if n.id in inside) + partials
 
 
 def gemm_shapes(graph: Graph) -> list[Gemm]:

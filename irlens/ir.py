@@ -233,6 +233,9 @@ class Kernel:
     source: str = ""  # generated code (Triton, C++, CUDA, HLO) where the backend exposes it
     bytes_read: int | None = None  # each buffer (or view of one) it reads, counted once
     bytes_written: int | None = None  # each one it writes (an in-place buffer is read and written)
+    # reductions whose partial results it adds up (the second kernel of a split reduction): it
+    # reads the first kernel's partials, not the reduction's input, and recomputes nothing
+    combines: list[str] = field(default_factory=list)
 
     def set_io(self, read: int | None, written: int | None) -> None:
         """Set the bytes from what the kernel reads and writes (None: not known)."""

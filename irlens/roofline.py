@@ -17,7 +17,7 @@ import json
 
 from irlens.ceilings import Ceilings, Seen, raised_to, swept
 from irlens.matrix import Document, Row
-from irlens.reporting.ceiling import ceiling_for, judge, model_error
+from irlens.reporting.ceiling import ceiling_for, dram_bytes, judge, model_error
 from irlens.reporting.records import row_kernels
 
 
@@ -32,7 +32,7 @@ def roofline(row: Row, must: dict | None, ceilings: Ceilings) -> dict | None:
     memory_s, compute_s = must["bytes"] / (ceilings.memory_gbps * 1e9), must["flops"] / peak
     pct, bound = 100.0 * max(memory_s, compute_s) / seconds, "memory" if memory_s >= compute_s else "compute"
     return {"gbps": must["bytes"] / seconds / 1e9, "tflops": must["flops"] / seconds / 1e12,
-            "pct_of_ceiling": pct, "bound": bound, "model_error": model_error(pct, must["bytes"], bound, None)}
+            "pct_of_ceiling": pct, "bound": bound, "model_error": model_error(pct, bound)}
 
 
 def judge_kernels(row: Row, ceilings: Ceilings | None) -> None:
@@ -42,13 +42,15 @@ def judge_kernels(row: Row, ceilings: Ceilings | None) -> None:
     for k, kernel in zip(row.kernels, row_kernels(row)):
         verdict = judge(kernel, ceiling, row.dtype or "float32")
         k["pct_of_ceiling"], k["bound"], k["model_error"] = verdict.pct, verdict.bound, verdict.model_error
+        k["via_l2"] = verdict.via_l2
     if row.roofline is not None:
         row.roofline["kernels_flagged"] = sum(bool(k.get("model_error")) for k in row.kernels)
 
 
 def kernel_rates(row: Row, ceilings: Ceilings) -> list[Seen]:
-    """The rates the row's timed kernels ran at: GB/s of their bytes, TFLOP/s of their flops
-    (held to the matmul ceiling of the row's dtype). Only rows that are ok count."""
+    """The rates the row's timed kernels ran at: GB/s of the bytes they must have moved through
+    DRAM (all but the L2's size: an L2-served kernel shows nothing of DRAM), TFLOP/s of their
+    flops (held to the matmul ceiling of the row's dtype). Only rows that are ok count."""
     if row.status != "ok":
         return []
     seen = []
@@ -57,8 +59,8 @@ def kernel_rates(row: Row, ceilings: Ceilings) -> list[Seen]:
         if not us:
             continue
         by = f"{k['name']} in {row.workload} {row.mode} {row.backend}"
-        if k.get("bytes"):
-            seen.append(Seen("memory", k["bytes"] / us / 1e3, f"{by} ({row.dtype})"))
+        if dram_bytes(k.get("bytes"), ceilings.l2_bytes):
+            seen.append(Seen("memory", dram_bytes(k["bytes"], ceilings.l2_bytes) / us / 1e3, f"{by} ({row.dtype})"))
         if k.get("flops"):
             seen.append(Seen(ceilings.matmul_key(row.dtype or "float32"), k["flops"] / us / 1e6, by))
     return seen

@@ -125,11 +125,12 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], c
         dtype = _dtype(ran[0], doc)
         section.subsections.append(Section("Charts", anchor(key, "charts"), [_charts(key, ran, ceiling, dtype)]))
         kernels = Section("Kernels", anchor(key, "kernels"), [Text([
-            "Bytes: the buffers each kernel itself reads and writes (its arguments, operands and results), each "
-            "counted once. Flops: those of the common-view nodes it computes or recomputes; 0 for a kernel that "
-            "computes none (a copy), '-' where its nodes are not known. % of ceiling: ideal time (the larger of "
-            "bytes / memory bandwidth and flops / matmul rate) over its measured time; a figure above 100 % is "
-            "not a speed and is marked as a model error, with the reason under the table."])])
+            "Bytes: what each kernel itself touches of the buffers it reads and writes (its arguments, operands "
+            "and results), each counted once. Flops: those of the common-view nodes it computes or recomputes; 0 "
+            "for a kernel that computes none (a copy), '-' where its nodes are not known. % of ceiling: ideal time "
+            "(the larger of bytes / memory bandwidth and flops / matmul rate) over its measured time; (L2): faster "
+            "than DRAM for all its bytes, so the figure counts those beyond the L2's size; a figure above 100 % "
+            "even so is not a speed and is marked as a model error, with the reason under the table."])])
         for r in ran:
             kernels.subsections.append(Section(r.backend, anchor(key, r.backend),
                                                _kernel_table(r, ceiling, dtype)))
@@ -175,7 +176,8 @@ def _charts(stem: str, rows: list[Row], ceiling, dtype: str) -> Gallery:
 
 
 def _kernel_table(row: Row, ceiling, dtype: str) -> list[Table | Text]:
-    """The row's kernels, and under them why each figure above 100 % of ceiling is no speed."""
+    """The row's kernels, and under them why each figure above 100 % of ceiling is no speed, and
+    which figures count only the bytes beyond the L2 (kernels faster than DRAM for all of theirs)."""
     kernels = row_kernels(row)
     if not kernels:
         return [Text([f"{row.backend} has no kernel records (it runs op by op)."
@@ -187,7 +189,7 @@ def _kernel_table(row: Row, ceiling, dtype: str) -> list[Table | Text]:
     for i, k in enumerate(kernels):
         stage = kernel_stage(k, graphs)
         verdict = judge(k, ceiling, dtype)
-        pct = fmt(verdict.pct, ".1f") + (" model error" if verdict.model_error else "")
+        pct = fmt(verdict.pct, ".1f") + (" model error" if verdict.model_error else " (L2)" if verdict.via_l2 else "")
         table.rows.append([f"k{i}", k.name, k.kind, str(len(k.node_ids)), op_summary(k, graphs.get(stage) if stage else None),
                            str(len(k.recompute)) if k.recompute else "", fmt(k.time_us, ".2f"),
                            fmt(k.bytes, ",d"), fmt(k.flops, ",d"), pct])
@@ -195,6 +197,8 @@ def _kernel_table(row: Row, ceiling, dtype: str) -> list[Table | Text]:
         if verdict.model_error:
             table.flagged.add((i, len(header) - 1))
             errors.append(f"k{i} {k.name}: {verdict.model_error}")
+        elif verdict.via_l2:
+            errors.append(f"k{i} {k.name}: {verdict.via_l2}")
     return [table] + ([Text(errors, style="note")] if errors else [])
 
 

@@ -8,10 +8,11 @@ of a sweep that includes the workload's own shapes, each raised to the best rate
 the run was timed at within the vendor's figure), never datasheet figures alone; without them,
 and for kernels without time or bytes, it is None.
 
-Above 100 % the roofline model is wrong for that kernel, and the figure is flagged, never
-shown as a speed: either the L2 cache kept enough of its bytes off DRAM (a DRAM ceiling does
-not bound a kernel that reads what the kernel before it left in L2), or its bytes or flops
-are over-counted.
+A memory-bound kernel faster than DRAM allows for its bytes was served partly by the L2 (a
+DRAM ceiling does not bound a kernel that reads what the kernel before it left in L2): its
+figure counts only the bytes beyond the L2's size, and says so. Above 100 % even then, the
+roofline model is wrong for that kernel (its bytes or flops are over-counted), and the figure
+is flagged as a model error in every output, never shown as a speed.
 """
 from __future__ import annotations
 
@@ -47,45 +48,63 @@ class Verdict:
     pct: float | None  # % of ceiling; None: no time, no work counted, or no ceilings
     bound: str | None  # memory | compute: which term of the ideal time is larger
     model_error: str | None = None  # set when pct is above 100: why the figure is no speed
+    via_l2: str | None = None  # set when the kernel beat DRAM: its pct counts only the bytes beyond the L2
 
 
 # the kernel a ceiling was raised to (irlens.roofline) is at 100 %, give or take float rounding
 ROUNDING = 1e-9
 
 
-def model_error(pct: float | None, nbytes: int | None, bound: str | None, l2_bytes: int | None) -> str | None:
-    """Why a % of ceiling above 100 cannot be a speed; None at or below 100. A memory-bound
-    kernel is explained by the L2 when, with as many of its bytes as the L2 holds kept off DRAM
-    (read from what the kernel before it left there, or written and not yet written back), the
-    rest fits within the DRAM ceiling."""
-    if pct is None or pct <= 100.0 * (1 + ROUNDING):
+def above_100(pct: float | None) -> bool:
+    return pct is not None and pct > 100.0 * (1 + ROUNDING)
+
+
+def model_error(pct: float | None, bound: str | None) -> str | None:
+    """Why a % of ceiling above 100 cannot be a speed; None at or below 100."""
+    if not above_100(pct):
         return None
-    if bound == "memory" and l2_bytes and nbytes:
-        dram_pct = pct * max(nbytes - l2_bytes, 0) / nbytes
-        if dram_pct <= 100.0:
-            return (f"model error: {pct:.0f} % of the DRAM ceiling; the {l2_bytes / 2**20:.0f} MiB L2 can hold "
-                    f"enough of its {nbytes / 2**20:.1f} MiB to explain it (at most {dram_pct:.0f} % through DRAM)")
     return (f"model error: {pct:.0f} % of ceiling is not possible ({bound}-bound: its "
             f"{'bytes' if bound == 'memory' else 'flops'} are over-counted or the ceiling is too low)")
 
 
-def ideal_us(kernel: Kernel, ceiling: Ceiling, dtype: str) -> tuple[float, str] | None:
-    """(ideal µs, bound), or None for a kernel with neither bytes nor flops counted."""
+def dram_bytes(nbytes: int | None, l2_bytes: int | None) -> int | None:
+    """The fewest of a kernel's bytes that must cross DRAM: all but as many as the L2 holds
+    (read from what earlier kernels left there, or written and not yet written back)."""
+    return None if nbytes is None else max(nbytes - (l2_bytes or 0), 0)
+
+
+def ideal_us(kernel: Kernel, ceiling: Ceiling, dtype: str, nbytes: int | None = None) -> tuple[float, str] | None:
+    """(ideal µs, bound) of the kernel's bytes (or `nbytes` of them) and flops; None for a kernel
+    with neither counted."""
     if kernel.bytes is None and kernel.flops is None:
         return None
-    memory = (kernel.bytes or 0) / ceiling.bandwidth
+    memory = (kernel.bytes if nbytes is None else nbytes or 0) / ceiling.bandwidth
     compute = (kernel.flops or 0) / ceiling.peak(dtype)
     return max(memory, compute) * 1e6, "memory" if memory >= compute else "compute"
 
 
 def judge(kernel: Kernel, ceiling: Ceiling | None, dtype: str) -> Verdict:
+    """The kernel's % of ceiling. A memory-bound kernel faster than DRAM allows for its bytes had
+    part of them served by the L2 (each step starts with a cold L2, but a kernel reads what the
+    ones before it left there): its figure is then against the bytes that must still have crossed
+    DRAM, and says so (`via_l2`). Above 100 % even so, the model over-counts: a model error."""
     if ceiling is None or not kernel.time_us:
         return Verdict(None, None)
     ideal = ideal_us(kernel, ceiling, dtype)
     if ideal is None:
         return Verdict(None, None)
     pct = 100.0 * ideal[0] / kernel.time_us
-    return Verdict(pct, ideal[1], model_error(pct, kernel.bytes, ideal[1], ceiling.l2_bytes))
+    if not above_100(pct):
+        return Verdict(pct, ideal[1])
+    dram = dram_bytes(kernel.bytes, ceiling.l2_bytes)
+    if ideal[1] == "memory" and ceiling.l2_bytes and dram is not None:
+        us, bound = ideal_us(kernel, ceiling, dtype, dram)
+        if not above_100(100.0 * us / kernel.time_us):
+            mib = 2 ** 20
+            return Verdict(100.0 * us / kernel.time_us, bound, via_l2=(
+                f"faster than DRAM for its {kernel.bytes / mib:.1f} MiB ({pct:.0f} %): the {ceiling.l2_bytes / mib:.0f} "
+                f"MiB L2 served part; the figure counts the {dram / mib:.1f} MiB beyond it"))
+    return Verdict(pct, ideal[1], model_error(pct, ideal[1]))
 
 
 def kernel_pct(kernel: Kernel, ceiling: Ceiling | None, dtype: str) -> float | None:
@@ -100,7 +119,8 @@ class BackendFigure:
 
 def backend_pct(kernels: list[Kernel], ceiling: Ceiling | None, dtype: str) -> BackendFigure:
     """Over the timed kernels with a byte or flop count and a possible figure: total ideal time /
-    total measured time; kernels above 100 % are left out and counted."""
+    total measured time (an L2-served kernel's ideal time counts the bytes beyond the L2);
+    kernels above 100 % are left out and counted."""
     if ceiling is None:
         return BackendFigure(None, 0)
     pairs, flagged = [], 0

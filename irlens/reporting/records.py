@@ -22,6 +22,7 @@ def kernel_from_json(d: dict, backend: str = "") -> Kernel:
         source=d.get("source", ""),
         bytes_read=d.get("bytes_read"),
         bytes_written=d.get("bytes_written"),
+        combines=list(d.get("combines", [])),
     )
 
 

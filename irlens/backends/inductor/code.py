@@ -29,13 +29,15 @@ launches). A kernel with no compute node among either list is a `copy` kernel.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from irlens.backends.inductor.accesses import touch_bounds
 from irlens.ir import Graph, Kernel, TensorMeta, canonical_dtype, dtype_size
-from irlens.ops import is_compute
+from irlens.ops import REDUCTION, category, is_compute
 
 _HANDLE = re.compile(r"^\s*# \[Provenance debug handles\] (\S+)$", re.M)
 _MATMULS = {"mm", "addmm", "bmm", "baddbmm", "_mm_plus_mm", "_int_mm", "convolution"}
@@ -133,7 +135,20 @@ def map_kernels(compiled: CompiledGraph, backend: str = "inductor") -> list[Kern
         k.recompute = [i for i in ids if owner[i] is not k]
         if not any(i in compute for i in ids):
             k.kind = "copy"
+    mark_combining_stages(records, graph)
     return records
+
+
+def mark_combining_stages(records: list[Kernel], graph: Graph) -> None:
+    """The second kernel of a split reduction owns no node, and lists the reduction the first
+    one owns (with the pointwise nodes fused into it): it adds up the first kernel's partial
+    results, so it `combines` that reduction and recomputes nothing."""
+    reductions = {n.id for n in graph.nodes if category(n.op) == REDUCTION}
+    owned = {i for k in records for i in k.node_ids}
+    for k in records:
+        combined = [i for i in k.recompute if i in reductions and i in owned]
+        if k.kind == "fused" and not k.node_ids and combined:
+            k.combines, k.recompute = combined, []
 
 
 def _launch_io(ios: dict[int, "LaunchIO"], line: int | None, name: str) -> "LaunchIO | None":
@@ -187,7 +202,7 @@ def region_bytes(regions: list[Region]) -> int:
     views: dict[str, dict[tuple, Region]] = {}
     for r in regions:
         if r.view is None:
-            whole[r.storage] = r.nbytes
+            whole[r.storage] = max(whole.get(r.storage, 0), r.nbytes)
         else:
             views.setdefault(r.storage, {})[r.view] = r
     total = sum(whole.values())
@@ -229,9 +244,17 @@ def _module_assigns(tree: ast.Module) -> dict[str, ast.Call]:
     return found
 
 
-def kernel_params(definition: ast.Call) -> list[str | None] | None:
-    """Per positional argument of a generated kernel: READ, WRITE, READ_WRITE, or None for a
-    non-tensor one; None where the definition cannot be read."""
+@dataclass(frozen=True)
+class Param:
+    """How a generated kernel uses one positional argument."""
+
+    access: str | None  # READ, WRITE, READ_WRITE, or None for a non-tensor argument
+    most_bytes: int | None = None  # the most of its buffer the kernel can touch (accesses.touch_bounds)
+
+
+def kernel_params(definition: ast.Call) -> list[Param] | None:
+    """Per positional argument of a generated kernel, how it uses it; None where the
+    definition cannot be read."""
     kind = definition.func.attr
     try:
         if kind == "triton":
@@ -243,9 +266,9 @@ def kernel_params(definition: ast.Call) -> list[str | None] | None:
     return None
 
 
-def _triton_params(source: str) -> list[str | None] | None:
+def _triton_params(source: str) -> list[Param] | None:
     """From the kernel's decorator: `triton_meta["signature"]` (name -> type, pointers `*fp32`)
-    and `inductor_meta["mutated_arg_names"]`."""
+    and `inductor_meta["mutated_arg_names"]`; from its body, how much of each buffer it can touch."""
     meta: dict[str, dict] = {}
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call):
@@ -258,14 +281,22 @@ def _triton_params(source: str) -> list[str | None] | None:
     signature = ast.literal_eval(meta["triton_meta"]["signature"])
     mutated_node = meta.get("inductor_meta", {}).get("mutated_arg_names")
     mutated = frozenset(ast.literal_eval(mutated_node)) if mutated_node is not None else frozenset()
-    return [_access_of(str(name), str(ty).startswith("*"), mutated=mutated)
-            for name, ty in signature.items() if ty != "constexpr"]
+    bounds = touch_bounds(source)
+    params = []
+    for name, ty in signature.items():
+        if ty == "constexpr":
+            continue
+        pointer = str(ty).startswith("*")
+        elements = bounds.get(str(name)) if pointer else None
+        params.append(Param(_access_of(str(name), pointer, mutated=mutated),
+                            None if elements is None else elements * dtype_size(canonical_dtype(str(ty)[1:]))))
+    return params
 
 
 _CPP_KERNEL = re.compile(r'extern\s+"C"[^(]*\bkernel\s*\(([^)]*)\)')
 
 
-def _cpp_params(types: list[str], source: str) -> list[str | None] | None:
+def _cpp_params(types: list[str], source: str) -> list[Param] | None:
     """From `cpp_pybinding([arg types], source)`: the types, and the names in the C++ signature."""
     found = _CPP_KERNEL.search(source)
     if found is None:
@@ -273,7 +304,7 @@ def _cpp_params(types: list[str], source: str) -> list[str | None] | None:
     names = [p.strip().split()[-1].lstrip("*") for p in found.group(1).split(",") if p.strip()]
     if len(names) != len(types):
         return None
-    return [_access_of(name, "*" in ty, const=ty.strip().startswith("const")) for name, ty in zip(names, types)]
+    return [Param(_access_of(name, "*" in ty, const=ty.strip().startswith("const"))) for name, ty in zip(names, types)]
 
 
 def handle_lines(source_code: str) -> dict[int, str]:
@@ -431,8 +462,8 @@ class _WrapperReader:
             if params is None or len(call.args) > len(params):
                 io.known = False
             else:
-                for arg, access in zip(call.args, params):
-                    self.touch(io, arg, access)
+                for arg, param in zip(call.args, params):
+                    self.touch(io, arg, param.access, param.most_bytes)
         elif callee.startswith("extern_kernels."):
             for arg in call.args:
                 self.touch(io, arg, READ)
@@ -469,7 +500,7 @@ class _WrapperReader:
             io.writes += regions
             self.values[result] = regions if len(regions) > 1 or _returns_tuple(op) else regions[0]
 
-    def touch(self, io: LaunchIO, arg: ast.AST, access: str | None) -> None:
+    def touch(self, io: LaunchIO, arg: ast.AST, access: str | None, most_bytes: int | None = None) -> None:
         if access is None:
             return
         region = self.region(arg)
@@ -477,6 +508,8 @@ class _WrapperReader:
             if isinstance(arg, (ast.Name, ast.Call)) and not _scalar_name(arg):
                 io.known = False  # a tensor whose size is not known here
             return
+        if most_bytes is not None and most_bytes < region.nbytes:  # a scatter, a gather of a few rows
+            region = dataclasses.replace(region, nbytes=most_bytes)
         if access in (READ, READ_WRITE):
             io.reads.append(region)
         if access in (WRITE, READ_WRITE):

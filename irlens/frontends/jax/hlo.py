@@ -19,13 +19,12 @@ values of the enclosing function: those become the node's operands).
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype, dtype_size
-from irlens.frontends.jax import linalg
+from irlens.frontends.jax import hlo_traffic, linalg
 from irlens.frontends.jax import xla_forms as forms
 from irlens.frontends.jax.jaxpr import at_level, matmul_attrs, polygamma_of, source_span
 from irlens.frontends.jax.xla_forms import Emitter, Unmapped, full_attrs
@@ -351,35 +350,10 @@ class _HloReader:
         return meta.name
 
     def io_bytes(self, ins: Instruction, entry: dict[str, Instruction]) -> tuple[int, int]:
-        """(bytes read, bytes written) by an ENTRY instruction: its operands, each once, and its
-        results, at the shapes the instructions declare. A fusion reads of an operand only the
-        part its computation uses (`_demand`: q, k and v sliced out of one qkv buffer by three
-        fusions are a third of it each); a fusion whose root updates an operand in place
-        (dynamic-update-slice) reads and writes only the update. A library GEMM's trailing
-        s8/u8 result is its scratch workspace and does not count."""
+        """(bytes read, bytes written) by an ENTRY instruction: what it touches (hlo_traffic)."""
         called = ins.attrs.get("calls", "").lstrip("%")
         body = self.instructions(called) if ins.opcode == "fusion" and called in self.computations else []
-        root = self.root(called) if body else None
-        in_place = root.operands[0] if root is not None and root.opcode == "dynamic-update-slice" else None
-        demand = _demand(body, root) if body else {}
-        params = {int(i.args_text): i.name for i in body if i.opcode == "parameter"}
-
-        read, seen = 0.0, set()
-        for index, name in enumerate(ins.operands):
-            if name in seen or name not in entry:
-                continue
-            seen.add(name)
-            param = params.get(index)
-            if param is not None and param == in_place:
-                continue  # updated in place: only the update (another operand) is read
-            read += _shape_bytes(entry[name].shapes) * (demand.get(param, 1.0) if param is not None else 1.0)
-        results = ins.shapes
-        if ins.opcode == "custom-call" and len(results) > 1 and results[-1][0] in ("int8", "uint8"):
-            results = results[:-1]
-        written = _shape_bytes(results)
-        if in_place is not None:
-            written = _shape_bytes(next(i for i in body if i.name == root.operands[1]).shapes)
-        return round(read), written
+        return hlo_traffic.io_bytes(ins, entry, body, self.root(called) if body else None, self.instructions)
 
     def source_text(self, ins: Instruction) -> str:
         """The instruction's HLO text, followed by the computations it calls (fusion bodies)."""
@@ -1480,36 +1454,6 @@ def _free_values(region) -> list[tuple[str, Any]]:
 
     visit(region)
     return list(free.items())
-
-
-# opcodes whose every result element depends on operand elements at other positions, or on all of them
-_READS_WHOLE = {"reduce", "dot", "convolution", "gather", "scatter", "sort", "reduce-window", "select-and-scatter",
-                "custom-call", "fusion", "call", "while", "conditional", "concatenate", "pad", "broadcast", "iota",
-                "reduce-precision", "rng", "cholesky", "triangular-solve", "fft", "all-reduce", "all-gather"}
-
-
-def _demand(body: list[Instruction], root: Instruction) -> dict[str, float]:
-    """Per instruction of a fused computation, the fraction of its value the computation needs,
-    from the root (all of it) backwards: a slice needs its share of its operand; an op that maps
-    elements one to one (elementwise, bitcast, copy, transpose, convert) passes its own fraction
-    on; any other op needs all of its operands. Several users' needs add up, to at most all."""
-    need = {root.name: 1.0}
-    size = {i.name: math.prod(i.shapes[0][1]) if i.shapes else 1 for i in body}
-    for ins in reversed(body):
-        mine = min(need.get(ins.name, 0.0), 1.0)
-        for o in ins.operands:
-            if ins.opcode in ("slice", "dynamic-slice"):
-                share = mine * size[ins.name] / max(size.get(o, 1), 1) if ins.operands[0] == o else 1.0
-            elif ins.opcode == "tuple" or ins.opcode in _READS_WHOLE or size.get(o) != size[ins.name]:
-                share = 1.0 if mine > 0 or ins.opcode == "tuple" else 0.0
-            else:
-                share = mine
-            need[o] = need.get(o, 0.0) + share
-    return {name: min(v, 1.0) for name, v in need.items()}
-
-
-def _shape_bytes(shapes: list[tuple[str, tuple[int, ...]]]) -> int:
-    return sum(math.prod(dims) * dtype_size(dtype) for dtype, dims in shapes)
 
 
 def read_hlo(module, *, name: str, frontend: str = "jax", stage: str = "jax.hlo") -> HloView:
