@@ -21,18 +21,25 @@ device launches of a step (kernels, memsets, memcpys), the same count for every 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from irlens import cost
+from irlens.bench_progress import BenchProgress
 from irlens.ceilings import Ceilings, Gemm, describe
+from irlens.ceilings_cache import driver_version
+from irlens.compile_caches import compile_caches
 from irlens.frontends import get_frontend
 from irlens.isolation import CallFailed, WorkerSession, worker_env
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
+from irlens.matrix.compile_ahead import LOG, Log, compile_ahead
+from irlens.matrix.document import device_name, versions
 from irlens.models import resolve_workload
 from irlens.reporting.records import kernel_stage, launches_of, row_graphs, row_kernels
 from irlens.roofline import apply_roofline
@@ -59,6 +66,9 @@ class BenchConfig:
     rerun: str | None = None  # an earlier bench document: run again only its rows that are not ok
     # {dtype: {(workload, mode, backend)}}: run just these cells of the matrix (set by restrict_to_rerun)
     only: dict[str, frozenset] | None = None
+    compile_jobs: int = 4  # cells compiled ahead at once, before the timed runs (0: none)
+    cache_dir: str | None = None  # the compilers' persistent caches and the ceilings (None: not kept)
+    remeasure: bool = False  # sweep the ceilings again, whatever the cache holds
 
 
 def step_flops(wl, mode: str, preset: str, device: str) -> tuple[int, list[Gemm]]:
@@ -89,15 +99,14 @@ def work_in_worker(workload: str, modes: list[str], dtypes: list[str], preset: s
     return work
 
 
-def measure_in_worker(plans: list[Plan], timeout: float) -> tuple[Ceilings, dict[tuple[str, str, str], dict | None]]:
-    """The ceilings, and per workload name x mode x dtype the work a step must do ({"bytes", "flops"},
-    None where counting failed), measured in one worker process that ends before this returns.
-    The work is counted first: its matrix products join the ceilings' sweep."""
+def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, str], dict | None], list[Gemm]]:
+    """Per workload name x mode x dtype the work a step must do ({"bytes", "flops"}, None where
+    counting failed), and the matrix products among it (they join the ceilings' sweep), counted
+    in one worker process that ends before this returns."""
     plan, dtypes = plans[0], [p.dtype for p in plans]
     musts, gemms = {}, {}
     with WorkerSession(preload=("irlens.bench", "irlens.models")) as worker:
         for key, wl in plan.workloads.items():
-            print(f"irlens bench: counting the work of {wl.name} ...", file=sys.stderr)
             try:
                 work = worker.call("irlens.bench:work_in_worker", dict(workload=key, modes=plan.modes, dtypes=dtypes,
                                                                        preset=plan.preset, device=plan.device), timeout)
@@ -110,10 +119,18 @@ def measure_in_worker(plans: list[Plan], timeout: float) -> tuple[Ceilings, dict
                 for dtype in dtypes:
                     musts[(wl.name, mode, dtype)] = ({"bytes": work[mode]["bytes"][dtype], "flops": work[mode]["flops"]}
                                                      if mode in work else None)
-        print(f"irlens bench: measuring the ceilings (bandwidth kernels; matrix products of {len(gemms)} workload "
-              f"shapes and square sizes) ...", file=sys.stderr)
-        ceilings = Ceilings.from_json(worker.call("irlens.ceilings:measure_in_worker", {"gemms": list(gemms)}, timeout))
-    return ceilings, musts
+    return musts, [Gemm(*g) for g in gemms]
+
+
+def measure_ceilings(gemms: list[Gemm], timeout: float, cache_dir: Path | None, remeasure: bool) -> tuple[Ceilings, str]:
+    """The run's measured ceilings (irlens.ceilings_cache: kept per device and software under
+    `cache_dir`, swept again with `remeasure`), in a worker that ends before this returns, and
+    where they came from."""
+    with WorkerSession(preload=("irlens.ceilings_cache",)) as worker:
+        reply = worker.call("irlens.ceilings_cache:measure_in_worker", {
+            "gemms": [[g.batch, g.m, g.n, g.k] for g in gemms], "cache_dir": None if cache_dir is None else str(cache_dir),
+            "remeasure": remeasure}, timeout)
+    return Ceilings.from_json(reply["ceilings"]), reply["source"]
 
 
 def device_name_of(kernel: dict, backend: str) -> str:
@@ -145,57 +162,81 @@ def annotate_kernels(row: Row) -> None:
             k["flops"] = cost.kernel_flops(kernel, graphs[stage])
 
 
+COMPILE_AHEAD = "compiling ahead"
+
+
 def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
           timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None, checkpoint=None,
-          only: dict[str, frozenset] | None = None) -> Document:
-    """The bench document. `budget_s` bounds the whole run: cells not started in time are
-    `unavailable` rows that say so. `checkpoint(doc)` is called after each dtype. `only`
-    ({dtype: {(workload, mode, backend)}}) runs just those cells of the matrix."""
+          only: dict[str, frozenset] | None = None, compile_jobs: int = 0, cache_dir: Path | None = None,
+          remeasure: bool = False) -> Document:
+    """The bench document. First, beside each other, the work each step must do is counted in a
+    worker and every cell is compiled ahead, `compile_jobs` at a time (irlens.matrix.compile_ahead;
+    0: none); then the ceilings are measured (or read from the cache, irlens.ceilings_cache; every
+    figure swept again with `remeasure`); then each dtype's cells run, `jobs` compiling at once and
+    each timed alone. `cache_dir` holds the compilers' persistent caches and the ceilings
+    (irlens.compile_caches; None: the compilers' own, no ceilings kept). Progress, with an
+    estimate of the time left, goes to stderr (irlens.bench_progress). `budget_s` bounds the whole
+    run: cells not started in time are `unavailable` rows that say so. `checkpoint(doc)` is called
+    after each dtype. `only` ({dtype: {(workload, mode, backend)}}) runs just those cells."""
     backends = backends or BENCH_BACKENDS
     dtypes = dtypes or BENCH_DTYPES
     plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True) for dtype in dtypes]
     if only is not None:
         plans = [dataclasses.replace(plan, only=only.get(plan.dtype, frozenset())) for plan in plans]
     started = time.time()
-    measured, musts = measure_in_worker(plans, timeout)
-    print(f"irlens bench: ceilings: {describe(measured).replace('**', '')}", file=sys.stderr)
-    rows: list[Row] = []
+    progress = BenchProgress()
+    if compile_jobs:
+        progress.plan(COMPILE_AHEAD, sum(len(p.cells()) for p in plans), compile_jobs)
     for plan in plans:
-        left = None if budget_s is None else max(budget_s - (time.time() - started), 0.0)
-        doc = run_plan(plan, timeout, progress=True, jobs=jobs, budget_s=left)
-        for row in doc.rows:
-            row.dtype = plan.dtype
-            row.must = musts[(row.workload, row.mode, plan.dtype)]
-            annotate_kernels(row)
-        rows += doc.rows
-        ceilings = apply_roofline(rows, measured)  # the earlier dtypes' rows again: a raise moves their figures
-        if ceilings.raised:
-            print(f"irlens bench: ceilings raised by the run's kernels: {describe(ceilings).replace('**', '')}",
-                  file=sys.stderr)
-        print(format_bench_table(doc.rows), file=sys.stderr)
-        result = Document("bench", list(rows), doc.device, doc.device_name, doc.versions, doc.preset, driver=_driver(),
-                          ceilings=ceilings.to_json(), wall_s=time.time() - started)
-        if checkpoint is not None:  # what is done so far survives a later dtype's failure
-            checkpoint(result)
+        progress.plan(f"timed {plan.dtype}", len(plan.cells()), jobs)
+    with compile_caches(cache_dir) as caches:
+        lost: dict[str, dict] = {}
+        with ThreadPoolExecutor(1) as background:  # the work counts beside the compiles: neither is timed
+            counting = background.submit(count_work, plans, timeout)
+            if compile_jobs:
+                progress.phase(COMPILE_AHEAD)
+                log = Log(None if cache_dir is None else Path(cache_dir) / LOG, software_key(plans[0]))
+                lost = compile_ahead(plans, timeout, compile_jobs, log, progress)
+            musts, gemms = counting.result()
+        caches.merge_kernels()  # what the compiles left for nvFuser, before the timed cells' workers start
+        progress.note(f"work counted{' and cells compiled ahead' if compile_jobs else ''}; measuring the ceilings "
+                      f"(bandwidth kernels; matrix products of {len(gemms)} workload shapes and square sizes)")
+        measured, source = measure_ceilings(gemms, timeout, cache_dir, remeasure)
+        progress.note(f"ceilings {source}: {describe(measured).replace('**', '')}")
+        rows: list[Row] = []
+        for plan in plans:
+            progress.phase(f"timed {plan.dtype}")
+            left = None if budget_s is None else max(budget_s - (time.time() - started), 0.0)
+            doc = run_plan(plan, timeout, progress=progress, jobs=jobs, budget_s=left, known=lost.get(plan.dtype))
+            for row in doc.rows:
+                row.dtype = plan.dtype
+                row.must = musts[(row.workload, row.mode, plan.dtype)]
+                annotate_kernels(row)
+            rows += doc.rows
+            ceilings = apply_roofline(rows, measured)  # the earlier dtypes' rows again: a raise moves their figures
+            if ceilings.raised:
+                print(f"irlens bench: ceilings raised by the run's kernels: {describe(ceilings).replace('**', '')}",
+                      file=sys.stderr)
+            print(format_bench_table(doc.rows), file=sys.stderr)
+            result = Document("bench", list(rows), doc.device, doc.device_name, doc.versions, doc.preset,
+                              driver=driver_version(), ceilings=ceilings.to_json(), wall_s=time.time() - started)
+            if checkpoint is not None:  # what is done so far survives a later dtype's failure
+                checkpoint(result)
     return result
+
+
+def software_key(plan: Plan) -> str:
+    """What a compiled-ahead cell depends on besides itself: the device and the libraries."""
+    return f"{device_name(plan.device)} {json.dumps(versions(), sort_keys=True)}"
 
 
 def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
               timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None,
-              only: dict[str, frozenset] | None = None) -> dict:
-    """`bench`, as the JSON document `irlens bench --json` writes (one GPU)."""
-    return bench(workloads, backends, modes, dtypes, device, preset, timeout, jobs, budget_s, only=only).to_json()
-
-
-def _driver() -> str | None:
-    import subprocess
-
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
-    except (OSError, IndexError, subprocess.TimeoutExpired):
-        return None
+              only: dict[str, frozenset] | None = None, **options) -> dict:
+    """`bench`, as the JSON document `irlens bench --json` writes (one GPU); `options`:
+    `compile_jobs`, `cache_dir`, `remeasure`."""
+    return bench(workloads, backends, modes, dtypes, device, preset, timeout, jobs, budget_s, only=only,
+                 **options).to_json()
 
 
 # --- the results page ----------------------------------------------------------------------
@@ -334,7 +375,12 @@ def _stack_svgs(svgs: list[str]) -> str:
 def child_argv(config: BenchConfig, dtypes: list[str], modes: list[str], json_path: str) -> list[str]:
     """`irlens bench` arguments for one GPU's share: the same matrix options, its dtypes and modes, its own JSON."""
     argv = ["bench", "--dtypes", ",".join(dtypes), "--mode", ",".join(modes), "--json", json_path,
-            "--preset", config.preset, "--timeout", str(config.timeout), "--jobs", str(config.jobs)]
+            "--preset", config.preset, "--timeout", str(config.timeout), "--jobs", str(config.jobs),
+            "--compile-jobs", str(config.compile_jobs)]
+    if config.cache_dir:
+        argv += ["--cache-dir", config.cache_dir]
+    if config.remeasure:
+        argv += ["--remeasure"]
     if config.rerun:
         argv += ["--rerun", config.rerun]
     for flag, names in (("--workloads", config.workloads), ("--backends", config.backends)):
@@ -473,5 +519,6 @@ def run_configured(config: BenchConfig, command: str, previous: dict | None = No
         os.environ["CUDA_VISIBLE_DEVICES"] = config.gpus[0]  # before any worker starts
     checkpoint = None if save is None else (lambda doc: save(finished(doc.to_json())))
     doc = bench(config.workloads, config.backends, config.modes, config.dtypes, "cuda", config.preset, config.timeout,
-                config.jobs, config.budget_s, checkpoint=checkpoint, only=config.only)
+                config.jobs, config.budget_s, checkpoint=checkpoint, only=config.only,
+                compile_jobs=config.compile_jobs, cache_dir=config.cache_dir, remeasure=config.remeasure)
     return finished(doc.to_json())

@@ -153,8 +153,39 @@ def sweep(gemms: list[Gemm], squares: tuple[int, ...] = SQUARE_SIZES) -> list[Ge
     return [Gemm(1, s, s, s) for s in squares] + [g for g in own if g not in {Gemm(1, s, s, s) for s in squares}]
 
 
-def measure_ceilings(gemms: list[Gemm] | None = None, dtypes: tuple[str, ...] = ("bfloat16", "float32")) -> Ceilings:
-    """Measure on the current CUDA device (see the module docstring)."""
+@dataclass
+class Sweep:
+    """Every figure a sweep measured, not only the best: what the cache keeps (irlens.ceilings_cache),
+    so that a later run on the same device and software times only the shapes it has not yet."""
+
+    device: str
+    memory: dict[str, float] = field(default_factory=dict)  # "copy of 256 MiB" -> GB/s
+    matmul: dict[str, dict[str, float]] = field(default_factory=dict)  # dtype -> {"addmm [..]@[..]": TFLOP/s}
+    timed: dict[str, list[list[int]]] = field(default_factory=dict)  # dtype -> shapes timed (out of memory too)
+    tf32: bool = False
+    l2_bytes: int | None = None
+
+    def ceilings(self) -> Ceilings:
+        """The best of each: memory over the bandwidth kernels, per dtype over every shape timed."""
+        memory_best = max(self.memory, key=self.memory.get) if self.memory else "nothing measured"
+        best = {d: max(rates, key=rates.get) for d, rates in self.matmul.items() if rates}
+        return Ceilings(self.device, self.memory.get(memory_best, 0.0), memory_best,
+                        {d: self.matmul[d][label] for d, label in best.items()}, best, tf32=self.tf32,
+                        l2_bytes=self.l2_bytes, spec=_spec_json(self.device))
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Sweep":
+        return cls(**d)
+
+
+def measure_sweep(gemms: list[Gemm] | None = None, dtypes: tuple[str, ...] = ("bfloat16", "float32"),
+                  known: Sweep | None = None) -> Sweep:
+    """Measure on the current CUDA device (see the module docstring) what `known` (an earlier
+    sweep on the same device and software) does not hold: the bandwidth kernels if it has none,
+    the shapes it has not timed."""
     import torch
     from triton.testing import do_bench
 
@@ -162,25 +193,30 @@ def measure_ceilings(gemms: list[Gemm] | None = None, dtypes: tuple[str, ...] = 
         return do_bench(fn, warmup=25, rep=100, return_mode="median")
 
     torch.cuda.empty_cache()  # what the work counts before it held
+    name = torch.cuda.get_device_name()
+    l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", None)
+    result = Sweep.from_json(known.to_json()) if known is not None else Sweep(name)
+    result.tf32, result.l2_bytes = bool(torch.backends.cuda.matmul.allow_tf32), l2
 
-    best_gbps, best_what = 0.0, ""
-    for nbytes in BANDWIDTH_BYTES:
-        n = nbytes // 4
-        src = torch.randn(n, device="cuda")
-        dst = torch.empty_like(src)
-        for what, fn, moved in (("copy", lambda: dst.copy_(src), 2 * nbytes),
-                                ("read (sum)", lambda: src.sum(), nbytes),
-                                ("write (fill)", lambda: dst.fill_(1.0), nbytes)):
-            gbps = moved / (bench_ms(fn) * 1e-3) / 1e9
-            if gbps > best_gbps:
-                best_gbps, best_what = gbps, f"{what} of {nbytes >> 20} MiB"
-        del src, dst
-        torch.cuda.empty_cache()
+    if not result.memory:
+        for nbytes in BANDWIDTH_BYTES:
+            n = nbytes // 4
+            src = torch.randn(n, device="cuda")
+            dst = torch.empty_like(src)
+            for what, fn, moved in (("copy", lambda: dst.copy_(src), 2 * nbytes),
+                                    ("read (sum)", lambda: src.sum(), nbytes),
+                                    ("write (fill)", lambda: dst.fill_(1.0), nbytes)):
+                result.memory[f"{what} of {nbytes >> 20} MiB"] = moved / (bench_ms(fn) * 1e-3) / 1e9
+            del src, dst
+            torch.cuda.empty_cache()
 
-    tflops, shapes = {}, {}
     for dtype in dtypes:
         dt = getattr(torch, dtype)
+        rates, timed = result.matmul.setdefault(dtype, {}), result.timed.setdefault(dtype, [])
         for g in sweep(gemms or []):
+            if [g.batch, g.m, g.n, g.k] in timed:
+                continue
+            timed.append([g.batch, g.m, g.n, g.k])
             try:
                 a = torch.randn(g.batch, g.m, g.k, device="cuda", dtype=dt)
                 b = torch.randn(g.batch, g.k, g.n, device="cuda", dtype=dt)
@@ -193,20 +229,15 @@ def measure_ceilings(gemms: list[Gemm] | None = None, dtypes: tuple[str, ...] = 
                          ("linear addmm", lambda: torch.addmm(bias, a[0], w.t()))]
                         if g.batch == 1 else [("bmm", lambda: torch.bmm(a, b))])
             for how, fn in variants:
-                rate = g.flops / (bench_ms(fn) * 1e-3) / 1e12
-                if rate > tflops.get(dtype, 0.0):
-                    tflops[dtype], shapes[dtype] = rate, f"{how} {g}"
+                rates[f"{how} {g}"] = g.flops / (bench_ms(fn) * 1e-3) / 1e12
             del a, b, bias, w
             torch.cuda.empty_cache()
-    name = torch.cuda.get_device_name()
-    l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", None)
-    return Ceilings(name, best_gbps, best_what, tflops, shapes, tf32=bool(torch.backends.cuda.matmul.allow_tf32),
-                    l2_bytes=l2, spec=_spec_json(name))
+    return result
 
 
-def measure_in_worker(gemms: list[list[int]] | None = None) -> dict:
-    """The worker's entry point (irlens.isolation calls it by name): `measure_ceilings` as JSON."""
-    return measure_ceilings([Gemm(*g) for g in gemms or []]).to_json()
+def measure_ceilings(gemms: list[Gemm] | None = None, dtypes: tuple[str, ...] = ("bfloat16", "float32")) -> Ceilings:
+    """Measure on the current CUDA device (see the module docstring)."""
+    return measure_sweep(gemms, dtypes).ceilings()
 
 
 def describe(c: Ceilings) -> str:

@@ -68,8 +68,9 @@ def test_gemm_shapes_come_from_the_common_view():
 def _stub_ceilings(monkeypatch, ceilings: Ceilings) -> None:
     """`irlens bench` on the CPU: the ceilings need a GPU, so their worker call returns these."""
     real_call = WorkerSession.call
-    monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout: ceilings.to_json()
-                        if fn == "irlens.ceilings:measure_in_worker" else real_call(self, fn, kwargs, timeout))
+    monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout: {
+        "ceilings": ceilings.to_json(), "source": "a stub"}
+        if fn == "irlens.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout))
 
 
 def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch):

@@ -100,6 +100,11 @@ class Backend(ABC):
 
     main_stage: str = ""  # prefix of the stage `irlens dump --backend` shows when none is asked for
 
+    def worker_env(self) -> dict[str, str]:
+        """Environment variables a worker process started to run this backend's cells needs
+        (read when it starts, so set then); none by default."""
+        return {}
+
     # How this backend compiles one common-view graph of any frontend (its primitive level), for
     # the cross grid (irlens.cross): `lower(graph, device, name) -> irlens.lowering.LoweredGraph`,
     # a method of the backends that have a lowering; None: it runs only its own frontend's graphs.

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from irlens.cli.command import csv, guarded, options
+from irlens.compile_caches import default_root
 from irlens.errors import UsageError
 
 HELP = "the matrix on a GPU: device time per row beside measured bandwidth/flop ceilings"
@@ -20,6 +21,15 @@ def add_arguments(b) -> None:
     b.add_argument("--md", default=None, help="write the results page (Markdown + SVG plots) here")
     b.add_argument("--timeout", type=float, default=600.0, help="seconds per cell, and per float64 reference")
     b.add_argument("--jobs", type=int, default=1, help="cells compiled in parallel (device timings never overlap)")
+    b.add_argument("--compile-jobs", type=int, default=4,
+                   help="before the timed runs, every cell compiled ahead in this many worker processes at once, "
+                        "filling the compilers' caches (0: no compiling ahead)")
+    b.add_argument("--cache-dir", default=str(default_root()),
+                   help="the compilers' persistent caches (Inductor/Triton kernels and autotuning, XLA executables, "
+                        "nvFuser kernels) and the measured ceilings, reused run after run")
+    b.add_argument("--remeasure", action="store_true",
+                   help="measure the ceilings again instead of reading them from the cache (they are kept per GPU, "
+                        "driver and torch/triton/jax versions)")
     b.add_argument("--budget-s", type=float, default=None,
                    help="stop starting cells after this many seconds; the rest are rows saying they did not run")
     b.add_argument("--gpus", type=csv, default=None,
@@ -42,6 +52,9 @@ def run(args) -> int:
         raise UsageError("irlens bench needs a CUDA GPU (device timing and ceilings); torch sees none here. "
                          "Use `irlens compare` on the CPU.")
     config = options(BenchConfig, args)
+    if config.jobs < 1 or config.compile_jobs < 0:
+        raise UsageError(f"--jobs must be at least 1 and --compile-jobs at least 0 (got {config.jobs}, "
+                         f"{config.compile_jobs})")
     command = "irlens " + " ".join(sys.argv[1:])
     previous = None
     if config.rerun:

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from irlens.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, Worker, worker_threads
+from irlens.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, Worker, worker_env, worker_threads
 from irlens.matrix.cell import new_row, out_of_memory, run_cell
 from irlens.matrix.document import Document, device_name, versions
 from irlens.matrix.plan import Cell, Plan
@@ -42,14 +42,16 @@ CELL_ENTRY = "irlens.matrix.cell:cell_in_worker"
 WORKER_PRELOAD = ("irlens.matrix.cell", "irlens.backends", "irlens.frontends", "irlens.models")
 
 
-def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True, jobs: int = 1,
-             isolate: bool = True, budget_s: float | None = None) -> Document:
+def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs: int = 1,
+             isolate: bool = True, budget_s: float | None = None, known: dict[Cell, Row] | None = None) -> Document:
     """Run a planned matrix: one row per cell, in `Plan.cells()` order. Each cell and each float64
     reference has `timeout` seconds. `jobs` cells run at once, each in a worker process;
     `isolate=False` runs them one by one in this process (no timeout, no crash protection). With
     `budget_s`, cells not started within that many seconds are `unavailable` rows saying so (a
-    long GPU run then still ends with a complete document). A JAX twin that disagrees raises
-    TwinMismatch before any cell runs."""
+    long GPU run then still ends with a complete document). `known` holds rows of cells that do
+    not run again (irlens.matrix.compile_ahead's). `progress`: a bar on stderr, none, or an
+    object with `start(label)`, `finish()` and `close()` that hears of each cell. A JAX twin that
+    disagrees raises TwinMismatch before any cell runs."""
     deadline = None if budget_s is None else time.monotonic() + budget_s
     if os.environ.get(WORKER_ENV):  # a user file that compares at import time, loaded by a worker
         raise RuntimeError("irlens.compare was called while a compare worker loaded a workload file; "
@@ -77,7 +79,7 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tr
             cells = plan.cells()
             if plan.device_timing and not isolate and plan.device.startswith("cuda"):
                 torch.cuda.empty_cache()
-            bar = Progress(len(cells), progress)
+            bar = progress if hasattr(progress, "start") else Progress(len(cells), bool(progress))
             runner = IsolatedRunner(plan, refs, timeout, lock, threads) if isolate else InProcessRunner(plan, refs)
             # a worker serves consecutive cells of one backend (one acquiring frontend)
             order = sorted(cells, key=lambda cell: worker_key(plan, cell))
@@ -87,6 +89,8 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tr
                 if deadline is not None and time.monotonic() > deadline:
                     row = cell_row(plan, cell)
                     row.status, row.reason = "unavailable", f"not run: the run's time budget of {budget_s:.0f} s ran out"
+                elif known and cell in known:
+                    row = known[cell]
                 else:
                     row = planned_row(plan, cell, refs) or runner.run(cell)
                 bar.finish()
@@ -99,7 +103,8 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tr
                 else:
                     done = {cell: run(cell) for cell in order}
             finally:
-                bar.close()
+                if bar is not progress:
+                    bar.close()
                 runner.close()
         finally:  # before the folder goes: the reference worker may still be writing into it
             refs.close()
@@ -218,7 +223,8 @@ class IsolatedRunner:
             return current[1]
         if current is not None:
             current[1].close()
-        worker = Worker(preload=WORKER_PRELOAD, turns=self.timing_lock, threads=self.threads)
+        worker = Worker(preload=WORKER_PRELOAD, env={**worker_env(), **self.plan.backends[cell.backend].worker_env()},
+                        turns=self.timing_lock, threads=self.threads)
         self._local.worker = (key, worker)
         with self._lock:
             self._workers.append(worker)

@@ -20,6 +20,7 @@ What happens inside a region is the fusion executor's business, and each says as
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 
@@ -30,7 +31,7 @@ from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.frontends.thunder import executor_names, final_traces, import_thunder_or_raise
 from irlens.ir import Graph, Kernel, canonical_dtype, dtype_size
 from irlens.frontends.thunder.trace import ExecutionGroup, trace_to_graph, trace_to_graph_and_groups
-from irlens.backends.thunder import lower as nvfuser_lowering
+from irlens.backends.thunder import kernel_db, lower as nvfuser_lowering
 from irlens.ops import COMPOSITE, category
 from irlens.workload import Instance, run_eager
 
@@ -374,6 +375,10 @@ def _segment_kind(segment) -> str:
 
 class NvFuserBackend(ThunderBackend):
     name = "nvfuser"
+
+    def worker_env(self) -> dict[str, str]:
+        """Its own copy of nvFuser's kernel database, where the run keeps one (kernel_db)."""
+        return kernel_db.worker_env(dict(os.environ))
     executor = "nvfuser"
     description = "Thunder with its nvFuser executor (CUDA): fusion regions become nvFuser fusions, segmented by nvFuser"
     devices = ("cuda",)

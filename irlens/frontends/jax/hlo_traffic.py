@@ -15,12 +15,11 @@ The memory a launch touches, never more than the buffers it is handed (`io_bytes
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from irlens.ir import dtype_size
 
-if TYPE_CHECKING:
-    from irlens.frontends.jax.hlo import Instruction
+# "Instruction" below is irlens.frontends.jax.hlo.Instruction, which imports this module
 
 # opcodes whose every result element depends on operand elements at other positions, or on all of them
 _READS_WHOLE = {"reduce", "dot", "convolution", "scatter", "sort", "reduce-window", "select-and-scatter",

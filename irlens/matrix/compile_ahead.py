@@ -1,0 +1,159 @@
+"""Compiling a bench's cells ahead of their timed runs, many at once.
+
+A timed cell has the GPU to itself (irlens.gpu_turns): another cell compiling beside it would
+disturb its kernels, so its compile waits for the timing and the timing for the compiles. Each
+timed cell compiles too, but first every cell of the run is compiled and run once in `jobs`
+worker processes side by side, nothing timed and nothing checked: what that leaves are the
+compilers' persistent caches (irlens.compile_caches: Triton kernels and their autotuning, XLA
+executables, nvFuser kernels), so the timed cells find their kernels compiled.
+
+A cell whose worker crashed or hung here is not run again: it would crash or hang again, after
+its whole timeout; its row says so (a cell out of device memory beside the others runs again
+in its turn). A cell compiled ahead once before with the same caches and software is skipped
+(`Log`, the cache folder's `compiled-ahead.json`).
+"""
+from __future__ import annotations
+
+import gc
+import json
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from irlens.isolation import CallFailed, Worker, worker_env, worker_threads
+from irlens.matrix.cell import new_row, out_of_memory
+from irlens.matrix.execution import WORKER_PRELOAD, label
+from irlens.matrix.plan import Cell, Plan
+from irlens.matrix.row import Row
+
+ENTRY = "irlens.matrix.compile_ahead:warm_cell_in_worker"
+LOG = "compiled-ahead.json"
+
+
+def cell_id(plan: Plan, cell: Cell) -> str:
+    return "/".join((plan.workloads[cell.workload].name, cell.mode, plan.backends[cell.backend].name,
+                     plan.dtype or "default", plan.preset, plan.device))
+
+
+class Log:
+    """The cells compiled ahead into a cache folder, per software (a key naming the device and
+    the versions): a later run with the same key skips them. Built-in workloads only: a user's
+    file may have changed since."""
+
+    def __init__(self, path: Path | None, key: str):
+        self.path, self.key = path, key
+        self.compiled: set[str] = set()
+        if path is not None and path.is_file():
+            try:
+                self.compiled = set(json.loads(path.read_text()).get(key, []))
+            except (OSError, ValueError, AttributeError):
+                self.compiled = set()
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        try:
+            every = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        except (OSError, ValueError):
+            every = {}
+        every[self.key] = sorted(self.compiled)
+        partial = self.path.with_suffix(".new")
+        partial.write_text(json.dumps(every, indent=1))
+        partial.replace(self.path)
+
+
+def warm_cell_in_worker(workload: str, mode: str, backend: str, device: str, preset: str, dtype: str | None) -> dict:
+    """The worker's entry point (irlens.isolation calls it by name): compile and run one cell,
+    check nothing; {"status": ok | unavailable | failed, "reason"}."""
+    import torch
+
+    from irlens.backends import get_backend
+    from irlens.frontends.base import Unavailable
+    from irlens.models import resolve_workload
+    from irlens.workload import NoJaxTwin
+
+    chosen = get_backend(backend)
+    print(f"[irlens] compile ahead: {workload} {chosen.name} {mode} {dtype}", file=sys.stderr, flush=True)
+    try:
+        available = chosen.availability(device)
+        if not available:
+            return {"status": "unavailable", "reason": available.reason}
+        if "torch._dynamo" in sys.modules:
+            torch._dynamo.reset()
+        chosen.run(resolve_workload(workload).instantiate(preset, dtype, device), mode)
+        return {"status": "ok", "reason": ""}
+    except (Unavailable, NoJaxTwin) as e:
+        return {"status": "unavailable", "reason": str(e)}
+    except Exception as e:  # noqa: BLE001  (the timed run says what went wrong, with its traceback)
+        return {"status": "failed", "reason": f"{type(e).__name__}: {e}"}
+    finally:
+        gc.collect()
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+
+def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progress=None) -> dict[str, dict[Cell, Row]]:
+    """Compile every cell of `plans` (one per dtype) that `log` does not hold, `jobs` at a time,
+    each within `timeout`. Returns, per dtype, the rows of the cells that must not run again
+    (their worker crashed or hung). `progress` (irlens.bench_progress) hears of each cell."""
+    todo = [(plan, cell) for plan in plans for cell in plan.cells()
+            if cell_id(plan, cell) not in log.compiled and _runs(plan, cell)]
+    # a worker serves a backend's cells in a row: its imports and its compiler's warm state are paid once
+    todo.sort(key=lambda pc: list(pc[0].backends).index(pc[1].backend))
+    local, workers, lock = threading.local(), [], threading.Lock()
+    threads = worker_threads(jobs)
+    lost: dict[str, dict[Cell, Row]] = {}
+
+    def worker(plan: Plan, cell: Cell) -> Worker:
+        """This thread's worker; a new one for another backend (it may need its own environment)."""
+        backend = plan.backends[cell.backend]
+        current = getattr(local, "worker", None)
+        if current is not None and current[0] == backend.name and current[1].alive:
+            return current[1]
+        if current is not None:
+            current[1].close()
+        fresh = Worker(preload=WORKER_PRELOAD, env={**worker_env(), **backend.worker_env()}, threads=threads)
+        local.worker = (backend.name, fresh)
+        with lock:
+            workers.append(fresh)
+        return fresh
+
+    def run(item: tuple[Plan, Cell]) -> None:
+        plan, cell = item
+        backend = plan.backends[cell.backend]
+        if progress is not None:
+            progress.start(f"{label(plan, cell)} · {plan.dtype}")
+        kwargs = dict(workload=cell.workload, mode=cell.mode, backend=cell.backend, device=plan.device,
+                      preset=plan.preset, dtype=plan.dtype)
+        try:
+            reply = worker(plan, cell).call(ENTRY, kwargs, timeout)
+            if reply["status"] == "ok" and ":" not in cell.workload:  # built-ins only (see Log)
+                with lock:
+                    log.compiled.add(cell_id(plan, cell))
+        except CallFailed as e:
+            row = new_row(plan.workloads[cell.workload], cell.mode, backend).fail(
+                "compile ahead", f"while compiling ahead: {e.reason}", e.detail)
+            if not out_of_memory(row):  # beside the other compiles; alone, in its turn, it may fit
+                row.dtype, row.preset = plan.dtype, plan.preset
+                with lock:
+                    lost.setdefault(plan.dtype, {})[cell] = row
+        if plan.device.startswith("cuda") and backend.frontend == "jax":
+            local.worker[1].close()  # XLA keeps the device memory it took until its process ends
+        if progress is not None:
+            progress.finish()
+
+    try:
+        with ThreadPoolExecutor(max(1, jobs)) as pool:
+            list(pool.map(run, todo))
+    finally:
+        for w in workers:
+            w.close()
+        log.save()
+    return lost
+
+
+def _runs(plan: Plan, cell: Cell) -> bool:
+    """Whether the cell compiles anything: a JAX backend needs the workload's JAX twin."""
+    return not (cell.frontend is None and plan.backends[cell.backend].frontend == "jax"
+                and plan.workloads[cell.workload].jax is None)
