@@ -25,6 +25,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,10 +37,11 @@ from irlens.ceilings import Ceilings, Gemm, describe
 from irlens.ceilings_cache import driver_version
 from irlens.compile_caches import compile_caches
 from irlens.frontends import get_frontend
-from irlens.isolation import CallFailed, WorkerSession, worker_env
+from irlens.isolation import CallFailed, WorkerSession, worker_env, worker_threads
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
 from irlens.matrix.compile_ahead import LOG, Log, compile_ahead
 from irlens.matrix.document import device_name, versions
+from irlens.matrix.references import References
 from irlens.models import resolve_workload
 from irlens.reporting.records import kernel_stage, launches_of, row_graphs, row_kernels
 from irlens.roofline import apply_roofline
@@ -122,15 +124,15 @@ def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, 
     return musts, [Gemm(*g) for g in gemms]
 
 
-def measure_ceilings(gemms: list[Gemm], timeout: float, cache_dir: Path | None, remeasure: bool) -> tuple[Ceilings, str]:
+def measure_ceilings(gemms: list[Gemm], timeout: float, cache_dir: Path | None, remeasure: bool) -> Ceilings:
     """The run's measured ceilings (irlens.ceilings_cache: kept per device and software under
-    `cache_dir`, swept again with `remeasure`), in a worker that ends before this returns, and
-    where they came from."""
+    `cache_dir`, swept again with `remeasure`; `Ceilings.source` says which), in a worker that
+    ends before this returns."""
     with WorkerSession(preload=("irlens.ceilings_cache",)) as worker:
         reply = worker.call("irlens.ceilings_cache:measure_in_worker", {
             "gemms": [[g.batch, g.m, g.n, g.k] for g in gemms], "cache_dir": None if cache_dir is None else str(cache_dir),
             "remeasure": remeasure}, timeout)
-    return Ceilings.from_json(reply["ceilings"]), reply["source"]
+    return dataclasses.replace(Ceilings.from_json(reply["ceilings"]), source=reply["source"])
 
 
 def device_name_of(kernel: dict, backend: str) -> str:
@@ -189,39 +191,62 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
         progress.plan(COMPILE_AHEAD, sum(len(p.cells()) for p in plans), compile_jobs)
     for plan in plans:
         progress.plan(f"timed {plan.dtype}", len(plan.cells()), jobs)
-    with compile_caches(cache_dir) as caches:
+    with compile_caches(cache_dir) as caches, tempfile.TemporaryDirectory(prefix="irlens-bench-") as tmp:
         lost: dict[str, dict] = {}
-        with ThreadPoolExecutor(1) as background:  # the work counts beside the compiles: neither is timed
-            counting = background.submit(count_work, plans, timeout)
-            if compile_jobs:
-                progress.phase(COMPILE_AHEAD)
-                log = Log(None if cache_dir is None else Path(cache_dir) / LOG, software_key(plans[0]))
-                lost = compile_ahead(plans, timeout, compile_jobs, log, progress)
-            musts, gemms = counting.result()
-        caches.merge_kernels()  # what the compiles left for nvFuser, before the timed cells' workers start
-        progress.note(f"work counted{' and cells compiled ahead' if compile_jobs else ''}; measuring the ceilings "
-                      f"(bandwidth kernels; matrix products of {len(gemms)} workload shapes and square sizes)")
-        measured, source = measure_ceilings(gemms, timeout, cache_dir, remeasure)
-        progress.note(f"ceilings {source}: {describe(measured).replace('**', '')}")
-        rows: list[Row] = []
-        for plan in plans:
-            progress.phase(f"timed {plan.dtype}")
-            left = None if budget_s is None else max(budget_s - (time.time() - started), 0.0)
-            doc = run_plan(plan, timeout, progress=progress, jobs=jobs, budget_s=left, known=lost.get(plan.dtype))
-            for row in doc.rows:
-                row.dtype = plan.dtype
-                row.must = musts[(row.workload, row.mode, plan.dtype)]
-                annotate_kernels(row)
-            rows += doc.rows
-            ceilings = apply_roofline(rows, measured)  # the earlier dtypes' rows again: a raise moves their figures
-            if ceilings.raised:
-                print(f"irlens bench: ceilings raised by the run's kernels: {describe(ceilings).replace('**', '')}",
-                      file=sys.stderr)
-            print(format_bench_table(doc.rows), file=sys.stderr)
-            result = Document("bench", list(rows), doc.device, doc.device_name, doc.versions, doc.preset,
-                              driver=driver_version(), ceilings=ceilings.to_json(), wall_s=time.time() - started)
-            if checkpoint is not None:  # what is done so far survives a later dtype's failure
-                checkpoint(result)
+        early: dict[str, References] = {}  # with compiling ahead: the references beside the compiles
+        try:
+            with ThreadPoolExecutor(1) as background:  # the work counts beside the compiles: neither is timed
+                counting = background.submit(count_work, plans, timeout)
+                if compile_jobs:
+                    threads = worker_threads(compile_jobs + len(plans) + 1)
+                    for i, plan in enumerate(plans):
+                        os.makedirs(os.path.join(tmp, str(i)))
+                        early[plan.dtype] = References(plan, os.path.join(tmp, str(i)), timeout, check_twins=True,
+                                                       threads=threads)
+                        early[plan.dtype].start()
+                    progress.phase(COMPILE_AHEAD)
+                    log = Log(None if cache_dir is None else Path(cache_dir) / LOG, software_key(plans[0]))
+                    lost = compile_ahead(plans, timeout, compile_jobs, log, progress)
+                    for refs in early.values():  # nothing may compute beside the ceilings' sweep and the timings
+                        refs.prepare()
+                musts, gemms = counting.result()
+            caches.merge_kernels()  # what the compiles left for nvFuser, before the timed cells' workers start
+            progress.note(f"work counted{', cells compiled ahead, references computed' if compile_jobs else ''}; "
+                          f"measuring the ceilings (bandwidth kernels; matrix products of {len(gemms)} workload "
+                          f"shapes and square sizes)")
+            measured = measure_ceilings(gemms, timeout, cache_dir, remeasure)
+            progress.note(f"ceilings: {describe(measured).replace('**', '')}")
+            result = run_timed(plans, musts, measured, progress, timeout, jobs, budget_s, started, lost, early, checkpoint)
+        finally:
+            for refs in early.values():
+                refs.close()
+    return result
+
+
+def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: BenchProgress, timeout: float, jobs: int,
+              budget_s: float | None, started: float, lost: dict, early: dict, checkpoint) -> Document:
+    """Each dtype's cells, timed (`lost`: rows of cells not to run again; `early`: references
+    already computed), the roofline over the rows so far after each."""
+    rows: list[Row] = []
+    for plan in plans:
+        progress.phase(f"timed {plan.dtype}")
+        left = None if budget_s is None else max(budget_s - (time.time() - started), 0.0)
+        doc = run_plan(plan, timeout, progress=progress, jobs=jobs, budget_s=left, known=lost.get(plan.dtype),
+                       references=early.get(plan.dtype))
+        for row in doc.rows:
+            row.dtype = plan.dtype
+            row.must = musts[(row.workload, row.mode, plan.dtype)]
+            annotate_kernels(row)
+        rows += doc.rows
+        ceilings = apply_roofline(rows, measured)  # the earlier dtypes' rows again: a raise moves their figures
+        if ceilings.raised:
+            print(f"irlens bench: ceilings raised by the run's kernels: {describe(ceilings).replace('**', '')}",
+                  file=sys.stderr)
+        print(format_bench_table(doc.rows), file=sys.stderr)
+        result = Document("bench", list(rows), doc.device, doc.device_name, doc.versions, doc.preset,
+                          driver=driver_version(), ceilings=ceilings.to_json(), wall_s=time.time() - started)
+        if checkpoint is not None:  # what is done so far survives a later dtype's failure
+            checkpoint(result)
     return result
 
 

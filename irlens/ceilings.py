@@ -78,6 +78,7 @@ class Ceilings:
     # "memory" or a matmul dtype -> {"sweep": the sweep's own figure, "by": the kernel that ran
     # faster}: that figure above was raised to a kernel's rate (`raised_to`)
     raised: dict[str, dict] = field(default_factory=dict)
+    source: str = ""  # where the sweep's figures came from: measured in the run, or kept (irlens.ceilings_cache)
 
     def matmul_key(self, dtype: str) -> str:
         """The matmul ceiling a dtype's work is held to (float16 by bfloat16's where not measured)."""
@@ -259,4 +260,6 @@ def describe(c: Ceilings) -> str:
                      f"({source(dtype, 'best at ' + c.matmul_best.get(dtype, '?'))})")
     if c.l2_bytes:
         parts.append(f"L2 {c.l2_bytes / 2**20:.0f} MiB")
+    if c.source:
+        parts.append(f"the sweep's figures {c.source}")
     return "; ".join(parts)

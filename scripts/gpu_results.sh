@@ -11,6 +11,10 @@
 #                                            # then the roofline's GPU tests
 #   bash scripts/gpu_results.sh checks1      # ONE GPU, ~6 min: the other GPU-marked tests, then the gelu cross grid
 #   bash scripts/gpu_results.sh parallel1    # ONE GPU, ~8 min: llama3:1B eager vs compiled, then llama3:8B --n-layers 4
+#   bash scripts/gpu_results.sh bench1-cold  # ONE GPU, <= 9.5 min: bf16 fwd alone, then the whole bench, caches empty
+#   bash scripts/gpu_results.sh bench1-warm  # ONE GPU, <= 9.5 min, on the same machine after bench1-cold: both again,
+#                                            # the compilers' caches and the ceilings kept (docs/bench.md)
+#   bash scripts/gpu_results.sh ncu1         # ONE GPU, <= 9 min: Nsight Compute's counters beside the kernel model
 #   bash scripts/gpu_results.sh repro-minigpt        # ONE GPU, <= 6 min: the nvFuser minigpt fwd+bwd crash, reduced
 #   bash scripts/gpu_results.sh repro-cross-entropy  # ONE GPU, <= 6 min: the nvFuser cross-entropy fwd+bwd assert, reduced
 # The parallel tables profile each row (--profile: where the step time goes; traces in the logs).
@@ -75,6 +79,22 @@ table() {  # issues 6, 7, 19: one parallel_table.py run, every row profiled
 left() {  # seconds left of a job's $1 seconds since $2 (at least 30)
   local s=$(($1 - (SECONDS - $2)))
   echo $((s > 30 ? s : 30))
+}
+
+bench_timed() {  # issue 28: one `irlens bench` on one GPU, its wall time in $R/times.txt. Args: name, cache
+  # folder, seconds it may take (its cells stop starting a minute before), then more options
+  local name=$1 cache=$2 limit=$3 t0=$SECONDS
+  shift 3
+  local state=empty
+  [ -n "$(ls -A "$cache" 2>/dev/null)" ] && state="holding $(du -sh "$cache" | cut -f1)"
+  timeout "$limit" python -m irlens bench --cache-dir "$cache" --jobs "${BENCH_JOBS:-3}" \
+    --compile-jobs "${COMPILE_JOBS:-6}" --timeout "${CELL_TIMEOUT:-240}" --budget-s $((limit - 60)) \
+    --json "$R/$name.json.gz" "$@" > "$R/$name.log" 2>&1
+  local rc=$?
+  local rows
+  rows=$(python -c "from irlens.matrix import read_document as r; d = r('$R/$name.json.gz'); \
+print(sum(x.status == 'ok' for x in d.rows), 'of', len(d.rows), 'rows ok')" 2>/dev/null || echo "no document")
+  echo "$name: rc=$rc, wall $((SECONDS - t0)) s, cache $cache $state before; $rows" | tee -a "$R/times.txt"
 }
 
 repro_minigpt() {  # issue 16 item 5: minigpt fwd+bwd, bench size, bf16, through Thunder + nvFuser
@@ -166,7 +186,22 @@ case "${1:-}" in
     timeout 200 python -m irlens compare --cross --workloads gelu --device cuda --timeout 90 \
       --json "$R/cross-$GPU-gelu.json" > "$R/cross-$GPU-gelu.txt" 2> "$R/cross-$GPU-gelu.log"
     echo "cross gelu rc=$?" ;;
+  bench1-cold)  # issue 28: bf16 fwd alone, then the whole built-in bench, each with empty caches of its own
+    export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+    cache=${BENCH_CACHE:-/tmp/irlens-bench-cache}
+    rm -rf "$cache"
+    bench_timed bench-fwd-cold "$cache/fwd" 180 --dtypes bfloat16 --mode fwd
+    bench_timed bench-cold "$cache/all" 380 ;;
+  bench1-warm)  # issue 28: after bench1-cold on the same machine: the whole bench and bf16 fwd again, caches kept
+    export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+    cache=${BENCH_CACHE:-/tmp/irlens-bench-cache}
+    bench_timed bench-warm "$cache/all" 440
+    bench_timed bench-fwd-warm "$cache/fwd" 110 --dtypes bfloat16 --mode fwd ;;
+  ncu1)  # issue 28: Nsight Compute's DRAM bytes and flops beside irlens's model, >= 10 kernels per backend
+    export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+    timeout 540 python scripts/ncu_check.py --out "$R/ncu" --budget-s 420 > "$R/ncu-check.log" 2>&1
+    echo "ncu check rc=$?" | tee -a "$R/times.txt" ;;
   repro-minigpt) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_minigpt ;;
   repro-cross-entropy) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_cross_entropy ;;
-  *) echo "usage: $0 single|single1|checks1|parallel|parallel-8b|parallel1|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
+  *) echo "usage: $0 single|single1|checks1|parallel|parallel-8b|parallel1|bench1-cold|bench1-warm|ncu1|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
 esac

@@ -29,7 +29,7 @@ def _stub_ceilings(monkeypatch) -> None:
 
     def call(self, fn, kwargs, timeout):
         if fn == "irlens.ceilings_cache:measure_in_worker":
-            return {"ceilings": sweep.ceilings().to_json(), "source": "a stub"}
+            return {"ceilings": sweep.ceilings().to_json(), "source": "from a stub"}
         return real_call(self, fn, kwargs, timeout)
 
     monkeypatch.setattr(WorkerSession, "call", call)

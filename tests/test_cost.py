@@ -69,7 +69,7 @@ def _stub_ceilings(monkeypatch, ceilings: Ceilings) -> None:
     """`irlens bench` on the CPU: the ceilings need a GPU, so their worker call returns these."""
     real_call = WorkerSession.call
     monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout: {
-        "ceilings": ceilings.to_json(), "source": "a stub"}
+        "ceilings": ceilings.to_json(), "source": ceilings.source}
         if fn == "irlens.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout))
 
 

@@ -43,13 +43,16 @@ WORKER_PRELOAD = ("irlens.matrix.cell", "irlens.backends", "irlens.frontends", "
 
 
 def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs: int = 1,
-             isolate: bool = True, budget_s: float | None = None, known: dict[Cell, Row] | None = None) -> Document:
+             isolate: bool = True, budget_s: float | None = None, known: dict[Cell, Row] | None = None,
+             references: References | None = None) -> Document:
     """Run a planned matrix: one row per cell, in `Plan.cells()` order. Each cell and each float64
     reference has `timeout` seconds. `jobs` cells run at once, each in a worker process;
     `isolate=False` runs them one by one in this process (no timeout, no crash protection). With
     `budget_s`, cells not started within that many seconds are `unavailable` rows saying so (a
     long GPU run then still ends with a complete document). `known` holds rows of cells that do
-    not run again (irlens.matrix.compile_ahead's). `progress`: a bar on stderr, none, or an
+    not run again (irlens.matrix.compile_ahead's). `references`: the plan's float64 references,
+    already computed (isolated; the caller closes them), where the caller started them early
+    (irlens.bench: beside the compiles, so none is computed beside a timing). `progress`: a bar on stderr, none, or an
     object with `start(label)`, `finish()` and `close()` that hears of each cell. A JAX twin that
     disagrees raises TwinMismatch before any cell runs."""
     deadline = None if budget_s is None else time.monotonic() + budget_s
@@ -65,10 +68,10 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
         lock = os.path.join(tmp, "device-turns.lock") if isolate else None
         # the cell workers and the reference worker compute at once: their pools fit the cores together
         threads = worker_threads(jobs + 1) if isolate else None
-        refs = References(plan, tmp if isolate else None, timeout, check_twins=plan.kind == "compare", gpu_lock=lock,
-                          threads=threads)
+        refs = references or References(plan, tmp if isolate else None, timeout, check_twins=plan.kind == "compare",
+                                        gpu_lock=lock, threads=threads)
         try:
-            if progress:
+            if progress and references is None:
                 where = " in a worker, cells start as theirs are ready" if isolate else ""
                 print(f"irlens: computing the float64 references{where} ...", file=sys.stderr, flush=True)
             if isolate:
@@ -107,7 +110,8 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
                     bar.close()
                 runner.close()
         finally:  # before the folder goes: the reference worker may still be writing into it
-            refs.close()
+            if references is None:
+                refs.close()
     cross = plan.frontends is not None
     return Document(plan.kind, [done[c] for c in cells], plan.device, device_name(plan.device), versions(),
                     plan.preset, plan.dtype, acquired_by=list(plan.frontends) if cross else None,

@@ -78,7 +78,7 @@ def ideal_us(kernel: Kernel, ceiling: Ceiling, dtype: str, nbytes: int | None = 
     with neither counted."""
     if kernel.bytes is None and kernel.flops is None:
         return None
-    memory = (kernel.bytes if nbytes is None else nbytes or 0) / ceiling.bandwidth
+    memory = ((kernel.bytes if nbytes is None else nbytes) or 0) / ceiling.bandwidth
     compute = (kernel.flops or 0) / ceiling.peak(dtype)
     return max(memory, compute) * 1e6, "memory" if memory >= compute else "compute"
 
