@@ -5,15 +5,18 @@ step is also timed on the device (irlens.timing: CUPTI kernel times, cold L2, tw
 Per workload x mode x dtype, the bytes the step must move and the flops it must do come from
 the common view (irlens.cost), once for all backends, so every backend is measured against
 the same work. The ceilings (irlens.ceilings: the best of several bandwidth kernels, the best
-matrix product of a sweep that includes the workloads' own GEMM shapes) are measured at the
-start of the same run, and raised to the best rate a kernel of the run was timed at, within
-the vendor's figure (irlens.roofline). Each kernel is charged the bytes of its own buffers (the
-backend's records) and the flops of the nodes it computes; a figure above 100 % of ceiling is
-flagged as a model error (irlens.reporting.ceiling), in the row, its kernels, the table and the charts.
+matrix product of a sweep that includes the workloads' own GEMM shapes) are measured before the
+timed cells, or read from the cache where this GPU, driver and software were measured
+(irlens.ceilings_cache), and raised to the best rate a kernel of the run was timed at, within
+the vendor's figure (irlens.roofline). Each kernel is charged what it touches of its own buffers
+(the backend's records) and the flops of the nodes it computes; a figure above 100 % of ceiling
+is flagged as a model error (irlens.reporting.ceiling), in the row, its kernels, the table and
+the charts. Before the timed cells, every cell is compiled ahead in parallel workers into the
+compilers' persistent caches (irlens.matrix.compile_ahead, irlens.compile_caches).
 
-This process does no GPU work: the ceilings and the work counts are measured in one worker
-process (irlens.isolation) closed before the first cell, and the references and cells run in
-compare's workers; so each cell worker has the whole GPU's memory.
+This process does no GPU work: the work counts, the ceilings, the compiles ahead, the references
+and the cells run in worker processes (irlens.isolation), so each cell worker has the whole GPU's
+memory.
 
 A row's % of ceiling (irlens.roofline) is ideal time / device time. Its launches are the
 device launches of a step (kernels, memsets, memcpys), the same count for every backend.

@@ -50,9 +50,17 @@ class BenchProgress:
         self.phases[name] = Phase(name, cells, max(1, width))
 
     def phase(self, name: str) -> None:
-        """Enter a planned phase."""
+        """Enter a planned phase; the one before is over (none of its cells is left)."""
         with self._lock:
+            if self.current is not None:
+                self.current.cells = len(self.current.seconds)
             self.current = self.phases[name]
+
+    def expect(self, cells: int) -> None:
+        """The current phase runs this many cells after all (some needed no run)."""
+        with self._lock:
+            if self.current is not None:
+                self.current.cells = cells
 
     def estimate_left(self) -> float | None:
         """Seconds left, by the rule of the module docstring; None before any cell finished."""

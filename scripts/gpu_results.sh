@@ -88,7 +88,7 @@ bench_timed() {  # issue 28: one `irlens bench` on one GPU, its wall time in $R/
   local state=empty
   [ -n "$(ls -A "$cache" 2>/dev/null)" ] && state="holding $(du -sh "$cache" | cut -f1)"
   timeout "$limit" python -m irlens bench --cache-dir "$cache" --jobs "${BENCH_JOBS:-3}" \
-    --compile-jobs "${COMPILE_JOBS:-6}" --timeout "${CELL_TIMEOUT:-240}" --budget-s $((limit - 60)) \
+    --compile-jobs "${COMPILE_JOBS:-4}" --timeout "${CELL_TIMEOUT:-240}" --budget-s $((limit - 60)) \
     --json "$R/$name.json.gz" "$@" > "$R/$name.log" 2>&1
   local rc=$?
   local rows

@@ -78,13 +78,19 @@ def sample(kernels: list[dict], count: int) -> list[str]:
     return list(dict.fromkeys(k["device_name"] for k in ranked))[:count]
 
 
-def tensor_metrics() -> list[str]:
-    """The tensor-core operation counters this GPU's Nsight Compute offers ([] where it cannot say)."""
+def metrics_to_ask() -> list[str]:
+    """The counters to collect that this GPU's Nsight Compute offers (asking for one it lacks
+    fails the whole run): the DRAM bytes and time, the float instruction counts, and the
+    tensor-core operation counters; the DRAM bytes and time alone where it cannot say."""
     try:
         out = subprocess.run([NCU, "--query-metrics", "--devices", "0"], capture_output=True, text=True, timeout=120)
+        offered = set(re.findall(r"^([a-z0-9_]+__\w+)", out.stdout, re.M))
     except (OSError, subprocess.TimeoutExpired):
-        return []
-    return sorted({m + ".sum" for m in re.findall(rf"^({TENSOR_PREFIX}\w+)", out.stdout, re.M)})
+        offered = set()
+    if not offered:
+        return list(BYTES)
+    wanted = [m for m in (*BYTES, *FLOAT_OPS) if m.removesuffix(".sum") in offered]
+    return wanted + sorted(m + ".sum" for m in offered if m.startswith(TENSOR_PREFIX))
 
 
 def profile(cell: str, backend: str, names: list[str], metrics: list[str], out: Path, timeout: float) -> tuple[str, int]:
@@ -207,7 +213,7 @@ def main() -> int:
     from irlens.compile_caches import compile_caches
 
     started, rows, notes, device = time.time(), [], [], "?"
-    metrics = [*BYTES, *FLOAT_OPS, *tensor_metrics()]
+    metrics = metrics_to_ask()
     notes.append(f"metrics: {', '.join(metrics)}")
     pairs = [(cell, backend) for cell in args.cells.split(",") for backend in args.backends.split(",")]
     with compile_caches(Path(args.cache_dir or tempfile.mkdtemp(prefix="irlens-ncu-"))):

@@ -101,6 +101,8 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
             if cell_id(plan, cell) not in log.compiled and _runs(plan, cell)]
     # a worker serves a backend's cells in a row: its imports and its compiler's warm state are paid once
     todo.sort(key=lambda pc: list(pc[0].backends).index(pc[1].backend))
+    if progress is not None:
+        progress.expect(len(todo))
     local, workers, lock = threading.local(), [], threading.Lock()
     threads = worker_threads(jobs)
     lost: dict[str, dict[Cell, Row]] = {}
