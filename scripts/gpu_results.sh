@@ -190,12 +190,12 @@ case "${1:-}" in
     export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
     cache=${BENCH_CACHE:-/tmp/irlens-bench-cache}
     rm -rf "$cache"
-    bench_timed bench-fwd-cold "$cache/fwd" 180 --dtypes bfloat16 --mode fwd
-    bench_timed bench-cold "$cache/all" 380 ;;
+    bench_timed bench-fwd-cold "$cache/fwd" 170 --dtypes bfloat16 --mode fwd
+    bench_timed bench-cold "$cache/all" 370 ;;
   bench1-warm)  # issue 28: after bench1-cold on the same machine: the whole bench and bf16 fwd again, caches kept
     export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
     cache=${BENCH_CACHE:-/tmp/irlens-bench-cache}
-    bench_timed bench-warm "$cache/all" 440
+    bench_timed bench-warm "$cache/all" 430
     bench_timed bench-fwd-warm "$cache/fwd" 110 --dtypes bfloat16 --mode fwd ;;
   ncu1)  # issue 28: Nsight Compute's DRAM bytes and flops beside irlens's model, >= 10 kernels per backend
     export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
