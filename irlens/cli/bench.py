@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from irlens.cli.command import csv, guarded, options
+from irlens.cli.command import add_thunder_capture, apply_thunder_capture, csv, guarded, options
 from irlens.errors import UsageError
 
 HELP = "the matrix on a GPU: device time per row beside measured bandwidth/flop ceilings"
@@ -28,6 +28,7 @@ def add_arguments(b) -> None:
     b.add_argument("--rerun", default=None, metavar="RESULTS_JSON",
                    help="run again only the rows of this earlier bench document that are not ok (and that the "
                         "other options name), and write it with those rows replaced")
+    add_thunder_capture(b)
 
 
 @guarded
@@ -42,6 +43,7 @@ def run(args) -> int:
         raise UsageError("irlens bench needs a CUDA GPU (device timing and ceilings); torch sees none here. "
                          "Use `irlens compare` on the CPU.")
     config = options(BenchConfig, args)
+    apply_thunder_capture(args)
     command = "irlens " + " ".join(sys.argv[1:])
     previous = None
     if config.rerun:

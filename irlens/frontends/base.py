@@ -52,6 +52,7 @@ class Acquisition:
     mode: str
     stages: dict[str, Stage]
     notes: dict[str, Any] = field(default_factory=dict)  # e.g. {"graph_breaks": 0, "graphs": 1}
+    default_stage: str | None = None  # where it differs from the frontend's (`irlens dump` shows it)
 
     def stage(self, name: str) -> Stage:
         if name not in self.stages:

@@ -1,0 +1,82 @@
+"""Workloads thunder.jit cannot take whole, built inline from tiny random-weight configs (nothing
+downloaded): tests/test_thunderfx.py runs them, and any command takes them by reference
+(`irlens compare --workloads tests/thunderfx_models.py:erfcx_between`). Each module is built only
+when a workload is instantiated, so naming one does not import transformers or timm."""
+from __future__ import annotations
+
+import torch
+
+from irlens.workload import Workload
+
+
+def _workload(name: str, build, inputs, description: str, loss=None) -> Workload:
+    extra = {"loss": loss} if loss is not None else {}
+    return Workload(name=name, torch=lambda cfg: build(), inputs=lambda cfg, dtype, gen: inputs(dtype, gen),
+                    presets={"tiny": {}, "bench": {}}, description=description, **extra)
+
+
+def _randn(*shape):
+    return lambda dtype, gen: (torch.randn(shape, generator=gen).to(dtype),)
+
+
+
+class ErfcxBetween(torch.nn.Module):
+    """Thunder has only an automatic torch fallback for erfcx: ThunderFX sends it to Inductor and
+    keeps what is before and after it."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.special.erfcx(self.proj(x).sin()) * 2
+
+
+class LogCumSumExp(torch.nn.Module):
+    """Nothing here is Thunder's in ThunderFX (logcumsumexp: only an automatic torch fallback)."""
+
+    def forward(self, x):
+        return torch.logcumsumexp(x, 0)
+
+
+class LastHidden(torch.nn.Module):
+    """A transformers model's last hidden state (its output is a ModelOutput)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(ids).last_hidden_state
+
+
+def tiny_llama() -> torch.nn.Module:
+    from irlens._compat import import_torchvision
+
+    import_torchvision()  # transformers imports torchvision
+    import transformers
+
+    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                   num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    return LastHidden(transformers.AutoModel.from_config(cfg))
+
+
+def tiny_resnet() -> torch.nn.Module:
+    from irlens._compat import import_torchvision
+
+    import_torchvision()  # timm imports torchvision
+    import timm
+
+    from timm.models.resnet import BasicBlock, ResNet
+
+    return ResNet(BasicBlock, [1, 1, 1, 1], num_classes=4)  # resnet18's code, one block per stage
+
+
+def _ids(dtype, gen):
+    return (torch.randint(0, 64, (1, 8), generator=gen),)
+
+
+erfcx_between = _workload("erfcx_between", ErfcxBetween, _randn(4, 8), "linear, sin, erfcx (Inductor's), scale")
+logcumsumexp_only = _workload("logcumsumexp_only", LogCumSumExp, _randn(6, 5), "logcumsumexp alone")
+llama = _workload("tiny_llama", tiny_llama, _ids, "a 1-layer LlamaModel of transformers, random weights")
+resnet = _workload("tiny_resnet", tiny_resnet, _randn(2, 3, 32, 32), "timm's ResNet, one basic block per stage, random weights")
