@@ -39,6 +39,14 @@ class LogCumSumExp(torch.nn.Module):
         return torch.logcumsumexp(x, 0)
 
 
+class MaxPoolPadded(torch.nn.Module):
+    """ResNet's stem pool. Thunder 0.2.6, where it needs the gradient and torchcompile runs the
+    region, decomposes it into a -inf pad and a one-hot convolution: 0 x -inf is NaN."""
+
+    def forward(self, x):
+        return torch.nn.functional.max_pool2d(x, 3, 2, 1)
+
+
 class LastHidden(torch.nn.Module):
     """A transformers model's last hidden state (its output is a ModelOutput)."""
 
@@ -61,6 +69,17 @@ def tiny_llama() -> torch.nn.Module:
     return LastHidden(transformers.AutoModel.from_config(cfg))
 
 
+def tiny_mamba() -> torch.nn.Module:
+    from irlens._compat import import_torchvision
+
+    import_torchvision()
+    import transformers
+
+    cfg = transformers.MambaConfig(vocab_size=64, hidden_size=16, state_size=4, num_hidden_layers=1, expand=2,
+                                   conv_kernel=2, time_step_rank=2)
+    return LastHidden(transformers.AutoModel.from_config(cfg))
+
+
 def tiny_resnet() -> torch.nn.Module:
     from irlens._compat import import_torchvision
 
@@ -69,7 +88,9 @@ def tiny_resnet() -> torch.nn.Module:
 
     from timm.models.resnet import BasicBlock, ResNet
 
-    return ResNet(BasicBlock, [1, 1, 1, 1], num_classes=4)  # resnet18's code, one block per stage
+    # resnet18's code, one block per stage; the stem's max pool replaced by a strided conv: Thunder
+    # 0.2.6 computes a padded max_pool2d's fwd+bwd as NaN with the torchcompile executor (max_pool_padded)
+    return ResNet(BasicBlock, [1, 1, 1, 1], num_classes=4, replace_stem_pool=True)
 
 
 def _ids(dtype, gen):
@@ -77,6 +98,9 @@ def _ids(dtype, gen):
 
 
 erfcx_between = _workload("erfcx_between", ErfcxBetween, _randn(4, 8), "linear, sin, erfcx (Inductor's), scale")
+max_pool_padded = _workload("max_pool_padded", MaxPoolPadded, _randn(1, 2, 6, 6), "F.max_pool2d(x, 3, 2, 1)")
 logcumsumexp_only = _workload("logcumsumexp_only", LogCumSumExp, _randn(6, 5), "logcumsumexp alone")
 llama = _workload("tiny_llama", tiny_llama, _ids, "a 1-layer LlamaModel of transformers, random weights")
-resnet = _workload("tiny_resnet", tiny_resnet, _randn(2, 3, 32, 32), "timm's ResNet, one basic block per stage, random weights")
+mamba = _workload("tiny_mamba", tiny_mamba, _ids, "a 1-layer MambaModel of transformers (its slow path), random weights")
+resnet = _workload("tiny_resnet", tiny_resnet, _randn(2, 3, 32, 32),
+                   "timm's ResNet, one basic block per stage, a conv for the stem's pool, random weights")

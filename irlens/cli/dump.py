@@ -57,7 +57,7 @@ def run(args) -> int:
     from irlens.frontends.base import Acquisition, Unavailable
     from irlens.models import resolve_workload
     from irlens.registry import UnknownName
-    from irlens.workload import NoJaxTwin
+    from irlens.errors import NoNativePath
 
     preset, device, view = args.preset or "tiny", args.device or "cpu", args.view or "native"
     workload = resolve_workload(args.workload)
@@ -74,7 +74,7 @@ def run(args) -> int:
             acq = Acquisition(source.name, workload.name, mode, source.stages(inst, mode))
         else:
             acq = source.acquire(inst, mode)
-    except NoJaxTwin as e:
+    except NoNativePath as e:  # no JAX twin; Thunder can take none of it
         raise UsageError(str(e)) from None
 
     if args.stages:

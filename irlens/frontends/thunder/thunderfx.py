@@ -173,6 +173,22 @@ def culprits(region: torch.fx.GraphModule, error: BaseException) -> dict[str, st
     return {n.name: f"irlens: thunder.jit failed on the region it was in ({first_line(error)})" for n in calls}
 
 
+def vmapped(gm: torch.fx.GraphModule) -> list[str]:
+    """The nodes that make, take or return vmap's batched tensors (Mamba's selective scan). ThunderFX
+    0.2.6 means to leave vmap regions to Inductor, but compares the nesting calls with the C
+    functions while Dynamo's graphs call their Python wrappers, so its splitter reaches those
+    nodes and fails on the batched example values."""
+    from torch._C._functorch import is_batchedtensor
+
+    def batched(node) -> bool:
+        value = node.meta.get("example_value")
+        values = value if isinstance(value, (tuple, list)) else [value]
+        return any(isinstance(v, torch.Tensor) and is_batchedtensor(v) for v in values)
+
+    return [n.name for n in gm.graph.nodes
+            if n.op in ("call_function", "call_method") and (batched(n) or any(map(batched, n.all_input_nodes)))]
+
+
 class _GuardedRegion(torch.nn.Module):
     """A Thunder region's jitted function; a failure (of its lazy compilation) is a RegionFailed."""
 
@@ -201,6 +217,9 @@ def _recording_compiler(thunder_options: dict, hidden: dict[tuple[int, str], str
 
         def __call__(self, gm, sample_args):
             index = len(self.subgraph_infos)
+            for name in vmapped(gm):
+                hidden.setdefault((index, name), "irlens: inside vmap (ThunderFX's splitter cannot read its batched "
+                                                 "tensors: 'tree_flatten of type Tensor is not supported')")
             hide(gm, {name for g, name in hidden if g == index})
             modules = _ModulesPerCompile()
             with inductor_code(modules.module), torch._functorch.config.patch(_EAGER_BACKWARD), \
@@ -295,15 +314,18 @@ class ThunderFX:
 
     def _reasons(self, graph: int, module: torch.fx.GraphModule, split_reasons: list) -> list[str]:
         """ThunderFX's split reasons for the region's nodes (irlens' own for the nodes it hid)."""
-        reasons = []
+        reasons, mine = [], {}
         for node in module.graph.nodes:
             if (graph, node.name) in self.hidden:
-                reasons.append(f"{node.name}: {self.hidden[graph, node.name]}")
+                mine.setdefault(self.hidden[graph, node.name], []).append(node.name)
                 continue
             for r in split_reasons:  # each names its node: "node with name: <name> and target: ..."
                 if f"name: {node.name} and target" in (r.info or ""):
                     exception = f" ({r.exception.strip().splitlines()[0]})" if r.exception else ""
                     reasons.append(_ADDRESS.sub("", f"{r.reason_type.name.lower()}: {r.info}{exception}"))
+        for why, names in mine.items():  # one line per reason irlens gave, naming its nodes
+            shown = ", ".join(names[:4]) + (f", +{len(names) - 4} more" if len(names) > 4 else "")
+            reasons.append(f"{why} [{len(names)} node(s): {shown}]")
         return list(dict.fromkeys(reasons)) or ["ThunderFX recorded no reason for its nodes"]
 
 
@@ -343,5 +365,5 @@ def split_table(summary: dict, workload: str) -> str:
     for r in summary["regions"]:
         reasons = r.get("reasons") or [""]
         lines.append(f"{r['region']:<16} {r['taken_by']:<9} {r['ops']:>4}  {reasons[0]}")
-        lines += [f"{'':<32}{reason}" for reason in reasons[1:]]
+        lines += [f"{'':<33}{reason}" for reason in reasons[1:]]
     return "\n".join(lines)
