@@ -104,6 +104,7 @@ def test_the_split_names_regions_and_thunderfx_own_reasons(erfcx_acquired):
     assert acq.notes["capture"] == "thunderfx (asked for)"
     assert acq.notes["splits"].startswith("Thunder took 2 of 3 regions; 1 fell back to Inductor (missing_op_support")
     assert acq.default_stage == "thunderfx.splits"
+    assert acq.parts == ["thunderfx.g0.thunder_0.trace[0]", "thunderfx.g0.inductor_1.fx", "thunderfx.g0.thunder_2.trace[0]"]
     assert "g0.inductor_1    inductor     1  missing_op_support" in acq.stage("thunderfx.splits").native_text
 
 

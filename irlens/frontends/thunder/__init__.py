@@ -153,8 +153,9 @@ class ThunderFrontend(Frontend):
         regions = fx.regions()
         summary = split_summary(regions, fx.graph_breaks)
         notes = {"capture": why, "splits": split_line(summary), "thunderfx": summary, **fx.graph_breaks}
+        parts = [f"{r.stage_prefix}.trace[0]" if r.thunder else f"{r.stage_prefix}.fx" for r in regions]
         return Acquisition(self.name, inst.name, mode, thunderfx_stages(thunder, regions, summary, inst.name, mode),
-                           notes, default_stage="thunderfx.splits")
+                           notes, default_stage="thunderfx.splits", parts=parts)
 
     def default_stage(self, mode: str) -> str:
         return "thunder.trace[0]" if mode == "fwd" else "thunder.backward[0]"

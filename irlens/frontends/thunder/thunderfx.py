@@ -354,7 +354,7 @@ def split_line(summary: dict) -> str:
 
 
 def _clip(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def split_table(summary: dict, workload: str) -> str:
