@@ -228,13 +228,14 @@ def main(argv=None) -> int:
         print(f"[probe {now():.1f}s] step {step}: {steps[-1]['wall_s']:.1f} s", file=sys.stderr, flush=True)
         if step == 0:
             stats = thunder.compile_stats(jfn)
-            state["thunder"] = {k[len("last_"):].removesuffix("_start"): (getattr(stats, k[:-6] + "_stop") - v) / 1e9
+            state["thunder"] = {} if not hasattr(stats, "__dict__") else {k[len("last_"):].removesuffix("_start"): (getattr(stats, k[:-6] + "_stop") - v) / 1e9
                                 for k, v in vars(stats).items()
                                 if k.startswith("last_") and k.endswith("_start") and isinstance(v, int) and v >= 0
                                 and getattr(stats, k[:-6] + "_stop", -1) >= v}
         write(False)
 
     slowest = sorted((c for c in rec.calls if c["step"] == 0), key=lambda c: -c["execute_s"])[:args.top]
+    rec.step = -1  # the profiled calls are no step's
     for c in slowest:
         key = f"{c['part']}/{c['region']}"
         try:
