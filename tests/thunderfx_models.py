@@ -1,7 +1,8 @@
-"""Workloads thunder.jit cannot take whole, built inline from tiny random-weight configs (nothing
-downloaded): tests/test_thunderfx.py runs them, and any command takes them by reference
-(`irlens compare --workloads tests/thunderfx_models.py:erfcx_between`). Each module is built only
-when a workload is instantiated, so naming one does not import transformers or timm."""
+"""Workloads for the ThunderFX tests (tests/test_thunderfx.py): models thunder.jit fails on, built
+from tiny random-weight configs (nothing downloaded), and functions with ops ThunderFX leaves to
+Inductor. Any command takes them by reference (`irlens compare --workloads
+tests/thunderfx_models.py:erfcx_between`). Each module is built only when a workload is
+instantiated, so naming one does not import transformers or timm."""
 from __future__ import annotations
 
 import torch
@@ -9,15 +10,13 @@ import torch
 from irlens.workload import Workload
 
 
-def _workload(name: str, build, inputs, description: str, loss=None) -> Workload:
-    extra = {"loss": loss} if loss is not None else {}
+def _workload(name: str, build, inputs, description: str) -> Workload:
     return Workload(name=name, torch=lambda cfg: build(), inputs=lambda cfg, dtype, gen: inputs(dtype, gen),
-                    presets={"tiny": {}, "bench": {}}, description=description, **extra)
+                    presets={"tiny": {}, "bench": {}}, description=description)
 
 
 def _randn(*shape):
     return lambda dtype, gen: (torch.randn(shape, generator=gen).to(dtype),)
-
 
 
 class ErfcxBetween(torch.nn.Module):
@@ -84,8 +83,6 @@ def tiny_resnet() -> torch.nn.Module:
     from irlens._compat import import_torchvision
 
     import_torchvision()  # timm imports torchvision
-    import timm
-
     from timm.models.resnet import BasicBlock, ResNet
 
     # resnet18's code, one block per stage; the stem's max pool replaced by a strided conv: Thunder

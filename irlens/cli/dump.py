@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from irlens.cli.command import EXIT_OK, add_thunder_capture, apply_thunder_capture, guarded
-from irlens.errors import UsageError
+from irlens.errors import NoNativePath, UsageError
 from irlens.ir import LEVELS
 
 HELP = "print one stage of one frontend's IR, native or in the common view"
@@ -57,7 +57,6 @@ def run(args) -> int:
     from irlens.frontends.base import Acquisition, Unavailable
     from irlens.models import resolve_workload
     from irlens.registry import UnknownName
-    from irlens.errors import NoNativePath
 
     preset, device, view = args.preset or "tiny", args.device or "cpu", args.view or "native"
     workload = resolve_workload(args.workload)
