@@ -129,6 +129,19 @@ def test_a_thunderfx_acquisition_has_no_cross_grid_program(erfcx_acquired):
         program_for(acq, inst)
 
 
+def test_vmap_goes_to_inductor_with_irlens_reason():
+    """ThunderFX's splitter fails on vmap's batched tensors; irlens hands those nodes to Inductor."""
+    from irlens.frontends import get_frontend
+
+    inst = model("vmap_between").instantiate()
+    with capture_as("thunderfx"):
+        acq = get_frontend("thunder").acquire(inst, "fwd")
+    regions = acq.notes["thunderfx"]["regions"]
+    assert [r["taken_by"] for r in regions] == ["thunder", "inductor", "thunder"]
+    (reason,) = [x for x in regions[1]["reasons"] if x.startswith("irlens: inside vmap")]
+    assert "node(s): " in reason
+
+
 def test_dump_shows_the_split_by_default(capsys, monkeypatch):
     from irlens import cli
 

@@ -46,6 +46,13 @@ class MaxPoolPadded(torch.nn.Module):
         return torch.nn.functional.max_pool2d(x, 3, 2, 1)
 
 
+class VmapScale(torch.nn.Module):
+    """A vmapped function between two ops (Mamba's selective scan vmaps its steps)."""
+
+    def forward(self, x):
+        return torch.vmap(lambda row: row.sin() * row.sum())(x.exp()).cos()
+
+
 class LastHidden(torch.nn.Module):
     """A transformers model's last hidden state (its output is a ModelOutput)."""
 
@@ -96,6 +103,7 @@ def _ids(dtype, gen):
 
 erfcx_between = _workload("erfcx_between", ErfcxBetween, _randn(4, 8), "linear, sin, erfcx (Inductor's), scale")
 max_pool_padded = _workload("max_pool_padded", MaxPoolPadded, _randn(1, 2, 6, 6), "F.max_pool2d(x, 3, 2, 1)")
+vmap_between = _workload("vmap_between", VmapScale, _randn(3, 5), "exp, a vmapped sin x sum, cos")
 logcumsumexp_only = _workload("logcumsumexp_only", LogCumSumExp, _randn(6, 5), "logcumsumexp alone")
 llama = _workload("tiny_llama", tiny_llama, _ids, "a 1-layer LlamaModel of transformers, random weights")
 mamba = _workload("tiny_mamba", tiny_mamba, _ids, "a 1-layer MambaModel of transformers (its slow path), random weights")
