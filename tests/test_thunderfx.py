@@ -71,6 +71,16 @@ def test_thunder_that_cannot_run_at_all_is_no_native_path():
         capture("w", _fails("one"), _fails("two"))
 
 
+def test_a_failure_dynamo_wraps_is_named_by_the_backend_s_own_error():
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    def wrapped(_):
+        raise BackendCompilerFailed(lambda: None, TypeError("tree_flatten of type Tensor is not supported"), None)
+
+    with pytest.raises(NoNativePath, match=r"ThunderFX failed too \(TypeError: tree_flatten of type Tensor"):
+        capture("w", _fails("one"), wrapped)
+
+
 def test_a_bad_capture_is_a_usage_error(monkeypatch, capsys):
     from irlens import cli
 

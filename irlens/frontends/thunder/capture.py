@@ -53,6 +53,9 @@ def capture_as(value: str):
 
 
 def first_line(e: BaseException) -> str:
+    """"<type>: <first line>" of an exception; of the backend's own where Dynamo wraps it
+    (BackendCompilerFailed's first line names only the backend object)."""
+    e = getattr(e, "inner_exception", None) or e
     text = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
     return f"{type(e).__name__}: {text}"[:200]
 
