@@ -13,6 +13,7 @@ transform for bound symbol ltorch.adaptive_avg_pool2d"). Such a failure is caugh
 compilation runs again with the ops the error names (the whole region where it names none)
 hidden from Thunder: they become calls of a function Thunder has no mapping for, so the splitter
 sends them to Inductor, and the summary gives irlens' reason for them instead of ThunderFX's.
+Nodes inside vmap are hidden so before the split (`vmapped`): ThunderFX's splitter fails on them.
 """
 from __future__ import annotations
 
