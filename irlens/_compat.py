@@ -46,3 +46,39 @@ def import_thunder():
         warnings.simplefilter("ignore", UserWarning)
         import thunder
     return thunder
+
+
+
+# The torchvision wheel the registry serves (0.28.0) is a CUDA build: on the CPU torch its C
+# extension does not load (silently), and `import torchvision` then dies registering fake
+# kernels for `torchvision::nms` ("operator torchvision::nms does not exist"). timm imports
+# torchvision, and so does transformers (its image utilities). Declaring the two ops' schemas
+# lets the import finish; calling them would still fail, and no model irlens takes calls them.
+# Only applied where that import fails so: a matching build imports untouched.
+_TORCHVISION_OPS = ("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+                    "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+_torchvision_library = None  # kept: a Library's definitions are removed when it is collected
+
+
+@functools.cache
+def import_torchvision():
+    """`import torchvision` (before timm or transformers), with the shim above where needed;
+    raises ImportError if torchvision is absent."""
+    global _torchvision_library
+    import sys
+
+    import torch
+
+    try:
+        import torchvision
+        return torchvision
+    except RuntimeError as e:
+        if "torchvision::nms does not exist" not in str(e):
+            raise
+    for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+        del sys.modules[name]  # the failed import's halves; the import below runs them again
+    _torchvision_library = torch.library.Library("torchvision", "DEF")
+    for schema in _TORCHVISION_OPS:
+        _torchvision_library.define(schema)
+    import torchvision
+    return torchvision

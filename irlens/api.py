@@ -53,7 +53,8 @@ def compare_table(doc: dict) -> str:
 def dump(workload, frontend: str, stage: str | None = None, level: str = "composite", mode: str = "fwd",
          preset: str = "tiny", dtype: str | None = None, device: str = "cpu", native: bool = False) -> Graph | str:
     """One stage of one frontend's IR of `workload`: the common-view Graph at `level`, or with
-    `native=True` the frontend's own text. `stage` defaults to the frontend's main one."""
+    `native=True` the frontend's own text. `stage` defaults to the frontend's main one (a Thunder
+    acquisition through ThunderFX: its split summary, which is native text only)."""
     from irlens.frontends import get_frontend
     from irlens.frontends.base import Unavailable
     from irlens.models import resolve_workload
@@ -64,7 +65,7 @@ def dump(workload, frontend: str, stage: str | None = None, level: str = "compos
     if not available:
         raise Unavailable(f"frontend {fe.name} is unavailable here: {available.reason}")
     acq = fe.acquire(wl.instantiate(preset, dtype, device), mode)
-    st = acq.stage(stage or fe.default_stage(mode))
+    st = acq.stage(stage or acq.default_stage or fe.default_stage(mode))  # a ThunderFX split: its summary
     return st.native_text if native else st.common(level)
 
 

@@ -33,6 +33,11 @@ if TYPE_CHECKING:  # the dynamo frontend imports this module
     from irlens.frontends.base import Acquisition, Stage
 
 
+class NoProgram(RuntimeError):
+    """An acquisition whose common views make no one program (ThunderFX's regions, each with its
+    own traces, glued by Dynamo's split graph): the cross grid's cell is unavailable, saying so."""
+
+
 @dataclass
 class Step:
     stage: Stage
@@ -233,7 +238,12 @@ def thunder_program(acq: Acquisition, inst: Instance) -> Program:
     each forward argument holds comes from Thunder's prologue (`notes["arg_values"]`); the forward
     returns the outputs, then the tensors saved for the backward, which the backward reads by
     name; the backward's other inputs are the cotangents, and it returns one gradient (or None)
-    per forward argument."""
+    per forward argument. A ThunderFX acquisition has none (`NoProgram`)."""
+    if "thunderfx" in acq.notes:
+        summary = acq.notes["thunderfx"]
+        raise NoProgram(f"ThunderFX split {acq.workload} into {summary['thunder_regions'] + summary['inductor_regions']}"
+                        f" regions ({summary['thunder_regions']} Thunder's, {summary['inductor_regions']} Inductor's); "
+                        "irlens runs one thunder.jit trace as a program (" + acq.notes["capture"] + ")")
     forward_stages = [s for s in acq.stages.values() if not s.backward]
     acquired, final = forward_stages[0], forward_stages[-1]
     args = [a.name for a in final.native.args]

@@ -54,3 +54,17 @@ def options(cls: type[T], args) -> T:
 def csv(text: str) -> list[str]:
     """A comma-separated option value as a list."""
     return [t for t in (s.strip() for s in text.split(",")) if t]
+
+
+def add_thunder_capture(parser) -> None:
+    parser.add_argument("--thunder-capture", default=None, metavar="auto|jit|thunderfx",
+                        help="how Thunder (its frontend, thunder+torchcompile, nvfuser) captures a workload: auto "
+                             "(default: thunder.jit, and ThunderFX where it fails), jit, or thunderfx")
+
+
+def apply_thunder_capture(args) -> None:
+    """`--thunder-capture`, for this process and the workers it starts (a bad value: UsageError)."""
+    if getattr(args, "thunder_capture", None) is not None:
+        from irlens.frontends.thunder.capture import set_capture
+
+        set_capture(args.thunder_capture)

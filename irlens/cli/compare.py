@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irlens.cli.command import csv, guarded, options
+from irlens.cli.command import add_thunder_capture, apply_thunder_capture, csv, guarded, options
 
 HELP = "run workloads through every backend; check numerics; list kernels"
 
@@ -23,6 +23,7 @@ def add_arguments(c) -> None:
     c.add_argument("--jobs", type=int, default=1, help="cells run in parallel")
     c.add_argument("--cross", action="store_true",
                    help="the frontend x backend grid: graphs acquired by dynamo/thunder/jax, executed by inductor/nvfuser/xla")
+    add_thunder_capture(c)
 
 
 @dataclass
@@ -45,6 +46,7 @@ def run(args) -> int:
     from irlens.matrix import exit_status, format_table, plan_matrix, run_plan, write_document
 
     o = options(CompareOptions, args)
+    apply_thunder_capture(args)
     if o.cross:
         doc = run_grid(o.workloads, o.modes, o.device, o.preset, o.dtype, o.timeout, executed_by=o.backends)
         print(format_grid(doc))

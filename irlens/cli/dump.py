@@ -6,13 +6,13 @@ import json
 import sys
 from pathlib import Path
 
-from irlens.cli.command import EXIT_OK, guarded
-from irlens.errors import UsageError
+from irlens.cli.command import EXIT_OK, add_thunder_capture, apply_thunder_capture, guarded
+from irlens.errors import NoNativePath, UsageError
 from irlens.ir import LEVELS
 
 HELP = "print one stage of one frontend's IR, native or in the common view"
 # options of the frontends and backends that the joint frontend does not take, and the reverse
-SINGLE_OPTIONS = ("backend", "mode", "backward", "preset", "dtype", "device")
+SINGLE_OPTIONS = ("backend", "mode", "backward", "preset", "dtype", "device", "thunder_capture")
 JOINT_OPTIONS = ("dp_shard", "tp", "ep", "flex", "joint_passes", "passes")
 
 
@@ -36,6 +36,7 @@ def add_arguments(d) -> None:
     d.add_argument("--device", default=None, choices=["cpu", "cuda"], help="default: cpu")
     d.add_argument("--format", choices=["text", "json"], default="text")
     d.add_argument("--out", help="write to files in this folder (every stage unless --stage is given)")
+    add_thunder_capture(d)
     add_joint_options(d.add_argument_group("--frontend joint (the parallel path's graphs, captured for a mesh)"))
     d.set_defaults(**{name: None for name in JOINT_OPTIONS})  # None: not given (the joint dump has its defaults)
 
@@ -51,11 +52,11 @@ def run(args) -> int:
         raise UsageError("give exactly one of --frontend (its IR stages) or --backend (the stages it compiles through)")
     if not args.workload:
         raise UsageError("give a workload: a built-in (see `irlens list`) or path/to/file.py:NAME")
+    apply_thunder_capture(args)
 
     from irlens.frontends.base import Acquisition, Unavailable
     from irlens.models import resolve_workload
     from irlens.registry import UnknownName
-    from irlens.workload import NoJaxTwin
 
     preset, device, view = args.preset or "tiny", args.device or "cpu", args.view or "native"
     workload = resolve_workload(args.workload)
@@ -72,12 +73,13 @@ def run(args) -> int:
             acq = Acquisition(source.name, workload.name, mode, source.stages(inst, mode))
         else:
             acq = source.acquire(inst, mode)
-    except NoJaxTwin as e:
+    except NoNativePath as e:  # no JAX twin; Thunder can take none of it
         raise UsageError(str(e)) from None
 
     if args.stages:
+        width = max([24, *map(len, acq.stages)])
         for s in acq.stages.values():
-            print(f"{s.name:<24} {s.description}")
+            print(f"{s.name:<{width}} {s.description}")
         for k, v in acq.notes.items():
             print(f"# {k}: {v}")
         return EXIT_OK
@@ -133,6 +135,8 @@ def _default_stage(source, acq, mode: str) -> str:
     """A frontend's main stage; for a backend, the first stage under its `main_stage` prefix."""
     from irlens.backends import Backend
 
+    if acq.default_stage is not None:
+        return acq.default_stage
     if not isinstance(source, Backend):
         return source.default_stage(mode)
     return next((n for n in acq.stages if n.startswith(source.main_stage)), next(iter(acq.stages), ""))

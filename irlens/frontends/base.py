@@ -52,6 +52,10 @@ class Acquisition:
     mode: str
     stages: dict[str, Stage]
     notes: dict[str, Any] = field(default_factory=dict)  # e.g. {"graph_breaks": 0, "graphs": 1}
+    default_stage: str | None = None  # where it differs from the frontend's (`irlens dump` shows it)
+    # where the workload was split (ThunderFX's regions): the stages whose forward common views,
+    # in order, make the whole forward; None: the frontend's fwd default stage is the whole
+    parts: list[str] | None = None
 
     def stage(self, name: str) -> Stage:
         if name not in self.stages:

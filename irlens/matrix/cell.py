@@ -19,7 +19,7 @@ import torch
 
 from irlens.backends import Backend, get_backend
 from irlens.backends.base import BackendRun
-from irlens.bindings import Program, program_for
+from irlens.bindings import NoProgram, Program, program_for
 from irlens.frontends import get_frontend
 from irlens.frontends.base import Unavailable
 from irlens.gpu_turns import gpu_alone, sharing_gpu
@@ -103,7 +103,7 @@ def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, front
         row.level = LEVEL
         row.lowered = [{"stage": g.stage, "nodes": len(g.nodes)} for g in run.lowered]
         return row
-    except (Unavailable, NoJaxTwin) as e:
+    except (Unavailable, NoJaxTwin, NoProgram) as e:
         row.status, row.reason, row.phase, row.tol = "unavailable", str(e), phase, None
         return row
     except Exception as e:

@@ -96,6 +96,16 @@ class Row:
         """"kernels unmapped: <reason>" for a row whose kernels could not be mapped, else ""."""
         return f"kernels unmapped: {self.kernels_unmapped}" if self.kernels_unmapped else ""
 
+    @property
+    def capture_note(self) -> str:
+        """"capture: <how>; <its split>" for a row whose stack captured the workload other than its
+        usual way (Thunder through ThunderFX: notes "capture" and "splits"), else ""."""
+        capture = (self.notes or {}).get("capture")
+        if not capture:
+            return ""
+        splits = self.notes.get("splits")
+        return f"capture: {capture}" + (f"; {splits}" if splits else "")
+
     def fail(self, phase: str, reason: str, detail: str = "") -> "Row":
         """Mark this row failed in `phase`; returns it."""
         self.status, self.phase, self.reason, self.detail = "failed", phase, reason, detail

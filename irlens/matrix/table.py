@@ -1,5 +1,6 @@
 """The table `irlens compare` prints: one line per row, then why each row is not ok, which rows
-were judged against a reference other than float64, and which timings are unsteady."""
+were judged against a reference other than float64, which were captured other than their stack's
+usual way (ThunderFX), and which timings are unsteady."""
 from __future__ import annotations
 
 from irlens.matrix.document import Document
@@ -68,6 +69,8 @@ def format_table(doc: Document) -> str:
             fallbacks.setdefault((r.reference_dtype, r.reference_fallback), []).append(f"{r.workload}/{r.mode}")
     for (dtype, why), cells in fallbacks.items():
         notes.append(f"{FALLBACK_MARK} judged against eager {dtype}, not float64 ({_where(sorted(set(cells)))}): {why}")
+    # How a row's stack captured the workload where not its usual way (ThunderFX), and its split.
+    notes += [f"{r.backend} ({r.workload}/{r.mode}): {r.capture_note}" for r in doc.rows if r.capture_note]
     shaky = [r for r in doc.rows if r.ran and unsteady(r.run_spread)]
     if shaky:
         notes.append(f"{UNSTEADY_MARK} unsteady timing ({len(shaky)} rows): the timed steps' interquartile range is "

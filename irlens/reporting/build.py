@@ -14,6 +14,7 @@ from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_svg
 from irlens.reporting.plots import bar_chart
 from irlens.reporting.records import first_line, group_rows, kernel_stage, launches_of, row_graphs, row_kernels
+from irlens.reporting.splits import split_sections
 from irlens.timing import unsteady
 
 def build_report(doc: Document, frontend_table: Table | None = None) -> Report:
@@ -105,6 +106,7 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], c
     if fallbacks or shaky:
         section.blocks.append(Text(fallbacks + shaky, style="note"))
     ran = [r for r in rows if r.ran]
+    section.subsections += split_sections(key, ran)
 
     fmap = build_fusion_map(workload, mode, ran)
     if fmap.columns:

@@ -71,10 +71,12 @@ def frontend_table(workloads: list[Workload], mode: str = "fwdbwd", preset: str 
         for wl in workloads:
             try:
                 acq = frontend.acquire(wl.instantiate(preset, dtype, device), mode)
-                main = acq.stage(frontend.default_stage("fwd"))
-                ir = ir_type_name(main.native)
+                parts = [acq.stage(name) for name in acq.parts or [frontend.default_stage("fwd")]]
+                ir = ir_type_name(parts[0].native)
                 stages += [s for s in acq.stages if s not in stages]
-                counts.append(f"{len(main.common('composite').nodes)} / {len(main.common('primitive').nodes)}")
+                sizes = [sum(len(p.common(level).nodes) for p in parts) for level in ("composite", "primitive")]
+                split = f" in {len(parts)} regions" if acq.parts else ""
+                counts.append(f"{sizes[0]} / {sizes[1]}{split}")
             except NoJaxTwin:
                 counts.append("no JAX twin")
             except Exception as e:  # noqa: BLE001

@@ -16,19 +16,26 @@ What happens inside a region is the fusion executor's business, and each says as
   ops a segment holds is not exposed, so the region's nodes are listed once, on its first
   segment with a generated kernel (each node stays in exactly one kernel), and
   `notes["nvfuser_segments"]` says which regions were split and into how many.
+
+Where thunder.jit cannot trace the workload (or `--thunder-capture thunderfx` says so), both run
+it through ThunderFX (irlens.frontends.thunder.capture): each Thunder region's execution traces
+are read as above, and the regions Thunder did not take are Inductor's kernels (`fallback.py`),
+counted in the launches; `notes["capture"]` and `notes["splits"]` say so in the row.
 """
 from __future__ import annotations
 
 import math
 import os
-import re
 from dataclasses import dataclass
 
 import torch
 
 from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_kernels
 from irlens.frontends.base import Availability, Stage, Unavailable
+from irlens.backends.thunder.fallback import fallback_graph, fallback_kernels, fallback_launches, inductor_kernel_names
 from irlens.frontends.thunder import executor_names, final_traces, import_thunder_or_raise
+from irlens.frontends.thunder.capture import capture
+from irlens.frontends.thunder.thunderfx import Region as FxRegion, ThunderFX, split_line, split_summary, split_table
 from irlens.ir import Graph, Kernel, canonical_dtype, dtype_size
 from irlens.frontends.thunder.trace import ExecutionGroup, trace_to_graph, trace_to_graph_and_groups
 from irlens.backends.thunder import kernel_db, lower as nvfuser_lowering
@@ -51,6 +58,10 @@ class RegionRecorder:
 
     def watch_first_call(self, call):
         return call
+
+    def use_codes(self, codes: list[str]) -> None:
+        """The Inductor modules the regions' compilation made, where the caller captured them
+        (ThunderFX); this recorder reads none."""
 
     def region_kernels(self, group: ExecutionGroup, graph: Graph) -> list[Kernel]:
         kernel = Kernel(self.backend, group.name, "fused", list(group.node_ids), stage=graph.stage)
@@ -106,48 +117,139 @@ class ThunderBackend(Backend):
         return thunder, jfn, self.recorder(self.name)
 
     def run(self, inst: Instance, mode: str) -> BackendRun:
+        """thunder.jit, or ThunderFX where it fails (or where the capture says so)."""
+        return capture(inst.name, lambda: self._run_jit(inst, mode), lambda why: self._run_thunderfx(inst, mode, why))
+
+    def _run_jit(self, inst: Instance, mode: str) -> BackendRun:
         thunder, jfn, recorder = self._jit(inst)
         results, compile_s, run_us = measure(recorder.watch_first_call(lambda: run_eager(jfn, inst, mode)), inst.device)
 
         def mapping() -> BackendRun:
-            graphs: list[Graph] = []
-            kernels: list[Kernel] = []
-            regions: list[Kernel] = []
-            outside_launches = 0
-            for stage, trace in final_traces(thunder, jfn, mode):
-                graph, groups = trace_to_graph_and_groups(trace, name=inst.name, stage=stage)
-                graphs.append(graph)
-                for group in groups:
-                    if group.fusion:
-                        mine = recorder.region_kernels(group, graph)
-                        regions += mine
-                        kernels += mine
-                    else:
-                        kernels.append(outside_kernel(self.name, group, graph))
-                        outside_launches += not is_view(group, graph)
+            graphs, kernels, regions, outside_launches = map_traces(self.name, recorder, final_traces(thunder, jfn, mode),
+                                                                    inst.name)
             notes = {"executors": executor_names(thunder, jfn), **recorder.notes()}
             return BackendRun(results, compile_s, run_us, kernels, graphs, notes,
                               launches=recorder.launches(regions) + outside_launches)
 
         return with_kernels(results, compile_s, run_us, mapping)
 
+    def _thunderfx(self, inst: Instance) -> tuple[object, ThunderFX, RegionRecorder]:
+        """(thunder, ThunderFX over the module with this backend's executors, a fresh recorder)."""
+        available = self.availability(inst.device)
+        if not available:
+            raise Unavailable(f"{self.name}: {available.reason}")
+        thunder = import_thunder_or_raise()
+        fx = ThunderFX(inst.module, executors=self.executors(thunder), **self.compile_options)
+        return thunder, fx, self.recorder(self.name)
+
+    def _run_thunderfx(self, inst: Instance, mode: str, why: str) -> BackendRun:
+        thunder, fx, recorder = self._thunderfx(inst)
+        results, compile_s, run_us = measure(fx.calls(lambda compiled: run_eager(compiled, inst, mode)), inst.device)
+
+        def mapping() -> BackendRun:
+            regions = fx.regions()
+            recorder.use_codes(fx.thunder_codes)
+            traces = [(name, trace) for _, name, trace in _region_traces(thunder, regions, mode)]
+            graphs, kernels, fused, outside_launches = map_traces(self.name, recorder, traces, inst.name)
+            fallbacks = {}
+            for region in regions:
+                if not region.thunder:
+                    graph = fallback_graph(region, inst.name)
+                    graphs.append(graph)
+                    mine = fallback_kernels(region, graph)
+                    kernels += mine
+                    fallbacks[region.key] = [k.name.split("/", 1)[-1] for k in mine]
+            summary = split_summary(regions, fx.graph_breaks)
+            jitted = next((r.jitted for r in regions if r.thunder), None)
+            notes = {"capture": why, "splits": split_line(summary), "thunderfx": summary,
+                     "executors": executor_names(thunder, jitted) if jitted is not None else
+                     [ex.name for ex in self.executors(thunder)],
+                     "inductor_fallback_kernels": fallbacks, **fx.graph_breaks, **recorder.notes()}
+            return BackendRun(results, compile_s, run_us, kernels, graphs, notes,
+                              launches=recorder.launches(fused) + outside_launches
+                              + fallback_launches(fx.fallback_modules))
+
+        return with_kernels(results, compile_s, run_us, mapping)
+
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
-        """The execution traces that ran (where the fusion regions are), then each region's IRs."""
+        """The execution traces that ran (where the fusion regions are), then each region's IRs;
+        through ThunderFX, its split summary first and each fallback region's Inductor modules."""
+        return capture(inst.name, lambda: self._jit_stages(inst, mode),
+                       lambda why: self._thunderfx_stages(inst, mode, why))
+
+    def _jit_stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         thunder, jfn, recorder = self._jit(inst)
         recorder.watch_first_call(lambda: run_eager(jfn, inst, mode))()
+        return self._trace_stages(recorder, [(name, trace, "") for name, trace in final_traces(thunder, jfn, mode)],
+                                  inst.name)
+
+    def _thunderfx_stages(self, inst: Instance, mode: str, why: str) -> dict[str, Stage]:
+        thunder, fx, recorder = self._thunderfx(inst)
+        fx.calls(lambda compiled: run_eager(compiled, inst, mode))()
+        regions = fx.regions()
+        recorder.use_codes(fx.thunder_codes)
+        summary = split_summary(regions, fx.graph_breaks)
+        stages = {"thunderfx.splits": Stage("thunderfx.splits", f"capture: {why}; which regions Thunder took, and why "
+                                            "the others fell back to Inductor", split_table(summary, inst.name))}
+        traced = [(name, trace, f"{region.key}.") for region, name, trace in _region_traces(thunder, regions, mode)]
+        stages.update(self._trace_stages(recorder, traced, inst.name))
+        for region in regions:
+            for i, code in enumerate(region.codes or []):
+                name = f"inductor.output_code.{region.key}[{i}]"
+                stages[name] = Stage(name, f"the module Inductor generated for fallback region {region.key} "
+                                     f"({'forward' if i == 0 else 'backward'})", code, backward=i > 0)
+        return stages
+
+    def _trace_stages(self, recorder: RegionRecorder, traced: list[tuple[str, object, str]],
+                      workload: str) -> dict[str, Stage]:
+        """Each execution trace (stage name, trace, its region's key + "." or "") as a stage,
+        then the fusion executor's IRs of its fusion regions."""
         stages: dict[str, Stage] = {}
         regions: list[Region] = []
-        for name, trace in final_traces(thunder, jfn, mode):
-            backward = name.startswith("thunder.backward")
+        for name, trace, key in traced:
+            backward = ".backward[" in name
             stages[name] = Stage(
                 name, f"the {'backward' if backward else 'forward'} execution trace that ran: its fusion regions "
                 "and the calls outside them", str(trace),
-                lambda level, trace=trace, name=name: trace_to_graph(trace, name=inst.name, stage=name, level=level),
+                lambda level, trace=trace, name=name: trace_to_graph(trace, name=workload, stage=name, level=level),
                 trace, backward)
-            _, groups = trace_to_graph_and_groups(trace, name=inst.name, stage=name)
-            regions += [Region("backward" if backward else "forward", g) for g in groups if g.fusion]
+            _, groups = trace_to_graph_and_groups(trace, name=workload, stage=name)
+            regions += [Region(key + ("backward" if backward else "forward"), g) for g in groups if g.fusion]
         stages.update(recorder.region_stages(regions))
         return stages
+
+
+def map_traces(backend: str, recorder: RegionRecorder, traces: list[tuple[str, object]],
+               workload: str) -> tuple[list[Graph], list[Kernel], list[Kernel], int]:
+    """(graphs, kernels, the fusion regions' kernels, launches outside the regions) of execution
+    traces that ran, in the order their fusion regions compiled."""
+    graphs: list[Graph] = []
+    kernels: list[Kernel] = []
+    regions: list[Kernel] = []
+    outside_launches = 0
+    for stage, trace in traces:
+        graph, groups = trace_to_graph_and_groups(trace, name=workload, stage=stage)
+        graphs.append(graph)
+        for group in groups:
+            if group.fusion:
+                mine = recorder.region_kernels(group, graph)
+                regions += mine
+                kernels += mine
+            else:
+                kernels.append(outside_kernel(backend, group, graph))
+                outside_launches += not is_view(group, graph)
+    return graphs, kernels, regions, outside_launches
+
+
+def _region_traces(thunder, regions: list[FxRegion], mode: str) -> list[tuple[FxRegion, str, object]]:
+    """(region, stage name, execution trace) of ThunderFX's Thunder regions in the order their
+    fusions compiled: the forward traces in region order, then the backward ones in reverse
+    (autograd runs the last region's backward first)."""
+    forward, backward = [], []
+    for region in (r for r in regions if r.thunder):
+        for name, trace in final_traces(thunder, region.jitted, mode, region.stage_prefix):
+            (backward if ".backward[" in name else forward).append((region, name, trace))
+    return forward + backward[::-1]
 
 
 def outside_kernel(backend: str, group: ExecutionGroup, graph: Graph) -> Kernel:
@@ -193,28 +295,6 @@ def io_bytes(bsym) -> tuple[int, int]:
 
 # --- thunder+torchcompile ------------------------------------------------------------------------
 
-_INDUCTOR_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(", re.M)
-_EXTERN_CALL = re.compile(r"\b(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(")
-
-
-def inductor_kernel_names(code: str) -> list[str]:
-    """What an Inductor-generated module launches, in order: its own kernels (cpp_fused_*,
-    triton_*) and the extern / ATen calls of its `call()`."""
-    defined = set(_INDUCTOR_KERNEL_DEF.findall(code))
-    body = code[code.find("def call("):] if "def call(" in code else code
-    names = []
-    for line in body.splitlines():
-        line = line.strip()
-        if line.startswith("#"):
-            continue
-        head = line.split("(", 1)[0].removesuffix(".run")  # cpp kernels are called, triton ones .run()
-        if head in defined:
-            names.append(head)
-        else:
-            names += _EXTERN_CALL.findall(line)
-    return names
-
-
 class InductorRecorder(RegionRecorder):
     """Captures the modules Inductor generates while the first call compiles the regions.
 
@@ -226,6 +306,9 @@ class InductorRecorder(RegionRecorder):
         super().__init__(backend)
         self.codes: list[str] = []
         self.regions: list[tuple[str, Kernel]] = []
+
+    def use_codes(self, codes: list[str]) -> None:
+        self.codes = list(codes)
 
     def watch_first_call(self, call):
         from torch._inductor.utils import run_and_get_code

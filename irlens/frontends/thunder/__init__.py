@@ -4,12 +4,20 @@
 interpreter acquired, then one per transform (return wrapping, DCE, the grad transform, ...)
 up to the final execution trace. With inputs that require grad, `thunder.last_backward_traces`
 holds the backward's. Each becomes a stage `thunder.trace[i]` / `thunder.backward[i]`.
+
+Where thunder.jit cannot trace the workload, it is acquired through ThunderFX (`capture.py`,
+`thunderfx.py`): `thunderfx.splits` says which regions Thunder took and why the others fell back
+to Inductor; each Thunder region's traces are `thunderfx.g<graph>.thunder_<k>.trace[i]` (and
+`.backward[i]`), each fallback region's FX graph `thunderfx.g<graph>.inductor_<k>.fx`.
 """
 from __future__ import annotations
 
 import re
 
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Stage, Unavailable
+from irlens.frontends.dynamo import fx_stage
+from irlens.frontends.thunder.capture import capture
+from irlens.frontends.thunder.thunderfx import Region, ThunderFX, split_line, split_summary, split_table
 from irlens.frontends.thunder.trace import trace_to_graph
 from irlens.workload import Instance, run_eager
 
@@ -28,26 +36,41 @@ def executor_names(thunder, jfn) -> list[str]:
     return [ex.name for ex in thunder.compile_data(jfn).executors_list if not ex.name.startswith("__")]
 
 
-def traces(thunder, jfn, mode: str) -> list[tuple[str, list]]:
-    """(stage-name prefix, traces) of the last compile of `jfn`: forward, and backward in fwdbwd."""
-    kept = [("thunder.trace", thunder.last_traces(jfn))]
+def traces(thunder, jfn, mode: str, prefix: str = "thunder") -> list[tuple[str, list]]:
+    """(stage-name prefix, traces) of the last compile of `jfn`: forward, and backward in fwdbwd
+    (where it computed a gradient: a ThunderFX region may not)."""
+    kept = [(f"{prefix}.trace", thunder.last_traces(jfn))]
     if mode == "fwdbwd":
-        kept.append(("thunder.backward", thunder.last_backward_traces(jfn)))
-    return kept
+        kept.append((f"{prefix}.backward", thunder.last_backward_traces(jfn)))
+    return [(name, trs) for name, trs in kept if trs]
 
 
-def final_traces(thunder, jfn, mode: str) -> list[tuple[str, object]]:
+def final_traces(thunder, jfn, mode: str, prefix: str = "thunder") -> list[tuple[str, object]]:
     """(stage name, trace) of the execution traces that ran: the last forward and backward ones."""
-    return [(f"{prefix}[{len(kept) - 1}]", kept[-1]) for prefix, kept in traces(thunder, jfn, mode)]
+    return [(f"{name}[{len(kept) - 1}]", kept[-1]) for name, kept in traces(thunder, jfn, mode, prefix)]
 
 
-def trace_stages(thunder, jfn, workload: str, mode: str) -> dict[str, Stage]:
+def trace_stages(thunder, jfn, workload: str, mode: str, prefix: str = "thunder") -> dict[str, Stage]:
     """Every trace of the last compile of `jfn` as a stage, forward then backward."""
     stages: dict[str, Stage] = {}
-    for prefix, kept in traces(thunder, jfn, mode):
+    for name, kept in traces(thunder, jfn, mode, prefix):
         for i in range(len(kept)):
-            name = f"{prefix}[{i}]"
-            stages[name] = _stage(name, kept, i, workload, backward=prefix == "thunder.backward")
+            stages[f"{name}[{i}]"] = _stage(f"{name}[{i}]", kept, i, workload, backward=name.endswith(".backward"))
+    return stages
+
+
+def thunderfx_stages(thunder, regions: list[Region], summary: dict, workload: str, mode: str) -> dict[str, Stage]:
+    """A ThunderFX acquisition's stages: the split summary, then per region in order its traces
+    (Thunder's) or its FX graph (Inductor's)."""
+    stages = {"thunderfx.splits": Stage("thunderfx.splits", "which regions Thunder took, and why the others fell "
+                                        "back to Inductor (ThunderFX's split reasons)", split_table(summary, workload))}
+    for region in regions:
+        if region.thunder:
+            stages.update(trace_stages(thunder, region.jitted, workload, mode, region.stage_prefix))
+        else:
+            name = f"{region.stage_prefix}.fx"
+            stages[name] = fx_stage(name, "a region Thunder did not take: its FX graph, compiled by Inductor",
+                                    region.module, workload)
     return stages
 
 
@@ -114,11 +137,25 @@ class ThunderFrontend(Frontend):
 
     def acquire(self, inst: Instance, mode: str) -> Acquisition:
         thunder = import_thunder_or_raise()
+        return capture(inst.name, lambda: self._jit(thunder, inst, mode),
+                       lambda why: self._thunderfx(thunder, inst, mode, why))
+
+    def _jit(self, thunder, inst: Instance, mode: str) -> Acquisition:
         jfn = thunder.jit(inst.module)
         run_eager(jfn, inst, mode)  # one call (with the backward in fwdbwd) makes the traces
         stages = trace_stages(thunder, jfn, inst.name, mode)
         notes = {"executors": executor_names(thunder, jfn), "arg_values": argument_values(thunder, jfn)}
         return Acquisition(self.name, inst.name, mode, stages, notes)
+
+    def _thunderfx(self, thunder, inst: Instance, mode: str, why: str) -> Acquisition:
+        fx = ThunderFX(inst.module)
+        fx.calls(lambda compiled: run_eager(compiled, inst, mode))()
+        regions = fx.regions()
+        summary = split_summary(regions, fx.graph_breaks)
+        notes = {"capture": why, "splits": split_line(summary), "thunderfx": summary, **fx.graph_breaks}
+        parts = [f"{r.stage_prefix}.trace[0]" if r.thunder else f"{r.stage_prefix}.fx" for r in regions]
+        return Acquisition(self.name, inst.name, mode, thunderfx_stages(thunder, regions, summary, inst.name, mode),
+                           notes, default_stage="thunderfx.splits", parts=parts)
 
     def default_stage(self, mode: str) -> str:
         return "thunder.trace[0]" if mode == "fwd" else "thunder.backward[0]"

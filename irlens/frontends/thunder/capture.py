@@ -1,0 +1,85 @@
+"""How Thunder captures a workload: `thunder.jit`, or ThunderFX where thunder.jit cannot trace.
+
+`auto` (the default) tries thunder.jit and, where it fails, ThunderFX (Dynamo captures; Thunder
+compiles each FX region it can, the others fall back to Inductor: `thunderfx.py`). `jit` and
+`thunderfx` take one way only, and its failure is the cell's. The choice is read from the
+environment (`IRLENS_THUNDER_CAPTURE`), so that the worker processes a run starts inherit it;
+the CLI's `--thunder-capture` and `capture_as` set it.
+
+Where both ways fail, `NoNativePath` says why: Thunder cannot take the workload at all, and a
+backend may run through the common view of another frontend's graphs instead.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Callable, TypeVar
+
+from irlens.errors import NoNativePath, UsageError
+
+CAPTURES = ("auto", "jit", "thunderfx")
+CAPTURE_ENV = "IRLENS_THUNDER_CAPTURE"
+T = TypeVar("T")
+
+
+def chosen_capture() -> str:
+    value = os.environ.get(CAPTURE_ENV) or "auto"
+    if value not in CAPTURES:
+        raise UsageError(f"{CAPTURE_ENV}={value!r}: choose from {', '.join(CAPTURES)}")
+    return value
+
+
+def set_capture(value: str | None) -> None:
+    """Make `value` the capture of this process and the workers it starts (None: leave it)."""
+    if value is None:
+        return
+    if value not in CAPTURES:
+        raise UsageError(f"unknown Thunder capture {value!r}; choose from: {', '.join(CAPTURES)}")
+    os.environ[CAPTURE_ENV] = value
+
+
+@contextlib.contextmanager
+def capture_as(value: str):
+    """Within the block, Thunder captures by `value` (e.g. the conformance sweep pins `jit`)."""
+    before = os.environ.get(CAPTURE_ENV)
+    set_capture(value)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CAPTURE_ENV, None)
+        else:
+            os.environ[CAPTURE_ENV] = before
+
+
+def first_line(e: BaseException) -> str:
+    """"<type>: <first line>" of an exception; of the backend's own where Dynamo wraps it
+    (BackendCompilerFailed's first line names only the backend object)."""
+    e = getattr(e, "inner_exception", None) or e
+    text = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
+    return f"{type(e).__name__}: {text}"[:200]
+
+
+def capture(workload: str, jit: Callable[[], T], thunderfx: Callable[[str], T]) -> T:
+    """`jit()`, or `thunderfx(why)` where the capture says so: `why` is the line a row shows
+    ("thunderfx (thunder.jit failed: ...)", or "thunderfx (asked for)")."""
+    from irlens.frontends.base import Unavailable
+
+    how = chosen_capture()
+    if how == "thunderfx":
+        return thunderfx("thunderfx (asked for)")
+    try:
+        return jit()
+    except Unavailable:
+        raise
+    except Exception as e:  # noqa: BLE001  (any failure of thunder.jit sends auto to ThunderFX)
+        if how == "jit":
+            raise
+        jit_error = first_line(e)
+    try:
+        return thunderfx(f"thunderfx (thunder.jit failed: {jit_error})")
+    except Unavailable:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise NoNativePath(f"Thunder cannot take {workload}: thunder.jit failed ({jit_error}); "
+                           f"ThunderFX failed too ({first_line(e)})") from e
