@@ -296,3 +296,28 @@ def test_nvfuser_through_thunderfx(workload):
     assert any(k.name.split("/", 1)[1].startswith("triton_") for k in fallback)
     assert any(k.backend == "nvfuser" for k in run.kernels)
     assert run.launch_count() >= len([k for k in run.kernels if k.kind != "extern"])
+
+
+def test_a_thunder_region_s_outputs_keep_dynamo_s_strides():
+    """A Thunder region that returns another layout of the same values (nvFuser writing a
+    transposed view's result contiguously) hands the next region the strides it was compiled for,
+    values and gradients unchanged."""
+    from irlens.frontends.thunder.thunderfx import _GuardedRegion
+
+    def region_fn(x):
+        return (x.transpose(1, 2) * 2,)
+
+    region = torch.fx.symbolic_trace(region_fn)
+    example = torch.randn(2, 3, 4)
+    torch.fx.passes.shape_prop.ShapeProp(region).propagate(example)
+    for node in region.graph.nodes:  # Dynamo records example values under this key
+        if node.op == "call_function":
+            node.meta["example_value"] = torch.empty_strided(node.meta["tensor_meta"].shape,
+                                                             node.meta["tensor_meta"].stride)
+    guarded = _GuardedRegion(lambda x: (region_fn(x)[0].contiguous(),), 0, region)
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    (out,) = guarded(x)
+    assert out.stride() == region_fn(x)[0].stride() != out.contiguous().stride()
+    torch.testing.assert_close(out, region_fn(x)[0])
+    out.sum().backward()
+    torch.testing.assert_close(x.grad, torch.full_like(x, 2.0))

@@ -191,17 +191,43 @@ def vmapped(gm: torch.fx.GraphModule) -> list[str]:
 
 
 class _GuardedRegion(torch.nn.Module):
-    """A Thunder region's jitted function; a failure (of its lazy compilation) is a RegionFailed."""
+    """A Thunder region's jitted function; a failure (of its lazy compilation) is a RegionFailed.
+
+    Its outputs get the strides Dynamo recorded for them: the Inductor region after it was compiled
+    for those and asserts them, while nvFuser may return another layout of the same values (a
+    transposed view's result written contiguously; seen on an H200 with a transformers Llama)."""
 
     def __init__(self, jitted, graph: int, region: torch.fx.GraphModule):
         super().__init__()
         self.jitted, self.graph, self.region = jitted, graph, region
+        self.strides = output_strides(region)
 
     def forward(self, *args):
         try:
-            return self.jitted(*args)
+            result = self.jitted(*args)
         except Exception as e:
             raise RegionFailed(self.graph, culprits(self.region, e), e) from e
+        if not isinstance(result, (tuple, list)) or len(result) != len(self.strides):
+            return result
+        return type(result)(restride(t, stride) for t, stride in zip(result, self.strides))
+
+
+def output_strides(region: torch.fx.GraphModule) -> list[tuple[int, ...] | None]:
+    """The strides Dynamo's example values give each output of a region (None: not a tensor)."""
+    output = next(n for n in reversed(region.graph.nodes) if n.op == "output")
+    values = output.args[0] if isinstance(output.args[0], (tuple, list)) else (output.args[0],)
+    strides = []
+    for v in values:
+        example = v.meta.get("example_value", v.meta.get("val")) if isinstance(v, torch.fx.Node) else None
+        strides.append(tuple(example.stride()) if isinstance(example, torch.Tensor) else None)
+    return strides
+
+
+def restride(t, stride: tuple[int, ...] | None):
+    """`t` with `stride`, copied (differentiably) only where its own differs."""
+    if not isinstance(t, torch.Tensor) or stride is None or len(stride) != t.dim() or t.stride() == stride:
+        return t
+    return torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device).copy_(t)
 
 
 def _recording_compiler(thunder_options: dict, hidden: dict[tuple[int, str], str]):
