@@ -59,10 +59,11 @@ def _set_joint_graph(jd, gm: fx.GraphModule) -> None:
 
 
 def compile_joint(module: nn.Module, example_args: tuple, joint_passes: list[str] = (),
-                  passes: list[str] = ()) -> CompiledStep:
+                  passes: list[str] = (), groups: dict[str, str] | None = None) -> CompiledStep:
     """Capture `module(*example_args)` (a scalar loss) as a joint graph and compile it through the
-    passes. Under a fake process group this still yields every graph and pass summary (for
-    dumps), though the callable's values would be meaningless."""
+    passes; `groups` names the process group of each mesh dimension (the passes that act on one
+    group's collectives look it up). Under a fake process group this still yields every graph and
+    pass summary (for dumps), though the callable's values would be meaningless."""
     from torch._functorch.aot_autograd import (
         aot_compile_joint_with_descriptors,
         aot_export_joint_with_descriptors,
@@ -79,7 +80,8 @@ def compile_joint(module: nn.Module, example_args: tuple, joint_passes: list[str
 
     def compiler(stage: str):
         def compile_stage(gm: fx.GraphModule, example_inputs) -> Callable:
-            ctx = PassContext(stage, list(example_inputs), records, graphs, shared=shared, partitioner=partitioner)
+            ctx = PassContext(stage, list(example_inputs), records, graphs, shared=shared, partitioner=partitioner,
+                              groups=dict(groups or {}))
             return run_graph_passes(gm, passes, ctx)
 
         return compile_stage

@@ -54,6 +54,11 @@ class ParallelDims:
         return init_device_mesh(device_type, shape, mesh_dim_names=names)
 
 
+def mesh_groups(mesh: DeviceMesh) -> dict[str, str]:
+    """Each mesh dimension's process group name (what the graphs' collectives name their group by)."""
+    return {name: mesh.get_group(name).group_name for name in mesh.mesh_dim_names or ()}
+
+
 def launched_by_torchrun() -> bool:
     return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
 

@@ -27,7 +27,8 @@ class ModelFamily:
     name: str
     config: Callable[..., Any]  # (preset, flex=bool, seq_len=int | None, n_layers=int | None) -> config
     module: Callable[[Any], nn.Module]  # config -> module, weights drawn from the global RNG
-    tensor_parallel: Callable[[nn.Module, DeviceMesh], nn.Module]  # shards the module in place
+    # (module, tp mesh, sequence_parallel) -> module: shards the module in place
+    tensor_parallel: Callable[[nn.Module, DeviceMesh, bool], nn.Module]
     # (module, expert mesh, MixedPrecision) -> module: shards the experts in place; None: no experts
     expert_parallel: Callable[..., nn.Module] | None = None
     # module -> [2, n_experts] routed and kept assignments since the last call (then reset)
