@@ -97,12 +97,13 @@ def test_profile_breaks_each_profiled_step_down(gloo_runs):
         trace = load_trace(prof["trace"].replace("rank0", f"rank{rank}"))
         assert [n for n, _, _ in step_windows(trace)] == [4, 5]
 
-# --- fake process group: DP4 x TP2 capture of llama3:debug (without sequence parallelism) ------------------------------------
+# --- fake process group: DP4 x TP2 capture of llama3:debug (without sequence or loss parallelism) ------------------------------------
 
 
 @pytest.fixture(scope="module")
 def fake_capture():
     return capture_fake("llama3:debug", dp_shard=4, tp=2, passes=["transformer_block_bucketing"], sequence_parallel=False,
+                        loss_parallel=False,
                         joint_passes=["selective_activation_checkpoint", "fsdp_reshard_after_forward"])
 
 

@@ -228,13 +228,14 @@ def _block_plan(block: nn.Module, sequence_parallel: bool) -> dict:
     return {**MOE_BLOCK_PLAN, **MOE_SEQUENCE_PARALLEL} if sequence_parallel else MOE_BLOCK_PLAN
 
 
-def tensor_parallel(model: DeepSeekV3, tp_mesh: DeviceMesh, sequence_parallel: bool = True) -> DeepSeekV3:
+def tensor_parallel(model: DeepSeekV3, tp_mesh: DeviceMesh, sequence_parallel: bool = True,
+                    loss_parallel: bool = True) -> DeepSeekV3:
     """llama3's plan for attention, the dense FFNs, embedding and output; the shared expert as a
     column/row-wise pair. The router and the routed experts stay whole on every TP rank (each TP
     rank routes the same tokens: experts are not tensor-parallel)."""
     if (model.cfg.moe_hidden * model.cfg.n_shared_experts) % tp_mesh.size():
         raise ValueError(f"tensor parallelism {tp_mesh.size()} does not divide the shared expert's hidden size")
-    return llama3_tensor_parallel(model, tp_mesh, sequence_parallel, _block_plan)
+    return llama3_tensor_parallel(model, tp_mesh, sequence_parallel, loss_parallel, _block_plan)
 
 
 def expert_load(model: DeepSeekV3) -> torch.Tensor:

@@ -22,6 +22,7 @@ from irlens.parallel.data import TokenDataset
 from irlens.parallel.distributed import ParallelDims, mesh_groups
 from irlens.parallel.models import DEFAULT_PRESET, TrainStep
 from irlens.parallel.passes import GRAPH_PASSES, JOINT_PASSES
+from irlens.parallel.tensor_parallel import loss_context
 
 STAGES = {
     "joint": "the joint forward+backward graph after the joint passes (aot_export_joint_with_descriptors)",
@@ -60,7 +61,8 @@ def capture_fake(model: str = "llama3:debug", dp_shard: int = 4, tp: int = 2, fl
         mesh = tc.dims.build_mesh(device.type)
         model_ = build_model(family, cfg, tc, mesh, device)
         tokens, labels = TokenDataset(cfg.vocab_size, cfg.seq_len, cfg.doc_len, batch_size).batch(0, 0)
-        return compile_joint(TrainStep(model_), (tokens, labels), tc.joint_passes, tc.passes, mesh_groups(mesh))
+        with loss_context(tc.uses_loss_parallel):
+            return compile_joint(TrainStep(model_), (tokens, labels), tc.joint_passes, tc.passes, mesh_groups(mesh))
 
 
 def add_dump_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

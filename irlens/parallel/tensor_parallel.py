@@ -3,7 +3,11 @@ sequence parallelism (on by default) or without.
 
 Each attention and feed-forward pair is one column-wise (output dim sharded, no communication)
 followed by one row-wise linear (input dim sharded, partial outputs). The embedding is sharded
-by vocabulary rows, the output projection by vocabulary columns (its logits all-gathered).
+by vocabulary rows, the output projection by vocabulary columns. With loss parallelism (on by
+default, as torchtitan) the logits stay sharded over the vocabulary and the cross-entropy is
+computed there (torch's `loss_parallel`: each rank's max and sum of exponentials all-reduced, a
+[tokens] vector each), instead of all-gathering [tokens, vocab] logits to every rank and computing
+the same loss on each.
 
 Without sequence parallelism every rank holds the whole sequence between the pairs: each
 row-wise output is all-reduced (two all-reduces per block forward, two backward) and the norms
@@ -21,6 +25,7 @@ tp-fold, and an all-gather feeding a matmul or a matmul feeding a reduce-scatter
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Callable
 
 from torch import nn
@@ -31,6 +36,7 @@ from torch.distributed.tensor.parallel import (
     PrepareModuleInput,
     RowwiseParallel,
     SequenceParallel,
+    loss_parallel,
     parallelize_module,
 )
 
@@ -63,13 +69,22 @@ def llama3_block_plan(block: nn.Module, sequence_parallel: bool) -> dict:
     return {**BLOCK_PLAN, **SEQUENCE_PARALLEL_BLOCK} if sequence_parallel else BLOCK_PLAN
 
 
-def _model_plan(sequence_parallel: bool) -> dict:
+def _model_plan(sequence_parallel: bool, loss_parallel: bool) -> dict:
+    # loss parallel: the logits stay sharded over the vocabulary (a DTensor) for the loss
+    output = dict(output_layouts=Shard(-1), use_local_output=False) if loss_parallel else \
+        dict(output_layouts=Replicate())
     if not sequence_parallel:
         return {"tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Replicate()),
-                "output": ColwiseParallel(output_layouts=Replicate())}
+                "output": ColwiseParallel(**output)}
     return {"tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=SEQUENCE),
             "norm": SequenceParallel(),
-            "output": ColwiseParallel(input_layouts=SEQUENCE, output_layouts=Replicate())}
+            "output": ColwiseParallel(input_layouts=SEQUENCE, **output)}
+
+
+def loss_context(enabled: bool):
+    """Where the loss of vocabulary-sharded logits is computed and differentiated: torch's
+    loss_parallel (cross-entropy from per-rank max and sum-exp all-reduced over tp), or nothing."""
+    return loss_parallel() if enabled else contextlib.nullcontext()
 
 
 def check_divisible(cfg, tp: int, sequence_parallel: bool) -> None:
@@ -83,13 +98,15 @@ def check_divisible(cfg, tp: int, sequence_parallel: bool) -> None:
                                 if what == "seq_len" else ""))
 
 
-def tensor_parallel(model: nn.Module, tp_mesh: DeviceMesh, sequence_parallel: bool = True,
+def tensor_parallel(model: nn.Module, tp_mesh: DeviceMesh, sequence_parallel: bool = True, loss_parallel: bool = True,
                     block_plan: Callable[[nn.Module, bool], dict] = llama3_block_plan) -> nn.Module:
     """Shard `model` (a Llama3, or a model built on it) over `tp_mesh` in place; n_heads,
     n_kv_heads, ffn_hidden and vocab_size must divide by tp, and with sequence parallelism
-    seq_len too. `block_plan(block, sequence_parallel)` gives each block's plan (deepseek_v3: MoE blocks')."""
+    seq_len too. With loss parallelism the model's logits are a DTensor sharded over the
+    vocabulary: its loss must be computed and differentiated in `loss_context(True)`.
+    `block_plan(block, sequence_parallel)` gives each block's plan (deepseek_v3: MoE blocks')."""
     check_divisible(model.cfg, tp_mesh.size(), sequence_parallel)
-    parallelize_module(model, tp_mesh, _model_plan(sequence_parallel))
+    parallelize_module(model, tp_mesh, _model_plan(sequence_parallel, loss_parallel))
     for block in model.layers.values():
         parallelize_module(block, tp_mesh, block_plan(block, sequence_parallel))
     return model

@@ -49,7 +49,7 @@ from irlens.parallel.passes import (
 )
 from irlens.parallel.profile import ProfileReport, StepProfiler
 from irlens.parallel.simple_fsdp import DP_DIM, TP_DIM, MixedPrecision, data_parallel
-from irlens.parallel.tensor_parallel import check_divisible
+from irlens.parallel.tensor_parallel import check_divisible, loss_context
 
 EXECUTIONS = ("eager", "compiled")  # how the train step runs (--mode): op by op, or as a compiled joint graph
 # gradient reduction dtypes: float32 (the default, as torchtitan's mixed_precision_reduce) sums
@@ -66,6 +66,7 @@ class TrainConfig:
     tp: int = 1
     ep: int = 1
     sequence_parallel: bool = True  # with tp > 1: norms and residuals over 1/tp of the sequence
+    loss_parallel: bool = True  # with tp > 1: the loss over vocabulary-sharded logits (no logits gather)
     flex: bool = False
     joint_passes: list[str] = field(default_factory=list)
     passes: list[str] = field(default_factory=list)
@@ -123,6 +124,10 @@ class TrainConfig:
         return MixedPrecision(None, None if reduce == torch.float32 else reduce)
 
     @property
+    def uses_loss_parallel(self) -> bool:
+        return self.tp > 1 and self.loss_parallel
+
+    @property
     def dims(self) -> ParallelDims:
         return ParallelDims(self.dp_shard, self.tp, self.ep)
 
@@ -169,7 +174,7 @@ def build_model(family: ModelFamily, cfg: Any, tc: TrainConfig, mesh, device: to
     with torch.device(device):
         model = family.module(cfg)
     if tc.tp > 1:
-        family.tensor_parallel(model, mesh[TP_DIM], tc.sequence_parallel)
+        family.tensor_parallel(model, mesh[TP_DIM], tc.sequence_parallel, tc.loss_parallel)
     mp = tc.precision(device)
     if tc.ep > 1:
         family.expert_parallel(model, tc.dims.build_expert_mesh(device.type), mp)
@@ -220,7 +225,8 @@ def train(tc: TrainConfig) -> TrainResult:
         groups = mesh_groups(mesh)
         if symmetric_memory_passes(tc.passes):
             require_symmetric_memory(groups[TP_DIM])
-        run = compile_joint(step_module, (tokens, labels), tc.joint_passes, tc.passes, groups)
+        with loss_context(tc.uses_loss_parallel):  # the export traces the loss's backward too
+            run = compile_joint(step_module, (tokens, labels), tc.joint_passes, tc.passes, groups)
         records = [r.line() for r in run.records]
         compile_s = time.perf_counter() - t0
 
@@ -236,8 +242,9 @@ def train(tc: TrainConfig) -> TrainResult:
         with profiler.step(step + 1) as profiled:
             t0 = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
-            loss = run(tokens, labels)
-            loss.backward()
+            with loss_context(tc.uses_loss_parallel):
+                loss = run(tokens, labels)
+                loss.backward()
             norm = grad_norm(model)
             optimizer.step()
             _sync(device)
@@ -311,6 +318,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--sequence-parallel", default=d.sequence_parallel, action=argparse.BooleanOptionalAction,
                         help="with --tp: norms and residual adds over 1/tp of the sequence, all-gather/reduce-scatter "
                              "around the column/row-wise pairs instead of all-reduces (default: on)")
+    parser.add_argument("--loss-parallel", default=d.loss_parallel, action=argparse.BooleanOptionalAction,
+                        help="with --tp: cross-entropy over the vocabulary-sharded logits instead of gathering them "
+                             "(default: on)")
     parser.add_argument("--flex", action="store_true", help="FlexAttention with a block-causal mask")
     parser.add_argument("--joint-passes", nargs="*", default=[], metavar="PASS",
                         help=f"joint-graph passes: {', '.join(JOINT_PASSES)}")
