@@ -116,6 +116,9 @@ def test_sequence_parallel_replaces_the_activation_all_reduces():
     pairs = 2 * LAYERS + 1  # row-wise outputs (2 per block) and the embedding
     plain = capture_fake("llama3:tiny", dp_shard=2, tp=2, sequence_parallel=False, loss_parallel=False)
     assert _collectives(plain, "forward")["all_reduce"] == pairs
+    # the column-wise linears' input gradients add up before one all-reduce per attention and
+    # feed-forward (and the output projection), not one per linear (q, k, v; w1, w3)
+    assert _collectives(plain, "backward")["all_reduce"] == 2 * LAYERS + 1
     sp = capture_fake("llama3:tiny", dp_shard=2, tp=2, mixed_precision=True, loss_parallel=False)
     fw, bw = _collectives(sp, "forward"), _collectives(sp, "backward")
     assert "all_reduce" not in fw

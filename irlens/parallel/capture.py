@@ -40,6 +40,7 @@ class CompiledStep:
     buffers_spec: list[str]
     records: list[PassRecord] = field(default_factory=list)
     graphs: dict[str, fx.GraphModule] = field(default_factory=dict)  # joint, forward, backward
+    groups: dict[str, str] = field(default_factory=dict)  # mesh dim name -> process group name
 
     def __call__(self, *args: torch.Tensor) -> torch.Tensor:
         params = dict(self.module.named_parameters())
@@ -100,4 +101,4 @@ def compile_joint(module: nn.Module, example_args: tuple, joint_passes: list[str
             jd, partition_fn=partition_fn,
             fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
         )
-    return CompiledStep(module, fn, list(jd.params_spec), list(jd.buffers_spec), records, graphs)
+    return CompiledStep(module, fn, list(jd.params_spec), list(jd.buffers_spec), records, graphs, dict(groups or {}))

@@ -30,7 +30,13 @@ from torch.distributed.tensor import Replicate
 from torch.distributed.tensor.parallel import ColwiseParallel, PrepareModuleInputOutput, RowwiseParallel
 
 from irlens.parallel import llama3
-from irlens.parallel.tensor_parallel import BLOCK_PLAN, SEQUENCE, SEQUENCE_PARALLEL_BLOCK, llama3_block_plan
+from irlens.parallel.tensor_parallel import (
+    BLOCK_PLAN,
+    SEQUENCE,
+    SEQUENCE_PARALLEL_BLOCK,
+    llama3_block_plan,
+    prepared_input,
+)
 from irlens.parallel.tensor_parallel import tensor_parallel as llama3_tensor_parallel
 
 
@@ -209,6 +215,9 @@ MOE_BLOCK_PLAN = {
     "feed_forward.shared_expert.w1": ColwiseParallel(),
     "feed_forward.shared_expert.w3": ColwiseParallel(),
     "feed_forward.shared_expert.w2": RowwiseParallel(),
+    # the MoE hands the shared expert its tokens plain (with or without SP): w1's and w3's input
+    # gradients then add up before one all-reduce
+    "feed_forward.shared_expert": prepared_input(1, sequence_parallel=False),
 }
 
 # Sequence parallelism around the MoE: the router and routed experts need every token of the
@@ -225,7 +234,8 @@ MOE_SEQUENCE_PARALLEL = {
 def _block_plan(block: nn.Module, sequence_parallel: bool) -> dict:
     if not isinstance(block.feed_forward, MoE):
         return llama3_block_plan(block, sequence_parallel)
-    return {**MOE_BLOCK_PLAN, **MOE_SEQUENCE_PARALLEL} if sequence_parallel else MOE_BLOCK_PLAN
+    attention = {"attention": prepared_input(4, sequence_parallel)}
+    return {**MOE_BLOCK_PLAN, **attention, **(MOE_SEQUENCE_PARALLEL if sequence_parallel else {})}
 
 
 def tensor_parallel(model: DeepSeekV3, tp_mesh: DeviceMesh, sequence_parallel: bool = True,
