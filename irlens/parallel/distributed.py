@@ -111,8 +111,8 @@ def shutdown() -> None:
         torch.cuda.synchronize()
     dist.destroy_process_group()
     # gloo's finished work objects can hold the last references to tensors; freed at interpreter
-    # exit instead, they sometimes abort the process (std::terminate; 1 in 4 torchrun runs of a
-    # mesh and an all-reduce on torch 2.13's CPU build). Collected here, none did in 16.
+    # exit instead, they sometimes abort the process (std::terminate; about 1 in 4 torchrun runs of
+    # a mesh and an all-reduce on torch 2.13's CPU build). Collected here, none did in 36.
     gc.collect()
 
 

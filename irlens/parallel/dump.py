@@ -85,6 +85,8 @@ def add_joint_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument("--ep", type=int, default=1, help="expert parallelism (deepseek_v3), of the dp-shard ranks")
     parser.add_argument("--sequence-parallel", default=True, action=argparse.BooleanOptionalAction,
                         help="with --tp: sequence parallelism (default: on, as irlens train)")
+    parser.add_argument("--loss-parallel", default=True, action=argparse.BooleanOptionalAction,
+                        help="with --tp: the loss over vocabulary-sharded logits (default: on, as irlens train)")
     parser.add_argument("--mixed-precision", default=False, action=argparse.BooleanOptionalAction,
                         help="bf16 compute, as irlens train on cuda (default: off, as on the cpu)")
     parser.add_argument("--flex", action="store_true")
@@ -131,7 +133,8 @@ def dump_main(argv: list[str] | argparse.Namespace) -> int:
         raise ValueError(f"unknown stage {unknown[0]!r} for the joint frontend; choose from: {', '.join(STAGES)}")
     model = _model_name(args.workload)
     step = capture_fake(model, args.dp_shard, args.tp, args.flex, args.joint_passes, args.passes, ep=args.ep,
-                        sequence_parallel=args.sequence_parallel, mixed_precision=args.mixed_precision)
+                        sequence_parallel=args.sequence_parallel, mixed_precision=args.mixed_precision,
+                        loss_parallel=args.loss_parallel)
     for r in step.records:
         print(f"# {r.line()}", file=sys.stderr)
     for stage in stages:
