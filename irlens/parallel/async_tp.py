@@ -14,8 +14,8 @@ dumps show what it fused (with `full_inductor_compilation` Inductor then compile
 extern kernels). It needs symmetric memory on the tp group: CUDA devices with peer access, a torch
 built with NCCL; `unavailable_reason` probes that on the ranks before anything is compiled, and the
 run stops with the reason (`PassUnavailable`) where it is missing. Multicast (NVLS) is not needed:
-the fused ops fall back to copy-engine transfers where the environment disables it
-(TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NCCL_NVLS_ENABLE=0).
+without it (TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NCCL_NVLS_ENABLE=0 on the hosts here) the fused
+ops take their peer-to-peer path instead of the multimem one.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class PassUnavailable(RuntimeError):
 
 
 def enable_symmetric_memory(group_name: str) -> None:
-    """Symmetric memory for the group (torch >= 2.12 deprecates the call, but the micro-pipeline
+    """Symmetric memory for the group (torch 2.13 deprecates the call, but the micro-pipeline
     pass still fuses only for groups it was made for)."""
     from torch.distributed._symmetric_memory import enable_symm_mem_for_group
 
@@ -122,8 +122,10 @@ def _fold_gathered_reshapes(graph: fx.Graph) -> None:
             continue
         lead = list(gathered.meta["val"].shape[:-1])
         for flat in [u for u in inner.users if u.target is reshape]:
-            flat.args = (gathered, *flat.args[1:])
-            for matmul in [u for u in flat.users if u.target is mm]:
+            flat.args = (gathered, *flat.args[1:])  # a reshape of a reshape is the one reshape
+            if flat.meta["val"].shape[-1] != gathered.meta["val"].shape[-1]:
+                continue  # not a linear's [rows, dim] input
+            for matmul in [u for u in flat.users if u.target is mm and u.args[0] is flat]:
                 for out in [u for u in matmul.users if u.target is reshape]:
                     shape = [*lead, matmul.meta["val"].shape[-1]]
                     with graph.inserting_before(out):

@@ -288,8 +288,8 @@ class ProfileReport:
             v = getattr(m, p)
             lines.append(f"  {LABELS[p]:<52} {v:9.2f} {100 * v / m.time_ms:7.1f}")
         for kind, (runs, exposed) in m.comm_kinds.items():
-            lines.append(f"  {'  ' + kind + ' (runs; exposed: ' + f'{exposed:.2f} ms)':<52} {runs:9.2f} "
-                         f"{100 * runs / m.time_ms:7.1f}")
+            label = f"  {kind} (runs; exposed: {exposed:.2f} ms)"
+            lines.append(f"  {label:<52} {runs:9.2f} {100 * runs / m.time_ms:7.1f}")
         lines.append(f"  top {len(self.top)} by time (ms/step, calls/step, class):")
         for k in self.top:
             lines.append(f"    {k['ms']:9.2f} {k['calls']:7.1f}  {k['class']:<13} {k['name'][:100]}")

@@ -55,8 +55,9 @@ EXECUTIONS = ("eager", "compiled")  # how the train step runs (--mode): op by op
 # gradient reduction dtypes: float32 (the default, as torchtitan's mixed_precision_reduce) sums
 # bf16-computed gradients without rounding each partial sum; bfloat16 halves the bytes moved
 REDUCE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-WARMUP_STEPS = 2
-NOT_RUN_EXIT = 2  # `irlens train`'s exit status when a pass cannot run on this machine (irlens.cli.command's usage status)  # left out of the summary's throughput: first-touch allocations, autotuning, cudagraph capture
+WARMUP_STEPS = 2  # left out of the summary's throughput: first-touch allocations, autotuning, cudagraph capture
+# `irlens train`'s exit status when a pass cannot run on this machine: irlens.cli.command's usage status
+NOT_RUN_EXIT = 2
 
 
 @dataclass
