@@ -50,8 +50,10 @@ def unsupported_here(device: str) -> str | None:
     """Why this machine cannot have symmetric memory at all (before any rank starts), or None."""
     import torch.distributed as dist
 
-    if device != "cuda" or not torch.cuda.is_available():
+    if device != "cuda":
         return "symmetric memory needs CUDA devices (on the CPU, gloo has no symmetric memory)"
+    if not torch.cuda.is_available():
+        return "symmetric memory needs CUDA devices, and torch sees none here"
     if not dist.is_nccl_available():
         return "this torch is built without NCCL, which the fused collective-matmul ops require"
     return None
