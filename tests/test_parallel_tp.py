@@ -95,7 +95,8 @@ def test_loss_parallel_trains_as_the_gathered_loss(tp_runs):
 @pytest.mark.slow
 def test_async_tp_rewrite_trains_as_eager(tp_runs):
     """The rewritten graphs, their fused ops run by torch's fallback kernels on gloo: the same
-    training as eager, within the tolerance of a numerics-changing pass (bitwise, as seen)."""
+    training as eager, within the tolerance of a numerics-changing pass (as seen: bitwise equal to
+    the same compiled graphs without the pass)."""
     _assert_close(tp_runs["async_tp"][0], tp_runs["sp_eager"][0], rtol=NUMERICS_RTOL)
     fused = [line for line in tp_runs["async_tp"][1] if "async_tensor_parallel" in line]
     assert len(fused) == 2 and all("all_gather_matmul" in line for line in fused)
