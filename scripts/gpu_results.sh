@@ -5,8 +5,13 @@
 # (`source .gpu/activate.sh`); results go to $R (default: results-gpu/).
 #
 #   bash scripts/gpu_results.sh single       # bench (GPUs 0-3), then GPU tests (0) and cross grid (2)
-#   bash scripts/gpu_results.sh parallel     # the llama3 and deepseek_v3 tables, DP2 x TP2 (x EP2) on GPUs 0-3
-#   bash scripts/gpu_results.sh parallel-8b  # llama3:8B-shaped (8 of its layers), DP2 x TP2 on GPUs 0-3
+#   bash scripts/gpu_results.sh parallel2         # 2 GPUs, <= 9 min: llama3:1B DP2, TP2 with and without sequence
+#                                                 # parallelism, async TP on TP2, the gradient reduce dtype
+#   bash scripts/gpu_results.sh parallel2-checks  # 2 GPUs, ~4 min: the TP GPU tests (SP and async TP against eager)
+#   bash scripts/gpu_results.sh parallel          # 4 GPUs, <= 9 min: llama3:1B DP4, DP2 x TP2, TP4 (+ async TP)
+#   bash scripts/gpu_results.sh parallel-8b       # 4 GPUs, <= 9 min: llama3:8B-shaped, 32 layers, DP2 x TP2 with FSDP
+#   bash scripts/gpu_results.sh parallel-moe      # 4 GPUs, <= 9 min: deepseek_v3:2B with EP (the all-to-all's share)
+#   bash scripts/gpu_results.sh parallel8         # 8 GPUs, <= 9 min: llama3:8B-shaped DP2 x TP4
 #   bash scripts/gpu_results.sh single1      # ONE GPU, ~9 min: a bench subset (bf16, built-ins and ordinary code),
 #                                            # then the roofline's GPU tests
 #   bash scripts/gpu_results.sh checks1      # ONE GPU, ~6 min: the other GPU-marked tests, then the gelu cross grid
@@ -18,11 +23,13 @@
 #   bash scripts/gpu_results.sh ncu1         # ONE GPU, <= 9 min: Nsight Compute's counters beside the kernel model
 #   bash scripts/gpu_results.sh repro-minigpt        # ONE GPU, <= 6 min: the nvFuser minigpt fwd+bwd crash, reduced
 #   bash scripts/gpu_results.sh repro-cross-entropy  # ONE GPU, <= 6 min: the nvFuser cross-entropy fwd+bwd assert, reduced
-# The parallel tables profile each row (--profile: where the step time goes; traces in the logs).
+# The parallel tables profile each row (--profile: where the step time goes); each table's logs go
+# into one tar.gz (the traces stay out: too large to copy back). Presets: scripts/parallel_table.py's TABLES.
 set -u
 R=${R:-results-gpu}
 mkdir -p "$R"
-export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+# NVLink multicast stays off on these hosts (async TP's symmetric memory then copies peer to peer)
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv > "$R/nvidia-smi.csv" 2>&1
 # the tables' file names say the GPU: h100, h200
 GPU=${GPU:-$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | grep -oE 'H[0-9]+|A[0-9]+' | head -1 | tr 'A-Z' 'a-z')}
@@ -70,10 +77,12 @@ cross() {  # issue 10: the 3 x 3 grid for gelu and block, fwd and fwd+bwd
   done
 }
 
-table() {  # issues 6, 7, 19: one parallel_table.py run, every row profiled
+table() {  # issues 6, 7, 19, 27: one parallel_table.py run, every row profiled; its logs in one tar.gz
   name=$1; shift
   python scripts/parallel_table.py --profile --out "$R/parallel-$GPU-$name" "$@" 2> "$R/parallel-$GPU-$name.log"
   echo "$name table rc=$?"
+  tar czf "$R/parallel-$GPU-$name-logs.tar.gz" --exclude='trace-rank*' -C "$R" "parallel-$GPU-$name-logs" \
+    && rm -rf "$R/parallel-$GPU-$name-logs"
 }
 
 # A job's files go to $R/<job>/; what did not happen (nothing crashed, a budget ran out) is in its logs.
@@ -151,16 +160,16 @@ case "${1:-}" in
     (wait_idle 2; cross 2; CUDA_VISIBLE_DEVICES=2 timeout 300 python -m pytest -m gpu -rA -p no:cacheprovider \
       tests/test_parallel.py > "$R/gpu-tests-parallel.log" 2>&1; echo "parallel gpu test rc=$?") &
     wait ;;
-  parallel)  # rows in order of importance, each table within its time budget; LLAMA3_ROWS and
-    # DEEPSEEK_ROWS (comma-separated NAME or NAME@BATCH, or "none") choose others. Batch: the
-    # presets' (8 sequences per DP rank for llama3:1B, 4 for deepseek_v3:2B); @2 is the old tables' batch
-    [ "${LLAMA3_ROWS:-}" = none ] || table llama3 --model llama3:1B --dp-shard 2 --tp 2 --steps 8 --timeout 150 --budget-s 380 \
-      --rows "${LLAMA3_ROWS:-eager,autobucketing_full_inductor_cudagraph,compiled,autobucketing_full_inductor,sac_reshard_block_bucketing,eager@2,autobucketing_full_inductor_cudagraph@2,flex_block_bucketing_regional_cudagraph}"
-    [ "${DEEPSEEK_ROWS:-}" = none ] || table deepseek --model deepseek_v3:2B --dp-shard 2 --tp 2 --ep 2 --steps 8 --timeout 100 --budget-s 170 \
-      --rows "${DEEPSEEK_ROWS:-eager,autobucketing_full_inductor_cudagraph,compiled}" ;;
-  parallel-8b)  # Llama 3 8B's shapes with 8 of its 32 layers, 8k tokens per DP rank
-    table llama3-8b --model llama3:8B --extra "--n-layers 8" --dp-shard 2 --tp 2 --steps 6 --timeout 150 --budget-s 300 \
-      --rows "${LLAMA8B_ROWS:-eager,autobucketing_full_inductor_cudagraph,autobucketing_full_inductor}" ;;
+  # the tables of issue 27, one preset each (rows in order of importance, each within its time budget);
+  # ROWS (comma-separated [MESH/]NAME[+MODIFIER][@BATCH]) replaces a preset's rows
+  parallel2) table llama3-1b-2gpu --table llama3-1b-2gpu ${ROWS:+--rows "$ROWS"} ;;
+  parallel2-checks)  # SP and async TP against eager on 2 NCCL ranks, with the real fused ops
+    timeout 420 python -m pytest -m gpu -rA -p no:cacheprovider tests/test_parallel_tp.py > "$R/gpu-tests-tp.log" 2>&1
+    echo "tp gpu tests rc=$?" ;;
+  parallel) table llama3-1b-4gpu --table llama3-1b-4gpu ${ROWS:+--rows "$ROWS"} ;;
+  parallel-8b) table llama3-8b-4gpu --table llama3-8b-4gpu ${ROWS:+--rows "$ROWS"} ;;
+  parallel-moe) table deepseek-2b-4gpu --table deepseek-2b-4gpu ${ROWS:+--rows "$ROWS"} ;;
+  parallel8) table llama3-8b-8gpu --table llama3-8b-8gpu ${ROWS:+--rows "$ROWS"} ;;
   parallel1)  # one GPU, about 8 minutes on an H100 (rows run in order until each table's budget is spent):
     # llama3:1B at the preset's batch 8 (16k tokens) eager vs compiled, then batch 2 and 16; then
     # llama3:8B's shapes with 4 layers (8k tokens). Full Inductor rows before their cudagraph twins
@@ -204,5 +213,5 @@ case "${1:-}" in
     echo "ncu check rc=$?" | tee -a "$R/times.txt" ;;
   repro-minigpt) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_minigpt ;;
   repro-cross-entropy) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_cross_entropy ;;
-  *) echo "usage: $0 single|single1|checks1|parallel|parallel-8b|parallel1|bench1-cold|bench1-warm|ncu1|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
+  *) echo "usage: $0 single|single1|checks1|parallel2|parallel2-checks|parallel|parallel-8b|parallel-moe|parallel8|parallel1|bench1-cold|bench1-warm|ncu1|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
 esac

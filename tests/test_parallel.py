@@ -97,12 +97,13 @@ def test_profile_breaks_each_profiled_step_down(gloo_runs):
         trace = load_trace(prof["trace"].replace("rank0", f"rank{rank}"))
         assert [n for n, _, _ in step_windows(trace)] == [4, 5]
 
-# --- fake process group: DP4 x TP2 capture of llama3:debug ------------------------------------
+# --- fake process group: DP4 x TP2 capture of llama3:debug (without sequence or loss parallelism) ------------------------------------
 
 
 @pytest.fixture(scope="module")
 def fake_capture():
-    return capture_fake("llama3:debug", dp_shard=4, tp=2, passes=["transformer_block_bucketing"],
+    return capture_fake("llama3:debug", dp_shard=4, tp=2, passes=["transformer_block_bucketing"], sequence_parallel=False,
+                        loss_parallel=False,
                         joint_passes=["selective_activation_checkpoint", "fsdp_reshard_after_forward"])
 
 
@@ -319,9 +320,9 @@ def test_cudagraph_wrapper_copies_only_inputs_that_move(monkeypatch):
 
 
 @pytest.mark.parametrize("joint, passes, match", [
-    ([], ["no_such_pass"], "unknown --passes 'no_such_pass'; valid: autobucketing_reordering"),
+    ([], ["no_such_pass"], "unknown --passes 'no_such_pass'; valid: async_tensor_parallel, autobucketing_reordering"),
     (["nope"], [], "unknown --joint-passes 'nope'"),
-    ([], ["regional_inductor", "transformer_block_bucketing"], "out of order; the order is graph transform"),
+    ([], ["regional_inductor", "transformer_block_bucketing"], "out of order; the order is collective-matmul fusion"),
     ([], ["regional_inductor", "full_inductor_compilation"], "choose one compilation pass"),
     ([], ["full_inductor_compilation"], "requires --joint-passes inductor_decomposition"),
     (["selective_activation_checkpoint", "inductor_decomposition"], [], "must be the first joint pass"),

@@ -96,7 +96,7 @@ def _collectives(step, stage, name):
 
 @pytest.fixture(scope="module")
 def fake_capture():
-    return capture_fake("deepseek_v3:debug", dp_shard=2, tp=2, ep=2)
+    return capture_fake("deepseek_v3:debug", dp_shard=2, tp=2, ep=2, sequence_parallel=False, loss_parallel=False)
 
 
 def test_fake_capture_lists_the_all_to_alls(fake_capture):

@@ -133,3 +133,23 @@ def test_trace_file_round_trip_and_no_steps_is_an_error(tmp_path):
     assert analyze(load_trace(path), str(path)).steps[0].step == 7
     with pytest.raises(ValueError, match="no irlens_step#<n> spans"):
         analyze({"traceEvents": [_kernel("nvjet_x", 0, 1, 7)]})
+
+
+def test_communication_is_cut_by_collective():
+    """Each collective's running time in the step and its exposed part: an all-to-all (NCCL's
+    SendRecv) 0-30 with compute 10-20, an all-gather 25-35 alone, a gloo all-reduce op 50-60."""
+    trace = {"traceEvents": [
+        _span(STEP, 0, 100, "user_annotation"),
+        _kernel("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 0, 30, 20),
+        _kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NTT", 10, 10, 7),
+        _kernel("ncclDevKernel_AllGather_RING_LL", 25, 10, 21),
+        _kernel("gloo:all_reduce", 50, 10, 22),
+    ]}
+    report = analyze(trace)
+    (s,) = report.steps
+    # all-to-all: 30 running, exposed 0-10, 20-25 and half of 25-30 (shared with the all-gather)
+    expected = {"all_to_all": [30, 17.5], "all_gather": [10, 7.5], "all_reduce": [10, 10]}
+    assert {k: [round(v * 1e3, 6) for v in vs] for k, vs in s.comm_kinds.items()} == expected
+    assert s.comm_exposed == pytest.approx(sum(e for _, e in s.comm_kinds.values()))
+    assert report.to_json()["mean"]["comm_kinds"]["all_to_all"] == pytest.approx([0.030, 0.0175])
+    assert "all_to_all (runs; exposed: 0.02 ms)" in report.table()

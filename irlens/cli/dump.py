@@ -13,7 +13,8 @@ from irlens.ir import LEVELS
 HELP = "print one stage of one frontend's IR, native or in the common view"
 # options of the frontends and backends that the joint frontend does not take, and the reverse
 SINGLE_OPTIONS = ("backend", "mode", "backward", "preset", "dtype", "device", "thunder_capture")
-JOINT_OPTIONS = ("dp_shard", "tp", "ep", "flex", "joint_passes", "passes")
+JOINT_OPTIONS = ("dp_shard", "tp", "ep", "sequence_parallel", "loss_parallel", "mixed_precision", "flex", "joint_passes",
+                 "passes")
 
 
 def add_arguments(d) -> None:

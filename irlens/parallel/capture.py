@@ -40,6 +40,7 @@ class CompiledStep:
     buffers_spec: list[str]
     records: list[PassRecord] = field(default_factory=list)
     graphs: dict[str, fx.GraphModule] = field(default_factory=dict)  # joint, forward, backward
+    groups: dict[str, str] = field(default_factory=dict)  # mesh dim name -> process group name
 
     def __call__(self, *args: torch.Tensor) -> torch.Tensor:
         params = dict(self.module.named_parameters())
@@ -59,10 +60,11 @@ def _set_joint_graph(jd, gm: fx.GraphModule) -> None:
 
 
 def compile_joint(module: nn.Module, example_args: tuple, joint_passes: list[str] = (),
-                  passes: list[str] = ()) -> CompiledStep:
+                  passes: list[str] = (), groups: dict[str, str] | None = None) -> CompiledStep:
     """Capture `module(*example_args)` (a scalar loss) as a joint graph and compile it through the
-    passes. Under a fake process group this still yields every graph and pass summary (for
-    dumps), though the callable's values would be meaningless."""
+    passes; `groups` names the process group of each mesh dimension (the passes that act on one
+    group's collectives look it up). Under a fake process group this still yields every graph and
+    pass summary (for dumps), though the callable's values would be meaningless."""
     from torch._functorch.aot_autograd import (
         aot_compile_joint_with_descriptors,
         aot_export_joint_with_descriptors,
@@ -79,7 +81,8 @@ def compile_joint(module: nn.Module, example_args: tuple, joint_passes: list[str
 
     def compiler(stage: str):
         def compile_stage(gm: fx.GraphModule, example_inputs) -> Callable:
-            ctx = PassContext(stage, list(example_inputs), records, graphs, shared=shared, partitioner=partitioner)
+            ctx = PassContext(stage, list(example_inputs), records, graphs, shared=shared, partitioner=partitioner,
+                              groups=dict(groups or {}))
             return run_graph_passes(gm, passes, ctx)
 
         return compile_stage
@@ -98,4 +101,4 @@ def compile_joint(module: nn.Module, example_args: tuple, joint_passes: list[str
             jd, partition_fn=partition_fn,
             fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
         )
-    return CompiledStep(module, fn, list(jd.params_spec), list(jd.buffers_spec), records, graphs)
+    return CompiledStep(module, fn, list(jd.params_spec), list(jd.buffers_spec), records, graphs, dict(groups or {}))

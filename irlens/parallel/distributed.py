@@ -5,6 +5,7 @@ torchrun would set and hands rank 0's return value back to the caller.
 """
 from __future__ import annotations
 
+import gc
 import os
 import socket
 from dataclasses import dataclass
@@ -52,6 +53,11 @@ class ParallelDims:
         if self.tp > 1:
             shape, names = (*shape, self.tp), (*names, TP_DIM)
         return init_device_mesh(device_type, shape, mesh_dim_names=names)
+
+
+def mesh_groups(mesh: DeviceMesh) -> dict[str, str]:
+    """Each mesh dimension's process group name (what the graphs' collectives name their group by)."""
+    return {name: mesh.get_group(name).group_name for name in mesh.mesh_dim_names or ()}
 
 
 def launched_by_torchrun() -> bool:
@@ -104,6 +110,10 @@ def shutdown() -> None:
         release_graphs()
         torch.cuda.synchronize()
     dist.destroy_process_group()
+    # gloo's finished work objects can hold the last references to tensors; freed at interpreter
+    # exit instead, they sometimes abort the process (std::terminate; about 1 in 4 torchrun runs of
+    # a mesh and an all-reduce on torch 2.13's CPU build). Collected here, none did in 36.
+    gc.collect()
 
 
 def spawn(fn: Callable, world_size: int, *args: Any) -> Any:

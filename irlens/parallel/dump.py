@@ -19,9 +19,10 @@ import torch.distributed as dist
 
 from irlens.parallel.capture import CompiledStep, compile_joint
 from irlens.parallel.data import TokenDataset
-from irlens.parallel.distributed import ParallelDims
+from irlens.parallel.distributed import ParallelDims, mesh_groups
 from irlens.parallel.models import DEFAULT_PRESET, TrainStep
 from irlens.parallel.passes import GRAPH_PASSES, JOINT_PASSES
+from irlens.parallel.tensor_parallel import loss_context
 
 STAGES = {
     "joint": "the joint forward+backward graph after the joint passes (aot_export_joint_with_descriptors)",
@@ -45,20 +46,23 @@ def fake_process_group(world_size: int):
 
 
 def capture_fake(model: str = "llama3:debug", dp_shard: int = 4, tp: int = 2, flex: bool = False,
-                 joint_passes: list[str] = (), passes: list[str] = (), batch_size: int = 1, ep: int = 1) -> CompiledStep:
+                 joint_passes: list[str] = (), passes: list[str] = (), batch_size: int = 1, ep: int = 1,
+                 sequence_parallel: bool = True, mixed_precision: bool = False, **overrides) -> CompiledStep:
     """Capture and compile (not run) the train step for a dp_shard x tp mesh (ep of the dp ranks
-    expert-parallel) on the CPU."""
+    expert-parallel) on the CPU; `overrides` are further TrainConfig fields (seq_len, n_layers, ...)."""
     from irlens.parallel.train import TrainConfig, build_model
 
     tc = TrainConfig(model=model, dp_shard=dp_shard, tp=tp, ep=ep, flex=flex, joint_passes=list(joint_passes),
-                     passes=list(passes), mode="compiled", batch_size=batch_size)
+                     passes=list(passes), mode="compiled", batch_size=batch_size, sequence_parallel=sequence_parallel,
+                     mixed_precision=mixed_precision, **overrides)
     family, cfg = tc.validate()
     device = torch.device("cpu")
     with fake_process_group(ParallelDims(dp_shard, tp, ep).world_size):
         mesh = tc.dims.build_mesh(device.type)
         model_ = build_model(family, cfg, tc, mesh, device)
         tokens, labels = TokenDataset(cfg.vocab_size, cfg.seq_len, cfg.doc_len, batch_size).batch(0, 0)
-        return compile_joint(TrainStep(model_), (tokens, labels), tc.joint_passes, tc.passes)
+        with loss_context(tc.uses_loss_parallel):
+            return compile_joint(TrainStep(model_), (tokens, labels), tc.joint_passes, tc.passes, mesh_groups(mesh))
 
 
 def add_dump_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -79,6 +83,12 @@ def add_joint_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument("--dp-shard", type=int, default=4)
     parser.add_argument("--tp", type=int, default=2)
     parser.add_argument("--ep", type=int, default=1, help="expert parallelism (deepseek_v3), of the dp-shard ranks")
+    parser.add_argument("--sequence-parallel", default=True, action=argparse.BooleanOptionalAction,
+                        help="with --tp: sequence parallelism (default: on, as irlens train)")
+    parser.add_argument("--loss-parallel", default=True, action=argparse.BooleanOptionalAction,
+                        help="with --tp: the loss over vocabulary-sharded logits (default: on, as irlens train)")
+    parser.add_argument("--mixed-precision", default=False, action=argparse.BooleanOptionalAction,
+                        help="bf16 compute, as irlens train on cuda (default: off, as on the cpu)")
     parser.add_argument("--flex", action="store_true")
     parser.add_argument("--joint-passes", nargs="*", default=[], help=", ".join(JOINT_PASSES))
     parser.add_argument("--passes", nargs="*", default=[], help=", ".join(GRAPH_PASSES))
@@ -122,7 +132,9 @@ def dump_main(argv: list[str] | argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"unknown stage {unknown[0]!r} for the joint frontend; choose from: {', '.join(STAGES)}")
     model = _model_name(args.workload)
-    step = capture_fake(model, args.dp_shard, args.tp, args.flex, args.joint_passes, args.passes, ep=args.ep)
+    step = capture_fake(model, args.dp_shard, args.tp, args.flex, args.joint_passes, args.passes, ep=args.ep,
+                        sequence_parallel=args.sequence_parallel, mixed_precision=args.mixed_precision,
+                        loss_parallel=args.loss_parallel)
     for r in step.records:
         print(f"# {r.line()}", file=sys.stderr)
     for stage in stages:

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.tensor import DTensor
 
 from irlens.parallel import deepseek_v3, llama3
 from irlens.parallel.expert_parallel import expert_parallel
@@ -27,7 +28,8 @@ class ModelFamily:
     name: str
     config: Callable[..., Any]  # (preset, flex=bool, seq_len=int | None, n_layers=int | None) -> config
     module: Callable[[Any], nn.Module]  # config -> module, weights drawn from the global RNG
-    tensor_parallel: Callable[[nn.Module, DeviceMesh], nn.Module]  # shards the module in place
+    # (module, tp mesh, sequence_parallel, loss_parallel) -> module: shards the module in place
+    tensor_parallel: Callable[[nn.Module, DeviceMesh, bool, bool], nn.Module]
     # (module, expert mesh, MixedPrecision) -> module: shards the experts in place; None: no experts
     expert_parallel: Callable[..., nn.Module] | None = None
     # module -> [2, n_experts] routed and kept assignments since the last call (then reset)
@@ -49,7 +51,9 @@ def resolve(model: str, flex: bool = False, seq_len: int | None = None,
 
 
 def cross_entropy_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
+    loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
+    # logits sharded over the vocabulary (loss parallel): the loss is a DTensor replicated over tp
+    return loss.to_local() if isinstance(loss, DTensor) else loss
 
 
 class TrainStep(nn.Module):

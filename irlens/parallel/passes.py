@@ -6,9 +6,10 @@ Joint passes rewrite the joint forward+backward graph before the partition:
   fsdp_reshard_after_forward        free the gathered parameters after the forward, re-gather in backward
 
 Forward/backward passes run on each partitioned graph, in the order given, in phases:
-  1. graph transforms (at most one): autobucketing_reordering, transformer_block_bucketing
-  2. compilation (at most one):      regional_inductor, full_inductor_compilation
-  3. cudagraph                       (must be last)
+  1. collective-matmul fusion:       async_tensor_parallel (TP with sequence parallelism, CUDA)
+  2. graph transforms (at most one): autobucketing_reordering, transformer_block_bucketing
+  3. compilation (at most one):      regional_inductor, full_inductor_compilation
+  4. cudagraph                       (must be last)
 A pass that may change numerics (decompositions, bucketed reductions, Inductor) warns when it
 is asked for and is listed in the run's summary, never silent. Each pass is summarized before
 and after (nodes, collectives, bucket sizes): `PassRecord`.
@@ -26,25 +27,30 @@ from typing import Any, Callable
 import torch
 from torch import fx
 
+from irlens.parallel.async_tp import FUSED_OPS
 from irlens.parallel.llama3 import MODULE_KEY, REGION_KEY
+from irlens.parallel.simple_fsdp import TP_DIM
 from irlens.registry import Registry
 
 # --- summaries ---------------------------------------------------------------------
 
-COLLECTIVE_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "wait")
+COLLECTIVE_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", *FUSED_OPS.values(), "wait")
 
 
 def collective_kind(node: fx.Node) -> str | None:
-    """all_gather / reduce_scatter / all_reduce / all_to_all / wait for functional collectives, else None."""
+    """all_gather / reduce_scatter / all_reduce / all_to_all / wait for functional collectives,
+    all_gather_matmul / matmul_reduce_scatter for async TP's fused ops, else None."""
     target = node.target
     if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
         return None
+    if target.namespace == "symm_mem":
+        return FUSED_OPS.get(target._opname)
     if target.namespace not in ("_c10d_functional", "c10d_functional", "_c10d_functional_autograd"):
         return None
     name = target._opname
     if name == "wait_tensor":
         return "wait"
-    for kind in COLLECTIVE_KINDS[:-1]:
+    for kind in ("all_gather", "reduce_scatter", "all_reduce", "all_to_all"):
         if name.startswith(kind):
             return kind
     return None
@@ -81,7 +87,7 @@ class GraphSummary:
             if kind is None:
                 continue
             counts[kind] += 1
-            if kind != "wait":
+            if kind not in ("wait", *FUSED_OPS.values()):
                 sizes.setdefault(kind, []).append(_bucket_bytes(node, kind))
         return cls(n, {k: counts[k] for k in COLLECTIVE_KINDS if counts[k]}, sizes)
 
@@ -123,12 +129,14 @@ class PassContext:
     note: str = ""  # what the running pass wants its record to say (e.g. which cost model it used)
     shared: dict[str, Any] = field(default_factory=dict)  # state the forward's and backward's passes share
     partitioner: str = ""  # how the joint graph was split (the partition record's note)
+    groups: dict[str, str] = field(default_factory=dict)  # mesh dim name (dp_shard, tp) -> process group name
 
 
 # --- the registry ------------------------------------------------------------------
 
-TRANSFORM, COMPILE, CUDAGRAPH = 1, 2, 3
-PHASE_NAMES = {TRANSFORM: "graph transform (bucketing)", COMPILE: "compilation", CUDAGRAPH: "cudagraph"}
+FUSE, TRANSFORM, COMPILE, CUDAGRAPH = 1, 2, 3, 4
+PHASE_NAMES = {FUSE: "collective-matmul fusion", TRANSFORM: "graph transform (bucketing)", COMPILE: "compilation",
+               CUDAGRAPH: "cudagraph"}
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,9 @@ class GraphPass:
     needs_gpu: str = ""  # why it needs a CUDA GPU, if it does
     requires_joint: tuple[str, ...] = ()
     fuses_graph: bool = False  # compiles the whole graph into fused kernels (recomputation then costs little)
+    # pipelines TP's collectives through symmetric memory: needs --tp > 1 with sequence parallelism,
+    # and CUDA ranks where symmetric memory works (probed at run time: async_tp.require_symmetric_memory)
+    needs_symmetric_memory: bool = False
 
 
 class PassError(ValueError):
@@ -160,8 +171,10 @@ JOINT_PASSES: Registry[GraphPass] = Registry("joint pass")
 GRAPH_PASSES: Registry[GraphPass] = Registry("graph pass")
 
 
-def validate_passes(joint_passes: list[str], passes: list[str]) -> None:
-    """Reject unknown names, duplicates, phases out of order and unmet requirements, before any work."""
+def validate_passes(joint_passes: list[str], passes: list[str], tp: int | None = None,
+                    sequence_parallel: bool = True) -> None:
+    """Reject unknown names, duplicates, phases out of order and unmet requirements, before any work
+    (with `tp`, also the mesh a pass needs)."""
     for names, table, flag in ((joint_passes, JOINT_PASSES, "--joint-passes"), (passes, GRAPH_PASSES, "--passes")):
         unknown = [n for n in names if n not in table]
         if unknown:
@@ -186,6 +199,17 @@ def validate_passes(joint_passes: list[str], passes: list[str]) -> None:
         if missing:
             raise PassError(f"pass {n!r} requires --joint-passes {' '.join(missing)}")
         require_gpu(GRAPH_PASSES[n])
+    for n in symmetric_memory_passes(passes):
+        if tp is not None and tp < 2:
+            raise PassError(f"pass {n!r} pipelines tensor parallelism's collectives: it needs --tp 2 or more")
+        if not sequence_parallel:
+            raise PassError(f"pass {n!r} needs sequence parallelism: without it TP all-reduces activations, which "
+                            f"it cannot pipeline with the matmuls (drop --no-sequence-parallel)")
+
+
+def symmetric_memory_passes(passes: list[str]) -> list[str]:
+    """The passes of the list that need symmetric memory on the tp group."""
+    return [n for n in passes if GRAPH_PASSES[n].needs_symmetric_memory]
 
 
 def numerics_changing(joint_passes: list[str], passes: list[str]) -> list[str]:
@@ -456,6 +480,21 @@ def autobucketing_reordering(gm: fx.GraphModule, ctx: PassContext) -> fx.GraphMo
         return schedule_overlap_bucketing(gm, collective_bucketing=True, **estimates)
 
 
+def async_tensor_parallel(gm: fx.GraphModule, ctx: PassContext) -> fx.GraphModule:
+    """Inductor's micro-pipeline TP on the tp group (irlens.parallel.async_tp), on the graph in the
+    form Inductor's post-grad passes see it (views as reshapes, which its patterns match)."""
+    from torch._inductor.fx_passes.post_grad import view_to_reshape
+
+    from irlens.parallel.async_tp import micro_pipeline
+
+    if TP_DIM not in ctx.groups:
+        ctx.note = "no tp mesh dimension: nothing to pipeline"
+        return gm
+    view_to_reshape(gm)
+    gm, ctx.note = micro_pipeline(gm, ctx.groups[TP_DIM])
+    return gm
+
+
 def regional_inductor(gm: fx.GraphModule, ctx: PassContext) -> fx.GraphModule:
     """Compile only the regions annotated `compile_with_inductor` (FlexAttention, RoPE) with Inductor;
     each becomes one call_module node of the graph."""
@@ -492,6 +531,9 @@ for _p in (
     JOINT_PASSES.register(_p)
 
 for _p in (
+    GraphPass("async_tensor_parallel", async_tensor_parallel,
+              "all-gather+matmul and matmul+reduce-scatter micro-pipelined over symmetric memory", FUSE,
+              changes_numerics=True, requires_joint=("inductor_decomposition",), needs_symmetric_memory=True),
     GraphPass("autobucketing_reordering", autobucketing_reordering, "cost-model bucketing and reordering",
               TRANSFORM, changes_numerics=True),
     GraphPass("transformer_block_bucketing", transformer_block_bucketing, "one bucket per block, prefetched",

@@ -13,7 +13,10 @@ step's time, by interval arithmetic over the trace's events (a sweep over their 
                                     dispatch overhead, launches, synchronizations)
 
 and `comm_overlapped`, the time a communication kernel runs while a compute kernel runs on
-another stream, is reported beside them (it is hidden inside the compute parts).
+another stream, is reported beside them (it is hidden inside the compute parts). Communication is
+also cut by collective (`comm_kinds`: all_gather, reduce_scatter, all_reduce, all_to_all, other):
+the time each runs in the step, and of it the exposed time (where kinds run at once without
+compute, split evenly between them), e.g. the all-to-all share of an expert-parallel step.
 
 On the GPU the events are the kernels, copies and memsets CUPTI recorded (every stream). On the
 CPU there are no kernels: the events are each thread's matmul and attention ops, gloo's
@@ -55,13 +58,29 @@ LABELS = {
 # included (a bias add, a layout copy), and they are neither. FlashAttention and cuDNN's SDPA
 # kernels carry cutlass and gemm in their template names: attention before matmul.
 _CLASSES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern in (
-    (COMMUNICATION, r"nccl|^gloo:|c10d|^record_param_comms"),
+    # peer-to-peer copies (Memcpy PtoP): symmetric memory's transfers where CUDA reports them as such
+    (COMMUNICATION, r"nccl|^gloo:|c10d|^record_param_comms|^Memcpy PtoP"),
     ("fused", r"^triton_(poi|red|per)_"),
     ("attention", r"flash|fmha|attention|sdpa|flex_|dot_do_o|convert_dq"),
     ("matmul", r"gemm|gemv|nvjet|xmma|cutlass|cublas|splitkreduce|^triton_tem_|"
                r"^aten::(mm|addmm|bmm|baddbmm|_addmm_activation|_scaled_mm)$"),
     ("fused", r"^triton_"),
 ))
+
+
+# Collective kinds by kernel or op name: NCCL's kernels (ncclDevKernel_AllGather_RING_LL,
+# ..._SendRecv, which all-to-all is made of), gloo's and c10d's ops on the CPU
+COMM_KINDS: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern in (
+    ("all_gather", r"all_?gather"),
+    ("reduce_scatter", r"reduce_?scatter"),
+    ("all_reduce", r"all_?reduce"),
+    ("all_to_all", r"all_?to_?all|sendrecv"),
+))
+
+
+def comm_kind(name: str) -> str:
+    """all_gather / reduce_scatter / all_reduce / all_to_all of a communication kernel or op, else other."""
+    return next((kind for kind, pattern in COMM_KINDS if pattern.search(name)), "other")
 
 
 def classify(name: str) -> str:
@@ -81,6 +100,11 @@ class DeviceEvent:
     lane: str  # CUDA stream or CPU thread
     cls: str
 
+    @property
+    def part(self) -> str:
+        """What the sweep counts it as: its class, or `comm:<kind>` for communication."""
+        return f"comm:{comm_kind(self.name)}" if self.cls == COMMUNICATION else self.cls
+
 
 @dataclass
 class StepBreakdown:
@@ -94,6 +118,8 @@ class StepBreakdown:
     idle: float = 0.0
     comm_overlapped: float = 0.0  # not a part: communication hidden behind compute
     kernels: int = 0  # events that started in the step
+    # collective kind -> [ms it runs, ms of it exposed]
+    comm_kinds: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def comm_ms(self) -> float:
@@ -110,7 +136,7 @@ def breakdown(events: list[DeviceEvent], step: int, start: float, end: float) ->
     for e in events:
         s, t = max(e.start, start), min(e.end, end)
         if t > s:
-            edges += [(s, 1, e.cls), (t, -1, e.cls)]
+            edges += [(s, 1, e.part), (t, -1, e.part)]
         out.kernels += start <= e.start < end
     edges.sort(key=lambda x: x[0])
     running: Counter = Counter()
@@ -123,7 +149,12 @@ def breakdown(events: list[DeviceEvent], step: int, start: float, end: float) ->
         prev = t
     _attribute(end - prev, running, acc)
     for part, us in acc.items():
-        setattr(out, part, us / 1e3)
+        if part.startswith("comm:"):  # comm:<kind> (running) or comm:<kind>:exposed
+            kind = part[len("comm:"):].removesuffix(":exposed")
+            out.comm_kinds.setdefault(kind, [0.0, 0.0])[part.endswith(":exposed")] += us / 1e3
+        else:
+            setattr(out, part, us / 1e3)
+    out.comm_kinds = dict(sorted(out.comm_kinds.items()))
     return out
 
 
@@ -131,15 +162,19 @@ def _attribute(span: float, running: Counter, acc: dict) -> None:
     if span <= 0:
         return
     compute = {c: running[c] for c in COMPUTE if running[c] > 0}
-    comm = running[COMMUNICATION] > 0
+    kinds = [p for p, k in running.items() if k > 0 and p.startswith("comm:")]
+    for kind in kinds:
+        acc[kind] += span
     if compute:
         n = sum(compute.values())
         for c, k in compute.items():
             acc[c] += span * k / n
-        if comm:
+        if kinds:
             acc["comm_overlapped"] += span
-    elif comm:
+    elif kinds:
         acc["comm_exposed"] += span
+        for kind in kinds:
+            acc[f"{kind}:exposed"] += span / len(kinds)
     else:
         acc["idle"] += span
 
@@ -231,6 +266,9 @@ class ProfileReport:
         m = StepBreakdown(0, statistics.fmean(s.time_ms for s in self.steps))
         for f in (*PARTS, "comm_overlapped", "kernels"):
             setattr(m, f, statistics.fmean(getattr(s, f) for s in self.steps))
+        kinds = sorted({k for s in self.steps for k in s.comm_kinds})
+        m.comm_kinds = {k: [statistics.fmean(s.comm_kinds.get(k, (0.0, 0.0))[i] for s in self.steps) for i in (0, 1)]
+                        for k in kinds}
         return m
 
     def to_json(self) -> dict:
@@ -249,6 +287,9 @@ class ProfileReport:
         for p in (*PARTS, "comm_overlapped"):
             v = getattr(m, p)
             lines.append(f"  {LABELS[p]:<52} {v:9.2f} {100 * v / m.time_ms:7.1f}")
+        for kind, (runs, exposed) in m.comm_kinds.items():
+            label = f"  {kind} (runs; exposed: {exposed:.2f} ms)"
+            lines.append(f"  {label:<52} {runs:9.2f} {100 * runs / m.time_ms:7.1f}")
         lines.append(f"  top {len(self.top)} by time (ms/step, calls/step, class):")
         for k in self.top:
             lines.append(f"    {k['ms']:9.2f} {k['calls']:7.1f}  {k['class']:<13} {k['name'][:100]}")

@@ -36,11 +36,12 @@ class MixedPrecision:
 class GatherForCompute:
     """DP shard -> replica for compute (all-gather); its gradient Partial -> shard (reduce-scatter)."""
 
-    def __init__(self, mesh: DeviceMesh, mp: MixedPrecision):
+    def __init__(self, mesh: DeviceMesh, mp: MixedPrecision, tp_compute: bool):
         self.mesh = mesh
         self.mp = mp
-        names = mesh.mesh_dim_names or ()
-        self.tp_mesh = mesh[TP_DIM] if TP_DIM in names else None
+        # the module computes with DTensors on the tp mesh (the TP plan distributed its parameters,
+        # replicated ones too: sequence-parallel norms); else with plain tensors
+        self.tp_mesh = mesh[TP_DIM] if tp_compute else None
 
     def __call__(self, param: DTensor) -> torch.Tensor:
         # placements are (dp,) or (dp, tp): gather the dp dim, keep the tp placement
@@ -52,7 +53,7 @@ class GatherForCompute:
         )
         # The gradient arrives as per-rank partial sums: the backward reduce-scatters it.
         local = replica.to_local(grad_placements=(Partial("avg"), *tp_placements))
-        if self.tp_mesh is None or all(isinstance(p, Replicate) for p in tp_placements):
+        if self.tp_mesh is None:
             return local  # not tensor-parallel: the module computes with plain tensors
         return DTensor.from_local(local, self.tp_mesh, tp_placements, run_check=False,
                                   shape=replica.shape, stride=replica.stride())
@@ -106,9 +107,10 @@ def data_parallel(model: nn.Module, mesh: DeviceMesh, mp: MixedPrecision | None 
         names = tuple(n for n, p in module._parameters.items() if p is not None)
         if not names or hasattr(module, "_fsdp_gather"):  # none, or sharded already (expert_parallel)
             continue
+        tp_compute = any(isinstance(module._parameters[n], DTensor) for n in names)
         for n in names:
             module._parameters[n] = _shard_param(module._parameters[n], mesh)
         module.__class__ = parametrized_class(type(module), names)
         # a plain attribute, not a submodule: module paths (and the graph's module stack) stay the model's
-        object.__setattr__(module, "_fsdp_gather", GatherForCompute(mesh, mp))
+        object.__setattr__(module, "_fsdp_gather", GatherForCompute(mesh, mp, tp_compute))
     return model

@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import statistics
+import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -26,17 +27,37 @@ import torch.distributed as dist
 from torch import nn
 
 from irlens.parallel import checkpoint as ckpt
+from irlens.parallel.async_tp import PassUnavailable, require_symmetric_memory, unsupported_here
 from irlens.parallel.capture import compile_joint
 from irlens.parallel.data import TokenDataset
-from irlens.parallel.distributed import ParallelDims, init_process_group, launched_by_torchrun, shutdown, spawn
+from irlens.parallel.distributed import (
+    ParallelDims,
+    init_process_group,
+    launched_by_torchrun,
+    mesh_groups,
+    shutdown,
+    spawn,
+)
 from irlens.parallel.metrics import StepMetrics, load_balance, peak_flops, peak_memory_gib, reset_peak_memory
 from irlens.parallel.models import ModelFamily, TrainStep, resolve
-from irlens.parallel.passes import GRAPH_PASSES, JOINT_PASSES, numerics_changing, validate_passes
+from irlens.parallel.passes import (
+    GRAPH_PASSES,
+    JOINT_PASSES,
+    numerics_changing,
+    symmetric_memory_passes,
+    validate_passes,
+)
 from irlens.parallel.profile import ProfileReport, StepProfiler
 from irlens.parallel.simple_fsdp import DP_DIM, TP_DIM, MixedPrecision, data_parallel
+from irlens.parallel.tensor_parallel import check_divisible, loss_context
 
 EXECUTIONS = ("eager", "compiled")  # how the train step runs (--mode): op by op, or as a compiled joint graph
+# gradient reduction dtypes: float32 (the default, as torchtitan's mixed_precision_reduce) sums
+# bf16-computed gradients without rounding each partial sum; bfloat16 halves the bytes moved
+REDUCE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 WARMUP_STEPS = 2  # left out of the summary's throughput: first-touch allocations, autotuning, cudagraph capture
+# `irlens train`'s exit status when a pass cannot run on this machine: irlens.cli.command's usage status
+NOT_RUN_EXIT = 2
 
 
 @dataclass
@@ -45,6 +66,8 @@ class TrainConfig:
     dp_shard: int = 1
     tp: int = 1
     ep: int = 1
+    sequence_parallel: bool = True  # with tp > 1: norms and residuals over 1/tp of the sequence
+    loss_parallel: bool = True  # with tp > 1: the loss over vocabulary-sharded logits (no logits gather)
     flex: bool = False
     joint_passes: list[str] = field(default_factory=list)
     passes: list[str] = field(default_factory=list)
@@ -58,7 +81,8 @@ class TrainConfig:
     seed: int = 0
     checkpoint: str | None = None  # directory: saved after the last step
     resume: bool = False  # start from the checkpoint in `checkpoint`
-    mixed_precision: bool | None = None  # bf16 compute + fp32 reduce; default: on cuda only
+    mixed_precision: bool | None = None  # bf16 compute; default: on cuda only
+    reduce_dtype: str = "float32"  # the dtype gradients are reduce-scattered (summed over dp ranks) in
     profile: str | None = None  # directory: traces and the breakdown of the last profile_steps steps
     profile_steps: int = 2
 
@@ -76,9 +100,13 @@ class TrainConfig:
             raise ValueError("--resume needs --checkpoint DIR")
         if self.steps < 1 or (self.batch_size is not None and self.batch_size < 1) or self.profile_steps < 1:
             raise ValueError("--steps, --batch-size and --profile-steps must be >= 1")
-        validate_passes(self.joint_passes, self.passes)
+        if self.reduce_dtype not in REDUCE_DTYPES:
+            raise ValueError(f"unknown --reduce-dtype {self.reduce_dtype!r}; choose from: {', '.join(REDUCE_DTYPES)}")
+        validate_passes(self.joint_passes, self.passes, tp=self.tp, sequence_parallel=self.sequence_parallel)
         ParallelDims(self.dp_shard, self.tp, self.ep)
         family, cfg = resolve(self.model, flex=self.flex, seq_len=self.seq_len, n_layers=self.n_layers)
+        if self.tp > 1:
+            check_divisible(cfg, self.tp, self.sequence_parallel)
         if self.ep > 1 and family.expert_parallel is None:
             raise ValueError(f"--ep {self.ep}: model family {family.name} has no experts to shard")
         if self.ep > 1 and cfg.n_experts % self.ep:
@@ -87,6 +115,18 @@ class TrainConfig:
 
     def uses_mixed_precision(self, device: torch.device) -> bool:
         return self.mixed_precision if self.mixed_precision is not None else device.type == "cuda"
+
+    def precision(self, device: torch.device) -> MixedPrecision:
+        """bf16 compute with mixed precision; gradients reduced in `reduce_dtype` (float32: the
+        parameters' own dtype, so no cast without mixed precision)."""
+        reduce = REDUCE_DTYPES[self.reduce_dtype]
+        if self.uses_mixed_precision(device):
+            return MixedPrecision(torch.bfloat16, reduce)
+        return MixedPrecision(None, None if reduce == torch.float32 else reduce)
+
+    @property
+    def uses_loss_parallel(self) -> bool:
+        return self.tp > 1 and self.loss_parallel
 
     @property
     def dims(self) -> ParallelDims:
@@ -101,6 +141,7 @@ class TrainResult:
     numerics_changed: list[str]  # passes that change numerics, as run
     device_name: str = ""
     profile: ProfileReport | None = None  # rank 0's, with --profile
+    pass_records: list[str] = field(default_factory=list)  # compiled: each pass's summary line (passes.PassRecord)
 
     def summary(self) -> dict:
         # throughput from the steps after the warm-up, and not profiled (the profiler costs host time) if any are left
@@ -112,6 +153,7 @@ class TrainResult:
             if last and last.expert_tokens is not None else {}
         return {
             "config": self.config,
+            "status": "ok",
             "device_name": self.device_name,
             "steps": len(self.steps),
             "final_loss": last.loss if last else None,
@@ -121,6 +163,7 @@ class TrainResult:
             "peak_mem_gib": max((s.peak_mem_gib for s in self.steps), default=None),
             "compile_s": self.compile_s,
             "numerics_changed_by": self.numerics_changed,
+            **({"passes": self.pass_records} if self.pass_records else {}),
             **moe,  # the last step's load balance
             **({"profile": self.profile.to_json()} if self.profile else {}),
         }
@@ -132,8 +175,8 @@ def build_model(family: ModelFamily, cfg: Any, tc: TrainConfig, mesh, device: to
     with torch.device(device):
         model = family.module(cfg)
     if tc.tp > 1:
-        family.tensor_parallel(model, mesh[TP_DIM])
-    mp = MixedPrecision(torch.bfloat16, torch.float32) if tc.uses_mixed_precision(device) else MixedPrecision()
+        family.tensor_parallel(model, mesh[TP_DIM], tc.sequence_parallel, tc.loss_parallel)
+    mp = tc.precision(device)
     if tc.ep > 1:
         family.expert_parallel(model, tc.dims.build_expert_mesh(device.type), mp)
     return data_parallel(model, mesh, mp)
@@ -176,10 +219,16 @@ def train(tc: TrainConfig) -> TrainResult:
     data = TokenDataset(cfg.vocab_size, cfg.seq_len, cfg.doc_len, tc.batch_size, tc.seed)
     compile_s = 0.0
     run = step_module
+    records = []
     if tc.mode == "compiled":
         t0 = time.perf_counter()
         tokens, labels = (t.to(device) for t in data.batch(start, dp_rank))
-        run = compile_joint(step_module, (tokens, labels), tc.joint_passes, tc.passes)
+        groups = mesh_groups(mesh)
+        if symmetric_memory_passes(tc.passes):
+            require_symmetric_memory(groups[TP_DIM])
+        with loss_context(tc.uses_loss_parallel):  # the export traces the loss's backward too
+            run = compile_joint(step_module, (tokens, labels), tc.joint_passes, tc.passes, groups)
+        records = [r.line() for r in run.records]
         compile_s = time.perf_counter() - t0
 
     peak = peak_flops(device, torch.bfloat16 if tc.uses_mixed_precision(device) else torch.float32)
@@ -194,8 +243,9 @@ def train(tc: TrainConfig) -> TrainResult:
         with profiler.step(step + 1) as profiled:
             t0 = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
-            loss = run(tokens, labels)
-            loss.backward()
+            with loss_context(tc.uses_loss_parallel):
+                loss = run(tokens, labels)
+                loss.backward()
             norm = grad_norm(model)
             optimizer.step()
             _sync(device)
@@ -214,7 +264,8 @@ def train(tc: TrainConfig) -> TrainResult:
     if tc.checkpoint:
         ckpt.save(tc.checkpoint, model, optimizer, end)
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    return TrainResult(asdict(tc), steps, compile_s, numerics_changing(tc.joint_passes, tc.passes), device_name, report)
+    return TrainResult(asdict(tc), steps, compile_s, numerics_changing(tc.joint_passes, tc.passes), device_name, report,
+                       records)
 
 
 def _expert_load(family: ModelFamily, model: nn.Module, tp: int) -> torch.Tensor:
@@ -229,16 +280,29 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def not_run(tc: TrainConfig, reason: str) -> dict:
+    """The summary of a run a pass kept from running here (status "not run", the reason)."""
+    return {"config": asdict(tc), "status": "not run", "reason": reason}
+
+
 def _train_summary(tc: TrainConfig) -> dict:
-    summary = train(tc).summary()
+    try:
+        summary = train(tc).summary()
+    except PassUnavailable as e:  # every rank raises it (the ranks agree on the probe)
+        summary = not_run(tc, str(e))
     if tc.profile and dist.get_rank() == 0:
         Path(tc.profile, "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
 
 
 def run_training(tc: TrainConfig) -> dict:
-    """Train under torchrun, or on spawned ranks; returns rank 0's summary."""
+    """Train under torchrun, or on spawned ranks; returns rank 0's summary (status "ok", or "not
+    run" with the reason where a pass needs what this machine lacks)."""
     tc.validate()
+    for name in symmetric_memory_passes(tc.passes):
+        reason = unsupported_here(tc.device)
+        if reason:  # known before any rank starts
+            return not_run(tc, f"{name}: {reason}")
     if launched_by_torchrun():
         return _train_summary(tc)
     return spawn(_train_summary, tc.dims.world_size, tc)
@@ -252,6 +316,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--tp", type=int, default=d.tp, help="tensor-parallel degree")
     parser.add_argument("--ep", type=int, default=d.ep,
                         help="expert-parallel degree (MoE models; its ranks are dp-shard ranks: must divide --dp-shard)")
+    parser.add_argument("--sequence-parallel", default=d.sequence_parallel, action=argparse.BooleanOptionalAction,
+                        help="with --tp: norms and residual adds over 1/tp of the sequence, all-gather/reduce-scatter "
+                             "around the column/row-wise pairs instead of all-reduces (default: on)")
+    parser.add_argument("--loss-parallel", default=d.loss_parallel, action=argparse.BooleanOptionalAction,
+                        help="with --tp: cross-entropy over the vocabulary-sharded logits instead of gathering them "
+                             "(default: on)")
     parser.add_argument("--flex", action="store_true", help="FlexAttention with a block-causal mask")
     parser.add_argument("--joint-passes", nargs="*", default=[], metavar="PASS",
                         help=f"joint-graph passes: {', '.join(JOINT_PASSES)}")
@@ -270,7 +340,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--checkpoint", default=None, metavar="DIR", help="save here after the last step")
     parser.add_argument("--resume", action="store_true", help="start from the checkpoint in --checkpoint")
     parser.add_argument("--mixed-precision", default=None, action=argparse.BooleanOptionalAction,
-                        help="bf16 compute, fp32 gradient reduction (default: on cuda)")
+                        help="bf16 compute (default: on cuda)")
+    parser.add_argument("--reduce-dtype", choices=tuple(REDUCE_DTYPES), default=d.reduce_dtype,
+                        help="dtype of the gradient reduce-scatter over dp ranks (default float32)")
     parser.add_argument("--profile", nargs="?", const="irlens-profile", default=None, metavar="DIR",
                         help="profile the last --profile-steps steps: traces (Perfetto) to DIR (default "
                              "irlens-profile), the step time's breakdown printed and in the summary")
@@ -287,7 +359,12 @@ def train_main(argv: list[str] | argparse.Namespace) -> int:
     parser = add_train_arguments(argparse.ArgumentParser(prog="irlens train", description=__doc__.split("\n\n")[0]))
     args = argv if isinstance(argv, argparse.Namespace) else parser.parse_args(argv)
     summary = run_training(config_from_args(args))
-    if not dist.is_initialized() or dist.get_rank() == 0:
+    rank0 = not dist.is_initialized() or dist.get_rank() == 0
+    if rank0:
         print(json.dumps(summary), flush=True)
     shutdown()  # under torchrun: this process's group
+    if summary["status"] == "not run":  # something asked for cannot run here: exit 2, as for bad input
+        if rank0:
+            print(f"irlens train: not run: {summary['reason']}", file=sys.stderr, flush=True)
+        return NOT_RUN_EXIT
     return 0
