@@ -5,40 +5,41 @@ from __future__ import annotations
 import sys
 
 from irlens.cli.command import guarded
-from irlens.errors import UsageError
 
 HELP = "annotate one kernel: ops fused, reads/writes, reductions, source"
 
 
 def add_arguments(e) -> None:
-    e.add_argument("workload", help="a built-in workload or path/to/file.py:NAME")
-    e.add_argument("--backend", required=True)
-    e.add_argument("--mode", default="fwd", choices=["fwd", "fwdbwd"])
+    from irlens.dtypes import COMPUTE_DTYPES
+    from irlens.workload import MODES, PRESETS
+
+    e.add_argument("workload", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME")
+    e.add_argument("--backend", required=True, help="inductor, thunder+torchcompile, nvfuser, xla (eager has no kernels)")
+    e.add_argument("--mode", default="fwd", choices=MODES, help="fwd: the forward; fwdbwd: also the loss and gradients")
     e.add_argument("--kernel", default=None, help="kernel name or index (default: list them, explain the largest)")
-    e.add_argument("--preset", default="tiny")
-    e.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    e.add_argument("--dtype", default=None)
+    e.add_argument("--preset", default="tiny", choices=PRESETS, help="shape preset")
+    e.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the backend runs")
+    e.add_argument("--dtype", default=None, choices=COMPUTE_DTYPES, help="default: the workload's own (float32 for the built-ins)")
+    e.add_argument("--timeout", type=float, default=300.0, help="seconds for the run (in a worker process, as a compare cell)")
 
 
 @guarded
 def run(args) -> int:
     from irlens.backends import get_backend
-    from irlens.explain import explain_run
+    from irlens.explain import explain_run, run_as_compare_does
     from irlens.frontends.base import Unavailable
     from irlens.models import resolve_workload
-    from irlens.workload import MODES
 
-    mode, device, preset = args.mode or "fwd", args.device or "cpu", args.preset or "tiny"
-    if mode not in MODES:
-        raise UsageError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
     wl = resolve_workload(args.workload)
     backend = get_backend(args.backend)
-    available = backend.availability(device)
+    available = backend.availability(args.device)
     if not available:
-        raise Unavailable(f"backend {backend.name} is unavailable on {device}: {available.reason}")
-    inst = wl.instantiate(preset, args.dtype, device)
-    print(f"irlens explain: running {wl.name} ({preset}, {inst.dtype}, {mode}) through {backend.name} on {device} ...",
-          file=sys.stderr)
-    run = backend.run(inst, mode)  # a backend's own failure is no usage error: exit 1
-    print(explain_run(run, backend.name, args.kernel, f"{wl.name} {mode} ({preset}, {inst.dtype}, {device})"))
+        raise Unavailable(f"backend {backend.name} is unavailable on {args.device}: {available.reason}")
+    inst = wl.instantiate(args.preset, args.dtype, args.device)  # bad preset or dtype: a usage error, here
+    print(f"irlens explain: running {wl.name} ({args.preset}, {inst.dtype}, {args.mode}) through {backend.name} on "
+          f"{args.device} in a worker, as irlens compare runs a cell ...", file=sys.stderr)
+    # a backend's own failure is no usage error: exit 1
+    run = run_as_compare_does(args.workload, backend.name, args.mode, args.device, args.preset, args.dtype, args.timeout)
+    context = f"{wl.name} {args.mode} ({args.preset}, {inst.dtype}, {args.device}, {run.threads} thread{'s' if run.threads > 1 else ''})"
+    print(explain_run(run, backend.name, args.kernel, context))
     return 0

@@ -32,7 +32,7 @@ from irlens.ir import Graph, Kernel, canonical_dtype, dtype_size
 from irlens.frontends.thunder.trace import ExecutionGroup, trace_to_graph, trace_to_graph_and_groups
 from irlens.backends.thunder import lower as nvfuser_lowering
 from irlens.ops import COMPOSITE, category
-from irlens.workload import Instance, run_eager
+from irlens.workload import Instance, eager_step, run_eager
 
 # Fusion executors: a backend uses one and keeps the others out of its executor list, so
 # the fusions it reports are its own. Thunder's CUDA defaults also hold `torchcompile_xentropy`
@@ -106,7 +106,7 @@ class ThunderBackend(Backend):
 
     def run(self, inst: Instance, mode: str) -> BackendRun:
         thunder, jfn, recorder = self._jit(inst)
-        results, compile_s, run_us = measure(recorder.watch_first_call(lambda: run_eager(jfn, inst, mode)), inst.device)
+        results, compile_s, run_us = measure(eager_step(jfn, inst, mode).wrapped(recorder.watch_first_call), inst.device)
 
         def mapping() -> BackendRun:
             graphs: list[Graph] = []
@@ -231,13 +231,13 @@ class InductorRecorder(RegionRecorder):
 
         first = [True]
 
-        def watched():
+        def watched(*args):
             # Only the first call: run_and_get_code resets Dynamo, and a cache hit captures no
             # code, so "no code yet" must not mean "watch again" (every call would recompile).
             if not first[0]:
-                return call()
+                return call(*args)
             first[0] = False
-            result, self.codes = run_and_get_code(call)
+            result, self.codes = run_and_get_code(call, *args)
             return result
 
         return watched
