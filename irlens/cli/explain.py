@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import sys
 
-from irlens.cli.command import guarded
+from irlens.cli.command import add_device_option, add_dtype_option, add_preset_option, guarded
 
 HELP = "annotate one kernel: ops fused, reads/writes, reductions, source"
 
 
 def add_arguments(e) -> None:
-    from irlens.dtypes import COMPUTE_DTYPES
-    from irlens.workload import MODES, PRESETS
+    from irlens.workload import MODES
 
     e.add_argument("workload", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME")
     e.add_argument("--backend", required=True, help="inductor, thunder+torchcompile, nvfuser, xla (eager has no kernels)")
     e.add_argument("--mode", default="fwd", choices=MODES, help="fwd: the forward; fwdbwd: also the loss and gradients")
     e.add_argument("--kernel", default=None, help="kernel name or index (default: list them, explain the largest)")
-    e.add_argument("--preset", default="tiny", choices=PRESETS, help="shape preset")
-    e.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the backend runs")
-    e.add_argument("--dtype", default=None, choices=COMPUTE_DTYPES, help="default: the workload's own (float32 for the built-ins)")
+    add_preset_option(e)
+    add_device_option(e)
+    add_dtype_option(e)
     e.add_argument("--timeout", type=float, default=300.0, help="seconds for the run (in a worker process, as a compare cell)")
 
 
