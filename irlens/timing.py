@@ -31,7 +31,7 @@ from irlens.gpu_turns import gpu_alone
 
 _L2_FLUSH_BYTES = 256 << 20
 # a host timing whose steps' interquartile range exceeds this fraction of their median is flagged
-# as unsteady in every output (README: Timing)
+# as unsteady in every output (docs/timing.md)
 UNSTEADY_SPREAD = 0.5
 
 

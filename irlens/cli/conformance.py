@@ -27,7 +27,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("-k", dest="patterns", action="append", default=[], metavar="REGEX",
                         help="only cases whose id (corpus:op:dtype#sample, e.g. opinfo:div.floor_rounding:float32#0) "
                              "matches; repeat for more")
-    parser.add_argument("--limit", type=int, default=None, help="at most this many cases")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many cases of each corpus")
     parser.add_argument("--samples", type=int, default=1, help="samples per op and dtype")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per case and frontend")
