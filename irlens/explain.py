@@ -220,7 +220,7 @@ def backend_run_in_worker(workload: str, backend: str, mode: str, device: str, p
     from irlens.models import resolve_workload
 
     inst = resolve_workload(workload).instantiate(preset, dtype, device)
-    run = get_backend(backend).run(inst, mode)
+    run = get_backend(backend).run(inst, mode)  # a name, or a path/to/file.py:NAME reference
     return {"kernels": [k.to_json(with_source=True) for k in run.kernels], "graphs": [g.to_json() for g in run.graphs],
             "unmapped": run.unmapped, "run_us": run.run_us, "threads": torch.get_num_threads()}
 
@@ -236,7 +236,7 @@ def run_as_compare_does(workload: str, backend: str, mode: str, device: str, pre
     with WorkerSession(("irlens.explain", "irlens.backends", "irlens.models"), threads=worker_threads(2)) as session:
         record = session.call(WORKER_ENTRY, {"workload": workload, "backend": backend, "mode": mode, "device": device,
                                              "preset": preset, "dtype": dtype}, timeout)
-    return ExplainedRun([kernel_from_json(k, backend) for k in record["kernels"]],
+    return ExplainedRun([kernel_from_json(k) for k in record["kernels"]],
                         [Graph.from_json(g) for g in record["graphs"]], record["unmapped"], record["run_us"],
                         record["threads"])
 

@@ -28,6 +28,7 @@ def run(args) -> int:
     from irlens.explain import explain_run, run_as_compare_does
     from irlens.frontends.base import Unavailable
     from irlens.models import resolve_workload
+    from irlens.user_code import absolute_reference
 
     wl = resolve_workload(args.workload)
     backend = get_backend(args.backend)
@@ -38,7 +39,8 @@ def run(args) -> int:
     print(f"irlens explain: running {wl.name} ({args.preset}, {inst.dtype}, {args.mode}) through {backend.name} on "
           f"{args.device} in a worker, as irlens compare runs a cell ...", file=sys.stderr)
     # a backend's own failure is no usage error: exit 1
-    run = run_as_compare_does(args.workload, backend.name, args.mode, args.device, args.preset, args.dtype, args.timeout)
+    run = run_as_compare_does(absolute_reference(args.workload), absolute_reference(args.backend), args.mode,
+                              args.device, args.preset, args.dtype, args.timeout)
     context = f"{wl.name} {args.mode} ({args.preset}, {inst.dtype}, {args.device}, {run.threads} thread{'s' if run.threads > 1 else ''})"
     print(explain_run(run, backend.name, args.kernel, context))
     return 0
