@@ -4,18 +4,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from irlens.cli.command import add_modes_option, add_preset_option, checked_csv, csv, guarded, options
+from irlens.cli.command import add_modes_option, add_preset_option, backend_names, checked_csv, csv, guarded, options
 from irlens.errors import UsageError
 
 HELP = "the matrix on a GPU: device time per row beside measured bandwidth/flop ceilings"
 
 
 def add_arguments(b) -> None:
-    from irlens.cli.compare import backend_names
     from irlens.dtypes import COMPUTE_DTYPES
 
     b.add_argument("--workloads", type=csv, default=None,
-                   help="comma-separated built-in names or path/to/file.py:NAME; default: the built-ins outside the corpus")
+                   help="comma-separated built-in names or path/to/file.py:NAME; default: the built-ins outside "
+                        "the corpus")
     b.add_argument("--backends", type=csv, default=None,
                    help=f"comma-separated, of: {backend_names()}; default: eager,inductor,nvfuser,xla")
     add_modes_option(b)

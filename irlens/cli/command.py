@@ -100,7 +100,8 @@ def add_preset_option(parser, default: str | None = "tiny") -> None:
     from irlens.workload import PRESETS
 
     parser.add_argument("--preset", choices=PRESETS, default=default,
-                        help="shape preset: tiny (CPU, tests) or bench (GPU sizes)" + ("" if default else "; default: tiny"))
+                        help="shape preset: tiny (CPU, tests) or bench (GPU sizes)"
+                             + ("" if default else "; default: tiny"))
 
 
 def add_dtype_option(parser) -> None:
@@ -113,3 +114,10 @@ def add_dtype_option(parser) -> None:
 def add_device_option(parser, default: str | None = "cpu") -> None:
     parser.add_argument("--device", choices=["cpu", "cuda"], default=default,
                         help="where it runs" + ("" if default else "; default: cpu"))
+
+
+def backend_names() -> str:
+    """The registered backends, for a help text."""
+    from irlens.backends import BACKENDS
+
+    return ", ".join(BACKENDS)

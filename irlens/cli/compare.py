@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irlens.cli.command import (add_device_option, add_dtype_option, add_modes_option, add_preset_option, csv, guarded,
-                                 options)
+from irlens.cli.command import (add_device_option, add_dtype_option, add_modes_option, add_preset_option, backend_names,
+                                 csv, guarded, options)
 
 HELP = "run workloads through every backend; check numerics; list kernels"
 
@@ -27,12 +27,6 @@ def add_arguments(c) -> None:
     c.add_argument("--jobs", type=int, default=1, help="cells run in parallel")
     c.add_argument("--cross", action="store_true",
                    help="the frontend x backend grid: graphs acquired by dynamo/thunder/jax, executed by inductor/nvfuser/xla")
-
-
-def backend_names() -> str:
-    from irlens.backends import BACKENDS
-
-    return ", ".join(BACKENDS)
 
 
 @dataclass

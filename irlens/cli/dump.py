@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from irlens.cli.command import EXIT_OK, add_device_option, add_dtype_option, add_preset_option, guarded
+from irlens.cli.command import EXIT_OK, add_device_option, add_dtype_option, add_preset_option, backend_names, guarded
 from irlens.errors import UsageError
 from irlens.ir import LEVELS
 
@@ -21,7 +21,6 @@ def add_arguments(d) -> None:
 
     d.add_argument("workload", nargs="?", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME "
                                                "(with --frontend joint: llama3, deepseek_v3 or <family>:<preset>)")
-    from irlens.cli.compare import backend_names
     from irlens.frontends import FRONTENDS
 
     d.add_argument("--frontend", help=f"{', '.join(FRONTENDS)} (or joint for llama3/deepseek_v3): its IR stages; "
@@ -30,7 +29,8 @@ def add_arguments(d) -> None:
                                      f"give this or --frontend")
     d.add_argument("--stage", help="which stage (default: the main one; see --stages)")
     d.add_argument("--stages", action="store_true", help="list the stages this frontend or backend keeps, then exit")
-    d.add_argument("--mode", choices=["fwd", "fwdbwd"], default=None, help="fwdbwd is the same as --backward; default: fwd")
+    d.add_argument("--mode", choices=["fwd", "fwdbwd"], default=None,
+                   help="fwdbwd is the same as --backward; default: fwd")
     d.add_argument("--view", choices=["native", "common"], default=None,
                    help="default: native (--frontend joint: common)")
     d.add_argument("--level", choices=list(LEVELS), default="composite",

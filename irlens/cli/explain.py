@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from irlens.cli.command import add_device_option, add_dtype_option, add_preset_option, guarded
+from irlens.cli.command import add_device_option, add_dtype_option, add_preset_option, backend_names, guarded
 
 HELP = "annotate one kernel: ops fused, reads/writes, reductions, source"
 
@@ -13,7 +13,8 @@ def add_arguments(e) -> None:
     from irlens.workload import MODES
 
     e.add_argument("workload", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME")
-    e.add_argument("--backend", required=True, help="inductor, thunder+torchcompile, nvfuser, xla (eager has no kernels)")
+    e.add_argument("--backend", required=True,
+                   help=f"{backend_names()} (eager has no kernels), or path/to/file.py:NAME")
     e.add_argument("--mode", default="fwd", choices=MODES, help="fwd: the forward; fwdbwd: also the loss and gradients")
     e.add_argument("--kernel", default=None, help="kernel name or index (default: list them, explain the largest)")
     add_preset_option(e)
@@ -41,6 +42,7 @@ def run(args) -> int:
     # a backend's own failure is no usage error: exit 1
     run = run_as_compare_does(absolute_reference(args.workload), absolute_reference(args.backend), args.mode,
                               args.device, args.preset, args.dtype, args.timeout)
-    context = f"{wl.name} {args.mode} ({args.preset}, {inst.dtype}, {args.device}, {run.threads} thread{'s' if run.threads > 1 else ''})"
+    threads = f"{run.threads} thread{'s' if run.threads > 1 else ''}"
+    context = f"{wl.name} {args.mode} ({args.preset}, {inst.dtype}, {args.device}, {threads})"
     print(explain_run(run, backend.name, args.kernel, context))
     return 0

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import os
 
-from irlens.cli.command import EXIT_FAIL, EXIT_OK, add_device_option, add_dtype_option, add_preset_option, error, guarded
+from irlens.cli.command import (EXIT_FAIL, EXIT_OK, add_device_option, add_dtype_option, add_preset_option,
+                                 backend_names, error, guarded)
 
 HELP = ("a standalone reproducer of one cell; --reduce: the smallest graph that still fails; --slow: timed, with its "
         "dominant kernel")
@@ -24,8 +25,7 @@ def add_arguments(p) -> None:
 
     p.add_argument("workload", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME")
     p.add_argument("--backend", required=True,
-                   help="eager, inductor, thunder+torchcompile, nvfuser, xla, or path/to/file.py:NAME (a Backend with "
-                        "a `repro_path`)")
+                   help=f"{backend_names()}, or path/to/file.py:NAME (a Backend with a `repro_path`)")
     p.add_argument("--mode", default="fwd", choices=MODES, help="fwd: the forward; fwdbwd: also the loss and gradients")
     add_dtype_option(p)
     add_device_option(p)

@@ -106,7 +106,8 @@ class ThunderBackend(Backend):
 
     def run(self, inst: Instance, mode: str) -> BackendRun:
         thunder, jfn, recorder = self._jit(inst)
-        results, compile_s, run_us = measure(eager_step(jfn, inst, mode).wrapped(recorder.watch_first_call), inst.device)
+        step = eager_step(jfn, inst, mode).wrapped(recorder.watch_first_call)
+        results, compile_s, run_us = measure(step, inst.device)
 
         def mapping() -> BackendRun:
             graphs: list[Graph] = []
