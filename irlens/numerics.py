@@ -37,7 +37,7 @@ In float32 the flat tolerance stays an upper bound (a result must pass both); in
 bfloat16 it does not bound (eager itself exceeds it on near-cancelling results). Where eager's
 own error is not known (eager failed or overflowed, or no precision above the run's ran: a
 float64 run's reference is eager float64 itself) the flat tolerance alone judges. k, the
-floors and LOSS_ROUNDINGS come from measurements: scripts/numerics_margins.py (README, Numerics).
+floors and LOSS_ROUNDINGS come from measurements: scripts/numerics_margins.py (docs/numerics.md).
 """
 from __future__ import annotations
 

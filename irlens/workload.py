@@ -208,31 +208,72 @@ def to_jax(t: torch.Tensor):
     return jnp.asarray(t.numpy())
 
 
-def run_eager(fn: Callable, inst: Instance, mode: str) -> dict[str, torch.Tensor]:
-    """Run `fn` (the module, or any compiled callable with its signature) in `mode`.
+@dataclass(frozen=True)
+class Step:
+    """One step of a workload through a callable, split as `torch.utils.benchmark.Timer` splits
+    setup from statement: `prepare()` makes the arguments once (input leaves), `call(args)` is
+    the step itself, the part a timer times and that can be called again on the same arguments,
+    and `package(args, raw)` names its results. `step()` does all three once."""
 
-    Returns named results: `out0..`, and in fwdbwd mode also `loss`, `grad:input<i>` and
+    prepare: Callable[[], Any]
+    call: Callable[[Any], Any]
+    package: Callable[[Any, Any], dict]
+
+    def __call__(self) -> dict:
+        args = self.prepare()
+        return self.package(args, self.call(args))
+
+    def wrapped(self, wrap: Callable[[Callable], Callable]) -> "Step":
+        """The same step with its call wrapped (e.g. to watch the first one)."""
+        return dataclasses.replace(self, call=wrap(self.call))
+
+
+def eager_step(fn: Callable, inst: Instance, mode: str) -> Step:
+    """`fn` (the module, or any compiled callable with its signature) as a Step in `mode`.
+
+    Results are named `out0..`, and in fwdbwd mode also `loss`, `grad:input<i>` and
     `grad:<param name>`. Every backend returns the same names, so numerics compare by name.
-    """
+    Gradients come from `torch.autograd.grad`, not `.backward()`: nothing accumulates into
+    `.grad`, so the call can repeat on the same leaves with nothing to reset between calls."""
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
-    for p in inst.module.parameters():
-        p.grad = None
-    inputs = inst.fresh_inputs(requires_grad=(mode == "fwdbwd"))
     if mode == "fwd":
-        with torch.no_grad():
-            outs = as_tuple(fn(*inputs))
-        return {f"out{i}": o.detach() for i, o in enumerate(outs)}
-    outs = as_tuple(fn(*inputs))
-    loss = inst.workload.loss(outs)
-    loss.backward()
-    results = {f"out{i}": o.detach() for i, o in enumerate(outs)}
-    results["loss"] = loss.detach()
-    for i in inst.grad_input_indices():
-        results[f"grad:input{i}"] = inputs[i].grad
-    for name, p in inst.module.named_parameters():
-        results[f"grad:{name}"] = p.grad
-    return results
+        def forward(inputs):
+            with torch.no_grad():
+                return as_tuple(fn(*inputs))
+
+        return Step(lambda: inst.fresh_inputs(requires_grad=False), forward,
+                    lambda inputs, outs: {f"out{i}": o.detach() for i, o in enumerate(outs)})
+
+    grad_inputs = inst.grad_input_indices()
+    params = [(name, p) for name, p in inst.module.named_parameters() if p.requires_grad]
+
+    def prepare():
+        inputs = inst.fresh_inputs(requires_grad=True)
+        return inputs, [inputs[i] for i in grad_inputs] + [p for _, p in params]
+
+    def forward_backward(args):
+        inputs, leaves = args
+        outs = as_tuple(fn(*inputs))
+        loss = inst.workload.loss(outs)
+        return outs, loss, torch.autograd.grad(loss, leaves, allow_unused=True)
+
+    def package(args, raw) -> dict:
+        outs, loss, grads = raw
+        results = {f"out{i}": o.detach() for i, o in enumerate(outs)}
+        results["loss"] = loss.detach()
+        names = [f"grad:input{i}" for i in grad_inputs] + [f"grad:{name}" for name, _ in params]
+        got = dict(zip(names, grads))
+        results.update({name: got[name] for name in names[:len(grad_inputs)]})
+        results.update({f"grad:{name}": got.get(f"grad:{name}") for name, _ in inst.module.named_parameters()})
+        return results
+
+    return Step(prepare, forward_backward, package)
+
+
+def run_eager(fn: Callable, inst: Instance, mode: str) -> dict[str, torch.Tensor]:
+    """Run `fn` once in `mode`: its results named as `eager_step` names them."""
+    return eager_step(fn, inst, mode)()
 
 
 WORKLOADS: Registry[Workload] = Registry("workload")  # the built-ins register on importing irlens.models

@@ -17,7 +17,7 @@ from irlens.lowering import LEVEL
 from irlens.registry import Registry
 from irlens.gpu_turns import timing_turn
 from irlens.timing import active_recorder, record_host_times
-from irlens.workload import Instance
+from irlens.workload import Instance, Step
 
 
 @dataclass
@@ -57,31 +57,40 @@ def with_kernels(results: dict, compile_s: float, run_us: float, mapping: Callab
         return BackendRun(results, compile_s, run_us, [], notes=notes, unmapped=reason, **kept)
 
 
-def measure(call: Callable[[], dict], device: str, min_repeats: int = 5, max_repeats: int = 20,
-            budget_s: float = 0.2) -> tuple[dict, float, float]:
-    """Time `call` (e.g. `lambda: run_eager(compiled, inst, mode)`) the way BackendRun reports it.
+def measure(step: Step | Callable[[], Any], device: str, min_repeats: int = 5, max_repeats: int = 1000,
+            budget_s: float = 0.05) -> tuple[Any, float, float]:
+    """Time `step` (`eager_step(compiled, inst, mode)`, or a plain callable, timed whole) the way
+    BackendRun reports it: its arguments are prepared once and its results packaged after, outside
+    the timed calls, as `torch.utils.benchmark.Timer` keeps setup out of what it times.
 
     Returns (results of the first call, compile_s, run_us): compile_s is the first call's time
     minus one steady-state run; run_us is the median of at least `min_repeats` synchronized
-    steady-state calls, more while they fit in `budget_s`, timed with the device alone where
-    workers take turns on it (irlens.gpu_turns; the steps' times go to `recording_host_time`).
+    steady-state calls, more (up to `max_repeats`) while they fit in `budget_s`: a call of tens of
+    µs is read hundreds of times, as a timer's blocks would, not 20. Timed with the device alone where
+    workers take turns on it (irlens.gpu_turns; the calls' times go to `recording_host_time`).
     """
+    if not isinstance(step, Step):
+        whole = step
+        step = Step(lambda: None, lambda _: whole(), lambda _, raw: raw)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    args = step.prepare()
     start = time.perf_counter()
-    results = call()
+    raw = step.call(args)
     sync()
     first_s = time.perf_counter() - start
+    results = step.package(args, raw)
+    del raw
     times: list[float] = []
     with timing_turn():
         while len(times) < max_repeats and (len(times) < min_repeats or sum(times) < budget_s):
             start = time.perf_counter()
-            call()
+            step.call(args)
             sync()
             times.append(time.perf_counter() - start)
         recorder = active_recorder()
         if recorder is not None and device.startswith("cuda"):
-            recorder.record(call)
-    record_host_times([t * 1e6 for t in times])
+            recorder.record(lambda: step.call(args))
+    record_host_times([t * 1e6 for t in times], lambda: step.call(args))
     run_s = statistics.median(times)
     return results, max(first_s - run_s, 0.0), run_s * 1e6
 

@@ -17,6 +17,8 @@ import importlib
 import sys
 from typing import Callable
 
+from irlens.cli.command import HelpFormatter
+
 COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "repro", "conformance", "train")
 
 
@@ -56,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=SubcommandParser)
     for name in COMMANDS:
         module = command_module(name)
-        sub.add_parser(name, help=module.HELP, description=module.HELP, add_arguments=module.add_arguments)\
+        sub.add_parser(name, help=module.HELP, description=module.HELP, add_arguments=module.add_arguments,
+                       formatter_class=HelpFormatter)\
             .set_defaults(command_handler=module.run)  # a name no option's dest takes (repro has --no-run: dest run)
     return p
 

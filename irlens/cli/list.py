@@ -9,7 +9,7 @@ HELP = "workloads, frontends and backends, and whether each is available here"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--format", choices=["text", "json"], default="text", help="a table, or JSON")
 
 
 @guarded
@@ -24,6 +24,7 @@ def run(args) -> int:
     for f in FRONTENDS.values():
         a = f.availability()
         frontends.append({"name": f.name, "available": a.ok, "reason": a.reason, "description": f.description})
+    frontends.append(joint_frontend())
     backends = []
     for b in BACKENDS.values():
         per_device = {}
@@ -43,7 +44,7 @@ def run(args) -> int:
     print("frontends:")
     for f in frontends:
         state = "available" if f["available"] else f"unavailable: {f['reason']}"
-        print(f"  {f['name']:<18} {state}")
+        print(f"  {f['name']:<18} {state}" + (f" ({f['note']})" if f.get("note") else ""))
     print("backends:")
     for b in backends:
         cells = []
@@ -51,3 +52,16 @@ def run(args) -> int:
             cells.append(f"{dev}: " + ("available" if b[dev]["available"] else f"unavailable ({b[dev]['reason']})"))
         print(f"  {b['name']:<22} " + "; ".join(cells))
     return EXIT_OK
+
+
+def joint_frontend() -> dict:
+    """The parallel path's joint graphs, which `irlens dump MODEL --frontend joint` shows: not a
+    Frontend of the registry (its models are the parallel path's, not workloads), listed beside them."""
+    import torch.distributed as dist
+
+    ok = dist.is_available()
+    return {"name": "joint", "available": ok, "reason": "" if ok else "torch was built without torch.distributed",
+            "description": "the joint forward+backward graph of the parallel training path (DTensor, SimpleFSDP + TP), "
+                           "captured with aot_export_joint_with_descriptors under a fake process group",
+            "note": "irlens dump only, of the parallel path's models llama3 and deepseek_v3: "
+                    "irlens dump llama3 --frontend joint"}

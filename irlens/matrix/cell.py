@@ -141,7 +141,7 @@ def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: Ho
     row.compile_s, row.run_us = run.compile_s, run.run_us
     row.run_spread = host.spread if host is not None else None
     row.kernels = [k.to_json() for k in run.kernels]
-    row.kernel_count = run.launch_count()  # launches per step (README: "Kernel launches"); None: unmapped
+    row.kernel_count = run.launch_count()  # launches per step (docs/compare.md, "Kernel launches"); None: unmapped
     row.kernels_unmapped = run.unmapped
 
 

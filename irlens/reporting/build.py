@@ -54,7 +54,7 @@ def op_summary(kernel: Kernel, graph: Graph | None) -> str:
 def _run_section(doc: Document) -> Section:
     facts = [["device", f"{doc.device or '?'} ({doc.device_name or ''})"], ["preset", str(doc.preset or "?")]]
     if doc.threads is not None:
-        facts.append(["threads per worker", f"{doc.threads} (timed steps have the device alone; README, Timing)"])
+        facts.append(["threads per worker", f"{doc.threads} (timed steps have the device alone; docs/timing.md)"])
     facts += [[name, str(v) if v is not None else "not installed"] for name, v in doc.versions.items()]
     parts = doc.parts or ([{"gpu": None, "ceilings": doc.ceilings}] if doc.ceilings else [])
     for part in parts:  # what % of ceiling is against: measured here, beside the datasheet
@@ -81,7 +81,7 @@ def _summary_section(rows: list[Row]) -> Section:
             table.flagged.add((i, run_column))
     legend = ["rel err: the error of the row's decisive result (the one nearest the error it is allowed) against "
               "the reference; eager err: eager's own error on it in the same dtype; allowed: k × eager's error + "
-              "a floor (README, Numerics). "
+              "a floor (docs/numerics.md). "
               f"{FALLBACK_MARK}: judged against a reference below float64 (it could not run). "
               f"{UNSTEADY_MARK}: an unsteady timing (the timed steps spread widely)."]
     return Section("Summary", "summary", [table, Text(legend)])
@@ -227,7 +227,7 @@ def _numerics_table(rows: list[Row]) -> list[Table | Text]:
     if not any(r.per_result_allowed is not None for r in rows):
         return [table]
     return [table, Text(["Each cell: the result's error against the reference / the error it may have (k × eager's own "
-                         "error + a floor, in float32 no more than the flat tolerance; README, Numerics)."])]
+                         "error + a floor, in float32 no more than the flat tolerance; docs/numerics.md)."])]
 
 
 def _row_dtype(rows: list[Row]) -> str:
