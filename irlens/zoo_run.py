@@ -36,6 +36,7 @@ class ZooConfig:
     shard: tuple[int, int] | None = None  # (K, N)
     jobs: int = 1
     timeout: float = 300.0
+    budget_s: float | None = None  # cells not started by then are `unavailable` rows saying so
 
     @property
     def run_dtype(self) -> str | None:
@@ -98,7 +99,7 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -
     runnable = [n for n in names if not missing[n]]
     if runnable:
         plan = plan_matrix(runnable, backends, modes, cfg.device, cfg.preset, cfg.run_dtype)
-        doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs)
+        doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s)
     else:
         plan = plan_matrix([], backends, modes, cfg.device, cfg.preset, cfg.run_dtype)
         doc = Document("compare", [], cfg.device, preset=cfg.preset, dtype=cfg.run_dtype)

@@ -26,6 +26,9 @@ def add_arguments(p) -> None:
                    help="run shard K of N (0 <= K < N): every N-th model of the sorted names from the K-th")
     p.add_argument("--jobs", type=int, default=1, help="cells run in parallel")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per cell and per float64 reference")
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="cells not started within this many seconds are `unavailable` rows saying so (a call with a "
+                        "time limit still ends with a whole document)")
     p.add_argument("--out", default="irlens-zoo", help="folder for zoo.md, zoo.json, report.html (default: irlens-zoo)")
     p.add_argument("--json", default=None, help="also write the document here (.json or .json.gz)")
     p.add_argument("--from", dest="from_", nargs="+", action="extend", default=[], metavar="RESULTS_JSON",
@@ -47,7 +50,7 @@ def run(args) -> int:
         doc = merge_shards([read_document(path) for path in args.from_])
     else:
         cfg = ZooConfig(args.models, args.family, args.backends, args.modes, args.device, args.preset, args.dtype,
-                        parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout)
+                        parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s)
         doc = run_zoo(cfg, command=shlex.join(["irlens", "zoo", *sys.argv[2:]]) if sys.argv[1:2] == ["zoo"] else None)
     repros = write_repros(doc, out / "repro", args.device if not args.from_ else None) if args.repro else {}
     page = zoo_markdown(doc, {sig: str(path) for sig, path in repros.items()})
