@@ -98,7 +98,10 @@ def run_program(program: Program, inst: Instance, execute: Executor) -> dict:
         env.update({f"cotangent:out{i}": c for i, c in enumerate(cotangents)})
         _run_step(program.backward, execute, env)
     updated = [k for k in env if k.startswith("buffer:")]  # buffers the step updated in place
-    return {k: env[k] for k in result_names(inst, program.mode, n_outputs) + updated}
+    # a parameter that requires no gradient (Whisper's sinusoidal positions) gets none, as in run_eager
+    frozen = {f"grad:{n}" for n, p in inst.params().items() if not p.requires_grad}
+    return {k: None if k in frozen and k not in env else env[k]
+            for k in result_names(inst, program.mode, n_outputs) + updated}
 
 
 def _run_step(step: Step, execute: Executor, env: dict) -> None:

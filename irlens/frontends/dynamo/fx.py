@@ -1449,14 +1449,17 @@ def _core_table() -> dict:
 
 
 def _decomposition_of(target) -> Callable | None:
-    """The decomposition torch has for one OpOverload: the core-ATen table's, else the general one's;
+    """The decomposition torch has for one OpOverload: the core-ATen table's, else the general one's,
+    else irlens's own of an op torch does not decompose (decompositions.EXTRA);
     a custom op's (`torch.library.custom_op`, e.g. torch_nn's linear_cross_entropy kernels) is its
     own Python implementation, the function the op was defined by, unless it writes to an
     argument (that write is a side effect an expansion would not carry)."""
     from torch._decomp import core_aten_decompositions, decomposition_table
     from torch._library.custom_ops import _maybe_get_opdef
 
-    own = core_aten_decompositions().get(target) or decomposition_table.get(target)
+    from irlens.frontends.dynamo.decompositions import EXTRA
+
+    own = core_aten_decompositions().get(target) or decomposition_table.get(target) or EXTRA.get(target)
     if own is None:
         opdef = _maybe_get_opdef(target)
         writes = any(a.alias_info is not None and a.alias_info.is_write for a in target._schema.arguments)
@@ -1819,6 +1822,8 @@ def _after(a: fx.Node, b: fx.Node) -> bool:
 
 def _is_view(node: fx.Node) -> bool:
     t = node.target
+    if t is operator.getitem and isinstance(node.args[0], fx.Node) and isinstance(_example(node.args[0]), (tuple, list)):
+        return False  # one result of a call that returns several (topk's values), not a view of a tensor
     if isinstance(t, torch._ops.OpOverload):
         returns = t._schema.returns
         return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write

@@ -2,7 +2,7 @@
 return a tuple of tensors, the inputs of each kind (token ids, pixels, audio), the loss.
 
 An entry (`ZooModel`) names a model of a library (transformers, timm) built from a config with
-random weights, nothing downloaded, at two sizes: `tiny` (CPU, tests: tens of thousands of
+random weights, nothing downloaded, at two sizes: `tiny` (CPU, tests: under a million
 parameters, a few tokens or a 32x32 image) and `bench` (the published configuration of the
 checkpoint its description names; fewer layers where it says so). `zoo_workload` makes it an
 ordinary registered `Workload`, tagged `zoo`, its family and its kind, so every command takes

@@ -75,6 +75,11 @@ def encoder(**overrides) -> dict:
 
 
 NO_DROPOUT_BERT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+# The experts of a tiny MoE as transformers' batched matmuls over each token's gathered expert
+# weights: static shapes, ops the common view names. Its default (grouped_mm: torch's grouped GEMM,
+# or off bfloat16 a custom op looping over data-dependent offsets) stays at the bench size, where
+# gathering weights per token would not fit; there the common view counts that op as unknown.
+BATCHED = {"experts_implementation": "batched_mm"}
 
 
 def hf(name: str, model_type: str, head: str, kind: str, presets: dict, description: str,
@@ -175,13 +180,13 @@ MODELS = [
          "conv_kernel": 4, "use_cache": False}, tiny={"no_mask": True}, bench={"no_mask": True}),
         "Mamba 130M: selective scan (the sequential path), causal depthwise conv"),
     # mixtures of experts
-    hf("hf_mixtral", "mixtral", "causal_lm", "moe", text(decoder(num_local_experts=4, num_experts_per_tok=2), {
+    hf("hf_mixtral", "mixtral", "causal_lm", "moe", text(decoder(num_local_experts=4, num_experts_per_tok=2, **BATCHED), {
         "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 1,
         "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2,
         "use_cache": False}), "Mixtral 8x7B (1 of 32 layers): top-2 of 8 experts"),
     hf("hf_qwen2_moe", "qwen2_moe", "causal_lm", "moe", text(decoder(
         num_key_value_heads=4, moe_intermediate_size=16, shared_expert_intermediate_size=32, num_experts=4,
-        num_experts_per_tok=2), {
+        num_experts_per_tok=2, **BATCHED), {
         "vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632, "moe_intermediate_size": 1408,
         "shared_expert_intermediate_size": 5632, "num_hidden_layers": 2, "num_attention_heads": 16,
         "num_key_value_heads": 16, "num_experts": 60, "num_experts_per_tok": 4, "use_cache": False}),
