@@ -4,6 +4,7 @@ a summary per stack and per model (Markdown on stdout and in OUT/zoo.md), the do
 the summary from documents (a split run's shards). Exit 1 when a row mismatches or fails."""
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -53,7 +54,9 @@ def run(args) -> int:
                         parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s)
         doc = run_zoo(cfg, command=shlex.join(["irlens", "zoo", *sys.argv[2:]]) if sys.argv[1:2] == ["zoo"] else None)
     repros = write_repros(doc, out / "repro", args.device if not args.from_ else None) if args.repro else {}
-    page = zoo_markdown(doc, {sig: str(path) for sig, path in repros.items()})
+    # files by their path from the page (OUT/zoo.md); a kind with none says why
+    page = zoo_markdown(doc, {sig: path if path.startswith("not written") else os.path.relpath(path, out)
+                              for sig, path in repros.items()})
     out.mkdir(parents=True, exist_ok=True)
     (out / "zoo.md").write_text(page)
     write_document(doc, out / "zoo.json")
