@@ -223,6 +223,17 @@ def test_an_ill_conditioned_check_judges_against_eager_and_still_catches_a_backe
     assert off_weight.status == "mismatch" and "grad:0.weight" in off_weight.reason
 
 
+def test_a_result_eager_gets_no_digit_of_is_held_to_its_order_of_magnitude():
+    """Noise against noise (a running mean of a zero-mean channel): twice eager's error passes, a
+    hundred times does not; a well-conditioned result keeps the flat tolerance as its cap."""
+    from irlens.numerics import allowed_error
+
+    noise = allowed_error("float32", "fwd", 4e8, ill=True).value
+    assert 2 * 4e8 < noise < 100 * 4e8
+    assert allowed_error("float32", "fwd", 1e-2, ill=True).value < 1e-1  # some digits: k stays 2
+    assert allowed_error("float32", "fwd", 1e-3).value == 1e-4  # not ill-conditioned: capped
+
+
 def get_backend_eager():
     from irlens.backends import get_backend
 
