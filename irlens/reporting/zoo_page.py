@@ -156,9 +156,11 @@ def failures(doc: Document) -> list[tuple[str, list[Row], str | None]]:
 def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
     """The summary page; `repros`: signature -> the reproducer file written for it."""
     gpu = str(doc.device or "").startswith("cuda")
+    # a merged document's device already names each run's machine
+    device = doc.device if doc.device_name and doc.device_name in str(doc.device) else f"{doc.device} ({doc.device_name})"
     versions = ", ".join(f"{k} {v}" for k, v in (doc.versions or {}).items() if v and k not in ("python", "platform"))
     lines = ["# The zoo through every stack", "",
-             f"Device: {doc.device} ({doc.device_name}); preset {doc.preset}; dtype {doc.dtype or 'float32'}; "
+             f"Device: {device}; preset {doc.preset}; dtype {doc.dtype or 'float32'}; "
              f"{len({r.workload for r in doc.rows})} models.", f"Versions: {versions}.", ""]
     if doc.commands:
         lines += ["Made by:", "", *[f"    {c}" for c in doc.commands], ""]
