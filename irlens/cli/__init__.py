@@ -1,7 +1,7 @@
 """`irlens`: the command line. Thin: parse, call the library, print, pick the exit status.
 
 One module per subcommand (`list`, `dump`, `compare`, `bench`, `report`, `explain`, `repro`,
-`conformance`, `train`), each with `HELP`, `add_arguments(parser)` and `run(args) -> int`;
+`conformance`, `train`, `zoo`), each with `HELP`, `add_arguments(parser)` and `run(args) -> int`;
 adding a subcommand is one module and one entry in `COMMANDS`. A subcommand's arguments are added when it is parsed, so
 `irlens list` does not import what `irlens train` needs.
 
@@ -19,7 +19,7 @@ from typing import Callable
 
 from irlens.cli.command import HelpFormatter
 
-COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "repro", "conformance", "train")
+COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "repro", "conformance", "train", "zoo")
 
 
 class SubcommandParser(argparse.ArgumentParser):

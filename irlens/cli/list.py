@@ -19,7 +19,8 @@ def run(args) -> int:
     from irlens.models import get_workload, workload_names
 
     workloads = [{"name": w.name, "description": w.description, "presets": list(w.presets),
-                  "jax_twin": w.jax is not None} for w in map(get_workload, workload_names(corpus=None))]
+                  "jax_twin": w.jax is not None, "tags": list(w.tags), "available": not w.missing(),
+                  "reason": w.missing()} for w in map(get_workload, workload_names(corpus=None))]
     frontends = []
     for f in FRONTENDS.values():
         a = f.availability()
@@ -40,7 +41,8 @@ def run(args) -> int:
     print("workloads:")
     for w in workloads:
         twin = "" if w["jax_twin"] else "  (no JAX twin)"
-        print(f"  {w['name']:<18} {w['description']}{twin}")
+        state = "" if w["available"] else f"  [unavailable: {w['reason']}]"
+        print(f"  {w['name']:<18} {w['description']}{twin}{state}")
     print("frontends:")
     for f in frontends:
         state = "available" if f["available"] else f"unavailable: {f['reason']}"

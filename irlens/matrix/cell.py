@@ -28,10 +28,10 @@ from irlens.lowering import LEVEL
 from irlens.matrix.references import Reference
 from irlens.matrix.row import Row
 from irlens.models import resolve_workload
-from irlens.numerics import allowed_errors, compare_results, tolerance
+from irlens.numerics import allowed_errors, compare_results, ill_conditioned, tolerance
 from irlens.ops import is_compute
 from irlens.timing import HostTiming, recording_device_time, recording_host_time
-from irlens.workload import Instance, NoJaxTwin, Workload
+from irlens.workload import Instance, MissingLibrary, NoJaxTwin, Workload
 
 
 def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = None) -> Row:
@@ -71,6 +71,7 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         phase = "instantiate"
         inst = reference.pin(wl.instantiate(preset, dtype, device))
         row.tol, row.dtype, row.preset = tolerance(inst.dtype, mode), inst.dtype, preset
+        row.module_mode = inst.module_mode
         phase = "run"
         with recording_device_time(timing_lock) if device_timing else contextlib.nullcontext() as recorder, \
                 recording_host_time() as host:
@@ -83,7 +84,7 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         row.graphs = {g.stage: g.to_json() for g in run.graphs}  # what the kernels' node ids refer to (the fusion map)
         row.coverage = kernel_coverage(run.kernels, run.graphs) if run.graphs else None
         return row
-    except Unavailable as e:
+    except (Unavailable, MissingLibrary) as e:
         row.status, row.reason, row.phase = "unavailable", str(e), phase
         return row
     except Exception as e:
@@ -95,6 +96,7 @@ def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, front
     phase = "acquire"
     try:
         inst, program = acquired_program(workload_key, mode, frontend, device, preset, dtype, reference_path)
+        row.module_mode = inst.module_mode
         phase = "run"
         row.tol = tolerance(inst.dtype, mode)
         with recording_host_time() as host:
@@ -129,8 +131,10 @@ def acquired_program(workload: str, mode: str, frontend: str, device: str, prese
 def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: HostTiming | None = None) -> None:
     """The row's verdict, numbers and kernels from a finished run: each result against the
     reference and against eager's own error in `dtype` (irlens.numerics.allowed_error)."""
-    bounds = allowed_errors(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions)
+    ill = ill_conditioned(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions)
+    bounds = allowed_errors(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions, ill)
     cmp = compare_results(run.results, reference.results, bounds)
+    row.ill_conditioned = ill or None
     row.status, row.reason = ("ok" if cmp.ok else "mismatch"), cmp.reason
     row.max_rel_err, row.per_result = cmp.max_rel_err, cmp.errors
     row.per_result_eager, row.per_result_allowed = reference.eager_errors, cmp.allowed

@@ -76,6 +76,10 @@ class Row:
     # a report merged from several runs
     device: str | None = None
     device_name: str | None = None
+    # the module's train/eval mode as it ran (train, eval, mixed: irlens.workload.Instance.module_mode)
+    module_mode: str | None = None
+    # results whose check is ill-conditioned -> why (irlens.numerics.ill_conditioned): judged against eager
+    ill_conditioned: dict[str, str] | None = None
 
     @property
     def ran(self) -> bool:
@@ -149,7 +153,7 @@ class Row:
 OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceilings", "device", "device_name",
             # judged against eager's own error in the same dtype; the spread of the timed steps
             "per_result_eager", "per_result_allowed", "eager_err", "allowed", "reference_dtype",
-            "reference_fallback", "run_spread", "kernels_unmapped")
+            "reference_fallback", "run_spread", "kernels_unmapped", "module_mode", "ill_conditioned")
 
 
 @dataclass(frozen=True)

@@ -71,11 +71,27 @@ def format_table(doc: Document) -> str:
         notes.append(f"{FALLBACK_MARK} judged against eager {dtype}, not float64 ({_where(sorted(set(cells)))}): {why}")
     # How a row's stack captured the workload where not its usual way (ThunderFX), and its split.
     notes += [f"{r.backend} ({r.workload}/{r.mode}): {r.capture_note}" for r in doc.rows if r.capture_note]
+    notes += ill_conditioned_lines(doc)
+    trained = sorted({f"{r.workload}" for r in doc.rows if r.module_mode in ("train", "mixed")})
+    if trained:
+        notes.append(f"in train mode (BatchNorm normalizes by the batch; its updated buffers are results, "
+                     f"buffer:<name>): {', '.join(trained)}")
     shaky = [r for r in doc.rows if r.ran and unsteady(r.run_spread)]
     if shaky:
         notes.append(f"{UNSTEADY_MARK} unsteady timing ({len(shaky)} rows): the timed steps' interquartile range is "
                      f"above {UNSTEADY_SPREAD:.0%} of their median")
     return "\n".join(out + ([""] + notes if notes else []) + unknown_lines(doc))
+
+
+def ill_conditioned_lines(doc: Document) -> list[str]:
+    """One line per workload, mode and result whose check is ill-conditioned (the float64 value is
+    noise-sized): judged against eager, not the flat tolerance (irlens.numerics)."""
+    found: dict[tuple[str, str, str], str] = {}
+    for r in doc.rows:
+        for result, why in (r.ill_conditioned or {}).items():
+            found.setdefault((r.workload, r.mode, result), why)
+    return [f"ill-conditioned check, judged against eager ({w}/{m} {result}): {why}"
+            for (w, m, result), why in found.items()]
 
 
 def _where(cells: list[str]) -> str:

@@ -21,7 +21,7 @@ import torch
 from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_kernels
 from irlens.backends.inductor.debug import GraphDebug, debug_trace, graph_stages, triton_asm
 from irlens.frontends.base import Availability, Stage
-from irlens.frontends.dynamo import indexed
+from irlens.frontends.dynamo import graph_break_notes, indexed
 from irlens.frontends.dynamo.fx import fx_to_graph
 from irlens.ir import Graph, Kernel
 from irlens.backends.inductor.code import CompiledGraph, map_kernels, profiler_name
@@ -149,11 +149,15 @@ class InductorBackend(Backend):
         return Availability(True)
 
     def run(self, inst: Instance, mode: str) -> BackendRun:
+        from torch._dynamo.utils import counters
+
         torch._dynamo.reset()
+        counters.clear()
         capture = InductorCapture(inst.name)
         compiled = torch.compile(inst.module, backend=capture, dynamic=False)
         step = eager_step(compiled, inst, mode)
         results, compile_s, run_us = measure(step, inst.device)
+        breaks = graph_break_notes(counters)
 
         def mapping() -> BackendRun:
             if capture.unmapped:
@@ -165,7 +169,7 @@ class InductorBackend(Backend):
                 results=results, compile_s=compile_s, run_us=run_us, kernels=kernels,
                 graphs=[c.graph for c in capture.compiled],
                 notes={"codegen": "triton" if inst.device.startswith("cuda") else "cpp",
-                       "compiled_graphs": len(capture.compiled)},
+                       "compiled_graphs": len(capture.compiled), **breaks},
             )
 
         try:

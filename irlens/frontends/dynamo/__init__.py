@@ -54,16 +54,19 @@ def aot_roles(capture: GraphCapture) -> dict[str, tuple[list[Role], list[Role]]]
 
 def run_compiled(fn, inst: Instance, mode: str) -> None:
     """Call a compiled module once in `mode`: under no_grad for fwd; forward + loss.backward()
-    for fwdbwd, so the backward graphs get compiled. Leaves no gradients on the module."""
+    for fwdbwd, so the backward graphs get compiled. Leaves no gradients on the module, and its
+    buffers as they were (a train-mode BatchNorm updates its statistics)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
+    snapshot = inst.buffer_snapshot()
     if mode == "fwd":
         with torch.no_grad():
             fn(*inst.fresh_inputs(requires_grad=False))
-        return
-    inst.loss(as_tuple(fn(*inst.fresh_inputs(requires_grad=True)))).backward()
-    for p in inst.module.parameters():
-        p.grad = None
+    else:
+        inst.loss(as_tuple(fn(*inst.fresh_inputs(requires_grad=True)))).backward()
+        for p in inst.module.parameters():
+            p.grad = None
+    inst.buffer_results(snapshot)
 
 
 def graph_break_notes(counters) -> dict:
