@@ -9,33 +9,40 @@ import shlex
 import sys
 from pathlib import Path
 
-from irlens.cli.command import csv, guarded
+from irlens.cli.command import (add_device_option, add_modes_option, add_preset_option, add_thunder_capture,
+                                 apply_thunder_capture, csv, guarded)
 
 HELP = "the model zoo (transformers, timm) through every stack: pass rates, unknown ops, breaks, kernels, speedups"
 
 
 def add_arguments(p) -> None:
     p.add_argument("--models", type=csv, default=None, help="comma-separated zoo models (default: all; see irlens list)")
-    p.add_argument("--family", choices=["hf", "timm"], default=None, help="only transformers (hf) or timm models")
+    p.add_argument("--family", choices=["hf", "timm"], default=None,
+                   help="only transformers (hf) or timm models (default: both)")
     p.add_argument("--backends", type=csv, default=None,
                    help="comma-separated (default: every backend available on the device)")
-    p.add_argument("--mode", dest="modes", type=csv, default=None, help="fwd, fwdbwd or both (default: both)")
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    p.add_argument("--preset", choices=["tiny", "bench"], default="tiny")
-    p.add_argument("--dtype", default=None, help="default: bfloat16 at --preset bench, float32 at tiny")
+    add_modes_option(p)
+    add_device_option(p)
+    add_preset_option(p)
+    from irlens.dtypes import COMPUTE_DTYPES
+
+    p.add_argument("--dtype", choices=COMPUTE_DTYPES, default=None,
+                   help="compute dtype; default: bfloat16 at --preset bench, float32 at tiny")
     p.add_argument("--shard", default=None, metavar="K/N",
-                   help="run shard K of N (0 <= K < N): every N-th model of the sorted names from the K-th")
-    p.add_argument("--jobs", type=int, default=1, help="cells run in parallel")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per cell and per float64 reference")
+                   help="run shard K of N (0 <= K < N): every N-th model of the sorted names from the K-th "
+                        "(default: all of them)")
+    p.add_argument("--jobs", type=int, default=1, help="cells run in parallel (default: 1)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per cell and per float64 reference (default: 300)")
     p.add_argument("--budget-s", type=float, default=None,
                    help="cells not started within this many seconds are `unavailable` rows saying so (a call with a "
-                        "time limit still ends with a whole document)")
+                        "time limit still ends with a whole document); default: no budget")
     p.add_argument("--out", default="irlens-zoo", help="folder for zoo.md, zoo.json, report.html (default: irlens-zoo)")
-    p.add_argument("--json", default=None, help="also write the document here (.json or .json.gz)")
+    p.add_argument("--json", default=None, help="also write the document here (.json or .json.gz; default: only OUT/zoo.json)")
     p.add_argument("--from", dest="from_", nargs="+", action="extend", default=[], metavar="RESULTS_JSON",
-                   help="rebuild the summary from these documents (merged: a split run's shards) instead of running")
+                   help="rebuild the summary from these documents (merged: a split run's shards) instead of running (default: run)")
     p.add_argument("--repro", action="store_true",
                    help="write an `irlens repro` file for each kind of failure that is upstream's (OUT/repro/)")
+    add_thunder_capture(p)
 
 
 @guarded
@@ -46,6 +53,7 @@ def run(args) -> int:
     from irlens.zoo_repro import write_repros
     from irlens.zoo_run import ZooConfig, merge_shards, parse_shard, run_zoo
 
+    apply_thunder_capture(args)
     out = Path(args.out)
     if args.from_:
         doc = merge_shards([read_document(path) for path in args.from_])
