@@ -88,7 +88,12 @@ def judge(call, threads: int, spread: float) -> tuple[str, str]:
     if not theirs:
         worst = min(on for _, on in waited)
         return "not judged", f"busy machine: Timer's process was on a core {worst:.0%} of its run"
-    reference = statistics.median(us for us, _ in theirs)
+    readings = [us for us, _ in theirs]
+    if len(readings) > 1 and max(readings) / min(readings) - 1 > TOLERANCE:
+        # the reference itself moved more than the tolerance between rounds: it cannot judge 10 %
+        return "unsteady", (f"Timer's own rounds read {', '.join(f'{us:.1f}' for us in readings)} µs "
+                            f"(irlens {', '.join(f'{us:.1f}' for us in ours)} µs)")
+    reference = statistics.median(readings)
     ratio = mine / reference
     verdict = "ok" if abs(ratio - 1) <= TOLERANCE else "off"
     return verdict, f"irlens {mine:.1f} µs, Timer {reference:.1f} µs ({ratio:.2f}x)"
