@@ -141,9 +141,10 @@ def label(plan: Plan, cell: Cell) -> str:
 
 
 def planned_row(plan: Plan, cell: Cell, refs: References) -> Row | None:
-    """The row a cell gets without running: no JAX twin for a JAX backend, or a failed reference."""
+    """The row a cell gets without running: no JAX twin for a JAX backend that has no lowering to
+    run Dynamo's graphs instead (irlens.matrix.cell.via_program), or a failed reference."""
     wl, backend = plan.workloads[cell.workload], plan.backends[cell.backend]
-    if cell.frontend is None and backend.frontend == "jax" and wl.jax is None:
+    if cell.frontend is None and backend.frontend == "jax" and wl.jax is None and backend.lower is None:
         row = cell_row(plan, cell)
         row.status, row.reason = "unavailable", f"workload {wl.name!r} has no JAX twin"
         return row

@@ -40,7 +40,7 @@ def format_table(doc: Document) -> str:
               "run µs", "spread")
     lines = []
     for r in doc.rows:
-        lines.append((r.workload, r.mode, r.backend, r.status, *error_figures(r), _fmt(r.kernel_count, "d"),
+        lines.append((r.workload, r.mode, r.label, r.status, *error_figures(r), _fmt(r.kernel_count, "d"),
                       _fmt(r.compile_s, ".2f"), run_figure(r),
                       "-" if r.run_spread is None else f"{r.run_spread:.0%}"))
     widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
@@ -55,13 +55,14 @@ def format_table(doc: Document) -> str:
     reasons: dict[tuple[str, str, str], list[str]] = {}
     for r in doc.rows:
         if r.status != "ok" and r.reason:
-            reasons.setdefault((r.backend, r.status, r.reason.splitlines()[0]), []).append(f"{r.workload}/{r.mode}")
+            reasons.setdefault((r.label, r.status, r.reason.splitlines()[0]), []).append(f"{r.workload}/{r.mode}")
     # A row that ran but whose kernels could not be mapped keeps its verdict, and says so.
     for r in doc.rows:
         if r.unmapped_note:
-            reasons.setdefault((r.backend, r.status, r.unmapped_note.splitlines()[0]), []).append(
+            reasons.setdefault((r.label, r.status, r.unmapped_note.splitlines()[0]), []).append(
                 f"{r.workload}/{r.mode}")
     notes = [f"{backend} ({_where(cells)}): {status}: {reason}" for (backend, status, reason), cells in reasons.items()]
+    notes += via_lines(doc.rows)
     fallbacks: dict[tuple[str, str], list[str]] = {}
     for r in doc.rows:
         if r.ran and r.reference_fallback:
@@ -73,6 +74,17 @@ def format_table(doc: Document) -> str:
         notes.append(f"{UNSTEADY_MARK} unsteady timing ({len(shaky)} rows): the timed steps' interquartile range is "
                      f"above {UNSTEADY_SPREAD:.0%} of their median")
     return "\n".join(out + ([""] + notes if notes else []) + unknown_lines(doc))
+
+
+def via_lines(rows: list[Row]) -> list[str]:
+    """One line per backend and reason for the rows run through the lowering of another frontend's
+    graphs: which graphs, and why its own frontend's path was not taken."""
+    why: dict[tuple[str, str, str], list[str]] = {}
+    for r in rows:
+        if r.via:
+            why.setdefault((r.label, r.via, (r.via_reason or "-").splitlines()[0]), []).append(f"{r.workload}/{r.mode}")
+    return [f"{label} ({_where(cells)}): {via}'s graphs through the common view's lowering: {reason}"
+            for (label, via, reason), cells in why.items()]
 
 
 def _where(cells: list[str]) -> str:
@@ -88,6 +100,6 @@ def unknown_lines(doc: Document) -> list[str]:
         if unknown:
             natives = sorted({u[u.index("(") + 1:-1] for u in unknown})
             shown = ", ".join(natives[:6]) + (f", +{len(natives) - 6} more" if len(natives) > 6 else "")
-            lines.append(f"{r.backend} ({r.workload}/{r.mode}): {len(unknown)} node(s) with no meaning in the common "
+            lines.append(f"{r.label} ({r.workload}/{r.mode}): {len(unknown)} node(s) with no meaning in the common "
                          f"view, counted as uncovered: {shown}")
     return ([""] if lines else []) + lines

@@ -47,7 +47,7 @@ SUPPORTED = frozenset(name for name, op in OPS.items() if "jax" in op.lowerings)
 def to_jax_function(graph: Graph) -> Callable:
     """`fn(*inputs) -> tuple of outputs` over jax arrays. A control-flow node's subgraphs reach
     its lowering as such functions (lax.while_loop traces them)."""
-    check_supported(graph, SUPPORTED, "jax")
+    check_supported(graph, SUPPORTED, "jax", backend="jax")
     table = {op: jax_lowering(op) for op in {n.op for n in graph.nodes}}
     subgraphs = {n.id: {role: to_jax_function(g) for role, g in n.subgraphs.items()} for n in graph.nodes if n.subgraphs}
 
@@ -75,6 +75,7 @@ class XlaLowered:
         self.jax_device = jax_device(device)
         self.device = device
         self.compiled = None
+        self._read = None  # the optimized HLO, read once
 
     def _compile(self, args) -> None:
         import jax
@@ -105,8 +106,10 @@ class XlaLowered:
     def _hlo(self):
         from irlens.frontends.jax.hlo import read_hlo
 
-        module = self.compiled.runtime_executable().hlo_modules()[0]
-        return read_hlo(module, name=self.graph.name, stage=f"{self.tag}:jax.hlo")
+        if self._read is None:
+            module = self.compiled.runtime_executable().hlo_modules()[0]
+            self._read = read_hlo(module, name=self.graph.name, stage=f"{self.tag}:jax.hlo")
+        return self._read
 
     def graphs(self) -> list[Graph]:
         return [self._hlo().graph]
