@@ -152,6 +152,12 @@ def _indexing_cases() -> list[Case]:
         for largest in (False, True):
             cases.append(Case("topk", {"k": 3, "dim": 1, "largest": largest}, [v],
                               f"topk-{name}-{'largest' if largest else 'smallest'}"))
+    # grouped matmul: groups 0..2 of rows [0, 2), [2, 2) (empty), [2, 5); rows 5..6 past the last end
+    offs = torch.tensor([2, 2, 5], dtype=torch.int32)
+    x, w = _x(7, 4), _x(3, 4, 6, seed=1)
+    cases += [Case("grouped_mm", {}, [x, w, offs], "grouped_mm-empty-group-and-tail"),
+              Case("grouped_mm", {}, [x.T.contiguous(), _x(7, 6, seed=2), offs], "grouped_mm-2d-by-2d"),
+              Case("grouped_mm_backward", {}, [x, w, offs, _x(7, 6, seed=2)], "grouped_mm_backward")]
     cases.append(Case("sort", {"dim": 0}, [_x(5, 3)], "sort-unstable-dim0"))
     cases.append(Case("topk", {"k": 2, "dim": 0, "sorted": False}, [_x(5, 3)], "topk-dim0"))
     return cases

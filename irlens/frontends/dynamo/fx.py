@@ -132,6 +132,9 @@ ATEN_NAMES: dict[str, str] = {
     "aten._native_batch_norm_legit_functional": "batch_norm",
     "aten.native_group_norm": "group_norm", "aten.native_group_norm_backward": "group_norm_backward",
     "aten.convolution": "convolution", "aten.convolution_backward": "convolution_backward",
+    # grouped matmuls: ATen's, and the custom op transformers' MoE layers call where it cannot run
+    "aten._grouped_mm": "grouped_mm", "transformers.grouped_mm_fallback": "grouped_mm",
+    "transformers.grouped_mm_fallback_backward": "grouped_mm_backward",
     **{f"aten.max_pool{n}d_with_indices": "max_pool" for n in (2, 3)},
     **{f"aten.max_pool{n}d_with_indices_backward": "max_pool_backward" for n in (2, 3)},
     **{f"aten.avg_pool{n}d": "avg_pool" for n in (1, 2, 3)}, "aten.adaptive_avg_pool1d": "adaptive_avg_pool",
@@ -1312,6 +1315,20 @@ def _pool(c: _Call) -> list[Node]:
     if c.op == "avg_pool_backward":
         return c.one([c.value(c.arg("grad_output")), c.value(x)], attrs)
     return c.one([c.value(x)], attrs)
+
+
+@_converts(ops_=("grouped_mm", "grouped_mm_backward"))
+def _grouped_mm(c: _Call) -> list[Node]:
+    """ATen's _grouped_mm at offsets, 2-d x 3-d or 2-d x 2-d (no bias, no other out_dtype), and
+    transformers' fallback op and its backward (the 2-d x 3-d meaning, written as a loop over the groups)."""
+    if c.op == "grouped_mm_backward":
+        return c.one([c.value(c.arg(n)) for n in ("input", "weight", "offs", "grad_output")], {})
+    x, w = (c.arg("self"), c.arg("mat2")) if c.has("self") else (c.arg("input"), c.arg("weight"))
+    if c.arg("offs") is None or c.arg("bias") is not None or (c.rank(x), c.rank(w)) not in ((2, 3), (2, 2)):
+        raise Unmapped("a grouped matmul other than 2-d x 3-d or 2-d x 2-d at offsets without bias")
+    if c.arg("out_dtype") is not None and canonical_dtype(c.arg("out_dtype")) != c.meta(x).dtype:
+        raise Unmapped("a grouped matmul into another dtype")
+    return c.one([c.value(x), c.value(w), c.value(c.arg("offs"))], {})
 
 
 @_converts(ops_=("adaptive_avg_pool", "adaptive_avg_pool_backward"))
