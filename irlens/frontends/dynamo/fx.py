@@ -1817,7 +1817,21 @@ def _is_view(node: fx.Node) -> bool:
     if isinstance(t, torch._ops.OpOverload):
         returns = t._schema.returns
         return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write
-    return _native_name_of(node) in _VIEWS
+    name = _native_name_of(node)
+    if name in ("getitem", "__getitem__") and node.args and isinstance(node.args[0], fx.Node):
+        return _item_is_view(node.args[0], node.args[1] if len(node.args) > 1 else None)
+    return name in _VIEWS
+
+
+def _item_is_view(source: fx.Node, index: Any) -> bool:
+    """x[index] shares x's memory where index is basic (ints, slices, None, ...): a tensor or a list
+    in it (advanced indexing) copies. An item of a call's several results (topk's values) is a view
+    only where that call gives views (chunk, split, unbind)."""
+    if not isinstance(_example(source), torch.Tensor):
+        return _is_view(source)
+    items = index if isinstance(index, tuple) else (index,)
+    return not any(isinstance(i, list) or (isinstance(i, fx.Node) and isinstance(_example(i), torch.Tensor))
+                   for i in items)
 
 
 def _native_name_of(node: fx.Node) -> str:
