@@ -159,6 +159,9 @@ def _indexing_cases() -> list[Case]:
               Case("grouped_mm", {}, [x.T.contiguous(), _x(7, 6, seed=2), offs], "grouped_mm-2d-by-2d"),
               Case("grouped_mm_backward", {}, [x, w, offs, _x(7, 6, seed=2)], "grouped_mm_backward")]
     cases.append(Case("sort", {"dim": 0}, [_x(5, 3)], "sort-unstable-dim0"))
+    # torch scans bools and integers in int64 (Llama's and GPT-2's position ids from a mask)
+    cases.append(Case("cumsum", {"dim": 1}, [_x(2, 5) > 0], "cumsum-bool"))
+    cases.append(Case("cumsum", {"dim": 0, "reverse": True}, [_long(3, -1, 2)], "cumsum-int-reverse"))
     cases.append(Case("topk", {"k": 2, "dim": 0, "sorted": False}, [_x(5, 3)], "topk-dim0"))
     return cases
 
@@ -252,6 +255,7 @@ def _chain() -> tuple[Graph, list[torch.Tensor]]:
     return graph, [_x(1, 2, 9, 9), _x(3, 2, 3, 3, seed=1)]
 
 
+@pytest.mark.slow  # an Inductor compile of the chain: tens of seconds on a loaded 2-core machine
 def test_the_torch_lowering_runs_the_new_ops_in_one_graph():
     """Inductor's lowering (a GraphModule of the meanings, compiled) against the interpreter."""
     from irlens.backends import get_backend
@@ -280,3 +284,36 @@ def test_the_nvfuser_lowering_runs_the_chain():
     graph, inputs = _chain()
     got = get_backend("nvfuser").lower(graph, "cuda", "s")([t.cuda() for t in inputs])
     _check([g.cpu() for g in got], interpret(graph, inputs), graph)
+
+
+def test_a_lowered_graph_gives_none_for_an_output_none():
+    """AOTAutograd's backward returns None for an input that gets no gradient (token ids)."""
+    from irlens.backends import get_backend
+
+    graph = Graph("g", "test", "s", "primitive", [TensorMeta("x", (3,), "float32")],
+                  [Node("n0", "tanh", ["x"], [TensorMeta("y", (3,), "float32")])], ["y", None])
+    y, none = get_backend("xla").lower(graph, "cpu", "s")([torch.ones(3)])
+    assert none is None
+    torch.testing.assert_close(y, torch.ones(3).tanh())
+
+
+@pytest.mark.parametrize("x_shape, w_shape", [((2, 64, 2, 2), (32, 64, 3, 3)), ((1, 8, 2, 3), (4, 8, 3, 2))])
+def test_xlas_reversed_convolution_windows_are_read_as_a_flipped_kernel(x_shape, w_shape):
+    """XLA's CPU compiler writes a convolution over a small plane with `rhs_reversal` (ResNet's
+    last stage at 32x32): its HLO view flips the kernel there, and computes what XLA computed."""
+    import numpy as np
+    from jax import lax
+
+    from irlens.frontends.jax.hlo import read_hlo
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), [(1, 1), (1, 1)], precision=lax.Precision.HIGHEST)
+
+    x, w = _x(*x_shape), _x(*w_shape, seed=1)
+    compiled = jax.jit(conv).lower(x.numpy(), w.numpy()).compile()
+    hlo = read_hlo(compiled.runtime_executable().hlo_modules()[0], name="conv", stage="jax.hlo")
+    assert not hlo.graph.unknown_ops()
+    reversed_here = "rhs_reversal=1" in compiled.as_text()
+    assert reversed_here == ("flip" in {n.op for n in hlo.graph.nodes})
+    want = torch.from_numpy(np.asarray(compiled(x.numpy(), w.numpy()))).double()
+    torch.testing.assert_close(interpret(hlo.graph, [x, w])[0], want, rtol=1e-5, atol=1e-5)

@@ -81,8 +81,9 @@ def via_lines(rows: list[Row]) -> list[str]:
     graphs: which graphs, and why its own frontend's path was not taken."""
     why: dict[tuple[str, str, str], list[str]] = {}
     for r in rows:
-        if r.via:
-            why.setdefault((r.label, r.via, (r.via_reason or "-").splitlines()[0]), []).append(f"{r.workload}/{r.mode}")
+        if r.via:  # one line for all workloads with the same reason ("workload 'x' has no JAX twin")
+            reason = (r.via_reason or "-").splitlines()[0].replace(f" {r.workload!r}", "")
+            why.setdefault((r.label, r.via, reason), []).append(f"{r.workload}/{r.mode}")
     return [f"{label} ({_where(cells)}): {via}'s graphs through the common view's lowering: {reason}"
             for (label, via, reason), cells in why.items()]
 

@@ -100,8 +100,12 @@ def _scan(name: str, fn, jax: str | None = None):
 
     @lowering(op, "jax")
     def lower_jax(a, x):
+        import jax as jax_
         from jax import lax
 
+        np_ = jnp()
+        if not np_.issubdtype(x.dtype, np_.inexact):  # torch scans bools and integers in int64
+            x = x.astype(jax_.dtypes.canonicalize_dtype(np_.int64))
         return getattr(lax, jax or name)(x, axis=a["dim"], reverse=a["reverse"])
     return op
 

@@ -92,7 +92,8 @@ class XlaLowered:
         if self.compiled is None:
             self._compile(args)
         outputs = jax.block_until_ready(self.compiled(*args))
-        return [torch.from_dlpack(o) for o in outputs]
+        # a graph output may be None (AOTAutograd's gradient of an input that gets none)
+        return [None if o is None else torch.from_dlpack(o) for o in outputs]
 
     def _to_jax(self, t: torch.Tensor):
         """Through DLPack, on the tensor's device (no host round trip on a GPU); int64 without
