@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import jnp, scalar_tensor, widened
+from irlens.ops._torch import jnp, lax, scalar_tensor, widened
 from irlens.ops.core import DATA_MOVEMENT, OTHER, REDUCTION, Attr, declare, from_aten, lowering, meaning
 from irlens.ops.movement import slices, strided_positions
 
@@ -273,37 +273,22 @@ def _topk(a, x):
 meaning(topk)(widened(_topk, bools=True))
 
 
-def _stable_order(x, dim: int, descending: bool, nan_sign: bool):
-    """The permutation of a stable sort of x along dim (lax.sort on keys): numbers by value (-0 = 0),
-    NaNs above them; with nan_sign a NaN with its sign bit set below them (XLA's total order).
-    Descending keeps equal values in their order. Integers and bools: their order reversed by `~`."""
-    import jax
-
-    np_ = jnp()
-    if np_.issubdtype(x.dtype, np_.floating):
-        nan = np_.isnan(x)
-        rank = np_.where(nan, np_.where(np_.signbit(x) & nan_sign, -1, 1), 0).astype(np_.int8)
-        value = np_.where(nan | (x == 0), np_.zeros_like(x), x)
-        keys = (-rank, -value) if descending else (rank, value)
-    else:
-        keys = (~x,) if descending else (x,)
-    iota = jax.lax.broadcasted_iota(np_.int32, x.shape, dim)
-    return jax.lax.sort((*keys, iota), dimension=dim, is_stable=True, num_keys=len(keys))[-1]
-
-
 @lowering(topk, "jax")
 def _topk_jax(a, x):
+    """lax.top_k (of equal values the lower index first, XLA's total order, -0 made 0 as torch
+    compares it), along the last dim; the smallest are the largest of -x (of ~x for integers and
+    bools: no overflow)."""
     np_ = jnp()
     if x.ndim == 0:  # a scalar: itself, at index 0
         return x, np_.zeros((), np_.int32)
     dim = a["dim"] % x.ndim
-    order = _stable_order(x, dim, a["largest"], nan_sign=True)
-    indices = _leading(order, dim, a["k"])
+    if np_.issubdtype(x.dtype, np_.inexact):
+        keys = np_.where(x == 0, np_.zeros_like(x), x if a["largest"] else -x)
+    else:
+        keys = x if a["largest"] else ~x
+    _, indices = lax().top_k(np_.moveaxis(keys, dim, -1), a["k"])
+    indices = np_.moveaxis(indices, -1, dim)
     return np_.take_along_axis(x, indices, axis=dim), indices
-
-
-def _leading(x, dim: int, n: int):
-    return x[(slice(None),) * dim + (slice(0, n),)]
 
 
 def _sort(a, x):
@@ -319,13 +304,18 @@ meaning(sort)(widened(_sort))
 
 @lowering(sort, "jax")
 def _sort_jax(a, x):
-    """A stable sort (an unstable one may order equal values any way): NaNs last, first descending."""
+    """A stable sort (an unstable one may order equal values any way) by lax.sort's comparator: -0
+    equal to 0, NaNs last. Descending: the reversed x sorted ascending, then reversed, which keeps
+    equal values in their order and puts NaNs first, as torch does."""
     np_ = jnp()
     if x.ndim == 0:
         return x, np_.zeros((), np_.int32)
     dim = a["dim"] % x.ndim
-    order = _stable_order(x, dim, a["descending"], nan_sign=False)
-    return np_.take_along_axis(x, order, axis=dim), order
+    where = lax().broadcasted_iota(np_.int32, x.shape, dim)
+    if not a["descending"]:
+        return lax().sort((x, where), dimension=dim, is_stable=True, num_keys=1)
+    values, order = lax().sort((np_.flip(x, dim), np_.flip(where, dim)), dimension=dim, is_stable=True, num_keys=1)
+    return np_.flip(values, dim), np_.flip(order, dim)
 
 
 masked_scatter = declare("masked_scatter", DATA_MOVEMENT, "x mask source",
