@@ -45,6 +45,7 @@ from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_p
 from irlens.matrix.compile_ahead import LOG, Log, compile_ahead
 from irlens.matrix.document import device_name, versions
 from irlens.matrix.references import References
+from irlens.matrix.table import via_lines
 from irlens.models import resolve_workload
 from irlens.reporting.records import kernel_stage, launches_of, row_graphs, row_kernels
 from irlens.roofline import apply_roofline
@@ -286,7 +287,7 @@ def format_bench_table(rows: list[Row]) -> str:
         spread = f"{100 * t['repeat_spread']:.1f}%" if t.get("repeat_spread") is not None else "-"
         status = r.status if r.status == "ok" else f"{r.status}: {r.reason.splitlines()[0][:90] if r.reason else ''}"
         flagged = rf.get("kernels_flagged")
-        lines.append(f"| {r.workload} | {r.mode} | {r.dtype} | {r.backend} | {status} | "
+        lines.append(f"| {r.workload} | {r.mode} | {r.dtype} | {r.label} | {status} | "
                      f"{_f(t.get('device_us'), '.1f')} | {spread} | {_f(rf.get('gbps'), '.0f')} | "
                      f"{_f(rf.get('tflops'), '.1f')} | {pct} | {f'**{flagged} ✗**' if flagged else _f(flagged, 'd')} | "
                      f"{_f(launches_of(r), 'd')} | {_f(t.get('kernel_names'), 'd')} |")
@@ -342,7 +343,7 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
                 name = f"{md_path.stem}-{dtype}-{mode}-{key}.svg"
                 charts = []
                 for wl in dict.fromkeys(r.workload for r in rows):
-                    items = [(r.backend, _charted(r, key)) for r in rows if r.workload == wl]
+                    items = [(r.label, _charted(r, key)) for r in rows if r.workload == wl]
                     charts.append(bar_chart(f"{wl}: {measure}", items, "{:.0f}", unit, missing="no timing"))
                 path = md_path.parent / name
                 path.write_text(_stack_svgs(charts))
@@ -350,6 +351,7 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
                 parts.append(f"![{measure}, {dtype}, {mode}]({name})\n")
             parts.append(format_bench_table(rows))
             parts.append("")
+            parts += [f"- {line}" for line in via_lines(rows)] + ([""] if any(r.via for r in rows) else [])
     md_path.write_text("\n".join(parts) + "\n")
     return [md_path, *figures]
 

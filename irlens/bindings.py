@@ -200,8 +200,11 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
     backward. The backward takes those and one cotangent per output, and returns one gradient
     (or None) per Dynamo graph input."""
     if acq.notes.get("graphs", 1) != 1:
-        raise ValueError(f"{acq.workload}: Dynamo made {acq.notes['graphs']} graphs (graph breaks); "
-                         "a program runs one")
+        from irlens.frontends.base import Unavailable
+
+        reasons = "; ".join(acq.notes.get("break_reasons") or [])
+        raise Unavailable(f"{acq.workload}: Dynamo made {acq.notes['graphs']} graphs (graph breaks"
+                          f"{': ' + reasons if reasons else ''}); a program runs one")
     keys = acq.notes["graph_inputs"][0]
     key_of = {"arg": keys.__getitem__, "mutated": lambda i: updated_key(keys[i], inst), "out": "out{}".format,
               "saved": "saved:{}".format,

@@ -118,6 +118,10 @@ class Backend(ABC):
     # the cross grid (irlens.cross): `lower(graph, device, name) -> irlens.lowering.LoweredGraph`,
     # a method of the backends that have a lowering; None: it runs only its own frontend's graphs.
     lower: Callable[[Graph, str, str], Any] | None = None
+    # The frontend whose program a backend with a lowering runs where its own frontend cannot take
+    # the workload (errors.NoNativePath: no JAX twin; Thunder traces none of it): every torch
+    # workload goes through Dynamo, and its graphs are the ones Inductor compiles natively.
+    via: str = "dynamo"
 
     def run_program(self, inst: Instance, program: Program) -> BackendRun:
         """A frontend's program (irlens.bindings: its forward, and backward, common views) with
@@ -133,7 +137,8 @@ class Backend(ABC):
         results, compile_s, run_us = measure(lambda: run_program(program, inst, step), inst.device)
         return with_kernels(results, compile_s, run_us, lambda: BackendRun(
             results, compile_s, run_us, [k for g in lowered.values() for k in g.kernels()],
-            lowered=list(graphs.values())), lowered=list(graphs.values()))
+            graphs=[g for low in lowered.values() for g in low.graphs()], lowered=list(graphs.values())),
+            lowered=list(graphs.values()))
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         """The backend's own IRs for `inst` in `mode`, in pipeline order (what it fused, the code

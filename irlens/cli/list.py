@@ -33,14 +33,17 @@ def run(args) -> int:
             a = b.availability(dev) if dev in b.devices else None
             per_device[dev] = ({"available": False, "reason": f"{b.name} does not run on {dev}"} if a is None
                                else {"available": a.ok, "reason": a.reason})
-        backends.append({"name": b.name, "frontend": b.frontend, "description": b.description, **per_device})
+        # where its own frontend cannot take a workload, a backend with a lowering runs Dynamo's graphs
+        via = b.via if b.lower is not None and b.frontend not in (None, b.via) else None
+        backends.append({"name": b.name, "frontend": b.frontend, "description": b.description, "via": via,
+                         **per_device})
     if args.format == "json":
         print(json.dumps({"workloads": workloads, "frontends": frontends, "backends": backends}, indent=1))
         return EXIT_OK
 
     print("workloads:")
     for w in workloads:
-        twin = "" if w["jax_twin"] else "  (no JAX twin)"
+        twin = "" if w["jax_twin"] else "  (no JAX twin: xla runs it via dynamo)"
         state = "" if w["available"] else f"  [unavailable: {w['reason']}]"
         print(f"  {w['name']:<18} {w['description']}{twin}{state}")
     print("frontends:")
@@ -52,7 +55,9 @@ def run(args) -> int:
         cells = []
         for dev in ("cpu", "cuda"):
             cells.append(f"{dev}: " + ("available" if b[dev]["available"] else f"unavailable ({b[dev]['reason']})"))
-        print(f"  {b['name']:<22} " + "; ".join(cells))
+        via = (f"\n  {'':<22} where {b['frontend']} cannot take a workload: {b['name']} (via {b['via']}), "
+               f"{b['via']}'s graphs through the common view's lowering") if b["via"] else ""
+        print(f"  {b['name']:<22} " + "; ".join(cells) + via)
     return EXIT_OK
 
 

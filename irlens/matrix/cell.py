@@ -20,6 +20,7 @@ import torch
 from irlens.backends import Backend, get_backend
 from irlens.backends.base import BackendRun
 from irlens.bindings import NoProgram, Program, program_for
+from irlens.errors import NoNativePath
 from irlens.frontends import get_frontend
 from irlens.frontends.base import Unavailable
 from irlens.gpu_turns import gpu_alone, sharing_gpu
@@ -31,7 +32,7 @@ from irlens.models import resolve_workload
 from irlens.numerics import allowed_errors, compare_results, ill_conditioned, tolerance
 from irlens.ops import is_compute
 from irlens.timing import HostTiming, recording_device_time, recording_host_time
-from irlens.workload import Instance, MissingLibrary, NoJaxTwin, Workload
+from irlens.workload import Instance, MissingLibrary, Workload
 
 
 def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = None) -> Row:
@@ -73,11 +74,22 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         row.tol, row.dtype, row.preset = tolerance(inst.dtype, mode), inst.dtype, preset
         row.module_mode = inst.module_mode
         phase = "run"
-        with recording_device_time(timing_lock) if device_timing else contextlib.nullcontext() as recorder, \
-                recording_host_time() as host:
-            run = backend.run(inst, mode)
-        if recorder is not None and recorder.timing is not None:
-            row.device_timing = recorder.timing.to_json()
+
+        def timed(step):
+            with recording_device_time(timing_lock) if device_timing else contextlib.nullcontext() as recorder, \
+                    recording_host_time() as host:
+                run = step()
+            if recorder is not None and recorder.timing is not None:
+                row.device_timing = recorder.timing.to_json()
+            return run, host
+
+        try:
+            run, host = timed(lambda: backend.run(inst, mode))
+        except NoNativePath as e:
+            phase = "acquire"
+            program = via_program(row, backend, inst, mode, e)
+            phase = "run"
+            run, host = timed(lambda: backend.run_program(inst, program))
         phase = "compare"
         _check(row, run, reference, inst.dtype, host.timing)
         row.notes = run.notes
@@ -89,6 +101,16 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         return row
     except Exception as e:
         return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", traceback.format_exc()[-3000:])
+
+
+def via_program(row: Row, backend: Backend, inst: Instance, mode: str, why: NoNativePath) -> Program:
+    """The program of `backend.via` (Dynamo) that a backend whose own frontend cannot take the
+    workload runs through its lowering instead; the row says so (`via`, `via_reason`). A backend
+    without a lowering is unavailable, with both reasons."""
+    if backend.lower is None:
+        raise Unavailable(f"{why}; {backend.name} has no lowering of the common view to run instead")
+    row.via, row.via_reason, row.frontend, row.level = backend.via, str(why), backend.via, LEVEL
+    return program_for(get_frontend(backend.via).acquire(inst, mode), inst)
 
 
 def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, frontend: str, device: str, preset: str,
@@ -105,7 +127,7 @@ def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, front
         row.level = LEVEL
         row.lowered = [{"stage": g.stage, "nodes": len(g.nodes)} for g in run.lowered]
         return row
-    except (Unavailable, NoJaxTwin, NoProgram) as e:
+    except (Unavailable, NoNativePath, NoProgram) as e:
         row.status, row.reason, row.phase, row.tol = "unavailable", str(e), phase, None
         return row
     except Exception as e:

@@ -150,14 +150,15 @@ def label(plan: Plan, cell: Cell) -> str:
 
 
 def planned_row(plan: Plan, cell: Cell, refs: References) -> Row | None:
-    """The row a cell gets without running: a backend that does not run on the device or no JAX
-    twin for a JAX backend (unavailable, whatever the reference did), or a failed reference."""
+    """The row a cell gets without running: a backend that does not run on the device, or no JAX
+    twin for a JAX backend that has no lowering to run Dynamo's graphs instead
+    (irlens.matrix.cell.via_program) (unavailable, whatever the reference did), or a failed reference."""
     wl, backend = plan.workloads[cell.workload], plan.backends[cell.backend]
     if plan.device.split(":")[0] not in backend.devices:  # asking it does no device work (nvFuser on a CPU)
         row = cell_row(plan, cell)
         row.status, row.reason = "unavailable", backend.availability(plan.device).reason
         return row
-    if cell.frontend is None and backend.frontend == "jax" and wl.jax is None:
+    if cell.frontend is None and backend.frontend == "jax" and wl.jax is None and backend.lower is None:
         row = cell_row(plan, cell)
         row.status, row.reason = "unavailable", f"workload {wl.name!r} has no JAX twin"
         return row

@@ -64,6 +64,10 @@ class Row:
     dtype: str | None = None
     preset: str | None = None
     device_timing: dict | None = None  # irlens.timing.DeviceTiming.to_json() (bench)
+    # a backend run through the common view's lowering of another frontend's graphs, its own
+    # frontend unable to take the workload (errors.NoNativePath): shown as `xla (via dynamo)`
+    via: str | None = None  # the frontend whose graphs it lowered (also `frontend`)
+    via_reason: str | None = None  # why its own frontend's path was not taken
     # the cross grid
     native: bool | None = None  # the acquiring frontend is the backend's own
     level: str | None = None  # the common-view level lowered
@@ -84,6 +88,11 @@ class Row:
     @property
     def ran(self) -> bool:
         return self.status in RAN
+
+    @property
+    def label(self) -> str:
+        """The backend as every output shows it: `xla (via dynamo)` for a row run through the lowering."""
+        return f"{self.backend} (via {self.via})" if self.via else self.backend
 
     @property
     def decisive_result(self) -> str | None:
@@ -153,7 +162,9 @@ class Row:
 OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceilings", "device", "device_name",
             # judged against eager's own error in the same dtype; the spread of the timed steps
             "per_result_eager", "per_result_allowed", "eager_err", "allowed", "reference_dtype",
-            "reference_fallback", "run_spread", "kernels_unmapped", "module_mode", "ill_conditioned")
+            "reference_fallback", "run_spread", "kernels_unmapped", "module_mode", "ill_conditioned",
+            # run through the lowering of another frontend's graphs (compare, bench), and at which level
+            "via", "via_reason", "level")
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,9 @@ ATEN_NAMES: dict[str, str] = {
     "aten._native_batch_norm_legit_functional": "batch_norm",
     "aten.native_group_norm": "group_norm", "aten.native_group_norm_backward": "group_norm_backward",
     "aten.convolution": "convolution", "aten.convolution_backward": "convolution_backward",
+    # grouped matmuls: ATen's, and the custom op transformers' MoE layers call where it cannot run
+    "aten._grouped_mm": "grouped_mm", "transformers.grouped_mm_fallback": "grouped_mm",
+    "transformers.grouped_mm_fallback_backward": "grouped_mm_backward",
     **{f"aten.max_pool{n}d_with_indices": "max_pool" for n in (2, 3)},
     **{f"aten.max_pool{n}d_with_indices_backward": "max_pool_backward" for n in (2, 3)},
     **{f"aten.avg_pool{n}d": "avg_pool" for n in (1, 2, 3)}, "aten.adaptive_avg_pool1d": "adaptive_avg_pool",
@@ -1314,6 +1317,20 @@ def _pool(c: _Call) -> list[Node]:
     return c.one([c.value(x)], attrs)
 
 
+@_converts(ops_=("grouped_mm", "grouped_mm_backward"))
+def _grouped_mm(c: _Call) -> list[Node]:
+    """ATen's _grouped_mm at offsets, 2-d x 3-d or 2-d x 2-d (no bias, no other out_dtype), and
+    transformers' fallback op and its backward (the 2-d x 3-d meaning, written as a loop over the groups)."""
+    if c.op == "grouped_mm_backward":
+        return c.one([c.value(c.arg(n)) for n in ("input", "weight", "offs", "grad_output")], {})
+    x, w = (c.arg("self"), c.arg("mat2")) if c.has("self") else (c.arg("input"), c.arg("weight"))
+    if c.arg("offs") is None or c.arg("bias") is not None or (c.rank(x), c.rank(w)) not in ((2, 3), (2, 2)):
+        raise Unmapped("a grouped matmul other than 2-d x 3-d or 2-d x 2-d at offsets without bias")
+    if c.arg("out_dtype") is not None and canonical_dtype(c.arg("out_dtype")) != c.meta(x).dtype:
+        raise Unmapped("a grouped matmul into another dtype")
+    return c.one([c.value(x), c.value(w), c.value(c.arg("offs"))], {})
+
+
 @_converts(ops_=("adaptive_avg_pool", "adaptive_avg_pool_backward"))
 def _adaptive_pool(c: _Call) -> list[Node]:
     if c.op == "adaptive_avg_pool":
@@ -1827,7 +1844,21 @@ def _is_view(node: fx.Node) -> bool:
     if isinstance(t, torch._ops.OpOverload):
         returns = t._schema.returns
         return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write
-    return _native_name_of(node) in _VIEWS
+    name = _native_name_of(node)
+    if name in ("getitem", "__getitem__") and node.args and isinstance(node.args[0], fx.Node):
+        return _item_is_view(node.args[0], node.args[1] if len(node.args) > 1 else None)
+    return name in _VIEWS
+
+
+def _item_is_view(source: fx.Node, index: Any) -> bool:
+    """x[index] shares x's memory where index is basic (ints, slices, None, ...): a tensor or a list
+    in it (advanced indexing) copies. An item of a call's several results (topk's values) is a view
+    only where that call gives views (chunk, split, unbind)."""
+    if not isinstance(_example(source), torch.Tensor):
+        return _is_view(source)
+    items = index if isinstance(index, tuple) else (index,)
+    return not any(isinstance(i, list) or (isinstance(i, fx.Node) and isinstance(_example(i), torch.Tensor))
+                   for i in items)
 
 
 def _native_name_of(node: fx.Node) -> str:
