@@ -189,7 +189,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
     plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True) for dtype in dtypes]
     if only is not None:
         plans = [dataclasses.replace(plan, only=only.get(plan.dtype, frozenset())) for plan in plans]
-    started = time.time()
+    started, compile_until = time.time(), compile_deadline(budget_s)
     progress = BenchProgress()
     if compile_jobs:
         progress.plan(COMPILE_AHEAD, sum(len(p.cells()) for p in plans), compile_jobs)
@@ -210,7 +210,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
                         early[plan.dtype].start()
                     progress.phase(COMPILE_AHEAD)
                     log = Log(None if cache_dir is None else Path(cache_dir) / LOG, software_key(plans[0]))
-                    lost = compile_ahead(plans, timeout, compile_jobs, log, progress)
+                    lost = compile_ahead(plans, timeout, compile_jobs, log, progress, compile_until)
                     for refs in early.values():  # nothing may compute beside the ceilings' sweep and the timings
                         refs.prepare()
                 musts, gemms = counting.result()
@@ -225,6 +225,16 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
             for refs in early.values():
                 refs.close()
     return result
+
+
+# the share of a run's time budget compiling ahead may take: the rest is the timed cells'
+COMPILE_SHARE = 0.5
+
+
+def compile_deadline(budget_s: float | None) -> float | None:
+    """When compiling ahead starts no more cells (time.monotonic()): a budget spent on compiles
+    alone would leave every cell untimed."""
+    return None if budget_s is None else time.monotonic() + COMPILE_SHARE * budget_s
 
 
 def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: BenchProgress, timeout: float, jobs: int,

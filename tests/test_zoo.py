@@ -67,10 +67,7 @@ def test_tiny_models_are_small_and_return_finite_tensors(name):
     assert outs and all(torch.isfinite(o).all() for o in outs)
 
 
-# vmap's batch-dim ops (Mamba's selective scan through torch.func.vmap) are left to the lowering
-# branch that maps them; strict, so that the mark goes once they are mapped
-VMAP = pytest.mark.xfail(reason="vmap's _add_batch_dim/_remove_batch_dim: not yet mapped", strict=True)
-FAITHFUL = FAST + [pytest.param(n, marks=[pytest.mark.slow] + ([VMAP] if n == "hf_mamba" else [])) for n in SLOW]
+FAITHFUL = FAST + [pytest.param(n, marks=pytest.mark.slow) for n in SLOW]
 
 
 @pytest.mark.parametrize("mode", MODES)
