@@ -1839,8 +1839,6 @@ def _after(a: fx.Node, b: fx.Node) -> bool:
 
 def _is_view(node: fx.Node) -> bool:
     t = node.target
-    if t is operator.getitem and isinstance(node.args[0], fx.Node) and isinstance(_example(node.args[0]), (tuple, list)):
-        return False  # one result of a call that returns several (topk's values), not a view of a tensor
     if isinstance(t, torch._ops.OpOverload):
         returns = t._schema.returns
         return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write
