@@ -46,3 +46,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _thunder_capture_per_test(monkeypatch):
+    """A CLI call in a test with `--thunder-capture` sets it for its whole process (the variable
+    the workers inherit): each test starts from the default, and its setting ends with it."""
+    from irlens.frontends.thunder.capture import CAPTURE_ENV
+
+    monkeypatch.setenv(CAPTURE_ENV, "auto")
