@@ -17,8 +17,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 @pytest.fixture(autouse=True)
 def default_capture(monkeypatch):
-    """Each test starts from `auto`; whatever a test (or the CLI it calls) sets is undone after it."""
-    monkeypatch.delenv(CAPTURE_ENV, raising=False)
+    """Each test starts from `auto`; whatever a test (or the CLI it calls) sets is undone after it
+    (setenv first: delenv of an unset variable records nothing to restore)."""
+    monkeypatch.setenv(CAPTURE_ENV, "auto")
+    monkeypatch.delenv(CAPTURE_ENV)
 
 
 def model(name: str):
@@ -132,7 +134,8 @@ def test_each_region_has_its_common_view(erfcx_acquired):
 
 
 def test_a_thunderfx_acquisition_has_no_cross_grid_program(erfcx_acquired):
-    from irlens.bindings import NoProgram, program_for
+    from irlens.frontends.base import NoProgram
+    from irlens.frontends.bindings import program_for
 
     inst, acq = erfcx_acquired
     with pytest.raises(NoProgram, match=r"ThunderFX split erfcx_between into 3 regions \(2 Thunder's, 1 Inductor's\)"):
