@@ -17,10 +17,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 @pytest.fixture(autouse=True)
 def default_capture(monkeypatch):
-    """Each test starts from `auto`; whatever a test (or the CLI it calls) sets is undone after it
-    (setenv first: delenv of an unset variable records nothing to restore)."""
-    monkeypatch.setenv(CAPTURE_ENV, "auto")
-    monkeypatch.delenv(CAPTURE_ENV)
+    """Each test starts from `auto`; whatever a test (or the CLI it calls) sets is undone after it."""
+    monkeypatch.delenv(CAPTURE_ENV, raising=False)
 
 
 def model(name: str):

@@ -20,7 +20,7 @@ import torch
 from irlens.backends import Backend, get_backend
 from irlens.backends.base import BackendRun
 from irlens.errors import NoNativePath
-from irlens.frontends import get_frontend
+from irlens.frontends import FRONTENDS, get_frontend
 from irlens.frontends.base import NoProgram, Program, Unavailable
 from irlens.frontends.bindings import program_for
 from irlens.gpu_turns import gpu_alone, sharing_gpu
@@ -37,10 +37,10 @@ from irlens.workload import Instance, MissingLibrary, Workload
 
 def refused_natively(wl: Workload, backend: Backend) -> str | None:
     """Why the backend's own frontend cannot take the workload at all (`Frontend.refuses`: a
-    JAX backend and no JAX twin); None where it may, or the backend has no frontend."""
-    if backend.frontend is None:
+    JAX backend and no JAX twin); None where it may, or the backend has no registered frontend."""
+    if backend.frontend not in FRONTENDS:
         return None
-    return get_frontend(backend.frontend).refuses(wl)
+    return FRONTENDS.get(backend.frontend).refuses(wl)
 
 
 def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = None) -> Row:

@@ -174,7 +174,8 @@ class ThunderFrontend(Frontend):
     conformance_stages = ("thunder.trace[0]", "thunder.trace[-1]")
 
     def conformance_acquire(self, inst: Instance) -> Acquisition:
-        with capture_as("jit"):  # an op's own trace is swept: ThunderFX would hand what thunder.jit fails on to Inductor
+        # an op's own trace is swept: ThunderFX would hand what thunder.jit fails on to Inductor
+        with capture_as("jit"):
             return self.acquire(inst, "fwd")
 
     def conformance_stage(self, acq: Acquisition, label: str) -> str:
