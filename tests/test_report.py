@@ -19,7 +19,7 @@ from irlens.reporting.frontend_table import compress_stages
 from irlens.reporting.fusion_map import build_fusion_map, render_svg
 from irlens.reporting.html import render_html
 from irlens.reporting.markdown import render_markdown
-from irlens.reporting.records import group_rows, kernel_stage, row_graphs, row_kernels
+from irlens.reporting.records import group_rows, kernel_stage, row_graphs
 from report_fixtures import synthetic_document
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -41,7 +41,7 @@ def assert_map_matches_records(rows: list[dict]) -> None:
     assert [c.backend for c in fmap.columns] == [r["backend"] for r in mapped]
     for column, row in zip(fmap.columns, mapped):
         (read,) = typed([row])
-        records, graphs = row_kernels(read), row_graphs(read)
+        records, graphs = read.kernels, row_graphs(read)
         assert [(k.index, k.name) for k in column.kernels] == list(enumerate(k.name for k in records))
         drawn = {(p.stage, m.id): m for p in column.panels for m in p.nodes}
         for stage, graph in graphs.items():
