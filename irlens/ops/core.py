@@ -24,6 +24,7 @@ in place of a lowering names the library's function of the same arity (`jnp.nega
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -134,10 +135,7 @@ class IndexOf:
         if shape is None:
             return None
         if self.dim == FLAT:
-            n = 1
-            for d in shape:
-                n *= d
-            return n
+            return math.prod(shape)
         if self.dim == POSITION:
             dim = k
         elif self.dim == CLASS:
