@@ -47,7 +47,8 @@ from irlens.matrix.document import device_name, versions
 from irlens.matrix.references import References
 from irlens.matrix.table import via_lines
 from irlens.models import resolve_workload
-from irlens.reporting.records import kernel_stage, launches_of, row_graphs, row_kernels
+from irlens.matrix.records import KernelRecord, StepWork
+from irlens.reporting.records import kernel_stage, launches_of, row_graphs
 from irlens.reporting.roofline import apply_roofline
 from irlens.workload import run_eager
 
@@ -105,8 +106,8 @@ def work_in_worker(workload: str, modes: list[str], dtypes: list[str], preset: s
     return work
 
 
-def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, str], dict | None], list[Gemm]]:
-    """Per workload name x mode x dtype the work a step must do ({"bytes", "flops"}, None where
+def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, str], StepWork | None], list[Gemm]]:
+    """Per workload name x mode x dtype the work a step must do (None where
     counting failed), and the matrix products among it (they join the ceilings' sweep), counted
     in one worker process that ends before this returns."""
     plan, dtypes = plans[0], [p.dtype for p in plans]
@@ -123,7 +124,7 @@ def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, 
             for mode in plan.modes:
                 gemms.update(dict.fromkeys(tuple(g) for g in work.get(mode, {}).get("gemms", [])))
                 for dtype in dtypes:
-                    musts[(wl.name, mode, dtype)] = ({"bytes": work[mode]["bytes"][dtype], "flops": work[mode]["flops"]}
+                    musts[(wl.name, mode, dtype)] = (StepWork(work[mode]["bytes"][dtype], work[mode]["flops"])
                                                      if mode in work else None)
     return musts, [Gemm(*g) for g in gemms]
 
@@ -139,11 +140,11 @@ def measure_ceilings(gemms: list[Gemm], timeout: float, cache_dir: Path | None, 
     return dataclasses.replace(Ceilings.from_json(reply["ceilings"]), source=reply["source"])
 
 
-def device_name_of(kernel: dict, backend: str) -> str:
+def device_name_of(kernel: KernelRecord, backend: str) -> str:
     """The name a kernel record's launch has on the device: a Triton kernel's own; XLA names its
     kernels after the HLO instruction with `.` and `-` as `_` (fusion.37 -> fusion_37). Library
     calls (cuBLAS, cuDNN) have names of their own that no record carries."""
-    return re.sub(r"[^\w]", "_", kernel["name"]) if backend == "xla" else kernel["name"]
+    return re.sub(r"[^\w]", "_", kernel.name) if backend == "xla" else kernel.name
 
 
 def annotate_kernels(row: Row) -> None:
@@ -152,20 +153,20 @@ def annotate_kernels(row: Row) -> None:
     name in the profiled step, where the counts agree (one kernel launched for two layers is two
     launches, two records). Bytes stay what the backend read from the kernel's own buffers."""
     launched: dict[str, list[float]] = {}
-    for name, us in (row.device_timing or {}).get("launch_us", []):
+    for name, us in (row.device_timing.launch_us or []) if row.device_timing else []:
         launched.setdefault(name, []).append(us)
     names = [device_name_of(k, row.backend) for k in row.kernels]
     seen: dict[str, int] = {}
     for k, name in zip(row.kernels, names):
         times = launched.get(name, [])
         if times and len(times) == names.count(name):
-            k["time_us"] = times[seen.get(name, 0)]
+            k.time_us = times[seen.get(name, 0)]
         seen[name] = seen.get(name, 0) + 1
     graphs = row_graphs(row)
-    for k, kernel in zip(row.kernels, row_kernels(row)):
-        stage = kernel_stage(kernel, graphs)
+    for k in row.kernels:
+        stage = kernel_stage(k, graphs)
         if stage is not None:
-            k["flops"] = cost.kernel_flops(kernel, graphs[stage])
+            k.flops = cost.kernel_flops(k, graphs[stage])
 
 
 COMPILE_AHEAD = "compiling ahead"
@@ -289,18 +290,18 @@ def format_bench_table(rows: list[Row]) -> str:
             "| kernels > 100 % | launches | distinct kernels |")
     lines = [head, "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        t, rf = r.device_timing or {}, r.roofline or {}
-        if rf.get("model_error"):
-            pct = f"**{rf['pct_of_ceiling']:.0f} ✗ model error**"
+        t, rf = r.device_timing, r.roofline
+        if rf and rf.model_error:
+            pct = f"**{rf.pct_of_ceiling:.0f} ✗ model error**"
         else:
-            pct = f"{rf['pct_of_ceiling']:.0f} ({rf['bound']})" if rf else "-"
-        spread = f"{100 * t['repeat_spread']:.1f}%" if t.get("repeat_spread") is not None else "-"
+            pct = f"{rf.pct_of_ceiling:.0f} ({rf.bound})" if rf else "-"
+        spread = f"{100 * t.repeat_spread:.1f}%" if t else "-"
         status = r.status if r.status == "ok" else f"{r.status}: {r.reason.splitlines()[0][:90] if r.reason else ''}"
-        flagged = rf.get("kernels_flagged")
+        flagged = rf.kernels_flagged if rf else None
         lines.append(f"| {r.workload} | {r.mode} | {r.dtype} | {r.label} | {status} | "
-                     f"{_f(t.get('device_us'), '.1f')} | {spread} | {_f(rf.get('gbps'), '.0f')} | "
-                     f"{_f(rf.get('tflops'), '.1f')} | {pct} | {f'**{flagged} ✗**' if flagged else _f(flagged, 'd')} | "
-                     f"{_f(launches_of(r), 'd')} | {_f(t.get('kernel_names'), 'd')} |")
+                     f"{_f(t and t.device_us, '.1f')} | {spread} | {_f(rf and rf.gbps, '.0f')} | "
+                     f"{_f(rf and rf.tflops, '.1f')} | {pct} | {f'**{flagged} ✗**' if flagged else _f(flagged, 'd')} | "
+                     f"{_f(launches_of(r), 'd')} | {_f(t and t.kernel_names, 'd')} |")
     return "\n".join(lines)
 
 
@@ -310,7 +311,7 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
 
     doc = Document.from_json(doc)
     v = doc.versions
-    spreads = [r.device_timing["repeat_spread"] for r in doc.rows if r.device_timing]
+    spreads = [r.device_timing.repeat_spread for r in doc.rows if r.device_timing]
     ok = sum(r.status == "ok" for r in doc.rows)
     parts = [
         f"# GPU comparison: {doc.device_name}",
@@ -369,8 +370,10 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
 def _charted(row: Row, key: str) -> float | str | None:
     """A row's figure for a chart: its value, "model error" where its % of ceiling is above 100
     (neither its GB/s nor its % is then a speed), None without one."""
-    roofline = row.roofline or {}
-    return "model error (above 100 % of ceiling)" if roofline.get("model_error") else roofline.get(key)
+    roofline = row.roofline
+    if roofline is None:
+        return None
+    return "model error (above 100 % of ceiling)" if roofline.model_error else getattr(roofline, key)
 
 
 def _produced_by(doc: Document, command: str, json_name: str) -> list[str]:

@@ -231,12 +231,12 @@ def run_as_compare_does(workload: str, backend: str, mode: str, device: str, pre
     --jobs 1` sizes its workers' (`isolation.worker_threads`): so a kernel's time here is the one
     compare and its report give, not a reading of this process's pools fighting over the cores."""
     from irlens.isolation import WorkerSession, worker_threads
-    from irlens.reporting.records import kernel_from_json
+    from irlens.matrix.records import KernelRecord
 
     with WorkerSession(("irlens.explain", "irlens.backends", "irlens.models"), threads=worker_threads(2)) as session:
         record = session.call(WORKER_ENTRY, {"workload": workload, "backend": backend, "mode": mode, "device": device,
                                              "preset": preset, "dtype": dtype}, timeout)
-    return ExplainedRun([kernel_from_json(k) for k in record["kernels"]],
+    return ExplainedRun([KernelRecord.from_json(k, "the explain worker's kernel") for k in record["kernels"]],
                         [Graph.from_json(g) for g in record["graphs"]], record["unmapped"], record["run_us"],
                         record["threads"])
 

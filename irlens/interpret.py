@@ -15,7 +15,9 @@ to a dtype narrower than float32 (`convert` to float16, bfloat16, float8) rounds
 the input rounded to that dtype's precision, carried on in float64, as eager torch rounds at
 `.half()` when the program runs in float64. A cast to float32 (or complex64) does not: that is
 the precision the interpreter's float64 stands in for. An op without a meaning (in a loop body
-too) raises `Uninterpretable` naming it. A control-flow node's subgraphs (a while loop's cond
+too) raises `Uninterpretable` naming it; an index input (the op's schema declares which:
+`irlens.ops.IndexOf`) holding a position outside what it indexes raises `IndexOutOfRange`
+naming the node. A control-flow node's subgraphs (a while loop's cond
 and body) are interpreted in turn, each time its meaning runs one.
 """
 from __future__ import annotations
@@ -26,10 +28,14 @@ from typing import Callable, Sequence
 import torch
 
 from irlens.ir import Graph, Node
-from irlens.ops import CAST, OPS
+from irlens.ops import CAST, OPS, index_bounds
 from irlens.ops._torch import F64, TORCH_DTYPES, torch_dtype  # noqa: F401  (TORCH_DTYPES: re-exported)
 
 MEANINGS: dict[str, Callable] = {name: op.meaning for name, op in OPS.items() if op.meaning is not None}
+
+
+class IndexOutOfRange(ValueError):
+    """An index input holds a position outside what it indexes (the op's schema says which)."""
 
 
 class Uninterpretable(RuntimeError):
@@ -78,11 +84,27 @@ def _run(graph: Graph, inputs: Sequence) -> list:
     env: dict[str, object] = {t.name: _as_value(v) for t, v in zip(graph.inputs, inputs)}
     for node in graph.nodes:
         args = [env[a] if isinstance(a, str) else a for a in node.inputs]
+        if OPS[node.op].index_of:
+            _check_indices(node, args)
         attrs = float64_attrs(node.op, run_attrs(node))
         if node.subgraphs:  # each a function of values, as the op's meaning runs it
             attrs = {**attrs, **{role: functools.partial(_run_values, g) for role, g in node.subgraphs.items()}}
         _bind(node, MEANINGS[node.op](attrs, *args), env)
     return [env[o] if isinstance(o, str) else o for o in graph.outputs]
+
+
+def _check_indices(node: Node, args: list) -> None:
+    """Each index input within what it indexes: a clear error naming the node, not torch's."""
+    shapes = {a: tuple(v.shape) for a, v in zip(node.inputs, args) if isinstance(a, str) and isinstance(v, torch.Tensor)}
+    for b in index_bounds(node.op, node.inputs, node.attrs, shapes):
+        value = args[b.input]
+        if not isinstance(value, torch.Tensor) or value.dtype == torch.bool or value.is_floating_point():
+            continue
+        positions = value if b.keep is None else value[value != b.keep]
+        if positions.numel() and (positions.min() < -b.bound or positions.max() >= b.bound):
+            raise IndexOutOfRange(
+                f"{node.id} ({node.op}): input {node.inputs[b.input]} holds positions {positions.min().item()} to "
+                f"{positions.max().item()}, outside [{-b.bound}, {b.bound})")
 
 
 def _run_values(graph: Graph, *values) -> list:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from irlens.gpu_turns import gpu_alone
+from irlens.json_values import read_record
 
 _L2_FLUSH_BYTES = 256 << 20
 # a host timing whose steps' interquartile range exceeds this fraction of their median is flagged
@@ -89,8 +90,9 @@ class DeviceTiming:
     kernel_us: dict[str, float] = field(default_factory=dict)  # kernel name -> median device µs per step (all its launches)
     kernel_launches: int = 0  # launches per step (kernels, memsets, memcpys)
     steps: int = 0  # steps per batch
-    kernel_names: int = 0  # distinct names among them
-    launch_us: list[tuple[str, float]] = field(default_factory=list)  # the step's launches in order, median µs each
+    # None in documents written before they were recorded (written only when set)
+    kernel_names: int | None = None  # distinct names among them
+    launch_us: list[tuple[str, float]] | None = None  # the step's launches in order, median µs each
 
     @property
     def repeat_spread(self) -> float:
@@ -98,10 +100,16 @@ class DeviceTiming:
         return abs(self.device_us - self.device_us_repeat) / self.device_us if self.device_us else 0.0
 
     def to_json(self) -> dict:
-        return {"device_us": self.device_us, "device_us_repeat": self.device_us_repeat,
-                "repeat_spread": self.repeat_spread, "kernel_us": self.kernel_us,
-                "kernel_launches": self.kernel_launches, "kernel_names": self.kernel_names,
-                "launch_us": [list(x) for x in self.launch_us], "steps": self.steps}
+        d = {"device_us": self.device_us, "device_us_repeat": self.device_us_repeat,
+             "repeat_spread": self.repeat_spread, "kernel_us": self.kernel_us,
+             "kernel_launches": self.kernel_launches, "kernel_names": self.kernel_names,
+             "launch_us": None if self.launch_us is None else [list(x) for x in self.launch_us], "steps": self.steps}
+        return {k: v for k, v in d.items() if v is not None}
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "device timing") -> "DeviceTiming":
+        """As `to_json` wrote it (`repeat_spread` is computed again); BadDocument names `where` and the field."""
+        return read_record(cls, d, where, required=("device_us", "device_us_repeat"), derived=("repeat_spread",))
 
 
 # Kineto's own progress lines (profiler_start / profiler_stop markers, stages): printed to fd 2

@@ -127,9 +127,9 @@ def _load_file(path: str) -> ModuleType:
     sys.modules[name] = module  # dataclasses and pickling look their module up here
     try:
         spec.loader.exec_module(module)
-    except (Exception, SystemExit) as e:  # a file that exits while it loads ends nothing but its own loading
+    except (Exception, SystemExit) as e:
         del sys.modules[name]
-        raise BadReference(f"{path} failed to load: {type(e).__name__}: {e}") from e
+        raise _failed_to_load(path, e) from e
     _FILE_MODULES[path] = module
     return module
 
@@ -137,5 +137,17 @@ def _load_file(path: str) -> ModuleType:
 def _import(module: str) -> ModuleType:
     try:
         return importlib.import_module(module)
-    except ImportError as e:
-        raise BadReference(f"cannot import module {module!r}: {e}") from e
+    except ModuleNotFoundError as e:
+        if e.name is not None and (module == e.name or module.startswith(e.name + ".")):
+            raise BadReference(f"cannot import module {module!r}: {e}") from e
+        raise _failed_to_load(f"module {module!r}", e) from e  # it imports a module that is not there
+    except (Exception, SystemExit) as e:
+        raise _failed_to_load(f"module {module!r}", e) from e
+
+
+def _failed_to_load(what: str, e: BaseException) -> BadReference:
+    """A file or module that raised, or exited (`sys.exit`, 0 included), while it loaded: its
+    loading ends, not irlens."""
+    if isinstance(e, SystemExit):
+        return BadReference(f"{what} failed to load: SystemExit: {e.code} (it calls sys.exit while it loads)")
+    return BadReference(f"{what} failed to load: {type(e).__name__}: {e}")

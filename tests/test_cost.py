@@ -10,7 +10,9 @@ from irlens.ceilings import Ceilings, Gemm, sweep
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 from irlens.isolation import WorkerSession
 from irlens.matrix import Row
+from irlens.matrix.records import StepWork
 from irlens.reporting.roofline import roofline
+from irlens.timing import DeviceTiming
 from irlens.workload import Workload
 
 
@@ -95,15 +97,15 @@ def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch
 
 def test_roofline_picks_the_binding_ceiling():
     c = stub_ceilings(4000.0, bf16=800.0, fp32=50.0)
-    row = Row("w", "fwd", "b", status="ok", dtype="bfloat16", device_timing={"device_us": 1000.0})
-    mem = roofline(row, {"bytes": 2e9, "flops": 1e9}, c)  # 0.5 ms of copying vs 1.25 µs of math
-    assert mem["bound"] == "memory" and mem["pct_of_ceiling"] == pytest.approx(50.0) and not mem["model_error"]
-    comp = roofline(dataclasses.replace(row, dtype="float32"), {"bytes": 1e6, "flops": 4e10}, c)  # 0.8 ms at 50 TFLOP/s
-    assert comp["bound"] == "compute" and comp["pct_of_ceiling"] == pytest.approx(80.0)
+    row = Row("w", "fwd", "b", status="ok", dtype="bfloat16", device_timing=DeviceTiming(1000.0, 1000.0))
+    mem = roofline(row, StepWork(bytes=2_000_000_000, flops=1_000_000_000), c)  # 0.5 ms of copying vs 1.25 µs of math
+    assert mem.bound == "memory" and mem.pct_of_ceiling == pytest.approx(50.0) and not mem.model_error
+    comp = roofline(dataclasses.replace(row, dtype="float32"), StepWork(10**6, 4 * 10**10), c)  # 0.8 ms at 50 TFLOP/s
+    assert comp.bound == "compute" and comp.pct_of_ceiling == pytest.approx(80.0)
     # faster than the ceiling allows: a model error, said so, never a speed
-    fast = roofline(dataclasses.replace(row, dtype="float32"), {"bytes": 1e6, "flops": 6e10}, c)
-    assert fast["pct_of_ceiling"] == pytest.approx(120.0) and fast["model_error"].startswith("model error: 120 %")
-    assert roofline(dataclasses.replace(row, status="mismatch"), {"bytes": 1, "flops": 1}, c) is None
+    fast = roofline(dataclasses.replace(row, dtype="float32"), StepWork(10**6, 6 * 10**10), c)
+    assert fast.pct_of_ceiling == pytest.approx(120.0) and fast.model_error.startswith("model error: 120 %")
+    assert roofline(dataclasses.replace(row, status="mismatch"), StepWork(1, 1), c) is None
     assert roofline(row, None, c) is None  # the work could not be counted
 
 

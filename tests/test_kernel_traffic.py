@@ -21,7 +21,7 @@ from irlens.cost import kernel_flops
 from irlens.ir import Graph, TensorMeta
 from irlens.matrix import Document, read_document
 from irlens.reporting.ceiling import above_100
-from irlens.reporting.records import row_graphs, row_kernels
+from irlens.reporting.records import row_graphs
 from irlens.reporting.roofline import recompute
 
 RESULTS = Path(__file__).parent.parent / "docs" / "results"
@@ -199,7 +199,7 @@ def test_a_split_reductions_second_kernel_adds_up_partials_and_recomputes_nothin
     doc, row = _h200_row("block", "fwdbwd", "float32", "inductor")
     stage = "inductor.post_grad.backward"
     graph = row_graphs(row)[stage]
-    kernels = [k for k in row_kernels(row) if k.stage == stage]
+    kernels = [k for k in row.kernels if k.stage == stage]
     before = {k.name: kernel_flops(k, graph) for k in kernels}
     fp32 = Ceilings.from_json(row.ceilings).peak_tflops("float32") * 1e12  # its GPU's, measured in its run
     second = next(k for k in kernels if k.name == "triton_per_fused_gelu_gelu_backward_sum_view_3")
@@ -236,22 +236,22 @@ def test_every_figure_above_100_is_flagged_in_every_output(tmp_path):
     rows = [dataclasses.replace(r, ceilings=as_then(r.ceilings)) for r in stored.rows if r.workload in ("gelu", "block")]
     parts = [{**p, "ceilings": as_then(p["ceilings"])} for p in stored.parts]
     doc = recompute(dataclasses.replace(stored, rows=rows, parts=parts))
-    judged = [(r, k) for r in doc.rows for k in r.kernels if k.get("pct_of_ceiling") is not None]
-    above = [(r, k) for r, k in judged if k["pct_of_ceiling"] > 100.0]
-    assert above and all(k["model_error"] for _, k in above)
-    assert any(100.0 < k["pct_of_ceiling"] < 103.0 for _, k in above)  # the kind the committed report showed
-    assert all(k["pct_of_ceiling"] <= 100.0 for _, k in judged if k.get("via_l2"))
+    judged = [(r, k) for r in doc.rows for k in r.kernels if k.pct_of_ceiling is not None]
+    above = [(r, k) for r, k in judged if k.pct_of_ceiling > 100.0]
+    assert above and all(k.model_error for _, k in above)
+    assert any(100.0 < k.pct_of_ceiling < 103.0 for _, k in above)  # the kind the committed report showed
+    assert all(k.pct_of_ceiling <= 100.0 for _, k in judged if k.via_l2)
     flagged_rows = {(r.workload, r.mode, r.dtype, r.backend): sum(1 for rr, _ in above if rr is r) for r in doc.rows}
     table = format_bench_table(doc.rows)
     for r in doc.rows:
         count = flagged_rows[(r.workload, r.mode, r.dtype, r.backend)]
-        assert r.roofline is None or r.roofline["kernels_flagged"] == count
+        assert r.roofline is None or r.roofline.kernels_flagged == count
         line = next(line for line in table.splitlines()
                     if line.startswith(f"| {r.workload} | {r.mode} | {r.dtype} | {r.backend} |"))
         assert (f"**{count} ✗**" in line) == bool(count)
     report = write_report(doc, tmp_path / "report", frontends=False)["md"].read_text()
     for r, k in above:
-        assert f"{k['name']}: model error: {k['pct_of_ceiling']:.0f} %" in report
+        assert f"{k.name}: model error: {k.pct_of_ceiling:.0f} %" in report
     cells = re.findall(r"\| (\d+\.\d)( model error| \(L2\))? \|$", report, re.M)
     assert cells and all(float(pct) <= 100.0 or mark == " model error" for pct, mark in cells)
     page = tmp_path / "bench.md"
@@ -268,4 +268,4 @@ def test_the_committed_bench_documents_have_no_figure_above_100():
         doc = recompute(read_document(path))
         for r in doc.rows:
             for k in r.kernels:
-                assert not above_100(k.get("pct_of_ceiling")) or k["model_error"], k["name"]
+                assert not above_100(k.pct_of_ceiling) or k.model_error, k.name

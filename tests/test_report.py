@@ -19,7 +19,7 @@ from irlens.reporting.frontend_table import compress_stages
 from irlens.reporting.fusion_map import build_fusion_map, render_svg
 from irlens.reporting.html import render_html
 from irlens.reporting.markdown import render_markdown
-from irlens.reporting.records import group_rows, kernel_stage, row_graphs, row_kernels
+from irlens.reporting.records import group_rows, kernel_stage, row_graphs
 from report_fixtures import synthetic_document
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -41,7 +41,7 @@ def assert_map_matches_records(rows: list[dict]) -> None:
     assert [c.backend for c in fmap.columns] == [r["backend"] for r in mapped]
     for column, row in zip(fmap.columns, mapped):
         (read,) = typed([row])
-        records, graphs = row_kernels(read), row_graphs(read)
+        records, graphs = read.kernels, row_graphs(read)
         assert [(k.index, k.name) for k in column.kernels] == list(enumerate(k.name for k in records))
         drawn = {(p.stage, m.id): m for p in column.panels for m in p.nodes}
         for stage, graph in graphs.items():
@@ -310,10 +310,37 @@ def test_committed_documents_read_back_with_every_field(name):
     assert doc.to_json() == data
 
 
+@pytest.mark.parametrize("path", ["h100-bench/h100.json.gz", "h100-checks/h100.json.gz", "zoo-cpu-tiny.json.gz",
+                                  "h100-checks/cross-h100-gelu.json", "../../tests/data/h100-single1.json.gz"])
+def test_older_documents_read_as_typed_records_and_write_again_the_same(path):
+    """Documents written before a field was recorded (a kernel's bytes read, a row's flagged
+    kernels) read into typed records; written and read again they are the same rows. A field
+    written as null then is left out now (it reads back as None either way)."""
+    from irlens.matrix import Document, read_document
+    from irlens.matrix.records import KernelRecord
+
+    doc = read_document(RESULTS / path)
+    kernels = [k for r in doc.rows for k in r.kernels]
+    assert kernels and all(isinstance(k, KernelRecord) and isinstance(k.node_ids, list) for k in kernels)
+    assert Document.from_json(doc.to_json()).rows == doc.rows
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda row: row.pop("mode"), "row 2 of 5: missing field 'mode'"),
     (lambda row: row.update(speedup=2.0), "row 2 of 5: unknown field 'speedup'"),
     (lambda row: row.update(status="great"), "row 2 of 5: field 'status' is 'great', not one of ok, mismatch"),
+    # nested and typed fields: read as their types, not found wrong later as a KeyError
+    (lambda row: row.update(max_rel_err="abc"), "row 2 of 5: field 'max_rel_err' is 'abc', not a number"),
+    (lambda row: row["per_result"].update(out0=True), "row 2 of 5: field 'per_result'['out0'] is True, not a number"),
+    (lambda row: row["kernels"][1].pop("name"), "row 2 of 5: field 'kernels' item 2: missing field 'name'"),
+    (lambda row: row["kernels"].append({}), "row 2 of 5: field 'kernels' item 3: missing field 'backend'"),
+    (lambda row: row["kernels"][0].update(time_us="fast"),
+     "row 2 of 5: field 'kernels' item 1: field 'time_us' is 'fast', not a number"),
+    (lambda row: row["kernels"][0].update(nodes="mm"), "row 2 of 5: field 'kernels' item 1: field 'nodes' is 'mm', not a list"),
+    (lambda row: row.update(device_timing={"device_us": 1.0}),
+     "row 2 of 5: field 'device_timing': missing field 'device_us_repeat'"),
+    (lambda row: row.update(roofline={"gbps": 1, "tflops": 1, "pct_of_ceiling": 9, "bound": "memory", "speed": 3}),
+     "row 2 of 5: field 'roofline': unknown field 'speed'"),
 ])
 def test_report_from_a_damaged_document_names_the_row_and_field(tmp_path, capsys, damage, message):
     import json

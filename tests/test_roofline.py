@@ -19,11 +19,13 @@ from irlens.ceilings import Ceilings, describe
 from irlens.ir import Graph, Kernel
 from irlens.backends.inductor.code import map_kernels, read_launches
 from irlens.matrix import Document, Row, read_document
+from irlens.matrix.records import KernelRecord, RowRoofline
 from irlens.models import resolve_workload
 from irlens.reporting.build import build_report
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.markdown import render_markdown
 from irlens.reporting.roofline import judge_kernels, recompute
+from irlens.timing import DeviceTiming
 from irlens.workload import run_eager
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "int64": 8, "int32": 4, "bool": 1, "float64": 8}
@@ -246,19 +248,20 @@ def _known_operand(name: str, shapes: dict[str, int], run) -> int:
 def test_each_record_gets_its_own_launch_time():
     """One Triton kernel launched for two layers is two records and two launches: each record
     gets its own launch's time, not their sum; XLA's `fusion.3` is the device's `fusion_3`."""
+    def launched(*launches) -> DeviceTiming:
+        return DeviceTiming(100.0, 100.0, launch_us=list(launches))
+
     row = Row("w", "fwd", "inductor", status="ok", dtype="bfloat16", kernels=[
-        {"name": "triton_a", "kind": "fused", "nodes": []}, {"name": "triton_b", "kind": "fused", "nodes": []},
-        {"name": "triton_a", "kind": "fused", "nodes": []}, {"name": "extern_kernels.mm", "kind": "matmul",
-                                                              "nodes": [], "time_us": 7.0}],
-              device_timing={"launch_us": [["triton_a", 10.0], ["triton_b", 5.0], ["nvjet_gemm", 100.0],
-                                           ["triton_a", 30.0]]})
+        KernelRecord("inductor", "triton_a", "fused", []), KernelRecord("inductor", "triton_b", "fused", []),
+        KernelRecord("inductor", "triton_a", "fused", []),
+        KernelRecord("inductor", "extern_kernels.mm", "matmul", [], time_us=7.0)],
+              device_timing=launched(("triton_a", 10.0), ("triton_b", 5.0), ("nvjet_gemm", 100.0), ("triton_a", 30.0)))
     annotate_kernels(row)
-    assert [k["time_us"] for k in row.kernels] == [10.0, 5.0, 30.0, 7.0]
-    xla = Row("w", "fwd", "xla", status="ok", dtype="float32", kernels=[{"name": "fusion.3", "kind": "fused",
-                                                                         "nodes": []}],
-              device_timing={"launch_us": [["fusion_3", 4.0]]})
+    assert [k.time_us for k in row.kernels] == [10.0, 5.0, 30.0, 7.0]
+    xla = Row("w", "fwd", "xla", status="ok", dtype="float32", kernels=[KernelRecord("xla", "fusion.3", "fused", [])],
+              device_timing=launched(("fusion_3", 4.0)))
     annotate_kernels(xla)
-    assert xla.kernels[0]["time_us"] == 4.0
+    assert xla.kernels[0].time_us == 4.0
 
 
 def test_a_steps_launches_keep_their_order_and_own_times():
@@ -310,16 +313,16 @@ def test_kernels_above_the_ceiling_are_flagged_in_every_output(tmp_path):
     wl = resolve_workload("tinyhead")
     ref = compute_reference(wl, "fwd", "cpu", "tiny", "float32")
     row = run_cell(wl, get_backend("inductor"), "fwd", "cpu", "tiny", "float32", ref)
-    assert row.status == "ok" and all(k["bytes"] for k in row.kernels)
+    assert row.status == "ok" and all(k.bytes for k in row.kernels)
     row.dtype = "float32"
     for memory_gbps, flagged in ((1e-6, len(row.kernels)), (1e9, 0)):
-        judged = dataclasses.replace(row, kernels=[dict(k) for k in row.kernels],
-                                     roofline={"pct_of_ceiling": 50.0, "bound": "memory"})
+        judged = dataclasses.replace(row, kernels=[dataclasses.replace(k) for k in row.kernels],
+                                     roofline=RowRoofline(1.0, 1.0, pct_of_ceiling=50.0, bound="memory"))
         ceilings = _ceilings(memory_gbps, 1e9)
         annotate_kernels(judged)
         judge_kernels(judged, ceilings)
-        assert sum(bool(k["model_error"]) for k in judged.kernels) == flagged
-        assert judged.roofline["kernels_flagged"] == flagged
+        assert sum(bool(k.model_error) for k in judged.kernels) == flagged
+        assert judged.roofline.kernels_flagged == flagged
         table = format_bench_table([judged])
         assert (f"| **{flagged} ✗** |" in table) == bool(flagged)
         doc = Document("compare", [dataclasses.replace(judged, ceilings=ceilings.to_json())], "cpu", preset="tiny")
@@ -339,14 +342,14 @@ def _rates(doc: Document) -> list[tuple[float, float, str]]:
     """(TFLOP/s, GB/s, name) of every timed kernel of the document's ok rows; GB/s of the bytes
     beyond the L2's size (those that must have crossed DRAM)."""
     l2 = doc.ceilings["l2_bytes"]
-    return [((k.get("flops") or 0) / k["time_us"] / 1e6, max((k.get("bytes") or 0) - l2, 0) / k["time_us"] / 1e3,
-             k["name"]) for r in doc.rows if r.status == "ok" for k in r.kernels if k.get("time_us")]
+    return [((k.flops or 0) / k.time_us / 1e6, max((k.bytes or 0) - l2, 0) / k.time_us / 1e3,
+             k.name) for r in doc.rows if r.status == "ok" for k in r.kernels if k.time_us]
 
 
 def test_the_ceilings_are_the_best_the_device_was_seen_doing():
     stored = read_document(H100_BENCH)
     sweep = Ceilings.from_json(stored.ceilings)
-    assert sum(bool(k.get("model_error")) for r in stored.rows for k in r.kernels) > 0  # as the run wrote it
+    assert sum(bool(k.model_error) for r in stored.rows for k in r.kernels) > 0  # as the run wrote it
     doc = recompute(stored)
     c = Ceilings.from_json(doc.ceilings)
     spec = sweep.spec["tflops"]["bfloat16"]
@@ -359,11 +362,11 @@ def test_the_ceilings_are_the_best_the_device_was_seen_doing():
     line = describe(c)
     assert f"raised from the sweep's {sweep.matmul_tflops['bfloat16']:.0f} by {c.raised['bfloat16']['by']}" in line
     # every kernel and row within 100 % of the raised ceilings, none flagged; the same figures again
-    pcts = [k["pct_of_ceiling"] for r in doc.rows for k in r.kernels if k.get("pct_of_ceiling") is not None]
+    pcts = [k.pct_of_ceiling for r in doc.rows for k in r.kernels if k.pct_of_ceiling is not None]
     assert pcts and max(pcts) == pytest.approx(100.0) and max(pcts) <= 100.0 + 1e-6
-    assert not any(k.get("model_error") for r in doc.rows for k in r.kernels)
+    assert not any(k.model_error for r in doc.rows for k in r.kernels)
     rows = [r.roofline for r in doc.rows if r.roofline]
-    assert rows and all(rf["pct_of_ceiling"] <= 100.0 and rf["kernels_flagged"] == 0 for rf in rows)
+    assert rows and all(rf.pct_of_ceiling <= 100.0 and rf.kernels_flagged == 0 for rf in rows)
     assert Document.from_json(recompute(doc).to_json()).to_json() == doc.to_json()
 
 
@@ -373,16 +376,16 @@ def test_a_kernel_above_the_vendors_peak_is_still_a_model_error():
     above them stay flagged."""
     stored = read_document(H100_BENCH)
     row = next(r for r in stored.rows if r.workload == "block" and r.mode == "fwd" and r.backend == "inductor")
-    gemm = next(k for k in row.kernels if k["name"] == "extern_kernels.addmm")
+    gemm = next(k for k in row.kernels if k.name == "extern_kernels.addmm")
     spec = stored.ceilings["spec"]["tflops"]["bfloat16"]
-    row.kernels.append({**gemm, "time_us": gemm["flops"] / (1.1 * spec * 1e6)})  # 10 % above the datasheet
+    row.kernels.append(dataclasses.replace(gemm, time_us=gemm.flops / (1.1 * spec * 1e6)))  # 10 % above the datasheet
     doc = recompute(stored)
     c = Ceilings.from_json(doc.ceilings)
     assert c.matmul_tflops["bfloat16"] < spec and "bfloat16" in c.raised
     judged = next(r for r in doc.rows if r.workload == "block" and r.mode == "fwd" and r.backend == "inductor")
-    assert "flops are over-counted" in judged.kernels[-1]["model_error"]
-    assert judged.roofline["kernels_flagged"] == 1
-    assert sum(bool(k.get("model_error")) for r in doc.rows for k in r.kernels) == 1
+    assert "flops are over-counted" in judged.kernels[-1].model_error
+    assert judged.roofline.kernels_flagged == 1
+    assert sum(bool(k.model_error) for r in doc.rows for k in r.kernels) == 1
 
     unknown = read_document(H100_BENCH)
     unknown.ceilings = {**unknown.ceilings, "device": "a GPU SPECS does not know", "spec": None}
@@ -390,7 +393,7 @@ def test_a_kernel_above_the_vendors_peak_is_still_a_model_error():
     c = Ceilings.from_json(doc.ceilings)
     assert not c.raised and c.matmul_tflops == unknown.ceilings["matmul_tflops"]
     above = sum(t > c.matmul_tflops["bfloat16"] for t, _, _ in _rates(doc))
-    assert above and sum(bool(k.get("model_error")) for r in doc.rows for k in r.kernels) == above
+    assert above and sum(bool(k.model_error) for r in doc.rows for k in r.kernels) == above
 
 
 def test_the_report_and_the_bench_page_name_the_kernel_a_ceiling_was_raised_by(tmp_path):

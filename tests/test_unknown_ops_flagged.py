@@ -5,6 +5,7 @@ from xml.etree import ElementTree
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 from irlens.matrix import Document, Row
 from irlens.matrix.cell import kernel_coverage
+from irlens.matrix.records import KernelRecord
 from irlens.matrix.table import format_table
 from irlens.reporting.fusion_map import UNKNOWN_STROKE, build_fusion_map, render_svg
 
@@ -36,7 +37,7 @@ def _row() -> Row:
     g = graph()
     kernels = [Kernel("inductor", "k0", "fused", ["mul", "exp"], "aot.forward")]
     return Row(workload="w", mode="fwd", backend="inductor", frontend="dynamo", status="ok", tol=1e-4,
-               max_rel_err=1e-7, kernels=[k.to_json() for k in kernels], kernel_count=1,
+               max_rel_err=1e-7, kernels=[KernelRecord.of(k) for k in kernels], kernel_count=1,
                graphs={g.stage: g.to_json()}, coverage=kernel_coverage(kernels, [g]))
 
 

@@ -213,15 +213,54 @@ def test_api_functions_survive_importing_their_namesake_modules(tmp_path):
     assert irlens.report(doc, out=str(tmp_path), frontends=False)["html"].exists()
 
 
-def test_a_workload_file_that_exits_while_it_loads_is_bad_input(tmp_path, capsys):
-    """`sys.exit(3)` at import ends nothing but its loading: the reference fails to load, exit 2."""
+LOAD_FAILURES = {  # what a workload's file or module does while it loads -> what the message says
+    "sys.exit(0)": "failed to load: SystemExit: 0 (it calls sys.exit while it loads)",
+    "sys.exit(3)": "failed to load: SystemExit: 3 (it calls sys.exit while it loads)",
+    "raise RuntimeError('no GPU, no model')": "failed to load: RuntimeError: no GPU, no model",
+    "import irlens_no_such_dependency": "failed to load: ModuleNotFoundError: No module named 'irlens_no_such_dependency'",
+}
+
+
+def _failing_reference(tmp_path, monkeypatch, form: str, body: str) -> tuple[str, str]:
+    """(a reference to a workload whose file or module runs `body` while it loads, how the message names it)."""
+    stem = f"loads_badly_{form}_{list(LOAD_FAILURES).index(body)}"  # a module of its own: nothing cached between cases
+    path = tmp_path / f"{stem}.py"
+    path.write_text(f"import sys\n{body}\n")
+    if form == "file":
+        return f"{path}:wl", str(path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return f"{stem}:wl", f"module {stem!r}"
+
+
+@pytest.mark.parametrize("form", ["file", "module"])
+@pytest.mark.parametrize("body", list(LOAD_FAILURES))
+def test_a_workload_that_exits_or_raises_while_it_loads_is_bad_input(tmp_path, monkeypatch, capsys, form, body):
+    """`path/to/file.py:NAME` and `package.module:NAME` alike: a workload whose loading exits
+    (sys.exit, 0 included) or raises ends its loading, not irlens: exit 2, and the message says which and why."""
     from irlens.cli import main
 
-    path = tmp_path / "exits.py"
-    path.write_text("import sys\nsys.exit(3)\n")
-    assert main(["compare", "--workloads", f"{path}:wl", "--backends", "eager"]) == 2
+    ref, what = _failing_reference(tmp_path, monkeypatch, form, body)
+    assert main(["compare", "--workloads", ref, "--backends", "eager", "--mode", "fwd"]) == 2
     err = capsys.readouterr().err
-    assert f"{path} failed to load: SystemExit: 3" in err
+    assert f"irlens: error: {what} {LOAD_FAILURES[body]}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [["explain"], ["repro", "--no-run", "--out"]])
+def test_explain_and_repro_take_a_module_that_exits_as_bad_input(tmp_path, monkeypatch, capsys, command):
+    from irlens.cli import main
+
+    ref, what = _failing_reference(tmp_path, monkeypatch, "module", "sys.exit(0)")
+    argv = [command[0], ref, "--backend", "eager", *command[1:]] + ([str(tmp_path / "out")] if len(command) > 1 else [])
+    assert main(argv) == 2
+    assert f"irlens: error: {what} {LOAD_FAILURES['sys.exit(0)']}" in capsys.readouterr().err
+
+
+def test_a_missing_module_is_named_as_such(tmp_path, capsys):
+    from irlens.cli import main
+
+    assert main(["compare", "--workloads", "irlens_no_such_package.models:wl", "--backends", "eager"]) == 2
+    assert "cannot import module 'irlens_no_such_package.models': No module named 'irlens_no_such_package'" \
+        in capsys.readouterr().err
 
 
 def test_a_hanging_forward_ends_with_the_timeout_the_reference_included(tmp_path):

@@ -26,6 +26,7 @@ from irlens.frontends.bindings import program_for
 from irlens.gpu_turns import gpu_alone, sharing_gpu
 from irlens.ir import Graph, Kernel, jsonable
 from irlens.lowering import LEVEL
+from irlens.matrix.records import KernelRecord
 from irlens.matrix.references import Reference
 from irlens.matrix.row import Row
 from irlens.models import resolve_workload
@@ -88,7 +89,7 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
                     recording_host_time() as host:
                 run = step()
             if recorder is not None and recorder.timing is not None:
-                row.device_timing = recorder.timing.to_json()
+                row.device_timing = recorder.timing
             return run, host
 
         try:
@@ -174,7 +175,7 @@ def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: Ho
     row.reference_dtype, row.reference_fallback = reference.dtype, reference.fallback or None
     row.compile_s, row.run_us = run.compile_s, run.run_us
     row.run_spread = host.spread if host is not None else None
-    row.kernels = [k.to_json() for k in run.kernels]
+    row.kernels = [KernelRecord.of(k) for k in run.kernels]
     row.kernel_count = run.launch_count()  # launches per step (docs/compare.md, "Kernel launches"); None: unmapped
     row.kernels_unmapped = run.unmapped
 

@@ -9,6 +9,11 @@ a layout lists is always written; the others only when set (a row that failed be
 workload was instantiated has no dtype). `Row.from_json` reads a row back and says which row
 and which field is missing or unknown.
 
+Every field is read back as the type it declares (irlens.json_values): a number that is not one,
+a kernel without a name, is a BadDocument (exit 2) naming the file, the row and the field. The
+nested records are `irlens.matrix.records` (kernels, the work a step must do, its roofline) and
+`irlens.timing.DeviceTiming`.
+
 A field added later goes in `OPTIONAL` (None until set, written only then), so documents
 written before it read back, and write again, unchanged (tests/test_report.py checks the
 committed GPU results).
@@ -16,17 +21,17 @@ committed GPU results).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from irlens.errors import UsageError
+from irlens.json_values import BadDocument, read_value, to_plain
+from irlens.matrix.records import KernelRecord, RowRoofline, StepWork
+from irlens.timing import DeviceTiming
 
 STATUSES = ("ok", "mismatch", "failed", "unavailable")
 RAN = ("ok", "mismatch")  # statuses whose row has results, timings and kernels
-
-
-class BadDocument(UsageError):
-    """A results document irlens cannot read; the message names the file, the row and the field."""
 
 
 @dataclass
@@ -54,8 +59,8 @@ class Row:
     compile_s: float | None = None
     run_us: float | None = None  # host wall time of one steady-state step (median)
     run_spread: float | None = None  # the steps' interquartile range / median (irlens.timing.HostTiming)
-    # Kernel.to_json() records (bench adds each one's launch time_us, flops, pct_of_ceiling, bound, model_error)
-    kernels: list[dict] = field(default_factory=list)
+    # what the backend launched (bench adds each one's launch time_us, flops and its verdict against the ceilings)
+    kernels: list[KernelRecord] = field(default_factory=list)
     kernel_count: int | None = None  # kernel launches the generated code makes per step (BackendRun.launch_count)
     kernels_unmapped: str | None = None  # why a row that ran has no kernels: their mapping failed (the verdict stands)
     notes: dict[str, Any] = field(default_factory=dict)  # the backend's own notes (graph breaks, segments, ...)
@@ -63,7 +68,7 @@ class Row:
     coverage: dict | None = None  # how the kernels cover the compute nodes (compare.kernel_coverage)
     dtype: str | None = None
     preset: str | None = None
-    device_timing: dict | None = None  # irlens.timing.DeviceTiming.to_json() (bench)
+    device_timing: DeviceTiming | None = None  # the step's device profile (bench)
     # a backend run through the common view's lowering of another frontend's graphs, its own
     # frontend unable to take the workload (errors.NoNativePath): shown as `xla (via dynamo)`
     via: str | None = None  # the frontend whose graphs it lowered (also `frontend`)
@@ -73,8 +78,8 @@ class Row:
     level: str | None = None  # the common-view level lowered
     lowered: list[dict] = field(default_factory=list)  # per lowered graph: {"stage", "nodes"}
     # bench
-    must: dict | None = None  # {"bytes", "flops"} one step must move and do (irlens.cost)
-    roofline: dict | None = None  # {"gbps", "tflops", "pct_of_ceiling", "bound", "model_error", "kernels_flagged"}
+    must: StepWork | None = None  # the bytes and flops one step must move and do (irlens.cost)
+    roofline: RowRoofline | None = None  # the step against the ceilings (irlens.reporting.roofline)
     gpu: str | None = None  # the GPU it ran on (bench --gpus)
     ceilings: dict | None = None  # that GPU's measured ceilings
     # a report merged from several runs
@@ -127,11 +132,11 @@ class Row:
     def to_json(self, layout: "Layout") -> dict:
         out = {}
         for key in layout.fields:
-            out[key] = getattr(self, layout.attribute(key))
+            out[key] = to_plain(getattr(self, layout.attribute(key)))
         for key in OPTIONAL:
             value = getattr(self, key)
             if key not in out and value is not None:
-                out[key] = value
+                out[key] = to_plain(value)
         return out
 
     @classmethod
@@ -148,15 +153,26 @@ class Row:
                 raise BadDocument(f"{where}: missing field {key!r}")
         if d["status"] not in STATUSES:
             raise BadDocument(f"{where}: field 'status' is {d['status']!r}, not one of {', '.join(STATUSES)}")
-        return cls(**{layout.attribute(k): v for k, v in d.items()})
+        return cls._typed({layout.attribute(k): (v, k) for k, v in d.items()}, where)
 
     # between a worker and its parent: every field, by its own name
     def to_record(self) -> dict:
-        return dataclasses.asdict(self)
+        return {f.name: to_plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_record(cls, d: dict) -> "Row":
-        return cls(**d)
+        return cls._typed({k: (v, k) for k, v in d.items()}, "a worker's row")
+
+    @classmethod
+    def _typed(cls, values: dict[str, tuple[Any, str]], where: str) -> "Row":
+        """The row of {attribute: (JSON value, its JSON name)}, each value read as its field's type."""
+        hints = _hints()
+        return cls(**{attr: read_value(v, hints[attr], f"{where}: field {key!r}") for attr, (v, key) in values.items()})
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return typing.get_type_hints(Row)
 
 
 OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceilings", "device", "device_name",

@@ -24,6 +24,7 @@ in place of a lowering names the library's function of the same arity (`jnp.nega
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -110,6 +111,40 @@ class Operand:
         return f"{'*' if self.variadic else ''}{self.name}{'?' if self.optional else ''}"
 
 
+POSITION, CLASS, FLAT = "position", "class", "flat"  # IndexOf.dim: the dims that depend on the node
+
+
+@dataclass(frozen=True)
+class IndexOf:
+    """An index operand: integer positions into the operand `table` along `dim` (an attr naming
+    the dim, or the dim itself; `POSITION`: the k-th entry of a variadic operand indexes dim k;
+    `CLASS`: torch's class dim, 1, or 0 of a 1-d table; `FLAT`: the table's elements), or, where
+    no operand has the size, up to the count the attr `size` holds. A value equal to the attr
+    `keep` (a loss's ignore_index) is no position. Negative positions count from the end."""
+
+    table: str = ""
+    dim: str | int = 0
+    size: str = ""
+    keep: str = ""
+
+    def bound(self, shapes: dict[str, tuple[int, ...]], attrs: dict, k: int = 0) -> int | None:
+        """How many positions there are (None: the table's shape is not known)."""
+        if self.size:
+            return attrs[self.size]
+        shape = shapes.get(self.table)
+        if shape is None:
+            return None
+        if self.dim == FLAT:
+            return math.prod(shape)
+        if self.dim == POSITION:
+            dim = k
+        elif self.dim == CLASS:
+            dim = 1 if len(shape) > 1 else 0
+        else:
+            dim = attrs[self.dim] if isinstance(self.dim, str) else self.dim
+        return shape[dim] if -len(shape) <= dim < len(shape) else None
+
+
 def _arity(operands: tuple[Operand, ...]) -> tuple[int, float]:
     required = sum(1 for o in operands if not o.optional and not o.variadic)
     most = float("inf") if operands and operands[-1].variadic else len(operands)
@@ -133,6 +168,7 @@ class Op:
     lowerable: dict[str, Callable] = field(default_factory=dict)  # lowering -> node predicate
     aten: Any = None  # the ATen overload it is declared from (`from_aten`): its meaning, its attrs' names
     subgraphs: tuple[str, ...] = ()  # control flow: the roles of the graphs a node runs (Node.subgraphs)
+    index_of: dict[str, IndexOf] = field(default_factory=dict)  # operand name -> the positions it holds
 
     @property
     def is_composite(self) -> bool:
@@ -172,6 +208,17 @@ class Op:
             return f"{self.name}: missing attr {', '.join(missing)}"
         return None
 
+    def index_operands(self, n_inputs: int) -> list[tuple[int, IndexOf, int]]:
+        """(input position, what it indexes, its place within a variadic operand) of each index
+        operand of a node with `n_inputs` inputs."""
+        found = []
+        for i in range(n_inputs):
+            variadic = self.operands and self.operands[-1].variadic and i >= len(self.operands) - 1
+            operand = self.operands[-1] if variadic else self.operands[i] if i < len(self.operands) else None
+            if operand is not None and operand.name in self.index_of:
+                found.append((i, self.index_of[operand.name], i - len(self.operands) + 1 if variadic else 0))
+        return found
+
     def takes_subgraphs(self, roles: tuple[str, ...]) -> bool:
         """Whether a node's subgraph roles are the declared ones; a last role `*branch` stands
         for `branch0`, `branch1`, ... (at least one)."""
@@ -193,24 +240,28 @@ OPS: dict[str, Op] = {}
 
 
 def declare(name: str, category: str, operands: str = "x", *, outputs: str = "out", doc: str = "",
-            subgraphs: str = "", **attrs: Attr) -> Op:
+            subgraphs: str = "", index_of: dict[str, IndexOf] | None = None, **attrs: Attr) -> Op:
     """Declare a canonical op once; its family module registers its rules on the next lines.
     `subgraphs` names the roles of the graphs a control-flow node runs (`"cond body"`; `"*branch"`:
-    branch0, branch1, ...)."""
+    branch0, branch1, ...); `index_of` its index operands, by name, and what each indexes."""
     if name in OPS:
         raise ValueError(f"canonical op {name!r} declared twice ({OPS[name].family} and again)")
     if category not in CATEGORIES:
         raise ValueError(f"{name}: unknown category {category!r}")
     family = _caller_module()
     op = Op(name, category, Operand.parse(operands), Operand.parse(outputs), dict(attrs), doc, family,
-            subgraphs=tuple(subgraphs.split()))
+            subgraphs=tuple(subgraphs.split()), index_of=dict(index_of or {}))
+    unknown = set(op.index_of) - {o.name for o in op.operands}
+    if unknown:
+        raise ValueError(f"{name}: index_of names no operand: {sorted(unknown)}")
     OPS[name] = op
     return op
 
 
-def composite(name: str, operands: str = "x", *, outputs: str = "out", doc: str = "", **attrs: Attr) -> Op:
+def composite(name: str, operands: str = "x", *, outputs: str = "out", doc: str = "",
+              index_of: dict[str, IndexOf] | None = None, **attrs: Attr) -> Op:
     """Declare a composite op (its family registers its decomposition rule beside it)."""
-    return declare(name, COMPOSITE, operands, outputs=outputs, doc=doc, **attrs)
+    return declare(name, COMPOSITE, operands, outputs=outputs, doc=doc, index_of=index_of, **attrs)
 
 
 def _caller_module() -> str:
@@ -222,7 +273,7 @@ def _caller_module() -> str:
     return frame.f_globals.get("__name__", "").rsplit(".", 1)[-1] if frame else ""
 
 
-def from_aten(name: str, category: str, overload, *, doc: str = "") -> Op:
+def from_aten(name: str, category: str, overload, *, doc: str = "", index_of: dict[str, IndexOf] | None = None) -> Op:
     """Declare an op that is one ATen overload: its tensor arguments the operands (in schema order,
     `Tensor?` optional, a trailing `Tensor[]` variadic), every other argument an attr of the same
     name (schema defaults), its returns the outputs, and its meaning that overload run in float64.
@@ -239,7 +290,8 @@ def from_aten(name: str, category: str, overload, *, doc: str = "") -> Op:
     # the first result always; ATen gives None for results not asked for (FX then has no value)
     outputs = [("*" if str(r.type).startswith("List") else "") + (r.name or f"out{i}") + ("?" if i else "")
                for i, r in enumerate(schema.returns)]
-    op = declare(name, category, " ".join(operands), outputs=" ".join(outputs), doc=doc or f"ATen's {overload}", **attrs)
+    op = declare(name, category, " ".join(operands), outputs=" ".join(outputs), doc=doc or f"ATen's {overload}",
+                 index_of=index_of, **attrs)
     op.aten = overload
 
     def run(a, *inputs):
@@ -315,6 +367,33 @@ def is_compute(op: str) -> bool:
 
 def is_primitive(op: str) -> bool:
     return op.startswith(UNKNOWN_PREFIX) or category(op) in PRIMITIVE_CATEGORIES
+
+
+@dataclass(frozen=True)
+class IndexBound:
+    """One index input of a node: its positions lie in [-bound, bound), or equal `keep`."""
+
+    input: int  # its place among the node's inputs
+    bound: int
+    keep: Any = None  # a value that is no position (a loss's ignore_index); None: every value is one
+
+
+def index_bounds(op: str, inputs: list, attrs: dict, shapes: dict[str, tuple[int, ...]]) -> list[IndexBound]:
+    """The index inputs of a node (`inputs`: value names or literals; `shapes`: the shapes of its
+    tensor inputs by value name) and the positions each may hold, from its op's declared
+    `index_of`. An op outside the vocabulary declares none; a literal index is left out."""
+    decl = OPS.get(op)
+    if decl is None or not decl.index_of:
+        return []
+    attrs = decl.attrs_of(attrs)
+    tables = {o.name: shapes[v] for o, v in zip(decl.operands, inputs)
+              if not o.variadic and isinstance(v, str) and v in shapes}
+    found = []
+    for i, of, k in decl.index_operands(len(inputs)):
+        bound = of.bound(tables, attrs, k) if isinstance(inputs[i], str) else None
+        if bound is not None:
+            found.append(IndexBound(i, bound, attrs.get(of.keep) if of.keep else None))
+    return found
 
 
 def check_vocabulary(table: dict[str, str]) -> None:

@@ -1,13 +1,18 @@
 """Indexing: reads at computed positions (take, gather, index), writes there (index_add,
 scatter*, index_put, slice_scatter), and the selections (topk, sort). Indices are integer
-tensors; a negative index counts from the end where torch's op allows it."""
+tensors, declared as such (`IndexOf`: which operand and dim each indexes); a negative index
+counts from the end where torch's op allows it."""
 from __future__ import annotations
 
 import torch
 
 from irlens.ops._torch import jnp, lax, scalar_tensor, widened
-from irlens.ops.core import DATA_MOVEMENT, OTHER, REDUCTION, Attr, declare, from_aten, lowering, meaning
+from irlens.ops.core import (DATA_MOVEMENT, FLAT, OTHER, POSITION, REDUCTION, Attr, IndexOf, declare, from_aten,
+                              lowering, meaning)
 from irlens.ops.movement import slices, strided_positions
+
+
+ALONG_DIM = IndexOf("x", "dim")  # positions along x's dim `dim`
 
 
 def _wrapped(idx: torch.Tensor, size: int) -> torch.Tensor:
@@ -16,7 +21,7 @@ def _wrapped(idx: torch.Tensor, size: int) -> torch.Tensor:
 
 
 # --- reads ------------------------------------------------------------------------------------
-take = declare("take", DATA_MOVEMENT, "x index", dim=Attr("int"),
+take = declare("take", DATA_MOVEMENT, "x index", dim=Attr("int"), index_of={"index": ALONG_DIM},
                doc="slices of x along dim at index (any shape): out shape x[:dim] + index + x[dim+1:] "
                    "(jnp.take, index_select, embedding, x[:, idx])")
 
@@ -34,7 +39,7 @@ def _take_jax(a, x, idx):
     return jnp().take(x, idx, axis=a["dim"])
 
 
-gather = declare("gather", DATA_MOVEMENT, "x index", dim=Attr("int"),
+gather = declare("gather", DATA_MOVEMENT, "x index", dim=Attr("int"), index_of={"index": ALONG_DIM},
                  doc="torch.gather / take_along_dim: out[i][j][k] = x[i][index[i][j][k]][k] (dim 1); "
                      "index has x's rank, no larger than x outside dim")
 
@@ -52,7 +57,7 @@ def _gather_jax(a, x, idx):
     return jnp().take_along_axis(x, idx, axis=dim)
 
 
-index = declare("index", DATA_MOVEMENT, "x *indices?",
+index = declare("index", DATA_MOVEMENT, "x *indices?", index_of={"indices": IndexOf("x", POSITION)},
                 doc="advanced indexing x[i0, i1, ...]: one optional index tensor per leading dim, None a full slice")
 
 
@@ -79,6 +84,7 @@ def _index_jax(a, x, *indices):
 
 # --- writes -----------------------------------------------------------------------------------
 index_add = declare("index_add", DATA_MOVEMENT, "x index src", dim=Attr("int"), alpha=Attr("number", 1),
+                    index_of={"index": ALONG_DIM},
                     doc="x with alpha * src's slices added at index along dim (torch.index_add; index any "
                         "shape, src shaped like take(x, index, dim))")
 
@@ -98,7 +104,7 @@ def _index_add_jax(a, x, idx, src):
     return x.at[(slice(None),) * dim + (idx.reshape(-1),)].add(moved * a["alpha"] if a["alpha"] != 1 else moved)
 
 
-index_copy = declare("index_copy", DATA_MOVEMENT, "x index src", dim=Attr("int"),
+index_copy = declare("index_copy", DATA_MOVEMENT, "x index src", dim=Attr("int"), index_of={"index": ALONG_DIM},
                      doc="x with src's slices written at index along dim (torch.index_copy; index any shape, src "
                          "shaped like take(x, index, dim))")
 
@@ -117,7 +123,7 @@ def _index_copy_jax(a, x, idx, src):
     return x.at[(slice(None),) * dim + (idx.reshape(-1),)].set(moved)
 
 
-scatter = declare("scatter", DATA_MOVEMENT, "x index src", dim=Attr("int"),
+scatter = declare("scatter", DATA_MOVEMENT, "x index src", dim=Attr("int"), index_of={"index": ALONG_DIM},
                   doc="torch.scatter: x with src (or a scalar) written at index along dim")
 
 
@@ -129,7 +135,7 @@ def _scatter(a, x, idx, src):
     return torch.scatter(x, a["dim"], idx.long(), src.to(x.dtype))
 
 
-scatter_add = declare("scatter_add", DATA_MOVEMENT, "x index src", dim=Attr("int"),
+scatter_add = declare("scatter_add", DATA_MOVEMENT, "x index src", dim=Attr("int"), index_of={"index": ALONG_DIM},
                       doc="torch.scatter_add: x with src added at index along dim (index shaped like src)")
 
 
@@ -157,7 +163,7 @@ def _scatter_add(a, x, idx, src):
     return torch.scatter_add(x, a["dim"], idx.long(), src)
 
 
-scatter_reduce = declare("scatter_reduce", DATA_MOVEMENT, "x index src", dim=Attr("int"),
+scatter_reduce = declare("scatter_reduce", DATA_MOVEMENT, "x index src", dim=Attr("int"), index_of={"index": ALONG_DIM},
                          reduce=Attr("str", choices=("sum", "prod", "mean", "amax", "amin")),
                          include_self=Attr("bool", True), doc="torch.scatter_reduce")
 
@@ -174,6 +180,7 @@ def _scatter_reduce(a, x, idx, src):
 
 
 index_put = declare("index_put", DATA_MOVEMENT, "x values *indices?", accumulate=Attr("bool", False),
+                    index_of={"indices": IndexOf("x", POSITION)},
                     doc="x with values written (accumulate: added) at x[indices] (None a full slice)")
 
 
@@ -326,8 +333,10 @@ meaning(nonzero)(lambda a, x: torch.nonzero(x))
 
 # --- ATen's other indexed reads and writes ----------------------------------------------------------
 A = torch.ops.aten
-index_reduce = from_aten("index_reduce", DATA_MOVEMENT, A.index_reduce.default)
-put = from_aten("put", DATA_MOVEMENT, A.put.default, doc="x with source written (accumulate: added) at flat index")
+index_reduce = from_aten("index_reduce", DATA_MOVEMENT, A.index_reduce.default,
+                         index_of={"index": IndexOf("self", "dim")})
+put = from_aten("put", DATA_MOVEMENT, A.put.default, doc="x with source written (accumulate: added) at flat index",
+                index_of={"index": IndexOf("self", FLAT)})
 as_strided_scatter = from_aten("as_strided_scatter", DATA_MOVEMENT, A.as_strided_scatter.default)
 
 

@@ -4,17 +4,19 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from irlens.ops.core import Attr, composite, decomposition, meaning
+from irlens.ops.core import CLASS, Attr, IndexOf, composite, decomposition, meaning
 
 
 # --- losses -------------------------------------------------------------------------------------
 _LOSS = dict(reduction=Attr("str", "mean", choices=("none", "mean", "sum")), ignore_index=Attr("int", -100))
 cross_entropy = composite("cross_entropy", "x target weight?", **_LOSS,
+                          index_of={"target": IndexOf("x", CLASS, keep="ignore_index")},
                           doc="nll_loss(log_softmax(x, class dim), target): class indices, class dim 1 (0 if x is 1-d)")
-nll_loss = composite("nll_loss", "logp target weight?", outputs="out total_weight?", **_LOSS,
+TARGETS = {"target": IndexOf("logp", CLASS, keep="ignore_index")}  # class indices; ignore_index is none
+nll_loss = composite("nll_loss", "logp target weight?", outputs="out total_weight?", **_LOSS, index_of=TARGETS,
                      doc="-weight[t] * logp[.., t, ..] at each target t (class dim 1, or 0 if 1-d), ignore_index "
                          "weighs 0; mean divides by total_weight, the targets' summed weight (0 when none)")
-nll_loss_backward = composite("nll_loss_backward", "grad logp target weight? total_weight", **_LOSS,
+nll_loss_backward = composite("nll_loss_backward", "grad logp target weight? total_weight", **_LOSS, index_of=TARGETS,
                               doc="d nll_loss / d logp: -weight[t] * grad (/ total_weight for mean) at each target")
 _REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2}
 

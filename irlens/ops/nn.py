@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from irlens.ops.core import MATMUL, OTHER, Attr, composite, decomposition, from_aten, meaning
+from irlens.ops.core import MATMUL, OTHER, Attr, IndexOf, composite, decomposition, from_aten, meaning
 from irlens.ops.shapes import literal, transpose_last2
 
 
@@ -24,9 +24,11 @@ def _linear_rule(e, vals):
         e.emit("add", [y, b], out.shape, out.dtype, out.name)
 
 
-embedding = composite("embedding", "weight indices", doc="rows of weight at indices")
+ROWS = IndexOf("weight", 0)  # an embedding's indices: rows of its weight
+embedding = composite("embedding", "weight indices", doc="rows of weight at indices", index_of={"indices": ROWS})
 embedding_backward = composite(
     "embedding_backward", "grad indices", num_weights=Attr("int"), padding_idx=Attr("int", None),
+    index_of={"indices": IndexOf(size="num_weights")},
     scale_grad_by_freq=Attr("bool", False),
     doc="grad's rows summed into [num_weights, dim] at indices; rows at padding_idx get none; "
         "scale_grad_by_freq divides each by how often its index occurs")
@@ -112,10 +114,13 @@ def _masked_fill_rule(e, vals):
 
 
 embedding_bag = from_aten("embedding_bag", OTHER, torch.ops.aten._embedding_bag.default,
-                          doc="rows of weight summed (mode 0), averaged (1) or maxed (2) per bag")
+                          doc="rows of weight summed (mode 0), averaged (1) or maxed (2) per bag",
+                          index_of={"indices": ROWS})
 embedding_bag_forward_only = from_aten("embedding_bag_forward_only", OTHER,
-                                       torch.ops.aten._embedding_bag_forward_only.default)
-embedding_bag_backward = from_aten("embedding_bag_backward", OTHER, torch.ops.aten._embedding_bag_backward.default)
+                                       torch.ops.aten._embedding_bag_forward_only.default, index_of={"indices": ROWS})
+embedding_bag_backward = from_aten("embedding_bag_backward", OTHER, torch.ops.aten._embedding_bag_backward.default,
+                                   index_of={"indices": IndexOf(size="num_weights")})
 embedding_bag_per_sample_weights_backward = from_aten("embedding_bag_per_sample_weights_backward", OTHER,
-                                                      torch.ops.aten._embedding_bag_per_sample_weights_backward.default)
+                                                      torch.ops.aten._embedding_bag_per_sample_weights_backward.default,
+                                                      index_of={"indices": ROWS})
 trilinear = from_aten("trilinear", MATMUL, torch.ops.aten._trilinear.default, doc="the bilinear form F.bilinear computes")

@@ -13,7 +13,7 @@ from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Tex
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_svg
 from irlens.reporting.plots import bar_chart
-from irlens.reporting.records import first_line, group_rows, kernel_stage, launches_of, row_graphs, row_kernels
+from irlens.reporting.records import first_line, group_rows, kernel_stage, launches_of, row_graphs
 from irlens.reporting.splits import split_sections
 from irlens.timing import unsteady
 
@@ -151,7 +151,7 @@ def _fusion_text(rows: list[Row]) -> list[str]:
     lines = []
     for r in rows:
         graphs = row_graphs(r)
-        for i, k in enumerate(row_kernels(r)):
+        for i, k in enumerate(r.kernels):
             stage = kernel_stage(k, graphs)
             lines.append(f"{r.label} k{i} `{k.name}` ({k.kind}): {op_summary(k, graphs.get(stage) if stage else None)}")
         if not r.kernels:
@@ -162,7 +162,7 @@ def _fusion_text(rows: list[Row]) -> list[str]:
 def _charts(stem: str, rows: list[Row], ceiling, dtype: str) -> Gallery:
     counts = [(r.label, None if launches_of(r) is None else float(launches_of(r))) for r in rows]
     times = [(r.label, r.run_us) for r in rows]
-    figures = [(r.label, backend_pct(row_kernels(r), ceiling, dtype)) for r in rows]
+    figures = [(r.label, backend_pct(r.kernels, ceiling, dtype)) for r in rows]
     pcts = [(b, f.pct) for b, f in figures]
     why = "no ceilings measured (irlens bench measures them)" if ceiling is None else "no timed kernels"
     left_out = [f"{b}: {f.flagged} kernels above 100 % left out (model errors, see its kernel table)"
@@ -182,7 +182,7 @@ def _charts(stem: str, rows: list[Row], ceiling, dtype: str) -> Gallery:
 def _kernel_table(row: Row, ceiling, dtype: str) -> list[Table | Text]:
     """The row's kernels, and under them why each figure above 100 % of ceiling is no speed, and
     which figures count only the bytes beyond the L2 (kernels faster than DRAM for all of theirs)."""
-    kernels = row_kernels(row)
+    kernels = row.kernels
     if not kernels:
         return [Text([f"{row.backend} has no kernel records (it runs op by op)."
                       if row.backend == "eager" else f"{row.label} reported no kernels."])]

@@ -29,7 +29,7 @@ from html import escape
 from irlens.ir import Graph
 from irlens.matrix import Row
 from irlens.ops import is_compute
-from irlens.reporting.records import first_line, kernel_stage, row_graphs, row_kernels
+from irlens.reporting.records import first_line, kernel_stage, row_graphs
 
 NODE_W, NODE_H, GAP_X, ROW_H, PAD = 88, 22, 8, 34, 14
 MOVE_H, MOVE_LANE_H = 16, 22  # data-movement nodes: smaller boxes in a lane above their row
@@ -122,7 +122,7 @@ def build_fusion_map(workload: str, mode: str, rows: list[Row]) -> FusionMap:
 
 
 def _column(row: Row, graphs: dict[str, Graph]) -> Column:
-    records = row_kernels(row)
+    records = row.kernels
     kernels = [MapKernel(i, k.name, k.kind, kernel_color(i), kernel_stage(k, graphs), list(k.node_ids), list(k.recompute))
                for i, k in enumerate(records)]
     notes = []

@@ -1,4 +1,4 @@
-"""A document's rows as irlens objects: kernels, common-view graphs, grouping."""
+"""A document's rows as irlens objects: launches, common-view graphs, grouping."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -7,37 +7,14 @@ from irlens.ir import Graph, Kernel
 from irlens.matrix import Row
 
 
-def kernel_from_json(d: dict, backend: str = "") -> Kernel:
-    """A kernel record as `Kernel.to_json` (or an older compare row) wrote it."""
-    return Kernel(
-        backend=d.get("backend", backend),
-        name=d["name"],
-        kind=d.get("kind", ""),
-        node_ids=list(d.get("nodes", d.get("node_ids", []))),
-        stage=d.get("stage", ""),
-        time_us=d.get("time_us"),
-        bytes=d.get("bytes"),
-        flops=d.get("flops"),
-        recompute=list(d.get("recompute", [])),
-        source=d.get("source", ""),
-        bytes_read=d.get("bytes_read"),
-        bytes_written=d.get("bytes_written"),
-        combines=list(d.get("combines", [])),
-    )
-
-
 def launches_of(row: Row) -> int | None:
     """Kernel launches per step: on the GPU (a bench row) the device launches the profiler
     recorded, the same for every backend; else the row's `kernel_count` (the launches the
     generated code makes per step, or eager's ATen ops), or one per kernel record in a row
     without a count."""
     if row.device_timing:
-        return row.device_timing.get("kernel_launches")
+        return row.device_timing.kernel_launches
     return row.kernel_count if row.kernel_count is not None else len(row.kernels) if row.kernels else None
-
-
-def row_kernels(row: Row) -> list[Kernel]:
-    return [kernel_from_json(k, row.backend) for k in row.kernels]
 
 
 def row_graphs(row: Row) -> dict[str, Graph]:

@@ -17,34 +17,33 @@ import json
 
 from irlens.ceilings import Ceilings, Seen, raised_to, swept
 from irlens.matrix import Document, Row
+from irlens.matrix.records import RowRoofline, StepWork
 from irlens.reporting.ceiling import ceiling_for, dram_bytes, judge, model_error
-from irlens.reporting.records import row_kernels
 
 
-def roofline(row: Row, must: dict | None, ceilings: Ceilings) -> dict | None:
+def roofline(row: Row, must: StepWork | None, ceilings: Ceilings) -> RowRoofline | None:
     """The row's step against the ceilings: GB/s and TFLOP/s of the work it must do, its % of
     ceiling, which bound, and `model_error` where that % is above 100."""
     timing = row.device_timing
-    if must is None or row.status != "ok" or not timing or not timing["device_us"]:
+    if must is None or row.status != "ok" or timing is None or not timing.device_us:
         return None
-    seconds = timing["device_us"] * 1e-6
+    seconds = timing.device_us * 1e-6
     peak = (ceilings.peak_tflops(row.dtype or "float32") or ceilings.peak_tflops("float32")) * 1e12
-    memory_s, compute_s = must["bytes"] / (ceilings.memory_gbps * 1e9), must["flops"] / peak
+    memory_s, compute_s = must.bytes / (ceilings.memory_gbps * 1e9), must.flops / peak
     pct, bound = 100.0 * max(memory_s, compute_s) / seconds, "memory" if memory_s >= compute_s else "compute"
-    return {"gbps": must["bytes"] / seconds / 1e9, "tflops": must["flops"] / seconds / 1e12,
-            "pct_of_ceiling": pct, "bound": bound, "model_error": model_error(pct, bound)}
+    return RowRoofline(gbps=must.bytes / seconds / 1e9, tflops=must.flops / seconds / 1e12, pct_of_ceiling=pct,
+                       bound=bound, model_error=model_error(pct, bound))
 
 
 def judge_kernels(row: Row, ceilings: Ceilings | None) -> None:
     """Each kernel record's % of ceiling, bound and model error (from its time, bytes and flops);
     the row's count of flagged kernels."""
     ceiling = ceiling_for(ceilings.to_json()) if ceilings is not None else None
-    for k, kernel in zip(row.kernels, row_kernels(row)):
-        verdict = judge(kernel, ceiling, row.dtype or "float32")
-        k["pct_of_ceiling"], k["bound"], k["model_error"] = verdict.pct, verdict.bound, verdict.model_error
-        k["via_l2"] = verdict.via_l2
+    for k in row.kernels:
+        verdict = judge(k, ceiling, row.dtype or "float32")
+        k.pct_of_ceiling, k.bound, k.model_error, k.via_l2 = verdict.pct, verdict.bound, verdict.model_error, verdict.via_l2
     if row.roofline is not None:
-        row.roofline["kernels_flagged"] = sum(bool(k.get("model_error")) for k in row.kernels)
+        row.roofline.kernels_flagged = sum(bool(k.model_error) for k in row.kernels)
 
 
 def kernel_rates(row: Row, ceilings: Ceilings) -> list[Seen]:
@@ -55,14 +54,14 @@ def kernel_rates(row: Row, ceilings: Ceilings) -> list[Seen]:
         return []
     seen = []
     for k in row.kernels:
-        us = k.get("time_us")
+        us = k.time_us
         if not us:
             continue
-        by = f"{k['name']} in {row.workload} {row.mode} {row.label}"
-        if dram_bytes(k.get("bytes"), ceilings.l2_bytes):
-            seen.append(Seen("memory", dram_bytes(k["bytes"], ceilings.l2_bytes) / us / 1e3, f"{by} ({row.dtype})"))
-        if k.get("flops"):
-            seen.append(Seen(ceilings.matmul_key(row.dtype or "float32"), k["flops"] / us / 1e6, by))
+        by = f"{k.name} in {row.workload} {row.mode} {row.label}"
+        if dram_bytes(k.bytes, ceilings.l2_bytes):
+            seen.append(Seen("memory", dram_bytes(k.bytes, ceilings.l2_bytes) / us / 1e3, f"{by} ({row.dtype})"))
+        if k.flops:
+            seen.append(Seen(ceilings.matmul_key(row.dtype or "float32"), k.flops / us / 1e6, by))
     return seen
 
 
@@ -85,8 +84,8 @@ def recompute(doc: Document) -> Document:
         return json.dumps(c, sort_keys=True)
 
     groups: dict[str, list[Row]] = {}
-    rows = [dataclasses.replace(r, kernels=[dict(k) for k in r.kernels],
-                                roofline=dict(r.roofline) if r.roofline else None) for r in doc.rows]
+    # copies: the stored document's kernels keep their verdicts (apply_roofline makes each row's roofline anew)
+    rows = [dataclasses.replace(r, kernels=[dataclasses.replace(k) for k in r.kernels]) for r in doc.rows]
     for row in rows:
         groups.setdefault(key(row.ceilings or doc.ceilings), []).append(row)
     now = {k: apply_roofline(group, Ceilings.from_json(json.loads(k))).to_json()

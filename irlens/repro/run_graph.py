@@ -16,6 +16,7 @@ import torch
 
 from irlens.interpret import TORCH_DTYPES
 from irlens.ir import Graph
+from irlens.ops import index_bounds
 from irlens.repro.cases import Case, case_values
 from irlens.repro.cell import Outcome, exception_outcome
 from irlens.repro.graphs import as_float64
@@ -23,8 +24,8 @@ from irlens.repro.graphs import as_float64
 
 def graph_inputs(graph: Graph, values: dict, device: str) -> list:
     """The graph's inputs from the case's values: cut to the declared shapes (a shrunk graph
-    takes the leading part of each dimension), in the declared dtypes, on `device`; an index
-    tensor fed to a gather or scatter kept within its table."""
+    takes the leading part of each dimension), in the declared dtypes, on `device`; an input an
+    op reads as indices (its schema's `index_of`) kept within what it indexes."""
     bounds = _index_bounds(graph)
     inputs = []
     for t in graph.inputs:
@@ -34,23 +35,35 @@ def graph_inputs(graph: Graph, values: dict, device: str) -> list:
                 value = value[tuple(slice(0, n) for n in t.shape)]
             value = value.to(TORCH_DTYPES.get(t.dtype, value.dtype))
             if t.name in bounds:
-                value = value.remainder(bounds[t.name])
+                value = _within(value, *bounds[t.name])
             value = value.contiguous().to(device)
         inputs.append(value)
     return inputs
 
 
-def _index_bounds(graph: Graph) -> dict[str, int]:
-    """Graph inputs used as indices, and the size of the dimension they index (the smallest)."""
+def _index_bounds(graph: Graph) -> dict[str, tuple[int, object]]:
+    """Graph inputs read as indices: the fewest positions any reader allows, and the value that
+    is no position (a loss's ignore_index; None: none)."""
     metas = graph.values()
     inputs = {t.name for t in graph.inputs}
-    bounds: dict[str, int] = {}
+    bounds: dict[str, tuple[int, object]] = {}
     for n in graph.nodes:
-        if n.op in ("gather", "scatter_add") and len(n.inputs) > 1 and n.inputs[1] in inputs:
-            size = metas[n.inputs[0]].shape[n.attrs.get("dim", 0)]
-            bounds[n.inputs[1]] = min(bounds.get(n.inputs[1], size), size)
+        shapes = {v: tuple(metas[v].shape) for v in n.value_inputs() if v in metas}
+        for b in index_bounds(n.op, n.inputs, n.attrs, shapes):
+            name = n.inputs[b.input]
+            if name in inputs:
+                bound = min(bounds[name][0], b.bound) if name in bounds else b.bound
+                bounds[name] = (bound, b.keep)
     return bounds
 
+
+def _within(value: torch.Tensor, bound: int, keep) -> torch.Tensor:
+    """Integer positions wrapped into [0, bound); a `keep` value stays (a bool mask, or an empty
+    table's indices, as they are)."""
+    if value.dtype == torch.bool or value.is_floating_point() or value.is_complex() or bound <= 0:
+        return value
+    wrapped = value.remainder(bound)
+    return wrapped if keep is None else torch.where(value == keep, value, wrapped)
 
 
 
