@@ -40,6 +40,7 @@ from irlens.ceilings import Ceilings, Gemm, describe
 from irlens.ceilings_cache import driver_version
 from irlens.compile_caches import compile_caches
 from irlens.frontends import get_frontend
+from irlens.ir import Kernel
 from irlens.isolation import CallFailed, WorkerSession, worker_env, worker_threads
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
 from irlens.matrix.compile_ahead import LOG, Log, compile_ahead
@@ -140,7 +141,7 @@ def measure_ceilings(gemms: list[Gemm], timeout: float, cache_dir: Path | None, 
     return dataclasses.replace(Ceilings.from_json(reply["ceilings"]), source=reply["source"])
 
 
-def device_name_of(kernel: KernelRecord, backend: str) -> str:
+def device_name_of(kernel: Kernel, backend: str) -> str:
     """The name a kernel record's launch has on the device: a Triton kernel's own; XLA names its
     kernels after the HLO instruction with `.` and `-` as `_` (fusion.37 -> fusion_37). Library
     calls (cuBLAS, cuDNN) have names of their own that no record carries."""

@@ -58,7 +58,7 @@ def record(cell: str, backend: str, path: Path, device: str = "cuda", preset: st
     kernels = []
     for k in run.kernels:
         stage = kernel_stage(k, graphs)
-        kernels.append({"name": k.name, "device_name": kernel_base(device_name_of({"name": k.name}, backend)),
+        kernels.append({"name": k.name, "device_name": kernel_base(device_name_of(k, backend)),
                         "kind": k.kind, "bytes_read": k.bytes_read, "bytes_written": k.bytes_written,
                         "flops": cost.kernel_flops(k, graphs[stage]) if stage else None, "combines": k.combines})
     props = torch.cuda.get_device_properties(0) if device == "cuda" else None
