@@ -48,37 +48,43 @@ def import_thunder():
     return thunder
 
 
-
-# The torchvision wheel the registry serves (0.28.0) is a CUDA build: on the CPU torch its C
-# extension does not load (silently), and `import torchvision` then dies registering fake
-# kernels for `torchvision::nms` ("operator torchvision::nms does not exist"). timm imports
-# torchvision, and so does transformers (its image utilities). Declaring the two ops' schemas
-# lets the import finish; calling them would still fail, and no model irlens takes calls them.
-# Only applied where that import fails so: a matching build imports untouched.
-_TORCHVISION_OPS = ("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
-                    "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-_torchvision_library = None  # kept: a Library's definitions are removed when it is collected
+# The torchvision 0.28.0 wheel the package registry serves is a CUDA build: beside the CPU torch
+# 2.13.0 its C extension does not load, and `import torchvision` then dies registering fake
+# kernels for `torchvision::nms` / `qnms` ("operator torchvision::nms does not exist"). timm
+# imports torchvision. Defining the two schemas (the ops stay without kernels; no zoo model calls
+# them) lets the import go through. Only where the first import failed so: a torchvision whose
+# extension loads defines the library itself, and a second definition would stop it loading.
+_TORCHVISION_SCHEMAS = ("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+                        "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+_torchvision_library = None  # the Library that defines them (kept alive: dropping it undefines them)
 
 
 @functools.cache
 def import_torchvision():
-    """`import torchvision` (before timm or transformers), with the shim above where needed;
-    raises ImportError if torchvision is absent."""
-    global _torchvision_library
+    """`import torchvision`, with the schemas above where its extension did not load."""
     import sys
 
     import torch
 
+    global _torchvision_library
     try:
         import torchvision
-        return torchvision
     except RuntimeError as e:
-        if "torchvision::nms does not exist" not in str(e):
+        if "torchvision::nms" not in str(e):
             raise
-    for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
-        del sys.modules[name]  # the failed import's halves; the import below runs them again
-    _torchvision_library = torch.library.Library("torchvision", "DEF")
-    for schema in _TORCHVISION_OPS:
-        _torchvision_library.define(schema)
-    import torchvision
+        for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+            del sys.modules[name]
+        _torchvision_library = torch.library.Library("torchvision", "DEF")
+        for schema in _TORCHVISION_SCHEMAS:
+            _torchvision_library.define(schema)
+        import torchvision
     return torchvision
+
+
+@functools.cache
+def import_timm():
+    """`import timm` (which imports torchvision: see import_torchvision)."""
+    import_torchvision()
+    import timm
+
+    return timm

@@ -45,6 +45,7 @@ from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_p
 from irlens.matrix.compile_ahead import LOG, Log, compile_ahead
 from irlens.matrix.document import device_name, versions
 from irlens.matrix.references import References
+from irlens.matrix.table import via_lines
 from irlens.models import resolve_workload
 from irlens.reporting.records import kernel_stage, launches_of, row_graphs, row_kernels
 from irlens.roofline import apply_roofline
@@ -188,7 +189,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
     plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True) for dtype in dtypes]
     if only is not None:
         plans = [dataclasses.replace(plan, only=only.get(plan.dtype, frozenset())) for plan in plans]
-    started = time.time()
+    started, compile_until = time.time(), compile_deadline(budget_s)
     progress = BenchProgress()
     if compile_jobs:
         progress.plan(COMPILE_AHEAD, sum(len(p.cells()) for p in plans), compile_jobs)
@@ -209,7 +210,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
                         early[plan.dtype].start()
                     progress.phase(COMPILE_AHEAD)
                     log = Log(None if cache_dir is None else Path(cache_dir) / LOG, software_key(plans[0]))
-                    lost = compile_ahead(plans, timeout, compile_jobs, log, progress)
+                    lost = compile_ahead(plans, timeout, compile_jobs, log, progress, compile_until)
                     for refs in early.values():  # nothing may compute beside the ceilings' sweep and the timings
                         refs.prepare()
                 musts, gemms = counting.result()
@@ -224,6 +225,16 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
             for refs in early.values():
                 refs.close()
     return result
+
+
+# the share of a run's time budget compiling ahead may take: the rest is the timed cells'
+COMPILE_SHARE = 0.5
+
+
+def compile_deadline(budget_s: float | None) -> float | None:
+    """When compiling ahead starts no more cells (time.monotonic()): a budget spent on compiles
+    alone would leave every cell untimed."""
+    return None if budget_s is None else time.monotonic() + COMPILE_SHARE * budget_s
 
 
 def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: BenchProgress, timeout: float, jobs: int,
@@ -286,7 +297,7 @@ def format_bench_table(rows: list[Row]) -> str:
         spread = f"{100 * t['repeat_spread']:.1f}%" if t.get("repeat_spread") is not None else "-"
         status = r.status if r.status == "ok" else f"{r.status}: {r.reason.splitlines()[0][:90] if r.reason else ''}"
         flagged = rf.get("kernels_flagged")
-        lines.append(f"| {r.workload} | {r.mode} | {r.dtype} | {r.backend} | {status} | "
+        lines.append(f"| {r.workload} | {r.mode} | {r.dtype} | {r.label} | {status} | "
                      f"{_f(t.get('device_us'), '.1f')} | {spread} | {_f(rf.get('gbps'), '.0f')} | "
                      f"{_f(rf.get('tflops'), '.1f')} | {pct} | {f'**{flagged} ✗**' if flagged else _f(flagged, 'd')} | "
                      f"{_f(launches_of(r), 'd')} | {_f(t.get('kernel_names'), 'd')} |")
@@ -342,7 +353,7 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
                 name = f"{md_path.stem}-{dtype}-{mode}-{key}.svg"
                 charts = []
                 for wl in dict.fromkeys(r.workload for r in rows):
-                    items = [(r.backend, _charted(r, key)) for r in rows if r.workload == wl]
+                    items = [(r.label, _charted(r, key)) for r in rows if r.workload == wl]
                     charts.append(bar_chart(f"{wl}: {measure}", items, "{:.0f}", unit, missing="no timing"))
                 path = md_path.parent / name
                 path.write_text(_stack_svgs(charts))
@@ -350,6 +361,7 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
                 parts.append(f"![{measure}, {dtype}, {mode}]({name})\n")
             parts.append(format_bench_table(rows))
             parts.append("")
+            parts += [f"- {line}" for line in via_lines(rows)] + ([""] if any(r.via for r in rows) else [])
     md_path.write_text("\n".join(parts) + "\n")
     return [md_path, *figures]
 

@@ -3,7 +3,8 @@ which result each graph output is, and how a forward graph feeds its backward gr
 
 A `Program` is one or two `Step`s over a name environment. Its keys are the workload's values
 (`input<i>` and the module's parameter and buffer names, as the JAX frontend names its
-inputs), the results `run_eager` names (`out<i>`, `loss`, `grad:<value>`), and the values
+inputs), the results `run_eager` names (`out<i>`, `loss`, `grad:<value>`, `buffer:<name>` for
+a buffer the step updates in place), and the values
 that flow between the steps (`saved:<k>`, the forward's tensors kept for the backward;
 `cotangent:out<i>`, d loss / d out<i>). Between a forward and a backward step the loss is
 taken in torch from the forward's outputs (the workload's loss), as autograd does in
@@ -101,7 +102,11 @@ def run_program(program: Program, inst: Instance, execute: Executor) -> dict:
         env["loss"] = loss
         env.update({f"cotangent:out{i}": c for i, c in enumerate(cotangents)})
         _run_step(program.backward, execute, env)
-    return {k: env[k] for k in result_names(inst, program.mode, n_outputs)}
+    updated = [k for k in env if k.startswith("buffer:")]  # buffers the step updated in place
+    # a parameter that requires no gradient (Whisper's sinusoidal positions) gets none, as in run_eager
+    frozen = {f"grad:{n}" for n, p in inst.params().items() if not p.requires_grad}
+    return {k: None if k in frozen and k not in env else env[k]
+            for k in result_names(inst, program.mode, n_outputs) + updated}
 
 
 def _run_step(step: Step, execute: Executor, env: dict) -> None:
@@ -145,9 +150,13 @@ def stage_programs(acq: Acquisition, inst: Instance) -> dict[str, Program]:
         return programs
     if acq.mode != "fwd":
         return programs
-    if acq.frontend == "dynamo":  # Dynamo's graph reads its inputs and returns the outputs only (it updates inputs in place)
+    if acq.frontend == "dynamo":  # Dynamo's graph reads its inputs and returns the outputs, then the inputs it updates
+        keys = acq.notes["graph_inputs"][0]
+        graph = acq.stage("dynamo.fx").common()
+        position = {t.name: i for i, t in enumerate(graph.inputs)}
         outputs = [k for k in program.forward.outputs if k is not None and k.startswith("out")]
-        programs["dynamo.fx"] = Program("dynamo", "fwd", Step(acq.stage("dynamo.fx"), acq.notes["graph_inputs"][0], outputs))
+        outputs += [updated_key(keys[position[name]], inst) for name in graph.updates.values()]
+        programs["dynamo.fx"] = Program("dynamo", "fwd", Step(acq.stage("dynamo.fx"), keys, outputs))
     if acq.frontend == "thunder":
         keys = dict(zip((t.name for t in program.forward.stage.common().inputs), program.forward.inputs))
         n_out = len([k for k in program.forward.outputs if k is not None])
@@ -191,10 +200,14 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
     backward. The backward takes those and one cotangent per output, and returns one gradient
     (or None) per Dynamo graph input."""
     if acq.notes.get("graphs", 1) != 1:
-        raise ValueError(f"{acq.workload}: Dynamo made {acq.notes['graphs']} graphs (graph breaks); "
-                         "a program runs one")
+        from irlens.frontends.base import Unavailable
+
+        reasons = "; ".join(acq.notes.get("break_reasons") or [])
+        raise Unavailable(f"{acq.workload}: Dynamo made {acq.notes['graphs']} graphs (graph breaks"
+                          f"{': ' + reasons if reasons else ''}); a program runs one")
     keys = acq.notes["graph_inputs"][0]
-    key_of = {"arg": keys.__getitem__, "mutated": keys.__getitem__, "out": "out{}".format, "saved": "saved:{}".format,
+    key_of = {"arg": keys.__getitem__, "mutated": lambda i: updated_key(keys[i], inst), "out": "out{}".format,
+              "saved": "saved:{}".format,
               "cotangent": "cotangent:out{}".format, "grad": lambda i: _grad_key(keys[i], inst), "none": lambda i: None}
     tokens: dict[str, torch.Tensor] = {}
 
@@ -225,6 +238,12 @@ def _effect_token(inst: Instance) -> torch.Tensor:
     from irlens.frontends.dynamo.aot import new_token
 
     return new_token().to(inst.device)
+
+
+def updated_key(key: str, inst: Instance) -> str:
+    """The result an in-place update of value `key` is: `buffer:<name>` for a buffer (compared
+    like an output); an input's new value replaces it."""
+    return f"buffer:{key}" if key in inst.buffers() else key
 
 
 def _grad_key(key: str, inst: Instance) -> str | None:

@@ -195,6 +195,52 @@ def find_kernel(kernels: list[Kernel], key: str | int) -> int:
     raise UnknownKernel(f"no kernel {text!r}; this run has {len(kernels)}: {names}")
 
 
+# --- the run: in a worker, as a compare cell runs -------------------------------------------------
+
+WORKER_ENTRY = "irlens.explain:backend_run_in_worker"
+
+
+@dataclass
+class ExplainedRun:
+    """What `explain_run` reads of a backend's run (a BackendRun has the same fields)."""
+
+    kernels: list[Kernel]
+    graphs: list[Graph]
+    unmapped: str | None
+    run_us: float
+    threads: int
+
+
+def backend_run_in_worker(workload: str, backend: str, mode: str, device: str, preset: str,
+                          dtype: str | None) -> dict:
+    """(in a worker) One run of `workload` through `backend`, as JSON: its kernels with their source."""
+    import torch
+
+    from irlens.backends import get_backend
+    from irlens.models import resolve_workload
+
+    inst = resolve_workload(workload).instantiate(preset, dtype, device)
+    run = get_backend(backend).run(inst, mode)  # a name, or a path/to/file.py:NAME reference
+    return {"kernels": [k.to_json(with_source=True) for k in run.kernels], "graphs": [g.to_json() for g in run.graphs],
+            "unmapped": run.unmapped, "run_us": run.run_us, "threads": torch.get_num_threads()}
+
+
+def run_as_compare_does(workload: str, backend: str, mode: str, device: str, preset: str, dtype: str | None,
+                        timeout: float) -> ExplainedRun:
+    """The backend's run in a worker process whose thread pools are sized as `irlens compare
+    --jobs 1` sizes its workers' (`isolation.worker_threads`): so a kernel's time here is the one
+    compare and its report give, not a reading of this process's pools fighting over the cores."""
+    from irlens.isolation import WorkerSession, worker_threads
+    from irlens.reporting.records import kernel_from_json
+
+    with WorkerSession(("irlens.explain", "irlens.backends", "irlens.models"), threads=worker_threads(2)) as session:
+        record = session.call(WORKER_ENTRY, {"workload": workload, "backend": backend, "mode": mode, "device": device,
+                                             "preset": preset, "dtype": dtype}, timeout)
+    return ExplainedRun([kernel_from_json(k) for k in record["kernels"]],
+                        [Graph.from_json(g) for g in record["graphs"]], record["unmapped"], record["run_us"],
+                        record["threads"])
+
+
 # --- the command ----------------------------------------------------------------------------------
 
 def explain_run(run, backend: str, kernel: str | int | None, context: str) -> str:
@@ -212,10 +258,10 @@ def explain_run(run, backend: str, kernel: str | int | None, context: str) -> st
         if kernel is not None:
             raise UnknownKernel(f"no kernel {str(kernel)!r}: {message}")
         return message + "."
-    head = ""
+    head = f"one step: {run.run_us:.1f} µs (median host wall time, timed as irlens compare times a cell)\n\n"
     if kernel is None:
         index = max(range(len(run.kernels)), key=lambda i: len(run.kernels[i].node_ids))
-        head = (f"{len(run.kernels)} kernels of {backend} for {context} (pick one with --kernel NAME|INDEX):\n"
+        head += (f"{len(run.kernels)} kernels of {backend} for {context} (pick one with --kernel NAME|INDEX):\n"
                 f"{format_kernel_list(run.kernels, graphs)}\n\nthe kernel that fuses the most ops, k{index}:\n\n")
     else:
         index = find_kernel(run.kernels, kernel)

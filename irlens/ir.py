@@ -115,6 +115,9 @@ class Graph:
     inputs: list[TensorMeta]
     nodes: list[Node]
     outputs: list[Arg]  # value names (or literals) the graph returns
+    # an in-place update of a graph input, which the caller sees (a BatchNorm's running statistics
+    # and counter): output value -> the input it is the new value of. These outputs come last.
+    updates: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -168,6 +171,7 @@ class Graph:
             "inputs": [t.to_json() for t in self.inputs],
             "nodes": [n.to_json() for n in self.nodes],
             "outputs": list(self.outputs),
+            **({"updates": dict(self.updates)} if self.updates else {}),
             "unknown_ops": dict(self.unknown_ops()),
         }
 
@@ -188,6 +192,8 @@ class Graph:
             for role, g in n.subgraphs.items():
                 lines += g._body_lines(role, indent + "    ")
         lines.append(f"{indent}  return {', '.join(_fmt_arg(o) for o in self.outputs)}")
+        lines += [f"{indent}  # {value} is the new value of input {name} (updated in place)"
+                  for value, name in self.updates.items()]
         lines.append(f"{indent}}}")
         return lines
 
@@ -201,6 +207,7 @@ class Graph:
             inputs=[TensorMeta.from_json(t) for t in d["inputs"]],
             nodes=[Node.from_json(n) for n in d["nodes"]],
             outputs=list(d["outputs"]),
+            updates=dict(d.get("updates", {})),
         )
 
     def dumps(self) -> str:

@@ -238,7 +238,7 @@ def worker_threads(workers: int) -> int:
     """Threads per worker so that `workers` processes computing at once fit the cores. Two
     2-thread pools on two cores stall each other at every parallel region, whoever owns the
     other pool: on the 2-core machine other jobs loaded, a 200 µs step read up to 240,000 µs
-    with 2 threads and at most 3x its fastest reading with 1 (README: Timing)."""
+    with 2 threads and at most 3x its fastest reading with 1 (docs/timing.md)."""
     return max(1, cpu_cores() // max(1, workers))
 
 

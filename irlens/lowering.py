@@ -26,9 +26,14 @@ class Unsupported(Unavailable):
         super().__init__(f"the {lowering} lowering does not support: {', '.join(named)}")
 
 
-def check_supported(graph: Graph, supported: frozenset[str], lowering: str) -> None:
-    """Every op of the graph, loop bodies included, is one the lowering supports."""
-    missing = [n.op for n in graph.all_nodes() if n.op not in supported]
+def check_supported(graph: Graph, supported: frozenset[str], lowering: str, backend: str | None = None) -> None:
+    """Every op of the graph, loop bodies included, is one the lowering supports; with `backend`,
+    each node also one its lowering there takes (`irlens.ops.lowering(op, backend, when=...)`)."""
+    def takes(node: Node) -> bool:
+        when = OPS[node.op].lowerable.get(backend) if backend else None
+        return when is None or when(node)
+
+    missing = [n.op for n in graph.all_nodes() if n.op not in supported or not takes(n)]
     if missing:
         raise Unsupported(lowering, missing)
 

@@ -58,7 +58,7 @@ def kernel_rates(row: Row, ceilings: Ceilings) -> list[Seen]:
         us = k.get("time_us")
         if not us:
             continue
-        by = f"{k['name']} in {row.workload} {row.mode} {row.backend}"
+        by = f"{k['name']} in {row.workload} {row.mode} {row.label}"
         if dram_bytes(k.get("bytes"), ceilings.l2_bytes):
             seen.append(Seen("memory", dram_bytes(k["bytes"], ceilings.l2_bytes) / us / 1e3, f"{by} ({row.dtype})"))
         if k.get("flops"):

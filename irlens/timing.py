@@ -19,7 +19,11 @@ step's launches in order, each with its own time (one kernel launched twice is t
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import statistics
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -27,7 +31,7 @@ from irlens.gpu_turns import gpu_alone
 
 _L2_FLUSH_BYTES = 256 << 20
 # a host timing whose steps' interquartile range exceeds this fraction of their median is flagged
-# as unsteady in every output (README: Timing)
+# as unsteady in every output (docs/timing.md)
 UNSTEADY_SPREAD = 0.5
 
 
@@ -51,9 +55,11 @@ def unsteady(spread: float | None) -> bool:
 
 
 class HostTimingRecorder:
-    """The host timing of the last step `measure` timed while it is active."""
+    """The host timing of the last step `measure` timed while it is active, and the call it
+    timed (on the same arguments), so that another timer can time exactly the same thing."""
 
     timing: HostTiming | None = None
+    call: Callable[[], Any] | None = None
 
 
 _HOST_RECORDER: HostTimingRecorder | None = None
@@ -70,9 +76,10 @@ def recording_host_time():
         _HOST_RECORDER = previous
 
 
-def record_host_times(steps_us: list[float]) -> None:
+def record_host_times(steps_us: list[float], call: Callable[[], Any] | None = None) -> None:
     if _HOST_RECORDER is not None:
         _HOST_RECORDER.timing = HostTiming(list(steps_us))
+        _HOST_RECORDER.call = call
 
 
 @dataclass
@@ -97,6 +104,49 @@ class DeviceTiming:
                 "launch_us": [list(x) for x in self.launch_us], "steps": self.steps}
 
 
+# Kineto's own progress lines (profiler_start / profiler_stop markers, stages): printed to fd 2
+# at every profiler start and stop, at any KINETO_LOG_LEVEL short of one that hides its errors too.
+_KINETO_CHATTER = re.compile(r"^(USDT|STAGE):\S+ \S+ \d+:\d+ \S+\.cpp:\d+\] ")
+
+
+@contextlib.contextmanager
+def kineto_chatter_dropped():
+    """Within this block, fd 2 goes through a filter that drops Kineto's progress lines and
+    passes on everything else (its warnings and errors included) when the block ends."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            kept = [line for line in caught.read().decode(errors="replace").splitlines(keepends=True)
+                    if not _KINETO_CHATTER.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def profiled(activities: list):
+    """`torch.profiler.profile(activities=...)` around the block, without Kineto's progress lines
+    on stderr (only its start and stop are filtered: what the block prints passes as printed)."""
+    from torch.profiler import profile
+
+    prof = profile(activities=activities)
+    with kineto_chatter_dropped():
+        prof.start()
+    try:
+        yield prof
+    finally:
+        with kineto_chatter_dropped():
+            prof.stop()
+
+
 _CUPTI_TAKEN = False
 
 
@@ -116,7 +166,7 @@ def mark_cupti_taken() -> None:
 def device_profile(step: Callable[[], Any], steps: int) -> list[list[tuple[str, float]]]:
     """Per step: its device launches in start order, (name, device µs), each step after an L2 flush."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
 
     mark_cupti_taken()
     flush = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
@@ -124,7 +174,7 @@ def device_profile(step: Callable[[], Any], steps: int) -> list[list[tuple[str, 
     for _ in range(steps):
         flush.zero_()
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with profiled([ProfilerActivity.CUDA]) as prof:
             step()
             torch.cuda.synchronize()
         launches = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]

@@ -39,6 +39,7 @@ def load_object(ref: str, kind: type = Workload) -> Any:
     target, sep, attr = ref.rpartition(":")
     if not sep or not target or not attr:
         raise BadReference(f"{ref!r} is not a reference of the form path/to/file.py:NAME or package.module:NAME")
+    _import_torchvision_first()
     module = _load_file(target) if _is_path(target) else _import(target)
     try:
         return getattr(module, attr)
@@ -97,6 +98,16 @@ def reference_of(obj: Any, registry: Registry | None = None) -> str | None:
                     return f"{os.path.abspath(file)}:{attr}" if file else None
                 return f"{module_name}:{attr}" if module_name else None
     return None
+
+
+def _import_torchvision_first() -> None:
+    """A user's file may `import timm` (which imports torchvision) where the installed torchvision
+    cannot load its extension beside this torch: irlens's import of it gets through there
+    (irlens._compat.import_torchvision), and the file's import then finds it loaded."""
+    if "torchvision" not in sys.modules and importlib.util.find_spec("torchvision") is not None:
+        from irlens._compat import import_torchvision
+
+        import_torchvision()
 
 
 def _is_path(target: str) -> bool:

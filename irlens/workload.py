@@ -8,12 +8,20 @@ both sides compute with the same numbers (weights, RoPE tables, masks).
 
 Modes: `fwd` (outputs) and `fwdbwd` (a scalar loss, gradients of every floating input and
 every parameter).
+
+A module's train/eval mode is part of what it computes (BatchNorm normalizes by the batch's
+statistics in train mode and updates its running statistics): a workload declares it
+(`training`), and one made from a user's module keeps the mode it was handed in. Buffers a step
+updates in place (running statistics, counters) are results like the outputs, `buffer:<name>`:
+each step starts from the same state (the buffers are put back after it), so every backend's
+first step is compared with eager's.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import dataclass
+import importlib.util
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -25,6 +33,7 @@ from irlens.registry import Registry
 MODES = ("fwd", "fwdbwd")  # what one step computes: the outputs, or also the loss and its gradients
 PRESETS = ("tiny", "bench")
 CORPUS = "corpus"  # the tag of the corpus of ordinary model code (irlens/models/, tests/test_corpus.py)
+ZOO = "zoo"  # the tag of the zoo of real models (irlens/models/zoo/, `irlens zoo`)
 
 
 def mean_square_loss(outputs):
@@ -47,6 +56,18 @@ class Workload:
     dtype: str = "float32"  # default compute dtype
     description: str = ""
     tags: tuple[str, ...] = ()
+    # the module's mode: False eval(), True train(), None as the factory made it (a user's module: as given)
+    training: bool | None = False
+    requires: tuple[str, ...] = ()  # modules the factory imports that irlens does not depend on
+    install: str = ""  # how to install them (what `missing` says)
+
+    def missing(self) -> str:
+        """Why this workload cannot be built here ("" when it can): a module it needs is not installed."""
+        absent = [m for m in self.requires if importlib.util.find_spec(m) is None]
+        if not absent:
+            return ""
+        return f"workload {self.name!r} needs {', '.join(absent)}, not installed here" + (
+            f" ({self.install})" if self.install else "")
 
     @classmethod
     def from_module(cls, name: str, module: torch.nn.Module | Callable, example_inputs, *,
@@ -70,6 +91,7 @@ class Workload:
             loss=loss or mean_square_loss,
             dtype=dtype,
             description=description or f"user workload {name}",
+            training=None,  # the mode the module was handed in
         )
 
     def cfg(self, preset: str) -> dict:
@@ -82,10 +104,15 @@ class Workload:
         if dtype not in COMPUTE_DTYPES:
             raise UsageError(f"unknown dtype {dtype!r}; choose from: {', '.join(COMPUTE_DTYPES)}")
         cfg = self.cfg(preset)
+        missing = self.missing()
+        if missing:
+            raise MissingLibrary(missing)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             module = self.torch(cfg)
-        module = module.to(device=device, dtype=TORCH_DTYPES[dtype]).eval()
+        module = module.to(device=device, dtype=TORCH_DTYPES[dtype])
+        if self.training is not None:
+            module.train(self.training)
         gen = torch.Generator().manual_seed(seed + 1)
         inputs = tuple(self.inputs(cfg, TORCH_DTYPES[dtype], gen))
         inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
@@ -123,10 +150,18 @@ class Instance:
     module: torch.nn.Module
     inputs: tuple
     seed: int = 0
+    # the buffers a step updates in place, found by the first step (None before it); not copied by cast()
+    updated_buffers: list[str] | None = field(default=None, init=False)
 
     @property
     def name(self) -> str:
         return self.workload.name
+
+    @property
+    def module_mode(self) -> str:
+        """train, eval, or mixed (submodules in both modes)."""
+        modes = {m.training for m in self.module.modules()}
+        return "mixed" if len(modes) > 1 else ("train" if modes.pop() else "eval")
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -173,6 +208,28 @@ class Instance:
     def loss(self, outputs) -> Any:
         return self.workload.loss(as_tuple(outputs))
 
+    # --- buffers a step updates in place --------------------------------------------
+    def buffer_snapshot(self) -> dict[str, torch.Tensor]:
+        """Copies of the buffers a step may update, taken before it: all of them until the first
+        step has said which it updates, then only those."""
+        buffers = self.buffers()
+        names = buffers if self.updated_buffers is None else self.updated_buffers
+        return {n: buffers[n].detach().clone() for n in names}
+
+    def buffer_results(self, snapshot: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """After a step: `buffer:<name>` -> the value of each buffer it updated, each put back as it
+        was in `snapshot` (so the next step starts from the same state). The first step finds which
+        buffers change; a later step reports those."""
+        buffers = self.buffers()
+        if self.updated_buffers is None:
+            self.updated_buffers = [n for n, old in snapshot.items() if not torch.equal(buffers[n].detach(), old)]
+        results = {}
+        with torch.no_grad():
+            for name in self.updated_buffers:
+                results[f"buffer:{name}"] = buffers[name].detach().clone()
+                buffers[name].copy_(snapshot[name])
+        return results
+
     # --- the JAX twin ------------------------------------------------------------
     def jax_fn(self) -> Callable:
         if self.workload.jax is None:
@@ -185,6 +242,10 @@ class Instance:
 
     def jax_inputs(self) -> tuple:
         return tuple(to_jax(t) if isinstance(t, torch.Tensor) else t for t in self.inputs)
+
+
+class MissingLibrary(UsageError):
+    """A workload needs a library that is not installed here (its `Workload.install` says how)."""
 
 
 class NoJaxTwin(NoNativePath):
@@ -208,31 +269,79 @@ def to_jax(t: torch.Tensor):
     return jnp.asarray(t.numpy())
 
 
-def run_eager(fn: Callable, inst: Instance, mode: str) -> dict[str, torch.Tensor]:
-    """Run `fn` (the module, or any compiled callable with its signature) in `mode`.
+@dataclass(frozen=True)
+class Step:
+    """One step of a workload through a callable, split as `torch.utils.benchmark.Timer` splits
+    setup from statement: `prepare()` makes the arguments once (input leaves), `call(args)` is
+    the step itself, the part a timer times and that can be called again on the same arguments,
+    and `package(args, raw)` names its results. `step()` does all three once."""
 
-    Returns named results: `out0..`, and in fwdbwd mode also `loss`, `grad:input<i>` and
-    `grad:<param name>`. Every backend returns the same names, so numerics compare by name.
-    """
+    prepare: Callable[[], Any]
+    call: Callable[[Any], Any]
+    package: Callable[[Any, Any], dict]
+
+    def __call__(self) -> dict:
+        args = self.prepare()
+        return self.package(args, self.call(args))
+
+    def wrapped(self, wrap: Callable[[Callable], Callable]) -> "Step":
+        """The same step with its call wrapped (e.g. to watch the first one)."""
+        return dataclasses.replace(self, call=wrap(self.call))
+
+
+def eager_step(fn: Callable, inst: Instance, mode: str) -> Step:
+    """`fn` (the module, or any compiled callable with its signature) as a Step in `mode`.
+
+    Results are named `out0..`, and in fwdbwd mode also `loss`, `grad:input<i>` and
+    `grad:<param name>`; in both, `buffer:<name>` for each buffer the step updated in place (put
+    back after the first call, see `Instance.buffer_results`; the timed calls after it update
+    them again). Every backend returns the same names, so numerics compare by name.
+    Gradients come from `torch.autograd.grad`, not `.backward()`: nothing accumulates into
+    `.grad`, so the call can repeat on the same leaves with nothing to reset between calls."""
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
-    for p in inst.module.parameters():
-        p.grad = None
-    inputs = inst.fresh_inputs(requires_grad=(mode == "fwdbwd"))
     if mode == "fwd":
-        with torch.no_grad():
-            outs = as_tuple(fn(*inputs))
-        return {f"out{i}": o.detach() for i, o in enumerate(outs)}
-    outs = as_tuple(fn(*inputs))
-    loss = inst.workload.loss(outs)
-    loss.backward()
-    results = {f"out{i}": o.detach() for i, o in enumerate(outs)}
-    results["loss"] = loss.detach()
-    for i in inst.grad_input_indices():
-        results[f"grad:input{i}"] = inputs[i].grad
-    for name, p in inst.module.named_parameters():
-        results[f"grad:{name}"] = p.grad
-    return results
+        def forward(inputs):
+            with torch.no_grad():
+                return as_tuple(fn(*inputs))
+
+        def package_outputs(args, outs) -> dict:
+            inputs, snapshot = args
+            return {**{f"out{i}": o.detach() for i, o in enumerate(outs)}, **inst.buffer_results(snapshot)}
+
+        return Step(lambda: (inst.fresh_inputs(requires_grad=False), inst.buffer_snapshot()),
+                    lambda args: forward(args[0]), package_outputs)
+
+    grad_inputs = inst.grad_input_indices()
+    params = [(name, p) for name, p in inst.module.named_parameters() if p.requires_grad]
+
+    def prepare():
+        inputs = inst.fresh_inputs(requires_grad=True)
+        return inputs, [inputs[i] for i in grad_inputs] + [p for _, p in params], inst.buffer_snapshot()
+
+    def forward_backward(args):
+        inputs, leaves, _ = args
+        outs = as_tuple(fn(*inputs))
+        loss = inst.workload.loss(outs)
+        return outs, loss, torch.autograd.grad(loss, leaves, allow_unused=True)
+
+    def package(args, raw) -> dict:
+        outs, loss, grads = raw
+        results = {f"out{i}": o.detach() for i, o in enumerate(outs)}
+        results["loss"] = loss.detach()
+        names = [f"grad:input{i}" for i in grad_inputs] + [f"grad:{name}" for name, _ in params]
+        got = dict(zip(names, grads))
+        results.update({name: got[name] for name in names[:len(grad_inputs)]})
+        results.update({f"grad:{name}": got.get(f"grad:{name}") for name, _ in inst.module.named_parameters()})
+        results.update(inst.buffer_results(args[2]))
+        return results
+
+    return Step(prepare, forward_backward, package)
+
+
+def run_eager(fn: Callable, inst: Instance, mode: str) -> dict[str, torch.Tensor]:
+    """Run `fn` once in `mode`: its results named as `eager_step` names them."""
+    return eager_step(fn, inst, mode)()
 
 
 WORKLOADS: Registry[Workload] = Registry("workload")  # the built-ins register on importing irlens.models

@@ -212,6 +212,25 @@ def test_a_bench_compiles_ahead_then_a_second_one_reuses_the_caches(tmp_path, mo
     assert [(r["backend"], r["status"]) for r in second["rows"]] == [(r["backend"], r["status"]) for r in first["rows"]]
 
 
+
+def test_compiling_ahead_stops_at_its_share_of_the_budget(tmp_path, monkeypatch, capfd):
+    """A budget spent on compiles alone would leave every cell untimed (an H200 run: 0 of 28 rows
+    in a 120 s budget): past its share, compiling ahead starts no cell; those cells compile in
+    their timed turn, and are timed."""
+    import irlens.bench
+
+    monkeypatch.setattr(irlens.bench, "COMPILE_SHARE", 0.0)
+    _stub_ceilings(monkeypatch)
+    cache = tmp_path / "cache"
+    doc = run_bench(["gelu"], ["eager", "inductor"], ["fwd"], ["float32"], device="cpu", preset="tiny",
+                    compile_jobs=2, cache_dir=cache, timeout=300, budget_s=600)
+    log = capfd.readouterr().err
+    assert [(r["backend"], r["status"]) for r in doc["rows"]] == [("eager", "ok"), ("inductor", "ok")]
+    assert "compiling ahead stopped at its share of the time budget: 2 of 2 cells compile in their timed turn" in log
+    assert not re.search(r"compiling ahead: \d/\d cells", log)
+    assert not any(json.loads((cache / "compiled-ahead.json").read_text()).values())  # nothing compiled ahead
+
+
 # --- the check against Nsight Compute's counters: everything but ncu itself -------------------------
 
 def _ncu_check():

@@ -185,10 +185,15 @@ def test_compare_isolated_parent_does_no_device_work(instantiated_here, tmp_path
     path.write_text("import ctypes, irlens\n"
                     "wl = irlens.Workload.from_module('crashes', lambda x: ctypes.string_at(0) and x,"
                     " example_inputs=((4, 4),))\n")
-    doc = cmp.run_matrix([f"{path}:wl", "gelu"], ["eager"], ["fwd", "fwdbwd"], progress=False, isolate=True)
-    assert [(r["workload"], r["status"], r["phase"]) for r in doc["rows"]] == [
+    doc = cmp.run_matrix([f"{path}:wl", "gelu"], ["eager", "nvfuser"], ["fwd", "fwdbwd"], progress=False,
+                         isolate=True)
+    eager = [r for r in doc["rows"] if r["backend"] == "eager"]
+    assert [(r["workload"], r["status"], r["phase"]) for r in eager] == [
         ("crashes", "failed", "reference"), ("crashes", "failed", "reference"), ("gelu", "ok", ""), ("gelu", "ok", "")]
-    assert doc["rows"][0]["reason"] == "the float64 eager reference failed: worker process crashed (SIGSEGV)"
+    assert eager[0]["reason"] == "the float64 eager reference failed: worker process crashed (SIGSEGV)"
+    # a backend that does not run on the CPU is unavailable there, whatever the reference did
+    nvfuser = [r for r in doc["rows"] if r["backend"] == "nvfuser"]
+    assert len(nvfuser) == 4 and all(r["status"] == "unavailable" and "CUDA" in r["reason"] for r in nvfuser)
     assert instantiated_here == []
     references.compute_reference(get_workload("gelu"), "fwd", "cpu", "tiny", None)
     assert instantiated_here == ["gelu"]  # the spy sees work done here

@@ -18,7 +18,7 @@ from irlens.conformance import SweepConfig, run
 from irlens.conformance.check import compare_outputs, dtype_verdict
 from irlens.conformance.corpus import CORPORA, Case, Corpus, Subject, jax_subject, torch_subject
 from irlens.conformance.runner import _Runner
-from irlens.conformance.summary import markdown
+from irlens.conformance.summary import markdown, table_text
 from irlens.isolation import CallFailed
 
 
@@ -113,6 +113,17 @@ def test_known_ops_are_faithful_at_every_stage_and_level():
         assert set(r["stages"]) == expected_stages[fe]
         assert _statuses(r) == {"faithful"}, r
     assert {row["faithful_pct"] for row in doc["summary"]["rows"]} == {100.0}
+
+
+def test_the_limit_is_per_corpus_and_a_corpus_with_no_case_says_so():
+    doc = run(SweepConfig(corpora=["opinfo", "lax"], patterns=["^opinfo:(add|sub):float32#0$", "^lax:(exp|log):float32#0$"],
+                          limit=1, isolate=False))
+    assert sorted({r["case"] for r in doc["records"]}) == ["lax:exp:float32#0", "opinfo:add:float32#0"]
+    assert {row["frontend"] for row in doc["summary"]["rows"]} == {"dynamo", "thunder", "jax"}
+    doc = run(SweepConfig(corpora=["opinfo", "lax"], frontends=["dynamo", "jax"], patterns=["^opinfo:add:float32#0$"],
+                          isolate=False))
+    line = "corpus lax: no case (-k ^opinfo:add:float32#0$ matches none of its cases), so no row of jax from it"
+    assert line in table_text(doc) and line in markdown(doc)
 
 
 def test_out_of_scope_random_and_data_dependent_cases_are_classified_not_compared():

@@ -63,6 +63,8 @@ def test_inductor_fuses_softmax_scheduler_nodes():
     assert not any(kind.endswith("FusedSchedulerNode") for kind in pre.values())
     fused = [n for n, kind in post.items() if kind.endswith("FusedSchedulerNode")]
     assert len(fused) == 1 and set(fused[0].split("_")) == set(computed)
+    # the kind docs/dump.md names: the C++ backend fuses the softmax's loops over their shared outer loop
+    assert post[fused[0]] == "OuterLoopFusedSchedulerNode"
     after = top_level(post)
     assert len(after) < len(pre)
     # One generated kernel per fused/computed node after fusion; the GEMM stays an extern call.

@@ -1,12 +1,16 @@
 """`irlens explain`: one kernel's ops, reads, writes, reductions and internal values; every CPU backend."""
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
 
 from irlens.cli.explain import run as explain_main
-from irlens.explain import UnknownKernel, explain_kernel, explain_run, find_kernel, format_explanation
+from irlens.explain import ExplainedRun, UnknownKernel, explain_kernel, explain_run, find_kernel, format_explanation
+from irlens.isolation import worker_env, worker_threads
 from report_fixtures import inductor_kernels, jax_graph, torch_graph, xla_kernels
 
 CPU_BACKENDS = ("eager", "inductor", "thunder+torchcompile", "xla")
@@ -50,7 +54,7 @@ def test_find_kernel_by_name_and_index():
 
 def _args(backend: str, workload: str = "tinyhead", kernel=None, mode: str = "fwd"):
     return SimpleNamespace(workload=workload, backend=backend, mode=mode, kernel=kernel, preset="tiny", device="cpu",
-                           dtype=None)
+                           dtype=None, timeout=300.0)
 
 
 def _registered(name: str) -> bool:
@@ -102,13 +106,32 @@ def test_explain_every_cpu_backend(runs, backend):
 
 
 def _explain_cli(monkeypatch, runs, backend: str, kernel=None) -> int:
-    """explain_main end to end, with the backend's run served from the module's cached one."""
-    from irlens.backends import get_backend
+    """explain_main end to end, with the worker's run served from the module's cached one."""
+    import irlens.explain
 
     if backend not in runs:
         pytest.skip(f"backend {backend} is not registered in this tree")
-    monkeypatch.setattr(get_backend(backend), "run", lambda inst, mode: runs[backend])
+    run = runs[backend]
+    monkeypatch.setattr(irlens.explain, "run_as_compare_does", lambda *a: ExplainedRun(
+        run.kernels, run.graphs, run.unmapped, run.run_us, 1))
     return explain_main(_args(backend, kernel=kernel))
+
+
+def test_explain_times_as_compare_does_and_prints_only_its_own_lines():
+    """`irlens explain` runs the backend in a worker with compare's thread count (so its kernel
+    times are compare's, not this process's pools fighting over the cores), and the profiler
+    that times the kernels prints nothing of its own (Kineto's USDT/STAGE lines)."""
+    done = subprocess.run([sys.executable, "-m", "irlens.cli", "explain", "tinyhead", "--backend", "inductor"],
+                          capture_output=True, text=True, timeout=600, env=worker_env())
+    assert done.returncode == 0, done.stderr
+    threads = worker_threads(2)
+    assert f"(tiny, float32, cpu, {threads} thread" in done.stdout
+    step_us = float(re.search(r"^one step: ([\d.]+) µs", done.stdout, re.M).group(1))
+    kernel_us = float(re.search(r"cpp_fused__softmax_0 .*\n=+\n.* time ([\d.]+) µs", done.stdout).group(1))
+    assert 0 < kernel_us < step_us, done.stdout[:2000]
+    assert done.stderr.splitlines() == [
+        "irlens explain: running tinyhead (tiny, float32, fwd) through inductor on cpu in a worker, as irlens "
+        "compare runs a cell ..."], done.stderr
 
 
 def test_explain_inductor_tinyhead_fused_softmax(monkeypatch, runs, capsys):

@@ -73,11 +73,13 @@ def test_conforming_nodes_pass_with_provenance_and_defaults():
 # --- JAX lowerings against the meanings ------------------------------------------------------
 
 INTEGER_OPS = {"population_count", "clz", "mulhi"}  # defined on integers only
+# operands of different shapes or kinds, with defaults for every attr (tests/test_lowering_ops.py has them)
+SHAPED = {"adaptive_avg_pool_backward", "grouped_mm", "grouped_mm_backward"}
 
 
 def _sample(name: str, op: ops.Op, gen: torch.Generator):
     """(attrs, inputs) for ops whose operands are all tensors of one shape and whose attrs have defaults."""
-    if any(a.required for a in op.attrs.values()) or any(o.variadic for o in op.operands):
+    if any(a.required for a in op.attrs.values()) or any(o.variadic for o in op.operands) or name in SHAPED:
         return None
     if name == "matmul":
         return {}, [torch.randn(3, 4, generator=gen, dtype=torch.float64), torch.randn(4, 2, generator=gen, dtype=torch.float64)]

@@ -18,6 +18,7 @@ from irlens.reporting.build import build_report
 from irlens.reporting.frontend_table import compress_stages
 from irlens.reporting.fusion_map import build_fusion_map, render_svg
 from irlens.reporting.html import render_html
+from irlens.reporting.markdown import render_markdown
 from irlens.reporting.records import group_rows, kernel_stage, row_graphs, row_kernels
 from report_fixtures import synthetic_document
 
@@ -275,6 +276,18 @@ def test_a_bench_document_keeps_its_dtypes_apart():
     assert [row[2] for row in summary.rows] == ["bfloat16"] * len(bf16) + ["float32"] * len(fp32)
     # one dtype throughout (a compare run): no dtype in the section names
     assert set(group_rows(typed([{**r, "dtype": "float32"} for r in fp32]))) == {("tinyhead", "fwd", "")}
+    # a row that never instantiated its workload (nvFuser on a CPU) has no dtype: it joins the
+    # sections of its workload and mode, and its note goes there, not into a section of its own
+    unavailable = {**fp32[0], "backend": "nvfuser", "status": "unavailable", "reason": "nvFuser needs CUDA",
+                   "dtype": None}
+    compare = typed([{**r, "dtype": "float32"} for r in fp32] + [unavailable])
+    assert {k: [r.backend for r in v][-1] for k, v in group_rows(compare).items()} == {("tinyhead", "fwd", ""): "nvfuser"}
+    bench = group_rows(typed(rows + [unavailable]))
+    assert set(bench) == {("tinyhead", "fwd", "bfloat16"), ("tinyhead", "fwd", "float32")}
+    assert all(group[-1].backend == "nvfuser" for group in bench.values())
+    md = render_markdown(build_report(Document.from_json({**synthetic_document(), "rows": [
+        {**r, "dtype": "float32"} for r in fp32] + [unavailable]})))
+    assert md.count("## tinyhead · fwd") == 1 and "> nvfuser: unavailable: nvFuser needs CUDA" in md
 
 
 # --- documents read back -----------------------------------------------------------------------

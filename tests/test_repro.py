@@ -251,10 +251,20 @@ def test_reducer_finds_the_broken_op_and_the_files_reproduce_it_in_a_fresh_proce
 
 @pytest.mark.parametrize("fault, status", [("raise-tanh", "failed"), ("perturb-exp", "mismatch")])
 def test_the_cells_row_agrees_with_its_file(reduced, fault, status):
+    """One threshold per cell: the file judges each result by the bound compare's row has for it
+    (k x eager's own error + a floor, not the flat tolerance), and says it in the same words."""
     row = cell_row(FaultyBackend(fault))
     assert row.status == status
+    result = reduced(fault)
     if status == "failed":
-        assert reduced(fault).cell_outcome.first_line in row.reason
+        assert result.cell_outcome.first_line in row.reason
+        return
+    assert result.cell_outcome.detail == row.reason and "x eager's" in row.reason
+    namespace: dict = {}
+    text = open(result.cell_file).read()
+    exec(text[text.index("TOL = "):text.index("TIMED = ")], namespace)  # the file's settings
+    assert {name: bound for name, (bound, _) in namespace["ALLOWED"].items()} == pytest.approx(row.per_result_allowed)
+    assert namespace["ALLOWED"]["out0"][0] < namespace["TOL"]
 
 
 def test_cli_repro_bad_input_exits_2_with_the_choices(tmp_path, capsys):
@@ -265,7 +275,7 @@ def test_cli_repro_bad_input_exits_2_with_the_choices(tmp_path, capsys):
     assert main(["repro", "nogelu", "--backend", "eager", "--out", str(tmp_path)]) == 2
     assert "unknown workload 'nogelu'" in capsys.readouterr().err
     assert main(["repro", "gelu", "--backend", "eager", "--mode", "both", "--out", str(tmp_path)]) == 2
-    assert "unknown mode 'both'; choose from: fwd, fwdbwd" in capsys.readouterr().err
+    assert "argument --mode: invalid choice: 'both'" in capsys.readouterr().err
     assert main(["repro", WORKLOAD, "--backend", "xla", "--out", str(tmp_path)]) == 2
     assert "workload 'tanh_exp' has no JAX twin" in capsys.readouterr().err
     assert main(["repro", "gelu", "--backend", WORKLOAD, "--out", str(tmp_path)]) == 2
@@ -288,7 +298,9 @@ def test_cell_files_of_ok_cells_run_ok(tmp_path, workload, backend, mode, dtype)
     result = repro(CellSpec(workload, backend, mode, dtype), str(tmp_path), timeout=300)
     assert result.cell_outcome.status == "ok" and result.cell_outcome.exit_status == 0, result.cell_outcome
     n_results = 1 if mode == "fwd" else 1 + 1 + 1 + 2  # out0, loss, grad:input0, grad:proj.weight, grad:proj.bias
-    assert result.cell_outcome.detail.startswith(f"ok: {n_results} result(s)")
+    assert result.cell_outcome.detail.startswith(f"ok: {n_results} result(s); nearest its bound: ")
+    assert re.search(r"rel err \S+ <= \S+ \(3 x eager's \S+ \+ \S+\)" if dtype == "bfloat16" else
+                     r"rel err \S+ <= \S+ \(2 x eager's \S+ \+ \S+\)", result.cell_outcome.detail), result.cell_outcome
     text = open(result.cell_file).read()
     assert "When irlens ran it: ok" in text and "def model(" in text
     assert ("def jax_program(" in text) == (backend == "xla")

@@ -17,7 +17,7 @@ from irlens.lowering import LEVEL
 from irlens.registry import Registry
 from irlens.gpu_turns import timing_turn
 from irlens.timing import active_recorder, record_host_times
-from irlens.workload import Instance
+from irlens.workload import Instance, Step
 
 
 @dataclass
@@ -57,31 +57,40 @@ def with_kernels(results: dict, compile_s: float, run_us: float, mapping: Callab
         return BackendRun(results, compile_s, run_us, [], notes=notes, unmapped=reason, **kept)
 
 
-def measure(call: Callable[[], dict], device: str, min_repeats: int = 5, max_repeats: int = 20,
-            budget_s: float = 0.2) -> tuple[dict, float, float]:
-    """Time `call` (e.g. `lambda: run_eager(compiled, inst, mode)`) the way BackendRun reports it.
+def measure(step: Step | Callable[[], Any], device: str, min_repeats: int = 5, max_repeats: int = 1000,
+            budget_s: float = 0.05) -> tuple[Any, float, float]:
+    """Time `step` (`eager_step(compiled, inst, mode)`, or a plain callable, timed whole) the way
+    BackendRun reports it: its arguments are prepared once and its results packaged after, outside
+    the timed calls, as `torch.utils.benchmark.Timer` keeps setup out of what it times.
 
     Returns (results of the first call, compile_s, run_us): compile_s is the first call's time
     minus one steady-state run; run_us is the median of at least `min_repeats` synchronized
-    steady-state calls, more while they fit in `budget_s`, timed with the device alone where
-    workers take turns on it (irlens.gpu_turns; the steps' times go to `recording_host_time`).
+    steady-state calls, more (up to `max_repeats`) while they fit in `budget_s`: a call of tens of
+    µs is read hundreds of times, as a timer's blocks would, not 20. Timed with the device alone where
+    workers take turns on it (irlens.gpu_turns; the calls' times go to `recording_host_time`).
     """
+    if not isinstance(step, Step):
+        whole = step
+        step = Step(lambda: None, lambda _: whole(), lambda _, raw: raw)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    args = step.prepare()
     start = time.perf_counter()
-    results = call()
+    raw = step.call(args)
     sync()
     first_s = time.perf_counter() - start
+    results = step.package(args, raw)
+    del raw
     times: list[float] = []
     with timing_turn():
         while len(times) < max_repeats and (len(times) < min_repeats or sum(times) < budget_s):
             start = time.perf_counter()
-            call()
+            step.call(args)
             sync()
             times.append(time.perf_counter() - start)
         recorder = active_recorder()
         if recorder is not None and device.startswith("cuda"):
-            recorder.record(call)
-    record_host_times([t * 1e6 for t in times])
+            recorder.record(lambda: step.call(args))
+    record_host_times([t * 1e6 for t in times], lambda: step.call(args))
     run_s = statistics.median(times)
     return results, max(first_s - run_s, 0.0), run_s * 1e6
 
@@ -109,6 +118,10 @@ class Backend(ABC):
     # the cross grid (irlens.cross): `lower(graph, device, name) -> irlens.lowering.LoweredGraph`,
     # a method of the backends that have a lowering; None: it runs only its own frontend's graphs.
     lower: Callable[[Graph, str, str], Any] | None = None
+    # The frontend whose program a backend with a lowering runs where its own frontend cannot take
+    # the workload (errors.NoNativePath: no JAX twin; Thunder traces none of it): every torch
+    # workload goes through Dynamo, and its graphs are the ones Inductor compiles natively.
+    via: str = "dynamo"
 
     def run_program(self, inst: Instance, program: Program) -> BackendRun:
         """A frontend's program (irlens.bindings: its forward, and backward, common views) with
@@ -124,7 +137,8 @@ class Backend(ABC):
         results, compile_s, run_us = measure(lambda: run_program(program, inst, step), inst.device)
         return with_kernels(results, compile_s, run_us, lambda: BackendRun(
             results, compile_s, run_us, [k for g in lowered.values() for k in g.kernels()],
-            lowered=list(graphs.values())), lowered=list(graphs.values()))
+            graphs=[g for low in lowered.values() for g in low.graphs()], lowered=list(graphs.values())),
+            lowered=list(graphs.values()))
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         """The backend's own IRs for `inst` in `mode`, in pipeline order (what it fused, the code

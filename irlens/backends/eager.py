@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from irlens.backends.base import BACKENDS, Backend, BackendRun, measure
 from irlens.frontends.base import Availability
-from irlens.workload import Instance, run_eager
+from irlens.workload import Instance, eager_step
 
 _ALLOCATIONS = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "resize_"}
 
@@ -48,10 +48,11 @@ class EagerBackend(Backend):
         return Availability(True)
 
     def run(self, inst: Instance, mode: str) -> BackendRun:
-        step = lambda: run_eager(inst.module, inst, mode)  # noqa: E731
+        step = eager_step(inst.module, inst, mode)
         results, compile_s, run_us = measure(step, inst.device)
+        args = step.prepare()
         return BackendRun(results=results, compile_s=compile_s, run_us=run_us, kernels=[],
-                          launches=aten_launches(step))
+                          launches=aten_launches(lambda: step.call(args)))
 
 
 BACKENDS.register(EagerBackend())

@@ -1,7 +1,7 @@
 """`irlens`: the command line. Thin: parse, call the library, print, pick the exit status.
 
 One module per subcommand (`list`, `dump`, `compare`, `bench`, `report`, `explain`, `repro`,
-`conformance`, `train`), each with `HELP`, `add_arguments(parser)` and `run(args) -> int`;
+`conformance`, `train`, `zoo`), each with `HELP`, `add_arguments(parser)` and `run(args) -> int`;
 adding a subcommand is one module and one entry in `COMMANDS`. A subcommand's arguments are added when it is parsed, so
 `irlens list` does not import what `irlens train` needs.
 
@@ -17,7 +17,9 @@ import importlib
 import sys
 from typing import Callable
 
-COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "repro", "conformance", "train")
+from irlens.cli.command import HelpFormatter
+
+COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "repro", "conformance", "train", "zoo")
 
 
 class SubcommandParser(argparse.ArgumentParser):
@@ -56,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=SubcommandParser)
     for name in COMMANDS:
         module = command_module(name)
-        sub.add_parser(name, help=module.HELP, description=module.HELP, add_arguments=module.add_arguments)\
+        sub.add_parser(name, help=module.HELP, description=module.HELP, add_arguments=module.add_arguments,
+                       formatter_class=HelpFormatter)\
             .set_defaults(command_handler=module.run)  # a name no option's dest takes (repro has --no-run: dest run)
     return p
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from irlens.cli.command import add_thunder_capture, apply_thunder_capture, csv, guarded, options
+from irlens.cli.command import (add_modes_option, add_preset_option, add_thunder_capture, apply_thunder_capture,
+                                  backend_names, checked_csv, csv, guarded, options)
 from irlens.compile_caches import default_root
 from irlens.errors import UsageError
 
@@ -12,11 +13,17 @@ HELP = "the matrix on a GPU: device time per row beside measured bandwidth/flop 
 
 
 def add_arguments(b) -> None:
-    b.add_argument("--workloads", type=csv, default=None, help="comma-separated (default: all built-ins)")
-    b.add_argument("--backends", type=csv, default=None, help="default: eager,inductor,nvfuser,xla")
-    b.add_argument("--mode", dest="modes", type=csv, default=["fwd", "fwdbwd"])
-    b.add_argument("--dtypes", type=csv, default=None, help="default: bfloat16,float32")
-    b.add_argument("--preset", default="bench")
+    from irlens.dtypes import COMPUTE_DTYPES
+
+    b.add_argument("--workloads", type=csv, default=None,
+                   help="comma-separated built-in names or path/to/file.py:NAME; default: the built-ins outside "
+                        "the corpus")
+    b.add_argument("--backends", type=csv, default=None,
+                   help=f"comma-separated, of: {backend_names()}; default: eager,inductor,nvfuser,xla")
+    add_modes_option(b)
+    b.add_argument("--dtypes", type=checked_csv(COMPUTE_DTYPES), default=None, metavar="DTYPES",
+                   help=f"comma-separated, of: {', '.join(COMPUTE_DTYPES)}; default: bfloat16,float32")
+    add_preset_option(b, "bench")
     b.add_argument("--json", default=None, help="write the results document here")
     b.add_argument("--md", default=None, help="write the results page (Markdown + SVG plots) here")
     b.add_argument("--timeout", type=float, default=600.0, help="seconds per cell, and per float64 reference")

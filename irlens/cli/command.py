@@ -7,6 +7,7 @@ and exit 1 (IRLENS_DEBUG=1 shows the traceback instead).
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
 import os
@@ -54,6 +55,72 @@ def options(cls: type[T], args) -> T:
 def csv(text: str) -> list[str]:
     """A comma-separated option value as a list."""
     return [t for t in (s.strip() for s in text.split(",")) if t]
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the default means "not given" (None,
+    False, an empty list: the help says what happens then) or the help already names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        not_given = default is None or default is False or default == argparse.SUPPRESS or \
+            (isinstance(default, (list, tuple)) and not default)
+        if not action.option_strings or action.nargs == 0 or not_given or "default" in text:  # nargs 0: a flag
+            return text
+        shown = ",".join(map(str, default)) if isinstance(default, (list, tuple)) else f"{default:g}" \
+            if isinstance(default, float) else str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})"
+
+
+def checked_csv(choices) -> Callable[[str], list[str]]:
+    """A comma-separated option value whose items must be among `choices` (else argparse's usage error, exit 2)."""
+    def parse(text: str) -> list[str]:
+        items = csv(text)
+        bad = [item for item in items if item not in choices]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: each of {', '.join(choices)}, comma-separated")
+        return items
+
+    parse.__name__ = "list"  # argparse names the type in its message
+    return parse
+
+
+def add_modes_option(parser, default: tuple[str, ...] = ("fwd", "fwdbwd")) -> None:
+    """`--mode fwd|fwdbwd|fwd,fwdbwd` for the commands that run several modes (dest `modes`)."""
+    from irlens.workload import MODES
+
+    parser.add_argument("--mode", dest="modes", type=checked_csv(MODES), default=list(default), metavar="MODES",
+                        help=f"comma-separated, of: {', '.join(MODES)}: the forward, or also the loss and its "
+                             f"gradients")
+
+
+def add_preset_option(parser, default: str | None = "tiny") -> None:
+    """`--preset`; a default of None means "not given" (dump tells its frontends apart so), tiny then."""
+    from irlens.workload import PRESETS
+
+    parser.add_argument("--preset", choices=PRESETS, default=default,
+                        help="shape preset: tiny (CPU, tests) or bench (GPU sizes)"
+                             + ("" if default else "; default: tiny"))
+
+
+def add_dtype_option(parser) -> None:
+    from irlens.dtypes import COMPUTE_DTYPES
+
+    parser.add_argument("--dtype", choices=COMPUTE_DTYPES, default=None,
+                        help="compute dtype; default: the workload's own (float32 for the built-ins)")
+
+
+def add_device_option(parser, default: str | None = "cpu") -> None:
+    parser.add_argument("--device", choices=["cpu", "cuda"], default=default,
+                        help="where it runs" + ("" if default else "; default: cpu"))
+
+
+def backend_names() -> str:
+    """The registered backends, for a help text."""
+    from irlens.backends import BACKENDS
+
+    return ", ".join(BACKENDS)
 
 
 def add_thunder_capture(parser) -> None:

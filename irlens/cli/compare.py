@@ -5,19 +5,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irlens.cli.command import add_thunder_capture, apply_thunder_capture, csv, guarded, options
+from irlens.cli.command import (add_device_option, add_dtype_option, add_modes_option, add_preset_option,
+                                 add_thunder_capture, apply_thunder_capture, backend_names, csv, guarded, options)
 
 HELP = "run workloads through every backend; check numerics; list kernels"
 
 
 def add_arguments(c) -> None:
-    c.add_argument("--workloads", type=csv, default=None, help="comma-separated (default: all built-ins)")
-    c.add_argument("--backends", type=csv, default=None, help="comma-separated (default: all)")
-    c.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    c.add_argument("--mode", dest="modes", type=csv, default=["fwd", "fwdbwd"], help="fwd, fwdbwd or both")
-    c.add_argument("--preset", default="tiny")
-    c.add_argument("--dtype", default=None)
-    c.add_argument("--json", default=None, help="write the full results to this file")
+    c.add_argument("--workloads", type=csv, default=None,
+                   help="comma-separated built-in names (see `irlens list`) or path/to/file.py:NAME; default: the "
+                        "built-ins outside the corpus")
+    c.add_argument("--backends", type=csv, default=None, help=f"comma-separated, of: {backend_names()} (or "
+                   "path/to/file.py:NAME); default: all (with --cross: every one with a lowering)")
+    add_device_option(c)
+    add_modes_option(c)
+    add_preset_option(c)
+    add_dtype_option(c)
+    c.add_argument("--json", default=None, help="write the full results to this file (.json, or .json.gz compressed)")
     c.add_argument("--timeout", type=float, default=300.0,
                    help="seconds per cell, and per float64 reference, before it counts as failed")
     c.add_argument("--jobs", type=int, default=1, help="cells run in parallel")

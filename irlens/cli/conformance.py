@@ -27,13 +27,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("-k", dest="patterns", action="append", default=[], metavar="REGEX",
                         help="only cases whose id (corpus:op:dtype#sample, e.g. opinfo:div.floor_rounding:float32#0) "
                              "matches; repeat for more")
-    parser.add_argument("--limit", type=int, default=None, help="at most this many cases")
-    parser.add_argument("--samples", type=int, default=1, help="samples per op and dtype (default: 1)")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
-                        help=f"seconds per case and frontend (default: {DEFAULT_TIMEOUT_S:g})")
-    parser.add_argument("--rtol", type=float, default=RTOL,
-                        help=f"norm-wise relative tolerance for float64 results (default: {RTOL:g})")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many cases of each corpus")
+    parser.add_argument("--samples", type=int, default=1, help="samples per op and dtype")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per case and frontend")
+    parser.add_argument("--rtol", type=float, default=RTOL, help="norm-wise relative tolerance for float64 results")
     parser.add_argument("--json", default=None, help="write every record and the summary here (.json or .json.gz)")
     parser.add_argument("--md", default=None, help="write the results page (Markdown) here")
     parser.add_argument("--in-process", action="store_true",

@@ -6,7 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from irlens.cli.command import EXIT_OK, add_thunder_capture, apply_thunder_capture, guarded
+from irlens.cli.command import (EXIT_OK, add_device_option, add_dtype_option, add_preset_option, add_thunder_capture,
+                                 apply_thunder_capture, backend_names, guarded)
 from irlens.errors import NoNativePath, UsageError
 from irlens.ir import LEVELS
 
@@ -22,20 +23,25 @@ def add_arguments(d) -> None:
 
     d.add_argument("workload", nargs="?", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME "
                                                "(with --frontend joint: llama3, deepseek_v3 or <family>:<preset>)")
-    d.add_argument("--frontend", help="dynamo, thunder, jax (or joint for llama3/deepseek_v3)")
-    d.add_argument("--backend", help="inductor, thunder+torchcompile, nvfuser, xla: the IRs it compiles through "
-                                     "(fusion IR, generated code); give this or --frontend")
+    from irlens.frontends import FRONTENDS
+
+    d.add_argument("--frontend", help=f"{', '.join(FRONTENDS)} (or joint for llama3/deepseek_v3): its IR stages; "
+                                      f"give this or --backend")
+    d.add_argument("--backend", help=f"{backend_names()}: the IRs it compiles through (fusion IR, generated code); "
+                                     f"give this or --frontend")
     d.add_argument("--stage", help="which stage (default: the main one; see --stages)")
     d.add_argument("--stages", action="store_true", help="list the stages this frontend or backend keeps, then exit")
-    d.add_argument("--mode", choices=["fwd", "fwdbwd"], default=None, help="fwdbwd is the same as --backward")
+    d.add_argument("--mode", choices=["fwd", "fwdbwd"], default=None,
+                   help="fwdbwd is the same as --backward; default: fwd")
     d.add_argument("--view", choices=["native", "common"], default=None,
                    help="default: native (--frontend joint: common)")
-    d.add_argument("--level", choices=list(LEVELS), default="composite", help="common view level")
+    d.add_argument("--level", choices=list(LEVELS), default="composite",
+                   help="common view level: ops as written, or decomposed to primitives")
     d.add_argument("--backward", action="store_true", help="acquire forward+backward (adds backward stages)")
-    d.add_argument("--preset", default=None, help="shape preset: tiny (default, CPU) or bench (GPU)")
-    d.add_argument("--dtype", default=None, help="float32 (default), bfloat16, float16, float64")
-    d.add_argument("--device", default=None, choices=["cpu", "cuda"], help="default: cpu")
-    d.add_argument("--format", choices=["text", "json"], default="text")
+    add_preset_option(d, None)
+    add_dtype_option(d)
+    add_device_option(d, None)
+    d.add_argument("--format", choices=["text", "json"], default="text", help="text, or JSON")
     d.add_argument("--out", help="write to files in this folder (every stage unless --stage is given)")
     add_thunder_capture(d)
     add_joint_options(d.add_argument_group("--frontend joint (the parallel path's graphs, captured for a mesh)"))

@@ -4,41 +4,45 @@ from __future__ import annotations
 
 import sys
 
-from irlens.cli.command import guarded
-from irlens.errors import UsageError
+from irlens.cli.command import add_device_option, add_dtype_option, add_preset_option, backend_names, guarded
 
 HELP = "annotate one kernel: ops fused, reads/writes, reductions, source"
 
 
 def add_arguments(e) -> None:
-    e.add_argument("workload", help="a built-in workload or path/to/file.py:NAME")
-    e.add_argument("--backend", required=True)
-    e.add_argument("--mode", default="fwd", choices=["fwd", "fwdbwd"])
+    from irlens.workload import MODES
+
+    e.add_argument("workload", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME")
+    e.add_argument("--backend", required=True,
+                   help=f"{backend_names()} (eager has no kernels), or path/to/file.py:NAME")
+    e.add_argument("--mode", default="fwd", choices=MODES, help="fwd: the forward; fwdbwd: also the loss and gradients")
     e.add_argument("--kernel", default=None, help="kernel name or index (default: list them, explain the largest)")
-    e.add_argument("--preset", default="tiny")
-    e.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    e.add_argument("--dtype", default=None)
+    add_preset_option(e)
+    add_device_option(e)
+    add_dtype_option(e)
+    e.add_argument("--timeout", type=float, default=300.0, help="seconds for the run (in a worker process, as a compare cell)")
 
 
 @guarded
 def run(args) -> int:
     from irlens.backends import get_backend
-    from irlens.explain import explain_run
+    from irlens.explain import explain_run, run_as_compare_does
     from irlens.frontends.base import Unavailable
     from irlens.models import resolve_workload
-    from irlens.workload import MODES
+    from irlens.user_code import absolute_reference
 
-    mode, device, preset = args.mode or "fwd", args.device or "cpu", args.preset or "tiny"
-    if mode not in MODES:
-        raise UsageError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
     wl = resolve_workload(args.workload)
     backend = get_backend(args.backend)
-    available = backend.availability(device)
+    available = backend.availability(args.device)
     if not available:
-        raise Unavailable(f"backend {backend.name} is unavailable on {device}: {available.reason}")
-    inst = wl.instantiate(preset, args.dtype, device)
-    print(f"irlens explain: running {wl.name} ({preset}, {inst.dtype}, {mode}) through {backend.name} on {device} ...",
-          file=sys.stderr)
-    run = backend.run(inst, mode)  # a backend's own failure is no usage error: exit 1
-    print(explain_run(run, backend.name, args.kernel, f"{wl.name} {mode} ({preset}, {inst.dtype}, {device})"))
+        raise Unavailable(f"backend {backend.name} is unavailable on {args.device}: {available.reason}")
+    inst = wl.instantiate(args.preset, args.dtype, args.device)  # bad preset or dtype: a usage error, here
+    print(f"irlens explain: running {wl.name} ({args.preset}, {inst.dtype}, {args.mode}) through {backend.name} on "
+          f"{args.device} in a worker, as irlens compare runs a cell ...", file=sys.stderr)
+    # a backend's own failure is no usage error: exit 1
+    run = run_as_compare_does(absolute_reference(args.workload), absolute_reference(args.backend), args.mode,
+                              args.device, args.preset, args.dtype, args.timeout)
+    threads = f"{run.threads} thread{'s' if run.threads > 1 else ''}"
+    context = f"{wl.name} {args.mode} ({args.preset}, {inst.dtype}, {args.device}, {threads})"
+    print(explain_run(run, backend.name, args.kernel, context))
     return 0

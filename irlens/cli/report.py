@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import sys
 
-from irlens.cli.command import csv, guarded
+from irlens.cli.command import add_modes_option, csv, guarded
 
 HELP = "HTML + Markdown report contrasting what each backend fused and what it cost"
 
 
 def add_arguments(r) -> None:
-    r.add_argument("--from", dest="from_", nargs="*", default=[], metavar="RESULTS_JSON",
-                   help="compare/bench/cross result files (default: run the CPU tiny matrix now)")
+    r.add_argument("--from", dest="from_", nargs="+", action="extend", default=[], metavar="RESULTS_JSON",
+                   help="compare/bench/cross result files, merged (`--from a.json b.json` or `--from a.json --from "
+                        "b.json`: the shards of a split run); default: run the CPU tiny matrix now")
     r.add_argument("--out", default="irlens-report", help="output folder (default: irlens-report)")
     r.add_argument("--workloads", type=csv, default=None,
                    help="with --from: draw only these workloads' rows; without: the workloads of the matrix run")
-    r.add_argument("--backends", type=csv, default=None, help="for the matrix run without --from")
-    r.add_argument("--mode", dest="modes", type=csv, default=["fwd", "fwdbwd"])
+    r.add_argument("--backends", type=csv, default=None,
+                   help="without --from: the matrix run's backends (default: all)")
+    add_modes_option(r)
 
 
 @guarded

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import os
 
-from irlens.cli.command import EXIT_FAIL, EXIT_OK, error, guarded
+from irlens.cli.command import (EXIT_FAIL, EXIT_OK, add_device_option, add_dtype_option, add_preset_option,
+                                 backend_names, error, guarded)
 
 HELP = ("a standalone reproducer of one cell; --reduce: the smallest graph that still fails; --slow: timed, with its "
         "dominant kernel")
@@ -20,27 +21,27 @@ HELP = ("a standalone reproducer of one cell; --reduce: the smallest graph that 
 
 def add_arguments(p) -> None:
     from irlens.repro.tensors import EMBED_MAX
+    from irlens.workload import MODES
 
     p.add_argument("workload", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME")
     p.add_argument("--backend", required=True,
-                   help="eager, inductor, thunder+torchcompile, nvfuser, xla, or path/to/file.py:NAME (a Backend with "
-                        "a `repro_path`)")
-    p.add_argument("--mode", default="fwd", help="fwd or fwdbwd")
-    p.add_argument("--dtype", default=None, help="float32 (the workloads' default), bfloat16, float16, float64")
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--preset", default="tiny", help="tiny or bench")
-    p.add_argument("--out", default="irlens-repro", help="folder for the files (default: irlens-repro)")
+                   help=f"{backend_names()}, or path/to/file.py:NAME (a Backend with a `repro_path`)")
+    p.add_argument("--mode", default="fwd", choices=MODES, help="fwd: the forward; fwdbwd: also the loss and gradients")
+    add_dtype_option(p)
+    add_device_option(p)
+    add_preset_option(p)
+    p.add_argument("--out", default="irlens-repro", help="folder for the files")
     p.add_argument("--reduce", action="store_true",
                    help="also shrink a failing cell's graph to the smallest that fails the same way, and write its file")
     p.add_argument("--slow", action="store_true",
                    help="a timed file, with the kernel that dominates the cell's time and its source beside it")
     p.add_argument("--budget-s", type=float, default=600.0,
-                   help="seconds the reducer may spend trying smaller graphs (default 600); then the smallest that "
-                        "failed the same way is the result")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per run of a file or a candidate (default 600)")
+                   help="seconds the reducer may spend trying smaller graphs; then the smallest that failed the same "
+                        "way is the result")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per run of a file or a candidate")
     p.add_argument("--embed-max", type=int, default=EMBED_MAX,
-                   help=f"tensors of at most this many elements are embedded exactly, larger ones regenerated from "
-                        f"a seed (default {EMBED_MAX})")
+                   help="tensors of at most this many elements are embedded exactly, larger ones regenerated from "
+                        "a seed")
     p.add_argument("--no-run", dest="run", action="store_false",
                    help="write the cell's file without running it (a reduction still runs its candidates and the "
                         "files it writes)")

@@ -23,7 +23,7 @@ class SweepConfig:
     corpora: list[str] | None = None  # default: all
     frontends: list[str] | None = None  # default: every frontend the corpora feed
     patterns: list[str] = field(default_factory=list)  # regular expressions; a case runs when one matches its id
-    limit: int | None = None  # at most this many cases (after the patterns)
+    limit: int | None = None  # at most this many cases of each corpus (after the patterns)
     samples: int = 1  # samples per op and dtype
     jobs: int = 1  # worker processes
     timeout: float = DEFAULT_TIMEOUT_S  # seconds per case and frontend

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -102,7 +103,16 @@ def _select(cases: list[Case], config: SweepConfig) -> list[Case]:
     if not chosen:
         raise BadConfig(f"no case matches -k {' -k '.join(config.patterns)} (case ids look like "
                         f"{cases[0].id if cases else 'opinfo:add:float32#0'})")
-    return chosen[:config.limit] if config.limit else chosen
+    if not config.limit:
+        return chosen
+    # each corpus its first `limit` cases: one corpus never crowds out the next
+    taken: Counter = Counter()
+    kept = []
+    for case in chosen:
+        taken[case.corpus] += 1
+        if taken[case.corpus] <= config.limit:
+            kept.append(case)
+    return kept
 
 
 def _commit() -> str | None:

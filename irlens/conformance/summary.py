@@ -117,6 +117,7 @@ def table_text(doc: dict) -> str:
     lines = ["  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
              for row in rows]
     lines += [f"{what}: unavailable ({reason})" for what, reason in _unavailable(doc)]
+    lines += empty_corpora(doc)
     for status, what in ((WRONG, "wrong meanings (no unknown op, the interpreter disagrees with eager)"),
                          (BROKEN, "broken (no unknown op, the adapter, bindings or interpreter raised)")):
         found = meaning_problems(doc, status)
@@ -141,11 +142,12 @@ def markdown(doc: dict, top: int = 25, examples: int = 6) -> str:
              "Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v) + ".", "",
              "Corpora: " + "; ".join(f"`{name}` ({c['cases']} cases through {', '.join(c['frontends'])}): "
                                      f"{c['description']}" for name, c in doc["corpora"].items()) + ".", "",
-             "Columns: see `irlens/conformance/summary.py` and the README's *Conformance* section. "
+             "Columns: see `irlens/conformance/summary.py` and docs/conformance.md. "
              "`faithful%` = faithful / captured.", ""]
     lines += _md_table(list(_HEADER), [_cells(r) for r in doc["summary"]["rows"]])
     for what, reason in _unavailable(doc):
         lines += ["", f"**{what} unavailable**: {reason}"]
+    lines += [line for empty in empty_corpora(doc) for line in ("", empty)]
 
     by_class = defaultdict(list)
     for r in doc["records"]:
@@ -190,6 +192,15 @@ def _unavailable(doc: dict) -> list[tuple[str, str]]:
     """(frontend or corpus, why) for each one that could not run here."""
     frontends = [(f"frontend {fe}", why) for fe, why in doc["availability"].items() if why]
     return frontends + [(f"corpus {name}", c["unavailable"]) for name, c in doc["corpora"].items() if "unavailable" in c]
+
+
+def empty_corpora(doc: dict) -> list[str]:
+    """A line for each corpus asked for that gave no case, so that its frontends' rows are not
+    silently missing."""
+    patterns = doc["config"].get("patterns") or []
+    why = f"-k {' -k '.join(patterns)} matches none of its cases" if patterns else "it lists no case here"
+    return [f"corpus {name}: no case ({why}), so no row of {', '.join(c['frontends'])} from it"
+            for name, c in doc["corpora"].items() if not c["cases"] and "unavailable" not in c]
 
 
 def _examples(cases: list[str], n: int) -> str:

@@ -20,6 +20,7 @@ import torch
 from irlens.backends import Backend, get_backend
 from irlens.backends.base import BackendRun
 from irlens.bindings import NoProgram, Program, program_for
+from irlens.errors import NoNativePath
 from irlens.frontends import get_frontend
 from irlens.frontends.base import Unavailable
 from irlens.gpu_turns import gpu_alone, sharing_gpu
@@ -28,10 +29,10 @@ from irlens.lowering import LEVEL
 from irlens.matrix.references import Reference
 from irlens.matrix.row import Row
 from irlens.models import resolve_workload
-from irlens.numerics import allowed_errors, compare_results, tolerance
+from irlens.numerics import allowed_errors, compare_results, ill_conditioned, tolerance
 from irlens.ops import is_compute
 from irlens.timing import HostTiming, recording_device_time, recording_host_time
-from irlens.workload import Instance, NoJaxTwin, Workload
+from irlens.workload import Instance, MissingLibrary, Workload
 
 
 def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = None) -> Row:
@@ -71,23 +72,45 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         phase = "instantiate"
         inst = reference.pin(wl.instantiate(preset, dtype, device))
         row.tol, row.dtype, row.preset = tolerance(inst.dtype, mode), inst.dtype, preset
+        row.module_mode = inst.module_mode
         phase = "run"
-        with recording_device_time(timing_lock) if device_timing else contextlib.nullcontext() as recorder, \
-                recording_host_time() as host:
-            run = backend.run(inst, mode)
-        if recorder is not None and recorder.timing is not None:
-            row.device_timing = recorder.timing.to_json()
+
+        def timed(step):
+            with recording_device_time(timing_lock) if device_timing else contextlib.nullcontext() as recorder, \
+                    recording_host_time() as host:
+                run = step()
+            if recorder is not None and recorder.timing is not None:
+                row.device_timing = recorder.timing.to_json()
+            return run, host
+
+        try:
+            run, host = timed(lambda: backend.run(inst, mode))
+        except NoNativePath as e:
+            phase = "acquire"
+            program = via_program(row, backend, inst, mode, e)
+            phase = "run"
+            run, host = timed(lambda: backend.run_program(inst, program))
         phase = "compare"
         _check(row, run, reference, inst.dtype, host.timing)
         row.notes = run.notes
         row.graphs = {g.stage: g.to_json() for g in run.graphs}  # what the kernels' node ids refer to (the fusion map)
         row.coverage = kernel_coverage(run.kernels, run.graphs) if run.graphs else None
         return row
-    except Unavailable as e:
+    except (Unavailable, MissingLibrary) as e:
         row.status, row.reason, row.phase = "unavailable", str(e), phase
         return row
     except Exception as e:
         return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", traceback.format_exc()[-3000:])
+
+
+def via_program(row: Row, backend: Backend, inst: Instance, mode: str, why: NoNativePath) -> Program:
+    """The program of `backend.via` (Dynamo) that a backend whose own frontend cannot take the
+    workload runs through its lowering instead; the row says so (`via`, `via_reason`). A backend
+    without a lowering is unavailable, with both reasons."""
+    if backend.lower is None:
+        raise Unavailable(f"{why}; {backend.name} has no lowering of the common view to run instead")
+    row.via, row.via_reason, row.frontend, row.level = backend.via, str(why), backend.via, LEVEL
+    return program_for(get_frontend(backend.via).acquire(inst, mode), inst)
 
 
 def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, frontend: str, device: str, preset: str,
@@ -95,6 +118,7 @@ def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, front
     phase = "acquire"
     try:
         inst, program = acquired_program(workload_key, mode, frontend, device, preset, dtype, reference_path)
+        row.module_mode = inst.module_mode
         phase = "run"
         row.tol = tolerance(inst.dtype, mode)
         with recording_host_time() as host:
@@ -103,7 +127,7 @@ def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, front
         row.level = LEVEL
         row.lowered = [{"stage": g.stage, "nodes": len(g.nodes)} for g in run.lowered]
         return row
-    except (Unavailable, NoJaxTwin, NoProgram) as e:
+    except (Unavailable, NoNativePath, NoProgram) as e:
         row.status, row.reason, row.phase, row.tol = "unavailable", str(e), phase, None
         return row
     except Exception as e:
@@ -129,8 +153,10 @@ def acquired_program(workload: str, mode: str, frontend: str, device: str, prese
 def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: HostTiming | None = None) -> None:
     """The row's verdict, numbers and kernels from a finished run: each result against the
     reference and against eager's own error in `dtype` (irlens.numerics.allowed_error)."""
-    bounds = allowed_errors(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions)
+    ill = ill_conditioned(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions)
+    bounds = allowed_errors(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions, ill)
     cmp = compare_results(run.results, reference.results, bounds)
+    row.ill_conditioned = ill or None
     row.status, row.reason = ("ok" if cmp.ok else "mismatch"), cmp.reason
     row.max_rel_err, row.per_result = cmp.max_rel_err, cmp.errors
     row.per_result_eager, row.per_result_allowed = reference.eager_errors, cmp.allowed
@@ -141,7 +167,7 @@ def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: Ho
     row.compile_s, row.run_us = run.compile_s, run.run_us
     row.run_spread = host.spread if host is not None else None
     row.kernels = [k.to_json() for k in run.kernels]
-    row.kernel_count = run.launch_count()  # launches per step (README: "Kernel launches"); None: unmapped
+    row.kernel_count = run.launch_count()  # launches per step (docs/compare.md, "Kernel launches"); None: unmapped
     row.kernels_unmapped = run.unmapped
 
 

@@ -10,7 +10,9 @@ executables, nvFuser kernels), so the timed cells find their kernels compiled.
 A cell whose worker crashed or hung here is not run again: it would crash or hang again, after
 its whole timeout; its row says so (a cell out of device memory beside the others runs again
 in its turn). A cell compiled ahead once before with the same caches and software is skipped
-(`Log`, the cache folder's `compiled-ahead.json`).
+(`Log`, the cache folder's `compiled-ahead.json`). Past its deadline (its share of a run's time
+budget) no further compile starts: the cells left compile in their timed turn, so that a budget
+never runs out before any cell was timed.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import gc
 import json
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -93,10 +96,12 @@ def warm_cell_in_worker(workload: str, mode: str, backend: str, device: str, pre
             torch.cuda.empty_cache()
 
 
-def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progress=None) -> dict[str, dict[Cell, Row]]:
+def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progress=None,
+                  deadline: float | None = None) -> dict[str, dict[Cell, Row]]:
     """Compile every cell of `plans` (one per dtype) that `log` does not hold, `jobs` at a time,
-    each within `timeout`. Returns, per dtype, the rows of the cells that must not run again
-    (their worker crashed or hung). `progress` (irlens.bench_progress) hears of each cell."""
+    each within `timeout`, none started after `deadline` (time.monotonic()). Returns, per dtype,
+    the rows of the cells that must not run again (their worker crashed or hung). `progress`
+    (irlens.bench_progress) hears of each cell, and of those left to their timed turn."""
     todo = [(plan, cell) for plan in plans for cell in plan.cells()
             if cell_id(plan, cell) not in log.compiled and _runs(plan, cell)]
     # a worker serves a backend's cells in a row: its imports and its compiler's warm state are paid once
@@ -106,6 +111,7 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
     local, workers, lock = threading.local(), [], threading.Lock()
     threads = worker_threads(jobs)
     lost: dict[str, dict[Cell, Row]] = {}
+    late: list[Cell] = []
 
     def worker(plan: Plan, cell: Cell) -> Worker:
         """This thread's worker; a new one for another backend (it may need its own environment)."""
@@ -124,6 +130,10 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
     def run(item: tuple[Plan, Cell]) -> None:
         plan, cell = item
         backend = plan.backends[cell.backend]
+        if deadline is not None and time.monotonic() > deadline:
+            with lock:
+                late.append(cell)
+            return
         if progress is not None:
             progress.start(f"{label(plan, cell)} · {plan.dtype}")
         kwargs = dict(workload=cell.workload, mode=cell.mode, backend=cell.backend, device=plan.device,
@@ -152,6 +162,10 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
         for w in workers:
             w.close()
         log.save()
+    if late and progress is not None:
+        progress.expect(len(todo) - len(late))
+        progress.note(f"compiling ahead stopped at its share of the time budget: {len(late)} of {len(todo)} "
+                      f"cells compile in their timed turn")
     return lost
 
 

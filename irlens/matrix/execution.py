@@ -150,9 +150,15 @@ def label(plan: Plan, cell: Cell) -> str:
 
 
 def planned_row(plan: Plan, cell: Cell, refs: References) -> Row | None:
-    """The row a cell gets without running: no JAX twin for a JAX backend, or a failed reference."""
+    """The row a cell gets without running: a backend that does not run on the device, or no JAX
+    twin for a JAX backend that has no lowering to run Dynamo's graphs instead
+    (irlens.matrix.cell.via_program) (unavailable, whatever the reference did), or a failed reference."""
     wl, backend = plan.workloads[cell.workload], plan.backends[cell.backend]
-    if cell.frontend is None and backend.frontend == "jax" and wl.jax is None:
+    if plan.device.split(":")[0] not in backend.devices:  # asking it does no device work (nvFuser on a CPU)
+        row = cell_row(plan, cell)
+        row.status, row.reason = "unavailable", backend.availability(plan.device).reason
+        return row
+    if cell.frontend is None and backend.frontend == "jax" and wl.jax is None and backend.lower is None:
         row = cell_row(plan, cell)
         row.status, row.reason = "unavailable", f"workload {wl.name!r} has no JAX twin"
         return row
@@ -163,12 +169,14 @@ def planned_row(plan: Plan, cell: Cell, refs: References) -> Row | None:
 
 
 class Progress:
-    """A progress bar on stderr (tqdm where installed, else a line per cell), showing the current cell."""
+    """A progress bar on stderr (tqdm where installed and stderr is a terminal), else a line per
+    cell with the time elapsed and an estimate of the time left (a log file of a long run)."""
 
     def __init__(self, total: int, enabled: bool):
         self.enabled, self.total, self.done = enabled, total, 0
         self._bar = None
-        if enabled:
+        self._start = time.monotonic()
+        if enabled and sys.stderr.isatty():
             try:
                 from tqdm import tqdm
 
@@ -182,7 +190,9 @@ class Progress:
             if self._bar is not None:
                 self._bar.set_description_str(label)
             elif self.enabled:
-                print(f"[{self.done + 1}/{self.total}] {label}", file=sys.stderr, flush=True)
+                elapsed = time.monotonic() - self._start
+                eta = f", about {_minutes(elapsed / self.done * (self.total - self.done))} left" if self.done else ""
+                print(f"[{self.done + 1}/{self.total}, {_minutes(elapsed)} in{eta}] {label}", file=sys.stderr, flush=True)
 
     def finish(self) -> None:
         with self._lock:
@@ -194,6 +204,10 @@ class Progress:
         if self._bar is not None:
             self._bar.set_description_str("done")
             self._bar.close()
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
 class InProcessRunner:

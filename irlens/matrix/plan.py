@@ -13,7 +13,7 @@ from irlens.dtypes import COMPUTE_DTYPES
 from irlens.errors import UsageError
 from irlens.models import resolve_workload, workload_names
 from irlens.user_code import absolute_reference, reference_of
-from irlens.workload import MODES, PRESETS, WORKLOADS, Workload
+from irlens.workload import MODES, PRESETS, WORKLOADS, MissingLibrary, Workload
 
 DEVICES = ("cpu", "cuda")
 
@@ -102,6 +102,8 @@ def plan_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", 
     for item in _workload_items(workloads):
         wl = item if isinstance(item, Workload) else resolve_workload(item)
         wl.cfg(preset)  # raises if this workload has no such preset
+        if wl.missing():  # a library it needs is not installed (the zoo's transformers, timm)
+            raise MissingLibrary(wl.missing())
         resolved[workload_key(item)] = wl
     chosen = {absolute_reference(b): get_backend(b) for b in dict.fromkeys(split(backends) or BACKENDS.names())}
     return Plan(resolved, chosen, modes, device, preset, dtype, device_timing)

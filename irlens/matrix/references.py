@@ -88,7 +88,8 @@ def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: 
         except Exception as e:
             reference.eager_problem = f"eager failed in {inst.dtype}: {type(e).__name__}: {first_line(e)}"
     if mode == "fwdbwd":
-        reference.conditions = {"loss": loss_condition(wl, results)}
+        values = {**{f"input{i}": t for i, t in enumerate(inst.inputs)}, **inst.params()}
+        reference.conditions = {"loss": loss_condition(wl, results), **gradient_conditions(results, values)}
     return reference
 
 
@@ -137,6 +138,26 @@ def loss_condition(wl: Workload, results: dict[str, torch.Tensor]) -> float:
     spread = float(sum(terms)) ** 0.5 if terms else 0.0
     size = abs(float(loss.detach()))
     return spread / size if size > 0 else spread
+
+
+def gradient_conditions(results: dict[str, torch.Tensor], values: dict[str, torch.Tensor]) -> dict[str, float]:
+    """Each gradient's condition: |L| / (||dL/dv|| ||v||), the inverse of how far the loss moves,
+    relative to itself, when the value v it is the gradient of moves by one relative unit. A
+    gradient whose loss barely sees it (a conv bias before a train-mode BatchNorm, attention's key
+    bias: exactly zero in truth) has a huge condition: float32 noise in it is invisible to the loss,
+    and `numerics.allowed_error` allows the error the loss's own rounding hides. ||g|| counts as 1
+    where g is 0 (its error is then absolute, see `rel_err`), ||v|| as sqrt(numel) where v is 0
+    (a zero-initialized bias: a unit per element)."""
+    loss = abs(float(results["loss"])) if results.get("loss") is not None else 0.0
+    conditions = {}
+    for name, g in results.items():
+        value = values.get(name[len("grad:"):]) if name.startswith("grad:") else None
+        if g is None or value is None or loss == 0.0:
+            continue
+        g_norm = torch.linalg.vector_norm(g.detach().double()).item() or 1.0
+        v_norm = torch.linalg.vector_norm(value.detach().double()).item() or value.numel() ** 0.5
+        conditions[name] = loss / (g_norm * v_norm)
+    return conditions
 
 
 def twin_problem(wl: Workload, device: str, dtype: str | None) -> str:

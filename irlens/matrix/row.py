@@ -64,6 +64,10 @@ class Row:
     dtype: str | None = None
     preset: str | None = None
     device_timing: dict | None = None  # irlens.timing.DeviceTiming.to_json() (bench)
+    # a backend run through the common view's lowering of another frontend's graphs, its own
+    # frontend unable to take the workload (errors.NoNativePath): shown as `xla (via dynamo)`
+    via: str | None = None  # the frontend whose graphs it lowered (also `frontend`)
+    via_reason: str | None = None  # why its own frontend's path was not taken
     # the cross grid
     native: bool | None = None  # the acquiring frontend is the backend's own
     level: str | None = None  # the common-view level lowered
@@ -76,10 +80,19 @@ class Row:
     # a report merged from several runs
     device: str | None = None
     device_name: str | None = None
+    # the module's train/eval mode as it ran (train, eval, mixed: irlens.workload.Instance.module_mode)
+    module_mode: str | None = None
+    # results whose check is ill-conditioned -> why (irlens.numerics.ill_conditioned): judged against eager
+    ill_conditioned: dict[str, str] | None = None
 
     @property
     def ran(self) -> bool:
         return self.status in RAN
+
+    @property
+    def label(self) -> str:
+        """The backend as every output shows it: `xla (via dynamo)` for a row run through the lowering."""
+        return f"{self.backend} (via {self.via})" if self.via else self.backend
 
     @property
     def decisive_result(self) -> str | None:
@@ -149,7 +162,9 @@ class Row:
 OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceilings", "device", "device_name",
             # judged against eager's own error in the same dtype; the spread of the timed steps
             "per_result_eager", "per_result_allowed", "eager_err", "allowed", "reference_dtype",
-            "reference_fallback", "run_spread", "kernels_unmapped")
+            "reference_fallback", "run_spread", "kernels_unmapped", "module_mode", "ill_conditioned",
+            # run through the lowering of another frontend's graphs (compare, bench), and at which level
+            "via", "via_reason", "level")
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ def format_table(doc: Document) -> str:
               "run µs", "spread")
     lines = []
     for r in doc.rows:
-        lines.append((r.workload, r.mode, r.backend, r.status, *error_figures(r), _fmt(r.kernel_count, "d"),
+        lines.append((r.workload, r.mode, r.label, r.status, *error_figures(r), _fmt(r.kernel_count, "d"),
                       _fmt(r.compile_s, ".2f"), run_figure(r),
                       "-" if r.run_spread is None else f"{r.run_spread:.0%}"))
     widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
@@ -56,13 +56,14 @@ def format_table(doc: Document) -> str:
     reasons: dict[tuple[str, str, str], list[str]] = {}
     for r in doc.rows:
         if r.status != "ok" and r.reason:
-            reasons.setdefault((r.backend, r.status, r.reason.splitlines()[0]), []).append(f"{r.workload}/{r.mode}")
+            reasons.setdefault((r.label, r.status, r.reason.splitlines()[0]), []).append(f"{r.workload}/{r.mode}")
     # A row that ran but whose kernels could not be mapped keeps its verdict, and says so.
     for r in doc.rows:
         if r.unmapped_note:
-            reasons.setdefault((r.backend, r.status, r.unmapped_note.splitlines()[0]), []).append(
+            reasons.setdefault((r.label, r.status, r.unmapped_note.splitlines()[0]), []).append(
                 f"{r.workload}/{r.mode}")
     notes = [f"{backend} ({_where(cells)}): {status}: {reason}" for (backend, status, reason), cells in reasons.items()]
+    notes += via_lines(doc.rows)
     fallbacks: dict[tuple[str, str], list[str]] = {}
     for r in doc.rows:
         if r.ran and r.reference_fallback:
@@ -71,11 +72,39 @@ def format_table(doc: Document) -> str:
         notes.append(f"{FALLBACK_MARK} judged against eager {dtype}, not float64 ({_where(sorted(set(cells)))}): {why}")
     # How a row's stack captured the workload where not its usual way (ThunderFX), and its split.
     notes += [f"{r.backend} ({r.workload}/{r.mode}): {r.capture_note}" for r in doc.rows if r.capture_note]
+    notes += ill_conditioned_lines(doc)
+    trained = sorted({f"{r.workload}" for r in doc.rows if r.module_mode in ("train", "mixed")})
+    if trained:
+        notes.append(f"in train mode (BatchNorm normalizes by the batch; its updated buffers are results, "
+                     f"buffer:<name>): {', '.join(trained)}")
     shaky = [r for r in doc.rows if r.ran and unsteady(r.run_spread)]
     if shaky:
         notes.append(f"{UNSTEADY_MARK} unsteady timing ({len(shaky)} rows): the timed steps' interquartile range is "
                      f"above {UNSTEADY_SPREAD:.0%} of their median")
     return "\n".join(out + ([""] + notes if notes else []) + unknown_lines(doc))
+
+
+def ill_conditioned_lines(doc: Document) -> list[str]:
+    """One line per workload, mode and result whose check is ill-conditioned (the float64 value is
+    noise-sized): judged against eager, not the flat tolerance (irlens.numerics)."""
+    found: dict[tuple[str, str, str], str] = {}
+    for r in doc.rows:
+        for result, why in (r.ill_conditioned or {}).items():
+            found.setdefault((r.workload, r.mode, result), why)
+    return [f"ill-conditioned check, judged against eager ({w}/{m} {result}): {why}"
+            for (w, m, result), why in found.items()]
+
+
+def via_lines(rows: list[Row]) -> list[str]:
+    """One line per backend and reason for the rows run through the lowering of another frontend's
+    graphs: which graphs, and why its own frontend's path was not taken."""
+    why: dict[tuple[str, str, str], list[str]] = {}
+    for r in rows:
+        if r.via:  # one line for all workloads with the same reason ("workload 'x' has no JAX twin")
+            reason = (r.via_reason or "-").splitlines()[0].replace(f" {r.workload!r}", "")
+            why.setdefault((r.label, r.via, reason), []).append(f"{r.workload}/{r.mode}")
+    return [f"{label} ({_where(cells)}): {via}'s graphs through the common view's lowering: {reason}"
+            for (label, via, reason), cells in why.items()]
 
 
 def _where(cells: list[str]) -> str:
@@ -91,6 +120,6 @@ def unknown_lines(doc: Document) -> list[str]:
         if unknown:
             natives = sorted({u[u.index("(") + 1:-1] for u in unknown})
             shown = ", ".join(natives[:6]) + (f", +{len(natives) - 6} more" if len(natives) > 6 else "")
-            lines.append(f"{r.backend} ({r.workload}/{r.mode}): {len(unknown)} node(s) with no meaning in the common "
+            lines.append(f"{r.label} ({r.workload}/{r.mode}): {len(unknown)} node(s) with no meaning in the common "
                          f"view, counted as uncovered: {shown}")
     return ([""] if lines else []) + lines

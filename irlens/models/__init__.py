@@ -1,7 +1,7 @@
 """The built-in workloads: importing a module registers its workloads (one line per file, at the
 end). `resolve_workload` finds any workload: a built-in by name, a user's own by reference."""
 from irlens.user_code import resolve
-from irlens.workload import CORPUS, WORKLOADS, Workload
+from irlens.workload import CORPUS, WORKLOADS, ZOO, Workload
 
 
 def get_workload(name: str) -> Workload:
@@ -12,8 +12,11 @@ def get_workload(name: str) -> Workload:
 def workload_names(corpus: bool | None = False) -> list[str]:
     """The built-in workloads run when none is named (compare, bench, the per-workload tests);
     with `corpus=True`, the corpus of ordinary model code instead (those tagged `CORPUS`), held
-    to its own tests; `None`: all of them. All are registered: any of them can be named."""
-    return [w.name for w in WORKLOADS.values() if corpus is None or (CORPUS in w.tags) == corpus]
+    to its own tests; `None`: all of them, the zoo of real models included (tagged `ZOO`, in
+    neither set: `irlens zoo` runs them, `irlens.models.zoo.zoo_names()`). All are registered:
+    any of them can be named."""
+    return [w.name for w in WORKLOADS.values()
+            if corpus is None or (ZOO not in w.tags and (CORPUS in w.tags) == corpus)]
 
 
 def resolve_workload(name_or_ref: str) -> Workload:
@@ -33,3 +36,5 @@ from irlens.models import masked_attention  # noqa: E402, F401
 from irlens.models import moe  # noqa: E402, F401
 from irlens.models import mamba  # noqa: E402, F401
 from irlens.models import prenorm  # noqa: E402, F401
+# real models from transformers and timm (tagged "zoo"; an optional extra: `irlens zoo`, tests/test_zoo.py)
+from irlens.models import zoo  # noqa: E402, F401

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import jnp, scalar_tensor, widened
+from irlens.ops._torch import jnp, lax, scalar_tensor, widened
 from irlens.ops.core import DATA_MOVEMENT, OTHER, REDUCTION, Attr, declare, from_aten, lowering, meaning
-from irlens.ops.movement import slices
+from irlens.ops.movement import slices, strided_positions
 
 
 def _wrapped(idx: torch.Tensor, size: int) -> torch.Tensor:
@@ -66,6 +66,17 @@ def _index(a, x, *indices):
     return torch.ops.aten.index.Tensor(x, [_as_index(i) for i in indices])
 
 
+def _index_key(indices) -> tuple:
+    """torch's index list as a numpy key: None a full slice (numpy's rules are torch's: the index
+    tensors broadcast, and where full slices separate them their dims go first)."""
+    return tuple(slice(None) if i is None else i for i in indices)
+
+
+@lowering(index, "jax")
+def _index_jax(a, x, *indices):
+    return x[_index_key(indices)]
+
+
 # --- writes -----------------------------------------------------------------------------------
 index_add = declare("index_add", DATA_MOVEMENT, "x index src", dim=Attr("int"), alpha=Attr("number", 1),
                     doc="x with alpha * src's slices added at index along dim (torch.index_add; index any "
@@ -122,6 +133,24 @@ scatter_add = declare("scatter_add", DATA_MOVEMENT, "x index src", dim=Attr("int
                       doc="torch.scatter_add: x with src added at index along dim (index shaped like src)")
 
 
+def _scatter_key(idx, dim: int) -> tuple:
+    """torch.scatter's positions as a numpy key: index along dim, each other dim's own position."""
+    grid = jnp().indices(idx.shape, sparse=True)
+    return tuple(idx if d == dim else grid[d] for d in range(idx.ndim))
+
+
+def _scattered(x, idx, src):
+    """src as scatter reads it: a scalar, or its leading block of index's shape."""
+    if not hasattr(src, "shape"):
+        return jnp().asarray(src, x.dtype)
+    return src[tuple(slice(0, n) for n in idx.shape)].astype(x.dtype)
+
+
+@lowering(scatter, "jax")
+def _scatter_jax(a, x, idx, src):
+    return x.at[_scatter_key(idx, a["dim"])].set(_scattered(x, idx, src))
+
+
 @meaning(scatter_add)
 @widened
 def _scatter_add(a, x, idx, src):
@@ -131,6 +160,11 @@ def _scatter_add(a, x, idx, src):
 scatter_reduce = declare("scatter_reduce", DATA_MOVEMENT, "x index src", dim=Attr("int"),
                          reduce=Attr("str", choices=("sum", "prod", "mean", "amax", "amin")),
                          include_self=Attr("bool", True), doc="torch.scatter_reduce")
+
+
+@lowering(scatter_add, "jax")
+def _scatter_add_jax(a, x, idx, src):
+    return x.at[_scatter_key(idx, a["dim"])].add(_scattered(x, idx, src))
 
 
 @meaning(scatter_reduce)
@@ -149,6 +183,12 @@ def _index_put(a, x, values, *indices):
     values = scalar_tensor(values, x if x.is_floating_point() else None, a.get("device"))
     return torch.ops.aten.index_put.default(x, [_as_index(i) for i in indices], values.to(x.dtype),
                                             a["accumulate"])
+
+
+@lowering(index_put, "jax")
+def _index_put_jax(a, x, values, *indices):
+    at, v = x.at[_index_key(indices)], jnp().asarray(values).astype(x.dtype)
+    return at.add(v) if a["accumulate"] else at.set(v)
 
 
 slice_scatter = declare("slice_scatter", DATA_MOVEMENT, "x src", start=Attr("ints"), limit=Attr("ints"),
@@ -233,6 +273,24 @@ def _topk(a, x):
 meaning(topk)(widened(_topk, bools=True))
 
 
+@lowering(topk, "jax")
+def _topk_jax(a, x):
+    """lax.top_k (of equal values the lower index first, XLA's total order, -0 made 0 as torch
+    compares it), along the last dim; the smallest are the largest of -x (of ~x for integers and
+    bools: no overflow)."""
+    np_ = jnp()
+    if x.ndim == 0:  # a scalar: itself, at index 0
+        return x, np_.zeros((), np_.int32)
+    dim = a["dim"] % x.ndim
+    if np_.issubdtype(x.dtype, np_.inexact):
+        keys = np_.where(x == 0, np_.zeros_like(x), x if a["largest"] else -x)
+    else:
+        keys = x if a["largest"] else ~x
+    _, indices = lax().top_k(np_.moveaxis(keys, dim, -1), a["k"])
+    indices = np_.moveaxis(indices, -1, dim)
+    return np_.take_along_axis(x, indices, axis=dim), indices
+
+
 def _sort(a, x):
     return tuple(torch.sort(x, dim=a["dim"], descending=a["descending"], stable=a["stable"]))
 
@@ -242,6 +300,22 @@ sort = declare("sort", OTHER, "x", outputs="values indices", dim=Attr("int", -1)
 
 
 meaning(sort)(widened(_sort))
+
+
+@lowering(sort, "jax")
+def _sort_jax(a, x):
+    """A stable sort (an unstable one may order equal values any way) by lax.sort's comparator: -0
+    equal to 0, NaNs last. Descending: the reversed x sorted ascending, then reversed, which keeps
+    equal values in their order and puts NaNs first, as torch does."""
+    np_ = jnp()
+    if x.ndim == 0:
+        return x, np_.zeros((), np_.int32)
+    dim = a["dim"] % x.ndim
+    where = lax().broadcasted_iota(np_.int32, x.shape, dim)
+    if not a["descending"]:
+        return lax().sort((x, where), dimension=dim, is_stable=True, num_keys=1)
+    values, order = lax().sort((np_.flip(x, dim), np_.flip(where, dim)), dimension=dim, is_stable=True, num_keys=1)
+    return np_.flip(values, dim), np_.flip(order, dim)
 
 
 masked_scatter = declare("masked_scatter", DATA_MOVEMENT, "x mask source",
@@ -255,6 +329,14 @@ A = torch.ops.aten
 index_reduce = from_aten("index_reduce", DATA_MOVEMENT, A.index_reduce.default)
 put = from_aten("put", DATA_MOVEMENT, A.put.default, doc="x with source written (accumulate: added) at flat index")
 as_strided_scatter = from_aten("as_strided_scatter", DATA_MOVEMENT, A.as_strided_scatter.default)
+
+
+@lowering(as_strided_scatter, "jax")
+def _as_strided_scatter_jax(a, x, src):
+    """src written at the positions as_strided reads, in x's row-major layout (as `as_strided`'s meaning)."""
+    where = strided_positions(a["size"], a["stride"], a["storage_offset"] or 0).reshape(-1)
+    return x.reshape(-1).at[where].set(src.reshape(-1).astype(x.dtype)).reshape(x.shape)
+
 diagonal_scatter = from_aten("diagonal_scatter", DATA_MOVEMENT, A.diagonal_scatter.default)
 diagonal_backward = from_aten("diagonal_backward", DATA_MOVEMENT, A.diagonal_backward.default)
 masked_scatter_backward = from_aten("masked_scatter_backward", DATA_MOVEMENT, A.masked_scatter_backward.default)

@@ -44,6 +44,71 @@ def _matmul_nvfuser(fd, nv, node, args, metas):
     return fd.ops.matmul(*args)
 
 
+# --- grouped matmul (mixture-of-experts layers: each expert's tokens times its weight) ---------------
+grouped_mm = declare("grouped_mm", MATMUL, "x weight offs",
+                     doc="matmuls over groups of x's rows (offs: each group's end, cumulative), as ATen's _grouped_mm: "
+                         "x [m, k] by weight [g, k, n] gives [m, n], the rows of group g times weight[g] (rows past "
+                         "the last end 0); x [k, m] by weight [m, n] gives [g, k, n], group g's columns of x times "
+                         "its rows of weight (the weight gradient)")
+grouped_mm_backward = declare("grouped_mm_backward", MATMUL, "x weight offs grad", outputs="dx dweight",
+                              doc="grouped_mm's (2-d x 3-d) gradients for x and weight")
+
+
+def _groups(offs: torch.Tensor):
+    """(group, first row, end row) of each group (the offsets are data: read here)."""
+    start = 0
+    for g, end in enumerate(offs.tolist()):
+        yield g, start, max(start, end)
+        start = max(start, end)
+
+
+@meaning(grouped_mm)
+def _grouped_mm(a, x, w, offs):
+    if w.dim() == 2:  # the contracted dim is grouped: one product per group
+        out = x.new_zeros(len(offs), x.shape[0], w.shape[1])
+        for g, start, end in _groups(offs):
+            out[g] = x[:, start:end] @ w[start:end]
+        return out
+    out = x.new_zeros(x.shape[0], w.shape[-1])
+    for g, start, end in _groups(offs):
+        out[start:end] = x[start:end] @ w[g]
+    return out
+
+
+@meaning(grouped_mm_backward)
+def _grouped_mm_backward(a, x, w, offs, grad):
+    dx, dw = torch.zeros_like(x), torch.zeros_like(w)
+    for g, start, end in _groups(offs):
+        dx[start:end] = grad[start:end] @ w[g].T
+        dw[g] = x[start:end].T @ grad[start:end]
+    return dx, dw
+
+
+def _ragged(x, w, offs):
+    """lax.ragged_dot of x [m, k] by w [g, k, n] in groups of the sizes offs ends them at (rows past: 0)."""
+    np_ = jnp()
+    ends = offs.astype(np_.int32)
+    sizes = np_.diff(ends, prepend=np_.zeros(1, np_.int32))
+    return lax().ragged_dot(x, w, sizes, precision=lax().Precision.HIGHEST)
+
+
+@lowering(grouped_mm, "jax")
+def _grouped_mm_jax(a, x, w, offs):
+    import jax
+
+    if w.ndim == 2:  # per group, x's columns times w's rows: ragged_dot's gradient for its weight
+        zeros = jnp().zeros((offs.shape[0], x.shape[0], w.shape[1]), x.dtype)
+        return jax.vjp(lambda v: _ragged(x.T, v, offs), zeros)[1](w)[0]
+    return _ragged(x, w, offs)
+
+
+@lowering(grouped_mm_backward, "jax")
+def _grouped_mm_backward_jax(a, x, w, offs, grad):
+    import jax
+
+    return jax.vjp(lambda x, w: _ragged(x, w, offs), x, w)[1](grad)
+
+
 A = torch.ops.aten
 cdist = from_aten("cdist", MATMUL, A._cdist_forward.default, doc="p-norm distance between rows of x1 and rows of x2")
 cdist_backward = from_aten("cdist_backward", MATMUL, A._cdist_backward.default)

@@ -221,6 +221,21 @@ def _as_strided(a, x):
     return torch.as_strided(x.contiguous(), a["size"], a["stride"], a["storage_offset"]).clone()
 
 
+def strided_positions(size, stride, offset: int):
+    """[*size] flat positions: offset + sum(i_k * stride_k) (numpy, fixed at trace time)."""
+    import numpy as np
+
+    where = np.full(tuple(size), offset, dtype=np.int64)
+    for k, (n, step) in enumerate(zip(size, stride)):
+        where = where + (np.arange(n) * step).reshape([n if d == k else 1 for d in range(len(size))])
+    return where
+
+
+@lowering(as_strided, "jax")
+def _as_strided_jax(a, x):
+    return x.reshape(-1)[strided_positions(a["size"], a["stride"], a["storage_offset"])]
+
+
 bitcast = declare("bitcast", CAST, "x", dtype=Attr("dtype"), from_dtype=Attr("dtype"),
                   doc="x's bits (as from_dtype: the interpreter carries floats in float64) read as dtype "
                       "(x.view(dtype), lax.bitcast_convert_type), the last dim rescaled by the size ratio")

@@ -100,8 +100,12 @@ def _scan(name: str, fn, jax: str | None = None):
 
     @lowering(op, "jax")
     def lower_jax(a, x):
+        import jax as jax_
         from jax import lax
 
+        np_ = jnp()
+        if not np_.issubdtype(x.dtype, np_.inexact):  # torch scans bools and integers in int64
+            x = x.astype(jax_.dtypes.canonicalize_dtype(np_.int64))
         return getattr(lax, jax or name)(x, axis=a["dim"], reverse=a["reverse"])
     return op
 
@@ -119,6 +123,21 @@ nanmedian = from_aten("nanmedian", REDUCTION, A.nanmedian.dim)
 nanmedian_all = from_aten("nanmedian_all", REDUCTION, A.nanmedian.default)
 mode = from_aten("mode", REDUCTION, A.mode.default)
 histc = from_aten("histc", REDUCTION, A.histc.default)
+
+
+@lowering(histc, "jax")
+def _histc_jax(a, x):
+    """ATen's histc: bins equal steps over [min, max] (both 0: the data's extremes; equal: widened by
+    1 each way), max in the last bin, other elements outside (and NaNs) not counted; counts in x's dtype."""
+    np_ = jnp()
+    bins = a["bins"]
+    lo, hi = float(a["min"]), float(a["max"])
+    if lo == hi == 0:
+        lo, hi = x.min(), x.max()
+    lo, hi = np_.where(lo == hi, lo - 1, lo), np_.where(lo == hi, hi + 1, hi)
+    inside = (x >= lo) & (x <= hi)
+    where = np_.where(x == hi, bins - 1, ((x - lo) / (hi - lo) * bins).astype(np_.int32))
+    return np_.zeros(bins, x.dtype).at[np_.where(inside, where, bins)].add(1, mode="drop")
 histogram = from_aten("histogram", REDUCTION, A.histogram.bin_ct)
 
 

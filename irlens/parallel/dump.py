@@ -68,30 +68,34 @@ def capture_fake(model: str = "llama3:debug", dp_shard: int = 4, tp: int = 2, fl
 def add_dump_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("workload", nargs="?", default="llama3:debug",
                         help="llama3, deepseek_v3 or <family>:<preset> (default preset debug)")
-    parser.add_argument("--frontend", default="joint", choices=["joint"])
+    parser.add_argument("--frontend", default="joint", choices=["joint"], help="the joint graph's frontend")
     parser.add_argument("--stage", default=None, help=f"{', '.join(STAGES)} (default joint; with --out: all)")
     parser.add_argument("--stages", action="store_true", help="list the stages, then exit")
-    parser.add_argument("--view", choices=["native", "common"], default="common")
-    parser.add_argument("--level", choices=["composite", "primitive"], default="composite")
-    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.add_argument("--view", choices=["native", "common"], default="common",
+                        help="the FX graph as torch prints it, or irlens's common view")
+    parser.add_argument("--level", choices=["composite", "primitive"], default="composite", help="common view level")
+    parser.add_argument("--format", choices=["text", "json"], default="text", help="text, or JSON")
     parser.add_argument("--out", help="write every stage (or --stage) to files in this folder")
     return add_joint_options(parser)
 
 
 def add_joint_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options only the joint frontend has (for the irlens CLI's dump parser to add)."""
-    parser.add_argument("--dp-shard", type=int, default=4)
-    parser.add_argument("--tp", type=int, default=2)
-    parser.add_argument("--ep", type=int, default=1, help="expert parallelism (deepseek_v3), of the dp-shard ranks")
+    parser.add_argument("--dp-shard", type=int, default=4, help="SimpleFSDP degree of the mesh (default: 4)")
+    parser.add_argument("--tp", type=int, default=2, help="tensor-parallel degree of the mesh (default: 2)")
+    parser.add_argument("--ep", type=int, default=1,
+                        help="expert parallelism (deepseek_v3), of the dp-shard ranks (default: 1)")
     parser.add_argument("--sequence-parallel", default=True, action=argparse.BooleanOptionalAction,
                         help="with --tp: sequence parallelism (default: on, as irlens train)")
     parser.add_argument("--loss-parallel", default=True, action=argparse.BooleanOptionalAction,
                         help="with --tp: the loss over vocabulary-sharded logits (default: on, as irlens train)")
     parser.add_argument("--mixed-precision", default=False, action=argparse.BooleanOptionalAction,
                         help="bf16 compute, as irlens train on cuda (default: off, as on the cpu)")
-    parser.add_argument("--flex", action="store_true")
-    parser.add_argument("--joint-passes", nargs="*", default=[], help=", ".join(JOINT_PASSES))
-    parser.add_argument("--passes", nargs="*", default=[], help=", ".join(GRAPH_PASSES))
+    parser.add_argument("--flex", action="store_true", help="FlexAttention with a block-causal mask")
+    parser.add_argument("--joint-passes", nargs="*", default=[], metavar="PASS",
+                        help="joint-graph passes: " + ", ".join(JOINT_PASSES))
+    parser.add_argument("--passes", nargs="*", default=[], metavar="PASS",
+                        help="forward/backward passes, in order: " + ", ".join(GRAPH_PASSES))
     return parser
 
 

@@ -309,9 +309,13 @@ def run_training(tc: TrainConfig) -> dict:
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    from irlens.parallel.deepseek_v3 import PRESETS as DEEPSEEK_PRESETS
+    from irlens.parallel.llama3 import PRESETS as LLAMA3_PRESETS
+
     d = TrainConfig()
     parser.add_argument("--model", default=d.model,
-                        help="llama3:<preset> (debug, tiny, 300M, 1B) or deepseek_v3:<preset> (debug, tiny, 2B)")
+                        help=f"llama3:<preset> ({', '.join(LLAMA3_PRESETS)}) or deepseek_v3:<preset> "
+                             f"({', '.join(DEEPSEEK_PRESETS)})")
     parser.add_argument("--dp-shard", type=int, default=d.dp_shard, help="SimpleFSDP degree")
     parser.add_argument("--tp", type=int, default=d.tp, help="tensor-parallel degree")
     parser.add_argument("--ep", type=int, default=d.ep,
@@ -327,16 +331,18 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
                         help=f"joint-graph passes: {', '.join(JOINT_PASSES)}")
     parser.add_argument("--passes", nargs="*", default=[], metavar="PASS",
                         help=f"forward/backward passes, in order: {', '.join(GRAPH_PASSES)}")
-    parser.add_argument("--steps", type=int, default=d.steps)
-    parser.add_argument("--mode", choices=EXECUTIONS, default=d.mode)
-    parser.add_argument("--device", choices=("cpu", "cuda"), default=d.device)
+    parser.add_argument("--steps", type=int, default=d.steps, help="training steps")
+    parser.add_argument("--mode", choices=EXECUTIONS, default=d.mode,
+                        help="eager: the DTensor model op by op; compiled: the joint graph, its passes, compiled")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default=d.device,
+                        help="cpu: gloo ranks; cuda: NCCL, one GPU per rank")
     parser.add_argument("--batch-size", type=int, default=d.batch_size,
                         help="sequences per data-parallel rank (default: the preset's; 8 for llama3:1B, 1 for llama3:8B)")
     parser.add_argument("--seq-len", type=int, default=None, help="default: the preset's")
     parser.add_argument("--n-layers", type=int, default=None,
                         help="default: the preset's (e.g. llama3:8B --n-layers 4 fits one H100)")
-    parser.add_argument("--lr", type=float, default=d.lr)
-    parser.add_argument("--seed", type=int, default=d.seed)
+    parser.add_argument("--lr", type=float, default=d.lr, help="AdamW learning rate")
+    parser.add_argument("--seed", type=int, default=d.seed, help="seed of the weights and the token data")
     parser.add_argument("--checkpoint", default=None, metavar="DIR", help="save here after the last step")
     parser.add_argument("--resume", action="store_true", help="start from the checkpoint in --checkpoint")
     parser.add_argument("--mixed-precision", default=None, action=argparse.BooleanOptionalAction,
@@ -346,7 +352,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--profile", nargs="?", const="irlens-profile", default=None, metavar="DIR",
                         help="profile the last --profile-steps steps: traces (Perfetto) to DIR (default "
                              "irlens-profile), the step time's breakdown printed and in the summary")
-    parser.add_argument("--profile-steps", type=int, default=d.profile_steps, metavar="N")
+    parser.add_argument("--profile-steps", type=int, default=d.profile_steps, metavar="N",
+                        help="with --profile: how many of the last steps are profiled")
     return parser
 
 

@@ -8,7 +8,7 @@ from collections import Counter
 from irlens.ceilings import Ceilings, describe
 from irlens.ir import Graph, Kernel
 from irlens.matrix import Document, Row
-from irlens.matrix.table import FALLBACK_MARK, UNSTEADY_MARK, error_figures, run_figure
+from irlens.matrix.table import FALLBACK_MARK, UNSTEADY_MARK, error_figures, run_figure, via_lines
 from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Text
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_svg
@@ -54,7 +54,7 @@ def op_summary(kernel: Kernel, graph: Graph | None) -> str:
 def _run_section(doc: Document) -> Section:
     facts = [["device", f"{doc.device or '?'} ({doc.device_name or ''})"], ["preset", str(doc.preset or "?")]]
     if doc.threads is not None:
-        facts.append(["threads per worker", f"{doc.threads} (timed steps have the device alone; README, Timing)"])
+        facts.append(["threads per worker", f"{doc.threads} (timed steps have the device alone; docs/timing.md)"])
     facts += [[name, str(v) if v is not None else "not installed"] for name, v in doc.versions.items()]
     parts = doc.parts or ([{"gpu": None, "ceilings": doc.ceilings}] if doc.ceilings else [])
     for part in parts:  # what % of ceiling is against: measured here, beside the datasheet
@@ -71,7 +71,7 @@ def _summary_section(rows: list[Row]) -> Section:
     table = Table(header, [], numeric=set(range(len(lead), len(lead) + 6)))
     run_column = len(lead) + 5
     for i, r in enumerate(rows):
-        table.rows.append([r.workload, r.mode, *([r.dtype or "-"] if dtyped else []), r.backend,
+        table.rows.append([r.workload, r.mode, *([r.dtype or "-"] if dtyped else []), r.label,
                            r.status, *error_figures(r), fmt(launches_of(r), "d") if r.ran else "-",
                            fmt(r.compile_s, ".2f"), run_figure(r),
                            "; ".join(filter(None, (first_line(r.reason), first_line(r.unmapped_note))))])
@@ -81,7 +81,7 @@ def _summary_section(rows: list[Row]) -> Section:
             table.flagged.add((i, run_column))
     legend = ["rel err: the error of the row's decisive result (the one nearest the error it is allowed) against "
               "the reference; eager err: eager's own error on it in the same dtype; allowed: k × eager's error + "
-              "a floor (README, Numerics). "
+              "a floor (docs/numerics.md). "
               f"{FALLBACK_MARK}: judged against a reference below float64 (it could not run). "
               f"{UNSTEADY_MARK}: an unsteady timing (the timed steps spread widely)."]
     return Section("Summary", "summary", [table, Text(legend)])
@@ -92,16 +92,18 @@ def _summary_section(rows: list[Row]) -> Section:
 def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], ceiling, doc: Document) -> Section:
     key = anchor(workload, mode, variant)
     section = Section(" · ".join(filter(None, (workload, mode, variant))), key)
-    not_run = [f"{r.backend}: {r.status}: {first_line(r.reason) or 'no reason given'}" for r in rows if not r.ran]
+    not_run = [f"{r.label}: {r.status}: {first_line(r.reason) or 'no reason given'}" for r in rows if not r.ran]
     if not_run:
         section.blocks.append(Text(not_run, style="note"))
-    mismatched = [f"{r.backend}: mismatch: {first_line(r.reason)}" for r in rows if r.status == "mismatch"]
-    unmapped = [f"{r.backend}: {r.status}, {first_line(r.unmapped_note)}" for r in rows if r.ran and r.unmapped_note]
+    mismatched = [f"{r.label}: mismatch: {first_line(r.reason)}" for r in rows if r.status == "mismatch"]
+    unmapped = [f"{r.label}: {r.status}, {first_line(r.unmapped_note)}" for r in rows if r.ran and r.unmapped_note]
     if mismatched or unmapped:
         section.blocks.append(Text(mismatched + unmapped, style="note"))
+    if any(r.via for r in rows):
+        section.blocks.append(Text(via_lines(rows), style="note"))
     fallbacks = sorted({f"{FALLBACK_MARK} judged against eager {r.reference_dtype}, not float64: {r.reference_fallback}"
                         for r in rows if r.ran and r.reference_fallback})
-    shaky = [f"{r.backend}: {UNSTEADY_MARK} unsteady timing: the timed steps' interquartile range is "
+    shaky = [f"{r.label}: {UNSTEADY_MARK} unsteady timing: the timed steps' interquartile range is "
              f"{r.run_spread:.0%} of their median" for r in rows if r.ran and unsteady(r.run_spread)]
     if fallbacks or shaky:
         section.blocks.append(Text(fallbacks + shaky, style="note"))
@@ -134,7 +136,7 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], c
             "than DRAM for all its bytes, so the figure counts those beyond the L2's size; a figure above 100 % "
             "even so is not a speed and is marked as a model error, with the reason under the table."])])
         for r in ran:
-            kernels.subsections.append(Section(r.backend, anchor(key, r.backend),
+            kernels.subsections.append(Section(r.label, anchor(key, r.backend),
                                                _kernel_table(r, ceiling, dtype)))
         section.subsections.append(kernels)
         section.subsections.append(Section("Numerics", anchor(key, "numerics"), _numerics_table(ran)))
@@ -151,16 +153,16 @@ def _fusion_text(rows: list[Row]) -> list[str]:
         graphs = row_graphs(r)
         for i, k in enumerate(row_kernels(r)):
             stage = kernel_stage(k, graphs)
-            lines.append(f"{r.backend} k{i} `{k.name}` ({k.kind}): {op_summary(k, graphs.get(stage) if stage else None)}")
+            lines.append(f"{r.label} k{i} `{k.name}` ({k.kind}): {op_summary(k, graphs.get(stage) if stage else None)}")
         if not r.kernels:
-            lines.append(f"{r.backend}: {first_line(r.unmapped_note) or 'no kernel records'}")
+            lines.append(f"{r.label}: {first_line(r.unmapped_note) or 'no kernel records'}")
     return lines
 
 
 def _charts(stem: str, rows: list[Row], ceiling, dtype: str) -> Gallery:
-    counts = [(r.backend, None if launches_of(r) is None else float(launches_of(r))) for r in rows]
-    times = [(r.backend, r.run_us) for r in rows]
-    figures = [(r.backend, backend_pct(row_kernels(r), ceiling, dtype)) for r in rows]
+    counts = [(r.label, None if launches_of(r) is None else float(launches_of(r))) for r in rows]
+    times = [(r.label, r.run_us) for r in rows]
+    figures = [(r.label, backend_pct(row_kernels(r), ceiling, dtype)) for r in rows]
     pcts = [(b, f.pct) for b, f in figures]
     why = "no ceilings measured (irlens bench measures them)" if ceiling is None else "no timed kernels"
     left_out = [f"{b}: {f.flagged} kernels above 100 % left out (model errors, see its kernel table)"
@@ -183,7 +185,7 @@ def _kernel_table(row: Row, ceiling, dtype: str) -> list[Table | Text]:
     kernels = row_kernels(row)
     if not kernels:
         return [Text([f"{row.backend} has no kernel records (it runs op by op)."
-                      if row.backend == "eager" else f"{row.backend} reported no kernels."])]
+                      if row.backend == "eager" else f"{row.label} reported no kernels."])]
     graphs = row_graphs(row)
     header = ["#", "name", "kind", "nodes", "ops", "recompute", "time µs", "bytes", "flops", "% of ceiling"]
     table = Table(header, [], swatches=[], numeric={0, 3, 5, 6, 7, 8, 9})
@@ -210,7 +212,7 @@ def _numerics_table(rows: list[Row]) -> list[Table | Text]:
     names = list(dict.fromkeys(n for r in rows for n in r.per_result))
     eager = next((r.per_result_eager for r in rows if r.per_result_eager is not None), None)
     lead = ["result", *([f"eager's own error ({_row_dtype(rows)})"] if eager is not None else [])]
-    table = Table([*lead, *(r.backend for r in rows)], [], numeric=set(range(1, len(lead) + len(rows))))
+    table = Table([*lead, *(r.label for r in rows)], [], numeric=set(range(1, len(lead) + len(rows))))
     for i, name in enumerate(names):
         cells = [name, *([fmt(eager.get(name), ".1e", "NaN/Inf")] if eager is not None else [])]
         for j, r in enumerate(rows):
@@ -227,7 +229,7 @@ def _numerics_table(rows: list[Row]) -> list[Table | Text]:
     if not any(r.per_result_allowed is not None for r in rows):
         return [table]
     return [table, Text(["Each cell: the result's error against the reference / the error it may have (k × eager's own "
-                         "error + a floor, in float32 no more than the flat tolerance; README, Numerics)."])]
+                         "error + a floor, in float32 no more than the flat tolerance; docs/numerics.md)."])]
 
 
 def _row_dtype(rows: list[Row]) -> str:

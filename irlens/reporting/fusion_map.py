@@ -109,11 +109,11 @@ def build_fusion_map(workload: str, mode: str, rows: list[Row]) -> FusionMap:
     for row in rows:
         graphs = row_graphs(row)
         if row.status in ("unavailable", "failed"):
-            notes.append(f"{row.backend}: {row.status}: {first_line(row.reason) or 'no reason given'}")
+            notes.append(f"{row.label}: {row.status}: {first_line(row.reason) or 'no reason given'}")
         elif not graphs:
             why = (first_line(row.unmapped_note) or "runs op by op, no kernel records") if not row.kernels \
                 else "the row carries no common-view graph"
-            notes.append(f"{row.backend}: {why}")
+            notes.append(f"{row.label}: {why}")
         else:
             columns.append(_column(row, graphs))
     fmap = FusionMap(workload, mode, columns, notes)
@@ -140,7 +140,7 @@ def _column(row: Row, graphs: dict[str, Graph]) -> Column:
         panel, missing = _panel(graph, mine)
         panels.append(panel)
         notes += [f"k{k.index} {k.name}: node {nid} is not in {stage}" for k, nid in missing]
-    return Column(row.backend, row.frontend or "", kernels, panels, notes)
+    return Column(row.label, row.frontend or "", kernels, panels, notes)
 
 
 def _panel(graph: Graph, kernels: list[MapKernel]) -> tuple[Panel, list[tuple[MapKernel, str]]]:

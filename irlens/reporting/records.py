@@ -57,12 +57,24 @@ def kernel_stage(kernel: Kernel, graphs: dict[str, Graph]) -> str | None:
 def group_rows(rows: list[Row]) -> dict[tuple[str, str, str], list[Row]]:
     """Rows by (workload, mode, variant), in the document's order. The variant tells apart rows
     that would otherwise meet in one section: the device (a row carries it only in a report
-    merged from several runs) and the dtype where the rows have several (a bench run); else ""."""
-    several_dtypes = len({row.dtype for row in rows}) > 1
+    merged from several runs) and the dtype where the rows have several (a bench run); else "".
+    A row with no dtype (one that never instantiated its workload: unavailable, say) joins the
+    sections of its workload and mode rather than making one of its own."""
+    several_dtypes = len({row.dtype for row in rows if row.dtype}) > 1
+
+    def variant(row: Row, dtype: str | None) -> str:
+        return " ".join(filter(None, (row.device, dtype if several_dtypes else None)))
+
     groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for row in rows:
-        variant = " ".join(filter(None, (row.device, row.dtype if several_dtypes else None)))
-        groups[(row.workload, row.mode, variant)].append(row)
+        if row.dtype or not several_dtypes:
+            groups[(row.workload, row.mode, variant(row, row.dtype))].append(row)
+    for row in rows:
+        if not row.dtype and several_dtypes:
+            homes = [key for key, members in groups.items()
+                     if key[:2] == (row.workload, row.mode) and members[0].device == row.device]
+            for key in homes or [(row.workload, row.mode, variant(row, None))]:
+                groups[key].append(row)
     return dict(groups)
 
 

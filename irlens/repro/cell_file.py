@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from irlens.bindings import value_keys, workload_values
-from irlens.numerics import tolerance
+from irlens.numerics import allowed_errors, tolerance
 from irlens.repro.cell import CellSpec
 from irlens.repro.emit import JaxSection, ReproFile, TorchModel
 from irlens.repro.paths import ReproPath
@@ -85,5 +85,17 @@ def cell_file(spec: CellSpec, path: ReproPath, notes: list[str], embed_max: int 
                  "the torch model computes the float64 reference, as irlens's reference runs the torch module.")
     return ReproFile(title=f"irlens repro: {spec.label(inst.dtype, inst.name, path.name)}", notes=[*notes, what], device=spec.device,
                      dtype=inst.dtype, tol=tolerance(inst.dtype, spec.mode), values=values, model=model, path=path,
-                     grads=grads, jax=jax, embed_max=embed_max, timed=timed)
+                     grads=grads, jax=jax, embed_max=embed_max, timed=timed, allowed=cell_bounds(spec, inst.dtype))
+
+
+def cell_bounds(spec: CellSpec, dtype: str) -> dict[str, tuple[float, str]]:
+    """Each result's bound as `irlens compare` judges the cell: from the same reference (eager's
+    own error in the cell's dtype beside float64, the loss's condition; irlens.matrix.references),
+    through `irlens.numerics.allowed_errors`."""
+    from irlens.matrix.references import compute_reference
+    from irlens.models import resolve_workload
+
+    ref = compute_reference(resolve_workload(spec.workload), spec.mode, spec.device, spec.preset, spec.dtype)
+    bounds = allowed_errors(ref.results, dtype, spec.mode, ref.eager_errors, ref.conditions)
+    return {name: (b.value, b.why) for name, b in bounds.items()}
 

@@ -21,13 +21,14 @@ import torch
 from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_kernels
 from irlens.backends.inductor.debug import GraphDebug, debug_trace, graph_stages, triton_asm
 from irlens.frontends.base import Availability, Stage
-from irlens.frontends.dynamo import indexed
+from irlens.frontends.dynamo import graph_break_notes, indexed
 from irlens.frontends.dynamo.fx import fx_to_graph
 from irlens.ir import Graph, Kernel
 from irlens.backends.inductor.code import CompiledGraph, map_kernels, profiler_name
 from irlens.backends.inductor import lower as fx_lowering
-from irlens.timing import mark_cupti_taken
-from irlens.workload import Instance, run_eager
+from irlens.gpu_turns import timing_turn
+from irlens.timing import mark_cupti_taken, profiled
+from irlens.workload import Instance, eager_step, run_eager
 
 
 class InductorCapture:
@@ -91,19 +92,20 @@ class InductorCapture:
         return out
 
 
-def time_kernels(call: Callable[[], object], kernels: list[Kernel], device: str, repeats: int = 3) -> None:
-    """Fill `Kernel.time_us`: the median over `repeats` profiled steady-state calls, launches
-    matched to profiler events by name in order. On CUDA a fused kernel's time is its device
-    kernel's and a library call's the device time of the ATen op that made it; on CPU both are
-    host times. A kernel the profiler did not record keeps None."""
+def time_kernels(call: Callable[[], object], kernels: list[Kernel], device: str, repeats: int = 10) -> None:
+    """Fill `Kernel.time_us`: the median over `repeats` profiled steady-state calls, after one
+    profiled call left out (the profiler's own warm-up), launches matched to profiler events by
+    name in order, with the device alone as `measure` has it. On CUDA a fused kernel's time is its
+    device kernel's and a library call's the device time of the ATen op that made it; on CPU both
+    are host times. A kernel the profiler did not record keeps None."""
     from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
 
     cuda = device.startswith("cuda")
     if cuda:
         mark_cupti_taken()  # a later nvFuser profiler in this process would end it
-    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
-        for _ in range(repeats):
+    with timing_turn(), profiled([ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        for _ in range(repeats + 1):
             call()
         if cuda:
             torch.cuda.synchronize()
@@ -121,7 +123,7 @@ def time_kernels(call: Callable[[], object], kernels: list[Kernel], device: str,
         name = profiler_name(k.name)
         samples = times[name][seen[name]::per_call[name]]
         seen[name] += 1
-        k.time_us = statistics.median(samples) if len(samples) == repeats else None
+        k.time_us = statistics.median(samples[1:]) if len(samples) == repeats + 1 else None
 
 
 class InductorBackend(Backend):
@@ -147,21 +149,27 @@ class InductorBackend(Backend):
         return Availability(True)
 
     def run(self, inst: Instance, mode: str) -> BackendRun:
+        from torch._dynamo.utils import counters
+
         torch._dynamo.reset()
+        counters.clear()
         capture = InductorCapture(inst.name)
         compiled = torch.compile(inst.module, backend=capture, dynamic=False)
-        results, compile_s, run_us = measure(lambda: run_eager(compiled, inst, mode), inst.device)
+        step = eager_step(compiled, inst, mode)
+        results, compile_s, run_us = measure(step, inst.device)
+        breaks = graph_break_notes(counters)
 
         def mapping() -> BackendRun:
             if capture.unmapped:
                 raise RuntimeError(capture.unmapped)
             kernels = [k for c in capture.compiled for k in map_kernels(c, self.name)]
-            time_kernels(lambda: run_eager(compiled, inst, mode), kernels, inst.device)
+            args = step.prepare()
+            time_kernels(lambda: step.call(args), kernels, inst.device)
             return BackendRun(
                 results=results, compile_s=compile_s, run_us=run_us, kernels=kernels,
                 graphs=[c.graph for c in capture.compiled],
                 notes={"codegen": "triton" if inst.device.startswith("cuda") else "cpp",
-                       "compiled_graphs": len(capture.compiled)},
+                       "compiled_graphs": len(capture.compiled), **breaks},
             )
 
         try:

@@ -40,7 +40,7 @@ from irlens.ir import Graph, Kernel, canonical_dtype, dtype_size
 from irlens.frontends.thunder.trace import ExecutionGroup, trace_to_graph, trace_to_graph_and_groups
 from irlens.backends.thunder import kernel_db, lower as nvfuser_lowering
 from irlens.ops import COMPOSITE, category
-from irlens.workload import Instance, run_eager
+from irlens.workload import Instance, eager_step, run_eager
 
 # Fusion executors: a backend uses one and keeps the others out of its executor list, so
 # the fusions it reports are its own. Thunder's CUDA defaults also hold `torchcompile_xentropy`
@@ -122,7 +122,8 @@ class ThunderBackend(Backend):
 
     def _run_jit(self, inst: Instance, mode: str) -> BackendRun:
         thunder, jfn, recorder = self._jit(inst)
-        results, compile_s, run_us = measure(recorder.watch_first_call(lambda: run_eager(jfn, inst, mode)), inst.device)
+        step = eager_step(jfn, inst, mode).wrapped(recorder.watch_first_call)
+        results, compile_s, run_us = measure(step, inst.device)
 
         def mapping() -> BackendRun:
             graphs, kernels, regions, outside_launches = map_traces(self.name, recorder, final_traces(thunder, jfn, mode),
@@ -315,13 +316,13 @@ class InductorRecorder(RegionRecorder):
 
         first = [True]
 
-        def watched():
+        def watched(*args):
             # Only the first call: run_and_get_code resets Dynamo, and a cache hit captures no
             # code, so "no code yet" must not mean "watch again" (every call would recompile).
             if not first[0]:
-                return call()
+                return call(*args)
             first[0] = False
-            result, self.codes = run_and_get_code(call)
+            result, self.codes = run_and_get_code(call, *args)
             return result
 
         return watched

@@ -47,7 +47,7 @@ SUPPORTED = frozenset(name for name, op in OPS.items() if "jax" in op.lowerings)
 def to_jax_function(graph: Graph) -> Callable:
     """`fn(*inputs) -> tuple of outputs` over jax arrays. A control-flow node's subgraphs reach
     its lowering as such functions (lax.while_loop traces them)."""
-    check_supported(graph, SUPPORTED, "jax")
+    check_supported(graph, SUPPORTED, "jax", backend="jax")
     table = {op: jax_lowering(op) for op in {n.op for n in graph.nodes}}
     subgraphs = {n.id: {role: to_jax_function(g) for role, g in n.subgraphs.items()} for n in graph.nodes if n.subgraphs}
 
@@ -75,6 +75,7 @@ class XlaLowered:
         self.jax_device = jax_device(device)
         self.device = device
         self.compiled = None
+        self._read = None  # the optimized HLO, read once
 
     def _compile(self, args) -> None:
         import jax
@@ -91,7 +92,8 @@ class XlaLowered:
         if self.compiled is None:
             self._compile(args)
         outputs = jax.block_until_ready(self.compiled(*args))
-        return [torch.from_dlpack(o) for o in outputs]
+        # a graph output may be None (AOTAutograd's gradient of an input that gets none)
+        return [None if o is None else torch.from_dlpack(o) for o in outputs]
 
     def _to_jax(self, t: torch.Tensor):
         """Through DLPack, on the tensor's device (no host round trip on a GPU); int64 without
@@ -105,8 +107,10 @@ class XlaLowered:
     def _hlo(self):
         from irlens.frontends.jax.hlo import read_hlo
 
-        module = self.compiled.runtime_executable().hlo_modules()[0]
-        return read_hlo(module, name=self.graph.name, stage=f"{self.tag}:jax.hlo")
+        if self._read is None:
+            module = self.compiled.runtime_executable().hlo_modules()[0]
+            self._read = read_hlo(module, name=self.graph.name, stage=f"{self.tag}:jax.hlo")
+        return self._read
 
     def graphs(self) -> list[Graph]:
         return [self._hlo().graph]

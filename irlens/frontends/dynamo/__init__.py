@@ -15,6 +15,7 @@ from irlens.bindings import dynamo_input_keys
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Stage
 from irlens.frontends.dynamo.aot import Role, backward_roles, forward_roles
 from irlens.frontends.dynamo.fx import fx_to_graph
+from irlens.frontends.dynamo.vmap import expand_vmap, has_vmap
 from irlens.workload import MODES, Instance, as_tuple
 
 
@@ -54,16 +55,19 @@ def aot_roles(capture: GraphCapture) -> dict[str, tuple[list[Role], list[Role]]]
 
 def run_compiled(fn, inst: Instance, mode: str) -> None:
     """Call a compiled module once in `mode`: under no_grad for fwd; forward + loss.backward()
-    for fwdbwd, so the backward graphs get compiled. Leaves no gradients on the module."""
+    for fwdbwd, so the backward graphs get compiled. Leaves no gradients on the module, and its
+    buffers as they were (a train-mode BatchNorm updates its statistics)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
+    snapshot = inst.buffer_snapshot()
     if mode == "fwd":
         with torch.no_grad():
             fn(*inst.fresh_inputs(requires_grad=False))
-        return
-    inst.loss(as_tuple(fn(*inst.fresh_inputs(requires_grad=True)))).backward()
-    for p in inst.module.parameters():
-        p.grad = None
+    else:
+        inst.loss(as_tuple(fn(*inst.fresh_inputs(requires_grad=True)))).backward()
+        for p in inst.module.parameters():
+            p.grad = None
+    inst.buffer_results(snapshot)
 
 
 def graph_break_notes(counters) -> dict:
@@ -85,7 +89,8 @@ def indexed(base: str, i: int) -> str:
 
 def fx_stage(name: str, description: str, gm: torch.fx.GraphModule, workload: str, backward: bool = False) -> Stage:
     def to_common(level: str):
-        return fx_to_graph(gm, name=workload, frontend="dynamo", stage=name, level=level)
+        read = expand_vmap(gm) if has_vmap(gm) else gm  # vmap regions as functorch batches them
+        return fx_to_graph(read, name=workload, frontend="dynamo", stage=name, level=level)
 
     text = gm.print_readable(print_output=False, include_stride=False, include_device=False)
     return Stage(name, description, text, to_common, native=gm, backward=backward)

@@ -132,6 +132,9 @@ ATEN_NAMES: dict[str, str] = {
     "aten._native_batch_norm_legit_functional": "batch_norm",
     "aten.native_group_norm": "group_norm", "aten.native_group_norm_backward": "group_norm_backward",
     "aten.convolution": "convolution", "aten.convolution_backward": "convolution_backward",
+    # grouped matmuls: ATen's, and the custom op transformers' MoE layers call where it cannot run
+    "aten._grouped_mm": "grouped_mm", "transformers.grouped_mm_fallback": "grouped_mm",
+    "transformers.grouped_mm_fallback_backward": "grouped_mm_backward",
     **{f"aten.max_pool{n}d_with_indices": "max_pool" for n in (2, 3)},
     **{f"aten.max_pool{n}d_with_indices_backward": "max_pool_backward" for n in (2, 3)},
     **{f"aten.avg_pool{n}d": "avg_pool" for n in (1, 2, 3)}, "aten.adaptive_avg_pool1d": "adaptive_avg_pool",
@@ -1314,6 +1317,20 @@ def _pool(c: _Call) -> list[Node]:
     return c.one([c.value(x)], attrs)
 
 
+@_converts(ops_=("grouped_mm", "grouped_mm_backward"))
+def _grouped_mm(c: _Call) -> list[Node]:
+    """ATen's _grouped_mm at offsets, 2-d x 3-d or 2-d x 2-d (no bias, no other out_dtype), and
+    transformers' fallback op and its backward (the 2-d x 3-d meaning, written as a loop over the groups)."""
+    if c.op == "grouped_mm_backward":
+        return c.one([c.value(c.arg(n)) for n in ("input", "weight", "offs", "grad_output")], {})
+    x, w = (c.arg("self"), c.arg("mat2")) if c.has("self") else (c.arg("input"), c.arg("weight"))
+    if c.arg("offs") is None or c.arg("bias") is not None or (c.rank(x), c.rank(w)) not in ((2, 3), (2, 2)):
+        raise Unmapped("a grouped matmul other than 2-d x 3-d or 2-d x 2-d at offsets without bias")
+    if c.arg("out_dtype") is not None and canonical_dtype(c.arg("out_dtype")) != c.meta(x).dtype:
+        raise Unmapped("a grouped matmul into another dtype")
+    return c.one([c.value(x), c.value(w), c.value(c.arg("offs"))], {})
+
+
 @_converts(ops_=("adaptive_avg_pool", "adaptive_avg_pool_backward"))
 def _adaptive_pool(c: _Call) -> list[Node]:
     if c.op == "adaptive_avg_pool":
@@ -1449,14 +1466,17 @@ def _core_table() -> dict:
 
 
 def _decomposition_of(target) -> Callable | None:
-    """The decomposition torch has for one OpOverload: the core-ATen table's, else the general one's;
+    """The decomposition torch has for one OpOverload: the core-ATen table's, else the general one's,
+    else irlens's own of an op torch does not decompose (decompositions.EXTRA);
     a custom op's (`torch.library.custom_op`, e.g. torch_nn's linear_cross_entropy kernels) is its
     own Python implementation, the function the op was defined by, unless it writes to an
     argument (that write is a side effect an expansion would not carry)."""
     from torch._decomp import core_aten_decompositions, decomposition_table
     from torch._library.custom_ops import _maybe_get_opdef
 
-    own = core_aten_decompositions().get(target) or decomposition_table.get(target)
+    from irlens.frontends.dynamo.decompositions import EXTRA
+
+    own = core_aten_decompositions().get(target) or decomposition_table.get(target) or EXTRA.get(target)
     if own is None:
         opdef = _maybe_get_opdef(target)
         writes = any(a.alias_info is not None and a.alias_info.is_write for a in target._schema.arguments)
@@ -1528,6 +1548,9 @@ class _Converter:
         self.inputs: list[TensorMeta] = []
         self.nodes: list[Node] = []
         self.updated: dict[fx.Node, Any] = {}  # x[i] = v (no value of its own): the updated x's example
+        # a graph input updated in place (the caller sees it; an expansion's caller reads it back):
+        # its placeholder -> its last value
+        self.input_updates: dict[fx.Node, str] = {}
 
     def name_of(self, node: fx.Node) -> str:
         return f"{self.prefix}{node.name}"
@@ -1678,6 +1701,8 @@ class _Converter:
         op = _canonical(node, key, native)
         c = _Call(node, key, self.native or native, op, self)
         nodes, reason = None, _mutation_hazard(node, key)
+        if reason == INPUT_UPDATE and self.depth == 0 and not self.prefix:
+            reason = None  # the graph's own input (not an expansion's): its new value is a result of the graph
         if reason is None and not op.startswith(UNKNOWN_PREFIX):
             fn = _module_call if node.op == "call_module" else _BY_KEY.get(key) or _BY_OP.get(op)
             try:
@@ -1700,7 +1725,13 @@ class _Converter:
             self.bind_outputs(node)
         self.add(nodes)
         if mutates and isinstance(node.args[0], fx.Node):
-            self.env[node.args[0]] = self.env[node]  # later reads of the updated tensor see the new value
+            self.update(node.args[0], self.env[node])
+
+    def update(self, target: fx.Node, value: str) -> None:
+        """`target` was updated in place: later reads see `value`; an input's update is recorded."""
+        self.env[target] = value
+        if target.op in ("placeholder", "get_attr"):
+            self.input_updates[target] = value
 
     def add(self, nodes: list[Node]) -> None:
         for n in nodes:
@@ -1717,20 +1748,28 @@ class _Converter:
             return None
         child = _Converter(gm, prefix=f"{self.name_of(node)}.", native=c.native, scope=c.scope, metas=self.metas,
                            depth=self.depth + 1)
-        bound = [self.value(a) for a in _flatten((node.args, node.kwargs)) if isinstance(a, fx.Node)
-                 and isinstance(_example(a), torch.Tensor)]
+        args = [a for a in _flatten((node.args, node.kwargs)) if isinstance(a, fx.Node)
+                and isinstance(_example(a), torch.Tensor)]
+        bound = [self.value(a) for a in args]
         try:
             results = child.run(bound)
         except Exception:  # noqa: BLE001  (an expansion that does not convert leaves the call unknown)
             return None
         if any(n.is_unknown for n in child.nodes):  # the call stays whole, unknown by its own name
             return None
-        return _rename_outputs(child.nodes, results, c, set(bound))
+        nodes, renamed = _rename_outputs(child.nodes, results, c, set(bound))
+        # arguments the call updates in place (F.batch_norm's running statistics in train mode):
+        # later reads see the new values, and a graph input's update is a result of the graph
+        placeholders = [p for p in gm.graph.nodes if p.op == "placeholder"]
+        for p, value in child.input_updates.items():
+            if p in placeholders:
+                self.update(args[placeholders.index(p)], renamed.get(value, value))
+        return nodes
 
 
-def _rename_outputs(nodes: list[Node], results: list[Arg], c: _Call, inputs: set) -> list[Node]:
+def _rename_outputs(nodes: list[Node], results: list[Arg], c: _Call, inputs: set) -> tuple[list[Node], dict]:
     """An expansion's nodes with its results named as the call's outputs (a copy or a `full`
-    where a result is an input or a literal, or already named)."""
+    where a result is an input or a literal, or already named), and the names it changed."""
     renamed: dict[str, str] = {}
     extra: list[Node] = []
     produced = {o.name for n in nodes for o in n.outputs}
@@ -1746,7 +1785,7 @@ def _rename_outputs(nodes: list[Node], results: list[Arg], c: _Call, inputs: set
     for n in nodes:
         n.inputs = [renamed.get(a, a) if isinstance(a, str) else a for a in n.inputs]
         n.outputs = [replace(o, name=renamed.get(o.name, o.name)) for o in n.outputs]
-    return nodes + extra
+    return nodes + extra, renamed
 
 
 def _in_place_aten(node: fx.Node) -> bool:
@@ -1767,6 +1806,9 @@ def _mutates(node: fx.Node, key: str) -> bool:
     return (key.endswith("_") and not key.startswith("__")) or node.kwargs.get("inplace") is True
 
 
+INPUT_UPDATE = "in-place update of a graph input"
+
+
 def _mutation_hazard(node: fx.Node, key: str) -> str | None:
     """Why an in-place call cannot be read as a new value of the tensor it updates: that tensor
     is a view, or has views (they would change too), or is a graph input read afterwards (at
@@ -1778,7 +1820,7 @@ def _mutation_hazard(node: fx.Node, key: str) -> str | None:
     if target.op in ("placeholder", "get_attr"):
         later = [u for u in target.users if u is not node and _after(u, node)]
         if not aten or later:
-            return "in-place update of a graph input"
+            return INPUT_UPDATE
     if _is_view(target) or any(_is_view(u) and (_after(u, node) or any(_after(r, node) for r in u.users))
                                for u in target.users if u is not node):
         return "in-place update through a view"  # a view of it read afterwards would see the update
@@ -1800,7 +1842,21 @@ def _is_view(node: fx.Node) -> bool:
     if isinstance(t, torch._ops.OpOverload):
         returns = t._schema.returns
         return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write
-    return _native_name_of(node) in _VIEWS
+    name = _native_name_of(node)
+    if name in ("getitem", "__getitem__") and node.args and isinstance(node.args[0], fx.Node):
+        return _item_is_view(node.args[0], node.args[1] if len(node.args) > 1 else None)
+    return name in _VIEWS
+
+
+def _item_is_view(source: fx.Node, index: Any) -> bool:
+    """x[index] shares x's memory where index is basic (ints, slices, None, ...): a tensor or a list
+    in it (advanced indexing) copies. An item of a call's several results (topk's values) is a view
+    only where that call gives views (chunk, split, unbind)."""
+    if not isinstance(_example(source), torch.Tensor):
+        return _is_view(source)
+    items = index if isinstance(index, tuple) else (index,)
+    return not any(isinstance(i, list) or (isinstance(i, fx.Node) and isinstance(_example(i), torch.Tensor))
+                   for i in items)
 
 
 def _native_name_of(node: fx.Node) -> str:
@@ -1903,7 +1959,9 @@ def fx_to_graph(gm: fx.GraphModule, *, name: str, frontend: str, stage: str, lev
     """The common view of a Dynamo or ATen FX graph; `level="primitive"` also decomposes it."""
     conv = _Converter(gm)
     outputs = conv.run()
-    graph = Graph(name, frontend, stage, "composite", conv.inputs, conv.nodes, outputs)
+    # inputs updated in place: their new values are results too, after the outputs
+    updates = {value: _input_name(p) for p, value in conv.input_updates.items()}
+    graph = Graph(name, frontend, stage, "composite", conv.inputs, conv.nodes, outputs + list(updates), updates)
     if level == "primitive":
         from irlens.decompose import to_primitive
 

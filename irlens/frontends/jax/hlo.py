@@ -855,16 +855,17 @@ def _arg_reduce(e: Emitter, x: XlaOp) -> None:
     e.emit(arg, [values], where.shape, where.dtype, where, dim=dims[0], keepdim=False)
 
 
-def _window(x: XlaOp, rank: int) -> tuple[list[int], list[int], list[list[int]], list[int], list[int]]:
+def _window(x: XlaOp, rank: int, reversible: bool = False) -> tuple[list[int], list[int], list[list[int]], list[int],
+                                                                      list[int]]:
     """(size, stride, [lo, hi] padding, base dilation, window dilation) of HLO's `window={...}`
-    or StableHLO's attributes."""
+    or StableHLO's attributes; a reversed window only where `reversible` (`_reversal` reads it)."""
     found = re.search(r"window=\{([^}]*)\}", x.spec)
     if found:
         fields = dict(re.findall(r"(\w+)=([\w\-]+)", found.group(1)))
         per_dim = lambda key, default: [int(v) for v in fields[key].split("x")] if key in fields else [default] * rank
         size = per_dim("size", 1)
         pads = [[int(v) for v in p.split("_")] for p in fields["pad"].split("x")] if "pad" in fields else [[0, 0]] * rank
-        if "rhs_reversal" in fields and "1" in fields["rhs_reversal"]:
+        if "rhs_reversal" in fields and "1" in fields["rhs_reversal"] and not reversible:
             raise Unmapped("a reversed window")
         return size, per_dim("stride", 1), pads, per_dim("lhs_dilate", 1), per_dim("rhs_dilate", 1)
     size = x.ints("window_dimensions") or [1] * rank
@@ -873,6 +874,12 @@ def _window(x: XlaOp, rank: int) -> tuple[list[int], list[int], list[list[int]],
     pads = [pads[i:i + 2] for i in range(0, len(pads), 2)]
     return (size, x.ints("window_strides") or [1] * rank, pads, x.ints("base_dilations") or [1] * rank,
             x.ints("window_dilations") or [1] * rank)
+
+
+def _reversal(x: XlaOp, rank: int) -> tuple[bool, ...]:
+    """Which dims of HLO's `window={... rhs_reversal=0x1}` run reversed."""
+    found = re.search(r"window=\{[^}]*rhs_reversal=([\dx]+)", x.spec)
+    return tuple(v == "1" for v in found.group(1).split("x")) if found else (False,) * rank
 
 
 def _reduce_window(e: Emitter, x: XlaOp) -> None:
@@ -1112,7 +1119,7 @@ def _conv_labels(x: XlaOp) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int,
 def _convolution(e: Emitter, x: XlaOp) -> None:
     lhs_spec, rhs_spec, out_spec = _conv_labels(x)
     n = len(lhs_spec) - 2
-    size, stride, pads, lhs_dil, rhs_dil = _window(x, n)
+    size, stride, pads, lhs_dil, rhs_dil = _window(x, n, reversible=True)
     if "window_strides" in x.spec or "lhs_dilation" in x.spec:  # StableHLO's attributes
         stride = x.ints("window_strides") or [1] * n
         lhs_dil, rhs_dil = x.ints("lhs_dilation") or [1] * n, x.ints("rhs_dilation") or [1] * n
@@ -1120,7 +1127,7 @@ def _convolution(e: Emitter, x: XlaOp) -> None:
             raise Unmapped("a reversed window")
     form = forms.ConvForm(lhs_spec, rhs_spec, out_spec, tuple(stride), tuple(map(tuple, pads)), tuple(lhs_dil),
                           tuple(rhs_dil), (x.ints("feature_group_count") or [1])[0],
-                          (x.ints("batch_group_count") or [1])[0])
+                          (x.ints("batch_group_count") or [1])[0], _reversal(x, n))
     forms.expand_conv(e, x.inputs[0], _named(x, 0), x.inputs[1], _named(x, 1), form, x.outs[0])
 
 

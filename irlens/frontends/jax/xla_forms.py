@@ -506,6 +506,7 @@ class ConvForm:
     rhs_dilation: tuple[int, ...]
     feature_group_count: int = 1
     batch_group_count: int = 1
+    reversal: tuple[bool, ...] = ()  # spatial dims whose window runs reversed (the kernel flipped there)
 
 
 def expand_conv(e: Emitter, lhs: str, lm: TensorMeta, rhs: str, rm: TensorMeta, form: ConvForm,
@@ -523,6 +524,8 @@ def expand_conv(e: Emitter, lhs: str, lm: TensorMeta, rhs: str, rm: TensorMeta, 
     x_shape = [lm.shape[d] for d in f.lhs_spec]
     x = e.permute(lhs, lm.shape, dt, list(f.lhs_spec))
     w = e.permute(rhs, rm.shape, dt, list(f.rhs_spec))
+    if any(f.reversal):  # XLA's CPU rewrites may reverse a window: the same as the flipped kernel
+        w = e.emit("flip", [w], [rm.shape[d] for d in f.rhs_spec], dt, dims=[2 + i for i, r in enumerate(f.reversal) if r])
     groups = f.feature_group_count
     if f.batch_group_count > 1:
         if groups > 1:

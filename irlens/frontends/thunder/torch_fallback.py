@@ -11,6 +11,13 @@ core ATen with torch's core-ATen decompositions, and the FX adapter reads the AT
 gives keep their ATen native names; their scope names the Thunder symbol. A call that does not
 trace (data-dependent shapes, an argument torch rejects) gives nothing, and the symbol stays
 unknown.
+
+Two more kinds of symbols are read this way. An operator an executor registered with an ATen
+op as its implementation (`max_pool2d_with_indices_backward`, run as
+`torch.ops.aten.max_pool2d_with_indices_backward`) stands for that op. And a symbol in
+`KEPT_WHOLE` is read as its torch function although Thunder decomposes it: its decomposition
+is never what runs (Thunder's torch executor runs the function whole) and computes something
+else (see there).
 """
 from __future__ import annotations
 
@@ -19,6 +26,14 @@ from typing import Any, Callable
 
 from irlens.ir import Graph, Node, TensorMeta
 from irlens.frontends.thunder.ops import dtype_name, is_tensor, tensor_meta
+
+
+# Symbols whose Thunder decomposition means something other than the function, read as the
+# function instead. max pooling pads with -inf and takes each window's elements by a one-hot
+# convolution (thunder/torch `_max_pool_helper`): 0 * -inf is NaN, so every window that
+# touches the padding is NaN, where torch (which Thunder runs) gives the window's max.
+# Called by parameter name: Thunder's max_pool puts return_indices before ceil_mode, torch the reverse.
+KEPT_WHOLE = frozenset(f"torch.nn.functional.max_pool{n}d" for n in (1, 2, 3))
 
 
 @functools.cache
@@ -60,15 +75,27 @@ def torch_function(sym, key: str) -> Callable | None:
     return torch_functions().get(key)
 
 
+def implementation(bsym) -> Callable | None:
+    """The ATen op an executor operator calls, where it was registered with one
+    (`register_operator(name, fn=torch.ops.aten...)`: the bound symbol's call context)."""
+    import torch
+
+    fns = list((getattr(bsym, "_call_ctx", None) or {}).values())
+    if len(fns) == 1 and isinstance(fns[0], (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return fns[0]
+    return None
+
+
 def expansion(bsym, key: str, scope: str) -> list[Node] | None:
     """The nodes torch's decomposition of the call gives, named into the trace: inputs are the
     symbol's tensor arguments, outputs its tensor outputs; None when it does not trace."""
-    fn = torch_function(bsym.sym, key)
-    if fn is None:
+    call = _torch_call(bsym, key)
+    if call is None:
         return None
+    fn, args, kwargs = call
     from thunder.core.pytree import tree_flatten
 
-    leaves, spec = tree_flatten((bsym.args, bsym.kwargs))
+    leaves, spec = tree_flatten((args, kwargs))
     slots = [i for i, leaf in enumerate(leaves) if is_tensor(leaf)]
     try:
         constants = tuple(_torch_value(leaf) for leaf in leaves)
@@ -86,6 +113,25 @@ def expansion(bsym, key: str, scope: str) -> list[Node] | None:
         return None
     names = {t.name: leaves[i].name for t, i in zip(graph.inputs, slots)}
     return _renamed(graph, names, [tensor_meta(p) for p in outs], bsym.name_with_module(), scope)
+
+
+def _torch_call(bsym, key: str) -> tuple[Callable, tuple, dict] | None:
+    """(torch function, args, kwargs) of the call the symbol stands for. A KEPT_WHOLE symbol's
+    arguments are passed by their names (its first, the tensor, positionally), which are torch's."""
+    if key in KEPT_WHOLE:
+        from irlens.frontends.thunder.ops import bind
+
+        named, _ = bind(bsym)
+        first = next(iter(named))
+        return _functional(key), (named[first],), {k: v for k, v in named.items() if k != first}
+    fn = implementation(bsym) or torch_function(bsym.sym, key)
+    return None if fn is None else (fn, bsym.args, bsym.kwargs)
+
+
+def _functional(key: str) -> Callable:
+    import torch
+
+    return getattr(torch.nn.functional, key.rsplit(".", 1)[1])
 
 
 def _torch_value(leaf) -> Any:

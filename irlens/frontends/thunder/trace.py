@@ -18,7 +18,9 @@ appear in the traces Thunder keeps:
 A symbol becomes the canonical op its name table entry (`ops.py`) says, when the entry
 maps every argument of the call. Otherwise it is expanded into its subsymbols, recursively:
 their nodes keep their own native name, and `scope` names the symbols they were expanded from
-(`ltorch.cross_entropy/ltorch.nll_loss`). Only a symbol with neither becomes
+(`ltorch.cross_entropy/ltorch.nll_loss`); one with no subsymbols, or whose decomposition is not
+what Thunder runs (`torch_fallback.KEPT_WHOLE`), by torch's decomposition of the torch function it
+stands for (`torch_fallback`). Only a symbol with none of these becomes
 `unknown:<native>`, its reason in attrs `reason`. Bookkeeping symbols (unpacking arguments,
 return, del, comments, checks) become the graph's inputs and outputs or are dropped.
 """
@@ -199,7 +201,7 @@ class _GraphBuilder:
                 reason = problem
             except Unmapped as e:
                 reason = str(e)
-        if inner.subsymbols:
+        if inner.subsymbols and key not in torch_fallback.KEPT_WHOLE:
             expanded = self._expand(inner, f"{scope}/{printed}" if scope else printed)
             if expanded is not None:
                 return expanded

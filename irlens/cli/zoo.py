@@ -1,0 +1,76 @@
+"""`irlens zoo`: the zoo of real models (transformers, timm) through every stack, fwd and fwd+bwd;
+a summary per stack and per model (Markdown on stdout and in OUT/zoo.md), the document
+(OUT/zoo.json), the HTML report (OUT/report.html); `--shard K/N` runs a share, `--from` rebuilds
+the summary from documents (a split run's shards). Exit 1 when a row mismatches or fails."""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from irlens.cli.command import (add_device_option, add_modes_option, add_preset_option, add_thunder_capture,
+                                 apply_thunder_capture, csv, guarded)
+
+HELP = "the model zoo (transformers, timm) through every stack: pass rates, unknown ops, breaks, kernels, speedups"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--models", type=csv, default=None, help="comma-separated zoo models (default: all; see irlens list)")
+    p.add_argument("--family", choices=["hf", "timm"], default=None,
+                   help="only transformers (hf) or timm models (default: both)")
+    p.add_argument("--backends", type=csv, default=None,
+                   help="comma-separated (default: every backend available on the device)")
+    add_modes_option(p)
+    add_device_option(p)
+    add_preset_option(p)
+    from irlens.dtypes import COMPUTE_DTYPES
+
+    p.add_argument("--dtype", choices=COMPUTE_DTYPES, default=None,
+                   help="compute dtype; default: bfloat16 at --preset bench, float32 at tiny")
+    p.add_argument("--shard", default=None, metavar="K/N",
+                   help="run shard K of N (0 <= K < N): every N-th model of the sorted names from the K-th "
+                        "(default: all of them)")
+    p.add_argument("--jobs", type=int, default=1, help="cells run in parallel (default: 1)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per cell and per float64 reference (default: 300)")
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="cells not started within this many seconds are `unavailable` rows saying so (a call with a "
+                        "time limit still ends with a whole document); default: no budget")
+    p.add_argument("--out", default="irlens-zoo", help="folder for zoo.md, zoo.json, report.html (default: irlens-zoo)")
+    p.add_argument("--json", default=None, help="also write the document here (.json or .json.gz; default: only OUT/zoo.json)")
+    p.add_argument("--from", dest="from_", nargs="+", action="extend", default=[], metavar="RESULTS_JSON",
+                   help="rebuild the summary from these documents (merged: a split run's shards) instead of running (default: run)")
+    p.add_argument("--repro", action="store_true",
+                   help="write an `irlens repro` file for each kind of failure that is upstream's (OUT/repro/)")
+    add_thunder_capture(p)
+
+
+@guarded
+def run(args) -> int:
+    from irlens.matrix import exit_status, read_document, write_document
+    from irlens.reporting import write_report
+    from irlens.reporting.zoo_page import zoo_markdown
+    from irlens.zoo_repro import write_repros
+    from irlens.zoo_run import ZooConfig, merge_shards, parse_shard, run_zoo
+
+    apply_thunder_capture(args)
+    out = Path(args.out)
+    if args.from_:
+        doc = merge_shards([read_document(path) for path in args.from_])
+    else:
+        cfg = ZooConfig(args.models, args.family, args.backends, args.modes, args.device, args.preset, args.dtype,
+                        parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s)
+        doc = run_zoo(cfg, command=shlex.join(["irlens", "zoo", *sys.argv[2:]]) if sys.argv[1:2] == ["zoo"] else None)
+    repros = write_repros(doc, out / "repro", args.device if not args.from_ else None) if args.repro else {}
+    # files by their path from the page (OUT/zoo.md); a kind with none says why
+    page = zoo_markdown(doc, {sig: path if path.startswith("not written") else os.path.relpath(path, out)
+                              for sig, path in repros.items()})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "zoo.md").write_text(page)
+    write_document(doc, out / "zoo.json")
+    if args.json:
+        write_document(doc, args.json)
+    paths = write_report([doc], out, frontends=False)
+    print(page)
+    print(f"wrote {out / 'zoo.md'}, {out / 'zoo.json'}, {paths['html']}", file=sys.stderr)
+    return exit_status(doc)

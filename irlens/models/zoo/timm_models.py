@@ -1,0 +1,72 @@
+"""timm models of the zoo: `timm.create_model(name, pretrained=False, ...)`, random weights.
+
+`bench` is the named model as published, at its own image size; `tiny` the same architecture
+with narrow, shallow stages at 32x32 (its constructor's own arguments), or timm's own small test
+model of the same class (`test_*`) where the published name fixes its sizes. Dropout and drop
+path are off (p=0): the train-mode entries (BatchNorm updating its running statistics) stay
+deterministic.
+"""
+from __future__ import annotations
+
+from irlens.models.zoo.entry import ZooModel
+
+
+def build(cfg: dict):
+    from irlens._compat import import_timm
+
+    timm = import_timm()
+    return timm.create_model(cfg["model"], pretrained=False, num_classes=cfg["classes"], drop_rate=0.0,
+                             drop_path_rate=0.0, **cfg.get("kwargs", {}))
+
+
+def timm_model(name: str, kind: str, tiny: tuple[str, dict], bench: tuple[str, dict], description: str, *,
+               training: bool = False, tiny_img: int = 32, bench_img: int = 224, bench_batch: int = 64) -> ZooModel:
+    """An entry: (model name, constructor arguments) at each size."""
+    presets = {"tiny": {"model": tiny[0], "kwargs": tiny[1], "classes": 10, "batch": 4, "img": tiny_img},
+               "bench": {"model": bench[0], "kwargs": bench[1], "classes": 1000, "batch": bench_batch,
+                         "img": bench_img}}
+    return ZooModel(name, "timm", kind, build, "pixels", presets, training=training, description=description)
+
+
+# zero_init_last=False: timm zeroes each residual branch's last norm scale, which zeroes every
+# gradient inside the branch at initialization (no backward left to compare)
+LIVE_BRANCHES = {"zero_init_last": False}
+SMALL_RESNET = {"layers": (1, 1, 1, 1), "channels": (8, 16, 16, 32), "stem_width": 8, **LIVE_BRANCHES}
+SMALL_VIT = {"img_size": 32, "patch_size": 8, "embed_dim": 32, "depth": 2, "num_heads": 4}
+
+MODELS = [
+    timm_model("timm_resnet18", "vision", ("resnet18", SMALL_RESNET), ("resnet18", LIVE_BRANCHES),
+               "ResNet-18 in train mode: BatchNorm normalizes by the batch and updates its running statistics",
+               training=True),
+    timm_model("timm_resnet50", "vision", ("resnet50", SMALL_RESNET), ("resnet50", LIVE_BRANCHES),
+               "ResNet-50: bottleneck blocks, BatchNorm folded in eval mode"),
+    timm_model("timm_efficientnet", "vision", ("test_efficientnet", {}), ("efficientnet_b0", {}),
+               "EfficientNet-B0 in train mode: depthwise convolutions, squeeze-excite, SiLU, BatchNorm statistics",
+               training=True),
+    timm_model("timm_mobilenetv3", "vision", ("mobilenetv3_small_050", {}), ("mobilenetv3_large_100", {}),
+               "MobileNetV3 large (tiny: small x0.5): hard-swish, squeeze-excite"),
+    timm_model("timm_convnext", "vision", ("convnext_tiny", {"depths": (1, 1, 1, 1), "dims": (8, 16, 24, 32)}),
+               ("convnext_tiny", {}), "ConvNeXt tiny: 7x7 depthwise convolutions, LayerNorm over channels"),
+    timm_model("timm_vit", "vision", ("vit_base_patch16_224", SMALL_VIT), ("vit_base_patch16_224", {}),
+               "ViT base/16: patch embedding, class token, pre-LN blocks", bench_batch=32),
+    timm_model("timm_deit", "vision", ("deit_tiny_distilled_patch16_224", SMALL_VIT),
+               ("deit_tiny_distilled_patch16_224", {}), "DeiT tiny distilled: class and distillation tokens, two heads"),
+    timm_model("timm_vit_relpos", "vision", ("test_vit_relpos", {"img_size": 32}),
+               ("vit_relpos_base_patch16_224", {}), "ViT with relative position biases (timm's relpos ViT)",
+               bench_batch=32),
+    timm_model("timm_beit", "vision", ("beit_base_patch16_224", SMALL_VIT), ("beit_base_patch16_224", {}),
+               "BEiT base/16: relative position bias tables, layer scale", bench_batch=32),
+    timm_model("timm_swin", "vision", ("swin_tiny_patch4_window7_224", {
+        "img_size": 32, "patch_size": 2, "window_size": 4, "embed_dim": 16, "depths": (1, 1), "num_heads": (2, 4)}),
+        ("swin_tiny_patch4_window7_224", {}), "Swin tiny: shifted windows with a relative position bias, patch merging"),
+    timm_model("timm_coatnet", "vision", ("test_coatnet", {"img_size": 32}), ("coatnet_0_rw_224", {}),
+               "CoAtNet 0: MBConv stages, then relative-attention stages"),
+    timm_model("timm_maxvit", "vision", ("test_maxvit", {"img_size": 32}), ("maxvit_tiny_rw_224", {}),
+               "MaxViT tiny: block and grid attention over windows"),
+    timm_model("timm_nfnet", "vision", ("test_nfnet", {}), ("dm_nfnet_f0", {}),
+               "NFNet F0: normalization-free, scaled weight standardization", bench_img=192),
+    timm_model("timm_gernet", "vision", ("test_byobnet", LIVE_BRANCHES), ("gernet_s", LIVE_BRANCHES),
+               "GENet small (timm's ByobNet): block-by-block configured stages"),
+    timm_model("timm_mambaout", "vision", ("test_mambaout", {}), ("mambaout_femto", {}),
+               "MambaOut femto: gated CNN blocks, no state-space mixing"),
+]

@@ -1,0 +1,193 @@
+"""The zoo's summary: PyTorch's benchmark dashboard across three stacks, from a zoo document.
+
+Per backend and mode: how many models it was asked to run, acquired (it made graphs of the model:
+the row ran, or failed after acquiring), ran, and whose numerics are ok; the unknown ops left in
+its common views, its graph breaks, its kernel launches and compile times, and on a GPU its
+speedup over eager (per model, and the geometric mean over the models both ran). Then a table per
+model, and every failure's first line, each marked upstream's (the innermost frame of its
+traceback is in torch, thunder, jax, ...) or irlens's, with the reproducer file written for it.
+"""
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+
+from irlens.matrix.document import Document
+from irlens.matrix.row import Row
+from irlens.matrix.table import ill_conditioned_lines
+
+# packages whose frames make a failure upstream's (the innermost frame of its traceback)
+UPSTREAM = ("torch", "thunder", "jax", "jaxlib", "nvfuser", "nvfuser_direct", "triton", "transformers", "timm")
+_FRAME = re.compile(r'File "([^"]+)", line \d+')
+
+
+@dataclass
+class StackSummary:
+    backend: str
+    mode: str
+    models: int = 0
+    acquired: int = 0
+    ran: int = 0
+    ok: int = 0
+    unavailable: int = 0
+    unknown_ops: Counter = field(default_factory=Counter)  # native name -> nodes, over all models
+    graph_breaks: int = 0
+    models_with_breaks: int = 0
+    launches: list[int] = field(default_factory=list)
+    compile_s: list[float] = field(default_factory=list)
+    speedups: dict[str, float] = field(default_factory=dict)  # model -> eager's run time / this one's
+
+    @property
+    def geomean(self) -> float | None:
+        values = [v for v in self.speedups.values() if v > 0]
+        return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def acquired(r: Row) -> bool:
+    """The backend made graphs of the model: it ran, or failed only after (comparing its results)."""
+    return r.ran or bool(r.graphs) or r.phase == "compare"
+
+
+def upstream_of(r: Row) -> str | None:
+    """The package a failure's innermost traceback frame is in, where that is upstream's; None
+    for irlens's own (or a failure with no traceback)."""
+    frames = _FRAME.findall(r.detail or "")
+    if not frames:
+        return None
+    path = frames[-1]
+    if "/irlens/" in path and "site-packages" not in path:
+        return None
+    m = re.search(r"(?:site|dist)-packages/([A-Za-z_0-9]+)", path)
+    return m.group(1) if m and m.group(1) in UPSTREAM else None
+
+
+def signature(r: Row) -> str:
+    """A failure's kind: backend, mode and its first line with numbers masked (shapes differ by model)."""
+    first = (r.reason or "").splitlines()[0] if r.reason else r.status
+    return f"{r.backend} {r.mode}: {re.sub(r'[0-9]+', 'N', first)[:200]}"
+
+
+def summarize(doc: Document) -> list[StackSummary]:
+    """One StackSummary per backend and mode, in the document's order."""
+    by_key: dict[tuple[str, str], StackSummary] = {}
+    eager = {(r.workload, r.mode): r for r in doc.rows if r.backend == "eager" and r.ran}
+    gpu = str(doc.device or "").startswith("cuda") or any(str(r.device or "").startswith("cuda") for r in doc.rows)
+    for r in doc.rows:
+        s = by_key.setdefault((r.backend, r.mode), StackSummary(r.backend, r.mode))
+        s.models += 1
+        s.unavailable += r.status == "unavailable"
+        s.acquired += acquired(r)
+        s.ran += r.ran
+        s.ok += r.status == "ok"
+        for u in (r.coverage or {}).get("unknown") or []:
+            s.unknown_ops[u[u.index("(") + 1:-1] if "(" in u else u] += 1
+        breaks = (r.notes or {}).get("graph_breaks") or 0
+        s.graph_breaks += breaks
+        s.models_with_breaks += breaks > 0
+        if r.ran and r.kernel_count is not None:
+            s.launches.append(r.kernel_count)
+        if r.ran and r.compile_s is not None:
+            s.compile_s.append(r.compile_s)
+        base = eager.get((r.workload, r.mode))
+        if gpu and r.ran and base is not None and r.backend != "eager" and r.run_us and base.run_us:
+            s.speedups[r.workload] = base.run_us / r.run_us
+    return list(by_key.values())
+
+
+def _pct(n: int, of: int) -> str:
+    return f"{n}/{of} ({100 * n / of:.0f} %)" if of else "-"
+
+
+def _median(values: list[float], spec: str) -> str:
+    return format(statistics.median(values), spec) if values else "-"
+
+
+def stack_table(summaries: list[StackSummary], gpu: bool) -> list[str]:
+    head = ["stack", "mode", "models", "acquired", "ran", "numerics ok", "unknown ops", "graph breaks (models)",
+            "launches (median)", "compile s (median)"] + (["speedup vs eager (geomean)"] if gpu else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in summaries:
+        asked = s.models - s.unavailable
+        cells = [s.backend, s.mode, f"{s.models}" + (f" ({s.unavailable} unavailable)" if s.unavailable else ""),
+                 _pct(s.acquired, asked), _pct(s.ran, asked), _pct(s.ok, asked), str(sum(s.unknown_ops.values())),
+                 f"{s.graph_breaks} ({s.models_with_breaks})", _median(s.launches, ".0f"), _median(s.compile_s, ".1f")]
+        if gpu:
+            cells.append("-" if s.backend == "eager" or s.geomean is None else f"{s.geomean:.2f}x")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _cell(r: Row | None, gpu: bool, eager: Row | None) -> str:
+    if r is None:
+        return ""
+    mark = {"ok": "ok", "mismatch": "MISMATCH", "failed": "failed", "unavailable": "n/a"}[r.status]
+    if gpu and r.ran and r.backend != "eager" and eager is not None and eager.run_us and r.run_us:
+        mark += f" {eager.run_us / r.run_us:.2f}x"
+    if r.ill_conditioned:
+        mark += " ‡"
+    if r.reference_fallback:
+        mark += " †"
+    return mark
+
+
+def model_table(doc: Document, gpu: bool) -> list[str]:
+    backends = list(dict.fromkeys(r.backend for r in doc.rows))
+    rows = {(r.workload, r.mode, r.backend): r for r in doc.rows}
+    head = ["model", "mode", *backends]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for w, m in dict.fromkeys((r.workload, r.mode) for r in doc.rows):
+        eager = rows.get((w, m, "eager"))
+        lines.append("| " + " | ".join([w, m, *(_cell(rows.get((w, m, b)), gpu, eager) for b in backends)]) + " |")
+    return lines
+
+
+def failures(doc: Document) -> list[tuple[str, list[Row], str | None]]:
+    """(signature, its rows, the upstream package or None) of every failure and mismatch, by kind."""
+    groups: dict[str, list[Row]] = {}
+    for r in doc.rows:
+        if r.status in ("failed", "mismatch"):
+            groups.setdefault(signature(r), []).append(r)
+    return [(sig, rows, upstream_of(rows[0])) for sig, rows in groups.items()]
+
+
+def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
+    """The summary page; `repros`: signature -> the reproducer file written for it."""
+    gpu = str(doc.device or "").startswith("cuda")
+    # a merged document's device already names each run's machine
+    device = doc.device if doc.device_name and doc.device_name in str(doc.device) else f"{doc.device} ({doc.device_name})"
+    versions = ", ".join(f"{k} {v}" for k, v in (doc.versions or {}).items() if v and k not in ("python", "platform"))
+    lines = ["# The zoo through every stack", "",
+             f"Device: {device}; preset {doc.preset}; dtype {doc.dtype or 'float32'}; "
+             f"{len({r.workload for r in doc.rows})} models.", f"Versions: {versions}.", ""]
+    if doc.commands:
+        lines += ["Made by:", "", *[f"    {c}" for c in doc.commands], ""]
+    lines += ["## Per stack", "", *stack_table(summarize(doc), gpu), "",
+              "acquired: the stack made graphs of the model; ran: it produced results; numerics ok: within the "
+              "bound against the float64 reference (irlens.numerics); rates count the rows that could run here "
+              "(not those unavailable: a library not installed, a backend without a path for the model).", "", "## Per model", "",
+              "‡ a check judged against eager (ill-conditioned, see below); † judged against a reference below "
+              "float64.", "", *model_table(doc, gpu), ""]
+    found = failures(doc)
+    if found:
+        lines += ["## Failures", "", "Each kind once, with the models it hit; upstream: the innermost frame of its "
+                  "traceback is in that package.", ""]
+        for sig, rows, upstream in found:
+            who = f"upstream ({upstream})" if upstream else "irlens or unknown"
+            models = ", ".join(sorted({r.workload for r in rows}))
+            repro = (repros or {}).get(sig)
+            lines.append(f"- **{sig}** — {who}; {len(rows)} rows: {models}" + (f"; reproducer: `{repro}`" if repro else ""))
+        lines.append("")
+    notes = ill_conditioned_lines(doc)
+    fallbacks = sorted({f"{r.workload}/{r.mode}: {r.reference_fallback}" for r in doc.rows if r.reference_fallback})
+    trained = sorted({r.workload for r in doc.rows if r.module_mode in ("train", "mixed")})
+    if notes or fallbacks or trained:
+        lines += ["## Notes", ""]
+        lines += [f"- {n}" for n in notes]
+        lines += [f"- † reference below float64, {f}" for f in fallbacks]
+        if trained:
+            lines.append(f"- in train mode (their updated buffers are results, `buffer:<name>`): {', '.join(trained)}")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,129 @@
+"""`irlens zoo`: the zoo of real models through every stack, fwd and fwd+bwd, and its summary.
+
+A zoo run is an ordinary compare matrix over the zoo's workloads (`irlens.models.zoo`) and the
+backends available on the device; its document is a compare document, so `irlens report` draws
+it and `irlens zoo --from` rebuilds the summary (irlens.reporting.zoo_page) from it. A run can be
+split: `shard_of` gives shard K of N (0 <= K < N) a deterministic share of the models (every
+N-th of the sorted names, from the K-th: like PyTorch's benchmark runner's `--partition-id K
+--total-partitions N`), so a Slurm array or Kubernetes indexed jobs spread the zoo over machines
+and `merge_shards` joins their documents.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+from irlens.backends import BACKENDS
+from irlens.errors import UsageError
+from irlens.matrix import Document, plan_matrix, run_plan
+from irlens.matrix.row import Row
+from irlens.models import get_workload
+from irlens.models.zoo import FAMILIES, zoo_names
+from irlens.reporting import merge_documents
+from irlens.workload import MODES
+
+
+@dataclass
+class ZooConfig:
+    models: list[str] | None = None  # default: the whole zoo (of `family`)
+    family: str | None = None  # hf | timm
+    backends: list[str] | None = None  # default: every backend available on the device
+    modes: list[str] | None = None
+    device: str = "cpu"
+    preset: str = "tiny"
+    dtype: str | None = None  # default: bfloat16 at the bench size, the models' own (float32) at tiny
+    shard: tuple[int, int] | None = None  # (K, N)
+    jobs: int = 1
+    timeout: float = 300.0
+    budget_s: float | None = None  # cells not started by then are `unavailable` rows saying so
+
+    @property
+    def run_dtype(self) -> str | None:
+        return self.dtype or ("bfloat16" if self.preset == "bench" else None)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`K/N` -> (K, N), 0 <= K < N; a UsageError otherwise."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not m or not int(m.group(1)) < int(m.group(2)):
+        raise UsageError(f"--shard takes K/N with 0 <= K < N (shard K of N, as a Slurm array's or an indexed "
+                         f"job's index), not {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def shard_of(names: list[str], k: int, n: int) -> list[str]:
+    """Shard k of n: every n-th of the sorted names from the k-th. Deterministic, disjoint, and the
+    shards together are all of them; sorting mixes the families (hf_*, timm_*) into every shard."""
+    return sorted(names)[k::n]
+
+
+def zoo_models(models: list[str] | None = None, family: str | None = None) -> list[str]:
+    """The models a run takes, validated (a UsageError names the choices)."""
+    if family is not None and family not in FAMILIES:
+        raise UsageError(f"unknown family {family!r}; choose from: {', '.join(FAMILIES)}")
+    known = zoo_names(family)
+    if not models:
+        return known
+    unknown = [m for m in models if m not in known]
+    if unknown:
+        raise UsageError(f"not in the zoo{f' (family {family})' if family else ''}: {', '.join(unknown)}; "
+                         f"choose from: {', '.join(known)}")
+    return list(models)
+
+
+def zoo_backends(device: str, backends: list[str] | None) -> tuple[list[str], dict[str, str]]:
+    """(the backends that run, {backend: why not} for those that cannot run on the device). Named
+    ones run even where unavailable (their rows say why); by default every registered backend
+    that is available on the device runs."""
+    if backends:
+        return list(backends), {}
+    skipped = {}
+    for b in BACKENDS.values():
+        available = b.availability(device) if device.split(":")[0] in b.devices else None
+        if available is None or not available:
+            skipped[b.name] = available.reason if available is not None else f"{b.name} does not run on {device}"
+    return [name for name in BACKENDS.names() if name not in skipped], skipped
+
+
+def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -> Document:
+    """Run the zoo (its shard) through the backends; models whose library is missing get an
+    `unavailable` row per backend and mode, saying what to install. The document's `commands`
+    holds `command`, and `runs` which backends were left out and why."""
+    names = zoo_models(cfg.models, cfg.family)
+    if cfg.shard is not None:
+        names = shard_of(names, *cfg.shard)
+    backends, skipped = zoo_backends(cfg.device, cfg.backends)
+    modes = cfg.modes or list(MODES)
+    missing = {n: get_workload(n).missing() for n in names}
+    runnable = [n for n in names if not missing[n]]
+    if runnable:
+        plan = plan_matrix(runnable, backends, modes, cfg.device, cfg.preset, cfg.run_dtype)
+        doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s)
+    else:
+        plan = plan_matrix([], backends, modes, cfg.device, cfg.preset, cfg.run_dtype)
+        doc = Document("compare", [], cfg.device, preset=cfg.preset, dtype=cfg.run_dtype)
+    for name in names:
+        if missing[name]:
+            doc.rows += [Row(name, mode, b.name, b.frontend, status="unavailable", reason=missing[name],
+                             phase="availability", preset=cfg.preset) for mode in modes for b in plan.backends.values()]
+    doc.commands = [command] if command else None
+    doc.runs = [{"zoo": {"shard": list(cfg.shard) if cfg.shard else None, "models": names,
+                         "backends_not_run": skipped}}]
+    return doc
+
+
+def merge_shards(docs: list[Document]) -> Document:
+    """One document from a split run's shards (or any compare documents of zoo rows); a model x
+    mode x backend that two of them hold is a UsageError (overlapping shards)."""
+    seen: dict[tuple[str, str, str], int] = {}
+    for i, d in enumerate(docs):
+        for r in d.rows:
+            key = (r.workload, r.mode, r.backend)
+            if key in seen and seen[key] != i:
+                raise UsageError(f"two documents hold {r.workload} {r.mode} {r.backend}: shards overlap")
+            seen[key] = i
+    merged = merge_documents(docs)
+    if len(docs) > 1:
+        merged = dataclasses.replace(merged, commands=[c for d in docs for c in (d.commands or [])] or None)
+    return merged

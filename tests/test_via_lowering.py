@@ -1,0 +1,134 @@
+"""A backend whose own frontend cannot take a workload (errors.NoNativePath: no JAX twin, Thunder
+traces none of it) runs Dynamo's graphs through the common view's lowering instead: the row is
+`xla (via dynamo)` in the table, the JSON, the report and the bench page, with the reason, and
+`unavailable` naming what stops it (an op the lowering lacks, graph breaks, no lowering)."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from irlens.backends import get_backend
+from irlens.backends.base import Backend
+from irlens.bench import format_bench_table
+from irlens.errors import NoNativePath
+from irlens.frontends.base import Availability
+from irlens.matrix import Document, run_matrix
+from irlens.matrix.row import COMPARE, Row
+from irlens.matrix.table import format_table
+from irlens.reporting import write_report
+from irlens.workload import MODES, Workload
+
+
+class Net(torch.nn.Module):
+    """What a small CNN's graphs hold: convolution, max pooling with padding, adaptive pooling, linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.head = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Linear(4, 5)
+
+    def forward(self, x):
+        y = F.max_pool2d(torch.relu(self.conv(x)), 3, 2, 1)
+        return self.head(F.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+def _breaks(x):
+    y = x.sin()
+    torch._dynamo.graph_break()
+    return y * 2
+
+
+NET = Workload.from_module("via_net", Net(), ((2, 3, 8, 8),))
+BREAKS = Workload.from_module("via_breaks", _breaks, ((4,),))
+
+
+class NoNativeBackend(Backend):
+    """A backend whose frontend takes nothing, and which has no lowering to fall back on."""
+
+    name, frontend, description = "test-no-native", "thunder", "test-only: no native path, no lowering"
+
+    def availability(self, device: str) -> Availability:
+        return Availability(True)
+
+    def run(self, inst, mode: str):
+        raise NoNativePath("its frontend cannot take this workload")
+
+
+NO_NATIVE = NoNativeBackend()
+
+
+def ref(name: str) -> str:
+    return f"{__file__}:{name}"
+
+
+def rows_of(doc: dict) -> dict:
+    return {(r["workload"], r["backend"], r["mode"]): r for r in doc["rows"]}
+
+
+@pytest.fixture(scope="module")
+def net_doc() -> dict:
+    return run_matrix([ref("NET")], ["eager", "xla"], list(MODES), progress=False, isolate=False)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_xla_runs_a_torch_only_workload_via_dynamo(net_doc, mode):
+    row = rows_of(net_doc)["via_net", "xla", mode]
+    assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
+    assert (row["via"], row["frontend"], row["level"]) == ("dynamo", "dynamo", "primitive")
+    assert row["via_reason"] == "workload 'via_net' has no JAX twin"
+    wanted = {"out0"} | ({"loss", "grad:input0", "grad:conv.weight", "grad:head.bias"} if mode == "fwdbwd" else set())
+    assert wanted <= set(row["per_result"])
+    # XLA's kernels, mapped onto the optimized HLO of the lowered Dynamo graphs, cover all of it
+    stages = ["aot.forward:jax.hlo"] + (["aot.backward:jax.hlo"] if mode == "fwdbwd" else [])
+    assert sorted(row["graphs"]) == sorted(stages)
+    assert row["kernels"] and all(k["backend"] == "xla" and k["stage"] in stages for k in row["kernels"])
+    assert row["coverage"]["uncovered"] == [] and row["coverage"]["unknown"] == []
+    assert Row.from_json(row, COMPARE).label == "xla (via dynamo)"
+    assert "via" not in rows_of(net_doc)["via_net", "eager", mode]  # written only where set
+
+
+def test_the_table_report_and_bench_page_say_via(net_doc, tmp_path):
+    doc = Document.from_json(net_doc)
+    table = format_table(doc)
+    assert "xla (via dynamo)" in table
+    assert "xla (via dynamo) (2 cells): dynamo's graphs through the common view's lowering: workload has no JAX twin" \
+        in table
+    md = write_report(doc, tmp_path, frontends=False)["md"].read_text()
+    assert "| via_net | fwd | xla (via dynamo) | ok |" in md and "through the common view's lowering" in md
+    bench = format_bench_table([r for r in doc.rows if r.backend == "xla"])
+    assert "| via_net | fwd | float32 | xla (via dynamo) | ok |" in bench
+
+
+def test_graph_breaks_make_the_row_unavailable_and_say_so():
+    (row,) = run_matrix([ref("BREAKS")], ["xla"], ["fwd"], progress=False, isolate=False)["rows"]
+    assert row["status"] == "unavailable" and row["via"] == "dynamo"
+    assert "Dynamo made 2 graphs (graph breaks" in row["reason"] and "a program runs one" in row["reason"]
+
+
+def test_an_op_the_lowering_lacks_is_named(monkeypatch):
+    import irlens.backends.xla.lower as jax_lowering
+
+    monkeypatch.setattr(jax_lowering, "SUPPORTED", jax_lowering.SUPPORTED - {"max_pool"})
+    (row,) = run_matrix([ref("NET")], ["xla"], ["fwd"], progress=False, isolate=False)["rows"]
+    assert row["status"] == "unavailable" and row["via"] == "dynamo"
+    assert row["reason"] == "the jax lowering does not support: max_pool"
+
+
+def test_a_backend_without_a_lowering_says_both_reasons():
+    (row,) = run_matrix([ref("NET")], [ref("NO_NATIVE")], ["fwd"], progress=False, isolate=False)["rows"]
+    assert row["status"] == "unavailable" and "via" not in row
+    assert row["reason"] == ("its frontend cannot take this workload; test-no-native has no lowering of the "
+                             "common view to run instead")
+
+
+@pytest.mark.gpu
+def test_nvfuser_runs_dynamos_graphs_where_thunder_cannot(monkeypatch):
+    """nvFuser through the lowering (regions of the lowered Dynamo graphs) when Thunder takes nothing."""
+    def no_thunder(inst, mode):
+        raise NoNativePath("Thunder cannot trace it (simulated)")
+
+    monkeypatch.setattr(get_backend("nvfuser"), "run", no_thunder)
+    doc = run_matrix([ref("NET")], ["nvfuser"], list(MODES), device="cuda", progress=False, isolate=False)
+    for row in doc["rows"]:
+        assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
+        assert Row.from_json(row, COMPARE).label == "nvfuser (via dynamo)" and row["kernels"]

@@ -1,0 +1,340 @@
+"""The model zoo (irlens/models/zoo/, `irlens zoo`): its entries, their common views through
+Dynamo (no unknown op; the float64 interpreter reproduces outputs, loss, gradients and updated
+buffers), train mode and in-place buffer updates, the loss that does not vanish, ill-conditioned
+checks judged against eager, and the command's shards and merges. A few models per family run
+in the default suite; every model runs with `-m slow`."""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from irlens.backends.base import Backend, BackendRun
+from irlens.bindings import run_program, stage_programs
+from irlens.cli import main
+from irlens.errors import UsageError
+from irlens.frontends.base import Availability
+from irlens.interpret import interpret
+from irlens.matrix import Document, plan_matrix, read_document, run_plan, write_document
+from irlens.matrix.cell import run_cell
+from irlens.matrix.references import compute_reference, gradient_conditions
+from irlens.matrix.row import Row
+from irlens.models import get_workload, workload_names
+from irlens.models.zoo import zoo_names
+from irlens.models.zoo.entry import projection_loss
+from irlens.numerics import Bound, allowed_errors, compare_results, ill_conditioned, rel_err, unit_roundoff
+from irlens.reporting.zoo_page import summarize, upstream_of, zoo_markdown
+from irlens.workload import MODES, Workload, mean_square_loss, run_eager
+from irlens.zoo_run import merge_shards, parse_shard, shard_of, zoo_models
+
+from workload_cache import acquired, instance, reference
+
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("transformers", "timm")),
+    reason="the zoo's libraries are not installed (pip install 'irlens[zoo]')")
+
+FAST = ["hf_llama", "hf_bert", "timm_vit"]  # a decoder, an encoder, a vision transformer
+SLOW = [n for n in zoo_names() if n not in FAST]  # timm_resnet18 (train mode) among them: 40 s a mode here
+LEVELS = ("composite", "primitive")
+# Model code casts to float32 on purpose (HF's RoPE tables and RMSNorm: `.float()`), which in the
+# float64 reference rounds and in the graph of the float32 instance is a no-op: float32's rounding
+# of those intermediates (~6e-8 on llama) separates them, not a meaning.
+FAITHFUL_TOL = 1e-6
+KINDS = {"decoder", "encoder", "encoder-decoder", "ssm", "moe", "vision", "audio"}
+
+
+def test_the_zoo_covers_the_families_and_stays_out_of_the_default_set():
+    hf, timm = zoo_names("hf"), zoo_names("timm")
+    assert len(hf) >= 20 and len(timm) >= 15
+    assert KINDS <= {t for n in hf + timm for t in get_workload(n).tags}
+    assert not set(hf + timm) & set(workload_names()) and not set(hf + timm) & set(workload_names(corpus=True))
+    for name in hf + timm:
+        wl = get_workload(name)
+        assert set(wl.presets) == {"tiny", "bench"} and wl.description and wl.loss is projection_loss
+
+
+@pytest.mark.parametrize("name", FAST + [pytest.param(n, marks=pytest.mark.slow) for n in SLOW])
+def test_tiny_models_are_small_and_return_finite_tensors(name):
+    inst = instance(name)
+    assert sum(p.numel() for p in inst.module.parameters()) < 1_000_000
+    results = run_eager(inst.module, inst, "fwd")
+    outs = [v for k, v in results.items() if k.startswith("out")]
+    assert outs and all(torch.isfinite(o).all() for o in outs)
+
+
+FAITHFUL = FAST + [pytest.param(n, marks=pytest.mark.slow) for n in SLOW]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", FAITHFUL)
+def test_dynamo_common_view_is_faithful(name, mode):
+    """No unknown op in any stage at either level, and every program, run by the float64
+    interpreter, reproduces the float64 eager results (buffers a train-mode model updates included).
+    A model whose float64 reference cannot run (grouped_mm) is checked against float32 eager."""
+    acq = acquired(name, mode, "dynamo")
+    unknown = {f"{s.name} ({lvl})": dict(s.common(lvl).unknown_ops()) for s in acq.stages.values() for lvl in LEVELS
+               if s.common(lvl).unknown_ops()}
+    assert not unknown, unknown
+    inst = instance(name)
+    ref = reference(name, mode)
+    # A result that is noise-sized in truth (attention's key bias gradient, the running mean of a
+    # BatchNorm fed by a zero-mean channel) is noise in float64 too: judged as the verdicts judge
+    # it, against float32 eager's own error (irlens.numerics.ill_conditioned)
+    eager = run_eager(inst.module, inst, mode)
+    eager_errors = {n: rel_err(eager[n], r) for n, r in ref.items() if r is not None and eager.get(n) is not None}
+    conditions = gradient_conditions(ref, {**{f"input{i}": t for i, t in enumerate(inst.inputs)}, **inst.params()})
+    ill = ill_conditioned(ref, "float32", mode, eager_errors, conditions)
+    bounds = {**{n: Bound(FAITHFUL_TOL, f"tol {FAITHFUL_TOL:.0e}") for n in ref},
+              **allowed_errors(ill, "float32", mode, eager_errors, conditions, ill)}
+    problems = []
+    for stage, program in stage_programs(acq, inst).items():
+        for level in LEVELS:
+            got = run_program(program, inst, lambda step, xs: interpret(step.graph(level), xs))
+            cmp = compare_results(got, ref, bounds)
+            if not cmp.ok:
+                problems.append(f"{stage} ({level}): {cmp.reason}")
+    assert not problems, "\n".join(problems)
+
+
+# --- train mode and buffers updated in place --------------------------------------------------------
+
+def _bn_workload(training: bool | None = None) -> Workload:
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
+    return Workload.from_module("bn_train", m.train(True if training is None else training), ((4, 3, 8, 8),))
+
+
+def test_a_module_keeps_its_mode_and_zoo_entries_declare_theirs():
+    assert _bn_workload().instantiate().module_mode == "train"
+    assert _bn_workload(training=False).instantiate().module_mode == "eval"
+    assert instance("timm_resnet18").module_mode == "train" and instance("hf_bert").module_mode == "eval"
+
+
+def test_updated_buffers_are_results_and_each_step_starts_from_the_same_state():
+    inst = _bn_workload().instantiate()
+    before = {k: v.clone() for k, v in inst.buffers().items()}
+    first = run_eager(inst.module, inst, "fwdbwd")
+    second = run_eager(inst.module, inst, "fwdbwd")
+    assert sorted(k for k in first if k.startswith("buffer:")) == [
+        "buffer:1.num_batches_tracked", "buffer:1.running_mean", "buffer:1.running_var"]
+    assert int(first["buffer:1.num_batches_tracked"]) == 1
+    assert not torch.equal(first["buffer:1.running_mean"], before["1.running_mean"])
+    for k in first:
+        if k.startswith("buffer:"):
+            assert torch.equal(first[k], second[k])
+    assert all(torch.equal(v, before[k]) for k, v in inst.buffers().items())  # put back after each step
+
+
+def test_dynamo_shows_the_in_place_updates_as_results_of_its_graph():
+    """`num_batches_tracked.add_(1)` and F.batch_norm's running statistics: no unknown op, and each
+    new value is an output of Dynamo's graph that names the input it updates."""
+    wl = _bn_workload()
+    inst = wl.instantiate()
+    from irlens.frontends import get_frontend
+
+    acq = get_frontend("dynamo").acquire(inst, "fwd")
+    graph = acq.stage("dynamo.fx").common()
+    assert not graph.unknown_ops()
+    updated = sorted(n.split("buffers_")[-1].rstrip("_") for n in graph.updates.values())
+    assert updated == ["num_batches_tracked", "running_mean", "running_var"]
+    assert graph.outputs[-3:] == list(graph.updates)
+    assert "updated in place" in graph.to_text()
+
+
+@pytest.mark.parametrize("backend", ["eager", pytest.param("inductor", marks=pytest.mark.slow)])
+def test_train_mode_batchnorm_buffers_are_compared_on_every_backend_that_runs_it(backend):
+    plan = plan_matrix([_bn_workload()], [backend], ["fwd", "fwdbwd"])
+    doc = run_plan(plan, isolate=False, progress=False)
+    for row in doc.rows:
+        assert row.status == "ok", (row.backend, row.mode, row.reason)
+        assert {"buffer:1.running_mean", "buffer:1.running_var", "buffer:1.num_batches_tracked"} <= set(row.per_result)
+        assert row.module_mode == "train"
+
+
+# --- the loss, and checks that are ill-conditioned ------------------------------------------------------
+
+def _vanishing(wl: Workload) -> set[str]:
+    inst = wl.instantiate()
+    ref = inst.cast("float64")
+    results = run_eager(ref.module, ref, "fwdbwd")
+    conditions = gradient_conditions(results, {**{f"input{i}": t for i, t in enumerate(inst.inputs)}, **inst.params()})
+    return {k for k, c in conditions.items() if c * unit_roundoff("float32") > 1}
+
+
+def test_the_zoo_loss_does_not_vanish_where_a_mean_of_squares_does():
+    """BERT ends in a LayerNorm: under a mean of squares its embedding gradient vanishes (float32
+    eager was 'wrong' by 1e6 there); under the projection loss only the attention key biases'
+    gradients do, which are exactly zero in truth (softmax ignores a per-query constant)."""
+    bert = get_workload("hf_bert")
+    assert "grad:model.embeddings.word_embeddings.weight" in _vanishing(dataclasses.replace(bert, loss=mean_square_loss))
+    vanishing = _vanishing(bert)
+    assert vanishing and all(k.endswith("attention.self.key.bias") for k in vanishing)
+
+
+def test_the_projection_loss_is_the_same_on_torch_and_jax():
+    jnp = pytest.importorskip("jax.numpy")
+    outs = (torch.randn(2, 3, 5, dtype=torch.float64), torch.randn(4, dtype=torch.float64))
+    want = float(projection_loss(outs))
+    got = float(projection_loss(tuple(jnp.asarray(o.numpy()) for o in outs)))
+    assert want > 0 and math.isclose(got, want, rel_tol=1e-6)
+
+
+class _Perturbed(Backend):
+    """Eager, with one result moved (`result`, by `amount` of its own norm, or absolutely where zero)."""
+
+    name, frontend, description = "perturbed", None, "eager with one result perturbed"
+
+    def __init__(self, result: str, amount: float):
+        self.result, self.amount = result, amount
+
+    def availability(self, device: str) -> Availability:
+        return Availability(True)
+
+    def run(self, inst, mode):
+        results = run_eager(inst.module, inst, mode)
+        r = results[self.result]
+        noise = torch.randn(r.shape, generator=torch.Generator().manual_seed(0), dtype=r.dtype)
+        results[self.result] = r + self.amount * max(r.norm().item(), 1.0) * noise / noise.norm()
+        return BackendRun(results, 0.0, 0.0, [])
+
+
+def test_an_ill_conditioned_check_judges_against_eager_and_still_catches_a_backend_that_is_off():
+    """A conv bias before a train-mode BatchNorm has an exactly-zero gradient (the batch mean cancels
+    it): float32 eager is 'off' by ~1 relative to float64's 1e-17. Eager is ok there, the result
+    is named ill-conditioned; a backend whose bias gradient is off by 1e-3 is still a mismatch, as
+    is one off on a well-conditioned result."""
+    wl = _bn_workload()
+    reference = compute_reference(wl, "fwdbwd", "cpu", "tiny", None)
+    eager = run_cell(wl, get_backend_eager(), "fwdbwd", "cpu", "tiny", None, reference)
+    assert eager.status == "ok", eager.reason
+    assert "grad:0.bias" in (eager.ill_conditioned or {}) and "vanishes" in eager.ill_conditioned["grad:0.bias"]
+    assert eager.per_result["grad:0.bias"] > 1e-3  # float32 noise against a true zero: no flat tolerance holds
+    off_bias = run_cell(wl, _Perturbed("grad:0.bias", 1e-3), "fwdbwd", "cpu", "tiny", None, reference)
+    assert off_bias.status == "mismatch" and "grad:0.bias" in off_bias.reason
+    off_weight = run_cell(wl, _Perturbed("grad:0.weight", 1e-3), "fwdbwd", "cpu", "tiny", None, reference)
+    assert off_weight.status == "mismatch" and "grad:0.weight" in off_weight.reason
+
+
+def test_a_result_eager_gets_no_digit_of_is_held_to_its_order_of_magnitude():
+    """Noise against noise (a running mean of a zero-mean channel): twice eager's error passes, a
+    hundred times does not; a well-conditioned result keeps the flat tolerance as its cap."""
+    from irlens.numerics import allowed_error
+
+    noise = allowed_error("float32", "fwd", 4e8, ill=True).value
+    assert 2 * 4e8 < noise < 100 * 4e8
+    assert allowed_error("float32", "fwd", 1e-2, ill=True).value < 1e-1  # some digits: k stays 2
+    assert allowed_error("float32", "fwd", 1e-3).value == 1e-4  # not ill-conditioned: capped
+
+
+def get_backend_eager():
+    from irlens.backends import get_backend
+
+    return get_backend("eager")
+
+
+# --- the command: shards, merges, the summary -----------------------------------------------------------
+
+def test_shards_are_deterministic_disjoint_and_complete():
+    names = zoo_models()
+    shards = [shard_of(list(reversed(names)), k, 4) for k in range(4)]
+    assert shards == [shard_of(names, k, 4) for k in range(4)]  # the order names come in does not matter
+    assert sorted(n for s in shards for n in s) == sorted(names) and all(s for s in shards)
+    assert all(any(n.startswith("hf_") for n in s) and any(n.startswith("timm_") for n in s) for s in shards)
+    assert parse_shard("3/4") == (3, 4)
+    for bad in ("4/4", "1", "a/b", "-1/2"):
+        with pytest.raises(UsageError):
+            parse_shard(bad)
+
+
+def test_bad_zoo_arguments_exit_2(capsys):
+    assert main(["zoo", "--shard", "2/2"]) == 2
+    assert main(["zoo", "--models", "hf_nonesuch"]) == 2
+    assert "choose from" in capsys.readouterr().err
+
+
+def _row(workload, mode, backend, status="ok", **kw) -> Row:
+    return Row(workload, mode, backend, None if backend == "eager" else "dynamo", status=status, **kw)
+
+
+def _shard_docs(tmp_path):
+    a = Document("compare", [_row("model_a", "fwd", "eager", run_us=100.0),
+                             _row("model_a", "fwd", "inductor", run_us=50.0, kernel_count=7, compile_s=3.0,
+                                  notes={"graph_breaks": 1})], "cpu", "cpu", preset="tiny")
+    detail = 'Traceback:\n  File "/x/irlens/backends/thunder/__init__.py", line 3\n  File ' \
+             '"/v/lib/python3.11/site-packages/thunder/core/jit_ext.py", line 9, in f\nAssertionError: boom'
+    b = Document("compare", [_row("model_b", "fwd", "eager", run_us=80.0),
+                             _row("model_b", "fwd", "inductor", "failed", reason="run: AssertionError: boom 12",
+                                  detail=detail)], "cpu", "cpu", preset="tiny")
+    paths = [tmp_path / "a.json", tmp_path / "b.json.gz"]
+    write_document(a, paths[0])
+    write_document(b, paths[1])
+    return paths
+
+
+def test_zoo_from_shards_rebuilds_the_summary_and_report_merges_them(tmp_path, capsys):
+    paths = _shard_docs(tmp_path)
+    out = tmp_path / "zoo"
+    assert main(["zoo", "--from", str(paths[0]), "--from", str(paths[1]), "--out", str(out)]) == 1  # a failed row
+    page = (out / "zoo.md").read_text()
+    assert "| inductor | fwd | 2 | 1/2 (50 %) | 1/2 (50 %) | 1/2 (50 %) | 0 | 1 (1) | 7 | 3.0 |" in page
+    assert "upstream (thunder)" in page and "AssertionError: boom N" in page
+    assert {(r.workload, r.backend) for r in read_document(out / "zoo.json").rows} == {
+        ("model_a", "eager"), ("model_a", "inductor"), ("model_b", "eager"), ("model_b", "inductor")}
+    assert (out / "report.html").exists()
+    report = tmp_path / "report"
+    assert main(["report", "--from", str(paths[0]), "--from", str(paths[1]), "--out", str(report)]) == 0
+    assert len(json.loads((report / "results.json").read_text())["rows"]) == 4
+    # the same shard twice overlaps
+    assert main(["zoo", "--from", str(paths[0]), str(paths[0]), "--out", str(out)]) == 2
+
+
+def test_speedups_and_their_geomean_are_shown_on_a_gpu_document():
+    rows = [_row(w, "fwd", b, run_us=t) for w, b, t in (("hf_bert", "eager", 100.0), ("hf_bert", "inductor", 50.0),
+                                                         ("timm_vit", "eager", 90.0), ("timm_vit", "inductor", 10.0))]
+    doc = Document("compare", rows, "cuda", "NVIDIA H100", preset="bench", dtype="bfloat16")
+    inductor = next(s for s in summarize(doc) if s.backend == "inductor")
+    assert inductor.speedups == {"hf_bert": 2.0, "timm_vit": 9.0} and math.isclose(inductor.geomean, 18 ** 0.5)
+    assert "4.24x" in zoo_markdown(doc) and "2.00x" in zoo_markdown(doc)
+    assert upstream_of(_row("m", "fwd", "inductor", detail='File "/a/irlens/x.py", line 1')) is None
+
+
+def test_a_missing_library_is_a_clear_error_and_an_unavailable_model(monkeypatch, capsys):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else real(name, *a))
+    assert "needs transformers" in get_workload("hf_bert").missing() and not get_workload("timm_vit").missing()
+    assert main(["compare", "--workloads", "hf_bert", "--backends", "eager"]) == 2
+    assert "pip install 'irlens[zoo]'" in capsys.readouterr().err
+    assert main(["list"]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("hf_bert")]
+    assert listed and "unavailable: workload 'hf_bert' needs transformers" in listed[0]
+    from irlens.zoo_run import ZooConfig, run_zoo
+
+    doc = run_zoo(ZooConfig(models=["hf_bert"], backends=["eager"], modes=["fwd"]), progress=False)
+    assert [(r.status, r.reason) for r in doc.rows] == [("unavailable", get_workload("hf_bert").missing())]
+
+
+def test_weight_norm_backward_expands_as_aten_computes_it():
+    """wav2vec 2.0's weight-normed positional convolution: AOT's backward holds
+    `_weight_norm_interface_backward`, which torch does not decompose; irlens's decomposition
+    computes what the ATen kernel computes."""
+    from irlens.frontends.dynamo.decompositions import weight_norm_interface_backward
+
+    for dim in (0, 2):
+        v = torch.randn(6, 3, 5, dtype=torch.float64)
+        g = torch.randn(*[v.shape[d] if d == dim else 1 for d in range(3)], dtype=torch.float64)
+        w, norms = torch._weight_norm_interface(v, g, dim)
+        grad_w = torch.randn_like(w)
+        want = torch.ops.aten._weight_norm_interface_backward(grad_w, v, g, norms, dim)
+        for a, b in zip(weight_norm_interface_backward(grad_w, v, g, norms, dim), want):
+            torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_projection_is_fixed_by_seed():
+    from irlens.models.zoo.entry import _projection
+
+    assert np.array_equal(_projection(7, 1), _projection(7, 1)) and not np.array_equal(_projection(7, 1), _projection(7, 0))
