@@ -66,7 +66,8 @@ class Llama3Config:
         return self.attention_params() + 2 * self.dim + 3 * self.dim * self.ffn_hidden
 
     def num_params(self, exclude_embedding: bool = True) -> int:
-        n = sum(self.layer_params(i) for i in range(self.n_layers)) + self.dim + self.vocab_size * self.dim  # + final norm, output
+        layers = sum(self.layer_params(i) for i in range(self.n_layers))
+        n = layers + self.dim + self.vocab_size * self.dim  # + final norm, output
         return n if exclude_embedding else n + self.vocab_size * self.dim
 
     def flops_per_token(self) -> float:

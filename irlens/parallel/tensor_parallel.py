@@ -51,6 +51,7 @@ BLOCK_PLAN = {
     "feed_forward.w3": ColwiseParallel(),
     "feed_forward.w2": RowwiseParallel(),
 }
+
 ATTENTION_INPUTS = 3  # x, the rotary embedding, the block mask (irlens.models.common.decoder)
 
 
