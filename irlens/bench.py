@@ -8,7 +8,7 @@ the same work. The ceilings (irlens.ceilings: the best of several bandwidth kern
 matrix product of a sweep that includes the workloads' own GEMM shapes) are measured before the
 timed cells, or read from the cache where this GPU, driver and software were measured
 (irlens.ceilings_cache), and raised to the best rate a kernel of the run was timed at, within
-the vendor's figure (irlens.roofline). Each kernel is charged what it touches of its own buffers
+the vendor's figure (irlens.reporting.roofline). Each kernel is charged what it touches of its own buffers
 (the backend's records) and the flops of the nodes it computes; a figure above 100 % of ceiling
 is flagged as a model error (irlens.reporting.ceiling), in the row, its kernels, the table and
 the charts. Before the timed cells, every cell is compiled ahead in parallel workers into the
@@ -18,7 +18,7 @@ This process does no GPU work: the work counts, the ceilings, the compiles ahead
 and the cells run in worker processes (irlens.isolation), so each cell worker has the whole GPU's
 memory.
 
-A row's % of ceiling (irlens.roofline) is ideal time / device time. Its launches are the
+A row's % of ceiling (irlens.reporting.roofline) is ideal time / device time. Its launches are the
 device launches of a step (kernels, memsets, memcpys), the same count for every backend.
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ from irlens.matrix.references import References
 from irlens.matrix.table import via_lines
 from irlens.models import resolve_workload
 from irlens.reporting.records import kernel_stage, launches_of, row_graphs, row_kernels
-from irlens.roofline import apply_roofline
+from irlens.reporting.roofline import apply_roofline
 from irlens.workload import run_eager
 
 BENCH_BACKENDS = ["eager", "inductor", "nvfuser", "xla"]
@@ -147,7 +147,7 @@ def device_name_of(kernel: dict, backend: str) -> str:
 
 
 def annotate_kernels(row: Row) -> None:
-    """Per kernel: device time and flops (irlens.roofline judges them). A record gets the
+    """Per kernel: device time and flops (irlens.reporting.roofline judges them). A record gets the
     time of its own launch: the i-th record with a device name gets the i-th launch of that
     name in the profiled step, where the counts agree (one kernel launched for two layers is two
     launches, two records). Bytes stay what the backend read from the kernel's own buffers."""

@@ -4,7 +4,7 @@ Each lowering takes the `primitive` view (decomposition is an explicit pass befo
 backend, DESIGN.md) and states the ops it supports (`SUPPORTED`); a graph holding any other
 op raises `Unsupported`, naming them, and the cross cell is `unavailable`. A lowered graph
 runs on torch tensors in the graph's dtypes and returns torch tensors, so
-`irlens.bindings.run_program` chains lowered forward and backward graphs like interpreted
+`irlens.frontends.bindings.run_program` chains lowered forward and backward graphs like interpreted
 ones. After its first call it reports the kernels the backend launched (`kernels()`).
 """
 from __future__ import annotations

@@ -23,7 +23,7 @@ from collections import Counter
 
 import torch
 
-from irlens.bindings import program_for
+from irlens.frontends.bindings import program_for
 from irlens.frontends import get_frontend
 from irlens.lowering import LEVEL
 from irlens.workload import Workload

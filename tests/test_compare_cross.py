@@ -112,7 +112,7 @@ def test_fx_lowering_computes_literals_on_the_target_device(workload):
     """JAX's fwd+bwd graph divides literals (the mean's cotangent, 1.0 / 512.0) and broadcasts the
     quotient: made on the CPU, it met CUDA tensors and Inductor's fake tensors refused the cell on
     the GPU. Lowered for the meta device, every value of the graph must be on it."""
-    from irlens.bindings import program_for
+    from irlens.frontends.bindings import program_for
     from irlens.frontends import get_frontend
     from irlens.lowering import LEVEL
     from irlens.backends.inductor.lower import to_graph_module

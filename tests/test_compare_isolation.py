@@ -38,8 +38,10 @@ class BrokenBackend(Backend):
     frontend = None
     description = "test-only: deliberately broken"
 
-    def __init__(self, name: str, how: str, broken_mode: str = "fwd", frontend: str | None = None):
+    def __init__(self, name: str, how: str, broken_mode: str = "fwd", frontend: str | None = None,
+                 keeps_device_memory: bool = False):
         self.name, self.how, self.broken_mode, self.frontend = name, how, broken_mode, frontend
+        self.keeps_device_memory = keeps_device_memory
 
     def availability(self, device: str) -> Availability:
         return Availability(True)
@@ -64,7 +66,7 @@ SEGFAULT = BrokenBackend("test-segfault", "segfault")
 HANG = BrokenBackend("test-hang", "hang")
 RAISE = BrokenBackend("test-raise", "raise")
 WRONG = BrokenBackend("test-wrong", "wrong", broken_mode="fwdbwd")
-FAKE_XLA = BrokenBackend("test-jax", "none", frontend="jax")
+FAKE_XLA = BrokenBackend("test-jax", "none", frontend="jax", keeps_device_memory=True)  # as XLA
 OOM = BrokenBackend("test-oom", "oom")
 
 
@@ -301,8 +303,9 @@ def test_a_crash_reports_its_first_error_not_only_the_teardown(tmp_path):
 
 
 def test_on_a_shared_gpu_a_jax_cells_worker_ends_with_it():
-    # XLA keeps the device memory it took until its process ends: timed cells share the GPU, so
-    # each JAX cell gets a fresh worker; other backends' workers serve cell after cell
+    # XLA keeps the device memory it took until its process ends (Backend.keeps_device_memory):
+    # timed cells share the GPU, so each of its cells gets a fresh worker; other backends'
+    # workers serve cell after cell
     def pids(backend, device_timing):
         plan = cmp.plan_matrix(["gelu", "tinyhead"], [backend], ["fwd"], "cpu", "tiny", None, device_timing=device_timing)
         rows = cmp.execute(plan, timeout=60.0, progress=False)["rows"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import irlens.matrix as cmp
-from irlens.bindings import program_for, run_program, stage_programs
+from irlens.frontends.bindings import program_for, run_program, stage_programs
 from irlens.interpret import Uninterpretable, interpret
 from irlens.numerics import compare_results
 from irlens.models import get_workload, workload_names

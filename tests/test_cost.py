@@ -10,7 +10,7 @@ from irlens.ceilings import Ceilings, Gemm, sweep
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 from irlens.isolation import WorkerSession
 from irlens.matrix import Row
-from irlens.roofline import roofline
+from irlens.reporting.roofline import roofline
 from irlens.workload import Workload
 
 

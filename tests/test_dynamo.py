@@ -260,7 +260,7 @@ def test_chunked_linear_cross_entropy_is_its_own_chunked_loop(reduction):
 def test_cross_entropy_and_nll_loss_are_composites_with_rules():
     """F.cross_entropy (torch level) and nll_loss_forward/backward (ATen) are canonical
     composites; both levels reproduce the loss and its gradient, ignore_index and weights included."""
-    from irlens.bindings import program_for, run_program
+    from irlens.frontends.bindings import program_for, run_program
     from irlens.workload import Workload, run_eager
 
     class Loss(nn.Module):
@@ -351,7 +351,7 @@ def test_moe_routing_ops_map_and_compute():
     """The ops a mixture-of-experts router brings (sigmoid, topk, index_add; in the backward
     sigmoid_backward and topk's scatter) are canonical ops, and the ATen graphs built from them,
     forward chained into backward, compute the module's outputs and gradients."""
-    from irlens.bindings import program_for, run_program
+    from irlens.frontends.bindings import program_for, run_program
     from irlens.workload import Workload, run_eager
 
     class Router(torch.nn.Module):
@@ -476,7 +476,7 @@ class _OrdinaryOps(nn.Module):
 
 
 def test_ordinary_ops_are_known_and_compute_forward_and_backward():
-    from irlens.bindings import program_for, run_program
+    from irlens.frontends.bindings import program_for, run_program
     from irlens.workload import Workload, run_eager
 
     def inputs(cfg, dt, g):
@@ -531,7 +531,7 @@ class _Solver(nn.Module):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_an_effect_token_is_an_input_of_its_own_and_the_program_feeds_it(mode):
-    from irlens.bindings import run_program, stage_programs
+    from irlens.frontends.bindings import run_program, stage_programs
     from irlens.workload import Workload, run_eager
 
     def inputs(cfg, dt, g):
@@ -590,7 +590,7 @@ def test_an_input_updated_in_place_binds_before_the_outputs():
     """F.batch_norm in training updates the running statistics it is given: AOTAutograd's
     forward returns their new values before the outputs, and the program binds them so (not as
     the outputs)."""
-    from irlens.bindings import program_for, run_program
+    from irlens.frontends.bindings import program_for, run_program
     from irlens.workload import Workload, run_eager
 
     def fn(x, mean, var):

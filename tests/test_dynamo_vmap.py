@@ -8,7 +8,7 @@ import functools
 import pytest
 import torch
 
-from irlens.bindings import run_program, stage_programs
+from irlens.frontends.bindings import run_program, stage_programs
 from irlens.frontends import get_frontend
 from irlens.interpret import interpret
 from irlens.lowering import LEVEL

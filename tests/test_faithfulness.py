@@ -1,14 +1,14 @@
 """Faithfulness: every built-in workload, mode and frontend, its common views (both levels) run
 by the float64 reference interpreter, give the workload's float64 results: outputs, loss and
 gradients, with the frontend's forward graph feeding its backward graph as the frontend does
-(irlens.bindings). Acquisitions are made once per session."""
+(irlens.frontends.bindings). Acquisitions are made once per session."""
 from __future__ import annotations
 
 
 import pytest
 import torch
 
-from irlens.bindings import program_for, run_program, stage_programs
+from irlens.frontends.bindings import program_for, run_program, stage_programs
 from irlens.interpret import MEANINGS, Uninterpretable, interpret
 from irlens.ir import Graph, Node, TensorMeta
 from irlens.models import workload_names

@@ -1,5 +1,6 @@
-"""The package's shape holds: no import circle (lazy imports included), no module importing
-another's private names, and no submodule that would hide an API function of the same name."""
+"""The package's shape holds: no import circle (lazy imports included) between modules or between
+subpackages, no module importing another's private names, and no submodule that would hide an
+API function of the same name."""
 from __future__ import annotations
 
 import ast
@@ -35,26 +36,55 @@ def module_of(name: str, known: dict[str, Path]) -> str:
     return name
 
 
-def test_no_import_circle():
-    known = modules()
+def import_edges(known: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the irlens modules it imports, anywhere in the file (late imports included)."""
     edges = {m: set() for m in known}
     for m, path in known.items():
         for module, name in imports(path, known):
             target = f"{module}.{name}" if f"{module}.{name}" in known else module_of(module, known)
             if target != m:
                 edges[m].add(target)
-    # every module's reach; a module that reaches itself is on a circle
-    circles = []
-    for start in known:
-        seen, todo = set(), list(edges[start])
-        while todo:
-            m = todo.pop()
-            if m not in seen:
-                seen.add(m)
-                todo += edges[m]
-        if start in seen:
-            circles.append(start)
-    assert circles == [], f"modules on an import circle: {circles}"
+    return edges
+
+
+def reach(edges: dict[str, set[str]], start: str) -> set[str]:
+    """The nodes `start` imports, directly or through others."""
+    seen, todo = set(), list(edges.get(start, ()))
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += edges.get(m, ())
+    return seen
+
+
+def on_a_circle(edges: dict[str, set[str]]) -> list[str]:
+    """The nodes that reach themselves."""
+    return [m for m in edges if m in reach(edges, m)]
+
+
+def package_of(module: str) -> str:
+    """irlens.frontends.dynamo.fx -> irlens.frontends; a top-level module is a package of its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_no_import_circle():
+    assert on_a_circle(import_edges(modules())) == [], "modules on an import circle"
+
+
+def test_no_package_circle():
+    """irlens' subpackages (frontends, backends, matrix, reporting, ...; each top-level module
+    alone) import one another one way only: no tie hides behind a late import."""
+    why: dict[tuple[str, str], list[str]] = {}
+    for m, targets in import_edges(modules()).items():
+        for t in targets:
+            if package_of(m) != package_of(t):
+                why.setdefault((package_of(m), package_of(t)), []).append(f"{m} -> {t}")
+    edges: dict[str, set[str]] = {}
+    for a, b in why:
+        edges.setdefault(a, set()).add(b)
+    ties = [line for (a, b), lines in sorted(why.items()) if a in reach(edges, b) for line in lines]
+    assert on_a_circle(edges) == [], f"imports that close a circle of packages: {ties}"
 
 
 def test_no_private_names_across_modules():

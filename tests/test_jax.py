@@ -181,7 +181,7 @@ def test_jaxpr_one_minus_square_from_newer_jax():
 def test_lowered_modules_bind_only_the_arguments_jit_keeps(mode):
     """jit drops the arguments a function never reads: the StableHLO and HLO modules take the
     ones it kept, and the bindings feed those, by name, in both modes."""
-    from irlens.bindings import program_for, run_program, stage_programs, workload_values
+    from irlens.frontends.bindings import program_for, run_program, stage_programs, workload_values
 
     def twin(params, x, unused, y):
         return (jnp.sin(x) * y, jnp.zeros_like(unused))

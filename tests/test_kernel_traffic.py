@@ -22,7 +22,7 @@ from irlens.ir import Graph, TensorMeta
 from irlens.matrix import Document, read_document
 from irlens.reporting.ceiling import above_100
 from irlens.reporting.records import row_graphs, row_kernels
-from irlens.roofline import recompute
+from irlens.reporting.roofline import recompute
 
 RESULTS = Path(__file__).parent.parent / "docs" / "results"
 H200_BENCH = RESULTS / "h200.json.gz"  # 4 x H200, 2026-11-21: 112 rows, kernels with their post-grad graphs

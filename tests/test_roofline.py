@@ -23,7 +23,7 @@ from irlens.models import resolve_workload
 from irlens.reporting.build import build_report
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.markdown import render_markdown
-from irlens.roofline import judge_kernels, recompute
+from irlens.reporting.roofline import judge_kernels, recompute
 from irlens.workload import run_eager
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "int64": 8, "int32": 4, "bool": 1, "float64": 8}

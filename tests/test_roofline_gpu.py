@@ -137,7 +137,7 @@ def test_a_bench_keeps_rows_and_kernels_within_the_ceilings():
     from irlens.bench import run_bench
     from irlens.ceilings import Ceilings
     from irlens.matrix import Document
-    from irlens.roofline import recompute
+    from irlens.reporting.roofline import recompute
 
     doc = run_bench(["gelu", "block"], ["inductor", "xla"], ["fwd"], ["bfloat16"], device="cuda", preset="bench",
                     timeout=400)

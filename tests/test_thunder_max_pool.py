@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from irlens.bindings import program_for, run_program
+from irlens.frontends.bindings import program_for, run_program
 from irlens.cross import cell
 from irlens.frontends import get_frontend
 from irlens.interpret import interpret

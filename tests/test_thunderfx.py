@@ -132,7 +132,8 @@ def test_each_region_has_its_common_view(erfcx_acquired):
 
 
 def test_a_thunderfx_acquisition_has_no_cross_grid_program(erfcx_acquired):
-    from irlens.bindings import NoProgram, program_for
+    from irlens.frontends.base import NoProgram
+    from irlens.frontends.bindings import program_for
 
     inst, acq = erfcx_acquired
     with pytest.raises(NoProgram, match=r"ThunderFX split erfcx_between into 3 regions \(2 Thunder's, 1 Inductor's\)"):

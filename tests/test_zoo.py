@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from irlens.backends.base import Backend, BackendRun
-from irlens.bindings import run_program, stage_programs
+from irlens.frontends.bindings import run_program, stage_programs
 from irlens.cli import main
 from irlens.errors import UsageError
 from irlens.frontends.base import Availability

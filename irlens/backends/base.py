@@ -10,8 +10,8 @@ from typing import Any, Callable
 
 import torch
 
-from irlens.bindings import Program, run_program
-from irlens.frontends.base import Availability, Stage, Unavailable
+from irlens.frontends.base import Availability, Program, Stage, Unavailable
+from irlens.frontends.bindings import run_program
 from irlens.ir import Graph, Kernel
 from irlens.lowering import LEVEL
 from irlens.registry import Registry
@@ -108,6 +108,9 @@ class Backend(ABC):
     def run(self, inst: Instance, mode: str) -> BackendRun: ...
 
     main_stage: str = ""  # prefix of the stage `irlens dump --backend` shows when none is asked for
+    # its allocator keeps the device memory it took until its process ends (XLA's): a worker that
+    # ran it on a shared GPU is ended after each cell
+    keeps_device_memory: bool = False
 
     def worker_env(self) -> dict[str, str]:
         """Environment variables a worker process started to run this backend's cells needs
@@ -124,7 +127,7 @@ class Backend(ABC):
     via: str = "dynamo"
 
     def run_program(self, inst: Instance, program: Program) -> BackendRun:
-        """A frontend's program (irlens.bindings: its forward, and backward, common views) with
+        """A frontend's program (irlens.frontends.bindings: its forward, and backward, common views) with
         each graph compiled by this backend's `lower` at the lowering level, run as one step."""
         if self.lower is None:
             raise Unavailable(f"backend {self.name} has no lowering of the common view")

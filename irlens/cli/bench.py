@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from irlens.cli.command import (add_modes_option, add_preset_option, add_thunder_capture, apply_thunder_capture,
+from irlens.cli.command import (add_modes_option, add_preset_option, add_frontend_settings, apply_frontend_settings,
                                   backend_names, checked_csv, csv, guarded, options)
 from irlens.compile_caches import default_root
 from irlens.errors import UsageError
@@ -45,7 +45,7 @@ def add_arguments(b) -> None:
     b.add_argument("--rerun", default=None, metavar="RESULTS_JSON",
                    help="run again only the rows of this earlier bench document that are not ok (and that the "
                         "other options name), and write it with those rows replaced")
-    add_thunder_capture(b)
+    add_frontend_settings(b)
 
 
 @guarded
@@ -63,7 +63,7 @@ def run(args) -> int:
     if config.jobs < 1 or config.compile_jobs < 0:
         raise UsageError(f"--jobs must be at least 1 and --compile-jobs at least 0 (got {config.jobs}, "
                          f"{config.compile_jobs})")
-    apply_thunder_capture(args)
+    apply_frontend_settings(args)
     command = "irlens " + " ".join(sys.argv[1:])
     previous = None
     if config.rerun:

@@ -123,15 +123,22 @@ def backend_names() -> str:
     return ", ".join(BACKENDS)
 
 
-def add_thunder_capture(parser) -> None:
-    parser.add_argument("--thunder-capture", default=None, metavar="auto|jit|thunderfx",
-                        help="how Thunder (its frontend, thunder+torchcompile, nvfuser) captures a workload: auto "
-                             "(default: thunder.jit, and ThunderFX where it fails), jit, or thunderfx")
+def frontend_settings() -> list[tuple[str, str, object]]:
+    """(option, argparse name, Setting) of every frontend's settings (`Frontend.settings`):
+    `--thunder-capture`, thunder_capture."""
+    from irlens.frontends import FRONTENDS
+
+    return [(f"--{fe.name}-{setting.name}", f"{fe.name}_{setting.name}", setting)
+            for fe in FRONTENDS.values() for setting in fe.settings]
 
 
-def apply_thunder_capture(args) -> None:
-    """`--thunder-capture`, for this process and the workers it starts (a bad value: UsageError)."""
-    if getattr(args, "thunder_capture", None) is not None:
-        from irlens.frontends.thunder.capture import set_capture
+def add_frontend_settings(parser) -> None:
+    for option, _, setting in frontend_settings():
+        parser.add_argument(option, default=None, metavar=setting.metavar, help=setting.help)
 
-        set_capture(args.thunder_capture)
+
+def apply_frontend_settings(args) -> None:
+    """The frontends' settings given, for this process and the workers it starts (a bad value: UsageError)."""
+    for _, dest, setting in frontend_settings():
+        if getattr(args, dest, None) is not None:
+            setting.apply(getattr(args, dest))

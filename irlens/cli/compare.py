@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irlens.cli.command import (add_device_option, add_dtype_option, add_modes_option, add_preset_option,
-                                 add_thunder_capture, apply_thunder_capture, backend_names, csv, guarded, options)
+                                 add_frontend_settings, apply_frontend_settings, backend_names, csv, guarded, options)
 
 HELP = "run workloads through every backend; check numerics; list kernels"
 
@@ -27,7 +27,7 @@ def add_arguments(c) -> None:
     c.add_argument("--jobs", type=int, default=1, help="cells run in parallel")
     c.add_argument("--cross", action="store_true",
                    help="the frontend x backend grid: graphs acquired by dynamo/thunder/jax, executed by inductor/nvfuser/xla")
-    add_thunder_capture(c)
+    add_frontend_settings(c)
 
 
 @dataclass
@@ -50,7 +50,7 @@ def run(args) -> int:
     from irlens.matrix import exit_status, format_table, plan_matrix, run_plan, write_document
 
     o = options(CompareOptions, args)
-    apply_thunder_capture(args)
+    apply_frontend_settings(args)
     if o.cross:
         doc = run_grid(o.workloads, o.modes, o.device, o.preset, o.dtype, o.timeout, executed_by=o.backends)
         print(format_grid(doc))

@@ -6,14 +6,15 @@ import json
 import sys
 from pathlib import Path
 
-from irlens.cli.command import (EXIT_OK, add_device_option, add_dtype_option, add_preset_option, add_thunder_capture,
-                                 apply_thunder_capture, backend_names, guarded)
+from irlens.cli.command import (EXIT_OK, add_device_option, add_dtype_option, add_frontend_settings, add_preset_option,
+                                 apply_frontend_settings, backend_names, frontend_settings, guarded)
 from irlens.errors import NoNativePath, UsageError
 from irlens.ir import LEVELS
 
 HELP = "print one stage of one frontend's IR, native or in the common view"
-# options of the frontends and backends that the joint frontend does not take, and the reverse
-SINGLE_OPTIONS = ("backend", "mode", "backward", "preset", "dtype", "device", "thunder_capture")
+# options of the frontends and backends that the joint frontend does not take (and the frontends'
+# settings), and the reverse
+SINGLE_OPTIONS = ("backend", "mode", "backward", "preset", "dtype", "device")
 JOINT_OPTIONS = ("dp_shard", "tp", "ep", "sequence_parallel", "loss_parallel", "mixed_precision", "flex", "joint_passes",
                  "passes")
 
@@ -44,7 +45,7 @@ def add_arguments(d) -> None:
     add_device_option(d, None)
     d.add_argument("--format", choices=["text", "json"], default="text", help="text, or JSON")
     d.add_argument("--out", help="write to files in this folder (every stage unless --stage is given)")
-    add_thunder_capture(d)
+    add_frontend_settings(d)
     add_parallel_options(d.add_argument_group("--frontend joint (the parallel path's graphs, captured for a mesh)"),
                          capture_config())
     d.set_defaults(**{name: None for name in JOINT_OPTIONS})  # None: not given (the joint dump has its defaults)
@@ -61,7 +62,7 @@ def run(args) -> int:
         raise UsageError("give exactly one of --frontend (its IR stages) or --backend (the stages it compiles through)")
     if not args.workload:
         raise UsageError("give a workload: a built-in (see `irlens list`) or path/to/file.py:NAME")
-    apply_thunder_capture(args)
+    apply_frontend_settings(args)
 
     from irlens.frontends.base import Acquisition, Unavailable
     from irlens.models import resolve_workload
@@ -118,7 +119,8 @@ def _joint(args) -> int:
     TrainConfig the joint options describe (the joint dump's defaults for what is not given)."""
     from irlens.parallel.dump import STAGES, DumpRequest, capture_config, dump
 
-    given = [name for name in SINGLE_OPTIONS if getattr(args, name, None) not in (None, False)]
+    single = SINGLE_OPTIONS + tuple(dest for _, dest, _ in frontend_settings())
+    given = [name for name in single if getattr(args, name, None) not in (None, False)]
     if given:
         raise UsageError(f"--{given[0]} does not apply to --frontend joint")
     if args.stages:

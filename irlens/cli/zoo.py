@@ -9,8 +9,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from irlens.cli.command import (add_device_option, add_modes_option, add_preset_option, add_thunder_capture,
-                                 apply_thunder_capture, csv, guarded)
+from irlens.cli.command import (add_device_option, add_modes_option, add_preset_option, add_frontend_settings,
+                                 apply_frontend_settings, csv, guarded)
 
 HELP = "the model zoo (transformers, timm) through every stack: pass rates, unknown ops, breaks, kernels, speedups"
 
@@ -42,7 +42,7 @@ def add_arguments(p) -> None:
                    help="rebuild the summary from these documents (merged: a split run's shards) instead of running (default: run)")
     p.add_argument("--repro", action="store_true",
                    help="write an `irlens repro` file for each kind of failure that is upstream's (OUT/repro/)")
-    add_thunder_capture(p)
+    add_frontend_settings(p)
 
 
 @guarded
@@ -53,7 +53,7 @@ def run(args) -> int:
     from irlens.zoo_repro import write_repros
     from irlens.zoo_run import ZooConfig, merge_shards, parse_shard, run_zoo
 
-    apply_thunder_capture(args)
+    apply_frontend_settings(args)
     out = Path(args.out)
     if args.from_:
         doc = merge_shards([read_document(path) for path in args.from_])

@@ -41,14 +41,6 @@ FAITHFUL, IN_DTYPE, UNKNOWN, WRONG, BROKEN = "faithful", "in_dtype", "unknown", 
 STAGE_STATUSES = (FAITHFUL, IN_DTYPE, UNKNOWN, WRONG, BROKEN)
 LEVELS = ("composite", "primitive")
 
-# The stages swept per frontend: what it captured at the user's level and at its lowest level.
-# Thunder's traces are numbered per compile: [0] is the acquired trace, [-1] the execution trace.
-STAGES = {
-    "dynamo": ("dynamo.fx", "aot.forward"),
-    "thunder": ("thunder.trace[0]", "thunder.trace[-1]"),
-    "jax": ("jax.jaxpr", "jax.stablehlo", "jax.hlo"),
-}
-
 # Why a capture failed, from its message: the causes the sweep lists apart (first match wins).
 CAUSES = (
     ("data-dependent shape", r"data.dependent|dynamic.shape|DynamicOutputShape|unbacked|Concretization|"
@@ -182,9 +174,8 @@ def _capture(subject, inst, frontend: str, reference: list, rtol: float, eager: 
              data_dependent: list[str]) -> dict:
     """Steps 4 and 5: acquire, then each stage and level. A failure of a case whose eager run
     met data-dependent ATen ops is put down to them unless its message says otherwise."""
-    from irlens.bindings import stage_programs
     from irlens.frontends import get_frontend
-    from irlens.frontends.thunder.capture import capture_as
+    from irlens.frontends.bindings import stage_programs
 
     def failed(kind: str, message: str) -> dict:
         found = cause(kind, message)
@@ -192,9 +183,9 @@ def _capture(subject, inst, frontend: str, reference: list, rtol: float, eager: 
             found, message = "data-dependent shape", f"{message} ({', '.join(data_dependent)})"
         return {"status": FAILED, "class": found, "reason": one_line(message)}
 
+    fe = get_frontend(frontend)
     try:
-        with capture_as("jit"):  # an op's own trace is swept: ThunderFX would hand what thunder.jit fails on to Inductor
-            acq = get_frontend(frontend).acquire(subject.workload.instantiate(), "fwd")
+        acq = fe.conformance_acquire(subject.workload.instantiate())
     except Exception as e:  # noqa: BLE001
         return failed(f"capture failed: {type(e).__name__}", one_line(e))
     graphs, breaks = acq.notes.get("graphs", 1), acq.notes.get("graph_breaks", 0)
@@ -202,39 +193,25 @@ def _capture(subject, inst, frontend: str, reference: list, rtol: float, eager: 
         return failed("graph break", "; ".join(acq.notes.get("break_reasons", [])) or f"{graphs} graphs")
     if graphs == 0:
         return {"status": FAILED, "class": "no graph", "reason": "the frontend captured no graph"}
-    if frontend == "dynamo":
-        # Dynamo returns a view of an input (x.T, x.mT) from its bytecode, rebuilt outside the
-        # graph: the graph holds no such result, so there is nothing of it to check
-        try:
-            returned = len(acq.stage("dynamo.fx").common().outputs)
-        except Exception:  # noqa: BLE001  (the stage's own check reports it)
-            returned = len(reference)
-        if returned < len(reference):
-            return {"status": FAILED, "class": "results outside the graph",
-                    "reason": f"Dynamo's graph returns {returned} of the function's {len(reference)} results "
-                              "(views of inputs are rebuilt outside it)"}
+    gap = fe.conformance_gap(acq, len(reference))
+    if gap:
+        return {"status": FAILED, "class": "results outside the graph", "reason": gap}
     try:
         programs, unbound = stage_programs(acq, inst), "the bindings give no program for it"
     except Exception as e:  # noqa: BLE001  (its graphs are still read for unknown ops)
         programs, unbound = {}, "bindings: " + one_line(e)
     stages = {}
-    for label, name in _stage_names(frontend, acq):
+    for label in fe.conformance_stages:
+        name = fe.conformance_stage(acq, label)
         stage, program = acq.stages.get(name), programs.get(name)
         stages[label] = {level: _check_stage(stage, program, unbound, level, inst, reference, rtol, eager)
                          for level in LEVELS}
     return {"status": CAPTURED, "stages": stages}
 
 
-def _stage_names(frontend: str, acq) -> list[tuple[str, str]]:
-    """(label, stage name) of the stages swept: Thunder's [0] and [-1] resolve to its traces."""
-    traces = [n for n, s in acq.stages.items() if n.startswith("thunder.trace[") and not s.backward]
-    named = {"thunder.trace[0]": traces[0] if traces else "", "thunder.trace[-1]": traces[-1] if traces else ""}
-    return [(label, named.get(label, label)) for label in STAGES[frontend]]
-
-
 def _check_stage(stage, program, unbound: str, level: str, inst, reference: list, rtol: float,
                  eager: list) -> dict:
-    from irlens.bindings import run_program
+    from irlens.frontends.bindings import run_program
     from irlens.interpret import Uninterpretable, interpret
     from irlens.ir import UNKNOWN_PREFIX
 

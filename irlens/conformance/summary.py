@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from irlens.conformance.check import BROKEN, CAPTURED, EXCLUDED, FAILED, FAITHFUL, IN_DTYPE, LEVELS, RANDOM, \
-    STAGES, STAGE_STATUSES, WRONG
+    STAGE_STATUSES, WRONG
+from irlens.frontends import get_frontend
 
 CASE_STATUSES = (EXCLUDED, RANDOM, FAILED)
 COLUMNS = ("cases", *CASE_STATUSES, "captured", *STAGE_STATUSES)
@@ -45,7 +46,7 @@ def summarize(doc: dict) -> dict:
         reasons[fe] = {s: dict(Counter(r["class"] for r in records if r["status"] == s).most_common())
                        for s in CASE_STATUSES}
         captured = [r for r in records if r["status"] == CAPTURED]
-        for stage in STAGES[fe]:
+        for stage in get_frontend(fe).conformance_stages:
             for level in LEVELS:
                 counts = Counter(r["stages"][stage][level]["status"] for r in captured)
                 rows.append({"frontend": fe, "stage": stage, "level": level, "cases": len(records),

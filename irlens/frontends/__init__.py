@@ -1,4 +1,9 @@
-"""Frontends: importing a module registers it (one line per file)."""
+"""Frontends: a folder per stack (dynamo, thunder, jax) that acquires a workload's native IRs,
+stage by stage, reads them into the common view, and owns everything else about its stack: how
+its graphs bind to the workload's values (its `binding.py`, run by `bindings.py`), which stages
+the conformance sweep checks, and the settings it offers. Code outside a frontend's folder calls
+the hooks of `base.Frontend` and never branches on its name. Importing a frontend's module
+registers it (one line per folder)."""
 from irlens.frontends.base import FRONTENDS, Frontend
 from irlens.frontends import thunder  # noqa: F401
 from irlens.frontends import dynamo  # noqa: F401

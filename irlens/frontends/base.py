@@ -1,13 +1,16 @@
-"""What a frontend is: something that acquires a workload's native IR, stage by stage."""
+"""What a frontend is: something that acquires a workload's native IR, stage by stage, and
+says how its common views run the workload (its `Program`: irlens.frontends.bindings)."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import torch
+
 from irlens.ir import Graph
 from irlens.registry import Registry, UnknownName
-from irlens.workload import Instance
+from irlens.workload import Instance, Workload
 
 
 @dataclass(frozen=True)
@@ -63,9 +66,61 @@ class Acquisition:
         return self.stages[name]
 
 
+@dataclass(frozen=True)
+class Setting:
+    """A choice a frontend offers (the CLI's `--<frontend>-<name>`), made before anything is
+    acquired, for this process and the workers it starts."""
+
+    name: str
+    metavar: str
+    help: str
+    apply: Callable[[str], None]  # a bad value: UsageError
+
+
+class NoProgram(RuntimeError):
+    """An acquisition whose common views make no one program (ThunderFX's regions, each with its
+    own traces, glued by Dynamo's split graph): the cross grid's cell is unavailable, saying so."""
+
+
+@dataclass
+class Step:
+    """One graph of a program: the environment key each of its inputs reads and each of its
+    outputs writes (irlens.frontends.bindings names the keys)."""
+
+    stage: Stage
+    inputs: list[str]  # environment key per graph input
+    outputs: list[str | None]  # environment key per graph output (None: not kept, e.g. a gradient that is None)
+
+    def graph(self, level: str) -> Graph:
+        graph = self.stage.common(level)
+        if len(graph.inputs) != len(self.inputs) or len(graph.outputs) != len(self.outputs):
+            raise ValueError(f"{self.stage.name} ({level}) has {len(graph.inputs)} inputs and {len(graph.outputs)} "
+                             f"outputs; its binding says {len(self.inputs)} and {len(self.outputs)}")
+        return graph
+
+
+@dataclass
+class Program:
+    frontend: str
+    mode: str
+    forward: Step
+    backward: Step | None = None  # runs after the loss and the outputs' cotangents are known
+    # values the program supplies itself, by environment key (Dynamo's effect tokens)
+    values: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> list[Step]:
+        return [self.forward] + ([self.backward] if self.backward else [])
+
+
 class Frontend(ABC):
+    """A frontend owns everything about its own stack: how it acquires, the settings it offers,
+    how its graphs bind to the workload's values, and what the conformance sweep checks of it.
+    Code outside its folder calls these hooks and never branches on its name."""
+
     name: str
     description: str
+    settings: tuple[Setting, ...] = ()
 
     @abstractmethod
     def availability(self) -> Availability: ...
@@ -77,6 +132,42 @@ class Frontend(ABC):
     @abstractmethod
     def default_stage(self, mode: str) -> str:
         """The stage `irlens dump` shows when none is asked for."""
+
+    def refuses(self, workload: Workload) -> str | None:
+        """Why this frontend cannot take `workload` at all, known without acquiring it (a JAX
+        frontend: no JAX twin); None where it may."""
+        return None
+
+    # --- its programs (irlens.frontends.bindings) ------------------------------------------
+
+    @abstractmethod
+    def program(self, acq: Acquisition, inst: Instance) -> Program:
+        """The program `acq` runs for its mode: which workload value feeds each graph input,
+        which result each output is, how the forward feeds the backward. Raises NoProgram (or
+        Unavailable) where its common views make none."""
+
+    def stage_programs(self, acq: Acquisition, inst: Instance, program: Program) -> dict[str, Program]:
+        """Programs of other stages that compute the mode's results as `program` does, by stage
+        name (faithfulness tests and the conformance sweep run each); none by default."""
+        return {}
+
+    # --- the conformance sweep (irlens.conformance) -----------------------------------------
+
+    # the stages swept, by label: what it captured at the user's level and at its lowest level
+    conformance_stages: tuple[str, ...] = ()
+
+    def conformance_acquire(self, inst: Instance) -> Acquisition:
+        """One op's function acquired for the sweep (fwd)."""
+        return self.acquire(inst, "fwd")
+
+    def conformance_stage(self, acq: Acquisition, label: str) -> str:
+        """The name of the stage a label of `conformance_stages` stands for in `acq`."""
+        return label
+
+    def conformance_gap(self, acq: Acquisition, results: int) -> str | None:
+        """Why `acq`'s graphs cannot account for the function's `results` results (then there
+        is nothing of them to check); None where they can."""
+        return None
 
 
 FRONTENDS: Registry[Frontend] = Registry("frontend")  # filled by importing irlens.frontends

@@ -19,10 +19,10 @@ import torch
 
 from irlens.backends import Backend, get_backend
 from irlens.backends.base import BackendRun
-from irlens.bindings import NoProgram, Program, program_for
 from irlens.errors import NoNativePath
-from irlens.frontends import get_frontend
-from irlens.frontends.base import Unavailable
+from irlens.frontends import FRONTENDS, get_frontend
+from irlens.frontends.base import NoProgram, Program, Unavailable
+from irlens.frontends.bindings import program_for
 from irlens.gpu_turns import gpu_alone, sharing_gpu
 from irlens.ir import Graph, Kernel, jsonable
 from irlens.lowering import LEVEL
@@ -33,6 +33,14 @@ from irlens.numerics import allowed_errors, compare_results, ill_conditioned, to
 from irlens.ops import is_compute
 from irlens.timing import HostTiming, recording_device_time, recording_host_time
 from irlens.workload import Instance, MissingLibrary, Workload
+
+
+def refused_natively(wl: Workload, backend: Backend) -> str | None:
+    """Why the backend's own frontend cannot take the workload at all (`Frontend.refuses`: a
+    JAX backend and no JAX twin); None where it may, or the backend has no registered frontend."""
+    if backend.frontend not in FRONTENDS:
+        return None
+    return FRONTENDS.get(backend.frontend).refuses(wl)
 
 
 def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = None) -> Row:

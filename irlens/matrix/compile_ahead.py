@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from irlens.isolation import CallFailed, Worker, worker_env, worker_threads
-from irlens.matrix.cell import new_row, out_of_memory
+from irlens.matrix.cell import new_row, out_of_memory, refused_natively
 from irlens.matrix.execution import WORKER_PRELOAD, label
 from irlens.matrix.plan import Cell, Plan
 from irlens.matrix.row import Row
@@ -150,8 +150,8 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
                 row.dtype, row.preset = plan.dtype, plan.preset
                 with lock:
                     lost.setdefault(plan.dtype, {})[cell] = row
-        if plan.device.startswith("cuda") and backend.frontend == "jax":
-            local.worker[1].close()  # XLA keeps the device memory it took until its process ends
+        if plan.device.startswith("cuda") and backend.keeps_device_memory:
+            local.worker[1].close()  # what it took is freed only when its process ends
         if progress is not None:
             progress.finish()
 
@@ -170,6 +170,6 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
 
 
 def _runs(plan: Plan, cell: Cell) -> bool:
-    """Whether the cell compiles anything: a JAX backend needs the workload's JAX twin."""
-    return not (cell.frontend is None and plan.backends[cell.backend].frontend == "jax"
-                and plan.workloads[cell.workload].jax is None)
+    """Whether the cell compiles anything: not where the backend's own frontend refuses the
+    workload (a JAX backend needs the workload's JAX twin)."""
+    return not (cell.frontend is None and refused_natively(plan.workloads[cell.workload], plan.backends[cell.backend]))

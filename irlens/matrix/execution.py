@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from irlens.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, Worker, worker_env, worker_threads
-from irlens.matrix.cell import new_row, out_of_memory, run_cell
+from irlens.matrix.cell import new_row, out_of_memory, refused_natively, run_cell
 from irlens.matrix.document import Document, device_name, versions
 from irlens.matrix.plan import Cell, Plan
 from irlens.matrix.references import References
@@ -150,17 +150,19 @@ def label(plan: Plan, cell: Cell) -> str:
 
 
 def planned_row(plan: Plan, cell: Cell, refs: References) -> Row | None:
-    """The row a cell gets without running: a backend that does not run on the device, or no JAX
-    twin for a JAX backend that has no lowering to run Dynamo's graphs instead
-    (irlens.matrix.cell.via_program) (unavailable, whatever the reference did), or a failed reference."""
+    """The row a cell gets without running: a backend that does not run on the device, or a
+    workload its own frontend refuses (a JAX backend and no JAX twin) where it has no lowering to
+    run Dynamo's graphs instead (irlens.matrix.cell.via_program) (unavailable, whatever the
+    reference did), or a failed reference."""
     wl, backend = plan.workloads[cell.workload], plan.backends[cell.backend]
     if plan.device.split(":")[0] not in backend.devices:  # asking it does no device work (nvFuser on a CPU)
         row = cell_row(plan, cell)
         row.status, row.reason = "unavailable", backend.availability(plan.device).reason
         return row
-    if cell.frontend is None and backend.frontend == "jax" and wl.jax is None and backend.lower is None:
+    refused = refused_natively(wl, backend) if cell.frontend is None and backend.lower is None else None
+    if refused:
         row = cell_row(plan, cell)
-        row.status, row.reason = "unavailable", f"workload {wl.name!r} has no JAX twin"
+        row.status, row.reason = "unavailable", refused
         return row
     error = refs.get(cell.workload, cell.mode).error
     if error:
@@ -261,9 +263,8 @@ class IsolatedRunner:
             self._local.worker[1].close()
             row = self._call(cell, {**kwargs, "alone": True})
             row.notes["gpu_alone"] = "ran out of device memory beside other cells; run again alone"
-        if p.device_timing and p.backends[cell.backend].frontend == "jax":
-            # XLA's allocator keeps what it took until its process ends: on a shared GPU, a JAX
-            # cell's worker ends with the cell, so the next cells get that memory
+        if p.device_timing and p.backends[cell.backend].keeps_device_memory:
+            # on a shared GPU, the worker ends with the cell, so the next cells get that memory
             self._local.worker[1].close()
         return row
 

@@ -16,6 +16,7 @@ from irlens.reporting.build import build_report
 from irlens.reporting.cross_grid import cross_sections
 from irlens.reporting.html import render_html
 from irlens.reporting.markdown import render_markdown
+from irlens.reporting.roofline import recompute
 
 
 def merge_documents(docs: list[Document]) -> Document:
@@ -67,8 +68,6 @@ def write_report(docs: list[Document | dict] | Document | dict, out: str | Path,
                  frontends: bool = True) -> dict[str, Path]:
     """Render; returns the paths written (html, md, json). Cross grids (`compare --cross`) are
     drawn beside the native pairings of the other documents."""
-    from irlens.roofline import recompute  # it judges with this package's ceiling module: imported late
-
     # a bench document's roofline figures by the current rule (an older one's ceilings were not raised)
     docs = [recompute(d) if d.kind == "bench" else d
             for d in (as_document(d) for d in (docs if isinstance(docs, list) else [docs]))]

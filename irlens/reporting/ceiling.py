@@ -51,7 +51,7 @@ class Verdict:
     via_l2: str | None = None  # set when the kernel beat DRAM: its pct counts only the bytes beyond the L2
 
 
-# the kernel a ceiling was raised to (irlens.roofline) is at 100 %, give or take float rounding
+# the kernel a ceiling was raised to (irlens.reporting.roofline) is at 100 %, give or take float rounding
 ROUNDING = 1e-9
 
 

@@ -1,7 +1,7 @@
 """What the reducer starts from: the cell's program in the common view, one graph per step, with
 the values of its inputs.
 
-The program is the one `irlens compare --cross` runs (`irlens.bindings`) for the path's
+The program is the one `irlens compare --cross` runs (`irlens.frontends.bindings`) for the path's
 frontend: Dynamo's ATen forward (and backward) graphs for the torch paths, the jaxpr for xla;
 each graph at the primitive level (what the lowerings take). Its inputs get the cell's values
 (weights and inputs in the cell's dtype; a backward graph's saved tensors and cotangents as the
@@ -88,7 +88,7 @@ def save_case(graph: Graph, inputs: dict, stage: str, graph_path: str, values_pa
 def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: str, preset: str,
             directory: str) -> list[dict]:
     """Write one Case per step of the program into `directory`; returns them as JSON."""
-    from irlens.bindings import loss_and_cotangents, program_for, program_values
+    from irlens.frontends.bindings import loss_and_cotangents, program_for, program_values
     from irlens.frontends import get_frontend
     from irlens.lowering import LEVEL
     from irlens.models import resolve_workload

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from irlens.bindings import value_keys, workload_values
+from irlens.frontends.bindings import value_keys, workload_values
 from irlens.numerics import allowed_errors, tolerance
 from irlens.repro.cell import CellSpec
 from irlens.repro.emit import JaxSection, ReproFile, TorchModel

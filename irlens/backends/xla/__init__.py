@@ -33,6 +33,7 @@ class XlaBackend(Backend):
     frontend = "jax"
     description = "jax.jit of the JAX twin: XLA fusions (CPU: LLVM loops + YNNPACK dots; GPU: loop/Triton fusions, cuBLAS)"
     main_stage = "xla.hlo"
+    keeps_device_memory = True
 
     def lower(self, graph: Graph, device: str, name: str) -> jax_lowering.XlaLowered:
         return jax_lowering.lower(graph, device, name, _kernel)

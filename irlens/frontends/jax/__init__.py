@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Stage, Unavailable
-from irlens.workload import MODES, Instance
+from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Program, Stage, Unavailable
+from irlens.frontends.jax.binding import jaxpr_program, lowered_programs
+from irlens.workload import MODES, Instance, Workload
 
 
 def jax_device(device: str):
@@ -110,6 +111,17 @@ class JaxFrontend(Frontend):
 
     def default_stage(self, mode: str) -> str:
         return "jax.grad" if mode == "fwdbwd" else "jax.jaxpr"
+
+    def refuses(self, workload: Workload) -> str | None:
+        return None if workload.jax is not None else f"workload {workload.name!r} has no JAX twin"
+
+    def program(self, acq: Acquisition, inst: Instance) -> Program:
+        return jaxpr_program(acq)
+
+    def stage_programs(self, acq: Acquisition, inst: Instance, program: Program) -> dict[str, Program]:
+        return lowered_programs(acq, program)
+
+    conformance_stages = ("jax.jaxpr", "jax.stablehlo", "jax.hlo")
 
     def acquire(self, inst: Instance, mode: str) -> Acquisition:
         import jax

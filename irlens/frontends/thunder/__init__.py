@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 
-from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Stage, Unavailable
+from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Program, Setting, Stage, Unavailable
 from irlens.frontends.dynamo import fx_stage
-from irlens.frontends.thunder.capture import capture
+from irlens.frontends.thunder.binding import thunder_program, trace_programs
+from irlens.frontends.thunder.capture import capture, capture_as, set_capture
 from irlens.frontends.thunder.thunderfx import Region, ThunderFX, split_line, split_summary, split_table
 from irlens.frontends.thunder.trace import trace_to_graph
 from irlens.workload import Instance, run_eager
@@ -125,6 +126,9 @@ def argument_values(thunder, jfn) -> dict[str, str]:
 class ThunderFrontend(Frontend):
     name = "thunder"
     description = "Lightning Thunder: thunder.jit traces, from the acquired trace to the execution traces"
+    settings = (Setting("capture", "auto|jit|thunderfx", "how Thunder (its frontend, thunder+torchcompile, nvfuser) "
+                        "captures a workload: auto (default: thunder.jit, and ThunderFX where it fails), jit, or "
+                        "thunderfx", set_capture),)
 
     def availability(self) -> Availability:
         from irlens._compat import import_thunder
@@ -159,6 +163,27 @@ class ThunderFrontend(Frontend):
 
     def default_stage(self, mode: str) -> str:
         return "thunder.trace[0]" if mode == "fwd" else "thunder.backward[0]"
+
+    def program(self, acq: Acquisition, inst: Instance) -> Program:
+        return thunder_program(acq, inst)
+
+    def stage_programs(self, acq: Acquisition, inst: Instance, program: Program) -> dict[str, Program]:
+        return trace_programs(acq, program)
+
+    # traces are numbered per compile: [0] is the acquired trace, [-1] the execution trace
+    conformance_stages = ("thunder.trace[0]", "thunder.trace[-1]")
+
+    def conformance_acquire(self, inst: Instance) -> Acquisition:
+        # an op's own trace is swept: ThunderFX would hand what thunder.jit fails on to Inductor
+        with capture_as("jit"):
+            return self.acquire(inst, "fwd")
+
+    def conformance_stage(self, acq: Acquisition, label: str) -> str:
+        position = {"thunder.trace[0]": 0, "thunder.trace[-1]": -1}.get(label)
+        if position is None:
+            return label
+        traces = [n for n, s in acq.stages.items() if n.startswith("thunder.trace[") and not s.backward]
+        return traces[position] if traces else ""
 
 
 FRONTENDS.register(ThunderFrontend())
