@@ -348,6 +348,7 @@ def test_train_rejects_before_spawning(capsys):
     assert "--mode compiled only" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_train_prints_final_json(capfd, tmp_path):
     assert main(["train", "--model", "llama3:tiny", "--dp-shard", "2", "--steps", "3", "--profile", str(tmp_path),
                        "--profile-steps", "1"]) == 0
