@@ -50,7 +50,7 @@ def main() -> int:
     p.add_argument("--joint-passes", nargs="*", default=[])
     p.add_argument("--passes", nargs="*", default=[])
     a = p.parse_args()
-    step = capture_fake(a.model, a.dp_shard, a.tp, joint_passes=a.joint_passes, passes=a.passes,
+    step = capture_fake(a.model, dp_shard=a.dp_shard, tp=a.tp, joint_passes=a.joint_passes, passes=a.passes,
                         batch_size=a.batch_size, ep=a.ep, sequence_parallel=a.sequence_parallel,
                         mixed_precision=a.mixed_precision, n_layers=a.n_layers, loss_parallel=a.loss_parallel,
                         reduce_dtype=a.reduce_dtype)

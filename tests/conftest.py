@@ -44,7 +44,6 @@ LONG_TAIL = (
     "tests/test_user_workload.py::test_a_hanging_forward_ends_with_the_timeout_the_reference_included",
     "tests/test_explain.py::test_explain_eager_says_it_has_no_kernels",
     "tests/test_parallel_tp.py::test_async_tp_fuses_the_sequence_parallel_pairs[2]",
-    "tests/test_parallel.py::test_train_main_prints_final_json",
 )
 
 

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from irlens.parallel.distributed import spawn
-from irlens.parallel.dump import capture_fake, dump_main
+from irlens.cli import main
+from irlens.parallel.dump import capture_fake
 from irlens.parallel.passes import NeedsGPU, PassError, validate_passes
-from irlens.parallel.train import TrainConfig, train, train_main
+from irlens.parallel.train import TrainConfig, train
 from parallel_gpu import assert_gpu_passes_match_eager
 
 STEPS = 10
@@ -175,7 +176,8 @@ def test_partitioner_saves_like_eager_unless_inductor_fuses_or_tags_ask(fake_cap
 
 
 def test_dump_prints_common_view_json(capsys):
-    assert dump_main(["llama3:tiny", "--dp-shard", "2", "--tp", "2", "--stage", "backward", "--format", "json"]) == 0
+    assert main(["dump", "llama3:tiny", "--frontend", "joint", "--dp-shard", "2", "--tp", "2", "--stage", "backward",
+                 "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     ops = {n["op"] for n in out["nodes"]}
     assert {"reduce_scatter", "all_reduce", "wait"} <= ops
@@ -339,15 +341,16 @@ def test_cudagraph_says_it_needs_a_gpu_on_cpu():
         validate_passes([], ["transformer_block_bucketing", "cudagraph"])
 
 
-def test_train_main_rejects_before_spawning():
-    with pytest.raises(PassError, match="cudagraph"):
-        train_main(["--mode", "compiled", "--passes", "cudagraph", "transformer_block_bucketing"])
-    with pytest.raises(ValueError, match="--mode compiled only"):
-        train_main(["--passes", "transformer_block_bucketing"])
+def test_train_rejects_before_spawning(capsys):
+    assert main(["train", "--mode", "compiled", "--passes", "cudagraph", "transformer_block_bucketing"]) == 2
+    assert "cudagraph" in capsys.readouterr().err
+    assert main(["train", "--passes", "transformer_block_bucketing"]) == 2
+    assert "--mode compiled only" in capsys.readouterr().err
 
 
-def test_train_main_prints_final_json(capfd, tmp_path):
-    assert train_main(["--model", "llama3:tiny", "--dp-shard", "2", "--steps", "3", "--profile", str(tmp_path),
+@pytest.mark.slow
+def test_train_prints_final_json(capfd, tmp_path):
+    assert main(["train", "--model", "llama3:tiny", "--dp-shard", "2", "--steps", "3", "--profile", str(tmp_path),
                        "--profile-steps", "1"]) == 0
     out = capfd.readouterr().out
     summary = json.loads(out.strip().splitlines()[-1])

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from irlens.parallel.distributed import spawn
-from irlens.parallel.dump import capture_fake, dump_main, render
+from irlens.cli import main
+from irlens.parallel.dump import capture_fake, render
 from irlens.parallel.train import TrainConfig, train
 from parallel_gpu import assert_gpu_passes_match_eager
 
@@ -125,8 +126,8 @@ def test_common_view_shows_the_all_to_alls(fake_capture):
 
 def test_experts_fsdp_over_the_remaining_dp_ranks(capsys):
     """DP4 x EP2: the experts are also SimpleFSDP-sharded over the 2 remaining dp ranks."""
-    assert dump_main(["deepseek_v3:tiny", "--dp-shard", "4", "--tp", "1", "--ep", "2", "--stage", "forward",
-                      "--format", "json"]) == 0
+    assert main(["dump", "deepseek_v3:tiny", "--frontend", "joint", "--dp-shard", "4", "--tp", "1", "--ep", "2",
+                 "--stage", "forward", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     joint = next(p for p in out["passes"] if p["pass"] == "capture")["after"]["collectives"]
     # tiny: 9 dense-block, 10 + 3 expert MoE-block, 3 other parameters

@@ -10,10 +10,11 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from irlens.cli import main
 from irlens.parallel.distributed import spawn
 from irlens.parallel.dump import capture_fake
 from irlens.parallel.passes import PassError, validate_passes
-from irlens.parallel.train import TrainConfig, train, train_main
+from irlens.parallel.train import TrainConfig, train
 
 NUMERICS_RTOL = 1e-4  # passes that may change numerics (docs/parallelism.md)
 # one sequence per rank: DTensor's sequence gather then takes the form async TP has to reshape (_fold_gathered_reshapes)
@@ -181,7 +182,7 @@ def test_loss_parallel_drops_the_logits_gather():
 def test_async_tp_is_not_run_on_the_cpu(capfd):
     argv = ["--model", "llama3:tiny", "--tp", "2", "--mode", "compiled", "--joint-passes", "inductor_decomposition",
             "--passes", "async_tensor_parallel"]
-    assert train_main(argv) == 2
+    assert main(["train", *argv]) == 2
     out, err = capfd.readouterr()
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["status"] == "not run"

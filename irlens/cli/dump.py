@@ -20,7 +20,8 @@ JOINT_OPTIONS = ("dp_shard", "tp", "ep", "sequence_parallel", "loss_parallel", "
 
 
 def add_arguments(d) -> None:
-    from irlens.parallel.dump import add_joint_options
+    from irlens.cli.train import add_parallel_options
+    from irlens.parallel.dump import capture_config
 
     d.add_argument("workload", nargs="?", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME "
                                                "(with --frontend joint: llama3, deepseek_v3 or <family>:<preset>)")
@@ -45,7 +46,8 @@ def add_arguments(d) -> None:
     d.add_argument("--format", choices=["text", "json"], default="text", help="text, or JSON")
     d.add_argument("--out", help="write to files in this folder (every stage unless --stage is given)")
     add_frontend_settings(d)
-    add_joint_options(d.add_argument_group("--frontend joint (the parallel path's graphs, captured for a mesh)"))
+    add_parallel_options(d.add_argument_group("--frontend joint (the parallel path's graphs, captured for a mesh)"),
+                         capture_config())
     d.set_defaults(**{name: None for name in JOINT_OPTIONS})  # None: not given (the joint dump has its defaults)
 
 
@@ -113,17 +115,26 @@ def run(args) -> int:
 
 
 def _joint(args) -> int:
-    """`irlens dump MODEL --frontend joint ...`: the parallel path's own dump (its defaults for what is not given)."""
-    from irlens.parallel.dump import dump_main
+    """`irlens dump MODEL --frontend joint ...`: the parallel path's graphs, captured for the
+    TrainConfig the joint options describe (the joint dump's defaults for what is not given)."""
+    from irlens.parallel.dump import STAGES, DumpRequest, capture_config, dump
 
     single = SINGLE_OPTIONS + tuple(dest for _, dest, _ in frontend_settings())
     given = [name for name in single if getattr(args, name, None) not in (None, False)]
     if given:
         raise UsageError(f"--{given[0]} does not apply to --frontend joint")
+    if args.stages:
+        for s, what in STAGES.items():
+            print(f"{s:<10} {what}")
+        return EXIT_OK
+    stages = [args.stage] if args.stage else (list(STAGES) if args.out else ["joint"])
+    fields = {name: getattr(args, name) for name in JOINT_OPTIONS if getattr(args, name) is not None}
     try:
-        return dump_main(args)
-    except (ValueError, KeyError) as e:  # a bad model, mesh or pass list
+        request = DumpRequest(tuple(stages), args.view or "common", args.level, args.format, args.out)
+        dump(capture_config(args.workload or "llama3:debug", **fields), request)
+    except (ValueError, KeyError) as e:  # a bad model, mesh, stage or pass list
         raise UsageError(str(e).strip("'\"")) from None
+    return EXIT_OK
 
 
 def _source(args):

@@ -1,6 +1,8 @@
-"""Llama's layers as its reference code writes them: RMSNorm, rotary embeddings (cos/sin tables
-precomputed as buffers), the SwiGLU feed-forward, grouped-query causal attention, and the block
-that chains them. Part of the corpus of ordinary model code (`workload_names(corpus=True)`).
+"""Llama's layers as workloads of the corpus of ordinary model code (`workload_names(corpus=True)`):
+RMSNorm, rotary embeddings (cos/sin tables precomputed as buffers), the SwiGLU feed-forward,
+grouped-query causal attention, and the block that chains them. The layers are
+irlens.models.common's, which the parallel path's llama3 is built from too; this file holds their
+workloads and JAX twins.
 
 Each registers as a workload: `llama_rmsnorm`, `llama_rope`, `llama_swiglu`, `gqa_attention`,
 `llama_block`. Layouts follow Meta's llama: activations [B, T, d], heads [B, T, H, D] until
@@ -9,117 +11,30 @@ attention. The JAX twins read the same parameters and buffers by name.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from irlens.models.common.attention import Attention
+from irlens.models.common.decoder import TransformerBlock
+from irlens.models.common.feed_forward import FeedForward
+from irlens.models.common.norm import RMSNorm
+from irlens.models.common.rope import RotaryEmbedding
 from irlens.models.layers import linear, scope
 from irlens.workload import CORPUS, Workload, register
 
 NORM_EPS = 1e-6
-ROPE_THETA = 10000.0
 
 
-# --- torch ----------------------------------------------------------------------------
+# --- torch: the layers are models/common's (the parallel path's llama3 is built from them too) ---
 
-class RMSNorm(nn.Module):
-    """x / sqrt(mean(x²) + eps) * weight. Llama's reference code first upcasts x to float32 (for
-    bfloat16 runs); that is left out here, as it would round the float64 reference to float32."""
-
-    def __init__(self, dim: int, eps: float = NORM_EPS):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-
-
-def rotate_half(x):
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
-
-
-class RotaryEmbedding(nn.Module):
-    """Rotary position embeddings with the cos/sin tables for every position up to `max_seq`
-    precomputed once, as (non-persistent) buffers."""
-
-    def __init__(self, head_dim: int, max_seq: int, theta: float = ROPE_THETA):
-        super().__init__()
-        inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2).float() / head_dim)
-        freqs = torch.outer(torch.arange(max_seq).float(), inv_freq)
-        emb = torch.cat((freqs, freqs), dim=-1)  # [max_seq, head_dim]
-        self.register_buffer("cos", emb.cos(), persistent=False)
-        self.register_buffer("sin", emb.sin(), persistent=False)
-
-    def forward(self, q, k):
-        """q [B, T, H, D], k [B, T, H_kv, D] -> both rotated by their position."""
-        T = q.shape[1]
-        cos, sin = self.cos[:T].unsqueeze(1), self.sin[:T].unsqueeze(1)
-        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-
-
-class FeedForward(nn.Module):
-    """SwiGLU: w2(silu(w1 x) * w3 x)."""
-
-    def __init__(self, dim: int, hidden_dim: int):
-        super().__init__()
-        self.w1 = nn.Linear(dim, hidden_dim, bias=False)
-        self.w2 = nn.Linear(hidden_dim, dim, bias=False)
-        self.w3 = nn.Linear(dim, hidden_dim, bias=False)
-
-    def forward(self, x):
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))
-
-
-def repeat_kv(x, n_rep: int):
-    """[B, T, H_kv, D] -> [B, T, H_kv * n_rep, D]: each K/V head serves n_rep query heads."""
-    B, T, n_kv_heads, D = x.shape
-    if n_rep == 1:
-        return x
-    return x[:, :, :, None, :].expand(B, T, n_kv_heads, n_rep, D).reshape(B, T, n_kv_heads * n_rep, D)
-
-
-class Attention(nn.Module):
-    """Causal grouped-query attention: n_kv_heads K/V heads shared by n_heads query heads;
-    rotary embeddings on q and k when given."""
-
-    def __init__(self, dim: int, n_heads: int, n_kv_heads: int):
-        super().__init__()
-        if dim % n_heads or n_heads % n_kv_heads:
-            raise ValueError(f"dim {dim}, n_heads {n_heads}, n_kv_heads {n_kv_heads} do not divide")
-        self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, dim // n_heads
-        self.wq = nn.Linear(dim, n_heads * self.head_dim, bias=False)
-        self.wk = nn.Linear(dim, n_kv_heads * self.head_dim, bias=False)
-        self.wv = nn.Linear(dim, n_kv_heads * self.head_dim, bias=False)
-        self.wo = nn.Linear(n_heads * self.head_dim, dim, bias=False)
-
-    def forward(self, x, rope: RotaryEmbedding | None = None):
-        B, T, _ = x.shape
-        q = self.wq(x).view(B, T, self.n_heads, self.head_dim)
-        k = self.wk(x).view(B, T, self.n_kv_heads, self.head_dim)
-        v = self.wv(x).view(B, T, self.n_kv_heads, self.head_dim)
-        if rope is not None:
-            q, k = rope(q, k)
-        n_rep = self.n_heads // self.n_kv_heads
-        q, k, v = (t.transpose(1, 2) for t in (q, repeat_kv(k, n_rep), repeat_kv(v, n_rep)))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.wo(y.transpose(1, 2).contiguous().view(B, T, -1))
-
-
-class TransformerBlock(nn.Module):
-    """x + attention(norm(x)) with RoPE, then + feed_forward(norm(x))."""
+class LlamaBlock(TransformerBlock):
+    """A block with its own rotary tables (`rope`, for every position up to `max_seq`)."""
 
     def __init__(self, dim: int, n_heads: int, n_kv_heads: int, hidden_dim: int, max_seq: int):
-        super().__init__()
-        self.attention_norm = RMSNorm(dim)
-        self.attention = Attention(dim, n_heads, n_kv_heads)
-        self.ffn_norm = RMSNorm(dim)
-        self.feed_forward = FeedForward(dim, hidden_dim)
+        super().__init__(dim, n_heads, n_kv_heads, hidden_dim, NORM_EPS)
         self.rope = RotaryEmbedding(dim // n_heads, max_seq)
 
     def forward(self, x):
-        h = x + self.attention(self.attention_norm(x), self.rope)
-        return h + self.feed_forward(self.ffn_norm(h))
+        return super().forward(x, self.rope)
 
 
 def as_trained(module: nn.Module) -> nn.Module:
@@ -201,7 +116,7 @@ def _rope_inputs(cfg, dtype, gen):
 # bench sizes for one H100/H200, estimated (not yet timed): llama_block's forward is ~0.4 TFLOP
 # (its SwiGLU 0.28), about a ms in bfloat16 and ten times that in float32; fwdbwd about 3x.
 register(Workload(
-    "llama_rmsnorm", lambda cfg: as_trained(RMSNorm(cfg["dim"])), _activations,
+    "llama_rmsnorm", lambda cfg: as_trained(RMSNorm(cfg["dim"], NORM_EPS)), _activations,
     {"tiny": {"batch": 2, "seq": 8, "dim": 64}, "bench": {"batch": 8, "seq": 4096, "dim": 4096}},
     jax=lambda cfg: lambda params, x: rms_norm(params, x), loss=cubic_loss, tags=(CORPUS,),
     description="llama's RMSNorm: x * rsqrt(mean(x²) + eps) * weight"))
@@ -229,7 +144,7 @@ register(Workload(
 
 register(Workload(
     "llama_block",
-    lambda cfg: as_trained(TransformerBlock(cfg["dim"], cfg["n_heads"], cfg["n_kv_heads"], cfg["hidden_dim"], cfg["seq"])),
+    lambda cfg: as_trained(LlamaBlock(cfg["dim"], cfg["n_heads"], cfg["n_kv_heads"], cfg["hidden_dim"], cfg["seq"])),
     _activations,
     {"tiny": {"batch": 2, "seq": 8, "dim": 32, "n_heads": 4, "n_kv_heads": 2, "hidden_dim": 64},
      "bench": {"batch": 2, "seq": 2048, "dim": 2048, "n_heads": 32, "n_kv_heads": 8, "hidden_dim": 5632}},

@@ -19,7 +19,7 @@ rank holding the expert by an all-to-all and come back by another.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -29,8 +29,10 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import Replicate
 from torch.distributed.tensor.parallel import ColwiseParallel, PrepareModuleInputOutput, RowwiseParallel
 
+from irlens.models.common.feed_forward import FeedForward
 from irlens.parallel import llama3
 from irlens.parallel.tensor_parallel import (
+    ATTENTION_INPUTS,
     BLOCK_PLAN,
     SEQUENCE,
     SEQUENCE_PARALLEL_BLOCK,
@@ -40,47 +42,24 @@ from irlens.parallel.tensor_parallel import (
 from irlens.parallel.tensor_parallel import tensor_parallel as llama3_tensor_parallel
 
 
-@dataclass(frozen=True)
-class DeepSeekV3Config:
-    dim: int
-    n_layers: int
-    n_heads: int
-    vocab_size: int
-    ffn_hidden: int  # the dense layers' feed-forward
+@dataclass(frozen=True, kw_only=True)
+class DeepSeekV3Config(llama3.Llama3Config):
+    """llama3's config (the decoder's shape; `ffn_hidden`: the dense layers' feed-forward) plus the experts."""
+
     moe_hidden: int  # each expert's (routed and shared) hidden size
     n_experts: int = 8
     top_k: int = 3
     n_shared_experts: int = 1
     n_dense_layers: int = 1
     capacity_factor: float = 1.5
-    seq_len: int = 128
-    norm_eps: float = 1e-5
-    rope_theta: float = 10000.0
-    flex: bool = False
-    doc_len: int = 32
-    n_kv_heads: int | None = None  # grouped-query attention (llama3's): key/value heads (None: n_heads)
-    batch_size: int = 2  # sequences per data-parallel rank, unless the run asks for another
+    rope_theta: float = 10000.0  # DeepSeek's rotary base (llama3's is 500000)
 
-    @property
-    def head_dim(self) -> int:
-        return self.dim // self.n_heads
-
-    @property
-    def kv_heads(self) -> int:
-        return self.n_kv_heads or self.n_heads
-
-    def num_params(self, exclude_embedding: bool = True) -> int:
-        """Parameters a token is computed with (the active ones: top_k routed experts of each MoE layer)."""
-        attn_norms = llama3.attention_params(self) + 2 * self.dim
-        dense = attn_norms + 3 * self.dim * self.ffn_hidden
-        moe = attn_norms + 3 * self.dim * self.moe_hidden * (self.top_k + self.n_shared_experts) + self.dim * self.n_experts
-        n_moe = self.n_layers - self.n_dense_layers
-        n = self.n_dense_layers * dense + n_moe * moe + self.dim + self.vocab_size * self.dim
-        return n if exclude_embedding else n + self.vocab_size * self.dim
-
-    def flops_per_token(self) -> float:
-        """Training FLOPs per token over the active parameters, plus attention (as llama3 counts)."""
-        return 6 * self.num_params() + 12 * self.n_layers * self.dim * self.seq_len
+    def layer_params(self, layer: int) -> int:
+        """Parameters a token is computed with (the active ones: top_k routed experts of a MoE layer)."""
+        if layer < self.n_dense_layers:
+            return super().layer_params(layer)
+        experts = 3 * self.dim * self.moe_hidden * (self.top_k + self.n_shared_experts) + self.dim * self.n_experts
+        return self.attention_params() + 2 * self.dim + experts
 
 
 PRESETS: dict[str, DeepSeekV3Config] = {
@@ -154,7 +133,7 @@ class MoE(nn.Module):
         self.cfg = cfg
         self.router = Router(cfg)
         self.experts = GroupedExperts(cfg)
-        self.shared_expert = llama3.FeedForward(replace(cfg, ffn_hidden=cfg.moe_hidden * cfg.n_shared_experts))
+        self.shared_expert = FeedForward(cfg.dim, cfg.moe_hidden * cfg.n_shared_experts)
         self.register_buffer("expert_load", torch.zeros(2, cfg.n_experts), persistent=False)
         self.ep_mesh: DeviceMesh | None = None  # set by expert_parallel.expert_parallel
 
@@ -234,7 +213,7 @@ MOE_SEQUENCE_PARALLEL = {
 def _block_plan(block: nn.Module, sequence_parallel: bool) -> dict:
     if not isinstance(block.feed_forward, MoE):
         return llama3_block_plan(block, sequence_parallel)
-    attention = {"attention": prepared_input(4, sequence_parallel)}
+    attention = {"attention": prepared_input(ATTENTION_INPUTS, sequence_parallel)}
     return {**MOE_BLOCK_PLAN, **attention, **(MOE_SEQUENCE_PARALLEL if sequence_parallel else {})}
 
 

@@ -1,19 +1,27 @@
-"""A llama3-style decoder written for the parallel path: RMSNorm, RoPE, SDPA or FlexAttention.
+"""The parallel path's llama3 decoder: embedding, the blocks of irlens.models.common (RMSNorm with
+float32 statistics, RoPE on adjacent pairs, SwiGLU, grouped-query attention by SDPA or
+FlexAttention), final norm and output; its config and presets.
 
-The model is written so tensor parallelism can shard it without changes: attention reshapes
+The shared layers let tensor parallelism shard the model without changes: attention reshapes
 with `-1` heads (a TP rank holds `n_heads / tp` of them) and RoPE is applied to whatever heads
-the rank holds. The FlexAttention variant masks block-causally: the sequence packs documents
-of `doc_len` tokens and a token attends only to earlier tokens of its own document. That mask
-does not depend on the data, so its block tables are built once and kept as buffers (graph
-inputs of the captured joint graph, not constants baked into it).
+the rank holds. Every node traced inside a top-level module is annotated with that module
+(`module_scope`); RoPE and FlexAttention are regions `regional_inductor` compiles. The
+FlexAttention variant masks block-causally: the sequence packs documents of `doc_len` tokens and
+a token attends only to earlier tokens of its own document. That mask does not depend on the
+data, so its block tables are built once and kept as buffers (graph inputs of the captured joint
+graph, not constants baked into it).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from irlens.models.common.attention import causal_sdpa
+from irlens.models.common.decoder import TransformerBlock
+from irlens.models.common.norm import RMSNorm
+from irlens.models.common.rope import InterleavedRotaryEmbedding, rotate_pairs
 
 REGION_KEY = "compile_with_inductor"  # the annotation torch.fx.passes.regional_inductor looks for
 MODULE_KEY = "module"  # our annotation: which top-level module (embedding, layers.<i>, norm, output) a node belongs to
@@ -49,21 +57,24 @@ class Llama3Config:
     def kv_heads(self) -> int:
         return self.n_kv_heads or self.n_heads
 
+    def attention_params(self) -> int:
+        """wq and wo (dim x dim), wk and wv (dim x kv_heads * head_dim)."""
+        return 2 * self.dim * self.dim + 2 * self.dim * self.kv_heads * self.head_dim
+
+    def layer_params(self, layer: int) -> int:
+        """The parameters of layer `layer` a token is computed with: attention, two norms, the feed-forward."""
+        return self.attention_params() + 2 * self.dim + 3 * self.dim * self.ffn_hidden
+
     def num_params(self, exclude_embedding: bool = True) -> int:
-        per_layer = attention_params(self) + 3 * self.dim * self.ffn_hidden + 2 * self.dim
-        n = self.n_layers * per_layer + self.dim + self.vocab_size * self.dim  # layers, final norm, output
+        layers = sum(self.layer_params(i) for i in range(self.n_layers))
+        n = layers + self.dim + self.vocab_size * self.dim  # + final norm, output
         return n if exclude_embedding else n + self.vocab_size * self.dim
 
     def flops_per_token(self) -> float:
-        """Training FLOPs per token: 6 per matmul weight (the embedding lookup is none) plus
-        attention's score and value matmuls over the whole sequence, causal mask or not (the PaLM
-        appendix-B count, as torchtitan reports MFU)."""
+        """Training FLOPs per token: 6 per matmul weight a token is computed with (the embedding
+        lookup is none) plus attention's score and value matmuls over the whole sequence, causal
+        mask or not (the PaLM appendix-B count, as torchtitan reports MFU)."""
         return 6 * self.num_params() + 12 * self.n_layers * self.dim * self.seq_len
-
-
-def attention_params(cfg) -> int:
-    """wq and wo (dim x dim), wk and wv (dim x kv_heads * head_dim): llama3's and every family reusing its attention."""
-    return 2 * cfg.dim * cfg.dim + 2 * cfg.dim * cfg.kv_heads * cfg.head_dim
 
 
 PRESETS: dict[str, Llama3Config] = {
@@ -91,8 +102,8 @@ def get_config(preset: str, flex: bool = False, seq_len: int | None = None, n_la
 
 def resolve_config(family: str, presets: dict, preset: str, flex: bool, seq_len: int | None,
                    n_layers: int | None = None):
-    """A family's preset with the attention variant, sequence length and number of layers asked
-    for (any family whose config has flex, seq_len, doc_len and n_layers fields)."""
+    """A family's preset (a Llama3Config, or one built on it) with the attention variant, sequence
+    length and number of layers asked for."""
     if preset not in presets:
         raise ValueError(f"unknown {family} preset {preset!r}; choose from: {', '.join(presets)}")
     cfg = replace(presets[preset], flex=flex)
@@ -107,35 +118,11 @@ def resolve_config(family: str, presets: dict, preset: str, flex: bool, seq_len:
     return cfg
 
 
-class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
+class RoPE(InterleavedRotaryEmbedding):
+    """Each rotation (a chain of elementwise ops) an annotated region `regional_inductor` fuses,
+    on the CPU too, where FlexAttention cannot train."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # normalize in fp32 so bf16 compute keeps the statistic accurate
-        xf = x.float()
-        y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
-        return y.type_as(x) * self.weight
-
-
-def rope_tables(cfg: Llama3Config) -> tuple[torch.Tensor, torch.Tensor]:
-    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim))
-    angles = torch.outer(torch.arange(cfg.seq_len, dtype=torch.float32), inv_freq)  # [T, head_dim/2]
-    return angles.cos(), angles.sin()
-
-
-@torch.fx.traceback.annotate_fn({REGION_KEY: "rope"})
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate interleaved pairs (x0, x1) of x [B, T, H, D] by the position's angle, in real arithmetic
-    (complex tensors do not shard or trace as cleanly). A chain of elementwise ops: annotated as a
-    region `regional_inductor` fuses (on the CPU too, where FlexAttention cannot train)."""
-    xf = x.float().unflatten(-1, (-1, 2))
-    x0, x1 = xf[..., 0], xf[..., 1]
-    cos, sin = cos[None, :, None, :], sin[None, :, None, :]
-    out = torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
-    return out.flatten(-2).type_as(x)
+    rotate = staticmethod(torch.fx.traceback.annotate_fn({REGION_KEY: "rope"})(rotate_pairs))
 
 
 def block_causal_mask_mod(doc_len: int):
@@ -180,78 +167,19 @@ def flex_attention_region(q, k, v, block_mask):
     return flex_attention(q, k, v, block_mask=block_mask)
 
 
-def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
-    """[B, T, kv_heads, D] -> [B, T, kv_heads * n_rep, D], each key/value head serving n_rep query
-    heads (as torchtitan: SDPA's own enable_gqa is not on every CUDA backend)."""
-    if n_rep == 1:
-        return x
-    b, t, h, d = x.shape
-    return x[:, :, :, None, :].expand(b, t, h, n_rep, d).reshape(b, t, h * n_rep, d)
-
-
-class Attention(nn.Module):
-    def __init__(self, cfg: Llama3Config):
-        super().__init__()
-        self.head_dim = cfg.head_dim
-        self.n_rep = cfg.n_heads // cfg.kv_heads
-        self.wq = nn.Linear(cfg.dim, cfg.dim, bias=False)
-        self.wk = nn.Linear(cfg.dim, cfg.kv_heads * cfg.head_dim, bias=False)
-        self.wv = nn.Linear(cfg.dim, cfg.kv_heads * cfg.head_dim, bias=False)
-        self.wo = nn.Linear(cfg.dim, cfg.dim, bias=False)
-
-    def forward(self, x, cos, sin, block_mask=None):
-        bsz, seqlen, _ = x.shape
-        # -1 heads: under tensor parallelism this rank holds n_heads / tp of them
-        q = self.wq(x).view(bsz, seqlen, -1, self.head_dim)
-        k = self.wk(x).view(bsz, seqlen, -1, self.head_dim)
-        v = self.wv(x).view(bsz, seqlen, -1, self.head_dim)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)
-        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        if block_mask is None:
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        else:
-            out = flex_attention_region(q, k, v, block_mask)
-        return self.wo(out.transpose(1, 2).reshape(bsz, seqlen, -1))
-
-
-class FeedForward(nn.Module):
-    def __init__(self, cfg: Llama3Config):
-        super().__init__()
-        self.w1 = nn.Linear(cfg.dim, cfg.ffn_hidden, bias=False)
-        self.w2 = nn.Linear(cfg.ffn_hidden, cfg.dim, bias=False)
-        self.w3 = nn.Linear(cfg.dim, cfg.ffn_hidden, bias=False)
-
-    def forward(self, x):
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))
-
-
-class TransformerBlock(nn.Module):
-    def __init__(self, cfg: Llama3Config, fqn: str):
-        super().__init__()
-        self.fqn = fqn
-        self.attention_norm = RMSNorm(cfg.dim, cfg.norm_eps)
-        self.attention = Attention(cfg)
-        self.ffn_norm = RMSNorm(cfg.dim, cfg.norm_eps)
-        self.feed_forward = FeedForward(cfg)
-
-    def forward(self, x, cos, sin, block_mask=None):
-        with module_scope(self.fqn):
-            h = x + self.attention(self.attention_norm(x), cos, sin, block_mask)
-            return h + self.feed_forward(self.ffn_norm(h))
-
-
 class Llama3(nn.Module):
     def __init__(self, cfg: Llama3Config):
         super().__init__()
         self.cfg = cfg
         self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
-        self.layers = nn.ModuleDict({str(i): TransformerBlock(cfg, f"layers.{i}") for i in range(cfg.n_layers)})
-        self.norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        inner = flex_attention_region if cfg.flex else causal_sdpa
+        # norms in float32: bf16 compute keeps their statistics accurate
+        self.layers = nn.ModuleDict({str(i): TransformerBlock(cfg.dim, cfg.n_heads, cfg.kv_heads, cfg.ffn_hidden,
+                                                              cfg.norm_eps, upcast_norm=True, inner=inner)
+                                     for i in range(cfg.n_layers)})
+        self.norm = RMSNorm(cfg.dim, cfg.norm_eps, upcast=True)
         self.output = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
-        cos, sin = rope_tables(cfg)
-        self.register_buffer("rope_cos", cos, persistent=False)
-        self.register_buffer("rope_sin", sin, persistent=False)
+        self.rope = RoPE(cfg.head_dim, cfg.seq_len, cfg.rope_theta)  # one set of tables for every block
         self.block_mask = BlockCausalMask(cfg) if cfg.flex else None
         self.init_weights()
 
@@ -267,13 +195,12 @@ class Llama3(nn.Module):
         nn.init.trunc_normal_(self.output.weight, std=self.cfg.dim ** -0.5)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        seqlen = tokens.shape[1]
-        cos, sin = self.rope_cos[:seqlen], self.rope_sin[:seqlen]
         block_mask = self.block_mask() if self.block_mask is not None else None
         with module_scope("tok_embeddings"):
             h = self.tok_embeddings(tokens)
-        for layer in self.layers.values():
-            h = layer(h, cos, sin, block_mask)
+        for name, layer in self.layers.items():
+            with module_scope(f"layers.{name}"):
+                h = layer(h, self.rope, block_mask)
         with module_scope("norm"):
             h = self.norm(h)
         with module_scope("output"):

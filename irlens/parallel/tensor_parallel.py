@@ -52,10 +52,11 @@ BLOCK_PLAN = {
     "feed_forward.w2": RowwiseParallel(),
 }
 
+ATTENTION_INPUTS = 3  # x, the rotary embedding, the block mask (irlens.models.common.decoder)
 
 
 def prepared_input(module_inputs: int, sequence_parallel: bool) -> PrepareModuleInput:
-    """A module whose first input feeds several column-wise linears (attention: x, cos, sin,
+    """A module whose first input feeds several column-wise linears (attention: x, rope,
     block_mask; feed-forward, shared expert: x) takes it as one DTensor, replicated over tp: all-
     gathered from the sequence shards under SP. The linears' partial input gradients then add up
     as one DTensor and are reduced once (a reduce-scatter under SP; else one all-reduce, not one
@@ -76,7 +77,7 @@ SEQUENCE_PARALLEL_BLOCK = {
 
 
 def llama3_block_plan(block: nn.Module, sequence_parallel: bool) -> dict:
-    return {**BLOCK_PLAN, "attention": prepared_input(4, sequence_parallel),
+    return {**BLOCK_PLAN, "attention": prepared_input(ATTENTION_INPUTS, sequence_parallel),
             "feed_forward": prepared_input(1, sequence_parallel),
             **(SEQUENCE_PARALLEL_BLOCK if sequence_parallel else {})}
 

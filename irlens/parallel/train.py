@@ -9,14 +9,16 @@ prints a line per step and, last, one JSON line with the configuration and its t
 MFU and peak memory (and, for MoE models, the router's load balance), for collecting results.
 With `--profile DIR` the last steps are profiled: each rank's trace goes to DIR, rank 0 prints
 where its step time went (irlens.parallel.profile) and writes the JSON line to DIR/summary.json too.
+
+A run is described by one TrainConfig (irlens.cli.train builds it from the command line; nothing
+here parses flags). The ranks `run_training` spawns get that dataclass itself (pickled by
+torch.multiprocessing); under torchrun each rank's `irlens train` parses the same command line.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
-import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -35,7 +37,6 @@ from irlens.parallel.distributed import (
     init_process_group,
     launched_by_torchrun,
     mesh_groups,
-    shutdown,
     spawn,
 )
 from irlens.parallel.metrics import StepMetrics, load_balance, peak_flops, peak_memory_gib, reset_peak_memory
@@ -56,8 +57,6 @@ EXECUTIONS = ("eager", "compiled")  # how the train step runs (--mode): op by op
 # bf16-computed gradients without rounding each partial sum; bfloat16 halves the bytes moved
 REDUCE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 WARMUP_STEPS = 2  # left out of the summary's throughput: first-touch allocations, autotuning, cudagraph capture
-# `irlens train`'s exit status when a pass cannot run on this machine: irlens.cli.command's usage status
-NOT_RUN_EXIT = 2
 
 
 @dataclass
@@ -306,72 +305,3 @@ def run_training(tc: TrainConfig) -> dict:
     if launched_by_torchrun():
         return _train_summary(tc)
     return spawn(_train_summary, tc.dims.world_size, tc)
-
-
-def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    from irlens.parallel.deepseek_v3 import PRESETS as DEEPSEEK_PRESETS
-    from irlens.parallel.llama3 import PRESETS as LLAMA3_PRESETS
-
-    d = TrainConfig()
-    parser.add_argument("--model", default=d.model,
-                        help=f"llama3:<preset> ({', '.join(LLAMA3_PRESETS)}) or deepseek_v3:<preset> "
-                             f"({', '.join(DEEPSEEK_PRESETS)})")
-    parser.add_argument("--dp-shard", type=int, default=d.dp_shard, help="SimpleFSDP degree")
-    parser.add_argument("--tp", type=int, default=d.tp, help="tensor-parallel degree")
-    parser.add_argument("--ep", type=int, default=d.ep,
-                        help="expert-parallel degree (MoE models; its ranks are dp-shard ranks: must divide --dp-shard)")
-    parser.add_argument("--sequence-parallel", default=d.sequence_parallel, action=argparse.BooleanOptionalAction,
-                        help="with --tp: norms and residual adds over 1/tp of the sequence, all-gather/reduce-scatter "
-                             "around the column/row-wise pairs instead of all-reduces (default: on)")
-    parser.add_argument("--loss-parallel", default=d.loss_parallel, action=argparse.BooleanOptionalAction,
-                        help="with --tp: cross-entropy over the vocabulary-sharded logits instead of gathering them "
-                             "(default: on)")
-    parser.add_argument("--flex", action="store_true", help="FlexAttention with a block-causal mask")
-    parser.add_argument("--joint-passes", nargs="*", default=[], metavar="PASS",
-                        help=f"joint-graph passes: {', '.join(JOINT_PASSES)}")
-    parser.add_argument("--passes", nargs="*", default=[], metavar="PASS",
-                        help=f"forward/backward passes, in order: {', '.join(GRAPH_PASSES)}")
-    parser.add_argument("--steps", type=int, default=d.steps, help="training steps")
-    parser.add_argument("--mode", choices=EXECUTIONS, default=d.mode,
-                        help="eager: the DTensor model op by op; compiled: the joint graph, its passes, compiled")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default=d.device,
-                        help="cpu: gloo ranks; cuda: NCCL, one GPU per rank")
-    parser.add_argument("--batch-size", type=int, default=d.batch_size,
-                        help="sequences per data-parallel rank (default: the preset's; 8 for llama3:1B, 1 for llama3:8B)")
-    parser.add_argument("--seq-len", type=int, default=None, help="default: the preset's")
-    parser.add_argument("--n-layers", type=int, default=None,
-                        help="default: the preset's (e.g. llama3:8B --n-layers 4 fits one H100)")
-    parser.add_argument("--lr", type=float, default=d.lr, help="AdamW learning rate")
-    parser.add_argument("--seed", type=int, default=d.seed, help="seed of the weights and the token data")
-    parser.add_argument("--checkpoint", default=None, metavar="DIR", help="save here after the last step")
-    parser.add_argument("--resume", action="store_true", help="start from the checkpoint in --checkpoint")
-    parser.add_argument("--mixed-precision", default=None, action=argparse.BooleanOptionalAction,
-                        help="bf16 compute (default: on cuda)")
-    parser.add_argument("--reduce-dtype", choices=tuple(REDUCE_DTYPES), default=d.reduce_dtype,
-                        help="dtype of the gradient reduce-scatter over dp ranks (default float32)")
-    parser.add_argument("--profile", nargs="?", const="irlens-profile", default=None, metavar="DIR",
-                        help="profile the last --profile-steps steps: traces (Perfetto) to DIR (default "
-                             "irlens-profile), the step time's breakdown printed and in the summary")
-    parser.add_argument("--profile-steps", type=int, default=d.profile_steps, metavar="N",
-                        help="with --profile: how many of the last steps are profiled")
-    return parser
-
-
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    return TrainConfig(**{f: getattr(args, f) for f in TrainConfig.__dataclass_fields__})
-
-
-def train_main(argv: list[str] | argparse.Namespace) -> int:
-    """Entry point of `irlens train`: argv, or the namespace the irlens CLI parsed with `add_train_arguments`."""
-    parser = add_train_arguments(argparse.ArgumentParser(prog="irlens train", description=__doc__.split("\n\n")[0]))
-    args = argv if isinstance(argv, argparse.Namespace) else parser.parse_args(argv)
-    summary = run_training(config_from_args(args))
-    rank0 = not dist.is_initialized() or dist.get_rank() == 0
-    if rank0:
-        print(json.dumps(summary), flush=True)
-    shutdown()  # under torchrun: this process's group
-    if summary["status"] == "not run":  # something asked for cannot run here: exit 2, as for bad input
-        if rank0:
-            print(f"irlens train: not run: {summary['reason']}", file=sys.stderr, flush=True)
-        return NOT_RUN_EXIT
-    return 0
