@@ -26,6 +26,7 @@ from typing import Any
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype, dtype_size
 from irlens.frontends.jax import hlo_traffic, linalg
 from irlens.frontends.jax import xla_forms as forms
+from irlens.frontends.jax import xla_gather
 from irlens.frontends.jax.jaxpr import at_level, matmul_attrs, polygamma_of, source_span
 from irlens.frontends.jax.xla_forms import Emitter, Unmapped, full_attrs
 from irlens.ops import check_vocabulary
@@ -971,13 +972,13 @@ def _select_and_scatter(e: Emitter, x: XlaOp) -> None:
 def _gather(e: Emitter, x: XlaOp) -> None:
     operand, indices = x.metas[0], x.metas[1]
     vector_dim = x.ints("index_vector_dim")
-    form = forms.GatherForm(
+    form = xla_gather.GatherForm(
         tuple(x.ints("offset_dims") or []), tuple(x.ints("collapsed_slice_dims") or []),
         tuple(x.ints("start_index_map") or []), tuple(x.ints("slice_sizes") or []),
         len(indices.shape) if vector_dim is None else vector_dim[0],
         tuple(x.ints("operand_batching_dims") or []), tuple(x.ints("start_indices_batching_dims") or []),
         mode="clip")  # XLA clamps a gather's start indices into the operand
-    forms.expand_gather(e, x.inputs[0], _named(x, 0), x.inputs[1], _named(x, 1), form, x.outs[0])
+    xla_gather.expand_gather(e, x.inputs[0], _named(x, 0), x.inputs[1], _named(x, 1), form, x.outs[0])
 
 
 _SCATTER_BODIES = {"add": "add", "multiply": "mul", "maximum": "max", "minimum": "min"}
@@ -993,13 +994,13 @@ def _scatter(e: Emitter, x: XlaOp) -> None:
     if kind is None:
         raise Unmapped("a scatter body other than the update or one add, subtract, multiply, maximum, minimum")
     vector_dim = x.ints("index_vector_dim")
-    form = forms.ScatterForm(
+    form = xla_gather.ScatterForm(
         tuple(x.ints("update_window_dims") or []), tuple(x.ints("inserted_window_dims") or []),
         tuple(x.ints("scatter_dims_to_operand_dims") or []),
         len(x.metas[1].shape) if vector_dim is None else vector_dim[0], kind,
         tuple(x.ints("input_batching_dims") or []), tuple(x.ints("scatter_indices_batching_dims") or []),
         mode="drop")  # XLA skips an update whose window is out of bounds
-    forms.expand_scatter(e, x.inputs[0], _named(x, 0), x.inputs[1], _named(x, 1), x.inputs[2], _named(x, 2), form,
+    xla_gather.expand_scatter(e, x.inputs[0], _named(x, 0), x.inputs[1], _named(x, 1), x.inputs[2], _named(x, 2), form,
                          x.outs[0])
 
 

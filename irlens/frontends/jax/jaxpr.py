@@ -25,6 +25,7 @@ from typing import Any, Callable
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
 from irlens.frontends.jax import linalg
 from irlens.frontends.jax import xla_forms as forms
+from irlens.frontends.jax import xla_gather
 from irlens.frontends.jax.xla_forms import Emitter, Unmapped, full_attrs
 from irlens.ops import check_vocabulary
 
@@ -499,11 +500,11 @@ def _mode(p: dict) -> str:
 
 def _gather(e: Emitter, q: Eqn) -> None:
     dn, p = q.params["dimension_numbers"], q.params
-    form = forms.GatherForm(
+    form = xla_gather.GatherForm(
         _dims(dn.offset_dims), _dims(dn.collapsed_slice_dims), _dims(dn.start_index_map), _dims(p["slice_sizes"]),
         len(q.metas[1].shape) - 1, _dims(dn.operand_batching_dims), _dims(dn.start_indices_batching_dims), _mode(p),
         None if p.get("fill_value") is None else _scalar(p["fill_value"]))
-    forms.expand_gather(e, q.inputs[0], _value_meta(q, 0), q.inputs[1], _value_meta(q, 1), form, q.outs[0])
+    xla_gather.expand_gather(e, q.inputs[0], _value_meta(q, 0), q.inputs[1], _value_meta(q, 1), form, q.outs[0])
 
 
 _SCATTER_KINDS = {"scatter": "set", "scatter-add": "add", "scatter_add": "add", "scatter-sub": "sub",
@@ -518,11 +519,11 @@ def _scatter(e: Emitter, q: Eqn) -> None:
         raise Unmapped("a scatter of several operands")
     mode = _mode(p)
     # XLA's scatter drops an out-of-bounds update, FILL_OR_DROP or PROMISE_IN_BOUNDS alike
-    form = forms.ScatterForm(
+    form = xla_gather.ScatterForm(
         _dims(dn.update_window_dims), _dims(dn.inserted_window_dims), _dims(dn.scatter_dims_to_operand_dims),
         len(q.metas[1].shape) - 1, _SCATTER_KINDS[q.prim], _dims(dn.operand_batching_dims),
         _dims(dn.scatter_indices_batching_dims), "drop" if mode == "fill" else mode)
-    forms.expand_scatter(e, q.inputs[0], _value_meta(q, 0), q.inputs[1], _value_meta(q, 1), q.inputs[2],
+    xla_gather.expand_scatter(e, q.inputs[0], _value_meta(q, 0), q.inputs[1], _value_meta(q, 1), q.inputs[2],
                          _value_meta(q, 2), form, q.outs[0])
 
 
