@@ -22,7 +22,7 @@ from jax._src.lax.linalg import geqrf  # not in jax.lax.linalg's public names
 from irlens.interpret import interpret
 from irlens.ir import TensorMeta
 from irlens.frontends.jax import hlo as hlo_adapter
-from irlens.frontends.jax import jaxpr as jaxpr_adapter
+from irlens.frontends.jax import jaxpr_eqn, jaxpr_names
 from irlens.frontends.jax.hlo import hlo_to_graph, read_hlo, stablehlo_to_graph
 from irlens.frontends.jax.jaxpr import at_level, jaxpr_to_graph
 
@@ -373,7 +373,7 @@ def reached_primitives() -> set[str]:
 def test_every_jaxpr_handler_is_checked_by_a_case():
     """Every name-table entry of the jaxpr adapter is run by a case above against JAX in float64,
     so each entry's params are checked against the canonical op's meaning."""
-    missed = set(jaxpr_adapter.HANDLERS) - reached_primitives() - set(NOT_REACHED)
+    missed = set(jaxpr_eqn.HANDLERS) - reached_primitives() - set(NOT_REACHED)
     assert not missed, f"handlers no case checks: {sorted(missed)}"
     assert not set(NOT_REACHED) & reached_primitives(), "a NOT_REACHED entry is reached now: move it out"
 
@@ -430,12 +430,12 @@ def _all_lax_primitives() -> dict[str, str]:
 def test_every_lax_primitive_is_accounted_for():
     """The primitive level is closed: each of jax's primitives is converted, inlined, passed
     through, or kept unknown with a stated reason."""
-    j = jaxpr_adapter
-    known = set(j.HANDLERS) | set(j.CALLS) | set(j.SOLVES) | set(j.IDENTITIES) | set(j.CLASSIFIED)
+    j = jaxpr_names
+    known = set(jaxpr_eqn.HANDLERS) | set(j.CALLS) | set(j.SOLVES) | set(j.IDENTITIES) | set(j.CLASSIFIED)
     prims = _all_lax_primitives()
     assert len(prims) > 200
     assert sorted(set(prims) - known) == []
-    assert not set(j.HANDLERS) & set(j.CLASSIFIED)
+    assert not set(jaxpr_eqn.HANDLERS) & set(j.CLASSIFIED)
 
 
 # --- never a wrong meaning ------------------------------------------------------------------

@@ -27,7 +27,9 @@ from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dt
 from irlens.frontends.jax import hlo_traffic, linalg
 from irlens.frontends.jax import xla_forms as forms
 from irlens.frontends.jax import xla_gather
-from irlens.frontends.jax.jaxpr import at_level, matmul_attrs, polygamma_of, source_span
+from irlens.frontends.jax.jaxpr import at_level, source_span
+from irlens.frontends.jax.jaxpr_elementwise import polygamma_of
+from irlens.frontends.jax.jaxpr_eqn import matmul_attrs
 from irlens.frontends.jax.xla_forms import Emitter, Unmapped, full_attrs
 from irlens.ops import check_vocabulary
 
