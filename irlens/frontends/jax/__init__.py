@@ -114,7 +114,8 @@ class JaxFrontend(Frontend):
     def acquire(self, inst: Instance, mode: str) -> Acquisition:
         import jax
 
-        from irlens.frontends.jax.hlo import hlo_to_graph, stablehlo_to_graph
+        from irlens.frontends.jax.hlo import hlo_to_graph
+        from irlens.frontends.jax.stablehlo import stablehlo_to_graph
         from irlens.frontends.jax.jaxpr import jaxpr_to_graph
 
         if mode not in MODES:
