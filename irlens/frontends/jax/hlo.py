@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
-from irlens.frontends.jax import hlo_elementwise, hlo_shapes, hlo_structured  # noqa: F401  (each registers its handlers)
+from irlens.frontends.jax import (  # noqa: F401  (each registers its handlers)
+    hlo_elementwise, hlo_shapes, hlo_structured)
 from irlens.frontends.jax import xla_forms as forms
 from irlens.frontends.jax.hlo_text import (Instruction, SourceFrame, int_list, literal_value, metadata_fields,
                                            parse_instruction, parse_stack_frames, scalar_literal)

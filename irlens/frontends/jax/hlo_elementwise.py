@@ -6,12 +6,9 @@ from __future__ import annotations
 from irlens.frontends.jax import xla_forms as forms
 from irlens.frontends.jax.hlo_names import BY_DTYPE, COMPARE, OPCODES
 from irlens.frontends.jax.jaxpr_elementwise import polygamma_of
+from irlens.frontends.jax.jaxpr_eqn import dtype_kind
 from irlens.frontends.jax.xla_op import XlaOp, register
 from irlens.frontends.jax.xla_forms import Emitter, Unmapped
-
-
-def _kind(dtype: str) -> int:
-    return 0 if dtype == "bool" else 1 if dtype.startswith(("int", "uint")) else 2
 
 
 def _rename(op: str):
@@ -21,16 +18,16 @@ def _rename(op: str):
 
 
 def _by_dtype(e: Emitter, x: XlaOp) -> None:
-    op = BY_DTYPE[x.opcode][_kind(x.metas[0].dtype)]
+    op = BY_DTYPE[x.opcode][dtype_kind(x.metas[0].dtype)]
     if not op:
         raise Unmapped(f"{x.opcode} of {x.metas[0].dtype}")
-    x.one(e, op, **({"rounding_mode": "trunc"} if x.opcode == "divide" and _kind(x.metas[0].dtype) == 1 else {}))
+    x.one(e, op, **({"rounding_mode": "trunc"} if x.opcode == "divide" and dtype_kind(x.metas[0].dtype) == 1 else {}))
 
 
 def _compare(e: Emitter, x: XlaOp) -> None:
     direction = x.word("direction", "comparison_direction")
     kind = x.word("type", "compare_type") or ""
-    if kind == "TOTALORDER" and _kind(x.metas[0].dtype) == 2:
+    if kind == "TOTALORDER" and dtype_kind(x.metas[0].dtype) == 2:
         raise Unmapped("a total-order compare of floats (-0 < +0, NaNs ordered)")
     if direction not in COMPARE:
         raise Unmapped(f"compare direction {direction}")

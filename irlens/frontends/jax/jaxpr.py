@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
-from irlens.frontends.jax import jaxpr_elementwise, jaxpr_shapes, jaxpr_structured  # noqa: F401  (each registers its handlers)
+from irlens.frontends.jax import (  # noqa: F401  (each registers its handlers)
+    jaxpr_elementwise, jaxpr_shapes, jaxpr_structured)
 from irlens.frontends.jax import xla_forms as forms
 from irlens.frontends.jax.jaxpr_eqn import HANDLERS, Eqn, scalar_of
 from irlens.frontends.jax.jaxpr_names import CALLS, CLASSIFIED, HINTS, IDENTITIES, MAX_SCAN_STEPS, SOLVES

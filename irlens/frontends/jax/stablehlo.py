@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import Arg, Graph, Node, TensorMeta, canonical_dtype
-from irlens.frontends.jax import hlo_elementwise, hlo_shapes, hlo_structured  # noqa: F401  (each registers its handlers)
+from irlens.frontends.jax import (  # noqa: F401  (each registers its handlers)
+    hlo_elementwise, hlo_shapes, hlo_structured)
 from irlens.frontends.jax import xla_forms as forms
 from irlens.frontends.jax.hlo_names import stablehlo_opcode
 from irlens.frontends.jax.jaxpr import at_level
