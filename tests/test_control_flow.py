@@ -15,7 +15,8 @@ import torch
 from jax import lax
 
 from irlens.decompose import to_primitive
-from irlens.frontends.jax.hlo import hlo_to_graph, stablehlo_to_graph
+from irlens.frontends.jax.hlo import hlo_to_graph
+from irlens.frontends.jax.stablehlo import stablehlo_to_graph
 from irlens.frontends.jax.jaxpr import at_level, jaxpr_to_graph
 from irlens.interpret import Uninterpretable, interpret
 from irlens.ir import Graph, Node, TensorMeta
@@ -200,9 +201,7 @@ def test_conditionals_are_faithful_at_every_stage_and_level(p, i):
 def _hlo(text: str) -> Graph:
     import jaxlib._hlo as hlo_lib
 
-    from irlens.frontends.jax.hlo import read_hlo
-
-    return read_hlo(hlo_lib.hlo_module_from_text(text), name="c").graph
+    return hlo_to_graph(hlo_lib.hlo_module_from_text(text), name="c")
 
 
 def test_an_hlo_conditional_on_a_predicate_takes_each_branch_its_own_operand():

@@ -194,10 +194,10 @@ def test_unknown_ops_are_kept_by_native_name():
 def test_a_custom_op_that_writes_an_argument_stays_unknown():
     """Expanding it would lose the write (a side effect on its argument): it has no decomposition
     (one that only returns a value has its implementation), and stays unknown."""
-    from irlens.frontends.dynamo.fx import _decomposition_of
+    from irlens.frontends.dynamo.expansion import decomposition_of
 
-    assert _decomposition_of(torch.ops.irlens_test.scale_into.default) is None
-    assert _decomposition_of(torch.ops.irlens_test.scaled_softmax.default) is _scaled_softmax._init_fn
+    assert decomposition_of(torch.ops.irlens_test.scale_into.default) is None
+    assert decomposition_of(torch.ops.irlens_test.scaled_softmax.default) is _scaled_softmax._init_fn
 
     class Custom(nn.Module):
         def forward(self, x):

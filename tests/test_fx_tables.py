@@ -16,7 +16,8 @@ from torch.utils._pytree import tree_flatten
 
 from irlens import ops
 from irlens.interpret import interpret
-from irlens.frontends.dynamo import fx
+from irlens.frontends.dynamo import call, fx, names
+from irlens.frontends.dynamo.converters.library import library_call
 
 from opinfo_samples import sample_function
 
@@ -24,12 +25,12 @@ op_db = pytest.importorskip("torch.testing._internal.common_methods_invocations"
 
 
 def test_every_table_entry_names_a_canonical_op_with_a_converter():
-    for table in (fx.TORCH_NAMES, fx.ATEN_NAMES):
+    for table in (names.TORCH_NAMES, names.ATEN_NAMES):
         for key, op in table.items():
             assert op in ops.OPS, key
-            assert fx._BY_KEY.get(key) or fx._BY_OP.get(op), f"{key} -> {op}: no converter"
-    for overload, op in fx.FROM_ATEN.items():
-        assert fx._BY_OP[op] is fx._library and ops.OPS[op].aten is overload
+            assert call.BY_KEY.get(key) or call.BY_OP.get(op), f"{key} -> {op}: no converter"
+    for overload, op in names.FROM_ATEN.items():
+        assert call.BY_OP[op] is library_call and ops.OPS[op].aten is overload
 
 
 # custom-op namespaces a library registers when one of its modules is imported
@@ -41,7 +42,7 @@ def test_every_aten_entry_is_an_op_torch_has():
 
     import torch._inductor.inductor_prims  # noqa: F401  (registers prims.prepare_softmax_online)
 
-    for key in fx.ATEN_NAMES:
+    for key in names.ATEN_NAMES:
         ns, name = key.split(".", 1)
         if ns in LIBRARY_OPS:
             try:
@@ -164,9 +165,9 @@ def test_core_aten_opset_is_covered():
     missing = []
     for name, overloads in sorted(core.items()):
         key = f"aten.{name}"
-        if name in NOT_TENSOR_VALUED | NO_VALUE or key in fx._ALIASES or key in fx._BOOKKEEPING:
+        if name in NOT_TENSOR_VALUED | NO_VALUE or key in names.ALIASES or key in names.BOOKKEEPING:
             continue
         for op in overloads:
-            if op not in fx.FROM_ATEN and key not in fx.ATEN_NAMES:
+            if op not in names.FROM_ATEN and key not in names.ATEN_NAMES:
                 missing.append(str(op))
     assert not missing, missing

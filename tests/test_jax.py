@@ -12,7 +12,8 @@ import torch
 from irlens.frontends import get_frontend
 from irlens.interpret import interpret
 from irlens.ir import Graph
-from irlens.frontends.jax.hlo import parse_instruction, parse_stack_frames, read_hlo
+from irlens.backends.xla.kernels import read_hlo
+from irlens.frontends.jax.hlo_text import parse_instruction, parse_stack_frames
 from irlens.frontends.jax.jaxpr import jaxpr_to_graph
 from irlens.models import workload_names
 from irlens.workload import NoJaxTwin, Workload

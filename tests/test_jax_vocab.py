@@ -21,9 +21,10 @@ from jax._src.lax.linalg import geqrf  # not in jax.lax.linalg's public names
 
 from irlens.interpret import interpret
 from irlens.ir import TensorMeta
-from irlens.frontends.jax import hlo as hlo_adapter
-from irlens.frontends.jax import jaxpr as jaxpr_adapter
-from irlens.frontends.jax.hlo import hlo_to_graph, read_hlo, stablehlo_to_graph
+from irlens.frontends.jax import hlo_names, xla_op
+from irlens.frontends.jax import jaxpr_eqn, jaxpr_names
+from irlens.frontends.jax.hlo import hlo_to_graph
+from irlens.frontends.jax.stablehlo import stablehlo_to_graph
 from irlens.frontends.jax.jaxpr import at_level, jaxpr_to_graph
 
 ALL = ("jaxpr", "stablehlo", "hlo")
@@ -373,7 +374,7 @@ def reached_primitives() -> set[str]:
 def test_every_jaxpr_handler_is_checked_by_a_case():
     """Every name-table entry of the jaxpr adapter is run by a case above against JAX in float64,
     so each entry's params are checked against the canonical op's meaning."""
-    missed = set(jaxpr_adapter.HANDLERS) - reached_primitives() - set(NOT_REACHED)
+    missed = set(jaxpr_eqn.HANDLERS) - reached_primitives() - set(NOT_REACHED)
     assert not missed, f"handlers no case checks: {sorted(missed)}"
     assert not set(NOT_REACHED) & reached_primitives(), "a NOT_REACHED entry is reached now: move it out"
 
@@ -399,8 +400,8 @@ def test_every_hlo_handler_is_checked_by_a_case():
         for level in ("stablehlo", "hlo"):
             if level in levels:
                 g, _ = graphs(fn, args, (level,))[level]
-                seen |= {hlo_adapter._stablehlo_opcode(n.native) if "." in n.native else n.native for n in g.nodes}
-    missed = set(hlo_adapter.HANDLERS) - seen - set(HLO_NOT_REACHED)
+                seen |= {hlo_names.stablehlo_opcode(n.native) if "." in n.native else n.native for n in g.nodes}
+    missed = set(xla_op.HANDLERS) - seen - set(HLO_NOT_REACHED)
     assert not missed, f"HLO handlers no case checks: {sorted(missed)}"
     assert not set(HLO_NOT_REACHED) & seen, "an HLO_NOT_REACHED entry is reached now: move it out"
 
@@ -430,12 +431,12 @@ def _all_lax_primitives() -> dict[str, str]:
 def test_every_lax_primitive_is_accounted_for():
     """The primitive level is closed: each of jax's primitives is converted, inlined, passed
     through, or kept unknown with a stated reason."""
-    j = jaxpr_adapter
-    known = set(j.HANDLERS) | set(j.CALLS) | set(j.SOLVES) | set(j.IDENTITIES) | set(j.CLASSIFIED)
+    j = jaxpr_names
+    known = set(jaxpr_eqn.HANDLERS) | set(j.CALLS) | set(j.SOLVES) | set(j.IDENTITIES) | set(j.CLASSIFIED)
     prims = _all_lax_primitives()
     assert len(prims) > 200
     assert sorted(set(prims) - known) == []
-    assert not set(j.HANDLERS) & set(j.CLASSIFIED)
+    assert not set(jaxpr_eqn.HANDLERS) & set(j.CLASSIFIED)
 
 
 # --- never a wrong meaning ------------------------------------------------------------------
@@ -451,9 +452,9 @@ def test_an_unmapped_param_keeps_the_primitive_unknown():
 
 def test_an_unmapped_hlo_attribute_keeps_the_instruction_unknown():
     meta = TensorMeta("y", (3,), "float32")
-    op = hlo_adapter.XlaOp("y", "add", "add", "", ["a", "b"], [meta, meta], [meta], "", {}, {}, {},
+    op = xla_op.XlaOp("y", "add", "add", "", ["a", "b"], [meta, meta], [meta], "", {}, {}, {},
                            {"metadata", "new_attribute"})
-    (node,) = hlo_adapter.convert(op)
+    (node,) = xla_op.convert(op)
     assert node.op == "unknown:add" and node.attrs["reason"] == "attributes not mapped: new_attribute"
 
 
@@ -476,9 +477,9 @@ def test_a_long_scan_stays_unknown_with_the_reason():
 
 def test_total_order_float_compare_outside_a_sort_is_unknown():
     meta, pred = TensorMeta("a", (3,), "float32"), TensorMeta("p", (3,), "bool")
-    op = hlo_adapter.XlaOp("p", "compare", "compare", "", ["a", "b"], [meta, meta], [pred],
+    op = xla_op.XlaOp("p", "compare", "compare", "", ["a", "b"], [meta, meta], [pred],
                            "direction=LT, type=TOTALORDER", {}, {}, {}, {"direction", "type"})
-    assert hlo_adapter.convert(op)[0].attrs["reason"].startswith("a total-order compare of floats")
+    assert xla_op.convert(op)[0].attrs["reason"].startswith("a total-order compare of floats")
 
 
 # --- linear algebra: the ops each form becomes, and what stays unknown -----------------------
@@ -540,7 +541,7 @@ def test_eigen_and_singular_vectors_stay_unknown(level):
 def _lapack_op(target, spec, inputs, outs, unused=frozenset()):
     metas = [TensorMeta(f"i{k}", shape, "float32") for k, shape in enumerate(inputs)]
     outputs = [TensorMeta(f"o{k}", shape, dtype) for k, (shape, dtype) in enumerate(outs)]
-    return hlo_adapter.XlaOp("c", "custom-call", "custom-call", "", [m.name for m in metas], metas, outputs,
+    return xla_op.XlaOp("c", "custom-call", "custom-call", "", [m.name for m in metas], metas, outputs,
                              f'custom_call_target="{target}", {spec}', {}, {}, {}, {"custom_call_target", "backend_config"},
                              target, unused=frozenset(unused))
 
@@ -567,14 +568,14 @@ def test_unmapped_linalg_params_and_results_stay_unknown():
         ("lapack_sgeev_ffi", "backend_config={}", [(4, 4)], [matrix], (), "no canonical op for LAPACK's geev"),
     ]
     for target, spec, inputs, outs, unused, reason in cases:
-        (node,) = hlo_adapter.convert(_lapack_op(target, spec, inputs, outs, unused))
+        (node,) = xla_op.convert(_lapack_op(target, spec, inputs, outs, unused))
         assert node.op == "unknown:custom-call" and reason in node.attrs["reason"], (target, node.attrs["reason"])
-    nodes = hlo_adapter.convert(_lapack_op("lapack_sgesdd_ffi", "backend_config={mode = 78 : ui8}", [(4, 4)],
+    nodes = xla_op.convert(_lapack_op("lapack_sgesdd_ffi", "backend_config={mode = 78 : ui8}", [(4, 4)],
                                            [matrix, ((4,), "float32"), matrix, matrix, info], {0, 2, 3}))
     assert [n.op for n in nodes] == ["svdvals", "full"]  # info: 0 where the meaning runs (torch raises elsewhere)
-    op = hlo_adapter.XlaOp("l", "cholesky", "cholesky", "", ["a"], [TensorMeta("a", (4, 4), "float32")],
+    op = xla_op.XlaOp("l", "cholesky", "cholesky", "", ["a"], [TensorMeta("a", (4, 4), "float32")],
                            [TensorMeta("l", (4, 4), "float32")], "lower=true", {}, {}, {}, {"lower"})
-    assert "implementation-defined" in hlo_adapter.convert(op)[0].attrs["reason"]  # XLA's own Cholesky
+    assert "implementation-defined" in xla_op.convert(op)[0].attrs["reason"]  # XLA's own Cholesky
 
 
 def test_approx_top_k_stays_unknown():
@@ -620,7 +621,7 @@ def _gemm(config: str):
   %b = f32[16,8]{{1,0}} parameter(1)
   %gemm = (f32[4,16]{{1,0}}, s8[0]{{0}}) custom-call(%a, %b), custom_call_target="__cublas$gemm", backend_config={{"gemm_backend_config":{{{config}}}}}
   ROOT %out = f32[4,16]{{1,0}} get-tuple-element(%gemm), index=0"""
-    return read_hlo(_module(body, "a: f32[4,8], b: f32[16,8]", "f32[4,16]"), name="gemm").graph
+    return hlo_to_graph(_module(body, "a: f32[4,8], b: f32[16,8]", "f32[4,16]"), name="gemm")
 
 
 _DOT = '"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["1"],' \
@@ -643,7 +644,7 @@ def test_gpu_library_calls_are_mapped_or_unknown():
   %w = f32[3,3,4,4]{3,2,1,0} parameter(1)
   %conv = (f32[1,8,8,4]{3,2,1,0}, u8[0]{0}) custom-call(%x, %w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, custom_call_target="__cudnn$convForward"
   ROOT %y = f32[1,8,8,4]{3,2,1,0} get-tuple-element(%conv), index=0"""
-    g = read_hlo(_module(body, "x: f32[1,8,8,4], w: f32[3,3,4,4]", "f32[1,8,8,4]"), name="conv").graph
+    g = hlo_to_graph(_module(body, "x: f32[1,8,8,4], w: f32[3,3,4,4]", "f32[1,8,8,4]"), name="conv")
     assert g.unknown_ops() == Counter({"unknown:custom-call": 1})
 
 
@@ -652,7 +653,7 @@ def test_bitcast_between_layouts_is_a_transpose():
     f32[2,3]{1,0} (row-major) to f32[3,2]{0,1} (column-major) the logical values are transposed."""
     body = """  %x = f32[2,3]{1,0} parameter(0)
   ROOT %t = f32[3,2]{0,1} bitcast(%x)"""
-    g = read_hlo(_module(body, "x: f32[2,3]", "f32[3,2]"), name="bitcast").graph
+    g = hlo_to_graph(_module(body, "x: f32[2,3]", "f32[3,2]"), name="bitcast")
     x = torch.arange(6, dtype=torch.float64).reshape(2, 3)
     torch.testing.assert_close(interpret(g, [x])[0], x.T)
 

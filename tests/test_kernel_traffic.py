@@ -36,7 +36,7 @@ def lm_cross_entropy_hlo():
     import jax
     import jax.numpy as jnp
 
-    from irlens.frontends.jax.hlo import read_hlo
+    from irlens.backends.xla.kernels import read_hlo
     from irlens.models.lm import _lm_head_loss_jax
 
     cfg = {"batch": 4, "seq": 1024, "dim": 1024, "vocab": 32000}

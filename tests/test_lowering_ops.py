@@ -212,7 +212,7 @@ def test_jax_lowering_computes_the_meaning(case):
     import numpy as np
 
     from irlens.backends.xla.lower import SUPPORTED, to_jax_function
-    from irlens.frontends.jax.hlo import read_hlo
+    from irlens.backends.xla.kernels import read_hlo
 
     assert case.op in SUPPORTED
     graph = one_node_graph(case)
@@ -313,7 +313,7 @@ def test_xlas_reversed_convolution_windows_are_read_as_a_flipped_kernel(x_shape,
     import numpy as np
     from jax import lax
 
-    from irlens.frontends.jax.hlo import read_hlo
+    from irlens.backends.xla.kernels import read_hlo
 
     def conv(x, w):
         return lax.conv_general_dilated(x, w, (1, 1), [(1, 1), (1, 1)], precision=lax.Precision.HIGHEST)

@@ -10,8 +10,8 @@ import torch
 from irlens import ops
 from irlens.interpret import MEANINGS, run_attrs
 from irlens.ir import Node, TensorMeta
-from irlens.frontends.dynamo import fx
-from irlens.frontends.jax import hlo, jaxpr
+from irlens.frontends.dynamo import names as fx_names
+from irlens.frontends.jax import hlo_names, jaxpr_names
 from irlens.frontends.thunder import trace as thunder_trace
 
 F = "float32"
@@ -35,7 +35,7 @@ def test_a_second_declaration_is_refused():
 
 
 def test_every_name_table_maps_into_the_vocabulary():
-    tables = [fx.TORCH_NAMES, fx.ATEN_NAMES, fx.MODULE_NAMES, thunder_trace.NAME_TABLE, jaxpr.PRIMITIVES, hlo.OPCODES]
+    tables = [fx_names.TORCH_NAMES, fx_names.ATEN_NAMES, fx_names.MODULE_NAMES, thunder_trace.NAME_TABLE, jaxpr_names.PRIMITIVES, hlo_names.OPCODES]
     for table in tables:
         ops.check_vocabulary(table)
     with pytest.raises(ValueError, match="outside"):

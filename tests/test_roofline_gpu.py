@@ -96,7 +96,7 @@ def test_inductor_triton_kernel_bytes_match_nsight_compute(tmp_path):
 def test_xla_fusion_bytes_match_nsight_compute(tmp_path):
     import re
 
-    from irlens.frontends.jax.hlo import read_hlo
+    from irlens.backends.xla.kernels import read_hlo
 
     view = read_hlo(xla_step().runtime_executable().hlo_modules()[0], name="t")
     charged = {re.sub(r"\W", "_", op.name): (op.bytes_read, op.bytes_written) for op in view.entry_ops

@@ -105,7 +105,7 @@ class XlaLowered:
         return jax.dlpack.from_dlpack(t.detach().contiguous())
 
     def _hlo(self):
-        from irlens.frontends.jax.hlo import read_hlo
+        from irlens.backends.xla.kernels import read_hlo
 
         if self._read is None:
             module = self.compiled.runtime_executable().hlo_modules()[0]

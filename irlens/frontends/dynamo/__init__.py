@@ -6,6 +6,12 @@ capturing compilers, which record its forward (`aot.forward`; the inference grap
 mode) and, in fwdbwd mode, its backward (`aot.backward`). No decomposition table is passed,
 so the ATen graphs keep high-level ops (gelu, sdpa, native_layer_norm): decompositions are
 a backend concern.
+
+The folder owns the Dynamo frontend whole: the capture (here), what each AOT graph input and
+output is (aot.py), vmap regions (vmap.py), and the FX/ATen graphs -> common view adapter: its
+walk (fx.py), name tables (names.py), how a converter reads a call (call.py), the converters by
+op family (converters/), the fallback to torch's decompositions (expansion.py, decompositions.py),
+in-place calls (mutation.py) and what FX nodes carry (meta.py).
 """
 from __future__ import annotations
 

@@ -3,6 +3,14 @@
 The traced function is `irlens.models.jax_run.results_fn` (the same one the xla backend
 runs), applied to the torch module's weights: forward outputs in fwd mode, value_and_grad
 over parameters and floating inputs in fwdbwd mode.
+
+The folder owns the JAX frontend whole: the acquisition (here) and three adapters to the common
+view. jaxpr: its walk (jaxpr.py), tables (jaxpr_names.py), handlers by family
+(jaxpr_elementwise.py, jaxpr_shapes.py, jaxpr_structured.py; their registry jaxpr_eqn.py).
+Optimized HLO and StableHLO: their walks (hlo.py, stablehlo.py), the HLO text parser
+(hlo_text.py), tables (hlo_names.py), handlers by family (hlo_elementwise.py, hlo_shapes.py,
+hlo_structured.py; their registry and `convert`, xla_op.py). Shared by all three: XLA's
+structured ops (xla_forms.py, xla_gather.py) and lax.linalg (linalg.py).
 """
 from __future__ import annotations
 
@@ -126,7 +134,8 @@ class JaxFrontend(Frontend):
     def acquire(self, inst: Instance, mode: str) -> Acquisition:
         import jax
 
-        from irlens.frontends.jax.hlo import hlo_to_graph, stablehlo_to_graph
+        from irlens.frontends.jax.hlo import hlo_to_graph
+        from irlens.frontends.jax.stablehlo import stablehlo_to_graph
         from irlens.frontends.jax.jaxpr import jaxpr_to_graph
 
         if mode not in MODES:

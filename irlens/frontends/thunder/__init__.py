@@ -9,6 +9,11 @@ Where thunder.jit cannot trace the workload, it is acquired through ThunderFX (`
 `thunderfx.py`): `thunderfx.splits` says which regions Thunder took and why the others fell back
 to Inductor; each Thunder region's traces are `thunderfx.g<graph>.thunder_<k>.trace[i]` (and
 `.backward[i]`), each fallback region's FX graph `thunderfx.g<graph>.inductor_<k>.fx`.
+
+The folder owns the Thunder frontend whole: the capture (here, capture.py, thunderfx.py) and the
+traces -> common view adapter: its walk (trace.py), name tables (ops.py), how a normalizer reads
+a symbol call (call.py), the normalizers by family (normalize_compute.py, normalize_movement.py)
+and the torch functions Thunder keeps whole (torch_fallback.py).
 """
 from __future__ import annotations
 

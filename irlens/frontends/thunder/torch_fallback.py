@@ -25,7 +25,7 @@ import functools
 from typing import Any, Callable
 
 from irlens.ir import Graph, Node, TensorMeta
-from irlens.frontends.thunder.ops import dtype_name, is_tensor, tensor_meta
+from irlens.frontends.thunder.call import dtype_name, is_tensor, tensor_meta
 
 
 # Symbols whose Thunder decomposition means something other than the function, read as the
@@ -119,7 +119,7 @@ def _torch_call(bsym, key: str) -> tuple[Callable, tuple, dict] | None:
     """(torch function, args, kwargs) of the call the symbol stands for. A KEPT_WHOLE symbol's
     arguments are passed by their names (its first, the tensor, positionally), which are torch's."""
     if key in KEPT_WHOLE:
-        from irlens.frontends.thunder.ops import bind
+        from irlens.frontends.thunder.call import bind
 
         named, _ = bind(bsym)
         first = next(iter(named))

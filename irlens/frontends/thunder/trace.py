@@ -32,8 +32,9 @@ from typing import Any
 
 from irlens.ir import LEVELS, Arg, Graph, Node
 from irlens.frontends.thunder import torch_fallback
+from irlens.frontends.thunder.call import Spec, Unmapped, arg, is_tensor, is_value, tensor_meta
 from irlens.frontends.thunder.ops import (  # noqa: F401  (NAME_TABLE, TORCH_OPS, PRIMS_OPS: the tables)
-    NAME_TABLE, PRIMS_OPS, TABLE, TORCH_OPS, Spec, Unmapped, arg, is_tensor, is_value, normalize, tensor_meta)
+    NAME_TABLE, PRIMS_OPS, TABLE, TORCH_OPS, normalize)
 from irlens.ops import conform, node_problem
 
 # Symbols that carry no computation: argument unpacking (-> Graph.inputs), return (-> Graph.outputs),

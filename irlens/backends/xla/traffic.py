@@ -17,9 +17,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from irlens.frontends.jax.hlo_text import Instruction
 from irlens.ir import dtype_size
-
-# "Instruction" below is irlens.frontends.jax.hlo.Instruction, which imports this module
 
 # opcodes whose every result element depends on operand elements at other positions, or on all of them
 _READS_WHOLE = {"reduce", "dot", "convolution", "scatter", "sort", "reduce-window", "select-and-scatter",
@@ -31,7 +30,7 @@ _READS_ITS_SHARE = {"slice", "dynamic-slice", "gather"}
 _SAME_BUFFER = {"bitcast", "copy"}
 
 
-def numel(ins: "Instruction") -> int:
+def numel(ins: Instruction) -> int:
     return math.prod(ins.shapes[0][1]) if ins.shapes else 1
 
 
@@ -39,7 +38,7 @@ def shape_bytes(shapes: list[tuple[str, tuple[int, ...]]]) -> int:
     return sum(math.prod(dims) * dtype_size(dtype) for dtype, dims in shapes)
 
 
-def demand(body: list["Instruction"], root: "Instruction") -> dict[str, float]:
+def demand(body: list[Instruction], root: Instruction) -> dict[str, float]:
     """Per instruction of a fused computation, the fraction of its value the computation needs,
     from the root (all of it) backwards: a slice, dynamic slice or gather needs its share of its
     first operand (the elements it produces); an op that maps elements one to one (elementwise,
@@ -69,8 +68,8 @@ class InPlace:
         self.params, self.read, self.written = params, read, written
 
 
-def in_place_update(result: "Instruction", by_name: dict[str, "Instruction"],
-                    computation: Callable[[str], list["Instruction"]]) -> InPlace | None:
+def in_place_update(result: Instruction, by_name: dict[str, Instruction],
+                    computation: Callable[[str], list[Instruction]]) -> InPlace | None:
     """The in-place update a fusion's result is (a dynamic-update-slice or a scatter, maybe
     behind a bitcast), where the buffers it updates are parameters of the fusion; else None."""
     while result.opcode in _SAME_BUFFER and result.operands and result.operands[0] in by_name:
@@ -93,7 +92,7 @@ def in_place_update(result: "Instruction", by_name: dict[str, "Instruction"],
     return None
 
 
-def _combiner_reads_old(scatter: "Instruction", computation: Callable[[str], list["Instruction"]]) -> bool:
+def _combiner_reads_old(scatter: Instruction, computation: Callable[[str], list[Instruction]]) -> bool:
     """Whether a scatter's combiner reads the operand's old value: every combiner but the one
     that returns the update (its second parameter) as it is."""
     name = scatter.attrs.get("to_apply", "").lstrip("%")
@@ -108,8 +107,8 @@ def _combiner_reads_old(scatter: "Instruction", computation: Callable[[str], lis
     return not all(params.get(r, -1) >= len(params) // 2 for r in returned)
 
 
-def io_bytes(ins: "Instruction", entry: dict[str, "Instruction"], body: list["Instruction"],
-             root: "Instruction | None", computation: Callable[[str], list["Instruction"]]) -> tuple[int, int]:
+def io_bytes(ins: Instruction, entry: dict[str, Instruction], body: list[Instruction],
+             root: "Instruction | None", computation: Callable[[str], list[Instruction]]) -> tuple[int, int]:
     """(bytes read, bytes written) by an ENTRY instruction (see the module docstring): `entry`
     the ENTRY computation's instructions by name, `body` and `root` the fused computation of a
     fusion (empty and None for any other instruction), `computation(name)` any computation's."""

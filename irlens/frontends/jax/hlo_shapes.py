@@ -1,0 +1,98 @@
+"""HLO / StableHLO handlers of data movement, casts and creation: broadcast, convert, copy,
+reshape, bitcast, transpose, reverse, concatenate, slice, pad, iota, dynamic slices."""
+from __future__ import annotations
+
+import re
+
+from irlens.frontends.jax.hlo_text import int_list
+from irlens.frontends.jax.xla_op import XlaOp, register
+from irlens.frontends.jax.xla_forms import Emitter, full_attrs
+
+
+def _literal_or(op: str, attrs):
+    """broadcast / convert / copy: of a literal, a `full` (XLA copies a constant into a loop's carry)."""
+    def handle(e: Emitter, x: XlaOp) -> None:
+        out = x.outs[0]
+        if not isinstance(x.inputs[0], str):
+            x.one(e, "full", [], **full_attrs(out.shape, x.inputs[0], out.dtype))
+        else:
+            x.one(e, op, **attrs(x))
+    return handle
+
+
+def _shape_of(e: Emitter, x: XlaOp) -> None:
+    out = x.outs[0]
+    if not isinstance(x.inputs[0], str):  # a literal, reshaped: a `full`
+        x.one(e, "full", [], **full_attrs(out.shape, x.inputs[0], out.dtype))
+    else:
+        x.one(e, "reshape", shape=list(out.shape))
+
+
+def _bitcast(e: Emitter, x: XlaOp) -> None:
+    """A bitcast reads the operand's buffer in the result's shape and layout: a reshape between
+    row-major layouts; else the operand's dims in memory order, reshaped to the result's dims
+    in memory order, then put back in the result's logical order."""
+    (src, dst), value, out = x.layouts or ((), ()), x.metas[0], x.outs[0]
+    if not isinstance(x.inputs[0], str):
+        x.one(e, "full", [], **full_attrs(out.shape, x.inputs[0], out.dtype))
+        return
+    major_in = list(reversed(src)) or list(range(len(value.shape)))
+    major_out = list(reversed(dst)) or list(range(len(out.shape)))
+    if major_in == sorted(major_in) and major_out == sorted(major_out):
+        x.one(e, "reshape", shape=list(out.shape))
+        return
+    memory = e.permute(x.inputs[0], value.shape, value.dtype, major_in)
+    flat = e.reshape(memory, [out.shape[d] for d in major_out], out.dtype)
+    e.permute(flat, [out.shape[d] for d in major_out], out.dtype, [major_out.index(d) for d in range(len(major_out))],
+              out)
+
+
+def _slice(e: Emitter, x: XlaOp) -> None:
+    ranges = re.search(r"slice=\{([^}]*)\}", x.spec)
+    if ranges:
+        parts = [int_list(r) for r in re.findall(r"\[([^\]]*)\]", ranges.group(1))]
+        start, limit, step = [r[0] for r in parts], [r[1] for r in parts], [r[2] if len(r) > 2 else 1 for r in parts]
+    else:
+        start, limit = x.ints("start_indices"), x.ints("limit_indices")
+        step = x.ints("strides") or [1] * len(start)
+    x.one(e, "slice", start=start, limit=limit, step=step)
+
+
+def _pad(e: Emitter, x: XlaOp) -> None:
+    found = re.search(r"padding=([\d_\-x]+)", x.spec)
+    if found:  # lo_hi[_interior] per dim, x-separated
+        config = [[int(v) for v in dim.split("_")] + [0] * (3 - len(dim.split("_"))) for dim in found.group(1).split("x")]
+    else:
+        config = [list(c) for c in zip(x.ints("edge_padding_low"), x.ints("edge_padding_high"),
+                                       x.ints("interior_padding"))]
+    x.one(e, "pad", padding=config)
+
+
+def _dynamic_slice(e: Emitter, x: XlaOp) -> None:
+    x.one(e, "dynamic_slice", sizes=x.ints("dynamic_slice_sizes", "slice_sizes"))
+
+
+def _iota(e: Emitter, x: XlaOp) -> None:
+    out = x.outs[0]
+    x.one(e, "iota", [], shape=list(out.shape), dim=x.ints("iota_dimension")[0], dtype=out.dtype)
+
+
+register("broadcast", _literal_or("broadcast", lambda x: {
+    "shape": list(x.outs[0].shape), "broadcast_dims": x.ints("dimensions", "broadcast_dimensions") or []}),
+    ("dimensions", "broadcast_dimensions"))
+register("convert", _literal_or("convert", lambda x: {"dtype": x.outs[0].dtype}))
+register("copy", _literal_or("copy", lambda x: {}))
+register("reshape", _shape_of)
+register("bitcast", _bitcast)
+register("transpose", lambda e, x: x.one(e, "permute", perm=x.ints("dimensions", "permutation")),
+          ("dimensions", "permutation"))
+register("reverse", lambda e, x: x.one(e, "flip", dims=x.ints("dimensions")), ("dimensions",))
+register("concatenate", lambda e, x: x.one(e, "concat", dim=x.ints("dimensions", "dimension")[0]),
+          ("dimensions", "dimension"))
+register("slice", _slice, ("slice", "start_indices", "limit_indices", "strides"))
+register("pad", _pad, ("padding", "edge_padding_low", "edge_padding_high", "interior_padding"))
+register("iota", _iota, ("iota_dimension",))
+
+
+register("dynamic-slice", _dynamic_slice, ("dynamic_slice_sizes", "slice_sizes"))
+register("dynamic-update-slice", lambda e, x: x.one(e, "dynamic_update_slice"))
