@@ -100,7 +100,7 @@ def _check_indices(node: Node, args: list) -> None:
         value = args[b.input]
         if not isinstance(value, torch.Tensor) or value.dtype == torch.bool or value.is_floating_point():
             continue
-        positions = value if b.keep is None else value[value != b.keep]
+        positions = (value if b.keep is None else value[value != b.keep]).long()  # JAX's uint32 has no min in torch
         if positions.numel() and (positions.min() < -b.bound or positions.max() >= b.bound):
             raise IndexOutOfRange(
                 f"{node.id} ({node.op}): input {node.inputs[b.input]} holds positions {positions.min().item()} to "
