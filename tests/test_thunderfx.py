@@ -322,3 +322,17 @@ def test_a_thunder_region_s_outputs_keep_dynamo_s_strides():
     torch.testing.assert_close(out, region_fn(x)[0])
     out.sum().backward()
     torch.testing.assert_close(x.grad, torch.full_like(x, 2.0))
+
+
+@pytest.mark.slow
+def test_a_fallback_regions_vmap_is_read_as_functorch_batches_it():
+    """Mamba's selective scan runs under torch.vmap, which ThunderFX leaves to Inductor: the
+    fallback region's common view expands it as Dynamo's own view does (96 unknown batch-dim ops
+    before), and the row stays ok."""
+    import irlens.matrix as cmp
+
+    doc = cmp.run_matrix(["hf_mamba"], ["thunder+torchcompile"], ["fwd"], device="cpu", preset="tiny",
+                         progress=False, isolate=False)
+    (row,) = doc["rows"]
+    assert row["status"] == "ok", row["reason"]
+    assert row["coverage"] is not None and not row["coverage"]["unknown"], row["coverage"]["unknown"][:5]
