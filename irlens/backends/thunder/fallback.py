@@ -14,7 +14,7 @@ import re
 
 from irlens.backends.inductor.code import kernel_definition, kernel_kind
 from irlens.frontends.dynamo.fx import fx_to_graph
-from irlens.frontends.dynamo.vmap import expand_vmap, has_vmap
+from irlens.frontends.dynamo.vmap import expand_vmap
 from irlens.frontends.thunder.thunderfx import Region
 from irlens.ir import Graph, Kernel
 
@@ -43,8 +43,7 @@ def inductor_kernel_names(code: str) -> list[str]:
 def fallback_graph(region: Region, workload: str) -> Graph:
     """The common view of a fallback region's FX graph (its stage: `<region>.fx`), its vmap regions
     read as functorch batches them, as Dynamo's own view reads them (ThunderFX leaves vmap to Inductor)."""
-    module = expand_vmap(region.module) if has_vmap(region.module) else region.module
-    return fx_to_graph(module, name=workload, frontend="dynamo", stage=f"{region.stage_prefix}.fx")
+    return fx_to_graph(expand_vmap(region.module), name=workload, frontend="dynamo", stage=f"{region.stage_prefix}.fx")
 
 
 def fallback_kernels(region: Region, graph: Graph) -> list[Kernel]:

@@ -21,7 +21,7 @@ from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend
 from irlens.frontends.dynamo.aot import Role, backward_roles, forward_roles
 from irlens.frontends.dynamo.binding import dynamo_input_keys, dynamo_program, fx_program
 from irlens.frontends.dynamo.fx import fx_to_graph
-from irlens.frontends.dynamo.vmap import expand_vmap, has_vmap
+from irlens.frontends.dynamo.vmap import expand_vmap
 from irlens.workload import MODES, Instance, as_tuple
 
 
@@ -95,7 +95,7 @@ def indexed(base: str, i: int) -> str:
 
 def fx_stage(name: str, description: str, gm: torch.fx.GraphModule, workload: str, backward: bool = False) -> Stage:
     def to_common(level: str):
-        read = expand_vmap(gm) if has_vmap(gm) else gm  # vmap regions as functorch batches them
+        read = expand_vmap(gm)  # vmap regions as functorch batches them
         return fx_to_graph(read, name=workload, frontend="dynamo", stage=name, level=level)
 
     text = gm.print_readable(print_output=False, include_stride=False, include_device=False)

@@ -44,7 +44,10 @@ def regions(graph: fx.Graph) -> list[list[fx.Node]]:
 
 
 def expand_vmap(gm: fx.GraphModule) -> fx.GraphModule:
-    """A copy of `gm` with each vmap region replaced by its ATen graph (`gm` itself is left as is)."""
+    """A copy of `gm` with each vmap region replaced by its ATen graph (`gm` itself is left as is);
+    `gm` itself where it holds no vmap region."""
+    if not has_vmap(gm):
+        return gm
     graph = fx.Graph()
     graph.output(graph.graph_copy(gm.graph, {}))
     out = fx.GraphModule(gm, graph)
