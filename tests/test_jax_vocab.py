@@ -616,12 +616,12 @@ def _module(body: str, params: str, result: str):
     return hlo_lib.hlo_module_from_text(f"HloModule m\n\nENTRY %main ({params}) -> {result} {{\n{body}\n}}\n")
 
 
-def _gemm(config: str):
-    body = f"""  %a = f32[4,8]{{1,0}} parameter(0)
-  %b = f32[16,8]{{1,0}} parameter(1)
+def _gemm(config: str, operands: str = "f32"):
+    body = f"""  %a = {operands}[4,8]{{1,0}} parameter(0)
+  %b = {operands}[16,8]{{1,0}} parameter(1)
   %gemm = (f32[4,16]{{1,0}}, s8[0]{{0}}) custom-call(%a, %b), custom_call_target="__cublas$gemm", backend_config={{"gemm_backend_config":{{{config}}}}}
   ROOT %out = f32[4,16]{{1,0}} get-tuple-element(%gemm), index=0"""
-    return hlo_to_graph(_module(body, "a: f32[4,8], b: f32[16,8]", "f32[4,16]"), name="gemm")
+    return hlo_to_graph(_module(body, f"a: {operands}[4,8], b: {operands}[16,8]", "f32[4,16]"), name="gemm")
 
 
 _DOT = '"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["1"],' \
@@ -636,6 +636,14 @@ def test_gpu_library_calls_are_mapped_or_unknown():
     assert node.op == "matmul" and node.attrs["contract"] == [[1], [1]]
     a, b = torch.randn(4, 8, dtype=torch.float64), torch.randn(16, 8, dtype=torch.float64)
     torch.testing.assert_close(interpret(g, [a, b])[0], a @ b.T)
+    # bf16 operands, an f32 result (XLA's GPU form of a matmul of bf16 accumulated in f32): the
+    # operands converted first, each conversion a value of its own, not the GEMM's tuple elements
+    g = _gemm(f'"alpha_real":1,"beta":0,{_DOT}', operands="bf16")
+    assert [n.op for n in g.nodes] == ["convert", "convert", "matmul"]
+    names = [o.name for n in g.nodes for o in n.outputs]
+    assert len(set(names)) == 3 and g.nodes[2].inputs == names[:2]
+    ab, bb = a.bfloat16(), b.bfloat16()
+    torch.testing.assert_close(interpret(g, [ab, bb])[0].double(), ab.double() @ bb.double().T)
     for config, reason in ((f'"alpha_real":2,"beta":0,{_DOT}', "alpha"), (f'"alpha_real":1,"beta":1,{_DOT}', "beta"),
                            (f'"alpha_real":1,"beta":0,{_DOT},"epilogue":"BIAS_RELU"', "epilogue")):
         (node,) = _gemm(config).nodes

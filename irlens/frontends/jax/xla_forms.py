@@ -46,11 +46,12 @@ class Emitter:
     provenance: dict = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)
     _base_taken: bool = False
+    _fresh: int = 0
 
     def emit(self, op: str, inputs: list[Arg], oshape, odtype: str, out: TensorMeta | None = None,
              final: bool | None = None, **attrs) -> str:
         """One node with one output (`out`: the source op's, else a fresh value); its value name."""
-        meta = out or TensorMeta(f"{self.base}.{len(self.nodes)}", tuple(int(d) for d in oshape), odtype)
+        meta = out or self.fresh(oshape, odtype)
         self.node(op, inputs, [meta], final=out is not None if final is None else final, **attrs)
         return meta.name
 
@@ -64,7 +65,10 @@ class Emitter:
         return node
 
     def fresh(self, shape, dtype: str) -> TensorMeta:
-        return TensorMeta(f"{self.base}.{len(self.nodes)}.out", tuple(int(d) for d in shape), dtype)
+        """A new intermediate value. Its name cannot be one of the source op's own outputs
+        (`<base>.<k>`, a tuple's elements) nor an earlier fresh one."""
+        self._fresh += 1
+        return TensorMeta(f"{self.base}.v{self._fresh}", tuple(int(d) for d in shape), dtype)
 
     # the few shapes of node every form needs
     def permute(self, x: str, shape, dtype: str, perm: list[int], out: TensorMeta | None = None) -> str:
