@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from irlens.backends import BACKENDS
 from irlens.errors import UsageError
 from irlens.matrix import Document, plan_matrix, run_plan
+from irlens.matrix.execution import BUDGET_PHASE
 from irlens.matrix.row import Row
 from irlens.models import get_workload
 from irlens.models.zoo import FAMILIES, zoo_names
@@ -114,16 +115,28 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -
 
 
 def merge_shards(docs: list[Document]) -> Document:
-    """One document from a split run's shards (or any compare documents of zoo rows); a model x
-    mode x backend that two of them hold is a UsageError (overlapping shards)."""
-    seen: dict[tuple[str, str, str], int] = {}
+    """One document from a split run's shards (or any compare documents of zoo rows). A cell that
+    one document's budget left unstarted takes another document's row for it (a later run of what
+    was left); a cell that two documents both ran is a UsageError (overlapping shards)."""
+    ran: dict[tuple[str, str, str], int] = {}
     for i, d in enumerate(docs):
         for r in d.rows:
             key = (r.workload, r.mode, r.backend)
-            if key in seen and seen[key] != i:
+            if r.phase != BUDGET_PHASE and ran.setdefault(key, i) != i:
                 raise UsageError(f"two documents hold {r.workload} {r.mode} {r.backend}: shards overlap")
-            seen[key] = i
-    merged = merge_documents(docs)
+    kept, seen = [], set(ran)  # a cell no document ran keeps one budget row
+    for d in docs:
+        rows = []
+        for r in d.rows:
+            key = (r.workload, r.mode, r.backend)
+            if r.phase == BUDGET_PHASE:
+                if key in seen:
+                    continue
+                seen.add(key)
+            rows.append(r)
+        kept.append(dataclasses.replace(d, rows=rows))
+    merged = merge_documents(kept)
     if len(docs) > 1:
         merged = dataclasses.replace(merged, commands=[c for d in docs for c in (d.commands or [])] or None)
     return merged
+

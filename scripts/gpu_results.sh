@@ -21,6 +21,9 @@
 #   bash scripts/gpu_results.sh bench1-warm  # ONE GPU, <= 9.5 min, on the same machine after bench1-cold: the whole
 #                                            # bench again, the compilers' caches and the ceilings kept (docs/bench.md)
 #   bash scripts/gpu_results.sh ncu1         # ONE GPU, <= 9 min: Nsight Compute's counters beside the kernel model
+#   bash scripts/gpu_results.sh zoo4-fwd     # 4 GPUs, <= 9.5 min: 16 zoo models at bench size, bf16, forward: a stack
+#                                            # per GPU (eager + Inductor, Thunder, nvFuser, XLA)
+#   bash scripts/gpu_results.sh zoo4-fwdbwd  # the same, forward and backward
 #   bash scripts/gpu_results.sh repro-minigpt        # ONE GPU, <= 6 min: the nvFuser minigpt fwd+bwd crash, reduced
 #   bash scripts/gpu_results.sh repro-cross-entropy  # ONE GPU, <= 6 min: the nvFuser cross-entropy fwd+bwd assert, reduced
 # The parallel tables profile each row (--profile: where the step time goes); each table's logs go
@@ -153,6 +156,23 @@ PY
   echo "repro of $wl rc=$? after $((SECONDS - t0)) s" | tee -a "$d/repro.out"
 }
 
+zoo4() {  # issue 26: the zoo at bench size in bf16, one mode, on 4 GPUs: a stack per GPU (eager beside
+  # Inductor, its speedups' base); the four documents join with `irlens zoo --from` (docs/results/zoo-*-bench)
+  local mode=$1 limit=${ZOO_LIMIT_S:-570} cell=${ZOO_CELL_S:-170} gpu=0 stacks
+  # a model per family and kind; the ones slowest to compile last (a budget then cuts those)
+  local models=${ZOO_MODELS:-hf_gpt2,hf_vit,timm_resnet50,timm_convnext,timm_vit,timm_efficientnet,timm_mobilenetv3,timm_swin,hf_bert,hf_whisper_encoder,hf_wav2vec2,hf_qwen2,hf_llama,hf_t5,hf_mixtral,hf_mamba}
+  for stacks in eager,inductor thunder+torchcompile nvfuser xla; do
+    # cells stop starting when a last one still ends within the limit: every process writes its document
+    CUDA_VISIBLE_DEVICES=$gpu OMP_NUM_THREADS=4 timeout "$limit" python -m irlens zoo --device cuda --preset bench \
+      --mode "$mode" --models "$models" --backends "$stacks" --jobs 2 --timeout "$cell" \
+      --budget-s $((limit - cell - 40)) --out "$R/zoo-$mode-$gpu" --json "$R/zoo-$GPU-$mode-$gpu.json.gz" \
+      > /dev/null 2> "$R/zoo-$mode-$gpu.log" &
+    gpu=$((gpu + 1))
+  done
+  wait
+  tar czf "$R/zoo-$GPU-$mode-logs.tar.gz" -C "$R" $(cd "$R" && ls -d zoo-"$mode"-[0-9]*) && rm -rf "$R"/zoo-"$mode"-[0-9]*
+}
+
 case "${1:-}" in
   single)  # the bench, then the tests and the cross grid where it has finished
     bench &
@@ -169,6 +189,8 @@ case "${1:-}" in
   parallel) table llama3-1b-4gpu --table llama3-1b-4gpu ${ROWS:+--rows "$ROWS"} ;;
   parallel-8b) table llama3-8b-4gpu --table llama3-8b-4gpu ${ROWS:+--rows "$ROWS"} ;;
   parallel-moe) table deepseek-2b-4gpu --table deepseek-2b-4gpu ${ROWS:+--rows "$ROWS"} ;;
+  zoo4-fwd) zoo4 fwd ;;
+  zoo4-fwdbwd) zoo4 fwdbwd ;;
   parallel8) table llama3-8b-8gpu --table llama3-8b-8gpu ${ROWS:+--rows "$ROWS"} ;;
   parallel1)  # one GPU, about 8 minutes on an H100 (rows run in order until each table's budget is spent):
     # llama3:1B at the preset's batch 8 (16k tokens) eager vs compiled, then batch 2 and 16; then

@@ -355,3 +355,17 @@ def test_report_from_a_damaged_document_names_the_row_and_field(tmp_path, capsys
     err = capsys.readouterr().err
     assert f"irlens: error: {src}: {message}" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_graph_out_of_topological_order_is_drawn_and_says_so():
+    """A stored graph whose nodes read values made further down (an older reader's, see the jax
+    HLO reader's value names) draws without those edges, and the column names them."""
+    import copy
+
+    rows = copy.deepcopy(synthetic_document()["rows"])
+    row = next(r for r in rows if r["backend"] == "inductor")
+    graph = next(iter(row["graphs"].values()))
+    graph["nodes"].reverse()
+    fmap = build_fusion_map("tinyhead", "fwd", typed(rows))
+    column = next(c for c in fmap.columns if c.backend == "inductor")
+    assert column.panels and any("before" in n and "edge not drawn" in n for n in column.notes)

@@ -22,6 +22,7 @@ from irlens.frontends.base import Availability
 from irlens.interpret import interpret
 from irlens.matrix import Document, plan_matrix, read_document, run_plan, write_document
 from irlens.matrix.cell import run_cell
+from irlens.matrix.execution import BUDGET_PHASE
 from irlens.matrix.references import compute_reference, gradient_conditions
 from irlens.matrix.row import Row
 from irlens.models import get_workload, workload_names
@@ -291,6 +292,26 @@ def test_zoo_from_shards_rebuilds_the_summary_and_report_merges_them(tmp_path, c
     assert len(json.loads((report / "results.json").read_text())["rows"]) == 4
     # the same shard twice overlaps
     assert main(["zoo", "--from", str(paths[0]), str(paths[0]), "--out", str(out)]) == 2
+
+
+def test_a_later_run_fills_the_cells_a_budget_left_and_the_join_says_the_dtype(tmp_path):
+    """A cell a run's budget never started is replaced by another document's row for it; a cell no
+    document ran stays once; two rows that both ran still overlap. The joined page names the
+    dtype its runs shared."""
+    cut = _row("model_a", "fwd", "inductor", "unavailable", phase=BUDGET_PHASE, reason="not run: budget")
+    first = Document("compare", [_row("model_a", "fwd", "eager", run_us=100.0), cut,
+                                 _row("model_b", "fwd", "inductor", "unavailable", phase=BUDGET_PHASE)],
+                     "cuda", "NVIDIA H200", preset="bench", dtype="bfloat16")
+    later = Document("compare", [_row("model_a", "fwd", "inductor", run_us=50.0)], "cuda", "NVIDIA H200",
+                     preset="bench", dtype="bfloat16")
+    merged = merge_shards([first, later, dataclasses.replace(later, rows=[])])
+    cells = {(r.workload, r.backend): (r.status, r.phase) for r in merged.rows}
+    assert cells == {("model_a", "eager"): ("ok", ""), ("model_a", "inductor"): ("ok", ""),
+                     ("model_b", "inductor"): ("unavailable", BUDGET_PHASE)}
+    assert merged.dtype == "bfloat16" and "dtype bfloat16" in zoo_markdown(merged)
+    assert "2.00x" in zoo_markdown(merged)
+    with pytest.raises(UsageError, match="shards overlap"):
+        merge_shards([later, later])
 
 
 def test_speedups_and_their_geomean_are_shown_on_a_gpu_document():

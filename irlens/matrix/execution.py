@@ -37,6 +37,7 @@ from irlens.matrix.references import References
 from irlens.matrix.row import Row
 
 DEFAULT_TIMEOUT_S = 300.0
+BUDGET_PHASE = "budget"  # a row's phase when its cell never started: the run's time budget ran out
 CELL_ENTRY = "irlens.matrix.cell:cell_in_worker"
 # imported before a worker says it is ready, so that they do not count against a cell's timeout
 WORKER_PRELOAD = ("irlens.matrix.cell", "irlens.backends", "irlens.frontends", "irlens.models")
@@ -91,7 +92,8 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
                 bar.start(label(plan, cell))
                 if deadline is not None and time.monotonic() > deadline:
                     row = cell_row(plan, cell)
-                    row.status, row.reason = "unavailable", f"not run: the run's time budget of {budget_s:.0f} s ran out"
+                    row.status, row.phase = "unavailable", BUDGET_PHASE
+                    row.reason = f"not run: the run's time budget of {budget_s:.0f} s ran out"
                 elif known and cell in known:
                     row = known[cell]
                 else:

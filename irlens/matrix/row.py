@@ -42,7 +42,8 @@ class Row:
     frontend: str | None = None  # whose graphs its kernels map onto: dynamo | thunder | jax | None (eager); cross: acquired_by
     status: str = "failed"  # ok | mismatch | failed | unavailable
     reason: str = ""  # why not ok, first line first
-    phase: str = ""  # where it failed: reference, availability, instantiate, acquire, run, compare, worker
+    phase: str = ""  # where it failed: reference, availability, instantiate, acquire, run, compare, worker;
+    # budget: never started (the time budget ran out)
     detail: str = ""  # the traceback, or the tail of a crashed worker's stderr
     # numerics, against the float64 reference
     max_rel_err: float | None = None

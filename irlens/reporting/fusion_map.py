@@ -139,11 +139,14 @@ def _column(row: Row, graphs: dict[str, Graph]) -> Column:
             continue
         panel, missing = _panel(graph, mine)
         panels.append(panel)
-        notes += [f"k{k.index} {k.name}: node {nid} is not in {stage}" for k, nid in missing]
+        notes += [f"k{k.index} {k.name}: node {nid} is not in {stage}" if k else f"{stage}: {nid}"
+                  for k, nid in missing]
     return Column(row.label, row.frontend or "", kernels, panels, notes)
 
 
-def _panel(graph: Graph, kernels: list[MapKernel]) -> tuple[Panel, list[tuple[MapKernel, str]]]:
+def _panel(graph: Graph, kernels: list[MapKernel]) -> tuple[Panel, list[tuple[MapKernel | None, str]]]:
+    """The drawn panel, and what it could not draw: (kernel, node id it names that the graph
+    lacks), or (None, an edge read before its producer)."""
     ids = {n.id for n in graph.nodes}
     groups: dict[str, list[int]] = {}
     recomputed: dict[str, list[int]] = {}
@@ -162,8 +165,12 @@ def _panel(graph: Graph, kernels: list[MapKernel]) -> tuple[Panel, list[tuple[Ma
     for n in graph.nodes:
         preds = set()
         for v in n.value_inputs():
-            if v in producers:
-                preds |= reach[producers[v].id]
+            if v not in producers:
+                continue
+            if producers[v].id not in reach:  # a graph out of topological order (one an old reader wrote)
+                missing.append((None, f"{n.id} reads {v} before {producers[v].id} makes it: edge not drawn"))
+                continue
+            preds |= reach[producers[v].id]
         if n.id not in drawn:
             reach[n.id] = preds
             continue

@@ -153,6 +153,11 @@ def failures(doc: Document) -> list[tuple[str, list[Row], str | None]]:
     return [(sig, rows, upstream_of(rows[0])) for sig, rows in groups.items()]
 
 
+def row_dtypes(doc: Document) -> str:
+    """The dtypes the rows ran in, where the document names none (merged from several)."""
+    return ", ".join(sorted({r.dtype for r in doc.rows if r.dtype})) or "each model's own"
+
+
 def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
     """The summary page; `repros`: signature -> the reproducer file written for it."""
     gpu = str(doc.device or "").startswith("cuda")
@@ -160,7 +165,7 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
     device = doc.device if doc.device_name and doc.device_name in str(doc.device) else f"{doc.device} ({doc.device_name})"
     versions = ", ".join(f"{k} {v}" for k, v in (doc.versions or {}).items() if v and k not in ("python", "platform"))
     lines = ["# The zoo through every stack", "",
-             f"Device: {device}; preset {doc.preset}; dtype {doc.dtype or 'float32'}; "
+             f"Device: {device}; preset {doc.preset}; dtype {doc.dtype or row_dtypes(doc)}; "
              f"{len({r.workload for r in doc.rows})} models.", f"Versions: {versions}.", ""]
     if doc.commands:
         lines += ["Made by:", "", *[f"    {c}" for c in doc.commands], ""]
