@@ -47,6 +47,8 @@ def cases():
     w2 = rnd(5, 8)
     targets, x4 = torch.tensor([1, 2, 7, 0]), rnd(2, 3, 4, 5)
     attn = {"is_causal": True, "scale": None}
+    gn_g, gn_x = rnd(2, 6, 4, 5), rnd(2, 6, 4, 5)
+    gn_stats = torch.ops.aten.native_group_norm(gn_x, None, None, 2, 6, 20, 3, 1e-5)[1:]
     return {
         "gelu_tanh": (Node("n", "gelu", ["x"], y, {"approximate": "tanh"}), [X], [x]),
         "gelu_erf": (Node("n", "gelu", ["x"], y, {"approximate": "none"}), [X], [x]),
@@ -120,6 +122,15 @@ def cases():
         "group_norm": (Node("n", "group_norm", ["x4", "c6", "c6b"], [T("y", (2, 6, 4, 5)), T("m", (2, 3)), T("r", (2, 3))],
                             {"groups": 3, "eps": 1e-5}),
                        [T("x4", (2, 6, 4, 5)), T("c6", (6,)), T("c6b", (6,))], [rnd(2, 6, 4, 5), rnd(6), rnd(6)]),
+        **{f"group_norm_backward_{which}": (
+            Node("n", "group_norm_backward", ["g4", "x6", "gm", "gr"] + (["c6"] if which != "no_weight" else []),
+                 [T(name, shape) for name, shape, want in (("dx", (2, 6, 4, 5), True), ("dw", (6,), which == "all"),
+                                                           ("db", (6,), which == "all")) if want],
+                 {"groups": 3, "grads": [True, which == "all", which == "all"]}),
+            [T("g4", (2, 6, 4, 5)), T("x6", (2, 6, 4, 5)), T("gm", (2, 3)), T("gr", (2, 3))]
+            + ([T("c6", (6,))] if which != "no_weight" else []),
+            [gn_g, gn_x, *gn_stats] + ([rnd(6)] if which != "no_weight" else []))
+           for which in ("all", "dx_only", "no_weight")},
         "sdpa_gqa_mask": (Node("n", "sdpa", ["q", "k2", "v2", "mask"], [T("o", q.shape)],
                                {"enable_gqa": True, "scale": 0.3}),
                           [Q, T("k2", (2, 1, 6, 4)), T("v2", (2, 1, 6, 4)), T("mask", (6, 6), "bool")],

@@ -327,3 +327,23 @@ def test_xlas_reversed_convolution_windows_are_read_as_a_flipped_kernel(x_shape,
     assert reversed_here == ("flip" in {n.op for n in hlo.graph.nodes})
     want = torch.from_numpy(np.asarray(compiled(x.numpy(), w.numpy()))).double()
     torch.testing.assert_close(interpret(hlo.graph, [x, w])[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_half_precision_embedding_gradient_is_summed_in_float32():
+    """ATen (and torch's own decomposition) sums an embedding's bfloat16 gradient rows in float32
+    and rounds once: 4096 ones into one row are 4096, where a bfloat16 sum stops at 256."""
+    import numpy as np
+
+    from irlens.backends.xla.lower import to_jax_function
+    from irlens.decompose import to_primitive
+
+    n = 4096
+    g = TensorMeta("g", (n, 2), "bfloat16")
+    idx = TensorMeta("i", (n,), "int64")
+    out = TensorMeta("w", (3, 2), "bfloat16")
+    graph = Graph("emb", "test", "s", "composite", [g, idx],
+                  [Node("n0", "embedding_backward", ["g", "i"], [out], {"num_weights": 3})], ["w"])
+    args = [jax.numpy.ones((n, 2), jax.numpy.bfloat16), np.ones(n, np.int32)]
+    (got,) = jax.jit(to_jax_function(to_primitive(graph)))(*args)
+    assert got.dtype == jax.numpy.bfloat16
+    np.testing.assert_array_equal(np.asarray(got, np.float32), [[0, 0], [n, n], [0, 0]])

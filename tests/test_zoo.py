@@ -232,6 +232,18 @@ def test_a_result_eager_gets_no_digit_of_is_held_to_its_order_of_magnitude():
     assert allowed_error("float32", "fwd", 1e-3).value == 1e-4  # not ill-conditioned: capped
 
 
+def test_ill_conditioned_checks_are_one_line_per_model_naming_every_result():
+    """A bench-size model has one ill-conditioned bias per layer: one note names them by pattern."""
+    from irlens.matrix.table import ill_conditioned_lines
+
+    why = "the float64 gradient vanishes"
+    rows = [_row("hf_vit", "fwdbwd", b, ill_conditioned={f"grad:layers.{i}.k_proj.bias": why for i in range(12)}
+                 | {"grad:embed.bias": why}) for b in ("eager", "inductor")]
+    (line,) = ill_conditioned_lines(Document("compare", rows, "cuda"))
+    assert "hf_vit/fwdbwd, 13 results" in line and "grad:layers.N.k_proj.bias (x12)" in line
+    assert "grad:embed.bias" in line and line.endswith(f"grad:layers.0.k_proj.bias: {why}")
+
+
 def get_backend_eager():
     from irlens.backends import get_backend
 
@@ -321,7 +333,9 @@ def test_speedups_and_their_geomean_are_shown_on_a_gpu_document():
     inductor = next(s for s in summarize(doc) if s.backend == "inductor")
     assert inductor.speedups == {"hf_bert": 2.0, "timm_vit": 9.0} and math.isclose(inductor.geomean, 18 ** 0.5)
     assert "4.24x" in zoo_markdown(doc) and "2.00x" in zoo_markdown(doc)
-    assert upstream_of(_row("m", "fwd", "inductor", detail='File "/a/irlens/x.py", line 1')) is None
+    assert upstream_of(_row("m", "fwd", "inductor", detail='Traceback:\n File "/a/irlens/x.py", line 1')) is None
+    warned = '/v/site-packages/torch/_dynamo/variables/functions.py:2202: UserWarning: lru_cache\n  File "/v/site-packages/torch/x.py", line 3'
+    assert upstream_of(_row("m", "fwd", "nvfuser", "failed", reason="timed out after 170 s", detail=warned)) is None
 
 
 def test_a_missing_library_is_a_clear_error_and_an_unavailable_model(monkeypatch, capsys):

@@ -3,6 +3,9 @@ were judged against a reference other than float64, which were captured other th
 usual way (ThunderFX), and which timings are unsteady."""
 from __future__ import annotations
 
+import re
+from collections import Counter
+
 from irlens.matrix.document import Document
 from irlens.matrix.row import Row
 from irlens.timing import UNSTEADY_SPREAD, unsteady
@@ -85,14 +88,21 @@ def format_table(doc: Document) -> str:
 
 
 def ill_conditioned_lines(doc: Document) -> list[str]:
-    """One line per workload, mode and result whose check is ill-conditioned (the float64 value is
-    noise-sized): judged against eager, not the flat tolerance (irlens.numerics)."""
-    found: dict[tuple[str, str, str], str] = {}
+    """One line per workload and mode whose checks are ill-conditioned (the float64 value is
+    noise-sized): judged against eager, not the flat tolerance (irlens.numerics). The results are
+    named by pattern (layer numbers as N, with how many), then the first one's numbers."""
+    found: dict[tuple[str, str], dict[str, str]] = {}
     for r in doc.rows:
         for result, why in (r.ill_conditioned or {}).items():
-            found.setdefault((r.workload, r.mode, result), why)
-    return [f"ill-conditioned check, judged against eager ({w}/{m} {result}): {why}"
-            for (w, m, result), why in found.items()]
+            found.setdefault((r.workload, r.mode), {}).setdefault(result, why)
+    lines = []
+    for (w, m), results in found.items():
+        patterns = Counter(re.sub(r"(?<=\.)\d+(?=\.)", "N", name) for name in results)
+        named = ", ".join(p if n == 1 else f"{p} (x{n})" for p, n in patterns.items())
+        first, why = next(iter(results.items()))
+        lines.append(f"ill-conditioned check, judged against eager ({w}/{m}, {len(results)} "
+                     f"result{'s' if len(results) > 1 else ''}: {named}): {first}: {why}")
+    return lines
 
 
 def via_lines(rows: list[Row]) -> list[str]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops.core import REDUCTION, Attr, composite, declare, decomposition, meaning
+from irlens.ops.core import Attr, composite, decomposition, meaning
 from irlens.ops.shapes import last_dims, numel, reduced
 
 
@@ -136,9 +136,9 @@ group_norm = composite("group_norm", "x weight? bias?", outputs="y mean? rstd?",
                        eps=Attr("float", 1e-5),
                        doc="channels (dim 1) in `groups` groups, each normalized over its channels and the "
                            "spatial dims; mean, rstd are [N, groups]")
-group_norm_backward = declare("group_norm_backward", REDUCTION, "grad x mean rstd weight?", outputs="*grads",
-                              groups=Attr("int"), grads=Attr("any"),
-                              doc="[dx, dweight, dbias], those `grads` asks for (ATen's native_group_norm_backward)")
+group_norm_backward = composite("group_norm_backward", "grad x mean rstd weight?", outputs="*grads",
+                                groups=Attr("int"), grads=Attr("any"),
+                                doc="[dx, dweight, dbias], those `grads` asks for (ATen's native_group_norm_backward)")
 
 
 def _channel_view(t, rank: int):
@@ -211,7 +211,7 @@ def _batch_norm_rule(e, vals):
 
 @meaning(group_norm)
 def _group_norm(a, x, w=None, b=None):
-    N, C, groups = x.shape[0], x.shape[1], a["groups"]
+    N, groups = x.shape[0], a["groups"]
     xg = x.reshape(N, groups, -1)
     mean, var = xg.mean(-1, keepdim=True), xg.var(-1, correction=0, keepdim=True)
     rstd = torch.rsqrt(var + a["eps"])
@@ -255,3 +255,41 @@ def _group_norm_backward(a, g, x, mean, rstd, w=None):
     grads = torch.ops.aten.native_group_norm_backward(g, x, mean, rstd, w, N, C, x.numel() // max(N * C, 1),
                                                       a["groups"], list(a["grads"]))
     return tuple(t for t in grads if t is not None)
+
+
+@decomposition(group_norm_backward)
+def _group_norm_backward_rule(e, vals):
+    """layer_norm_backward's formula over each group (its channels and spatial dims); the weight
+    scales the gradient per channel first, dweight and dbias sum per channel."""
+    g, x, mean, rstd, w = (list(e.parent.inputs) + [None])[:5]
+    grads = e.attr("grads")
+    sh, dt = vals[x].shape, vals[x].dtype
+    N, C, groups, rank = sh[0], sh[1], e.attr("groups"), len(sh)
+    grouped, kept = [N, groups, numel(sh) // max(N * groups, 1)], [N, groups, 1]
+    chan = [1, C] + [1] * (rank - 2)
+    per_channel = [0] + list(range(2, rank))  # the dims dweight and dbias sum over
+    outs = iter(e.parent.outputs)
+    rstd_k = e.emit("reshape", [rstd], kept, dt, shape=kept)
+    xhat = e.emit("mul", [e.emit("sub", [e.emit("reshape", [x], grouped, dt, shape=grouped),
+                                         e.emit("reshape", [mean], kept, dt, shape=kept)], grouped, dt), rstd_k],
+                  grouped, dt)
+    if grads[0]:
+        dx_out = next(outs)
+        gw = e.emit("mul", [g, e.emit("reshape", [w], chan, dt, shape=chan)], sh, dt) if w is not None else g
+        gw = e.emit("reshape", [gw], grouped, dt, shape=grouped)
+        n = float(grouped[2])
+        mean_g = e.emit("div", [e.emit("sum", [gw], kept, dt, dims=[2], keepdim=True), n], kept, dt)
+        mean_gx = e.emit("div", [e.emit("sum", [e.emit("mul", [gw, xhat], grouped, dt)], kept, dt, dims=[2],
+                                        keepdim=True), n], kept, dt)
+        inner = e.emit("sub", [e.emit("sub", [gw, mean_g], grouped, dt), e.emit("mul", [xhat, mean_gx], grouped, dt)],
+                       grouped, dt)
+        dx = e.emit("mul", [inner, rstd_k], grouped, dt)
+        e.emit("reshape", [dx], dx_out.shape, dx_out.dtype, dx_out.name, shape=list(dx_out.shape))
+    if len(grads) > 1 and grads[1]:
+        dw_out = next(outs)
+        xhat_full = e.emit("reshape", [xhat], sh, dt, shape=list(sh))
+        e.emit("sum", [e.emit("mul", [g, xhat_full], sh, dt)], dw_out.shape, dw_out.dtype, dw_out.name,
+               dims=per_channel, keepdim=False)
+    if len(grads) > 2 and grads[2]:
+        db_out = next(outs)
+        e.emit("sum", [g], db_out.shape, db_out.dtype, db_out.name, dims=per_channel, keepdim=False)

@@ -53,8 +53,11 @@ def acquired(r: Row) -> bool:
 
 def upstream_of(r: Row) -> str | None:
     """The package a failure's innermost traceback frame is in, where that is upstream's; None
-    for irlens's own (or a failure with no traceback)."""
-    frames = _FRAME.findall(r.detail or "")
+    for irlens's own (or a failure with no traceback: a timed-out worker's stderr may show a
+    warning's frame, which says nothing of where the time went)."""
+    detail = r.detail or ""
+    start = detail.rfind("Traceback")
+    frames = _FRAME.findall(detail[start:]) if start >= 0 else []
     if not frames:
         return None
     path = frames[-1]
