@@ -49,7 +49,7 @@ from irlens.matrix.references import References
 from irlens.matrix.table import via_lines
 from irlens.models import resolve_workload
 from irlens.matrix.records import KernelRecord, StepWork
-from irlens.reporting.records import kernel_stage, launches_of, row_graphs
+from irlens.reporting.records import kernel_stage, launches_of
 from irlens.reporting.roofline import apply_roofline
 from irlens.workload import run_eager
 
@@ -163,7 +163,7 @@ def annotate_kernels(row: Row) -> None:
         if times and len(times) == names.count(name):
             k.time_us = times[seen.get(name, 0)]
         seen[name] = seen.get(name, 0) + 1
-    graphs = row_graphs(row)
+    graphs = row.graphs
     for k in row.kernels:
         stage = kernel_stage(k, graphs)
         if stage is not None:

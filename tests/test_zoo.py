@@ -152,7 +152,7 @@ def test_train_mode_batchnorm_buffers_are_compared_on_every_backend_that_runs_it
     doc = run_plan(plan, isolate=False, progress=False)
     for row in doc.rows:
         assert row.status == "ok", (row.backend, row.mode, row.reason)
-        assert {"buffer:1.running_mean", "buffer:1.running_var", "buffer:1.num_batches_tracked"} <= set(row.per_result)
+        assert {"buffer:1.running_mean", "buffer:1.running_var", "buffer:1.num_batches_tracked"} <= set(row.results)
         assert row.module_mode == "train"
 
 
@@ -212,8 +212,8 @@ def test_an_ill_conditioned_check_judges_against_eager_and_still_catches_a_backe
     reference = compute_reference(wl, "fwdbwd", "cpu", "tiny", None)
     eager = run_cell(wl, get_backend_eager(), "fwdbwd", "cpu", "tiny", None, reference)
     assert eager.status == "ok", eager.reason
-    assert "grad:0.bias" in (eager.ill_conditioned or {}) and "vanishes" in eager.ill_conditioned["grad:0.bias"]
-    assert eager.per_result["grad:0.bias"] > 1e-3  # float32 noise against a true zero: no flat tolerance holds
+    assert "vanishes" in eager.results["grad:0.bias"].ill_conditioned
+    assert eager.results["grad:0.bias"].err > 1e-3  # float32 noise against a true zero: no flat tolerance holds
     off_bias = run_cell(wl, _Perturbed("grad:0.bias", 1e-3), "fwdbwd", "cpu", "tiny", None, reference)
     assert off_bias.status == "mismatch" and "grad:0.bias" in off_bias.reason
     off_weight = run_cell(wl, _Perturbed("grad:0.weight", 1e-3), "fwdbwd", "cpu", "tiny", None, reference)
