@@ -39,7 +39,7 @@ from irlens.bench_progress import BenchProgress
 from irlens.ceilings import Ceilings, Gemm, describe
 from irlens.ceilings_cache import driver_version
 from irlens.compile_caches import compile_caches
-from irlens.frontends import get_frontend
+from irlens.frontends import work_frontend
 from irlens.ir import Kernel
 from irlens.isolation import CallFailed, WorkerSession, worker_env, worker_threads
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
@@ -80,11 +80,11 @@ class BenchConfig:
 
 
 def step_flops(wl, mode: str, preset: str, device: str) -> tuple[int, list[Gemm]]:
-    """Flops one step of `wl` must do, from the Dynamo ATen graphs at the composite level (so
-    causal attention counts its unmasked half), and the matrix products among them. The same
-    in every dtype."""
-    acq = get_frontend("dynamo").acquire(wl.instantiate(preset, "bfloat16", device), mode)
-    graphs = [s.common("composite") for name, s in acq.stages.items() if name.startswith("aot.")]
+    """Flops one step of `wl` must do, from the graphs of the frontend that counts work
+    (`Frontend.work_graphs`: composite level, so causal attention counts its unmasked half), and
+    the matrix products among them. The same in every dtype."""
+    counting = work_frontend()
+    graphs = counting.work_graphs(counting.acquire(wl.instantiate(preset, "bfloat16", device), mode))
     return sum(cost.graph_flops(g) for g in graphs), [gemm for g in graphs for gemm in cost.gemm_shapes(g)]
 
 
