@@ -224,7 +224,7 @@ def table(rows: list[dict], command: str) -> str:
             "final loss"]
     head += ["expert imbalance", "dropped"] if moe else []
     lines = [f"`{command}`, then per row how it ran:", "",
-             "| " + " | ".join(head + ["options"]) + " |", "|" + "---|" * (len(head) + 1)]
+             "| " + " | ".join(head + ["passes"]) + " |", "|" + "---|" * (len(head) + 1)]
     for r in rows:
         ok = r["status"] == "ok"
         ref = eager.get(key(r)) if ok else None
