@@ -39,7 +39,7 @@ from irlens.bench_progress import BenchProgress
 from irlens.ceilings import Ceilings, Gemm, describe
 from irlens.ceilings_cache import driver_version
 from irlens.compile_caches import compile_caches
-from irlens.frontends import get_frontend
+from irlens.frontends import work_frontend
 from irlens.ir import Kernel
 from irlens.isolation import CallFailed, WorkerSession, worker_env, worker_threads
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
@@ -49,7 +49,7 @@ from irlens.matrix.references import References
 from irlens.matrix.table import via_lines
 from irlens.models import resolve_workload
 from irlens.matrix.records import KernelRecord, StepWork
-from irlens.reporting.records import kernel_stage, launches_of, row_graphs
+from irlens.reporting.records import kernel_stage, launches_of
 from irlens.reporting.roofline import apply_roofline
 from irlens.workload import run_eager
 
@@ -80,11 +80,11 @@ class BenchConfig:
 
 
 def step_flops(wl, mode: str, preset: str, device: str) -> tuple[int, list[Gemm]]:
-    """Flops one step of `wl` must do, from the Dynamo ATen graphs at the composite level (so
-    causal attention counts its unmasked half), and the matrix products among them. The same
-    in every dtype."""
-    acq = get_frontend("dynamo").acquire(wl.instantiate(preset, "bfloat16", device), mode)
-    graphs = [s.common("composite") for name, s in acq.stages.items() if name.startswith("aot.")]
+    """Flops one step of `wl` must do, from the graphs of the frontend that counts work
+    (`Frontend.work_graphs`: composite level, so causal attention counts its unmasked half), and
+    the matrix products among them. The same in every dtype."""
+    counting = work_frontend()
+    graphs = counting.work_graphs(counting.acquire(wl.instantiate(preset, "bfloat16", device), mode))
     return sum(cost.graph_flops(g) for g in graphs), [gemm for g in graphs for gemm in cost.gemm_shapes(g)]
 
 
@@ -163,7 +163,7 @@ def annotate_kernels(row: Row) -> None:
         if times and len(times) == names.count(name):
             k.time_us = times[seen.get(name, 0)]
         seen[name] = seen.get(name, 0) + 1
-    graphs = row_graphs(row)
+    graphs = row.graphs
     for k in row.kernels:
         stage = kernel_stage(k, graphs)
         if stage is not None:

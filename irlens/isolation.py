@@ -80,11 +80,12 @@ class CallFailed(RuntimeError):
 
 class Worker:
     def __init__(self, preload: tuple[str, ...] = (), env: dict[str, str] | None = None, turns: str | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, log: str | os.PathLike | None = None):
         """`turns`: the device turns' lock (irlens.gpu_turns): the worker imports its preload
         sharing the device, so that no timing in another worker runs beside its start.
-        `threads`: its thread pools' size, where the environment sets none (`thread_env`)."""
-        self._stderr = tempfile.TemporaryFile()
+        `threads`: its thread pools' size, where the environment sets none (`thread_env`).
+        `log`: a file its stderr (and what it prints) is appended to and kept, else a temporary one."""
+        self._stderr = open(log, "a+b") if log is not None else tempfile.TemporaryFile()
         env = dict(env if env is not None else worker_env())
         env.update(thread_env(threads, env))
         if turns:

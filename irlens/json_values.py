@@ -1,6 +1,11 @@
 """Typed values back from a results document's JSON: each value checked against the type its
 dataclass field declares, nested records built through their own `from_json`.
 
+Besides builtins, containers and such records, a field may be `Annotated[T, read]` (a type of
+another module read by its own function, `read(value, where)`: a common-view graph) or a
+TypedDict (a JSON object kept as one, its declared keys checked; keys it does not declare are kept
+as they are: a stack's own notes may carry more than irlens reads).
+
 A value of the wrong type (`"max_rel_err": "abc"`, a kernel with no name) is a BadDocument
 (a usage error: exit 2) that names where it is, as `where` spells it (the file, the row, the
 field, the item), and what was expected; nothing half-read reaches the reports. Writing goes
@@ -12,7 +17,7 @@ import dataclasses
 import functools
 import types
 import typing
-from typing import Any, Union
+from typing import Annotated, Any, Union
 
 from irlens.errors import UsageError
 
@@ -40,6 +45,10 @@ def read_value(value: Any, hint: Any, where: str) -> Any:
     if hint is Any:
         return value
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Annotated:
+        return args[1](value, where)
+    if typing.is_typeddict(hint):
+        return _read_typeddict(value, hint, where)
     if origin in (Union, types.UnionType):
         if value is None and type(None) in args:
             return None
@@ -75,6 +84,16 @@ def read_value(value: Any, hint: Any, where: str) -> Any:
     raise TypeError(f"no JSON reading for the type {hint!r}")  # a field declared with a type this module lacks
 
 
+def _read_typeddict(value: Any, hint: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        _fail(value, "a JSON object", where)
+    for key in hint.__required_keys__:
+        if key not in value:
+            raise BadDocument(f"{where}: missing field {key!r}")
+    declared = type_hints(hint)
+    return {k: read_value(v, declared[k], f"{where}: field {k!r}") if k in declared else v for k, v in value.items()}
+
+
 def read_record(cls: type, d: Any, where: str, required: tuple[str, ...] = (),
                 names: tuple[tuple[str, str], ...] = (), derived: tuple[str, ...] = ()) -> Any:
     """The dataclass `cls` from the JSON object `d`: every key a field (`names` maps JSON names
@@ -99,8 +118,13 @@ def read_record(cls: type, d: Any, where: str, required: tuple[str, ...] = (),
 
 
 @functools.cache
+def type_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls, include_extras=True)
+
+
+@functools.cache
 def _fields(cls: type) -> tuple[dict[str, Any], frozenset[str]]:
-    return typing.get_type_hints(cls), frozenset(f.name for f in dataclasses.fields(cls))
+    return type_hints(cls), frozenset(f.name for f in dataclasses.fields(cls))
 
 
 def to_plain(value: Any) -> Any:

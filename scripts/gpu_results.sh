@@ -199,7 +199,7 @@ case "${1:-}" in
     export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
     table llama3-1gpu --model llama3:1B --steps 8 --timeout 150 --budget-s 330 \
       --rows "${LLAMA3_ROWS:-eager@8,full_inductor@8,full_inductor_cudagraph@8,compiled@8,eager@2,full_inductor_cudagraph@2,sac_full_inductor_cudagraph@16}"
-    table llama3-8b-1gpu --model llama3:8B --extra "--n-layers 4" --steps 6 --timeout 120 --budget-s 140 \
+    table llama3-8b-1gpu --model llama3:8B --n-layers 4 --steps 6 --timeout 120 --budget-s 140 \
       --rows "${LLAMA8B_ROWS:-eager,full_inductor_cudagraph}" ;;
   single1)  # one GPU, about 9 minutes: the bench on built-ins and ordinary code in bfloat16, each beside
     # its measured ceilings (BENCH_WORKLOADS, BENCH_BUDGET_S: the cells' share, after the ceilings);

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 from collections import defaultdict
+from dataclasses import replace
 
-from irlens.parallel.dump import capture_fake
+from irlens.parallel.config import CompileConfig, ParallelismConfig, TrainingConfig
+from irlens.parallel.dump import capture, capture_config
 from irlens.parallel.passes import collective_kind
 
 
@@ -50,11 +52,11 @@ def main() -> int:
     p.add_argument("--joint-passes", nargs="*", default=[])
     p.add_argument("--passes", nargs="*", default=[])
     a = p.parse_args()
-    step = capture_fake(a.model, dp_shard=a.dp_shard, tp=a.tp, joint_passes=a.joint_passes, passes=a.passes,
-                        batch_size=a.batch_size, ep=a.ep, sequence_parallel=a.sequence_parallel,
-                        mixed_precision=a.mixed_precision, n_layers=a.n_layers, loss_parallel=a.loss_parallel,
-                        reduce_dtype=a.reduce_dtype)
-    print(table(step))
+    tc = capture_config(a.model, ParallelismConfig(a.dp_shard, a.tp, a.ep, a.sequence_parallel, a.loss_parallel),
+                        TrainingConfig(batch_size=a.batch_size, mixed_precision=a.mixed_precision,
+                                       reduce_dtype=a.reduce_dtype),
+                        CompileConfig(joint_passes=a.joint_passes, passes=a.passes))
+    print(table(capture(replace(tc, model=replace(tc.model, n_layers=a.n_layers)))))
     return 0
 
 

@@ -7,13 +7,14 @@ combinations and the meshes, summarized in Markdown (and JSON) as each row finis
 
 A row is `[MESH/]NAME[+MODIFIER...][@B]`: NAME a pass combination (ROWS below); MESH the degrees
 it runs at, `dp2`, `tp4`, `dp2tp2`, `dp2tp2ep2` (else the table's --dp-shard/--tp/--ep); a
-MODIFIER changes one setting (MODIFIERS: `no_sp`, `bf16_reduce`, `layersN`); `@B` sets
-`--batch-size B` (sequences per data-parallel rank). `--table NAME` takes a preset (TABLES: the
-model, the rows in order of importance, steps and time limits), made to finish within 9 minutes
-on its GPUs. Each row runs in its own process (`python -m irlens train ...`, which spawns its
-ranks) with a time limit, so a crash or hang costs that row only; its full log is kept beside
-the output. A row whose pass cannot run on the machine (async TP without symmetric memory) is
-"not run" with `irlens train`'s reason. With `--profile`, every row profiles its last 2 steps
+MODIFIER changes one setting (MODIFIERS: `no_sp`, `bf16_reduce`, `layersN`); `@B` sets the batch
+size B (sequences per data-parallel rank). `--table NAME` takes a preset (TABLES: the model, the
+rows in order of importance, steps and time limits), made to finish within 9 minutes on its
+GPUs. Each row is a TrainConfig (irlens.parallel.config: the table's settings, then the row's),
+run in its own worker process (irlens.isolation: it gets the config's JSON, and spawns the ranks)
+with a time limit, so a crash or hang costs that row only; its full log is kept beside the
+output. A row whose pass cannot run on the machine (async TP without symmetric memory) is "not
+run" with `irlens train`'s reason. With `--profile`, every row profiles its last 2 steps
 (traces in the logs folder) and a second table says where the step time went
 (irlens.parallel.profile); tokens/s and MFU then come from the steps after the 2 warm-up steps
 that were not profiled.
@@ -22,46 +23,64 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shlex
-import signal
-import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
-COMPILED = ["--mode", "compiled"]
-DECOMPOSED = [*COMPILED, "--joint-passes", "inductor_decomposition"]
-FULL_INDUCTOR = [*DECOMPOSED, "--passes", "autobucketing_reordering", "full_inductor_compilation"]
-ASYNC_TP = [*DECOMPOSED, "--passes", "async_tensor_parallel", "autobucketing_reordering", "full_inductor_compilation"]
-FLEX_REGIONAL = ["--flex", *COMPILED, "--passes", "transformer_block_bucketing", "regional_inductor"]
-ROWS: dict[str, list[str]] = {
-    "eager": [],
-    "compiled": COMPILED,
-    "autobucketing": [*COMPILED, "--passes", "autobucketing_reordering"],
-    "sac_reshard_block_bucketing": [*COMPILED, "--joint-passes", "selective_activation_checkpoint",
-                                    "fsdp_reshard_after_forward", "--passes", "transformer_block_bucketing"],
+from irlens.isolation import CallFailed, Worker
+from irlens.parallel.config import CompileConfig, ModelConfig, ParallelismConfig, TrainConfig, TrainingConfig
+
+
+@dataclass(frozen=True)
+class Way:
+    """How a row's step runs: eager or compiled with its passes, with FlexAttention or not."""
+
+    compile: CompileConfig = field(default_factory=CompileConfig)
+    flex: bool = False
+
+    def apply(self, tc: TrainConfig) -> TrainConfig:
+        return replace(tc, compile=self.compile, model=replace(tc.model, flex=self.flex))
+
+
+def compiled(*passes: str, joint: tuple[str, ...] = ()) -> CompileConfig:
+    return CompileConfig("compiled", list(joint), list(passes))
+
+
+DECOMPOSED = ("inductor_decomposition",)
+FULL_INDUCTOR = ("autobucketing_reordering", "full_inductor_compilation")
+ASYNC_TP = ("async_tensor_parallel", *FULL_INDUCTOR)
+FLEX_REGIONAL = ("transformer_block_bucketing", "regional_inductor")
+ROWS: dict[str, Way] = {
+    "eager": Way(),
+    "compiled": Way(compiled()),
+    "autobucketing": Way(compiled("autobucketing_reordering")),
+    "sac_reshard_block_bucketing": Way(compiled("transformer_block_bucketing", joint=(
+        "selective_activation_checkpoint", "fsdp_reshard_after_forward"))),
     # one GPU: no collective to bucket
-    "full_inductor": [*DECOMPOSED, "--passes", "full_inductor_compilation"],
-    "full_inductor_cudagraph": [*DECOMPOSED, "--passes", "full_inductor_compilation", "cudagraph"],
-    "sac_full_inductor_cudagraph": [*DECOMPOSED, "selective_activation_checkpoint",
-                                    "--passes", "full_inductor_compilation", "cudagraph"],
-    "autobucketing_full_inductor": FULL_INDUCTOR,
-    "autobucketing_full_inductor_cudagraph": [*FULL_INDUCTOR, "cudagraph"],
+    "full_inductor": Way(compiled("full_inductor_compilation", joint=DECOMPOSED)),
+    "full_inductor_cudagraph": Way(compiled("full_inductor_compilation", "cudagraph", joint=DECOMPOSED)),
+    "sac_full_inductor_cudagraph": Way(compiled("full_inductor_compilation", "cudagraph",
+                                                joint=(*DECOMPOSED, "selective_activation_checkpoint"))),
+    "autobucketing_full_inductor": Way(compiled(*FULL_INDUCTOR, joint=DECOMPOSED)),
+    "autobucketing_full_inductor_cudagraph": Way(compiled(*FULL_INDUCTOR, "cudagraph", joint=DECOMPOSED)),
     # tensor parallelism with sequence parallelism (the default): the TP collectives micro-pipelined
-    "async_tp_full_inductor": ASYNC_TP,
-    "async_tp_full_inductor_cudagraph": [*ASYNC_TP, "cudagraph"],
-    "flex_eager": ["--flex"],
-    "flex_block_bucketing_regional": FLEX_REGIONAL,
-    "flex_block_bucketing_regional_cudagraph": [*FLEX_REGIONAL, "cudagraph"],
+    "async_tp_full_inductor": Way(compiled(*ASYNC_TP, joint=DECOMPOSED)),
+    "async_tp_full_inductor_cudagraph": Way(compiled(*ASYNC_TP, "cudagraph", joint=DECOMPOSED)),
+    "flex_eager": Way(flex=True),
+    "flex_block_bucketing_regional": Way(compiled(*FLEX_REGIONAL), flex=True),
+    "flex_block_bucketing_regional_cudagraph": Way(compiled(*FLEX_REGIONAL, "cudagraph"), flex=True),
 }
-MODIFIERS: dict[str, list[str]] = {
-    "no_sp": ["--no-sequence-parallel"],  # tensor parallelism with all-reduces, norms on the whole sequence
-    "bf16_reduce": ["--reduce-dtype", "bfloat16"],  # gradients reduce-scattered in bf16 (default float32)
+MODIFIERS: dict[str, Callable[[TrainConfig], TrainConfig]] = {
+    # tensor parallelism with all-reduces, norms on the whole sequence
+    "no_sp": lambda tc: replace(tc, parallelism=replace(tc.parallelism, sequence_parallel=False)),
+    # gradients reduce-scattered in bf16 (default float32)
+    "bf16_reduce": lambda tc: replace(tc, training=replace(tc.training, reduce_dtype="bfloat16")),
 }
-LAYERS = re.compile(r"layers(\d+)")  # `layersN`: --n-layers N
+LAYERS = re.compile(r"layers(\d+)")  # `layersN`: the model's first N layers
 MESH = re.compile(r"(?:dp(\d+))?(?:tp(\d+))?(?:ep(\d+))?")
 PROFILE_PARTS = ("matmul", "attention", "fused", "other", "comm_exposed", "comm_overlapped", "idle")
 SHORT_KINDS = {"all_gather": "AG", "reduce_scatter": "RS", "all_reduce": "AR", "all_to_all": "A2A", "other": "other"}
@@ -75,7 +94,6 @@ class Table:
     model: str
     rows: tuple[str, ...]
     steps: int = 8
-    extra: str = ""
     timeout: float = 170.0  # per row
     budget_s: float = 480.0  # no row starts after this; 9 minutes less start-up and copying
 
@@ -103,7 +121,7 @@ TABLES: dict[str, Table] = {
 }
 
 
-def parse_row(spec: str) -> tuple[dict[str, str], str, list[str], str]:
+def parse_row(spec: str) -> tuple[dict[str, int], str, list[str], str]:
     """`[MESH/]NAME[+MOD...][@B]` -> (mesh degrees given, NAME, modifiers, batch); ValueError if malformed."""
     rest, _, batch = spec.partition("@")
     mesh_text, _, rest = rest.rpartition("/")
@@ -118,47 +136,52 @@ def parse_row(spec: str) -> tuple[dict[str, str], str, list[str], str]:
         raise ValueError(f"row {spec!r}: unknown modifier {bad[0]!r}; known: {', '.join(MODIFIERS)}, layersN")
     if batch and not batch.isdigit():
         raise ValueError(f"row {spec!r}: @{batch} is not a batch size")
-    mesh = {k: v for k, v in zip(("--dp-shard", "--tp", "--ep"), m.groups()) if v}
+    mesh = {k: int(v) for k, v in zip(("dp_shard", "tp", "ep"), m.groups()) if v}
     return mesh, name, mods, batch
 
 
-def row_options(spec: str) -> list[str]:
-    """A row's `irlens train` options (after the table's: the last of an option wins)."""
+def row_config(spec: str, base: TrainConfig) -> TrainConfig:
+    """The TrainConfig of a row: the table's `base`, then the row's mesh, way, modifiers and batch."""
     mesh, name, mods, batch = parse_row(spec)
-    options = [x for kv in mesh.items() for x in kv] + ROWS[name]
+    tc = ROWS[name].apply(replace(base, parallelism=replace(base.parallelism, **mesh)))
     for mod in mods:
         layers = LAYERS.fullmatch(mod)
-        options += ["--n-layers", layers.group(1)] if layers else MODIFIERS[mod]
-    return options + (["--batch-size", batch] if batch else [])
+        tc = replace(tc, model=replace(tc.model, n_layers=int(layers.group(1)))) if layers else MODIFIERS[mod](tc)
+    return replace(tc, training=replace(tc.training, batch_size=int(batch))) if batch else tc
 
 
-def run_row(spec: str, base: list[str], timeout: float, logs: Path, profile: bool) -> dict:
-    options = row_options(spec)
-    argv = [sys.executable, "-m", "irlens", "train", *base, *options]
+def passes_text(tc: TrainConfig) -> str:
+    """What a row's table cell says of how it ran: `eager`, or its joint and graph passes."""
+    c = tc.compile
+    if c.mode == "eager":
+        return "eager" + (", flex" if tc.model.flex else "")
+    return "; ".join(filter(None, ("flex" if tc.model.flex else "", "joint: " + ", ".join(c.joint_passes) if c.joint_passes
+                                   else "", "passes: " + ", ".join(c.passes) if c.passes else ""))) or "compiled"
+
+
+def run_row(spec: str, base: TrainConfig, timeout: float, logs: Path, profile: bool) -> dict:
+    tc = row_config(spec, base)
     # file names of plain characters: they travel back from the device
     stem = spec.replace("@", "-b").replace("/", "-").replace("+", "-")
     if profile:
-        argv += ["--profile", str(logs / stem)]
+        tc = replace(tc, profiling=replace(tc.profiling, folder=str(logs / stem)))
+    log = logs / f"{stem}.log"
+    log.write_text(f"{json.dumps(tc.to_json())}\n")
     t0 = time.time()
-    # its own process group: on a timeout the spawned ranks go too, and free their GPUs
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    row = {"row": spec, "options": passes_text(tc)}
+    # a worker of its own, in its own process group: on a timeout the spawned ranks go too, and free their GPUs
+    worker = Worker(preload=("irlens.parallel.train",), log=log)
     try:
-        out, err = proc.communicate(timeout=timeout)
-        code = proc.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        code = None
-    (logs / f"{stem}.log").write_text(f"$ {shlex.join(['irlens', *argv[3:]])}\n{out}\n--- stderr ---\n{err}")
-    row = {"row": spec, "options": shlex.join(options), "wall_s": time.time() - t0}
-    summary = next((json.loads(line) for line in reversed(out.splitlines()) if line.startswith("{")), None)
-    if summary is not None and summary.get("status") == "not run":  # a pass this machine cannot run
-        return {**row, "status": "not run", "reason": summary["reason"], "config": summary["config"]}
-    if code == 0 and summary is not None:
-        return {**row, **summary, "status": "ok"}
-    why = f"timed out after {timeout:.0f} s" if code is None else f"exit {code}"
-    last = next((line for line in reversed(err.splitlines()) if line.strip()), "")
-    return {**row, "status": "failed", "reason": f"{why}: {last[:200]}"}
+        summary = worker.call("irlens.parallel.train:training_in_worker", {"config": tc.to_json()}, timeout)
+    except CallFailed as e:
+        first = next((line for line in e.reason.splitlines() if line.strip()), "")
+        return {**row, "wall_s": time.time() - t0, "status": "failed", "reason": first[:200], "config": tc.to_json()}
+    finally:
+        worker.close()
+    if summary["status"] == "not run":  # a pass this machine cannot run
+        return {**row, "wall_s": time.time() - t0, "status": "not run", "reason": summary["reason"],
+                "config": summary["config"]}
+    return {**row, "wall_s": time.time() - t0, **summary}
 
 
 def _f(value, spec: str) -> str:
@@ -170,12 +193,16 @@ def _config(r: dict) -> dict:
 
 
 def _mesh(r: dict) -> str:
-    c = _config(r)
+    c = _config(r).get("parallelism") or {}
     if not c:
         return "-"
     mesh = " x ".join(f"{label}{c[k]}" for k, label in (("dp_shard", "DP"), ("tp", "TP"), ("ep", "EP"))
                       if c.get(k, 1) > 1) or "1 GPU"
     return mesh + (" (no SP)" if c.get("tp", 1) > 1 and not c.get("sequence_parallel", True) else "")
+
+
+def _training(r: dict) -> dict:
+    return _config(r).get("training") or {}
 
 
 def _comm_kinds(mean: dict) -> str:
@@ -188,28 +215,28 @@ def _comm_kinds(mean: dict) -> str:
 def table(rows: list[dict], command: str) -> str:
     # × eager: against the eager row of the same mesh, batch and settings
     def key(r):
-        c = _config(r)
-        return _mesh(r), c.get("batch_size"), c.get("reduce_dtype"), c.get("n_layers")
+        t = _training(r)
+        return _mesh(r), t.get("batch_size"), t.get("reduce_dtype"), (_config(r).get("model") or {}).get("n_layers")
 
     eager = {key(r): r["tokens_per_s"] for r in rows if r["status"] == "ok" and parse_row(r["row"])[1] == "eager"}
     moe = any("expert_imbalance" in r for r in rows)
     head = ["row", "mesh", "status", "batch", "tokens/s", "× eager", "MFU %", "peak GiB", "compile s", "wall s",
             "final loss"]
     head += ["expert imbalance", "dropped"] if moe else []
-    lines = [f"`{command}`, then per row its options:", "",
-             "| " + " | ".join(head + ["options"]) + " |", "|" + "---|" * (len(head) + 1)]
+    lines = [f"`{command}`, then per row how it ran:", "",
+             "| " + " | ".join(head + ["passes"]) + " |", "|" + "---|" * (len(head) + 1)]
     for r in rows:
         ok = r["status"] == "ok"
         ref = eager.get(key(r)) if ok else None
         cells = [r["row"], _mesh(r), r["status"] if ok else f"{r['status']}: {r['reason']}",
-                 _f(_config(r).get("batch_size"), "d"),
+                 _f(_training(r).get("batch_size"), "d"),
                  _f(r.get("tokens_per_s"), ".0f"), _f(r["tokens_per_s"] / ref if ref else None, ".2f"),
                  _f(100 * r["mfu"] if r.get("mfu") is not None else None, ".1f"),
                  _f(r.get("peak_mem_gib"), ".1f"), _f(r.get("compile_s"), ".0f"), _f(r.get("wall_s"), ".0f"),
                  _f(r.get("final_loss"), ".4f")]
         if moe:
             cells += [_f(r.get("expert_imbalance"), ".2f"), _f(r.get("dropped_frac"), ".3f")]
-        lines.append("| " + " | ".join(cells + [f"`{r['options']}`"]) + " |")
+        lines.append("| " + " | ".join(cells + [r["options"]]) + " |")
     profiled = [r for r in rows if r.get("profile")]
     if profiled:
         lines += ["", "Where rank 0's step time went, mean of the profiled steps (% of the step; `comm hidden` is "
@@ -232,12 +259,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--table", choices=tuple(TABLES), help="a preset: model, rows, steps and time limits")
     p.add_argument("--model")
-    p.add_argument("--dp-shard", default="1")
-    p.add_argument("--tp", default="1")
-    p.add_argument("--ep", default="1")
-    p.add_argument("--steps")
+    p.add_argument("--dp-shard", type=int, default=1)
+    p.add_argument("--tp", type=int, default=1)
+    p.add_argument("--ep", type=int, default=1)
+    p.add_argument("--steps", type=int)
     p.add_argument("--device", default="cuda")
-    p.add_argument("--extra", default=None, help="more `irlens train` options for every row, e.g. '--n-layers 4'")
+    p.add_argument("--n-layers", type=int, help="the model's first N layers, every row (default: the preset's)")
     p.add_argument("--rows", help=f"comma-separated [MESH/]NAME[+MODIFIER...][@BATCH], NAME from: {', '.join(ROWS)}")
     p.add_argument("--profile", action="store_true", help="profile each row's last 2 steps: the breakdown table")
     p.add_argument("--timeout", type=float, help="seconds per row (default 300, or the preset's)")
@@ -255,23 +282,22 @@ def main() -> int:
             parse_row(spec)
     except ValueError as e:
         p.error(str(e))
-    steps = a.steps or str(preset.steps if preset else 8)
-    extra = a.extra if a.extra is not None else (preset.extra if preset else "")
+    steps = a.steps or (preset.steps if preset else 8)
     timeout = a.timeout or (preset.timeout if preset else 300.0)
     budget = a.budget_s if a.budget_s is not None else (preset.budget_s if preset else None)
-    base = ["--device", a.device, "--model", model, "--dp-shard", a.dp_shard, "--tp", a.tp, "--ep", a.ep,
-            "--steps", steps, *shlex.split(extra)]
+    base = TrainConfig(ModelConfig(model, n_layers=a.n_layers), ParallelismConfig(a.dp_shard, a.tp, a.ep),
+                       TrainingConfig(steps=steps, device=a.device))
     out = Path(a.out)
     logs = out.parent / f"{out.name}-logs"
     logs.mkdir(parents=True, exist_ok=True)
-    command = shlex.join(["irlens", "train", *base])
+    command = shlex.join(["python", "scripts/parallel_table.py", *sys.argv[1:]])
     rows = []
     deadline = None if budget is None else time.time() + budget
     for spec in specs:
         print(f"[{len(rows) + 1}/{len(specs)}] {spec} ...", file=sys.stderr, flush=True)
         left = timeout if deadline is None else min(timeout, deadline - time.time())
         if deadline is not None and left < 30:  # too little to start a run of several ranks
-            rows.append({"row": spec, "options": shlex.join(row_options(spec)), "status": "not run",
+            rows.append({"row": spec, "options": passes_text(row_config(spec, base)), "status": "not run",
                          "reason": f"the table's time budget of {budget:.0f} s ran out"})
         else:
             rows.append(run_row(spec, base, left, logs, a.profile))

@@ -1,14 +1,17 @@
 """The GPU check both parallel models share: the CUDA-only passes against eager, on real ranks."""
+from dataclasses import replace
+
 import pytest
 
+from irlens.parallel.config import CompileConfig, TrainConfig
 from irlens.parallel.distributed import spawn
-from irlens.parallel.train import TrainConfig, train
+from irlens.parallel.train import train
 
 # fp32 compute; Inductor's kernels round differently from eager (and for the MoE router a
 # near-tie could flip a choice)
 GPU_RTOL = 1e-3
-FULL_INDUCTOR = dict(mode="compiled", joint_passes=["inductor_decomposition"],
-                     passes=["autobucketing_reordering", "full_inductor_compilation", "cudagraph"])
+FULL_INDUCTOR = CompileConfig("compiled", joint_passes=["inductor_decomposition"],
+                              passes=["autobucketing_reordering", "full_inductor_compilation", "cudagraph"])
 
 
 def _numerics(configs: dict) -> dict:
@@ -16,14 +19,15 @@ def _numerics(configs: dict) -> dict:
     return {name: [(s.step, s.loss, s.grad_norm) for s in train(tc).steps] for name, tc in configs.items()}
 
 
-def assert_gpu_passes_match_eager(base: dict, ranks: int) -> None:
+def assert_gpu_passes_match_eager(base: TrainConfig, ranks: int) -> None:
     """Full Inductor + bucketing + cudagraph, and FlexAttention through regional Inductor +
     cudagraph, each within GPU_RTOL of its eager twin on every step."""
+    flex = replace(base, model=replace(base.model, flex=True))
     runs = spawn(_numerics, ranks, {
-        "eager": TrainConfig(**base),
-        "inductor_cudagraph": TrainConfig(**base, **FULL_INDUCTOR),
-        "flex_eager": TrainConfig(**base, flex=True),
-        "flex_regional": TrainConfig(**base, flex=True, mode="compiled", passes=["regional_inductor", "cudagraph"]),
+        "eager": base,
+        "inductor_cudagraph": replace(base, compile=FULL_INDUCTOR),
+        "flex_eager": flex,
+        "flex_regional": replace(flex, compile=CompileConfig("compiled", passes=["regional_inductor", "cudagraph"])),
     })
     for ref, other in (("eager", "inductor_cudagraph"), ("flex_eager", "flex_regional")):
         for (_, loss, norm), (_, loss_ref, norm_ref) in zip(runs[other], runs[ref], strict=True):

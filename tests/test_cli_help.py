@@ -82,14 +82,15 @@ def test_one_mode_commands_list_their_modes(capsys):
 def test_train_help_names_every_preset_and_its_defaults():
     from irlens.parallel.deepseek_v3 import PRESETS as DEEPSEEK
     from irlens.parallel.llama3 import PRESETS as LLAMA3
-    from irlens.parallel.train import TrainConfig
+    from irlens.parallel.config import TrainConfig
 
     train = subparsers()["train"]
     model = option_help(train, "--model")
     assert "8B" in LLAMA3 and all(p in model for p in [*LLAMA3, *DEEPSEEK])
     d = TrainConfig()
-    for option, default in (("--steps", d.steps), ("--mode", d.mode), ("--device", d.device), ("--seed", d.seed),
-                            ("--lr", f"{d.lr:g}"), ("--profile-steps", d.profile_steps)):
+    for option, default in (("--steps", d.training.steps), ("--mode", d.compile.mode), ("--device", d.training.device),
+                            ("--seed", d.training.seed), ("--lr", f"{d.optimizer.lr:g}"),
+                            ("--profile-steps", d.profiling.steps)):
         assert option_help(train, option).endswith(f"(default: {default})"), option
 
 

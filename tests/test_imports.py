@@ -99,3 +99,20 @@ def test_no_submodule_hides_an_api_function():
     from irlens import api
 
     assert not {m.split(".")[1] for m in modules() if "." in m} & set(api.__all__)
+
+
+def test_no_code_outside_the_frontends_names_one():
+    """Outside irlens/frontends/ a frontend is reached through its hooks or a name it was given
+    (a plan's, a backend's `via`), never by a name written in the code: `get_frontend("dynamo")`."""
+    named = []
+    for m, path in modules().items():
+        if m.startswith("irlens.frontends"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
+                continue
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id == "get_frontend") or (
+                    isinstance(func, ast.Attribute) and func.attr == "get" and getattr(func.value, "id", "") == "FRONTENDS"):
+                named.append(f"{m}:{node.lineno}: {ast.unparse(node)}")
+    assert named == []

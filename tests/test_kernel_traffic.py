@@ -21,7 +21,6 @@ from irlens.cost import kernel_flops
 from irlens.ir import Graph, TensorMeta
 from irlens.matrix import Document, read_document
 from irlens.reporting.ceiling import above_100
-from irlens.reporting.records import row_graphs
 from irlens.reporting.roofline import recompute
 
 RESULTS = Path(__file__).parent.parent / "docs" / "results"
@@ -198,7 +197,7 @@ def test_a_split_reductions_second_kernel_adds_up_partials_and_recomputes_nothin
     the first one's partials and recomputes nothing."""
     doc, row = _h200_row("block", "fwdbwd", "float32", "inductor")
     stage = "inductor.post_grad.backward"
-    graph = row_graphs(row)[stage]
+    graph = row.graphs[stage]
     kernels = [k for k in row.kernels if k.stage == stage]
     before = {k.name: kernel_flops(k, graph) for k in kernels}
     fp32 = Ceilings.from_json(row.ceilings).peak_tflops("float32") * 1e12  # its GPU's, measured in its run

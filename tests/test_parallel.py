@@ -5,6 +5,7 @@ loss and grad norm within rtol 1e-4 of eager SimpleFSDP, per step (docs/parallel
 """
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -13,14 +14,18 @@ from irlens.parallel.distributed import spawn
 from irlens.cli import main
 from irlens.parallel.dump import capture_fake
 from irlens.parallel.passes import NeedsGPU, PassError, validate_passes
-from irlens.parallel.train import TrainConfig, train
+from irlens.parallel.config import (CheckpointConfig, CompileConfig, ModelConfig, OptimizerConfig, ParallelismConfig,
+                                    ProfilingConfig, TrainConfig, TrainingConfig)
+from irlens.parallel.train import train
 from parallel_gpu import assert_gpu_passes_match_eager
 
 STEPS = 10
 NUMERICS_RTOL = 1e-4
 LR = 1e-2  # high enough that 10 steps visibly learn on the tiny preset
-DP2 = dict(model="llama3:tiny", dp_shard=2, steps=STEPS, lr=LR)
-TP2 = dict(model="llama3:tiny", tp=2, steps=STEPS, lr=LR)
+TINY = dict(model=ModelConfig("llama3:tiny"), training=TrainingConfig(steps=STEPS), optimizer=OptimizerConfig(lr=LR))
+DP2 = TrainConfig(**TINY, parallelism=ParallelismConfig(dp_shard=2))
+TP2 = TrainConfig(**TINY, parallelism=ParallelismConfig(tp=2))
+COMPILED = CompileConfig("compiled")
 
 
 def _run(configs: dict) -> dict:
@@ -39,16 +44,18 @@ def _run(configs: dict) -> dict:
 def gloo_runs(tmp_path_factory):
     ckpt = str(tmp_path_factory.mktemp("ckpt"))
     configs = {
-        "eager": TrainConfig(**DP2),
-        "compiled": TrainConfig(**DP2, mode="compiled"),
-        "compiled_sac_reshard": TrainConfig(**DP2, mode="compiled",
-                                            joint_passes=["selective_activation_checkpoint", "fsdp_reshard_after_forward"]),
-        "bucketing_regional": TrainConfig(**DP2, mode="compiled", passes=["transformer_block_bucketing", "regional_inductor"]),
-        "tp_eager": TrainConfig(**TP2),
-        "tp_compiled": TrainConfig(**TP2, mode="compiled"),
-        "ckpt_save": TrainConfig(**{**DP2, "steps": 2}, checkpoint=ckpt),
-        "ckpt_resume": TrainConfig(**{**DP2, "steps": 2}, checkpoint=ckpt, resume=True),
-        "profiled": TrainConfig(**{**DP2, "steps": 5}, profile=str(tmp_path_factory.mktemp("profile"))),
+        "eager": DP2,
+        "compiled": replace(DP2, compile=COMPILED),
+        "compiled_sac_reshard": replace(DP2, compile=CompileConfig(
+            "compiled", joint_passes=["selective_activation_checkpoint", "fsdp_reshard_after_forward"])),
+        "bucketing_regional": replace(DP2, compile=CompileConfig(
+            "compiled", passes=["transformer_block_bucketing", "regional_inductor"])),
+        "tp_eager": TP2,
+        "tp_compiled": replace(TP2, compile=COMPILED),
+        "ckpt_save": replace(DP2, training=TrainingConfig(steps=2), checkpoint=CheckpointConfig(ckpt)),
+        "ckpt_resume": replace(DP2, training=TrainingConfig(steps=2), checkpoint=CheckpointConfig(ckpt, resume=True)),
+        "profiled": replace(DP2, training=TrainingConfig(steps=5),
+                            profiling=ProfilingConfig(str(tmp_path_factory.mktemp("profile")))),
     }
     return spawn(_run, 2, configs)
 
@@ -103,9 +110,10 @@ def test_profile_breaks_each_profiled_step_down(gloo_runs):
 
 @pytest.fixture(scope="module")
 def fake_capture():
-    return capture_fake("llama3:debug", dp_shard=4, tp=2, passes=["transformer_block_bucketing"], sequence_parallel=False,
-                        loss_parallel=False,
-                        joint_passes=["selective_activation_checkpoint", "fsdp_reshard_after_forward"])
+    return capture_fake("llama3:debug",
+                        parallelism=ParallelismConfig(dp_shard=4, tp=2, sequence_parallel=False, loss_parallel=False),
+                        compile=CompileConfig(joint_passes=["selective_activation_checkpoint", "fsdp_reshard_after_forward"],
+                                              passes=["transformer_block_bucketing"]))
 
 
 def _record(step, stage, name):
@@ -142,7 +150,8 @@ def test_block_bucketing_reduces_collectives(fake_capture):
 
 def test_autobucketing_reduces_collectives():
     """Inductor's overlap scheduler; on the CPU from the stated analytical cost model."""
-    step = capture_fake("llama3:tiny", dp_shard=4, tp=2, passes=["autobucketing_reordering"])
+    step = capture_fake("llama3:tiny", parallelism=ParallelismConfig(dp_shard=4, tp=2),
+                        compile=CompileConfig(passes=["autobucketing_reordering"]))
     fw = _record(step, "forward", "autobucketing_reordering")
     assert fw.after.collectives["all_gather"] < fw.before.collectives["all_gather"]
     assert fw.after.collectives["wait"] < fw.before.collectives["wait"]
@@ -164,7 +173,7 @@ def test_common_view_holds_the_collectives(fake_capture):
 def test_partitioner_saves_like_eager_unless_inductor_fuses_or_tags_ask(fake_capture):
     """No pass that fuses the graph and no recompute tags: the default partition, whose backward
     recomputes no forward op (unfused recomputation is what made `compiled` slower than eager)."""
-    plain = capture_fake("llama3:tiny", dp_shard=2, tp=1)
+    plain = capture_fake("llama3:tiny", parallelism=ParallelismConfig(dp_shard=2))
     note = _record(plain, "forward", "partition").note
     assert note.startswith("default partitioner")
     def ops(stage):  # saved tensors reach the backward as placeholders of the same name
@@ -354,8 +363,9 @@ def test_train_prints_final_json(capfd, tmp_path):
                        "--profile-steps", "1"]) == 0
     out = capfd.readouterr().out
     summary = json.loads(out.strip().splitlines()[-1])
-    assert summary["steps"] == 3 and summary["config"]["dp_shard"] == 2
-    assert summary["config"]["batch_size"] == 2  # the preset's default, as run
+    assert summary["steps"] == 3 and summary["config"]["parallelism"]["dp_shard"] == 2
+    assert summary["config"]["training"]["batch_size"] == 2  # the preset's default, as run
+    assert TrainConfig.from_json(summary["config"]).model == ModelConfig("llama3:tiny")  # the config as run, typed
     assert summary["tokens_per_s"] > 0 and summary["peak_mem_gib"] > 0 and "mfu" in summary
     # --profile: the breakdown table printed, the summary also in DIR/summary.json
     assert "profile: steps 3 on cpu" in out and "communication, exposed" in out
@@ -367,7 +377,8 @@ def test_train_prints_final_json(capfd, tmp_path):
 
 @pytest.mark.gpu
 def test_gpu_full_inductor_cudagraph_and_flex_regional_match_eager():
-    assert_gpu_passes_match_eager(dict(model="llama3:tiny", steps=5, device="cuda", mixed_precision=False), ranks=1)
+    assert_gpu_passes_match_eager(TrainConfig(ModelConfig("llama3:tiny"), training=TrainingConfig(
+        steps=5, device="cuda", mixed_precision=False)), ranks=1)
 
 
 def _gpu_runs(configs: dict) -> dict:
@@ -387,13 +398,14 @@ def test_gpu_cudagraph_fits_where_compiled_fits_and_profiles(tmp_path):
     and of the replayed graphs: kernels found, classed, summing to the step."""
     from irlens.parallel.profile import PARTS
 
-    base = dict(model="llama3:debug", seq_len=1024, batch_size=16, steps=4, device="cuda")
-    inductor = dict(mode="compiled", joint_passes=["inductor_decomposition"], passes=["full_inductor_compilation"])
+    base = TrainConfig(ModelConfig("llama3:debug", seq_len=1024),
+                       training=TrainingConfig(batch_size=16, steps=4, device="cuda"))
+    inductor = CompileConfig("compiled", ["inductor_decomposition"], ["full_inductor_compilation"])
     runs = spawn(_gpu_runs, 1, {
-        "eager": TrainConfig(**base, profile=str(tmp_path / "eager")),
-        "inductor": TrainConfig(**base, **inductor),
-        "cudagraph": TrainConfig(**base, **{**inductor, "passes": [*inductor["passes"], "cudagraph"]},
-                                 profile=str(tmp_path / "cudagraph")),
+        "eager": replace(base, profiling=ProfilingConfig(str(tmp_path / "eager"))),
+        "inductor": replace(base, compile=inductor),
+        "cudagraph": replace(base, compile=replace(inductor, passes=[*inductor.passes, "cudagraph"]),
+                             profiling=ProfilingConfig(str(tmp_path / "cudagraph"))),
     })
     for (_, loss, norm), (_, loss_ref, norm_ref) in zip(runs["cudagraph"][0], runs["inductor"][0], strict=True):
         assert loss == pytest.approx(loss_ref, rel=1e-5) and norm == pytest.approx(norm_ref, rel=1e-5)

@@ -11,7 +11,7 @@ import pytest
 import irlens.parallel
 from irlens.cli import build_parser
 from irlens.parallel.dump import DumpRequest, capture_config
-from irlens.parallel.train import TrainConfig
+from irlens.parallel.config import CompileConfig, ModelConfig, ParallelismConfig, TrainConfig
 
 PARALLEL = Path(irlens.parallel.__file__).resolve().parent
 
@@ -41,11 +41,44 @@ def test_the_cli_builds_the_train_config():
     args = build_parser().parse_args(["train", "--model", "deepseek_v3:tiny", "--dp-shard", "2", "--ep", "2",
                                       "--no-sequence-parallel", "--mode", "compiled", "--passes",
                                       "transformer_block_bucketing", "--seq-len", "32"])
-    from irlens.cli.command import options
+    from irlens.cli.train import train_config
 
-    tc = options(TrainConfig, args)
-    assert tc == TrainConfig(model="deepseek_v3:tiny", dp_shard=2, ep=2, sequence_parallel=False, mode="compiled",
-                             passes=["transformer_block_bucketing"], seq_len=32)
+    assert train_config(args) == TrainConfig(
+        model=ModelConfig("deepseek_v3:tiny", seq_len=32),
+        parallelism=ParallelismConfig(dp_shard=2, ep=2, sequence_parallel=False),
+        compile=CompileConfig("compiled", passes=["transformer_block_bucketing"]))
+
+
+def test_every_train_option_sets_a_field_of_its_part():
+    """The map from `irlens train`'s options to the TrainConfig's parts names every field of every
+    part, each option once, and only options the command has."""
+    import dataclasses
+
+    from irlens.cli.train import PARTS
+
+    tc, args = TrainConfig(), vars(build_parser().parse_args(["train"]))
+    assert set(PARTS) == {f.name for f in dataclasses.fields(tc)}
+    for part, fields in PARTS.items():
+        assert set(fields) == {f.name for f in dataclasses.fields(getattr(tc, part))}, part
+    options = [dest for fields in PARTS.values() for dest in fields.values()]
+    assert len(options) == len(set(options)) and set(options) <= set(args)
+
+
+def test_a_train_config_crosses_to_a_worker_as_json_and_back():
+    import json
+
+    args = build_parser().parse_args(["train", "--tp", "2", "--mode", "compiled", "--joint-passes",
+                                      "inductor_decomposition", "--profile", "p", "--checkpoint", "c", "--resume"])
+    from irlens.cli.train import train_config
+
+    tc = train_config(args)
+    assert TrainConfig.from_json(json.loads(json.dumps(tc.to_json()))) == tc
+    from irlens.json_values import BadDocument
+
+    bad = tc.to_json()
+    bad["parallelism"]["tp"] = "two"
+    with pytest.raises(BadDocument, match="field 'parallelism': field 'tp' is 'two', not an integer"):
+        TrainConfig.from_json(bad)
 
 
 def test_the_joint_dump_captures_the_config_its_options_describe(monkeypatch, capsys):
@@ -57,11 +90,12 @@ def test_the_joint_dump_captures_the_config_its_options_describe(monkeypatch, ca
     assert main(["dump", "llama3", "--frontend", "joint", "--tp", "1", "--joint-passes",
                  "selective_activation_checkpoint", "--no-sequence-parallel"]) == 0
     assert capsys.readouterr().out == "<joint graph>\n"
-    assert captured == [capture_config("llama3:debug", tp=1, joint_passes=["selective_activation_checkpoint"],
-                                       sequence_parallel=False)]
+    assert captured == [capture_config("llama3:debug", ParallelismConfig(dp_shard=4, tp=1, sequence_parallel=False),
+                                       compile=CompileConfig(joint_passes=["selective_activation_checkpoint"]))]
     # the dump's own defaults for what is not given: DP4, one sequence per rank, compiled, no mixed precision
     tc = captured[0]
-    assert (tc.dp_shard, tc.batch_size, tc.mode, tc.mixed_precision) == (4, 1, "compiled", False)
+    assert (tc.parallelism.dp_shard, tc.training.batch_size, tc.compile.mode, tc.training.mixed_precision) == \
+        (4, 1, "compiled", False)
 
 
 def test_a_bad_stage_is_a_usage_error(capsys):

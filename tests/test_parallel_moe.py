@@ -1,6 +1,7 @@
 """deepseek_v3 (MoE) with expert parallelism on the joint-graph path, on the CPU: gloo ranks
 (spawned) and a fake process group."""
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -8,11 +9,14 @@ import torch
 from irlens.parallel.distributed import spawn
 from irlens.cli import main
 from irlens.parallel.dump import capture_fake, render
-from irlens.parallel.train import TrainConfig, train
+from irlens.parallel.config import CompileConfig, ModelConfig, OptimizerConfig, ParallelismConfig, TrainConfig, TrainingConfig
+from irlens.parallel.train import train
 from parallel_gpu import assert_gpu_passes_match_eager
 
 STEPS = 10
-EP2 = dict(model="deepseek_v3:tiny", dp_shard=2, steps=STEPS, lr=1e-2)
+DP2 = TrainConfig(ModelConfig("deepseek_v3:tiny"), ParallelismConfig(dp_shard=2), TrainingConfig(steps=STEPS),
+                  OptimizerConfig(lr=1e-2))
+EP2 = replace(DP2, parallelism=ParallelismConfig(dp_shard=2, ep=2))
 
 
 def _run(configs: dict) -> dict:
@@ -23,9 +27,9 @@ def _run(configs: dict) -> dict:
 @pytest.fixture(scope="module")
 def gloo_runs():
     return spawn(_run, 2, {
-        "local_experts": TrainConfig(**EP2),  # DP2, every rank holds all experts
-        "ep_eager": TrainConfig(**EP2, ep=2),
-        "ep_compiled": TrainConfig(**EP2, ep=2, mode="compiled"),
+        "local_experts": DP2,  # every rank holds all experts
+        "ep_eager": EP2,
+        "ep_compiled": replace(EP2, compile=CompileConfig("compiled")),
     })
 
 
@@ -64,7 +68,7 @@ def test_router_load_balance_is_reported(gloo_runs):
     # the final JSON line's summary carries the last step's
     summary = json.loads(json.dumps(gloo_runs["ep_compiled"].summary()))
     last = gloo_runs["ep_compiled"].steps[-1]
-    assert summary["config"]["ep"] == 2
+    assert summary["config"]["parallelism"]["ep"] == 2
     assert (summary["expert_tokens"], summary["expert_imbalance"], summary["dropped_frac"]) == \
         (last.expert_tokens, last.expert_imbalance, last.dropped_frac)
 
@@ -78,14 +82,14 @@ def test_dispatch_drops_past_capacity():
     assert load.tolist() == [[3, 2, 1, 0], [2, 2, 1, 0]]
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(model="llama3:tiny", dp_shard=2, ep=2), "has no experts"),
-    (dict(model="deepseek_v3:tiny", dp_shard=2, ep=4), "must divide --dp-shard"),
-    (dict(model="deepseek_v3:tiny", dp_shard=3, ep=3), "does not divide the model's 8 experts"),
+@pytest.mark.parametrize("model, dp_shard, ep, match", [
+    ("llama3:tiny", 2, 2, "has no experts"),
+    ("deepseek_v3:tiny", 2, 4, "must divide --dp-shard"),
+    ("deepseek_v3:tiny", 3, 3, "does not divide the model's 8 experts"),
 ])
-def test_bad_expert_parallel_degrees_are_rejected(kw, match):
+def test_bad_expert_parallel_degrees_are_rejected(model, dp_shard, ep, match):
     with pytest.raises(ValueError, match=match):
-        TrainConfig(**kw).validate()
+        TrainConfig(ModelConfig(model), ParallelismConfig(dp_shard=dp_shard, ep=ep)).validate()
 
 
 # --- fake process group: DP2 x TP2 x EP2 capture ----------------------------------------------
@@ -97,7 +101,8 @@ def _collectives(step, stage, name):
 
 @pytest.fixture(scope="module")
 def fake_capture():
-    return capture_fake("deepseek_v3:debug", dp_shard=2, tp=2, ep=2, sequence_parallel=False, loss_parallel=False)
+    return capture_fake("deepseek_v3:debug",
+                        ParallelismConfig(dp_shard=2, tp=2, ep=2, sequence_parallel=False, loss_parallel=False))
 
 
 def test_fake_capture_lists_the_all_to_alls(fake_capture):
@@ -159,5 +164,5 @@ def test_flex_variant_matches_sdpa_on_one_document():
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="EP2 needs 2 GPUs")
 def test_gpu_ep_full_inductor_cudagraph_and_flex_regional_match_eager():
-    base = dict(model="deepseek_v3:tiny", dp_shard=2, ep=2, steps=5, device="cuda", mixed_precision=False)
-    assert_gpu_passes_match_eager(base, ranks=2)
+    assert_gpu_passes_match_eager(replace(EP2, training=TrainingConfig(steps=5, device="cuda", mixed_precision=False),
+                                          optimizer=OptimizerConfig()), ranks=2)

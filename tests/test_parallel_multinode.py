@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from irlens.parallel.train import TrainConfig, run_training
+from irlens.parallel.config import ModelConfig, OptimizerConfig, ParallelismConfig, TrainConfig, TrainingConfig
+from irlens.parallel.train import run_training
 
 ARGS = ["--model", "llama3:tiny", "--dp-shard", "2", "--steps", "3", "--lr", "1e-2"]
 
@@ -44,10 +45,11 @@ def test_two_torchrun_nodes_train_as_two_spawned_ranks():
     (rank0,) = [out for out in outs if out.strip()]
     lines = rank0.strip().splitlines()
     summary = json.loads(lines[-1])
-    assert summary["status"] == "ok" and summary["config"]["dp_shard"] == 2
+    assert summary["status"] == "ok" and summary["config"]["parallelism"]["dp_shard"] == 2
     steps = [line for line in lines if line.startswith("step ")]
     assert len(steps) == 3
 
-    reference = run_training(TrainConfig(model="llama3:tiny", dp_shard=2, steps=3, lr=1e-2))
+    reference = run_training(TrainConfig(ModelConfig("llama3:tiny"), ParallelismConfig(dp_shard=2),
+                                         TrainingConfig(steps=3), OptimizerConfig(lr=1e-2)))
     assert (summary["final_loss"], summary["final_grad_norm"]) == (reference["final_loss"],
                                                                    reference["final_grad_norm"])

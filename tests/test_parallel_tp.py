@@ -4,6 +4,7 @@ fallback kernels for the fused ops, which symmetric memory otherwise runs on CUD
 """
 import contextlib
 import json
+from dataclasses import replace
 from unittest import mock
 
 import pytest
@@ -14,12 +15,14 @@ from irlens.cli import main
 from irlens.parallel.distributed import spawn
 from irlens.parallel.dump import capture_fake
 from irlens.parallel.passes import PassError, validate_passes
-from irlens.parallel.train import TrainConfig, train
+from irlens.parallel.config import CompileConfig, ModelConfig, OptimizerConfig, ParallelismConfig, TrainConfig, TrainingConfig
+from irlens.parallel.train import train
 
 NUMERICS_RTOL = 1e-4  # passes that may change numerics (docs/parallelism.md)
 # one sequence per rank: DTensor's sequence gather then takes the form async TP has to reshape (_fold_gathered_reshapes)
-TP2 = dict(model="llama3:tiny", tp=2, steps=3, lr=1e-2, batch_size=1)
-ASYNC_TP = dict(joint_passes=["inductor_decomposition"], passes=["async_tensor_parallel"])
+TP2 = TrainConfig(ModelConfig("llama3:tiny"), ParallelismConfig(tp=2), TrainingConfig(steps=3, batch_size=1),
+                  OptimizerConfig(lr=1e-2))
+ASYNC_TP = CompileConfig("compiled", joint_passes=["inductor_decomposition"], passes=["async_tensor_parallel"])
 LAYERS = 2  # llama3:tiny
 BLOCK_PARAMS = 9  # 2 norms, 7 linears
 
@@ -47,7 +50,7 @@ def _run(configs: dict) -> dict:
     """On every rank: each configuration's (loss, grad_norm) per step and its pass records."""
     out = {}
     for name, tc in configs.items():
-        with symmetric_memory_stand_in() if tc.passes else contextlib.nullcontext():
+        with symmetric_memory_stand_in() if tc.compile.passes else contextlib.nullcontext():
             result = train(tc)
         out[name] = ([(s.loss, s.grad_norm) for s in result.steps], result.pass_records)
     return out
@@ -55,15 +58,17 @@ def _run(configs: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def tp_runs():
-    moe = dict(model="deepseek_v3:tiny", tp=2, steps=2, lr=1e-2)
+    moe = TrainConfig(ModelConfig("deepseek_v3:tiny"), ParallelismConfig(tp=2), TrainingConfig(steps=2),
+                      OptimizerConfig(lr=1e-2))
+    compiled = CompileConfig("compiled")
     return spawn(_run, 2, {
-        "sp_eager": TrainConfig(**TP2),
-        "sp_compiled": TrainConfig(**TP2, mode="compiled"),
-        "no_sp_eager": TrainConfig(**TP2, sequence_parallel=False),
-        "no_loss_parallel_eager": TrainConfig(**TP2, loss_parallel=False),
-        "async_tp": TrainConfig(**TP2, mode="compiled", **ASYNC_TP),
-        "moe_sp_eager": TrainConfig(**moe),
-        "moe_sp_compiled": TrainConfig(**moe, mode="compiled"),
+        "sp_eager": TP2,
+        "sp_compiled": replace(TP2, compile=compiled),
+        "no_sp_eager": replace(TP2, parallelism=ParallelismConfig(tp=2, sequence_parallel=False)),
+        "no_loss_parallel_eager": replace(TP2, parallelism=ParallelismConfig(tp=2, loss_parallel=False)),
+        "async_tp": replace(TP2, compile=ASYNC_TP),
+        "moe_sp_eager": moe,
+        "moe_sp_compiled": replace(moe, compile=compiled),
     })
 
 
@@ -116,12 +121,13 @@ def test_sequence_parallel_replaces_the_activation_all_reduces():
     backward all-reduces only the norms' weight gradients (one [dim] vector each)."""
     n_params = LAYERS * BLOCK_PARAMS + 3
     pairs = 2 * LAYERS + 1  # row-wise outputs (2 per block) and the embedding
-    plain = capture_fake("llama3:tiny", dp_shard=2, tp=2, sequence_parallel=False, loss_parallel=False)
+    plain = capture_fake("llama3:tiny", ParallelismConfig(dp_shard=2, tp=2, sequence_parallel=False, loss_parallel=False))
     assert _collectives(plain, "forward")["all_reduce"] == pairs
     # the column-wise linears' input gradients add up before one all-reduce per attention and
     # feed-forward (and the output projection), not one per linear (q, k, v; w1, w3)
     assert _collectives(plain, "backward")["all_reduce"] == 2 * LAYERS + 1
-    sp = capture_fake("llama3:tiny", dp_shard=2, tp=2, mixed_precision=True, loss_parallel=False)
+    sp = capture_fake("llama3:tiny", ParallelismConfig(dp_shard=2, tp=2, loss_parallel=False),
+                      TrainingConfig(batch_size=1, mixed_precision=True))
     fw, bw = _collectives(sp, "forward"), _collectives(sp, "backward")
     assert "all_reduce" not in fw
     assert fw["reduce_scatter"] == pairs
@@ -141,7 +147,8 @@ def test_async_tp_fuses_the_sequence_parallel_pairs(batch_size):
     row-wise outputs' gradients fuse; the input gradients of the column-wise pairs are sums of
     several matmuls (q, k, v; w1, w3), which the pass leaves to a plain reduce-scatter."""
     with symmetric_memory_stand_in():
-        step = capture_fake("llama3:tiny", dp_shard=2, tp=2, mixed_precision=True, batch_size=batch_size, **ASYNC_TP)
+        step = capture_fake("llama3:tiny", ParallelismConfig(dp_shard=2, tp=2),
+                            TrainingConfig(batch_size=batch_size, mixed_precision=True), ASYNC_TP)
     fw = next(r for r in step.records if r.stage == "forward" and r.name == "async_tensor_parallel")
     bw = next(r for r in step.records if r.stage == "backward" and r.name == "async_tensor_parallel")
     assert fw.after.collectives["all_gather_matmul"] == 2 * LAYERS + 1
@@ -155,7 +162,7 @@ def test_async_tp_fuses_the_sequence_parallel_pairs(batch_size):
 
 def test_async_tp_without_nccl_fuses_nothing_and_says_why():
     """The CPU torch has no NCCL: a dump still runs the pass, which leaves every pair and says why."""
-    step = capture_fake("llama3:tiny", dp_shard=1, tp=2, **ASYNC_TP)
+    step = capture_fake("llama3:tiny", ParallelismConfig(tp=2), compile=ASYNC_TP)
     fw = next(r for r in step.records if r.stage == "forward" and r.name == "async_tensor_parallel")
     assert "all_gather_matmul" not in fw.after.collectives
     assert "nothing could fuse: this torch has no NCCL" in fw.note
@@ -166,8 +173,8 @@ def test_loss_parallel_drops_the_logits_gather():
     the loss all-reduces three [tokens] float32 vectors instead (max, sum of exponentials, the
     target's logit) and its backward none more than the gathered loss's."""
     tokens = 64  # one sequence of llama3:tiny
-    gathered = capture_fake("llama3:tiny", dp_shard=1, tp=2, loss_parallel=False)
-    sharded = capture_fake("llama3:tiny", dp_shard=1, tp=2)
+    gathered = capture_fake("llama3:tiny", ParallelismConfig(tp=2, loss_parallel=False))
+    sharded = capture_fake("llama3:tiny", ParallelismConfig(tp=2))
     fw_g, fw_s = _collectives(gathered, "forward"), _collectives(sharded, "forward")
     assert fw_s["all_gather"] == fw_g["all_gather"] - 1
     record = next(r for r in sharded.records if r.stage == "forward" and r.name == "partition")
@@ -203,8 +210,8 @@ def test_async_tp_needs_tensor_and_sequence_parallelism(tp, sp, match):
 
 def test_sequence_parallel_needs_the_sequence_to_divide():
     with pytest.raises(ValueError, match="does not divide seq_len=63"):
-        TrainConfig(model="llama3:tiny", tp=2, seq_len=63).validate()
-    TrainConfig(model="llama3:tiny", tp=2, seq_len=63, sequence_parallel=False).validate()
+        TrainConfig(ModelConfig("llama3:tiny", seq_len=63), ParallelismConfig(tp=2)).validate()
+    TrainConfig(ModelConfig("llama3:tiny", seq_len=63), ParallelismConfig(tp=2, sequence_parallel=False)).validate()
 
 
 # --- GPU (skipped here): two NCCL ranks, the real fused ops -------------------------------------
@@ -234,9 +241,11 @@ def test_gpu_sequence_parallel_compiled_matches_eager():
     from parallel_gpu import FULL_INDUCTOR, GPU_RTOL
 
     _two_gpus()
-    base = dict(model="llama3:debug", tp=2, steps=5, device="cuda", mixed_precision=False)
-    runs = spawn(_gpu_runs, 2, {"sp": TrainConfig(**base), "no_sp": TrainConfig(**base, sequence_parallel=False),
-                                "sp_inductor": TrainConfig(**base, **FULL_INDUCTOR)})
+    base = TrainConfig(ModelConfig("llama3:debug"), ParallelismConfig(tp=2),
+                       TrainingConfig(steps=5, device="cuda", mixed_precision=False))
+    runs = spawn(_gpu_runs, 2, {"sp": base,
+                                "no_sp": replace(base, parallelism=ParallelismConfig(tp=2, sequence_parallel=False)),
+                                "sp_inductor": replace(base, compile=FULL_INDUCTOR)})
     _assert_close(runs["sp"], runs["no_sp"], rtol=GPU_RTOL)
     _assert_close(runs["sp_inductor"], runs["sp"], rtol=GPU_RTOL)
 
@@ -249,13 +258,16 @@ def test_gpu_async_tp_matches_sequence_parallel_or_says_why_not():
     from parallel_gpu import GPU_RTOL
 
     _two_gpus()
-    base = dict(model="llama3:debug", tp=2, steps=5, device="cuda", mixed_precision=False)
-    inductor = dict(mode="compiled", joint_passes=["inductor_decomposition"])
+    base = TrainConfig(ModelConfig("llama3:debug"), ParallelismConfig(tp=2),
+                       TrainingConfig(steps=5, device="cuda", mixed_precision=False))
+
+    def inductor(*passes):
+        return replace(base, compile=CompileConfig("compiled", ["inductor_decomposition"], list(passes)))
+
     runs = spawn(_gpu_runs, 2, {
-        "sp_inductor": TrainConfig(**base, **inductor, passes=["full_inductor_compilation"]),
-        "async_tp": TrainConfig(**base, **inductor, passes=["async_tensor_parallel", "full_inductor_compilation"]),
-        "async_tp_cudagraph": TrainConfig(**base, **inductor, passes=["async_tensor_parallel",
-                                                                       "full_inductor_compilation", "cudagraph"]),
+        "sp_inductor": inductor("full_inductor_compilation"),
+        "async_tp": inductor("async_tensor_parallel", "full_inductor_compilation"),
+        "async_tp_cudagraph": inductor("async_tensor_parallel", "full_inductor_compilation", "cudagraph"),
     })
     if isinstance(runs["async_tp"], str):
         pytest.skip(f"not run: {runs['async_tp']}")

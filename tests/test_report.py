@@ -19,7 +19,7 @@ from irlens.reporting.frontend_table import compress_stages
 from irlens.reporting.fusion_map import build_fusion_map, render_svg
 from irlens.reporting.html import render_html
 from irlens.reporting.markdown import render_markdown
-from irlens.reporting.records import group_rows, kernel_stage, row_graphs
+from irlens.reporting.records import group_rows, kernel_stage
 from report_fixtures import synthetic_document
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -41,7 +41,7 @@ def assert_map_matches_records(rows: list[dict]) -> None:
     assert [c.backend for c in fmap.columns] == [r["backend"] for r in mapped]
     for column, row in zip(fmap.columns, mapped):
         (read,) = typed([row])
-        records, graphs = read.kernels, row_graphs(read)
+        records, graphs = read.kernels, read.graphs
         assert [(k.index, k.name) for k in column.kernels] == list(enumerate(k.name for k in records))
         drawn = {(p.stage, m.id): m for p in column.panels for m in p.nodes}
         for stage, graph in graphs.items():
@@ -332,6 +332,20 @@ def test_older_documents_read_as_typed_records_and_write_again_the_same(path):
     # nested and typed fields: read as their types, not found wrong later as a KeyError
     (lambda row: row.update(max_rel_err="abc"), "row 2 of 5: field 'max_rel_err' is 'abc', not a number"),
     (lambda row: row["per_result"].update(out0=True), "row 2 of 5: field 'per_result'['out0'] is True, not a number"),
+    (lambda row: row["per_result"].update(out0="abc"), "row 2 of 5: field 'per_result'['out0'] is 'abc', not a number"),
+    (lambda row: row.update(per_result_allowed={"out0": None}),
+     "row 2 of 5: field 'per_result_allowed'['out0'] is None, not a number"),
+    (lambda row: row.update(ill_conditioned={"out0": 1}), "row 2 of 5: field 'ill_conditioned'['out0'] is 1, not a string"),
+    (lambda row: row.update(coverage={"compute_nodes": "7", "uncovered": [], "duplicates": []}),
+     "row 2 of 5: field 'coverage': field 'compute_nodes' is '7', not an integer"),
+    (lambda row: row.update(coverage={"compute_nodes": 7, "uncovered": []}),
+     "row 2 of 5: field 'coverage': missing field 'duplicates'"),
+    (lambda row: row.update(notes={"graph_breaks": "two"}), "row 2 of 5: field 'notes'['graph_breaks'] is 'two', not an integer"),
+    (lambda row: row.update(notes={"thunderfx": {"regions": [{"region": "g0.thunder_0", "taken_by": "thunder"}]}}),
+     "row 2 of 5: field 'notes'['thunderfx']: field 'regions' item 1: missing field 'ops'"),
+    (lambda row: row["graphs"]["aot.forward"].pop("nodes"),
+     "row 2 of 5: field 'graphs'['aot.forward']: not a common-view graph (missing field 'nodes')"),
+    (lambda row: row["graphs"].update(extra=[1]), "row 2 of 5: field 'graphs'['extra'] is not a JSON object"),
     (lambda row: row["kernels"][1].pop("name"), "row 2 of 5: field 'kernels' item 2: missing field 'name'"),
     (lambda row: row["kernels"].append({}), "row 2 of 5: field 'kernels' item 3: missing field 'backend'"),
     (lambda row: row["kernels"][0].update(time_us="fast"),

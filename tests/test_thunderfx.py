@@ -195,7 +195,7 @@ def test_fallback_kernels_are_inductor_s_and_counted(erfcx_run):
     from irlens.matrix.cell import kernel_coverage
 
     coverage = kernel_coverage(run.kernels, run.graphs)
-    assert coverage["uncovered"] == [] and coverage["duplicates"] == [] and coverage["unknown"] == []
+    assert coverage.uncovered == [] and coverage.duplicates == [] and coverage.unknown == []
 
 
 def test_a_model_thunder_takes_nothing_of_is_an_ok_row():

@@ -9,6 +9,7 @@ import irlens.matrix as cmp
 from irlens.isolation import THREAD_COUNTS, Worker, cpu_cores, thread_env, worker_threads
 from irlens.matrix.execution import threads_used
 from irlens.matrix import Document, format_table
+from irlens.matrix.records import ResultCheck
 from irlens.matrix.row import COMPARE, Row
 from irlens.reporting import build_report, render_markdown
 from irlens.timing import UNSTEADY_SPREAD, HostTiming, recording_host_time, unsteady
@@ -67,7 +68,7 @@ def test_measure_leaves_its_steps_times():
 
 
 def _row(backend: str, run_us: float, spread: float) -> Row:
-    return Row("gelu", "fwd", backend, None, "ok", max_rel_err=1e-7, tol=1e-4, per_result={"out0": 1e-7},
+    return Row("gelu", "fwd", backend, None, "ok", max_rel_err=1e-7, tol=1e-4, results={"out0": ResultCheck(1e-7)},
                run_us=run_us, run_spread=spread, compile_s=0.1, kernel_count=2)
 
 

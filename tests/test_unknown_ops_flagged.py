@@ -25,12 +25,12 @@ def test_an_unknown_node_no_kernel_covers_is_uncovered():
     g = graph()
     kernels = [Kernel("inductor", "k0", "fused", ["mul", "exp"], "aot.forward")]
     cov = kernel_coverage(kernels, [g])
-    assert cov["uncovered"] == ["aot.forward:weird"]
-    assert cov["unknown"] == ["aot.forward:weird (aten.special_thing.default)"]
-    assert cov["compute_nodes"] == 3
+    assert cov.uncovered == ["aot.forward:weird"]
+    assert cov.unknown == ["aot.forward:weird (aten.special_thing.default)"]
+    assert cov.compute_nodes == 3
     # covered by a kernel, it is no longer uncovered, but still listed as unknown
     cov = kernel_coverage([Kernel("inductor", "k0", "fused", ["mul", "weird", "exp"], "aot.forward")], [g])
-    assert cov["uncovered"] == [] and len(cov["unknown"]) == 1
+    assert cov.uncovered == [] and len(cov.unknown) == 1
 
 
 def _row() -> Row:
@@ -38,7 +38,7 @@ def _row() -> Row:
     kernels = [Kernel("inductor", "k0", "fused", ["mul", "exp"], "aot.forward")]
     return Row(workload="w", mode="fwd", backend="inductor", frontend="dynamo", status="ok", tol=1e-4,
                max_rel_err=1e-7, kernels=[KernelRecord.of(k) for k in kernels], kernel_count=1,
-               graphs={g.stage: g.to_json()}, coverage=kernel_coverage(kernels, [g]))
+               graphs={g.stage: g}, coverage=kernel_coverage(kernels, [g]))
 
 
 def test_the_compare_table_names_unknown_ops():

@@ -24,6 +24,7 @@ from irlens.matrix import Document, plan_matrix, read_document, run_plan, write_
 from irlens.matrix.cell import run_cell
 from irlens.matrix.execution import BUDGET_PHASE
 from irlens.matrix.references import compute_reference, gradient_conditions
+from irlens.matrix.records import ResultCheck
 from irlens.matrix.row import Row
 from irlens.models import get_workload, workload_names
 from irlens.models.zoo import zoo_names
@@ -153,7 +154,7 @@ def test_train_mode_batchnorm_buffers_are_compared_on_every_backend_that_runs_it
     doc = run_plan(plan, isolate=False, progress=False)
     for row in doc.rows:
         assert row.status == "ok", (row.backend, row.mode, row.reason)
-        assert {"buffer:1.running_mean", "buffer:1.running_var", "buffer:1.num_batches_tracked"} <= set(row.per_result)
+        assert {"buffer:1.running_mean", "buffer:1.running_var", "buffer:1.num_batches_tracked"} <= set(row.results)
         assert row.module_mode == "train"
 
 
@@ -213,8 +214,8 @@ def test_an_ill_conditioned_check_judges_against_eager_and_still_catches_a_backe
     reference = compute_reference(wl, "fwdbwd", "cpu", "tiny", None)
     eager = run_cell(wl, get_backend_eager(), "fwdbwd", "cpu", "tiny", None, reference)
     assert eager.status == "ok", eager.reason
-    assert "grad:0.bias" in (eager.ill_conditioned or {}) and "vanishes" in eager.ill_conditioned["grad:0.bias"]
-    assert eager.per_result["grad:0.bias"] > 1e-3  # float32 noise against a true zero: no flat tolerance holds
+    assert "vanishes" in eager.results["grad:0.bias"].ill_conditioned
+    assert eager.results["grad:0.bias"].err > 1e-3  # float32 noise against a true zero: no flat tolerance holds
     off_bias = run_cell(wl, _Perturbed("grad:0.bias", 1e-3), "fwdbwd", "cpu", "tiny", None, reference)
     assert off_bias.status == "mismatch" and "grad:0.bias" in off_bias.reason
     off_weight = run_cell(wl, _Perturbed("grad:0.weight", 1e-3), "fwdbwd", "cpu", "tiny", None, reference)
@@ -237,8 +238,9 @@ def test_ill_conditioned_checks_are_one_line_per_model_naming_every_result():
     from irlens.matrix.table import ill_conditioned_lines
 
     why = "the float64 gradient vanishes"
-    rows = [_row("hf_vit", "fwdbwd", b, ill_conditioned={f"grad:layers.{i}.k_proj.bias": why for i in range(12)}
-                 | {"grad:embed.bias": why}) for b in ("eager", "inductor")]
+    names = [f"grad:layers.{i}.k_proj.bias" for i in range(12)] + ["grad:embed.bias"]
+    rows = [_row("hf_vit", "fwdbwd", b, results={n: ResultCheck(1e-3, ill_conditioned=why) for n in names})
+            for b in ("eager", "inductor")]
     (line,) = ill_conditioned_lines(Document("compare", rows, "cuda"))
     assert "hf_vit/fwdbwd, 13 results" in line and "grad:layers.N.k_proj.bias (x12)" in line
     assert "grad:embed.bias" in line and line.endswith(f"grad:layers.0.k_proj.bias: {why}")

@@ -117,6 +117,7 @@ def run(args) -> int:
 def _joint(args) -> int:
     """`irlens dump MODEL --frontend joint ...`: the parallel path's graphs, captured for the
     TrainConfig the joint options describe (the joint dump's defaults for what is not given)."""
+    from irlens.cli.train import train_config
     from irlens.parallel.dump import STAGES, DumpRequest, capture_config, dump
 
     single = SINGLE_OPTIONS + tuple(dest for _, dest, _ in frontend_settings())
@@ -128,10 +129,9 @@ def _joint(args) -> int:
             print(f"{s:<10} {what}")
         return EXIT_OK
     stages = [args.stage] if args.stage else (list(STAGES) if args.out else ["joint"])
-    fields = {name: getattr(args, name) for name in JOINT_OPTIONS if getattr(args, name) is not None}
     try:
         request = DumpRequest(tuple(stages), args.view or "common", args.level, args.format, args.out)
-        dump(capture_config(args.workload or "llama3:debug", **fields), request)
+        dump(train_config(args, capture_config(args.workload or "llama3:debug")), request)
     except (ValueError, KeyError) as e:  # a bad model, mesh, stage or pass list
         raise UsageError(str(e).strip("'\"")) from None
     return EXIT_OK

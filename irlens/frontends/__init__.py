@@ -13,3 +13,10 @@ from irlens.frontends import jax  # noqa: F401
 def get_frontend(name: str) -> Frontend:
     """A registered frontend; UnknownName lists them."""
     return FRONTENDS.get(name)
+
+
+def work_frontend() -> Frontend:
+    """The frontend a step's work is counted from (`Frontend.counts_work`): one for every workload,
+    so that every backend's row is judged against the same work."""
+    (counting,) = [fe for fe in FRONTENDS.values() if fe.counts_work]
+    return counting

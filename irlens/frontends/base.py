@@ -151,6 +151,15 @@ class Frontend(ABC):
         name (faithfulness tests and the conformance sweep run each); none by default."""
         return {}
 
+    # --- the work a step must do (irlens.bench: counted once per workload, from one frontend) ---
+
+    counts_work: bool = False  # a step's work is counted from its graphs (`work_frontend`: one frontend does)
+
+    def work_graphs(self, acq: Acquisition) -> list[Graph]:
+        """The graphs of one step of `acq`'s mode, forward and backward, at the composite level
+        (causal attention counts its unmasked half), that irlens.cost counts a step's flops from."""
+        raise NotImplementedError(f"frontend {self.name} does not count a step's work")
+
     # --- the conformance sweep (irlens.conformance) -----------------------------------------
 
     # the stages swept, by label: what it captured at the user's level and at its lowest level

@@ -26,7 +26,7 @@ from irlens.frontends.bindings import program_for
 from irlens.gpu_turns import gpu_alone, sharing_gpu
 from irlens.ir import Graph, Kernel, jsonable
 from irlens.lowering import LEVEL
-from irlens.matrix.records import KernelRecord
+from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
 from irlens.matrix.references import Reference
 from irlens.matrix.row import Row
 from irlens.models import resolve_workload
@@ -102,7 +102,7 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         phase = "compare"
         _check(row, run, reference, inst.dtype, host.timing)
         row.notes = run.notes
-        row.graphs = {g.stage: g.to_json() for g in run.graphs}  # what the kernels' node ids refer to (the fusion map)
+        row.graphs = {g.stage: g for g in run.graphs}  # what the kernels' node ids refer to (the fusion map)
         row.coverage = kernel_coverage(run.kernels, run.graphs) if run.graphs else None
         return row
     except (Unavailable, MissingLibrary) as e:
@@ -134,7 +134,7 @@ def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, front
             run = backend.run_program(inst, program)
         _check(row, run, reference, inst.dtype, host.timing)
         row.level = LEVEL
-        row.lowered = [{"stage": g.stage, "nodes": len(g.nodes)} for g in run.lowered]
+        row.lowered = [LoweredGraph(g.stage, len(g.nodes)) for g in run.lowered]
         return row
     except (Unavailable, NoNativePath, NoProgram) as e:
         row.status, row.reason, row.phase, row.tol = "unavailable", str(e), phase, None
@@ -165,13 +165,13 @@ def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: Ho
     ill = ill_conditioned(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions)
     bounds = allowed_errors(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions, ill)
     cmp = compare_results(run.results, reference.results, bounds)
-    row.ill_conditioned = ill or None
+    eager = reference.eager_errors or {}
     row.status, row.reason = ("ok" if cmp.ok else "mismatch"), cmp.reason
-    row.max_rel_err, row.per_result = cmp.max_rel_err, cmp.errors
-    row.per_result_eager, row.per_result_allowed = reference.eager_errors, cmp.allowed
+    row.max_rel_err = cmp.max_rel_err
+    row.results = {n: ResultCheck(cmp.errors.get(n), cmp.allowed.get(n), eager.get(n), ill.get(n))
+                   for n in dict.fromkeys([*eager, *cmp.errors, *ill])}  # eager's names: the reference's, in order
     decisive = row.decisive_result
-    row.eager_err = (reference.eager_errors or {}).get(decisive)
-    row.allowed = cmp.allowed.get(decisive)
+    row.eager_err, row.allowed = eager.get(decisive), cmp.allowed.get(decisive)
     row.reference_dtype, row.reference_fallback = reference.dtype, reference.fallback or None
     row.compile_s, row.run_us = run.compile_s, run.run_us
     row.run_spread = host.spread if host is not None else None
@@ -180,7 +180,7 @@ def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: Ho
     row.kernels_unmapped = run.unmapped
 
 
-def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> dict:
+def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> Coverage:
     """How the kernels cover the nodes of the graphs they refer to that a kernel must explain:
     each compute node, and each `unknown:` node (an op the common view has no meaning for is
     never taken as explained), should be in exactly one kernel's `node_ids` (a recomputation is
@@ -196,12 +196,10 @@ def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> dict:
         covered.update(f"{stage}:{n}" for n in k.node_ids)
     nodes = [(g.stage, n) for g in graphs if g.stage in referred for n in g.nodes]
     explained = [f"{stage}:{n.id}" for stage, n in nodes if is_compute(n.op) or n.is_unknown]
-    return {
-        "compute_nodes": len(explained),
-        "uncovered": [n for n in explained if not covered[n]],
-        "duplicates": sorted(n for n, c in covered.items() if c > 1),
-        "unknown": [f"{stage}:{n.id} ({n.native or n.op})" for stage, n in nodes if n.is_unknown],
-    }
+    return Coverage(compute_nodes=len(explained),
+                    uncovered=[n for n in explained if not covered[n]],
+                    duplicates=sorted(n for n, c in covered.items() if c > 1),
+                    unknown=[f"{stage}:{n.id} ({n.native or n.op})" for stage, n in nodes if n.is_unknown])
 
 
 def cell_in_worker(workload: str, mode: str, backend: str, device: str, preset: str, dtype: str | None,

@@ -1,19 +1,23 @@
-"""The records a Row holds besides plain values: its kernels, the work a step must do, and the
-step's roofline figures (the device profile is `irlens.timing.DeviceTiming`).
+"""The records a Row holds besides plain values: its kernels, each result's check against the
+reference, how the kernels cover the graphs, the graphs themselves, the lowered graphs of a
+cross row, the notes irlens reads, the work a step must do and the step's roofline figures (the
+device profile is `irlens.timing.DeviceTiming`).
 
-Each is written as the JSON object it always was, and read back checked field by field
+Each is written as the JSON it always was, and read back checked field by field
 (`irlens.json_values`: a bad field is a usage error naming the file, row and field). A field
 added after documents were first written is written only when set, so older documents read
-back, and write again, unchanged.
+back, and write again, unchanged. The result checks are the one record written otherwise: as
+the four maps a row always had, result name -> value (`CHECK_MAPS`).
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
-from irlens.ir import Kernel
-from irlens.json_values import read_record
+from irlens.ir import Graph, Kernel
+from irlens.json_values import BadDocument, read_record, read_value
 
 # written only when set: added after the first documents, or set by `irlens bench` alone
 _LATER = ("bytes_read", "bytes_written", "combines", "pct_of_ceiling", "bound", "model_error", "via_l2")
@@ -77,3 +81,137 @@ class RowRoofline:
     @classmethod
     def from_json(cls, d: Any, where: str = "roofline") -> "RowRoofline":
         return read_record(cls, d, where, required=("gbps", "tflops", "pct_of_ceiling", "bound"))
+
+
+@dataclass
+class ResultCheck:
+    """One named result against the reference (irlens.numerics). A JSON null stands for a value
+    that is not finite (strict JSON has no NaN or Inf) and reads back as inf."""
+
+    err: float | None = None  # its relative error; None: not compared (missing, or of another shape)
+    allowed: float | None = None  # the error it may have; None: judged by the flat tolerance alone (older rows)
+    eager_err: float | None = None  # eager's own error in the same dtype; None: not known
+    ill_conditioned: str | None = None  # why its check is ill-conditioned: judged against eager only
+
+    @property
+    def failed(self) -> bool:
+        """Compared, and NaN or Inf in the result."""
+        return self.err is not None and not math.isfinite(self.err)
+
+    # between a worker and its parent (a row's record): one object per result
+    def to_json(self) -> dict:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "result") -> "ResultCheck":
+        check = read_record(cls, d, where)
+        for name in ("err", "eager_err"):
+            if name in d and d[name] is None:
+                setattr(check, name, math.inf)
+        return check
+
+
+# A row's result checks as documents write them: one map per attribute, result name -> value,
+# each written only where a result has one (`per_result` always). Eager's map comes first: it
+# names every result of the reference, in its order.
+CHECK_MAPS = (("per_result_eager", "eager_err", float | None), ("per_result", "err", float | None),
+              ("per_result_allowed", "allowed", float), ("ill_conditioned", "ill_conditioned", str))
+
+
+def checks_from_json(maps: dict[str, Any], where: str) -> dict[str, ResultCheck]:
+    """The checks of the maps `maps` (JSON name -> the map as written, or null)."""
+    checks: dict[str, ResultCheck] = {}
+    for key, attribute, hint in CHECK_MAPS:
+        values = read_value(maps.get(key), dict[str, hint] | None, f"{where}: field {key!r}") or {}
+        for name, value in values.items():
+            setattr(checks.setdefault(name, ResultCheck()), attribute, math.inf if value is None else value)
+    return checks
+
+
+def checks_to_json(checks: dict[str, ResultCheck]) -> dict[str, dict | None]:
+    """The maps of `checks`, JSON name -> map (None: no result has that value)."""
+    out = {}
+    for key, attribute, _ in CHECK_MAPS:
+        values = {name: getattr(c, attribute) for name, c in checks.items() if getattr(c, attribute) is not None}
+        out[key] = values if values or key == "per_result" else None
+    return out
+
+
+@dataclass
+class Coverage:
+    """How a row's kernels cover the nodes they must explain (matrix.cell.kernel_coverage); node
+    ids as `stage:id`."""
+
+    compute_nodes: int  # the compute and unknown nodes of the graphs the kernels refer to
+    uncovered: list[str]  # those in no kernel
+    duplicates: list[str]  # those in more than one
+    unknown: list[str] | None = None  # every unknown node, `stage:id (native)`; None in older documents
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "coverage") -> "Coverage":
+        return read_record(cls, d, where, required=("compute_nodes", "uncovered", "duplicates"))
+
+
+@dataclass
+class LoweredGraph:
+    """A graph a cross row lowered (written under the cross document's `graphs`): its stage and size."""
+
+    stage: str
+    nodes: int
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "lowered graph") -> "LoweredGraph":
+        return read_record(cls, d, where, required=("stage", "nodes"))
+
+
+def read_graph(d: Any, where: str) -> Graph:
+    """A common-view graph as `Graph.to_json` wrote it."""
+    if not isinstance(d, dict):
+        raise BadDocument(f"{where} is not a JSON object")
+    try:
+        return Graph.from_json(d)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        what = f"missing field {e}" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
+        raise BadDocument(f"{where}: not a common-view graph ({what})") from None
+
+
+StageGraph = Annotated[Graph, read_graph]
+
+
+class _Region(TypedDict):
+    region: str
+    taken_by: str  # thunder | inductor
+    ops: int
+
+
+class SplitRegion(_Region, total=False):  # (NotRequired is not seen under postponed annotations)
+    """One region of a ThunderFX split, as the report reads it (irlens.reporting.splits)."""
+
+    reasons: list[str]  # why it fell back
+
+
+class SplitSummary(TypedDict):
+    """notes["thunderfx"]: the regions Thunder took and those that fell back (the frontend writes
+    more: counts, kept as written)."""
+
+    regions: list[SplitRegion]
+
+
+# The notes irlens itself reads back (tables, report), each checked as its type; a backend's other
+# notes are its own, any JSON value.
+NOTE_TYPES: dict[str, Any] = {"capture": str, "splits": str, "graph_breaks": int, "gpu_alone": str,
+                              "thunderfx": SplitSummary}
+
+
+def read_notes(d: Any, where: str) -> dict[str, Any]:
+    notes = read_value(d, dict, where)
+    return {k: read_value(v, NOTE_TYPES.get(k, Any), f"{where}[{k!r}]") for k, v in notes.items()}
+
+
+Notes = Annotated[dict[str, Any], read_notes]

@@ -11,8 +11,10 @@ and which field is missing or unknown.
 
 Every field is read back as the type it declares (irlens.json_values): a number that is not one,
 a kernel without a name, is a BadDocument (exit 2) naming the file, the row and the field. The
-nested records are `irlens.matrix.records` (kernels, the work a step must do, its roofline) and
-`irlens.timing.DeviceTiming`.
+nested records are `irlens.matrix.records` (kernels, result checks, coverage, graphs, notes, the
+work a step must do, its roofline) and `irlens.timing.DeviceTiming`. The result checks, one
+record per result in `Row.results`, are written as the four maps rows always had
+(`per_result`, `per_result_eager`, `per_result_allowed`, `ill_conditioned`: `records.CHECK_MAPS`).
 
 A field added later goes in `OPTIONAL` (None until set, written only then), so documents
 written before it read back, and write again, unchanged (tests/test_report.py checks the
@@ -21,13 +23,13 @@ committed GPU results).
 from __future__ import annotations
 
 import dataclasses
-import functools
-import typing
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from irlens.json_values import BadDocument, read_value, to_plain
-from irlens.matrix.records import KernelRecord, RowRoofline, StepWork
+from irlens.json_values import BadDocument, read_value, to_plain, type_hints
+from irlens.matrix.records import (CHECK_MAPS, Coverage, KernelRecord, LoweredGraph, Notes, ResultCheck, RowRoofline,
+                                   StageGraph, StepWork, checks_from_json, checks_to_json)
 from irlens.timing import DeviceTiming
 
 STATUSES = ("ok", "mismatch", "failed", "unavailable")
@@ -48,10 +50,9 @@ class Row:
     # numerics, against the float64 reference
     max_rel_err: float | None = None
     tol: float | None = None  # the flat tolerance of the dtype and mode (irlens.numerics)
-    per_result: dict[str, float | None] = field(default_factory=dict)  # result name -> relative error
-    # judged against eager's own error in the same dtype too (irlens.numerics.allowed_error)
-    per_result_eager: dict[str, float | None] | None = None  # result name -> eager's own relative error
-    per_result_allowed: dict[str, float] | None = None  # result name -> the error it may have
+    # result name -> its error, the error it may have (judged against eager's own error in the same
+    # dtype too: irlens.numerics.allowed_error), eager's own, and why its check is ill-conditioned
+    results: dict[str, ResultCheck] = field(default_factory=dict)
     eager_err: float | None = None  # eager's own error on the decisive result (the one nearest its bound)
     allowed: float | None = None  # the error the decisive result may have
     reference_dtype: str | None = None  # the reference's precision (None in older documents: float64)
@@ -64,9 +65,9 @@ class Row:
     kernels: list[KernelRecord] = field(default_factory=list)
     kernel_count: int | None = None  # kernel launches the generated code makes per step (BackendRun.launch_count)
     kernels_unmapped: str | None = None  # why a row that ran has no kernels: their mapping failed (the verdict stands)
-    notes: dict[str, Any] = field(default_factory=dict)  # the backend's own notes (graph breaks, segments, ...)
-    graphs: dict[str, dict] = field(default_factory=dict)  # stage -> Graph.to_json(): what kernels' node ids refer to
-    coverage: dict | None = None  # how the kernels cover the compute nodes (compare.kernel_coverage)
+    notes: Notes = field(default_factory=dict)  # the backend's own notes (graph breaks, segments, ...)
+    graphs: dict[str, StageGraph] = field(default_factory=dict)  # stage -> graph: what kernels' node ids refer to
+    coverage: Coverage | None = None  # how the kernels cover the compute nodes (matrix.cell.kernel_coverage)
     dtype: str | None = None
     preset: str | None = None
     device_timing: DeviceTiming | None = None  # the step's device profile (bench)
@@ -77,7 +78,7 @@ class Row:
     # the cross grid
     native: bool | None = None  # the acquiring frontend is the backend's own
     level: str | None = None  # the common-view level lowered
-    lowered: list[dict] = field(default_factory=list)  # per lowered graph: {"stage", "nodes"}
+    lowered: list[LoweredGraph] = field(default_factory=list)
     # bench
     must: StepWork | None = None  # the bytes and flops one step must move and do (irlens.cost)
     roofline: RowRoofline | None = None  # the step against the ceilings (irlens.reporting.roofline)
@@ -88,8 +89,6 @@ class Row:
     device_name: str | None = None
     # the module's train/eval mode as it ran (train, eval, mixed: irlens.workload.Instance.module_mode)
     module_mode: str | None = None
-    # results whose check is ill-conditioned -> why (irlens.numerics.ill_conditioned): judged against eager
-    ill_conditioned: dict[str, str] | None = None
 
     @property
     def ran(self) -> bool:
@@ -104,11 +103,15 @@ class Row:
     def decisive_result(self) -> str | None:
         """The result nearest its bound (or furthest over it), whose error, eager's and the
         bound the table shows; None for a row judged by the flat tolerance alone."""
-        allowed = self.per_result_allowed or {}
-        ratios = {n: e / allowed[n] for n, e in self.per_result.items()
-                  if e is not None and allowed.get(n)}
-        failed = [n for n, e in self.per_result.items() if e is None]  # NaN or Inf
+        ratios = {n: c.err / c.allowed for n, c in self.results.items()
+                  if c.err is not None and math.isfinite(c.err) and c.allowed}
+        failed = [n for n, c in self.results.items() if c.failed]
         return failed[0] if failed else max(ratios, key=lambda n: ratios[n], default=None)
+
+    @property
+    def ill_conditioned(self) -> dict[str, str]:
+        """The results whose check is ill-conditioned -> why (irlens.numerics.ill_conditioned)."""
+        return {n: c.ill_conditioned for n, c in self.results.items() if c.ill_conditioned}
 
     @property
     def unmapped_note(self) -> str:
@@ -119,7 +122,7 @@ class Row:
     def capture_note(self) -> str:
         """"capture: <how>; <its split>" for a row whose stack captured the workload other than its
         usual way (Thunder through ThunderFX: notes "capture" and "splits"), else ""."""
-        capture = (self.notes or {}).get("capture")
+        capture = self.notes.get("capture")
         if not capture:
             return ""
         splits = self.notes.get("splits")
@@ -131,13 +134,17 @@ class Row:
         return self
 
     def to_json(self, layout: "Layout") -> dict:
+        checks = checks_to_json(self.results)
+
+        def value(key: str) -> Any:
+            return checks[key] if key in checks else getattr(self, layout.attribute(key))
+
         out = {}
         for key in layout.fields:
-            out[key] = to_plain(getattr(self, layout.attribute(key)))
+            out[key] = to_plain(value(key))
         for key in OPTIONAL:
-            value = getattr(self, key)
-            if key not in out and value is not None:
-                out[key] = to_plain(value)
+            if key not in out and value(key) is not None:
+                out[key] = to_plain(value(key))
         return out
 
     @classmethod
@@ -154,7 +161,9 @@ class Row:
                 raise BadDocument(f"{where}: missing field {key!r}")
         if d["status"] not in STATUSES:
             raise BadDocument(f"{where}: field 'status' is {d['status']!r}, not one of {', '.join(STATUSES)}")
-        return cls._typed({layout.attribute(k): (v, k) for k, v in d.items()}, where)
+        row = cls._typed({layout.attribute(k): (v, k) for k, v in d.items() if k not in _CHECKS}, where)
+        row.results = checks_from_json(d, where)
+        return row
 
     # between a worker and its parent: every field, by its own name
     def to_record(self) -> dict:
@@ -167,13 +176,11 @@ class Row:
     @classmethod
     def _typed(cls, values: dict[str, tuple[Any, str]], where: str) -> "Row":
         """The row of {attribute: (JSON value, its JSON name)}, each value read as its field's type."""
-        hints = _hints()
+        hints = type_hints(cls)
         return cls(**{attr: read_value(v, hints[attr], f"{where}: field {key!r}") for attr, (v, key) in values.items()})
 
 
-@functools.cache
-def _hints() -> dict[str, Any]:
-    return typing.get_type_hints(Row)
+_CHECKS = tuple(key for key, _, _ in CHECK_MAPS)  # the JSON maps of Row.results
 
 
 OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceilings", "device", "device_name",

@@ -27,8 +27,8 @@ def error_figures(r: Row) -> tuple[str, str, str]:
     decisive = r.decisive_result
     if decisive is None:
         return _fmt(r.max_rel_err, ".1e"), "-", _fmt(r.tol, ".0e")
-    err = r.per_result.get(decisive)
-    shown = "NaN/Inf" if err is None or err == float("inf") else f"{err:.1e}"
+    check = r.results[decisive]
+    shown = "NaN/Inf" if check.failed else f"{check.err:.1e}"
     if r.reference_fallback:
         shown += FALLBACK_MARK
     eager = "baseline" if r.backend == "eager" else _fmt(r.eager_err, ".1e")
@@ -93,7 +93,7 @@ def ill_conditioned_lines(doc: Document) -> list[str]:
     named by pattern (layer numbers as N, with how many), then the first one's numbers."""
     found: dict[tuple[str, str], dict[str, str]] = {}
     for r in doc.rows:
-        for result, why in (r.ill_conditioned or {}).items():
+        for result, why in r.ill_conditioned.items():
             found.setdefault((r.workload, r.mode), {}).setdefault(result, why)
     lines = []
     for (w, m), results in found.items():
@@ -126,7 +126,7 @@ def unknown_lines(doc: Document) -> list[str]:
     as uncovered (`coverage.unknown`), one line per row with the native names."""
     lines = []
     for r in doc.rows:
-        unknown = (r.coverage or {}).get("unknown") or []
+        unknown = (r.coverage.unknown if r.coverage else None) or []
         if unknown:
             natives = sorted({u[u.index("(") + 1:-1] for u in unknown})
             shown = ", ".join(natives[:6]) + (f", +{len(natives) - 6} more" if len(natives) > 6 else "")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -22,7 +22,8 @@ from irlens.parallel.data import TokenDataset
 from irlens.parallel.distributed import mesh_groups
 from irlens.parallel.models import DEFAULT_PRESET, TrainStep
 from irlens.parallel.tensor_parallel import loss_context
-from irlens.parallel.train import TrainConfig, build_model
+from irlens.parallel.config import CompileConfig, ModelConfig, ParallelismConfig, TrainConfig, TrainingConfig
+from irlens.parallel.train import build_model
 
 STAGES = {
     "joint": "the joint forward+backward graph after the joint passes (aot_export_joint_with_descriptors)",
@@ -45,30 +46,35 @@ def fake_process_group(world_size: int):
         dist.destroy_process_group()
 
 
-def capture_config(model: str = "llama3:debug", **fields) -> TrainConfig:
-    """The train step a dump captures (compiled, on the CPU): by default for a DP4 x TP2 mesh, one
-    sequence per rank, no mixed precision; `fields` are further TrainConfig fields (a mesh, passes,
-    seq_len, ...). A model family without a preset takes the default preset."""
+def capture_config(model: str = "llama3:debug", parallelism: ParallelismConfig | None = None,
+                   training: TrainingConfig | None = None, compile: CompileConfig | None = None) -> TrainConfig:
+    """The train step a dump captures, compiled, on the CPU: by default for a DP4 x TP2 mesh, one
+    sequence per rank, no mixed precision; the parts given replace those. A model family without
+    a preset takes the default preset."""
     model = model if ":" in model else f"{model}:{DEFAULT_PRESET}"
-    defaults = {"dp_shard": 4, "tp": 2, "batch_size": 1, "mixed_precision": False, "device": "cpu"}
-    return TrainConfig(**{"model": model, **defaults, **fields, "mode": "compiled"})
+    training = training or TrainingConfig(batch_size=1, mixed_precision=False)
+    return TrainConfig(model=ModelConfig(model), parallelism=parallelism or ParallelismConfig(dp_shard=4, tp=2),
+                       training=replace(training, device="cpu"),
+                       compile=replace(compile or CompileConfig(), mode="compiled"))
 
 
 def capture(tc: TrainConfig) -> CompiledStep:
     """Capture and compile (not run) `tc`'s train step under a fake process group of its mesh's ranks."""
     family, cfg = tc.validate()
     device = torch.device("cpu")
-    with fake_process_group(tc.dims.world_size):
-        mesh = tc.dims.build_mesh(device.type)
+    p, c = tc.parallelism, tc.compile
+    with fake_process_group(p.dims.world_size):
+        mesh = p.dims.build_mesh(device.type)
         module = build_model(family, cfg, tc, mesh, device)
-        batch_size = tc.batch_size or cfg.batch_size
+        batch_size = tc.training.batch_size or cfg.batch_size
         tokens, labels = TokenDataset(cfg.vocab_size, cfg.seq_len, cfg.doc_len, batch_size).batch(0, 0)
-        with loss_context(tc.uses_loss_parallel):
-            return compile_joint(TrainStep(module), (tokens, labels), tc.joint_passes, tc.passes, mesh_groups(mesh))
+        with loss_context(p.uses_loss_parallel):
+            return compile_joint(TrainStep(module), (tokens, labels), c.joint_passes, c.passes, mesh_groups(mesh))
 
 
-def capture_fake(model: str = "llama3:debug", **fields) -> CompiledStep:
-    return capture(capture_config(model, **fields))
+def capture_fake(*args, **parts) -> CompiledStep:
+    """`capture` of `capture_config`'s TrainConfig for the same arguments."""
+    return capture(capture_config(*args, **parts))
 
 
 def render(step: CompiledStep, stage: str, view: str, fmt: str, level: str, name: str) -> str:
@@ -109,10 +115,10 @@ def dump(tc: TrainConfig, request: DumpRequest) -> None:
     for r in step.records:
         print(f"# {r.line()}", file=sys.stderr)
     for stage in request.stages:
-        text = render(step, stage, request.view, request.format, request.level, tc.model)
+        text = render(step, stage, request.view, request.format, request.level, tc.model.name)
         if request.out:
             ext = "json" if request.format == "json" else "txt"
-            path = Path(request.out) / f"{tc.model.replace(':', '_')}.{stage}.{request.view}.{ext}"
+            path = Path(request.out) / f"{tc.model.name.replace(':', '_')}.{stage}.{request.view}.{ext}"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text + "\n")
             print(f"wrote {path}", file=sys.stderr)

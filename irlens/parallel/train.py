@@ -10,9 +10,10 @@ MFU and peak memory (and, for MoE models, the router's load balance), for collec
 With `--profile DIR` the last steps are profiled: each rank's trace goes to DIR, rank 0 prints
 where its step time went (irlens.parallel.profile) and writes the JSON line to DIR/summary.json too.
 
-A run is described by one TrainConfig (irlens.cli.train builds it from the command line; nothing
-here parses flags). The ranks `run_training` spawns get that dataclass itself (pickled by
-torch.multiprocessing); under torchrun each rank's `irlens train` parses the same command line.
+A run is described by one TrainConfig (irlens.parallel.config: its parts; irlens.cli.train builds
+it from the command line, nothing here parses flags). The ranks `run_training` spawns get that
+dataclass itself (pickled by torch.multiprocessing); under torchrun each rank's `irlens train`
+parses the same command line; a worker process gets its JSON (`training_in_worker`).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import json
 import math
 import statistics
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,104 +33,16 @@ from irlens.parallel import checkpoint as ckpt
 from irlens.parallel.async_tp import PassUnavailable, require_symmetric_memory, unsupported_here
 from irlens.parallel.capture import compile_joint
 from irlens.parallel.data import TokenDataset
-from irlens.parallel.distributed import (
-    ParallelDims,
-    init_process_group,
-    launched_by_torchrun,
-    mesh_groups,
-    spawn,
-)
+from irlens.parallel.config import TrainConfig
+from irlens.parallel.distributed import init_process_group, launched_by_torchrun, mesh_groups, spawn
 from irlens.parallel.metrics import StepMetrics, load_balance, peak_flops, peak_memory_gib, reset_peak_memory
-from irlens.parallel.models import ModelFamily, TrainStep, resolve
-from irlens.parallel.passes import (
-    GRAPH_PASSES,
-    JOINT_PASSES,
-    numerics_changing,
-    symmetric_memory_passes,
-    validate_passes,
-)
+from irlens.parallel.models import ModelFamily, TrainStep
+from irlens.parallel.passes import numerics_changing, symmetric_memory_passes
 from irlens.parallel.profile import ProfileReport, StepProfiler
-from irlens.parallel.simple_fsdp import DP_DIM, TP_DIM, MixedPrecision, data_parallel
-from irlens.parallel.tensor_parallel import check_divisible, loss_context
+from irlens.parallel.simple_fsdp import DP_DIM, TP_DIM, data_parallel
+from irlens.parallel.tensor_parallel import loss_context
 
-EXECUTIONS = ("eager", "compiled")  # how the train step runs (--mode): op by op, or as a compiled joint graph
-# gradient reduction dtypes: float32 (the default, as torchtitan's mixed_precision_reduce) sums
-# bf16-computed gradients without rounding each partial sum; bfloat16 halves the bytes moved
-REDUCE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 WARMUP_STEPS = 2  # left out of the summary's throughput: first-touch allocations, autotuning, cudagraph capture
-
-
-@dataclass
-class TrainConfig:
-    model: str = "llama3:debug"
-    dp_shard: int = 1
-    tp: int = 1
-    ep: int = 1
-    sequence_parallel: bool = True  # with tp > 1: norms and residuals over 1/tp of the sequence
-    loss_parallel: bool = True  # with tp > 1: the loss over vocabulary-sharded logits (no logits gather)
-    flex: bool = False
-    joint_passes: list[str] = field(default_factory=list)
-    passes: list[str] = field(default_factory=list)
-    steps: int = 10
-    mode: str = "eager"
-    device: str = "cpu"
-    batch_size: int | None = None  # sequences per data-parallel rank; default: the preset's
-    seq_len: int | None = None  # default: the preset's
-    n_layers: int | None = None  # default: the preset's
-    lr: float = 3e-4
-    seed: int = 0
-    checkpoint: str | None = None  # directory: saved after the last step
-    resume: bool = False  # start from the checkpoint in `checkpoint`
-    mixed_precision: bool | None = None  # bf16 compute; default: on cuda only
-    reduce_dtype: str = "float32"  # the dtype gradients are reduce-scattered (summed over dp ranks) in
-    profile: str | None = None  # directory: traces and the breakdown of the last profile_steps steps
-    profile_steps: int = 2
-
-    def validate(self) -> tuple[ModelFamily, Any]:
-        """Every user error, raised before any rank starts."""
-        if self.mode not in EXECUTIONS:
-            raise ValueError(f"unknown --mode {self.mode!r}; choose from: {', '.join(EXECUTIONS)}")
-        if self.device not in ("cpu", "cuda"):
-            raise ValueError(f"unknown --device {self.device!r}; choose from: cpu, cuda")
-        if self.mode == "eager" and (self.joint_passes or self.passes):
-            raise ValueError("--joint-passes and --passes apply to --mode compiled only")
-        if self.flex and self.device == "cpu":
-            raise ValueError("--flex trains on --device cuda only: torch's FlexAttention has no backward on the CPU")
-        if self.resume and not self.checkpoint:
-            raise ValueError("--resume needs --checkpoint DIR")
-        if self.steps < 1 or (self.batch_size is not None and self.batch_size < 1) or self.profile_steps < 1:
-            raise ValueError("--steps, --batch-size and --profile-steps must be >= 1")
-        if self.reduce_dtype not in REDUCE_DTYPES:
-            raise ValueError(f"unknown --reduce-dtype {self.reduce_dtype!r}; choose from: {', '.join(REDUCE_DTYPES)}")
-        validate_passes(self.joint_passes, self.passes, tp=self.tp, sequence_parallel=self.sequence_parallel)
-        ParallelDims(self.dp_shard, self.tp, self.ep)
-        family, cfg = resolve(self.model, flex=self.flex, seq_len=self.seq_len, n_layers=self.n_layers)
-        if self.tp > 1:
-            check_divisible(cfg, self.tp, self.sequence_parallel)
-        if self.ep > 1 and family.expert_parallel is None:
-            raise ValueError(f"--ep {self.ep}: model family {family.name} has no experts to shard")
-        if self.ep > 1 and cfg.n_experts % self.ep:
-            raise ValueError(f"--ep {self.ep} does not divide the model's {cfg.n_experts} experts")
-        return family, cfg
-
-    def uses_mixed_precision(self, device: torch.device) -> bool:
-        return self.mixed_precision if self.mixed_precision is not None else device.type == "cuda"
-
-    def precision(self, device: torch.device) -> MixedPrecision:
-        """bf16 compute with mixed precision; gradients reduced in `reduce_dtype` (float32: the
-        parameters' own dtype, so no cast without mixed precision)."""
-        reduce = REDUCE_DTYPES[self.reduce_dtype]
-        if self.uses_mixed_precision(device):
-            return MixedPrecision(torch.bfloat16, reduce)
-        return MixedPrecision(None, None if reduce == torch.float32 else reduce)
-
-    @property
-    def uses_loss_parallel(self) -> bool:
-        return self.tp > 1 and self.loss_parallel
-
-    @property
-    def dims(self) -> ParallelDims:
-        return ParallelDims(self.dp_shard, self.tp, self.ep)
 
 
 @dataclass
@@ -170,14 +83,15 @@ class TrainResult:
 
 def build_model(family: ModelFamily, cfg: Any, tc: TrainConfig, mesh, device: torch.device) -> nn.Module:
     """The same full weights on every rank (same seed), then TP, then EP (experts), then SimpleFSDP sharding."""
-    torch.manual_seed(tc.seed)
+    p = tc.parallelism
+    torch.manual_seed(tc.training.seed)
     with torch.device(device):
         model = family.module(cfg)
-    if tc.tp > 1:
-        family.tensor_parallel(model, mesh[TP_DIM], tc.sequence_parallel, tc.loss_parallel)
-    mp = tc.precision(device)
-    if tc.ep > 1:
-        family.expert_parallel(model, tc.dims.build_expert_mesh(device.type), mp)
+    if p.tp > 1:
+        family.tensor_parallel(model, mesh[TP_DIM], p.sequence_parallel, p.loss_parallel)
+    mp = tc.training.precision(device)
+    if p.ep > 1:
+        family.expert_parallel(model, p.dims.build_expert_mesh(device.type), mp)
     return data_parallel(model, mesh, mp)
 
 
@@ -205,44 +119,47 @@ def _global_mean(x: torch.Tensor) -> float:
 def train(tc: TrainConfig) -> TrainResult:
     """Train on this rank (the process group is initialized); returns rank-local metrics."""
     family, cfg = tc.validate()
-    tc = replace(tc, batch_size=tc.batch_size or cfg.batch_size)  # the summary states the batch run
-    device = init_process_group(tc.device)
-    mesh = tc.dims.build_mesh(device.type)
+    # the summary states the batch run
+    tc = replace(tc, training=replace(tc.training, batch_size=tc.training.batch_size or cfg.batch_size))
+    p, t, c = tc.parallelism, tc.training, tc.compile
+    device = init_process_group(t.device)
+    mesh = p.dims.build_mesh(device.type)
     model = build_model(family, cfg, tc, mesh, device)
     step_module = TrainStep(model)
     # fused: one multi-tensor kernel per step (DTensor shards included) instead of a dozen foreach passes
-    optimizer = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=0.1, fused=True)
-    start = ckpt.load(tc.checkpoint, model, optimizer) if tc.resume else 0
+    optimizer = torch.optim.AdamW(model.parameters(), lr=tc.optimizer.lr, weight_decay=0.1, fused=True)
+    start = ckpt.load(tc.checkpoint.folder, model, optimizer) if tc.checkpoint.resume else 0
 
     dp_rank = mesh[DP_DIM].get_local_rank()
-    data = TokenDataset(cfg.vocab_size, cfg.seq_len, cfg.doc_len, tc.batch_size, tc.seed)
+    data = TokenDataset(cfg.vocab_size, cfg.seq_len, cfg.doc_len, t.batch_size, t.seed)
     compile_s = 0.0
     run = step_module
     records = []
-    if tc.mode == "compiled":
+    if c.mode == "compiled":
         t0 = time.perf_counter()
-        tokens, labels = (t.to(device) for t in data.batch(start, dp_rank))
+        tokens, labels = (x.to(device) for x in data.batch(start, dp_rank))
         groups = mesh_groups(mesh)
-        if symmetric_memory_passes(tc.passes):
+        if symmetric_memory_passes(c.passes):
             require_symmetric_memory(groups[TP_DIM])
-        with loss_context(tc.uses_loss_parallel):  # the export traces the loss's backward too
-            run = compile_joint(step_module, (tokens, labels), tc.joint_passes, tc.passes, groups)
+        with loss_context(p.uses_loss_parallel):  # the export traces the loss's backward too
+            run = compile_joint(step_module, (tokens, labels), c.joint_passes, c.passes, groups)
         records = [r.line() for r in run.records]
         compile_s = time.perf_counter() - t0
 
-    peak = peak_flops(device, torch.bfloat16 if tc.uses_mixed_precision(device) else torch.float32)
-    global_tokens = tc.batch_size * cfg.seq_len * tc.dp_shard
+    peak = peak_flops(device, torch.bfloat16 if t.uses_mixed_precision(device) else torch.float32)
+    global_tokens = t.batch_size * cfg.seq_len * p.dp_shard
     reset_peak_memory(device)
-    end = start + tc.steps
-    profiler = StepProfiler(tc.profile, device, dist.get_rank(), first=end - min(tc.profile_steps, tc.steps) + 1)
+    end = start + t.steps
+    profiling = tc.profiling
+    profiler = StepProfiler(profiling.folder, device, dist.get_rank(), first=end - min(profiling.steps, t.steps) + 1)
     steps = []
     for step in range(start, end):
-        tokens, labels = (t.to(device) for t in data.batch(step, dp_rank))
+        tokens, labels = (x.to(device) for x in data.batch(step, dp_rank))
         _sync(device)
         with profiler.step(step + 1) as profiled:
             t0 = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
-            with loss_context(tc.uses_loss_parallel):
+            with loss_context(p.uses_loss_parallel):
                 loss = run(tokens, labels)
                 loss.backward()
             norm = grad_norm(model)
@@ -251,7 +168,7 @@ def train(tc: TrainConfig) -> TrainResult:
             dt = time.perf_counter() - t0
         tps = global_tokens / dt
         mfu = cfg.flops_per_token() * tps / (peak * dist.get_world_size()) if peak else None
-        moe = load_balance(_expert_load(family, model, tc.tp)) if family.expert_load else {}
+        moe = load_balance(_expert_load(family, model, p.tp)) if family.expert_load else {}
         m = StepMetrics(step + 1, _global_mean(loss), norm.item(), dt, tps, mfu, peak_memory_gib(device),
                         profiled=profiled, **moe)
         steps.append(m)
@@ -260,10 +177,10 @@ def train(tc: TrainConfig) -> TrainResult:
     report = profiler.finish(analyze_trace=dist.get_rank() == 0)
     if report is not None:
         print(report.table(), flush=True)
-    if tc.checkpoint:
-        ckpt.save(tc.checkpoint, model, optimizer, end)
+    if tc.checkpoint.folder:
+        ckpt.save(tc.checkpoint.folder, model, optimizer, end)
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    return TrainResult(asdict(tc), steps, compile_s, numerics_changing(tc.joint_passes, tc.passes), device_name, report,
+    return TrainResult(tc.to_json(), steps, compile_s, numerics_changing(c.joint_passes, c.passes), device_name, report,
                        records)
 
 
@@ -281,7 +198,7 @@ def _sync(device: torch.device) -> None:
 
 def not_run(tc: TrainConfig, reason: str) -> dict:
     """The summary of a run a pass kept from running here (status "not run", the reason)."""
-    return {"config": asdict(tc), "status": "not run", "reason": reason}
+    return {"config": tc.to_json(), "status": "not run", "reason": reason}
 
 
 def _train_summary(tc: TrainConfig) -> dict:
@@ -289,8 +206,8 @@ def _train_summary(tc: TrainConfig) -> dict:
         summary = train(tc).summary()
     except PassUnavailable as e:  # every rank raises it (the ranks agree on the probe)
         summary = not_run(tc, str(e))
-    if tc.profile and dist.get_rank() == 0:
-        Path(tc.profile, "summary.json").write_text(json.dumps(summary, indent=1))
+    if tc.profiling.folder and dist.get_rank() == 0:
+        Path(tc.profiling.folder, "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
 
 
@@ -298,10 +215,16 @@ def run_training(tc: TrainConfig) -> dict:
     """Train under torchrun, or on spawned ranks; returns rank 0's summary (status "ok", or "not
     run" with the reason where a pass needs what this machine lacks)."""
     tc.validate()
-    for name in symmetric_memory_passes(tc.passes):
-        reason = unsupported_here(tc.device)
+    for name in symmetric_memory_passes(tc.compile.passes):
+        reason = unsupported_here(tc.training.device)
         if reason:  # known before any rank starts
             return not_run(tc, f"{name}: {reason}")
     if launched_by_torchrun():
         return _train_summary(tc)
-    return spawn(_train_summary, tc.dims.world_size, tc)
+    return spawn(_train_summary, tc.parallelism.dims.world_size, tc)
+
+
+def training_in_worker(config: dict) -> dict:
+    """A worker's entry point (irlens.isolation calls it by name): `run_training` of the TrainConfig
+    whose JSON (`TrainConfig.to_json`) is `config`."""
+    return run_training(TrainConfig.from_json(config))

@@ -2,6 +2,7 @@
 charts and numerics; once per report the run, a summary and the frontend table."""
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 
@@ -13,7 +14,7 @@ from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Tex
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_svg
 from irlens.reporting.plots import bar_chart
-from irlens.reporting.records import first_line, group_rows, kernel_stage, launches_of, row_graphs
+from irlens.reporting.records import first_line, group_rows, kernel_stage, launches_of
 from irlens.reporting.splits import split_sections
 from irlens.timing import unsteady
 
@@ -150,7 +151,7 @@ def _dtype(row: Row, doc: Document) -> str:
 def _fusion_text(rows: list[Row]) -> list[str]:
     lines = []
     for r in rows:
-        graphs = row_graphs(r)
+        graphs = r.graphs
         for i, k in enumerate(r.kernels):
             stage = kernel_stage(k, graphs)
             lines.append(f"{r.label} k{i} `{k.name}` ({k.kind}): {op_summary(k, graphs.get(stage) if stage else None)}")
@@ -186,7 +187,7 @@ def _kernel_table(row: Row, ceiling, dtype: str) -> list[Table | Text]:
     if not kernels:
         return [Text([f"{row.backend} has no kernel records (it runs op by op)."
                       if row.backend == "eager" else f"{row.label} reported no kernels."])]
-    graphs = row_graphs(row)
+    graphs = row.graphs
     header = ["#", "name", "kind", "nodes", "ops", "recompute", "time µs", "bytes", "flops", "% of ceiling"]
     table = Table(header, [], swatches=[], numeric={0, 3, 5, 6, 7, 8, 9})
     errors = []
@@ -209,27 +210,33 @@ def _kernel_table(row: Row, ceiling, dtype: str) -> list[Table | Text]:
 def _numerics_table(rows: list[Row]) -> list[Table | Text]:
     """Per result and backend: its error against the reference, and the error it may have; eager's
     own error beside them (the same for every row of a workload x mode: the reference's)."""
-    names = list(dict.fromkeys(n for r in rows for n in r.per_result))
-    eager = next((r.per_result_eager for r in rows if r.per_result_eager is not None), None)
+    names = list(dict.fromkeys(n for r in rows for n, c in r.results.items() if c.err is not None))
+    eager = next(({n: c.eager_err for n, c in r.results.items()} for r in rows
+                  if any(c.eager_err is not None for c in r.results.values())), None)
+    bounded = [any(c.allowed is not None for c in r.results.values()) for r in rows]  # judged against eager too
     lead = ["result", *([f"eager's own error ({_row_dtype(rows)})"] if eager is not None else [])]
     table = Table([*lead, *(r.label for r in rows)], [], numeric=set(range(1, len(lead) + len(rows))))
     for i, name in enumerate(names):
-        cells = [name, *([fmt(eager.get(name), ".1e", "NaN/Inf")] if eager is not None else [])]
+        cells = [name, *([_error(eager.get(name))] if eager is not None else [])]
         for j, r in enumerate(rows):
-            err = r.per_result.get(name, "absent")
-            bound = (r.per_result_allowed or {}).get(name, r.tol)
-            text = "NaN/Inf" if err is None else (err if isinstance(err, str) else f"{err:.1e}")
-            if r.per_result_allowed is not None and not isinstance(err, str):
-                text += f" / {fmt(bound, '.1e')}"
-            cells.append(text)
-            if err is None or (not isinstance(err, str) and bound is not None and err > bound):
+            check = r.results.get(name)
+            if check is None or check.err is None:
+                cells.append("absent")
+                continue
+            bound = r.tol if check.allowed is None else check.allowed
+            cells.append(_error(check.err) + (f" / {fmt(bound, '.1e')}" if bounded[j] else ""))
+            if check.failed or (bound is not None and check.err > bound):
                 table.flagged.add((i, len(lead) + j))
         table.rows.append(cells)
     table.rows.append(["flat tolerance", *([""] if eager is not None else []), *(fmt(r.tol, ".0e") for r in rows)])
-    if not any(r.per_result_allowed is not None for r in rows):
+    if not any(bounded):
         return [table]
     return [table, Text(["Each cell: the result's error against the reference / the error it may have (k × eager's own "
                          "error + a floor, in float32 no more than the flat tolerance; docs/numerics.md)."])]
+
+
+def _error(err: float | None) -> str:
+    return fmt(err, ".1e") if err is None or math.isfinite(err) else "NaN/Inf"
 
 
 def _row_dtype(rows: list[Row]) -> str:

@@ -29,7 +29,7 @@ from html import escape
 from irlens.ir import Graph
 from irlens.matrix import Row
 from irlens.ops import is_compute
-from irlens.reporting.records import first_line, kernel_stage, row_graphs
+from irlens.reporting.records import first_line, kernel_stage
 
 NODE_W, NODE_H, GAP_X, ROW_H, PAD = 88, 22, 8, 34, 14
 MOVE_H, MOVE_LANE_H = 16, 22  # data-movement nodes: smaller boxes in a lane above their row
@@ -107,7 +107,7 @@ class FusionMap:
 def build_fusion_map(workload: str, mode: str, rows: list[Row]) -> FusionMap:
     columns, notes = [], []
     for row in rows:
-        graphs = row_graphs(row)
+        graphs = row.graphs
         if row.status in ("unavailable", "failed"):
             notes.append(f"{row.label}: {row.status}: {first_line(row.reason) or 'no reason given'}")
         elif not graphs:

@@ -1,4 +1,4 @@
-"""A document's rows as irlens objects: launches, common-view graphs, grouping."""
+"""A document's rows as irlens objects: launches, the stage a kernel refers to, grouping."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -15,11 +15,6 @@ def launches_of(row: Row) -> int | None:
     if row.device_timing:
         return row.device_timing.kernel_launches
     return row.kernel_count if row.kernel_count is not None else len(row.kernels) if row.kernels else None
-
-
-def row_graphs(row: Row) -> dict[str, Graph]:
-    """The common-view graphs a row's kernels refer to, by stage (empty when the row has none)."""
-    return {stage: Graph.from_json(g) for stage, g in row.graphs.items()}
 
 
 def kernel_stage(kernel: Kernel, graphs: dict[str, Graph]) -> str | None:

@@ -11,7 +11,7 @@ def split_sections(key: str, rows: list[Row]) -> list[Section]:
     """A "Regions" section per row that was split: each region, who took it, its ops and why it fell back."""
     sections = []
     for r in rows:
-        summary = (r.notes or {}).get("thunderfx")
+        summary = r.notes.get("thunderfx")
         if not summary:
             continue
         table = Table(["region", "taken by", "ops", "why it fell back"], [], numeric={2})

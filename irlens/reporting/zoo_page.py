@@ -85,9 +85,9 @@ def summarize(doc: Document) -> list[StackSummary]:
         s.acquired += acquired(r)
         s.ran += r.ran
         s.ok += r.status == "ok"
-        for u in (r.coverage or {}).get("unknown") or []:
+        for u in (r.coverage.unknown if r.coverage else None) or []:
             s.unknown_ops[u[u.index("(") + 1:-1] if "(" in u else u] += 1
-        breaks = (r.notes or {}).get("graph_breaks") or 0
+        breaks = r.notes.get("graph_breaks") or 0
         s.graph_breaks += breaks
         s.models_with_breaks += breaks > 0
         if r.ran and r.kernel_count is not None:

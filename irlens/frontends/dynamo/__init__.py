@@ -22,6 +22,7 @@ from irlens.frontends.dynamo.aot import Role, backward_roles, forward_roles
 from irlens.frontends.dynamo.binding import dynamo_input_keys, dynamo_program, fx_program
 from irlens.frontends.dynamo.fx import fx_to_graph
 from irlens.frontends.dynamo.vmap import expand_vmap
+from irlens.ir import Graph
 from irlens.workload import MODES, Instance, as_tuple
 
 
@@ -151,6 +152,12 @@ class DynamoFrontend(Frontend):
 
     def stage_programs(self, acq: Acquisition, inst: Instance, program: Program) -> dict[str, Program]:
         return fx_program(acq, inst, program)
+
+    # every torch workload has AOTAutograd's ATen graphs, forward and backward: a step's work is counted from them
+    counts_work = True
+
+    def work_graphs(self, acq: Acquisition) -> list[Graph]:
+        return [s.common("composite") for name, s in acq.stages.items() if name.startswith("aot.")]
 
     conformance_stages = ("dynamo.fx", "aot.forward")
 
