@@ -106,6 +106,7 @@ def _prim_samples():
         "prims.scatter_add": [lambda t: p.scatter_add(t.x, t.col, t.y, 1)],
         "prims.index_put": [lambda t: p.index_put(t.x, [t.perm], t.y, False),
                             lambda t: p.index_put(t.x, [t.perm], t.y, True)],
+        "prims.copy_with_setitem": [lambda t: p.copy_with_setitem(t.x, t.perm, t.y)],  # x[perm] = y
         "prims.reshape": [lambda t: p.reshape(t.x, (5, 4))], "prims.view": [lambda t: p.view(t.x, (2, 10))],
         "prims.squeeze": [lambda t: p.squeeze(t.bx1, (0,))],
         "prims.broadcast_in_dim": [lambda t: p.broadcast_in_dim(t.v, (4, 5), (1,))],
@@ -441,3 +442,14 @@ def test_a_torch_function_thunder_runs_whole_is_its_own_not_one_sharing_its_id()
             assert {n.scope.rsplit("/", 1)[-1] for n in graph.nodes} <= {"ltorch.unfold", "torch.nn.functional.unfold"}
             (got,) = interpret(graph, [x.double()])
             assert got.shape == want.shape and torch.allclose(got, want, rtol=1e-12, atol=1e-12), (which, level)
+
+
+def test_a_shape_query_inside_a_fusion_region_is_bookkeeping():
+    """nvFuser's regions may hold `prims.shape` (swin's, on a GPU): a query, no node."""
+    from thunder.common import trace
+
+    tr = trace()(lambda x: prims().mul(x, x), torch.randn(2, 3))
+    x = tr.bound_symbols[0].flat_proxy_outs[0]
+    builder = thunder_trace._GraphBuilder()
+    builder.add_inputs([x])
+    assert builder.add(prims().shape.bind(x, output=(2, 3)), scope="nvFusion0") == [] and not builder.nodes

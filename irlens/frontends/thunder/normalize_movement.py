@@ -229,6 +229,17 @@ def index_put(op: str, c: Call) -> list[Spec]:
                   accumulate=bool(plain(c.get("accumulate", default=False))))
 
 
+def setitem(op: str, c: Call) -> list[Spec]:
+    """Thunder's copy_with_setitem, `a[index] = value` as a new tensor: index_put where the index is
+    one tensor or a tuple of tensors (advanced indexing); a slice, an int or Ellipsis in it is not
+    mapped."""
+    index = c.get("index")
+    keys = list(index) if isinstance(index, (tuple, list)) else [index]
+    if not keys or not all(is_tensor(k) for k in keys):
+        raise Unmapped("copy_with_setitem: an index other than tensors (a slice, an int, Ellipsis)")
+    return c.spec(op, [c.first().name, arg(c.get("value")), *[arg(k) for k in keys]], accumulate=False)
+
+
 def unfold(op: str, c: Call) -> list[Spec]:
     x = c.first()
     return c.spec(op, [x.name], dim=dim(c.get("dim"), max(len(x.shape), 1)), size=plain(c.get("size")),

@@ -27,7 +27,8 @@ from irlens.frontends.thunder.normalize_compute import (Normalizer, argsort, con
                                                         std, topk, values, var_mean, with_dim)
 from irlens.frontends.thunder.normalize_movement import (aliases, broadcast, concat, convert, copy, copy_into, empty,
                                                          flip, full, index_put, iota, pad, permute, randint, randn,
-                                                         reshape, slice_, take, tensor_from_sequence, uniform, unfold)
+                                                         reshape, setitem, slice_, take, tensor_from_sequence, uniform,
+                                                         unfold)
 from irlens.ops import check_vocabulary
 
 
@@ -120,7 +121,7 @@ PRIMS: dict[str, Entry] = {
     "prims.index_copy": Entry("index_copy", with_dim("a index value")),
     "prims.scatter": Entry("scatter", with_dim("a index src")),
     "prims.scatter_add": Entry("scatter_add", with_dim("a index value")),
-    "prims.index_put": Entry("index_put", index_put),
+    "prims.index_put": Entry("index_put", index_put), "prims.copy_with_setitem": Entry("index_put", setitem),
     # data movement and casts
     "prims.reshape": Entry("reshape", reshape), "prims.view": Entry("reshape", reshape),
     "prims.squeeze": Entry("reshape", reshape), "prims.broadcast_in_dim": Entry("broadcast", broadcast),
@@ -141,7 +142,7 @@ PRIMS: dict[str, Entry] = {
 UNMAPPED_PRIMS = {
     "real": "complex", "imag": "complex", "bitcast": "reinterprets bits", "item": "a Python number (data-dependent)",
     "multinomial": "random sampling without a canonical op",
-    "copy_with_setitem": "a Python index key", "exogenous_like": "an intermediate of the grad transform",
+"exogenous_like": "an intermediate of the grad transform",
     "_grouped_mm": "grouped matmul with data-dependent offsets",
     "py_abs": "numbers only", "py_floordiv": "numbers only", "get_and_update_rng_state": "RNG state (numbers)",
 }

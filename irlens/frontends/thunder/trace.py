@@ -189,6 +189,8 @@ class _GraphBuilder:
         """Append the nodes `bsym` normalizes to; returns their ids."""
         printed = bsym.name_with_module()
         inner, key = resolve(bsym)
+        if _is_bookkeeping(inner.sym.name):  # a shape query inside a fusion region computes nothing
+            return []
         outs = [p for p in inner.flat_proxy_outs if is_tensor(p)]
         if all(o.name in self._defined for o in outs) and (outs or not _tensor_args(inner)):
             return []  # nothing new (an input or an alias of one), or numbers only
