@@ -446,8 +446,7 @@ def test_a_torch_function_thunder_runs_whole_is_its_own_not_one_sharing_its_id()
 
 def test_a_shape_query_inside_a_fusion_region_is_bookkeeping():
     """nvFuser's regions may hold `prims.shape` (swin's, on a GPU): a query, no node."""
-    from thunder.common import trace
-
+    trace = thunder().common.trace
     tr = trace()(lambda x: prims().mul(x, x), torch.randn(2, 3))
     x = tr.bound_symbols[0].flat_proxy_outs[0]
     builder = thunder_trace._GraphBuilder()
