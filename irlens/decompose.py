@@ -22,6 +22,13 @@ from irlens import ops
 from irlens.ir import Arg, Graph, Node, TensorMeta
 
 RULES = {name: op.decomposition for name, op in ops.OPS.items() if op.decomposition is not None}
+# ATen computes these in float32 for half-precision tensors and rounds each result once (the
+# kernels' opmath type; torch's own decompositions upcast the same way), so their expansions do:
+# summed in bfloat16, a 4096-wide softmax or an embedding gradient over 4096 tokens loses most digits
+OPMATH_OPS = frozenset({"softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "layer_norm",
+                        "layer_norm_backward", "rms_norm", "batch_norm", "group_norm", "group_norm_backward",
+                        "embedding_backward"})
+HALF = ("bfloat16", "float16")
 
 
 class Emitter:
@@ -68,6 +75,8 @@ def expand(node: Node, vals: dict[str, TensorMeta], taken: set[str]) -> list[Nod
     rule = RULES.get(node.op)
     if rule is None:
         return None
+    if node.op in OPMATH_OPS and any(m.dtype in HALF for m in _metas(node, vals)):
+        return _expand_in_float32(node, vals, taken)
     e = Emitter(node, taken)
     try:
         rule(e, vals)
@@ -81,6 +90,32 @@ def expand(node: Node, vals: dict[str, TensorMeta], taken: set[str]) -> list[Nod
         if inner is not None:
             vals.update({o.name: o for m in inner for o in m.outputs})
     return nodes
+
+
+def _metas(node: Node, vals: dict[str, TensorMeta]) -> list[TensorMeta]:
+    return [vals[a] for a in node.value_inputs() if a in vals] + list(node.outputs)
+
+
+def _expand_in_float32(node: Node, vals: dict[str, TensorMeta], taken: set[str]) -> list[Node] | None:
+    """`node` computed in float32: its half-precision inputs converted up, its expansion, its
+    half-precision results converted back under their own names."""
+    e = Emitter(node, taken)
+    up = lambda a: e.emit("convert", [a], vals[a].shape, "float32", dtype="float32")  # noqa: E731
+    inputs = [up(a) if isinstance(a, str) and a in vals and vals[a].dtype in HALF else a for a in node.inputs]
+    outputs = []
+    for k, o in enumerate(node.outputs):
+        name = f"{node.id}.f32.{k}"
+        taken.add(name)
+        outputs.append(replace(o, name=name, dtype="float32") if o.dtype in HALF else o)
+    wide = replace(node, inputs=inputs, outputs=outputs)
+    inner = expand(wide, {**vals, **e.values()}, taken)
+    if inner is None:
+        return None
+    down = Emitter(node, taken)
+    for o, w in zip(node.outputs, outputs):
+        if w is not o:
+            down.emit("convert", [w.name], o.shape, o.dtype, o.name, dtype=o.dtype)
+    return e.nodes + inner + down.nodes
 
 
 def to_primitive(graph: Graph) -> Graph:

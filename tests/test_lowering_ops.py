@@ -347,3 +347,22 @@ def test_a_half_precision_embedding_gradient_is_summed_in_float32():
     (got,) = jax.jit(to_jax_function(to_primitive(graph)))(*args)
     assert got.dtype == jax.numpy.bfloat16
     np.testing.assert_array_equal(np.asarray(got, np.float32), [[0, 0], [n, n], [0, 0]])
+
+
+def test_a_half_precision_softmax_sums_in_float32():
+    """A 4096-wide bfloat16 softmax of equal values is 2**-12 each, as ATen gives it: summed in
+    bfloat16 the denominator stops at 256."""
+    import numpy as np
+
+    from irlens.backends.xla.lower import to_jax_function
+    from irlens.decompose import to_primitive
+
+    n = 4096
+    x, y = TensorMeta("x", (2, n), "bfloat16"), TensorMeta("y", (2, n), "bfloat16")
+    graph = Graph("sm", "test", "s", "composite", [x], [Node("n0", "softmax", ["x"], [y], {"dim": 1})], ["y"])
+    primitive = to_primitive(graph)
+    assert primitive.nodes[0].op == "convert" and primitive.nodes[-1].op == "convert"
+    assert {o.dtype for n in primitive.nodes[1:-1] for o in n.outputs} == {"float32"}
+    (got,) = jax.jit(to_jax_function(primitive))(jax.numpy.zeros((2, n), jax.numpy.bfloat16))
+    assert got.dtype == jax.numpy.bfloat16
+    np.testing.assert_array_equal(np.asarray(got, np.float32), np.full((2, n), 2.0 ** -12, np.float32))

@@ -35,18 +35,10 @@ embedding_backward = composite(
 meaning(embedding)(lambda a, w, idx: F.embedding(idx.long(), w))
 
 
-# half-precision gradients are summed in float32 and rounded once, as ATen's kernel and torch's own
-# decomposition do (summing thousands of rows in bfloat16 loses most digits)
-OPMATH = {"bfloat16": "float32", "float16": "float32"}
-
-
 @meaning(embedding_backward)
 def _embedding_backward(a, g, idx):
-    dtype = g.dtype
     idx = idx.long().reshape(-1)
     g = g.reshape(-1, g.shape[-1])
-    if g.dtype in (torch.bfloat16, torch.float16):
-        return _embedding_backward(a, g.float(), idx).to(dtype)
     if a["padding_idx"] is not None:
         g = torch.where((idx == a["padding_idx"])[:, None], torch.zeros_like(g), g)
     if a["scale_grad_by_freq"]:
@@ -68,24 +60,19 @@ def _embedding_backward_rule(e, vals):
     g, idx = e.parent.inputs[:2]
     out = e.out()
     gm, im = vals[g], vals[idx]
-    dt = OPMATH.get(out.dtype, out.dtype)  # the dtype it sums in
-    if dt != gm.dtype:
-        g = e.emit("convert", [g], gm.shape, dt, dtype=dt)
     if e.attr("padding_idx") is not None:
         pad = e.emit("eq", [idx, e.attr("padding_idx")], im.shape, "bool")
         pad = e.emit("reshape", [pad], [*im.shape, 1], "bool", shape=[*im.shape, 1])
-        g = e.emit("where", [pad, 0.0, g], gm.shape, dt)
+        g = e.emit("where", [pad, 0.0, g], gm.shape, gm.dtype)
     if e.attr("scale_grad_by_freq"):
-        zeros = e.emit("full", [], [out.shape[0]], dt, value=0.0, dtype=dt, shape=[out.shape[0]])
-        ones = e.emit("full", [], im.shape, dt, value=1.0, dtype=dt, shape=list(im.shape))
-        counts = e.emit("index_add", [zeros, idx, ones], [out.shape[0]], dt, dim=0)
-        per_row = e.emit("take", [counts, idx], im.shape, dt, dim=0)
-        per_row = e.emit("reshape", [per_row], [*im.shape, 1], dt, shape=[*im.shape, 1])
-        g = e.emit("div", [g, per_row], gm.shape, dt)
-    zeros = e.emit("full", [], out.shape, dt, value=0.0, dtype=dt, shape=list(out.shape))
-    summed = e.emit("index_add", [zeros, idx, g], out.shape, dt, out.name if dt == out.dtype else None, dim=0)
-    if dt != out.dtype:
-        e.emit("convert", [summed], out.shape, out.dtype, out.name, dtype=out.dtype)
+        zeros = e.emit("full", [], [out.shape[0]], out.dtype, value=0.0, dtype=out.dtype, shape=[out.shape[0]])
+        ones = e.emit("full", [], im.shape, out.dtype, value=1.0, dtype=out.dtype, shape=list(im.shape))
+        counts = e.emit("index_add", [zeros, idx, ones], [out.shape[0]], out.dtype, dim=0)
+        per_row = e.emit("take", [counts, idx], im.shape, out.dtype, dim=0)
+        per_row = e.emit("reshape", [per_row], [*im.shape, 1], out.dtype, shape=[*im.shape, 1])
+        g = e.emit("div", [g, per_row], gm.shape, gm.dtype)
+    zeros = e.emit("full", [], out.shape, out.dtype, value=0.0, dtype=out.dtype, shape=list(out.shape))
+    e.emit("index_add", [zeros, idx, g], out.shape, out.dtype, out.name, dim=0)
 
 
 # --- masking ----------------------------------------------------------------------------------
