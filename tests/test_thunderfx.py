@@ -4,6 +4,8 @@ and the models thunder.jit fails on (tests/thunderfx_models.py: tiny random-weig
 and timm models, nothing downloaded)."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -50,25 +52,50 @@ def _fails(message: str):
     return call
 
 
+def _inst(name="w", dtype="float32"):
+    return SimpleNamespace(name=name, preset="tiny", dtype=dtype, device="cpu")
+
+
 def test_auto_takes_jit_where_it_works_and_thunderfx_where_it_fails():
     assert chosen_capture() == "auto"
-    assert capture("w", lambda: "jit", lambda why: why) == "jit"
-    assert capture("w", _fails("no tracing here\nmore"), lambda why: why) == \
-        "thunderfx (thunder.jit failed: RuntimeError: no tracing here)"
+    assert capture(_inst(), "fwd", lambda: "jit", lambda why: why) == "jit"
+    assert capture(_inst(), "fwd", _fails("no tracing here\nmore"), lambda why: why) == \
+        "thunderfx (thunder.jit failed: RuntimeError: no tracing here (after 0 s))"
+
+
+def test_a_forward_thunder_jit_failed_on_is_not_traced_again_for_its_backward():
+    """fwd+bwd traces the same forward: where thunder.jit failed on it in this process, the fwd+bwd
+    cell goes to ThunderFX at once and says so; another workload, or another dtype, tries again."""
+    calls = []
+
+    def jit():
+        calls.append(1)
+        raise RuntimeError("no tracing")
+
+    inst = _inst("once")
+    assert "no tracing" in capture(inst, "fwd", jit, lambda why: why) and len(calls) == 1
+    why = capture(inst, "fwdbwd", jit, lambda why: why)
+    assert len(calls) == 1 and why == ("thunderfx (thunder.jit failed: RuntimeError: no tracing, on its forward "
+                                       "earlier in this process: not tried again)")
+    capture(_inst("once", dtype="bfloat16"), "fwdbwd", jit, lambda why: why)
+    capture(_inst("other"), "fwdbwd", jit, lambda why: why)
+    assert len(calls) == 3
+    with capture_as("jit"), pytest.raises(RuntimeError):  # asked for jit: always tried
+        capture(inst, "fwdbwd", jit, lambda why: why)
 
 
 def test_a_chosen_capture_takes_one_way_only():
     with capture_as("thunderfx"):
-        assert capture("w", lambda: "jit", lambda why: why) == "thunderfx (asked for)"
+        assert capture(_inst(), "fwd", lambda: "jit", lambda why: why) == "thunderfx (asked for)"
     with capture_as("jit"), pytest.raises(RuntimeError, match="no tracing"):
-        capture("w", _fails("no tracing"), lambda why: why)
+        capture(_inst(), "fwd", _fails("no tracing"), lambda why: why)
     assert chosen_capture() == "auto"  # capture_as restores what was there
 
 
 def test_thunder_that_cannot_run_at_all_is_no_native_path():
-    with pytest.raises(NoNativePath, match=r"thunder.jit failed \(RuntimeError: one\); ThunderFX failed too "
+    with pytest.raises(NoNativePath, match=r"thunder.jit failed \(RuntimeError: one \(after 0 s\)\); ThunderFX failed too "
                                            r"\(RuntimeError: two\)"):
-        capture("w", _fails("one"), _fails("two"))
+        capture(_inst(), "fwd", _fails("one"), _fails("two"))
 
 
 def test_a_failure_dynamo_wraps_is_named_by_the_backend_s_own_error():
@@ -78,7 +105,7 @@ def test_a_failure_dynamo_wraps_is_named_by_the_backend_s_own_error():
         raise BackendCompilerFailed(lambda: None, TypeError("tree_flatten of type Tensor is not supported"), None)
 
     with pytest.raises(NoNativePath, match=r"ThunderFX failed too \(TypeError: tree_flatten of type Tensor"):
-        capture("w", _fails("one"), wrapped)
+        capture(_inst(), "fwd", _fails("one"), wrapped)
 
 
 def test_a_bad_capture_is_a_usage_error(monkeypatch, capsys):

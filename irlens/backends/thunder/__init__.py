@@ -118,7 +118,7 @@ class ThunderBackend(Backend):
 
     def run(self, inst: Instance, mode: str) -> BackendRun:
         """thunder.jit, or ThunderFX where it fails (or where the capture says so)."""
-        return capture(inst.name, lambda: self._run_jit(inst, mode), lambda why: self._run_thunderfx(inst, mode, why))
+        return capture(inst, mode, lambda: self._run_jit(inst, mode), lambda why: self._run_thunderfx(inst, mode, why))
 
     def _run_jit(self, inst: Instance, mode: str) -> BackendRun:
         thunder, jfn, recorder = self._jit(inst)
@@ -175,7 +175,7 @@ class ThunderBackend(Backend):
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         """The execution traces that ran (where the fusion regions are), then each region's IRs;
         through ThunderFX, its split summary first and each fallback region's Inductor modules."""
-        return capture(inst.name, lambda: self._jit_stages(inst, mode),
+        return capture(inst, mode, lambda: self._jit_stages(inst, mode),
                        lambda why: self._thunderfx_stages(inst, mode, why))
 
     def _jit_stages(self, inst: Instance, mode: str) -> dict[str, Stage]:

@@ -146,7 +146,7 @@ class ThunderFrontend(Frontend):
 
     def acquire(self, inst: Instance, mode: str) -> Acquisition:
         thunder = import_thunder_or_raise()
-        return capture(inst.name, lambda: self._jit(thunder, inst, mode),
+        return capture(inst, mode, lambda: self._jit(thunder, inst, mode),
                        lambda why: self._thunderfx(thunder, inst, mode, why))
 
     def _jit(self, thunder, inst: Instance, mode: str) -> Acquisition:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from typing import Callable, TypeVar
 
 from irlens.errors import NoNativePath, UsageError
@@ -60,26 +61,39 @@ def first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"[:200]
 
 
-def capture(workload: str, jit: Callable[[], T], thunderfx: Callable[[str], T]) -> T:
+# thunder.jit failures on a workload's forward in this process: a fwd+bwd cell of the same workload
+# traces the same forward first, so it goes to ThunderFX at once (a zoo worker runs both modes)
+_FORWARD_FAILED: dict[tuple, str] = {}
+
+
+def capture(inst, mode: str, jit: Callable[[], T], thunderfx: Callable[[str], T]) -> T:
     """`jit()`, or `thunderfx(why)` where the capture says so: `why` is the line a row shows
-    ("thunderfx (thunder.jit failed: ...)", or "thunderfx (asked for)")."""
+    ("thunderfx (thunder.jit failed: ...)", or "thunderfx (asked for)"). `inst`: the workload's
+    instance (its name, preset, dtype and device key what failed); `mode`: the cell's."""
     from irlens.frontends.base import Unavailable
 
     how = chosen_capture()
     if how == "thunderfx":
         return thunderfx("thunderfx (asked for)")
-    try:
-        return jit()
-    except Unavailable:
-        raise
-    except Exception as e:  # noqa: BLE001  (any failure of thunder.jit sends auto to ThunderFX)
-        if how == "jit":
+    key = (inst.name, inst.preset, inst.dtype, inst.device)
+    if how == "auto" and mode != "fwd" and key in _FORWARD_FAILED:
+        jit_error = f"{_FORWARD_FAILED[key]}, on its forward earlier in this process: not tried again"
+    else:
+        start = time.perf_counter()
+        try:
+            return jit()
+        except Unavailable:
             raise
-        jit_error = first_line(e)
+        except Exception as e:  # noqa: BLE001  (any failure of thunder.jit sends auto to ThunderFX)
+            if how == "jit":
+                raise
+            jit_error = f"{first_line(e)} (after {time.perf_counter() - start:.0f} s)"
+            if mode == "fwd":
+                _FORWARD_FAILED[key] = first_line(e)
     try:
         return thunderfx(f"thunderfx (thunder.jit failed: {jit_error})")
     except Unavailable:
         raise
     except Exception as e:  # noqa: BLE001
-        raise NoNativePath(f"Thunder cannot take {workload}: thunder.jit failed ({jit_error}); "
+        raise NoNativePath(f"Thunder cannot take {inst.name}: thunder.jit failed ({jit_error}); "
                            f"ThunderFX failed too ({first_line(e)})") from e
