@@ -1,0 +1,57 @@
+"""Patterns from models outside the zoo (docs/results/zoo-unpicked/), each a small module that
+fails the way the real model did before its fix: its common view names what it computes, that view
+computes in float64 what torch computes, and the stacks that failed on it now run it ok."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from irlens.frontends import get_frontend
+from irlens.interpret import interpret
+from irlens.matrix import run_matrix
+from irlens.workload import MODES, Workload
+
+
+class GroupedQueryAttention(torch.nn.Module):
+    """transformers' SDPA attention with fewer key/value heads and no mask (StableLM, Starcoder2):
+    it passes `enable_gqa=True`, and on the CPU Dynamo's AOT graph holds the flash kernel, which
+    has no such argument and takes the 2 key/value heads as grouped by their shape alone."""
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+
+GQA = Workload.from_module("gqa_flash", GroupedQueryAttention(), ((2, 4, 6, 8), (2, 2, 6, 8), (2, 2, 6, 8)))
+
+
+def ref(name: str) -> str:
+    return f"{__file__}:{name}"
+
+
+def test_the_cpu_flash_kernels_grouped_heads_are_grouped_in_the_common_view():
+    inst = GQA.instantiate("tiny")
+    acq = get_frontend("dynamo").acquire(inst, "fwdbwd")
+    fwd, bwd = acq.stage("aot.forward"), acq.stage("aot.backward")
+    assert "_scaled_dot_product_flash_attention_for_cpu" in fwd.native_text
+    (sdpa,) = [n for n in fwd.common().nodes if n.op == "sdpa"]
+    (grad,) = [n for n in bwd.common().nodes if n.op == "sdpa_backward"]
+    assert sdpa.attrs["enable_gqa"] is True and grad.attrs["enable_gqa"] is True
+    assert [o.shape for o in grad.outputs[:3]] == [(2, 4, 6, 8), (2, 2, 6, 8), (2, 2, 6, 8)]
+    # the forward's primitive view (what XLA runs) computes torch's float64 attention; the backward's
+    # gradients are checked against float64 by the xla rows below
+    q, k, v = (t.double() for t in inst.inputs)
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    got = interpret(fwd.common("primitive"), [q, k, v])[0]
+    assert torch.allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert not bwd.common("primitive").unknown_ops()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_xla_runs_grouped_query_attention_via_dynamo(mode):
+    doc = run_matrix([ref("GQA")], ["eager", "xla"], [mode], progress=False, isolate=False)
+    for row in doc["rows"]:
+        assert row["status"] == "ok", f"{row['backend']}: {row['reason']}\n{row['detail']}"
+    (xla,) = [r for r in doc["rows"] if r["backend"] == "xla"]
+    assert xla["via"] == "dynamo" and xla["coverage"]["unknown"] == []
+    assert ({"grad:input1", "grad:input2"} <= set(xla["per_result"])) == (mode == "fwdbwd")
