@@ -55,3 +55,32 @@ def test_xla_runs_grouped_query_attention_via_dynamo(mode):
     (xla,) = [r for r in doc["rows"] if r["backend"] == "xla"]
     assert xla["via"] == "dynamo" and xla["coverage"]["unknown"] == []
     assert ({"grad:input1", "grad:input2"} <= set(xla["per_result"])) == (mode == "fwdbwd")
+
+
+class _Wrapper(torch.nn.Module):
+    """The usual user wrapper (docs/results/zoo-unpicked/models.py): built in train mode, around a
+    model put in eval mode."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).eval()
+
+    def forward(self, x):
+        return self.model(x)
+
+
+WRAPPED = Workload.from_module("wrapped", _Wrapper(), ((2, 4),))
+
+
+def test_a_wrapper_in_train_mode_around_an_eval_model_is_mixed_not_train():
+    from irlens.matrix import Document
+    from irlens.matrix.table import format_table
+    from irlens.reporting.zoo_page import zoo_markdown
+
+    inst = WRAPPED.instantiate("tiny")
+    assert inst.module_mode == "mixed" and not inst.module.model.training  # kept as handed over
+    doc = Document.from_json(run_matrix([ref("WRAPPED")], ["eager"], ["fwd"], progress=False, isolate=False))
+    assert doc.rows[0].status == "ok" and doc.rows[0].module_mode == "mixed"  # dropout off: eval inside
+    for text in (format_table(doc), zoo_markdown(doc)):
+        assert "submodules in train mode and in eval mode, each run in its own (as handed over): wrapped" in text
+        assert "in train mode (BatchNorm" not in text

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from irlens.matrix.document import Document
 from irlens.matrix.row import Row
-from irlens.matrix.table import ill_conditioned_lines
+from irlens.matrix.table import ill_conditioned_lines, module_mode_lines
 
 # packages whose frames make a failure upstream's (the innermost frame of its traceback)
 UPSTREAM = ("torch", "thunder", "jax", "jaxlib", "nvfuser", "nvfuser_direct", "triton", "transformers", "timm")
@@ -182,12 +182,11 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
         lines.append("")
     notes = ill_conditioned_lines(doc)
     fallbacks = sorted({f"{r.workload}/{r.mode}: {r.reference_fallback}" for r in doc.rows if r.reference_fallback})
-    trained = sorted({r.workload for r in doc.rows if r.module_mode in ("train", "mixed")})
-    if notes or fallbacks or trained:
+    modes = module_mode_lines(doc.rows)
+    if notes or fallbacks or modes:
         lines += ["## Notes", ""]
         lines += [f"- {n}" for n in notes]
         lines += [f"- † reference below float64, {f}" for f in fallbacks]
-        if trained:
-            lines.append(f"- in train mode (their updated buffers are results, `buffer:<name>`): {', '.join(trained)}")
+        lines += [f"- {m}" for m in modes]
         lines.append("")
     return "\n".join(lines)
