@@ -7,7 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from irlens.backends.base import Backend
+from irlens.errors import CaptureFailed
 from irlens.frontends import get_frontend
+from irlens.frontends.base import Availability
 from irlens.interpret import interpret
 from irlens.matrix import run_matrix
 from irlens.workload import MODES, Workload
@@ -84,3 +87,35 @@ def test_a_wrapper_in_train_mode_around_an_eval_model_is_mixed_not_train():
     for text in (format_table(doc), zoo_markdown(doc)):
         assert "submodules in train mode and in eval mode, each run in its own (as handed over): wrapped" in text
         assert "in train mode (BatchNorm" not in text
+
+
+class _CrashingStack(Backend):
+    """A backend whose own stack tries the workload and crashes (as Thunder's torchcompile executor
+    did on ghostnet's backward), and which has no lowering to run instead."""
+
+    name, frontend, description = "test-crashing-stack", "thunder", "test-only: its stack raises, no lowering"
+
+    def availability(self, device: str) -> Availability:
+        return Availability(True)
+
+    def run(self, inst, mode: str):
+        try:
+            _compile_region()
+        except Exception as e:
+            raise CaptureFailed(f"Thunder cannot take {inst.name}: ThunderFX failed too ({e})") from e
+
+
+def _compile_region():
+    raise RuntimeError("failed to find name in frame builtins")
+
+
+CRASHING = _CrashingStack()
+
+
+def test_a_stack_that_tried_and_failed_is_a_failure_not_unavailable():
+    (row,) = run_matrix([ref("WRAPPED")], [ref("CRASHING")], ["fwd"], progress=False, isolate=False)["rows"]
+    assert (row["status"], row["phase"]) == ("failed", "acquire")
+    assert row["reason"].startswith("acquire: CaptureFailed: Thunder cannot take wrapped: ThunderFX failed too")
+    # the detail is the stack's own traceback: its innermost frame is where it failed
+    assert row["detail"].rstrip().endswith("RuntimeError: failed to find name in frame builtins")
+    assert "in _compile_region" in row["detail"]
