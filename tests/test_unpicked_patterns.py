@@ -119,3 +119,19 @@ def test_a_stack_that_tried_and_failed_is_a_failure_not_unavailable():
     # the detail is the stack's own traceback: its innermost frame is where it failed
     assert row["detail"].rstrip().endswith("RuntimeError: failed to find name in frame builtins")
     assert "in _compile_region" in row["detail"]
+
+
+def test_a_failure_in_a_compilers_generated_code_is_upstreams():
+    """ghostnet's fwd+bwd through Thunder: the last frame is Thunder's generated region, which has
+    no file; the innermost frame with one (the code that ran it) is upstream's."""
+    from irlens.matrix.row import Row
+    from irlens.reporting.zoo_page import upstream_of
+
+    detail = ('  File "/v/lib/python3.11/site-packages/thunder/executors/torchex.py", line 169, in no_autocast_fn\n'
+              '  File "/v/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py", line 1177, in compile_wrapper\n'
+              'torch._dynamo.exc.Unsupported: Attempted to read undefined local variable\n'
+              'from user code:\n   File "thunder.to_be_compiled_11", line 1038, in to_be_compiled\n')
+    row = Row("ghostnet", "fwdbwd", "thunder+torchcompile", "thunder", status="failed", detail=detail)
+    assert upstream_of(row) == "torch"
+    assert upstream_of(Row("m", "fwd", "xla", "dynamo", status="failed",
+                           detail=detail + '  File "/w/irlens/ops/core.py", line 3\n')) is None

@@ -53,8 +53,10 @@ def acquired(r: Row) -> bool:
 
 def upstream_of(r: Row) -> str | None:
     """The package a failure's innermost traceback frame is in, where that is upstream's; None
-    for irlens's own (or a failure with no traceback)."""
-    frames = _FRAME.findall(r.detail or "")
+    for irlens's own (or a failure with no traceback). Frames of code generated at run time (a
+    compiler's program: "thunder.backward_fn_12", "<eval_with_key>.3") have no file: the innermost
+    frame with one, the code that ran it, decides."""
+    frames = [f for f in _FRAME.findall(r.detail or "") if "/" in f or "\\" in f]
     if not frames:
         return None
     path = frames[-1]
