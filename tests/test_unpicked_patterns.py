@@ -135,3 +135,15 @@ def test_a_failure_in_a_compilers_generated_code_is_upstreams():
     assert upstream_of(row) == "torch"
     assert upstream_of(Row("m", "fwd", "xla", "dynamo", status="failed",
                            detail=detail + '  File "/w/irlens/ops/core.py", line 3\n')) is None
+
+
+def test_the_zoos_reproducers_say_how_to_make_one_for_a_users_workload(tmp_path):
+    from irlens.matrix import Document
+    from irlens.matrix.row import Row
+    from irlens.zoo_repro import write_repros
+
+    row = Row("ghostnet", "fwdbwd", "thunder+torchcompile", "thunder", status="failed", reason="acquire: boom",
+              detail='  File "/v/lib/python3.11/site-packages/thunder/core/x.py", line 1, in f\n')
+    (why,) = write_repros(Document("compare", [row], "cpu"), tmp_path, "cpu").values()
+    assert why == ("not written: 'ghostnet' is not a built-in workload (a user's file): `irlens repro "
+                   "path/to/file.py:ghostnet --backend thunder+torchcompile --mode fwdbwd` writes it")
