@@ -24,8 +24,8 @@ def write_repros(doc: Document, out: Path, device: str | None) -> dict[str, str]
             continue
         r = rows[0]
         if r.workload not in workload_names(corpus=None):  # a user's file: a document keeps only its name
-            written[sig] = (f"not written: {r.workload!r} is not a built-in workload (a user's file): `irlens repro "
-                            f"path/to/file.py:{r.workload} --backend {r.backend} --mode {r.mode}` writes it")
+            written[sig] = (f"not written: {r.workload!r} is not a built-in workload (a user's file): irlens repro "
+                            f"path/to/file.py:{r.workload} --backend {r.backend} --mode {r.mode} writes it")
             continue
         spec = CellSpec(r.workload, r.backend, r.mode, r.dtype, device, r.preset or doc.preset or "tiny")
         try:

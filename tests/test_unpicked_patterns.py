@@ -145,5 +145,5 @@ def test_the_zoos_reproducers_say_how_to_make_one_for_a_users_workload(tmp_path)
     row = Row("ghostnet", "fwdbwd", "thunder+torchcompile", "thunder", status="failed", reason="acquire: boom",
               detail='  File "/v/lib/python3.11/site-packages/thunder/core/x.py", line 1, in f\n')
     (why,) = write_repros(Document("compare", [row], "cpu"), tmp_path, "cpu").values()
-    assert why == ("not written: 'ghostnet' is not a built-in workload (a user's file): `irlens repro "
-                   "path/to/file.py:ghostnet --backend thunder+torchcompile --mode fwdbwd` writes it")
+    assert why == ("not written: 'ghostnet' is not a built-in workload (a user's file): irlens repro "
+                   "path/to/file.py:ghostnet --backend thunder+torchcompile --mode fwdbwd writes it")
