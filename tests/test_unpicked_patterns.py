@@ -1,6 +1,8 @@
-"""Patterns from models outside the zoo (docs/results/zoo-unpicked/), each a small module that
-fails the way the real model did before its fix: its common view names what it computes, that view
-computes in float64 what torch computes, and the stacks that failed on it now run it ok."""
+"""What models outside the zoo (docs/results/zoo-unpicked/) found, each as a small module or row
+that failed (or was reported) the way the real model was before its fix: grouped-query attention's
+common view names what it computes, computes it in float64 as torch does, and XLA runs it; a
+wrapper's mixed train/eval mode, a stack's own crash and a failure in generated code are reported
+as what they are."""
 from __future__ import annotations
 
 import pytest
