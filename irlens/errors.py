@@ -16,3 +16,10 @@ class NoNativePath(RuntimeError):
     """A backend's own frontend cannot take this workload (no JAX twin; Thunder can trace none of
     it). Not bad input: the cell runs the backend through the common view's lowering of another
     frontend's graphs instead, and its row says so (`via`)."""
+
+
+class CaptureFailed(NoNativePath):
+    """The frontend tried the workload and its own stack failed on it (Thunder: thunder.jit and
+    ThunderFX both raised; the last failure is the cause). A backend with a lowering runs the
+    common view of another frontend's graphs instead; one without fails with that cause: a
+    stack's failure counts against the stack, never as `unavailable`."""

@@ -13,6 +13,7 @@ from irlens.reporting.zoo_page import failures
 
 def write_repros(doc: Document, out: Path, device: str | None) -> dict[str, str]:
     """signature -> the file written for it (or why none was); `device` None: the document's own."""
+    from irlens.models import workload_names
     from irlens.repro.cell import CellSpec
     from irlens.repro.pipeline import ReproFailed, repro
 
@@ -22,6 +23,10 @@ def write_repros(doc: Document, out: Path, device: str | None) -> dict[str, str]
         if upstream is None:
             continue
         r = rows[0]
+        if r.workload not in workload_names(corpus=None):  # a user's file: a document keeps only its name
+            written[sig] = (f"not written: {r.workload!r} is not a built-in workload (a user's file): irlens repro "
+                            f"path/to/file.py:{r.workload} --backend {r.backend} --mode {r.mode} writes it")
+            continue
         spec = CellSpec(r.workload, r.backend, r.mode, r.dtype, device, r.preset or doc.preset or "tiny")
         try:
             result = repro(spec, str(out), run=False)

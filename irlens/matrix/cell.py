@@ -19,7 +19,7 @@ import torch
 
 from irlens.backends import Backend, get_backend
 from irlens.backends.base import BackendRun
-from irlens.errors import NoNativePath
+from irlens.errors import CaptureFailed, NoNativePath
 from irlens.frontends import FRONTENDS, get_frontend
 from irlens.frontends.base import NoProgram, Program, Unavailable
 from irlens.frontends.bindings import program_for
@@ -109,14 +109,20 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         row.status, row.reason, row.phase = "unavailable", str(e), phase
         return row
     except Exception as e:
-        return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", traceback.format_exc()[-3000:])
+        # a stack's failure irlens wrapped (CaptureFailed): the traceback of the stack's own error,
+        # whose innermost frame says whose it is
+        inner = e.__cause__ if isinstance(e, CaptureFailed) and e.__cause__ is not None else e
+        return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", "".join(traceback.format_exception(inner))[-3000:])
 
 
 def via_program(row: Row, backend: Backend, inst: Instance, mode: str, why: NoNativePath) -> Program:
     """The program of `backend.via` (Dynamo) that a backend whose own frontend cannot take the
     workload runs through its lowering instead; the row says so (`via`, `via_reason`). A backend
-    without a lowering is unavailable, with both reasons."""
+    without a lowering is unavailable, with both reasons, or, where its stack tried and failed
+    (CaptureFailed), failed."""
     if backend.lower is None:
+        if isinstance(why, CaptureFailed):
+            raise why  # the stack tried and failed: the row fails with its error, it is not unavailable
         raise Unavailable(f"{why}; {backend.name} has no lowering of the common view to run instead")
     row.via, row.via_reason, row.frontend, row.level = backend.via, str(why), backend.via, LEVEL
     return program_for(get_frontend(backend.via).acquire(inst, mode), inst)

@@ -76,15 +76,25 @@ def format_table(doc: Document) -> str:
     # How a row's stack captured the workload where not its usual way (ThunderFX), and its split.
     notes += [f"{r.backend} ({r.workload}/{r.mode}): {r.capture_note}" for r in doc.rows if r.capture_note]
     notes += ill_conditioned_lines(doc)
-    trained = sorted({f"{r.workload}" for r in doc.rows if r.module_mode in ("train", "mixed")})
-    if trained:
-        notes.append(f"in train mode (BatchNorm normalizes by the batch; its updated buffers are results, "
-                     f"buffer:<name>): {', '.join(trained)}")
+    notes += module_mode_lines(doc.rows)
     shaky = [r for r in doc.rows if r.ran and unsteady(r.run_spread)]
     if shaky:
         notes.append(f"{UNSTEADY_MARK} unsteady timing ({len(shaky)} rows): the timed steps' interquartile range is "
                      f"above {UNSTEADY_SPREAD:.0%} of their median")
     return "\n".join(out + ([""] + notes if notes else []) + unknown_lines(doc))
+
+
+def module_mode_lines(rows: list[Row]) -> list[str]:
+    """The workloads not in eval mode: in train mode, or mixed (a module handed over in train mode
+    around submodules in eval mode: each submodule computes in its own mode)."""
+    lines = []
+    for mode, what in (("train", "in train mode (BatchNorm normalizes by the batch; its updated buffers are results, "
+                                 "buffer:<name>)"),
+                       ("mixed", "submodules in train mode and in eval mode, each run in its own (as handed over)")):
+        names = sorted({r.workload for r in rows if r.module_mode == mode})
+        if names:
+            lines.append(f"{what}: {', '.join(names)}")
+    return lines
 
 
 def ill_conditioned_lines(doc: Document) -> list[str]:

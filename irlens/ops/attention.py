@@ -125,6 +125,20 @@ def _kv_for_queries(e, vals, q: str, kv: str) -> str:
     return e.emit("reshape", [rep], lead + [hq, S, D], km.dtype, shape=lead + [hq, S, D])
 
 
+def _kv_grad(e, operands: list[str], shape, out) -> None:
+    """The gradient of k or v (`out`): the product of `operands`, per query head (`shape`), with each
+    group's heads summed where queries are grouped."""
+    shape, declared = list(shape), list(out.shape)
+    if shape == declared:
+        e.emit("matmul", operands, declared, out.dtype, out.name)
+        return
+    lead, hk = declared[:-3], declared[-3]
+    split = lead + [hk, shape[-3] // hk] + declared[-2:]
+    per_head = e.emit("matmul", operands, shape, out.dtype)
+    per_group = e.emit("reshape", [per_head], split, out.dtype, shape=split)
+    e.emit("sum", [per_group], declared, out.dtype, out.name, dims=[len(lead) + 1], keepdim=False)
+
+
 def _attention_scores(e, vals, q: str, k: str, mask):
     """Scaled, masked scores (the shared half of sdpa forward and backward)."""
     qm, km = vals[q], vals[k]
@@ -199,8 +213,9 @@ def _lse_rows(e, lse: str, lse_meta, ksh) -> str:
 def _sdpa_backward_rule(e, vals):
     go, q, k, v, o, lse, mask = (list(e.parent.inputs) + [None] * 7)[:7]
     dq_out, dk_out, dv_out = e.parent.outputs[:3]
-    if e.attr("enable_gqa") and vals[k].shape[-3] != vals[q].shape[-3]:
-        raise NotImplementedError("grouped-query sdpa_backward has no rule")
+    # grouped queries: k and v repeated for their query heads, their gradients summed back per group
+    k, v = _kv_for_queries(e, vals, q, k), _kv_for_queries(e, vals, q, v)
+    vals = {**vals, **e.values()}
     s, ssh, dt, scale = _attention_scores(e, vals, q, k, mask)
     dim = len(ssh) - 1
     if lse is not None:  # recompute the probabilities from the saved log-sum-exp
@@ -209,7 +224,7 @@ def _sdpa_backward_rule(e, vals):
     else:
         _, _, ex, z = softmax_core(e, s, dim, ssh, dt)
         p = e.emit("div", [ex, z], ssh, dt)
-    e.emit("matmul", [transpose_last2(e, p, ssh, dt), go], dv_out.shape, dv_out.dtype, dv_out.name)
+    _kv_grad(e, [transpose_last2(e, p, ssh, dt), go], vals[v].shape, dv_out)
     dp = e.emit("matmul", [go, transpose_last2(e, v, vals[v].shape, vals[v].dtype)], ssh, dt)
     if o is None:
         o = e.emit("matmul", [p, v], vals[go].shape, dt)
@@ -218,6 +233,6 @@ def _sdpa_backward_rule(e, vals):
                   dims=[len(osh) - 1], keepdim=True)
     ds = e.emit("mul", [e.emit("mul", [p, e.emit("sub", [dp, dsum], ssh, dt)], ssh, dt), scale], ssh, dt)
     e.emit("matmul", [ds, k], dq_out.shape, dq_out.dtype, dq_out.name)
-    e.emit("matmul", [transpose_last2(e, ds, ssh, dt), q], dk_out.shape, dk_out.dtype, dk_out.name)
+    _kv_grad(e, [transpose_last2(e, ds, ssh, dt), q], vals[k].shape, dk_out)
     for extra in e.parent.outputs[3:]:  # a mask's gradient, where a kernel declares one: none flows
         e.emit("full", [], extra.shape, extra.dtype, extra.name, value=0, dtype=extra.dtype, shape=list(extra.shape))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from irlens.matrix.document import Document
 from irlens.matrix.row import Row
-from irlens.matrix.table import ill_conditioned_lines
+from irlens.matrix.table import ill_conditioned_lines, module_mode_lines
 
 # packages whose frames make a failure upstream's (the innermost frame of its traceback)
 UPSTREAM = ("torch", "thunder", "jax", "jaxlib", "nvfuser", "nvfuser_direct", "triton", "transformers", "timm")
@@ -54,10 +54,12 @@ def acquired(r: Row) -> bool:
 def upstream_of(r: Row) -> str | None:
     """The package a failure's innermost traceback frame is in, where that is upstream's; None
     for irlens's own (or a failure with no traceback: a timed-out worker's stderr may show a
-    warning's frame, which says nothing of where the time went)."""
+    warning's frame, which says nothing of where the time went). Frames of code generated at run
+    time (a compiler's program: "thunder.backward_fn_12", "<eval_with_key>.3") have no file: the
+    innermost frame with one, the code that ran it, decides."""
     detail = r.detail or ""
     start = detail.rfind("Traceback")
-    frames = _FRAME.findall(detail[start:]) if start >= 0 else []
+    frames = [f for f in _FRAME.findall(detail[start:]) if "/" in f or "\\" in f] if start >= 0 else []
     if not frames:
         return None
     path = frames[-1]
@@ -190,12 +192,11 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
         lines.append("")
     notes = ill_conditioned_lines(doc)
     fallbacks = sorted({f"{r.workload}/{r.mode}: {r.reference_fallback}" for r in doc.rows if r.reference_fallback})
-    trained = sorted({r.workload for r in doc.rows if r.module_mode in ("train", "mixed")})
-    if notes or fallbacks or trained:
+    modes = module_mode_lines(doc.rows)
+    if notes or fallbacks or modes:
         lines += ["## Notes", ""]
         lines += [f"- {n}" for n in notes]
         lines += [f"- † reference below float64, {f}" for f in fallbacks]
-        if trained:
-            lines.append(f"- in train mode (their updated buffers are results, `buffer:<name>`): {', '.join(trained)}")
+        lines += [f"- {m}" for m in modes]
         lines.append("")
     return "\n".join(lines)

@@ -6,8 +6,9 @@ compiles each FX region it can, the others fall back to Inductor: `thunderfx.py`
 environment (`IRLENS_THUNDER_CAPTURE`), so that the worker processes a run starts inherit it;
 the CLI's `--thunder-capture` and `capture_as` set it.
 
-Where both ways fail, `NoNativePath` says why: Thunder cannot take the workload at all, and a
-backend may run through the common view of another frontend's graphs instead.
+Where both ways fail, `CaptureFailed` (a `NoNativePath`) says why: Thunder cannot take the workload
+at all, and a backend may run through the common view of another frontend's graphs instead; one
+that cannot fails with ThunderFX's error.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import os
 import time
 from typing import Callable, TypeVar
 
-from irlens.errors import NoNativePath, UsageError
+from irlens.errors import CaptureFailed, UsageError
 
 CAPTURES = ("auto", "jit", "thunderfx")
 CAPTURE_ENV = "IRLENS_THUNDER_CAPTURE"
@@ -95,5 +96,5 @@ def capture(inst, mode: str, jit: Callable[[], T], thunderfx: Callable[[str], T]
     except Unavailable:
         raise
     except Exception as e:  # noqa: BLE001
-        raise NoNativePath(f"Thunder cannot take {inst.name}: thunder.jit failed ({jit_error}); "
+        raise CaptureFailed(f"Thunder cannot take {inst.name}: thunder.jit failed ({jit_error}); "
                            f"ThunderFX failed too ({first_line(e)})") from e

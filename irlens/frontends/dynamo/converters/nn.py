@@ -128,12 +128,21 @@ def _linear(c: Call) -> list[Node]:
     return c.one([c.value(c.arg("self", 0)), c.value(c.arg("weight", 1)), c.value(c.arg("bias", 2))])
 
 
+def _grouped_query(c: Call) -> bool:
+    """Whether the call attends grouped queries (fewer key/value heads than query heads). SDPA says
+    so (`enable_gqa`); ATen's fused kernels have no such argument and take a key with fewer heads as
+    grouped (the CPU flash kernel that transformers' GQA models reach without a mask): their shapes say."""
+    if c.has("enable_gqa", 7):
+        return bool(c.arg("enable_gqa", 7, False))
+    q, k = c.meta(c.arg("query", 0)).shape, c.meta(c.arg("key", 1)).shape
+    return len(q) >= 3 and len(k) >= 3 and q[-3] != k[-3]
+
+
 @converts(ops_=("sdpa",))
 def _sdpa(c: Call) -> list[Node]:
     q, k, v = (c.value(c.arg(n, i)) for i, n in enumerate(("query", "key", "value")))
     mask = c.arg("attn_mask", 3) if c.has("attn_mask", 3) else c.arg("attn_bias", 3)
-    attrs = {"is_causal": bool(c.arg("is_causal", 5, False)), "scale": c.arg("scale", 6),
-             "enable_gqa": bool(c.arg("enable_gqa", 7, False))}
+    attrs = {"is_causal": bool(c.arg("is_causal", 5, False)), "scale": c.arg("scale", 6), "enable_gqa": _grouped_query(c)}
     dropout = c.arg("dropout_p", 4, 0.0)
     if dropout:
         attrs["dropout_p"] = float(dropout)
@@ -151,7 +160,7 @@ def _sdpa_backward(c: Call) -> list[Node]:
              "window_size_left", "window_size_right", "seqused_k", "alibi_slopes", "rng_state", "unused")
     inputs = [c.value(a) for a in (grad, *(c.arg(n) for n in ("query", "key", "value", "out", "logsumexp")))]
     return c.one(inputs + [c.value(mask)], {"is_causal": bool(c.arg("is_causal", default=False)), "scale": c.arg("scale"),
-                                            "enable_gqa": bool(c.arg("enable_gqa", default=False))})
+                                            "enable_gqa": _grouped_query(c)})
 
 
 @converts(ops_=("embedding",))
