@@ -129,7 +129,8 @@ def test_a_failure_in_a_compilers_generated_code_is_upstreams():
     from irlens.matrix.row import Row
     from irlens.reporting.zoo_page import upstream_of
 
-    detail = ('  File "/v/lib/python3.11/site-packages/thunder/executors/torchex.py", line 169, in no_autocast_fn\n'
+    detail = ('Traceback (most recent call last):\n'
+              '  File "/v/lib/python3.11/site-packages/thunder/executors/torchex.py", line 169, in no_autocast_fn\n'
               '  File "/v/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py", line 1177, in compile_wrapper\n'
               'torch._dynamo.exc.Unsupported: Attempted to read undefined local variable\n'
               'from user code:\n   File "thunder.to_be_compiled_11", line 1038, in to_be_compiled\n')
@@ -145,7 +146,7 @@ def test_the_zoos_reproducers_say_how_to_make_one_for_a_users_workload(tmp_path)
     from irlens.zoo_repro import write_repros
 
     row = Row("ghostnet", "fwdbwd", "thunder+torchcompile", "thunder", status="failed", reason="acquire: boom",
-              detail='  File "/v/lib/python3.11/site-packages/thunder/core/x.py", line 1, in f\n')
+              detail='Traceback (most recent call last):\n  File "/v/lib/python3.11/site-packages/thunder/core/x.py", line 1, in f\n')
     (why,) = write_repros(Document("compare", [row], "cpu"), tmp_path, "cpu").values()
     assert why == ("not written: 'ghostnet' is not a built-in workload (a user's file): irlens repro "
                    "path/to/file.py:ghostnet --backend thunder+torchcompile --mode fwdbwd writes it")
