@@ -114,18 +114,23 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -
     return doc
 
 
-def merge_shards(docs: list[Document]) -> Document:
+def merge_shards(docs: list[Document], rerun: bool = False) -> Document:
     """One document from a split run's shards (or any compare documents of zoo rows). A cell that
     one document's budget left unstarted takes another document's row for it (a later run of what
-    was left); a cell that two documents both ran is a UsageError (overlapping shards)."""
+    was left); a cell that two documents both ran is a UsageError (overlapping shards), or with
+    `rerun` the last document's row (a rerun of some cells)."""
     ran: dict[tuple[str, str, str], int] = {}
     for i, d in enumerate(docs):
         for r in d.rows:
             key = (r.workload, r.mode, r.backend)
-            if r.phase != BUDGET_PHASE and ran.setdefault(key, i) != i:
-                raise UsageError(f"two documents hold {r.workload} {r.mode} {r.backend}: shards overlap")
+            if r.phase == BUDGET_PHASE:
+                continue
+            if ran.setdefault(key, i) != i and not rerun:
+                raise UsageError(f"two documents hold {r.workload} {r.mode} {r.backend}: shards overlap "
+                                 "(--rerun: the last one's row)")
+            ran[key] = i
     kept, seen = [], set(ran)  # a cell no document ran keeps one budget row
-    for d in docs:
+    for i, d in enumerate(docs):
         rows = []
         for r in d.rows:
             key = (r.workload, r.mode, r.backend)
@@ -133,6 +138,8 @@ def merge_shards(docs: list[Document]) -> Document:
                 if key in seen:
                     continue
                 seen.add(key)
+            elif ran[key] != i:  # rerun by a later document
+                continue
             rows.append(r)
         kept.append(dataclasses.replace(d, rows=rows))
     merged = merge_documents(kept)

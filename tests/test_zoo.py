@@ -326,6 +326,12 @@ def test_a_later_run_fills_the_cells_a_budget_left_and_the_join_says_the_dtype(t
     assert "2.00x" in zoo_markdown(merged)
     with pytest.raises(UsageError, match="shards overlap"):
         merge_shards([later, later])
+    # a rerun of one cell: the last document's row, the others kept
+    again = Document("compare", [_row("model_a", "fwd", "inductor", "mismatch", run_us=40.0)], "cuda", "NVIDIA H200",
+                     preset="bench", dtype="bfloat16")
+    rerun = merge_shards([merge_shards([first, later]), again], rerun=True)
+    assert {(r.workload, r.backend): r.status for r in rerun.rows} == {
+        ("model_a", "eager"): "ok", ("model_a", "inductor"): "mismatch", ("model_b", "inductor"): "unavailable"}
 
 
 def test_speedups_and_their_geomean_are_shown_on_a_gpu_document():

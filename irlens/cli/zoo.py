@@ -40,6 +40,9 @@ def add_arguments(p) -> None:
     p.add_argument("--json", default=None, help="also write the document here (.json or .json.gz; default: only OUT/zoo.json)")
     p.add_argument("--from", dest="from_", nargs="+", action="extend", default=[], metavar="RESULTS_JSON",
                    help="rebuild the summary from these documents (merged: a split run's shards) instead of running (default: run)")
+    p.add_argument("--rerun", action="store_true",
+                   help="with --from: a cell several documents hold takes the last one's row (documents after the "
+                        "first rerun some of its cells); default: such a cell is an error (overlapping shards)")
     p.add_argument("--repro", action="store_true",
                    help="write an `irlens repro` file for each kind of failure that is upstream's (OUT/repro/)")
     add_frontend_settings(p)
@@ -47,6 +50,7 @@ def add_arguments(p) -> None:
 
 @guarded
 def run(args) -> int:
+    from irlens.errors import UsageError
     from irlens.matrix import exit_status, read_document, write_document
     from irlens.reporting import write_report
     from irlens.reporting.zoo_page import zoo_markdown
@@ -54,9 +58,11 @@ def run(args) -> int:
     from irlens.zoo_run import ZooConfig, merge_shards, parse_shard, run_zoo
 
     apply_frontend_settings(args)
+    if args.rerun and not args.from_:
+        raise UsageError("--rerun joins documents: give them with --from")
     out = Path(args.out)
     if args.from_:
-        doc = merge_shards([read_document(path) for path in args.from_])
+        doc = merge_shards([read_document(path) for path in args.from_], rerun=args.rerun)
     else:
         cfg = ZooConfig(args.models, args.family, args.backends, args.modes, args.device, args.preset, args.dtype,
                         parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s)
