@@ -146,4 +146,3 @@ def merge_shards(docs: list[Document], rerun: bool = False) -> Document:
     if len(docs) > 1:
         merged = dataclasses.replace(merged, commands=[c for d in docs for c in (d.commands or [])] or None)
     return merged
-
