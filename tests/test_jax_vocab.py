@@ -608,64 +608,6 @@ def test_xla_triangular_solve():
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-10)
 
 
-# --- HLO forms only a GPU produces, from HLO text -------------------------------------------
-
-def _module(body: str, params: str, result: str):
-    import jaxlib._hlo as hlo_lib
-
-    return hlo_lib.hlo_module_from_text(f"HloModule m\n\nENTRY %main ({params}) -> {result} {{\n{body}\n}}\n")
-
-
-def _gemm(config: str, operands: str = "f32"):
-    body = f"""  %a = {operands}[4,8]{{1,0}} parameter(0)
-  %b = {operands}[16,8]{{1,0}} parameter(1)
-  %gemm = (f32[4,16]{{1,0}}, s8[0]{{0}}) custom-call(%a, %b), custom_call_target="__cublas$gemm", backend_config={{"gemm_backend_config":{{{config}}}}}
-  ROOT %out = f32[4,16]{{1,0}} get-tuple-element(%gemm), index=0"""
-    return hlo_to_graph(_module(body, f"a: {operands}[4,8], b: {operands}[16,8]", "f32[4,16]"), name="gemm")
-
-
-_DOT = '"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["1"],' \
-       '"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]}'
-
-
-def test_gpu_library_calls_are_mapped_or_unknown():
-    """A cuBLAS GEMM (as XLA writes it on a GPU) is a matmul with its dot dimensions when it is a
-    plain product; alpha, beta or an epilogue it carries keep it unknown, as do cuDNN calls."""
-    g = _gemm(f'"alpha_real":1,"alpha_imag":0,"beta":0,{_DOT},"epilogue":"DEFAULT"')
-    (node,) = g.nodes
-    assert node.op == "matmul" and node.attrs["contract"] == [[1], [1]]
-    a, b = torch.randn(4, 8, dtype=torch.float64), torch.randn(16, 8, dtype=torch.float64)
-    torch.testing.assert_close(interpret(g, [a, b])[0], a @ b.T)
-    # bf16 operands, an f32 result (XLA's GPU form of a matmul of bf16 accumulated in f32): the
-    # operands converted first, each conversion a value of its own, not the GEMM's tuple elements
-    g = _gemm(f'"alpha_real":1,"beta":0,{_DOT}', operands="bf16")
-    assert [n.op for n in g.nodes] == ["convert", "convert", "matmul"]
-    names = [o.name for n in g.nodes for o in n.outputs]
-    assert len(set(names)) == 3 and g.nodes[2].inputs == names[:2]
-    ab, bb = a.bfloat16(), b.bfloat16()
-    torch.testing.assert_close(interpret(g, [ab, bb])[0].double(), ab.double() @ bb.double().T)
-    for config, reason in ((f'"alpha_real":2,"beta":0,{_DOT}', "alpha"), (f'"alpha_real":1,"beta":1,{_DOT}', "beta"),
-                           (f'"alpha_real":1,"beta":0,{_DOT},"epilogue":"BIAS_RELU"', "epilogue")):
-        (node,) = _gemm(config).nodes
-        assert node.op == "unknown:custom-call" and reason in node.attrs["reason"]
-    body = """  %x = f32[1,8,8,4]{3,2,1,0} parameter(0)
-  %w = f32[3,3,4,4]{3,2,1,0} parameter(1)
-  %conv = (f32[1,8,8,4]{3,2,1,0}, u8[0]{0}) custom-call(%x, %w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, custom_call_target="__cudnn$convForward"
-  ROOT %y = f32[1,8,8,4]{3,2,1,0} get-tuple-element(%conv), index=0"""
-    g = hlo_to_graph(_module(body, "x: f32[1,8,8,4], w: f32[3,3,4,4]", "f32[1,8,8,4]"), name="conv")
-    assert g.unknown_ops() == Counter({"unknown:custom-call": 1})
-
-
-def test_bitcast_between_layouts_is_a_transpose():
-    """After layout assignment a bitcast reads the same buffer in another shape and layout: from
-    f32[2,3]{1,0} (row-major) to f32[3,2]{0,1} (column-major) the logical values are transposed."""
-    body = """  %x = f32[2,3]{1,0} parameter(0)
-  ROOT %t = f32[3,2]{0,1} bitcast(%x)"""
-    g = hlo_to_graph(_module(body, "x: f32[2,3]", "f32[3,2]"), name="bitcast")
-    x = torch.arange(6, dtype=torch.float64).reshape(2, 3)
-    torch.testing.assert_close(interpret(g, [x])[0], x.T)
-
-
 def test_top_k_hlo():
     """On the CPU, top_k of float32 is a TopK custom call with a greater-than comparator."""
     x = normal(6, 5).astype(np.float32)

@@ -9,7 +9,7 @@ fusions expanded into their fused instructions (scope = the fusion instruction's
 `walk_entry` says which nodes each ENTRY instruction became (the XLA backend's kernel records,
 `irlens.backends.xla.kernels`, are built from that). Each instruction converts through
 `xla_op.convert` (tables in hlo_names.py, handlers in hlo_elementwise.py, hlo_shapes.py,
-hlo_structured.py).
+hlo_structured.py, hlo_gpu_calls.py).
 
 A `while` (condition= and body= computations) becomes the canonical `while`, its condition and
 body read by the same walk into closed graphs of their own (`Node.subgraphs`, their inputs the
@@ -23,7 +23,7 @@ from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
 from irlens.frontends.jax import (  # noqa: F401  (each registers its handlers)
-    hlo_elementwise, hlo_shapes, hlo_structured)
+    hlo_elementwise, hlo_gpu_calls, hlo_shapes, hlo_structured)
 from irlens.frontends.jax import xla_forms as forms
 from irlens.frontends.jax.hlo_text import (Instruction, SourceFrame, int_list, literal_value, metadata_fields,
                                            parse_instruction, parse_stack_frames, scalar_literal)
@@ -231,8 +231,8 @@ class HloReader:
                    self.provenance(ins), self.iotas, set(ins.attrs),
                    ins.attrs.get("custom_call_target", "").strip('"'), subgraphs=subgraphs or {},
                    unused=self.unread(ins, len(outputs)))
-        if ins.opcode == "bitcast":
-            op.layouts = (self.layouts[ins.operands[0]], self.layouts[ins.name])
+        if ins.opcode in ("bitcast", "custom-call"):  # what a library call's bias runs along follows its layouts
+            op.layouts = (tuple(self.layouts.get(o, ()) for o in ins.operands), tuple(ins.layouts))
         nodes = convert(op)
         self.nodes += nodes
         for o in outputs:

@@ -32,7 +32,8 @@ def _bitcast(e: Emitter, x: XlaOp) -> None:
     """A bitcast reads the operand's buffer in the result's shape and layout: a reshape between
     row-major layouts; else the operand's dims in memory order, reshaped to the result's dims
     in memory order, then put back in the result's logical order."""
-    (src, dst), value, out = x.layouts or ((), ()), x.metas[0], x.outs[0]
+    (src, *_), (dst, *_) = x.layouts or (((),), ((),))
+    value, out = x.metas[0], x.outs[0]
     if not isinstance(x.inputs[0], str):
         x.one(e, "full", [], **full_attrs(out.shape, x.inputs[0], out.dtype))
         return

@@ -1,7 +1,7 @@
 """HLO / StableHLO handlers of structured opcodes, through `xla_forms` / `xla_gather` / `linalg`:
-dot and library GEMMs, reductions and arg-reductions, reduce-window and select-and-scatter,
+dot, reductions and arg-reductions, reduce-window and select-and-scatter,
 gather and scatter, sort and top-k, triangular solve and LAPACK custom calls, convolution,
-while loops and conditionals."""
+while loops and conditionals; the GPU libraries' custom calls are in hlo_gpu_calls."""
 from __future__ import annotations
 
 import re
@@ -25,16 +25,17 @@ def _dot(e: Emitter, x: XlaOp) -> None:
     else:
         lc, rc = x.ints("lhs_contracting_dims") or [], x.ints("rhs_contracting_dims") or []
         lb, rb = x.ints("lhs_batch_dims") or [], x.ints("rhs_batch_dims") or []
-    _matmul(e, x, lc, rc, lb, rb)
-
-
-def _matmul(e: Emitter, x: XlaOp, lc, rc, lb, rb) -> None:
     out = x.outs[0]
-    inputs = [v if m.dtype == out.dtype or not isinstance(v, str) else
-              e.emit("convert", [v], m.shape, out.dtype, dtype=out.dtype)  # accumulated in the result's dtype
-              for v, m in zip(x.inputs[:2], x.metas[:2])]
-    attrs = matmul_attrs(len(x.metas[0].shape), len(x.metas[1].shape), lc, rc, lb, rb)
-    e.emit("matmul", inputs, out.shape, out.dtype, out, **attrs)
+    emit_matmul(e, x.inputs, x.metas, lc, rc, lb, rb, out.shape, out.dtype, out)
+
+
+def emit_matmul(e: Emitter, inputs: list, metas: list[TensorMeta], lc, rc, lb, rb, shape, dtype: str,
+                out: TensorMeta | None = None) -> str:
+    """A dot of the first two operands by its dimension numbers, accumulated in `dtype` (the result's)."""
+    inputs = [v if m.dtype == dtype or not isinstance(v, str) else e.emit("convert", [v], m.shape, dtype, dtype=dtype)
+              for v, m in zip(inputs[:2], metas[:2])]
+    attrs = matmul_attrs(len(metas[0].shape), len(metas[1].shape), lc, rc, lb, rb)
+    return e.emit("matmul", inputs, shape, dtype, out, **attrs)
 
 
 def _reduce(e: Emitter, x: XlaOp) -> None:
@@ -215,7 +216,7 @@ def _gather(e: Emitter, x: XlaOp) -> None:
         len(indices.shape) if vector_dim is None else vector_dim[0],
         tuple(x.ints("operand_batching_dims") or []), tuple(x.ints("start_indices_batching_dims") or []),
         mode="clip")  # XLA clamps a gather's start indices into the operand
-    xla_gather.expand_gather(e, x.inputs[0], _named(x, 0), x.inputs[1], _named(x, 1), form, x.outs[0])
+    xla_gather.expand_gather(e, x.inputs[0], named(x, 0), x.inputs[1], named(x, 1), form, x.outs[0])
 
 
 _SCATTER_BODIES = {"add": "add", "multiply": "mul", "maximum": "max", "minimum": "min"}
@@ -237,11 +238,11 @@ def _scatter(e: Emitter, x: XlaOp) -> None:
         len(x.metas[1].shape) if vector_dim is None else vector_dim[0], kind,
         tuple(x.ints("input_batching_dims") or []), tuple(x.ints("scatter_indices_batching_dims") or []),
         mode="drop")  # XLA skips an update whose window is out of bounds
-    xla_gather.expand_scatter(e, x.inputs[0], _named(x, 0), x.inputs[1], _named(x, 1), x.inputs[2], _named(x, 2), form,
+    xla_gather.expand_scatter(e, x.inputs[0], named(x, 0), x.inputs[1], named(x, 1), x.inputs[2], named(x, 2), form,
                          x.outs[0])
 
 
-def _named(x: XlaOp, k: int) -> TensorMeta:
+def named(x: XlaOp, k: int) -> TensorMeta:
     meta = x.metas[k]
     return TensorMeta(x.inputs[k] if isinstance(x.inputs[k], str) else "", meta.shape, meta.dtype)
 
@@ -291,45 +292,24 @@ def _triangular_solve(e: Emitter, x: XlaOp) -> None:
 
 
 def _custom_call(e: Emitter, x: XlaOp) -> None:
+    handler, reads = CUSTOM_CALLS.get(x.target, (None, frozenset()))
     if linalg.is_lapack(x.target):
         linalg.lapack_call(e, x.target, x.inputs, x.metas, x.outs, linalg.lapack_options(x.spec), x.unused)
-    elif "mhlo.backend_config" in x.attr_keys and (x.target == "TopK" or x.target in _GEMM_TARGETS):
-        raise Unmapped(f"custom call {x.target}: attributes not mapped: mhlo.backend_config")
-    elif x.target == "TopK":
-        _top_k(e, x)
-    elif x.target in _GEMM_TARGETS:
-        _gemm(e, x)
-    else:
+    elif handler is None:
         raise Unmapped(f"custom call {x.target or '(no target)'}: no canonical op")
+    elif "mhlo.backend_config" in x.attr_keys:
+        raise Unmapped(f"custom call {x.target}: attributes not mapped: mhlo.backend_config")
+    elif unread := sorted(x.attr_keys & (_TARGET_ATTRS - reads)):
+        raise Unmapped(f"custom call {x.target}: attributes not mapped: {', '.join(unread)}")
+    else:
+        handler(e, x)
 
 
-# cuBLAS / cuBLASLt GEMMs XLA calls on GPUs; their backend_config holds the dot dimension numbers
-_GEMM_TARGETS = {"__cublas$gemm", "__cublas$lt$matmul"}
-
-
-def _gemm(e: Emitter, x: XlaOp) -> None:
-    """A library GEMM: `gemm_backend_config` names its dot dimensions, alpha, beta (beta != 0 adds
-    a third operand) and epilogue. Only alpha 1, beta 0 and no epilogue is a plain matmul."""
-    config = x.spec
-    number = lambda key: float(m.group(1)) if (m := re.search(rf'"{key}"\s*:\s*"?(-?[\d.e+-]+)', config)) else None
-    epilogue = re.search(r'"epilogue"\s*:\s*"(\w+)"', config)
-    if number("alpha_real") not in (None, 1.0) or number("alpha_imag") not in (None, 0.0):
-        raise Unmapped("a GEMM scaled by alpha")
-    if number("beta") not in (None, 0.0):
-        raise Unmapped("a GEMM adding beta times an operand")
-    if epilogue and epilogue.group(1) != "DEFAULT":
-        raise Unmapped(f"a GEMM with a {epilogue.group(1)} epilogue")
-    dims = lambda key: [int(v) for v in re.findall(r'"?(\d+)"?', m.group(1))] if (
-        m := re.search(rf'"{key}"\s*:\s*\[([^\]]*)\]', config)) else []
-    if not re.search(r'"lhs_contracting_dimensions"', config):
-        raise Unmapped("a GEMM without dot dimension numbers")
-    outs = [o for o in x.outs if o.dtype not in ("int8", "uint8")][:1]  # the workspace result is scratch
-    if len(x.inputs) != 2 or not outs:
-        raise Unmapped("a GEMM of other than two operands")
-    x = XlaOp(x.id, x.opcode, x.native, x.scope, x.inputs, x.metas, outs, x.spec, x.bodies, x.provenance, x.iotas,
-              x.attr_keys, x.target)
-    _matmul(e, x, dims("lhs_contracting_dimensions"), dims("rhs_contracting_dimensions"),
-            dims("lhs_batch_dimensions"), dims("rhs_batch_dimensions"))
+# attributes only some custom-call targets read (a cuDNN convolution's window and dimension labels)
+_TARGET_ATTRS = frozenset({"window", "dim_labels", "feature_group_count", "batch_group_count"})
+# custom-call target -> (handler, the attributes of _TARGET_ATTRS it reads); hlo_gpu_calls adds the
+# GPU libraries' calls
+CUSTOM_CALLS: dict[str, tuple] = {"TopK": (_top_k, frozenset())}
 
 
 def _conv_labels(x: XlaOp) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -350,7 +330,9 @@ def _conv_labels(x: XlaOp) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int,
     return spec(labels[0], "b", "f"), spec(labels[1], "o", "i"), spec(labels[2], "b", "f")
 
 
-def _convolution(e: Emitter, x: XlaOp) -> None:
+def conv_form(x: XlaOp) -> forms.ConvForm:
+    """The convolution an HLO convolution (or a cuDNN call's window and dim_labels) or a
+    StableHLO one describes."""
     lhs_spec, rhs_spec, out_spec = _conv_labels(x)
     n = len(lhs_spec) - 2
     size, stride, pads, lhs_dil, rhs_dil = _window(x, n, reversible=True)
@@ -359,10 +341,13 @@ def _convolution(e: Emitter, x: XlaOp) -> None:
         lhs_dil, rhs_dil = x.ints("lhs_dilation") or [1] * n, x.ints("rhs_dilation") or [1] * n
         if re.search(r"window_reversal\s*=\s*array<i1:[^>]*true", x.spec):
             raise Unmapped("a reversed window")
-    form = forms.ConvForm(lhs_spec, rhs_spec, out_spec, tuple(stride), tuple(map(tuple, pads)), tuple(lhs_dil),
+    return forms.ConvForm(lhs_spec, rhs_spec, out_spec, tuple(stride), tuple(map(tuple, pads)), tuple(lhs_dil),
                           tuple(rhs_dil), (x.ints("feature_group_count") or [1])[0],
                           (x.ints("batch_group_count") or [1])[0], _reversal(x, n))
-    forms.expand_conv(e, x.inputs[0], _named(x, 0), x.inputs[1], _named(x, 1), form, x.outs[0])
+
+
+def _convolution(e: Emitter, x: XlaOp) -> None:
+    forms.expand_conv(e, x.inputs[0], named(x, 0), x.inputs[1], named(x, 1), conv_form(x), x.outs[0])
 
 
 def _while(e: Emitter, x: XlaOp) -> None:
@@ -399,7 +384,7 @@ register("scatter", _scatter, ("update_window_dims", "inserted_window_dims", "sc
 register("sort", _sort, ("dimensions", "dimension", "is_stable", "to_apply"))
 register(["top-k", "topk"], _top_k, ("k", "largest"))
 register("custom-call", _custom_call, ("custom_call_target", "called_computations", "call_target_name",
-                                        "backend_config", "has_side_effect", "mhlo.backend_config"))
+                                        "backend_config", "has_side_effect", "mhlo.backend_config", *_TARGET_ATTRS))
 register("triangular-solve", _triangular_solve, ("left_side", "lower", "transpose_a", "unit_diagonal",
                                                   "triangular_solve_options"))
 register("convolution", _convolution, ("window", "dim_labels", "feature_group_count", "batch_group_count",

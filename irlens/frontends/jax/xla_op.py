@@ -122,7 +122,7 @@ class XlaOp:
     iotas: dict[str, int]  # value name -> the dim an iota counts along
     attr_keys: set[str]
     target: str = ""  # a custom call's target
-    layouts: tuple = ()  # a bitcast's (operand, result) layouts, minor-to-major
+    layouts: tuple = ()  # a bitcast's or custom call's (per operand, per result) layouts, minor-to-major
     subgraphs: dict[str, Graph] = field(default_factory=dict)  # a while's cond and body, a conditional's branches
     unused: frozenset = frozenset()  # the results nothing reads (of an op with several)
 

@@ -1,0 +1,72 @@
+"""JAX functions whose optimized GPU HLO holds cuBLAS GEMMs with alpha, beta and epilogues and
+cuDNN convolutions forward and backward, each read into its jax.hlo common view and interpreted
+against JAX's own result. Prints one JSON line: per function, the library calls (target and
+epilogue / activation), the unknown ops with their reasons, and the largest error relative to
+the result's scale. Its own process (run by tests/test_jax_gpu_calls.py, or directly), because
+XLA_FLAGS must be set before JAX starts: Triton GEMMs off, cuBLASLt on, so that XLA writes the
+library calls."""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+os.environ.setdefault("XLA_FLAGS", "--xla_gpu_enable_triton_gemm=false --xla_gpu_enable_cublaslt=true")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from jax import lax  # noqa: E402
+
+from irlens.frontends.jax.hlo import hlo_to_graph  # noqa: E402
+from irlens.interpret import interpret  # noqa: E402
+
+
+def _conv(x, w, stride=1):
+    return lax.conv_general_dilated(x, w, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+CASES = {  # name -> (function, argument shapes)
+    "dense_bias_gelu": (lambda x, w, b: jax.nn.gelu(x @ w + b, approximate=True), [(256, 512), (512, 1024), (1024,)]),
+    "dense_bias_relu": (lambda x, w, b: jax.nn.relu(x @ w + b), [(256, 512), (512, 1024), (1024,)]),
+    "dense_plus_matrix": (lambda x, w, c: x @ w + c, [(256, 512), (512, 1024), (256, 1024)]),
+    "scaled_scores": (lambda q, k: jnp.einsum("bqd,bkd->bqk", q, k) * 0.125, [(8, 256, 64), (8, 256, 64)]),
+    "conv_bias_relu": (lambda x, w, b: jax.nn.relu(_conv(x, w) + b), [(8, 32, 32, 64), (3, 3, 64, 128), (128,)]),
+    "conv_grads": (jax.grad(lambda x, w: (_conv(x, w, 2) ** 2).sum(), argnums=(0, 1)),
+                   [(8, 32, 32, 64), (3, 3, 64, 128)]),
+}
+
+
+def _library_calls(text: str) -> list[str]:
+    """Each custom call's target, with its epilogue or activation where it has one."""
+    calls = []
+    for line in text.splitlines():
+        target = re.search(r'custom_call_target="([^"]+)"', line)
+        if target:
+            mode = re.search(r'"(?:epilogue|activation_mode)":"(\w+)"', line)
+            calls.append(target.group(1) + (f":{mode.group(1)}" if mode else ""))
+    return sorted(calls)
+
+
+def run_case(fn, shapes) -> dict:
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    with jax.default_matmul_precision("highest"):  # no TF32: the float64 interpretation is the reference
+        compiled = jax.jit(fn).lower(*args).compile()
+        want = jax.tree_util.tree_leaves(compiled(*args))
+    module = compiled.runtime_executable().hlo_modules()[0]
+    graph = hlo_to_graph(module, name="case")
+    unknown = {f"{n.op}: {n.attrs.get('target', '')} {n.attrs.get('reason', '')}" for n in graph.nodes if n.is_unknown}
+    result = {"calls": _library_calls(module.to_string()), "unknown": sorted(unknown)}
+    if not unknown:
+        got = interpret(graph, [torch.from_numpy(a).double() for a in args])
+        want = [torch.from_numpy(np.array(w)).double() for w in want]
+        result["rel_err"] = max(float((g - w).abs().max() / max(float(w.abs().max()), 1e-30))
+                                for g, w in zip(got, want, strict=True))
+    return result
+
+
+if __name__ == "__main__":
+    print(json.dumps({"platform": jax.devices()[0].platform,
+                      **{name: run_case(fn, shapes) for name, (fn, shapes) in CASES.items()}}))
