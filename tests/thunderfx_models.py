@@ -5,6 +5,8 @@ tests/thunderfx_models.py:erfcx_between`). Each module is built only when a work
 instantiated, so naming one does not import transformers or timm."""
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from irlens.workload import Workload
@@ -44,6 +46,22 @@ class MaxPoolPadded(torch.nn.Module):
 
     def forward(self, x):
         return torch.nn.functional.max_pool2d(x, 3, 2, 1)
+
+
+class BatchNormThenNoGradient(torch.nn.Module):
+    """A train-mode BatchNorm in a Thunder region that runs before a region thunder.jit fails on
+    (adaptive_avg_pool2d has no gradient there): ThunderFX compiles the step again, and the
+    statistics the failed run updated must not be updated twice. erfcx (Inductor's) splits them."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.head = torch.nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        y = torch.special.erfcx(self.bn(self.conv(x)).relu())
+        return torch.nn.functional.adaptive_avg_pool2d(self.head(y), 1).flatten(1)
 
 
 class VmapScale(torch.nn.Module):
@@ -105,6 +123,10 @@ erfcx_between = _workload("erfcx_between", ErfcxBetween, _randn(4, 8), "linear, 
 max_pool_padded = _workload("max_pool_padded", MaxPoolPadded, _randn(1, 2, 6, 6), "F.max_pool2d(x, 3, 2, 1)")
 vmap_between = _workload("vmap_between", VmapScale, _randn(3, 5), "exp, a vmapped sin x sum, cos")
 logcumsumexp_only = _workload("logcumsumexp_only", LogCumSumExp, _randn(6, 5), "logcumsumexp alone")
+batch_norm_then_no_gradient = dataclasses.replace(
+    _workload("batch_norm_then_no_gradient", BatchNormThenNoGradient, _randn(2, 3, 8, 8),
+              "conv, train-mode BatchNorm, erfcx (Inductor's), conv, adaptive_avg_pool2d (no Thunder gradient)"),
+    training=True)
 llama = _workload("tiny_llama", tiny_llama, _ids, "a 1-layer LlamaModel of transformers, random weights")
 mamba = _workload("tiny_mamba", tiny_mamba, _ids, "a 1-layer MambaModel of transformers (its slow path), random weights")
 resnet = _workload("tiny_resnet", tiny_resnet, _randn(2, 3, 32, 32),

@@ -13,6 +13,8 @@ transform for bound symbol ltorch.adaptive_avg_pool2d"). Such a failure is caugh
 compilation runs again with the ops the error names (the whole region where it names none)
 hidden from Thunder: they become calls of a function Thunder has no mapping for, so the splitter
 sends them to Inductor, and the summary gives irlens' reason for them instead of ThunderFX's.
+The regions before the failed one have run by then: the buffers they updated in place (a
+train-mode BatchNorm's statistics) are put back before the next compilation runs the step again.
 Nodes inside vmap are hidden so before the split (`vmapped`): ThunderFX's splitter fails on them.
 """
 from __future__ import annotations
@@ -266,6 +268,13 @@ def _recording_compiler(thunder_options: dict, hidden: dict[tuple[int, str], str
     return RecordingCompiler()
 
 
+def _put_back(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    buffers = dict(module.named_buffers())
+    with torch.no_grad():
+        for name, value in state.items():
+            buffers[name].copy_(value)
+
+
 class ThunderFX:
     """One module compiled by ThunderFX with `thunder_options` (thunder.jit's, per region)."""
 
@@ -288,7 +297,10 @@ class ThunderFX:
         from irlens.frontends.dynamo import graph_break_notes
 
         error = None
-        for _ in range(MAX_ATTEMPTS):
+        state = {name: b.detach().clone() for name, b in self.module.named_buffers()}
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:  # the regions before the failed one ran: their in-place updates (BatchNorm's) are undone
+                _put_back(self.module, state)
             torch._dynamo.reset()
             counters.clear()
             compiler = _recording_compiler(self.options, self.hidden)
