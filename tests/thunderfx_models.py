@@ -48,6 +48,19 @@ class MaxPoolPadded(torch.nn.Module):
         return torch.nn.functional.max_pool2d(x, 3, 2, 1)
 
 
+class InplaceHardswishGate(torch.nn.Module):
+    """An in-place activation of an intermediate, then a squeeze-excite gate of it, as timm's
+    MobileNetV3 blocks compute (`BatchNormAct2d` with `Hardswish(inplace=True)`, then `se`;
+    EfficientNet: `SiLU(inplace=True)`). Thunder 0.2.6 writes the activation over its input and
+    its backward reads that input back: the gradient is computed from the output (at x ~ 0,
+    d/dx reads 1/2 + x/4, not 1/2 + x/3). With the torchcompile executor a plain in-place
+    activation comes out right; followed by the gate, it does not."""
+
+    def forward(self, x):
+        y = torch.nn.functional.hardswish(x * 2, inplace=True)
+        return y * torch.sigmoid(y.mean(-1, keepdim=True))
+
+
 class BatchNormThenNoGradient(torch.nn.Module):
     """A train-mode BatchNorm in a Thunder region that runs before a region thunder.jit fails on
     (adaptive_avg_pool2d has no gradient there): ThunderFX compiles the step again, and the
@@ -121,6 +134,8 @@ def _ids(dtype, gen):
 
 erfcx_between = _workload("erfcx_between", ErfcxBetween, _randn(4, 8), "linear, sin, erfcx (Inductor's), scale")
 max_pool_padded = _workload("max_pool_padded", MaxPoolPadded, _randn(1, 2, 6, 6), "F.max_pool2d(x, 3, 2, 1)")
+inplace_hardswish_gate = _workload("inplace_hardswish_gate", InplaceHardswishGate, _randn(4, 8),
+                                   "y = F.hardswish(x * 2, inplace=True); y * sigmoid(y.mean(-1))")
 vmap_between = _workload("vmap_between", VmapScale, _randn(3, 5), "exp, a vmapped sin x sum, cos")
 logcumsumexp_only = _workload("logcumsumexp_only", LogCumSumExp, _randn(6, 5), "logcumsumexp alone")
 batch_norm_then_no_gradient = dataclasses.replace(
