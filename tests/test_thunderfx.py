@@ -301,12 +301,14 @@ def test_thunder_torchcompile_padded_max_pool2d_fwdbwd():
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="upstream: Thunder 0.2.6's backward of an in-place activation of an intermediate "
-                                      "reads the activation's input after the activation overwrote it (timm's "
-                                      "MobileNetV3 and EfficientNet); docs/results/repro-thunder-inplace-activation/")
-def test_thunder_torchcompile_inplace_activation_then_gate_fwdbwd():
+                                      "(or division) reads its input after the in-place op overwrote it (timm's "
+                                      "MobileNetV3 and EfficientNet, transformers' Mixtral router); "
+                                      "docs/results/repro-thunder-inplace-op/")
+@pytest.mark.parametrize("workload", ["inplace_hardswish_gate", "inplace_router_normalize"])
+def test_thunder_torchcompile_inplace_op_on_an_intermediate_fwdbwd(workload):
     from irlens.backends import get_backend
 
-    inst = model("inplace_hardswish_gate").instantiate()
+    inst = model(workload).instantiate()
     run = get_backend("thunder+torchcompile").run(inst, "fwdbwd")
     assert_close_to_float64(run.results, inst, "fwdbwd")
 

@@ -61,6 +61,18 @@ class InplaceHardswishGate(torch.nn.Module):
         return y * torch.sigmoid(y.mean(-1, keepdim=True))
 
 
+class InplaceRouterNormalize(torch.nn.Module):
+    """transformers' Mixtral router: the top-k probabilities divided in place by their sum
+    (`router_top_value /= router_top_value.sum(...)`). The same Thunder 0.2.6 fault as
+    InplaceHardswishGate: the division's backward reads its numerator after the division
+    overwrote it."""
+
+    def forward(self, x):
+        top = torch.topk(torch.softmax(x, -1), 2, dim=-1)[0]
+        top /= top.sum(dim=-1, keepdim=True)
+        return top
+
+
 class BatchNormThenNoGradient(torch.nn.Module):
     """A train-mode BatchNorm in a Thunder region that runs before a region thunder.jit fails on
     (adaptive_avg_pool2d has no gradient there): ThunderFX compiles the step again, and the
@@ -136,6 +148,8 @@ erfcx_between = _workload("erfcx_between", ErfcxBetween, _randn(4, 8), "linear, 
 max_pool_padded = _workload("max_pool_padded", MaxPoolPadded, _randn(1, 2, 6, 6), "F.max_pool2d(x, 3, 2, 1)")
 inplace_hardswish_gate = _workload("inplace_hardswish_gate", InplaceHardswishGate, _randn(4, 8),
                                    "y = F.hardswish(x * 2, inplace=True); y * sigmoid(y.mean(-1))")
+inplace_router_normalize = _workload("inplace_router_normalize", InplaceRouterNormalize, _randn(8, 4),
+                                     "top-2 of softmax(x), divided in place by their sum (Mixtral's router)")
 vmap_between = _workload("vmap_between", VmapScale, _randn(3, 5), "exp, a vmapped sin x sum, cos")
 logcumsumexp_only = _workload("logcumsumexp_only", LogCumSumExp, _randn(6, 5), "logcumsumexp alone")
 batch_norm_then_no_gradient = dataclasses.replace(
