@@ -52,16 +52,16 @@ def _fails(message: str):
 
 def test_auto_takes_jit_where_it_works_and_thunderfx_where_it_fails():
     assert chosen_capture() == "auto"
-    assert capture("w", lambda: "jit", lambda why: why) == "jit"
-    assert capture("w", _fails("no tracing here\nmore"), lambda why: why) == \
+    assert capture("w", lambda: "jit", lambda why, _: why) == "jit"
+    assert capture("w", _fails("no tracing here\nmore"), lambda why, _: why) == \
         "thunderfx (thunder.jit failed: RuntimeError: no tracing here)"
 
 
 def test_a_chosen_capture_takes_one_way_only():
     with capture_as("thunderfx"):
-        assert capture("w", lambda: "jit", lambda why: why) == "thunderfx (asked for)"
+        assert capture("w", lambda: "jit", lambda why, _: why) == "thunderfx (asked for)"
     with capture_as("jit"), pytest.raises(RuntimeError, match="no tracing"):
-        capture("w", _fails("no tracing"), lambda why: why)
+        capture("w", _fails("no tracing"), lambda why, _: why)
     assert chosen_capture() == "auto"  # capture_as restores what was there
 
 
@@ -74,7 +74,7 @@ def test_thunder_that_cannot_run_at_all_is_no_native_path():
 def test_a_failure_dynamo_wraps_is_named_by_the_backend_s_own_error():
     from torch._dynamo.exc import BackendCompilerFailed
 
-    def wrapped(_):
+    def wrapped(*_):
         raise BackendCompilerFailed(lambda: None, TypeError("tree_flatten of type Tensor is not supported"), None)
 
     with pytest.raises(NoNativePath, match=r"ThunderFX failed too \(TypeError: tree_flatten of type Tensor"):
@@ -276,8 +276,8 @@ def test_buffers_a_failed_compilation_updated_are_put_back():
 
     inst = model("batch_norm_then_no_gradient").instantiate()
     before = {n: b.clone() for n, b in inst.module.named_buffers()}
-    run = get_backend("thunder+torchcompile").run(inst, "fwdbwd")
-    assert run.notes["capture"].startswith("thunderfx (thunder.jit failed: ")
+    with capture_as("thunderfx"):  # no thunder.jit first: its failure would keep the op from Thunder at once
+        run = get_backend("thunder+torchcompile").run(inst, "fwdbwd")
     assert "no gradient for adaptive_avg_pool2d" in run.notes["splits"]
     assert run.results["buffer:bn.num_batches_tracked"].item() == 1
     expected = float64_results(inst, "fwdbwd")
@@ -285,6 +285,26 @@ def test_buffers_a_failed_compilation_updated_are_put_back():
         err = (run.results[name].double() - expected[name]).abs().max() / expected[name].abs().max()
         assert err < 1e-5, f"{name}: relative error {err:.1e}"
     assert all(torch.equal(b, before[n]) for n, b in inst.module.named_buffers())
+
+
+def test_an_op_thunder_jit_has_no_gradient_for_is_kept_from_thunder_from_the_start():
+    """Where thunder.jit of the whole module failed for want of an op's gradient, ThunderFX hides
+    that op from the first compilation: no region fails on its first call, nothing compiles twice."""
+    from irlens._compat import import_thunder
+    from irlens.backends import get_backend
+    from irlens.frontends.thunder.thunderfx import ThunderFX
+
+    executors = get_backend("thunder+torchcompile").executors(import_thunder())  # the torchcompile executor first
+    with pytest.raises(RuntimeError, match="gradient transform for bound symbol") as failed:
+        failing = model("batch_norm_then_no_gradient").instantiate()
+        run_eager(import_thunder().jit(failing.module, executors=executors), failing, "fwdbwd")
+    inst = model("batch_norm_then_no_gradient").instantiate()
+    fx = ThunderFX(inst.module, failed.value, executors=executors)
+    results = fx.calls(lambda compiled: run_eager(compiled, inst, "fwdbwd"))()
+    assert fx.compilations == 1
+    reasons = [reason for region in fx.regions() for reason in region.reasons]
+    assert any(r.startswith("irlens: thunder.jit has no gradient for adaptive_avg_pool2d") for r in reasons), reasons
+    assert_close_to_float64(results, inst, "fwdbwd")
 
 
 @pytest.mark.slow

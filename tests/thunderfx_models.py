@@ -80,7 +80,7 @@ class BatchNormThenNoGradient(torch.nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.conv = torch.nn.Conv2d(3, 4, 3, bias=False)  # a bias before BatchNorm has no gradient in truth
         self.bn = torch.nn.BatchNorm2d(4)
         self.head = torch.nn.Conv2d(4, 4, 1)
 

@@ -60,14 +60,15 @@ def first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"[:200]
 
 
-def capture(workload: str, jit: Callable[[], T], thunderfx: Callable[[str], T]) -> T:
-    """`jit()`, or `thunderfx(why)` where the capture says so: `why` is the line a row shows
-    ("thunderfx (thunder.jit failed: ...)", or "thunderfx (asked for)")."""
+def capture(workload: str, jit: Callable[[], T], thunderfx: Callable[[str, BaseException | None], T]) -> T:
+    """`jit()`, or `thunderfx(why, jit_error)` where the capture says so: `why` is the line a row
+    shows ("thunderfx (thunder.jit failed: ...)", or "thunderfx (asked for)"), `jit_error` how
+    thunder.jit failed (None where it was not tried)."""
     from irlens.frontends.base import Unavailable
 
     how = chosen_capture()
     if how == "thunderfx":
-        return thunderfx("thunderfx (asked for)")
+        return thunderfx("thunderfx (asked for)", None)
     try:
         return jit()
     except Unavailable:
@@ -75,9 +76,9 @@ def capture(workload: str, jit: Callable[[], T], thunderfx: Callable[[str], T]) 
     except Exception as e:  # noqa: BLE001  (any failure of thunder.jit sends auto to ThunderFX)
         if how == "jit":
             raise
-        jit_error = first_line(e)
+        jit_failure, jit_error = e, first_line(e)
     try:
-        return thunderfx(f"thunderfx (thunder.jit failed: {jit_error})")
+        return thunderfx(f"thunderfx (thunder.jit failed: {jit_error})", jit_failure)
     except Unavailable:
         raise
     except Exception as e:  # noqa: BLE001
