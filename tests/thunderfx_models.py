@@ -5,6 +5,8 @@ tests/thunderfx_models.py:erfcx_between`). Each module is built only when a work
 instantiated, so naming one does not import transformers or timm."""
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from irlens.workload import Workload
@@ -44,6 +46,47 @@ class MaxPoolPadded(torch.nn.Module):
 
     def forward(self, x):
         return torch.nn.functional.max_pool2d(x, 3, 2, 1)
+
+
+class InplaceHardswishGate(torch.nn.Module):
+    """An in-place activation of an intermediate, then a squeeze-excite gate of it, as timm's
+    MobileNetV3 blocks compute (`BatchNormAct2d` with `Hardswish(inplace=True)`, then `se`;
+    EfficientNet: `SiLU(inplace=True)`). Thunder 0.2.6 writes the activation over its input and
+    its backward reads that input back: the gradient is computed from the output (at x ~ 0,
+    d/dx reads 1/2 + x/4, not 1/2 + x/3). With the torchcompile executor a plain in-place
+    activation comes out right; followed by the gate, it does not."""
+
+    def forward(self, x):
+        y = torch.nn.functional.hardswish(x * 2, inplace=True)
+        return y * torch.sigmoid(y.mean(-1, keepdim=True))
+
+
+class InplaceRouterNormalize(torch.nn.Module):
+    """transformers' Mixtral router: the top-k probabilities divided in place by their sum
+    (`router_top_value /= router_top_value.sum(...)`). The same Thunder 0.2.6 fault as
+    InplaceHardswishGate: the division's backward reads its numerator after the division
+    overwrote it."""
+
+    def forward(self, x):
+        top = torch.topk(torch.softmax(x, -1), 2, dim=-1)[0]
+        top /= top.sum(dim=-1, keepdim=True)
+        return top
+
+
+class BatchNormThenNoGradient(torch.nn.Module):
+    """A train-mode BatchNorm in a Thunder region that runs before a region thunder.jit fails on
+    (adaptive_avg_pool2d has no gradient there): ThunderFX compiles the step again, and the
+    statistics the failed run updated must not be updated twice. erfcx (Inductor's) splits them."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, bias=False)  # a bias before BatchNorm has no gradient in truth
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.head = torch.nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        y = torch.special.erfcx(self.bn(self.conv(x)).relu())
+        return torch.nn.functional.adaptive_avg_pool2d(self.head(y), 1).flatten(1)
 
 
 class VmapScale(torch.nn.Module):
@@ -103,8 +146,16 @@ def _ids(dtype, gen):
 
 erfcx_between = _workload("erfcx_between", ErfcxBetween, _randn(4, 8), "linear, sin, erfcx (Inductor's), scale")
 max_pool_padded = _workload("max_pool_padded", MaxPoolPadded, _randn(1, 2, 6, 6), "F.max_pool2d(x, 3, 2, 1)")
+inplace_hardswish_gate = _workload("inplace_hardswish_gate", InplaceHardswishGate, _randn(4, 8),
+                                   "y = F.hardswish(x * 2, inplace=True); y * sigmoid(y.mean(-1))")
+inplace_router_normalize = _workload("inplace_router_normalize", InplaceRouterNormalize, _randn(8, 4),
+                                     "top-2 of softmax(x), divided in place by their sum (Mixtral's router)")
 vmap_between = _workload("vmap_between", VmapScale, _randn(3, 5), "exp, a vmapped sin x sum, cos")
 logcumsumexp_only = _workload("logcumsumexp_only", LogCumSumExp, _randn(6, 5), "logcumsumexp alone")
+batch_norm_then_no_gradient = dataclasses.replace(
+    _workload("batch_norm_then_no_gradient", BatchNormThenNoGradient, _randn(2, 3, 8, 8),
+              "conv, train-mode BatchNorm, erfcx (Inductor's), conv, adaptive_avg_pool2d (no Thunder gradient)"),
+    training=True)
 llama = _workload("tiny_llama", tiny_llama, _ids, "a 1-layer LlamaModel of transformers, random weights")
 mamba = _workload("tiny_mamba", tiny_mamba, _ids, "a 1-layer MambaModel of transformers (its slow path), random weights")
 resnet = _workload("tiny_resnet", tiny_resnet, _randn(2, 3, 32, 32),

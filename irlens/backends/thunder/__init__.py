@@ -118,7 +118,8 @@ class ThunderBackend(Backend):
 
     def run(self, inst: Instance, mode: str) -> BackendRun:
         """thunder.jit, or ThunderFX where it fails (or where the capture says so)."""
-        return capture(inst, mode, lambda: self._run_jit(inst, mode), lambda why: self._run_thunderfx(inst, mode, why))
+        return capture(inst, mode, lambda: self._run_jit(inst, mode),
+                       lambda why, jit_error: self._run_thunderfx(inst, mode, why, jit_error))
 
     def _run_jit(self, inst: Instance, mode: str) -> BackendRun:
         thunder, jfn, recorder = self._jit(inst)
@@ -134,17 +135,17 @@ class ThunderBackend(Backend):
 
         return with_kernels(results, compile_s, run_us, mapping)
 
-    def _thunderfx(self, inst: Instance) -> tuple[object, ThunderFX, RegionRecorder]:
+    def _thunderfx(self, inst: Instance, jit_error: BaseException | None) -> tuple[object, ThunderFX, RegionRecorder]:
         """(thunder, ThunderFX over the module with this backend's executors, a fresh recorder)."""
         available = self.availability(inst.device)
         if not available:
             raise Unavailable(f"{self.name}: {available.reason}")
         thunder = import_thunder_or_raise()
-        fx = ThunderFX(inst.module, executors=self.executors(thunder), **self.compile_options)
+        fx = ThunderFX(inst.module, jit_error, executors=self.executors(thunder), **self.compile_options)
         return thunder, fx, self.recorder(self.name)
 
-    def _run_thunderfx(self, inst: Instance, mode: str, why: str) -> BackendRun:
-        thunder, fx, recorder = self._thunderfx(inst)
+    def _run_thunderfx(self, inst: Instance, mode: str, why: str, jit_error: BaseException | None) -> BackendRun:
+        thunder, fx, recorder = self._thunderfx(inst, jit_error)
         results, compile_s, run_us = measure(fx.calls(lambda compiled: run_eager(compiled, inst, mode)), inst.device)
 
         def mapping() -> BackendRun:
@@ -176,7 +177,7 @@ class ThunderBackend(Backend):
         """The execution traces that ran (where the fusion regions are), then each region's IRs;
         through ThunderFX, its split summary first and each fallback region's Inductor modules."""
         return capture(inst, mode, lambda: self._jit_stages(inst, mode),
-                       lambda why: self._thunderfx_stages(inst, mode, why))
+                       lambda why, jit_error: self._thunderfx_stages(inst, mode, why, jit_error))
 
     def _jit_stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         thunder, jfn, recorder = self._jit(inst)
@@ -184,8 +185,9 @@ class ThunderBackend(Backend):
         return self._trace_stages(recorder, [(name, trace, "") for name, trace in final_traces(thunder, jfn, mode)],
                                   inst.name)
 
-    def _thunderfx_stages(self, inst: Instance, mode: str, why: str) -> dict[str, Stage]:
-        thunder, fx, recorder = self._thunderfx(inst)
+    def _thunderfx_stages(self, inst: Instance, mode: str, why: str,
+                          jit_error: BaseException | None) -> dict[str, Stage]:
+        thunder, fx, recorder = self._thunderfx(inst, jit_error)
         fx.calls(lambda compiled: run_eager(compiled, inst, mode))()
         regions = fx.regions()
         recorder.use_codes(fx.thunder_codes)

@@ -147,7 +147,7 @@ class ThunderFrontend(Frontend):
     def acquire(self, inst: Instance, mode: str) -> Acquisition:
         thunder = import_thunder_or_raise()
         return capture(inst, mode, lambda: self._jit(thunder, inst, mode),
-                       lambda why: self._thunderfx(thunder, inst, mode, why))
+                       lambda why, jit_error: self._thunderfx(thunder, inst, mode, why, jit_error))
 
     def _jit(self, thunder, inst: Instance, mode: str) -> Acquisition:
         jfn = thunder.jit(inst.module)
@@ -156,8 +156,8 @@ class ThunderFrontend(Frontend):
         notes = {"executors": executor_names(thunder, jfn), "arg_values": argument_values(thunder, jfn)}
         return Acquisition(self.name, inst.name, mode, stages, notes)
 
-    def _thunderfx(self, thunder, inst: Instance, mode: str, why: str) -> Acquisition:
-        fx = ThunderFX(inst.module)
+    def _thunderfx(self, thunder, inst: Instance, mode: str, why: str, jit_error: BaseException | None) -> Acquisition:
+        fx = ThunderFX(inst.module, jit_error)
         fx.calls(lambda compiled: run_eager(compiled, inst, mode))()
         regions = fx.regions()
         summary = split_summary(regions, fx.graph_breaks)

@@ -64,21 +64,23 @@ def first_line(e: BaseException) -> str:
 
 # thunder.jit failures on a workload's forward in this process: a fwd+bwd cell of the same workload
 # traces the same forward first, so it goes to ThunderFX at once (a zoo worker runs both modes)
-_FORWARD_FAILED: dict[tuple, str] = {}
+_FORWARD_FAILED: dict[tuple, BaseException] = {}
 
 
-def capture(inst, mode: str, jit: Callable[[], T], thunderfx: Callable[[str], T]) -> T:
-    """`jit()`, or `thunderfx(why)` where the capture says so: `why` is the line a row shows
-    ("thunderfx (thunder.jit failed: ...)", or "thunderfx (asked for)"). `inst`: the workload's
-    instance (its name, preset, dtype and device key what failed); `mode`: the cell's."""
+def capture(inst, mode: str, jit: Callable[[], T], thunderfx: Callable[[str, BaseException | None], T]) -> T:
+    """`jit()`, or `thunderfx(why, jit_error)` where the capture says so: `why` is the line a row
+    shows ("thunderfx (thunder.jit failed: ...)", or "thunderfx (asked for)"), `jit_error` how
+    thunder.jit failed (None where it was not tried). `inst`: the workload's instance (its name,
+    preset, dtype and device key what failed); `mode`: the cell's."""
     from irlens.frontends.base import Unavailable
 
     how = chosen_capture()
     if how == "thunderfx":
-        return thunderfx("thunderfx (asked for)")
+        return thunderfx("thunderfx (asked for)", None)
     key = (inst.name, inst.preset, inst.dtype, inst.device)
     if how == "auto" and mode != "fwd" and key in _FORWARD_FAILED:
-        jit_error = f"{_FORWARD_FAILED[key]}, on its forward earlier in this process: not tried again"
+        jit_failure = _FORWARD_FAILED[key]
+        jit_error = f"{first_line(jit_failure)}, on its forward earlier in this process: not tried again"
     else:
         start = time.perf_counter()
         try:
@@ -88,11 +90,11 @@ def capture(inst, mode: str, jit: Callable[[], T], thunderfx: Callable[[str], T]
         except Exception as e:  # noqa: BLE001  (any failure of thunder.jit sends auto to ThunderFX)
             if how == "jit":
                 raise
-            jit_error = f"{first_line(e)} (after {time.perf_counter() - start:.0f} s)"
-            if mode == "fwd":
-                _FORWARD_FAILED[key] = first_line(e)
+            jit_failure, jit_error = e, f"{first_line(e)} (after {time.perf_counter() - start:.0f} s)"
+            if mode == "fwd":  # its message is what is read again, not its frames (they hold the model)
+                _FORWARD_FAILED[key] = e.with_traceback(None)
     try:
-        return thunderfx(f"thunderfx (thunder.jit failed: {jit_error})")
+        return thunderfx(f"thunderfx (thunder.jit failed: {jit_error})", jit_failure)
     except Unavailable:
         raise
     except Exception as e:  # noqa: BLE001

@@ -13,6 +13,11 @@ transform for bound symbol ltorch.adaptive_avg_pool2d"). Such a failure is caugh
 compilation runs again with the ops the error names (the whole region where it names none)
 hidden from Thunder: they become calls of a function Thunder has no mapping for, so the splitter
 sends them to Inductor, and the summary gives irlens' reason for them instead of ThunderFX's.
+An op Thunder has no gradient for is then kept from Thunder in every graph, and so from the start
+where thunder.jit of the whole module failed for it (`auto`): a failed compilation of a timm CNN
+cost as much as the one after it (timm_nfnet: 113 s of 305 s on the 2-core CPU).
+The regions before the failed one have run by then: the buffers they updated in place (a
+train-mode BatchNorm's statistics) are put back before the next compilation runs the step again.
 Nodes inside vmap are hidden so before the split (`vmapped`): ThunderFX's splitter fails on them.
 """
 from __future__ import annotations
@@ -121,7 +126,7 @@ class RegionFailed(RuntimeError):
 
     def __init__(self, graph: int, culprits: dict[str, str], error: BaseException):
         super().__init__(first_line(error))
-        self.graph, self.culprits = graph, culprits
+        self.graph, self.culprits, self.error = graph, culprits, error
 
 
 def _hidden(target: Callable, op: str) -> Callable:
@@ -155,23 +160,36 @@ def unhide(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 _NO_GRADIENT = re.compile(r"gradient transform for bound symbol bsym=\S+ = (?:\w+\.)?(\w+)\(")
 
 
+def no_gradient(error: BaseException | None) -> dict[str, str]:
+    """{Thunder symbol: irlens' reason} for the symbol Thunder's autodiff says `error` found no
+    gradient transform for (empty for any other error)."""
+    m = _NO_GRADIENT.search(str(error)) if error is not None else None
+    return {m.group(1): f"irlens: thunder.jit has no gradient for {m.group(1)} ({first_line(error)})"} if m else {}
+
+
+def calling(gm: torch.fx.GraphModule, symbols: dict[str, str]) -> dict[str, str]:
+    """{node name: reason} for the nodes of `gm` whose torch call Thunder maps to one of `symbols`."""
+    from thunder.torch import _torch_to_thunder_function_map as thunder_symbols
+
+    found = {}
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method"):
+            continue
+        target = getattr(torch.Tensor, node.target, None) if node.op == "call_method" else node.target
+        name = getattr(thunder_symbols.get(target), "name", None)
+        if name in symbols:
+            found[node.name] = symbols[name]
+    return found
+
+
 def culprits(region: torch.fx.GraphModule, error: BaseException) -> dict[str, str]:
     """The region's nodes to hide after it failed with `error`, each with the reason: those
     calling the symbol Thunder's autodiff names, else every call of the region."""
-    from thunder.torch import _torch_to_thunder_function_map as thunder_symbols
-
-    calls = [n for n in region.graph.nodes if n.op in ("call_function", "call_method")]
-    m = _NO_GRADIENT.search(str(error))
-    if m:
-        def symbol(node):
-            target = getattr(torch.Tensor, node.target, None) if node.op == "call_method" else node.target
-            return getattr(thunder_symbols.get(target), "name", None)
-
-        named = [n for n in calls if symbol(n) == m.group(1)]
-        if named:
-            return {n.name: f"irlens: thunder.jit has no gradient for {m.group(1)} ({first_line(error)})"
-                    for n in named}
-    return {n.name: f"irlens: thunder.jit failed on the region it was in ({first_line(error)})" for n in calls}
+    named = calling(region, no_gradient(error))
+    if named:
+        return named
+    return {n.name: f"irlens: thunder.jit failed on the region it was in ({first_line(error)})"
+            for n in region.graph.nodes if n.op in ("call_function", "call_method")}
 
 
 def vmapped(gm: torch.fx.GraphModule) -> list[str]:
@@ -230,7 +248,7 @@ def restride(t, stride: tuple[int, ...] | None):
     return torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device).copy_(t)
 
 
-def _recording_compiler(thunder_options: dict, hidden: dict[tuple[int, str], str]):
+def _recording_compiler(thunder_options: dict, hidden: dict[tuple[int, str], str], no_gradient: dict[str, str]):
     from thunder.dynamo import ThunderCompiler
 
     class RecordingCompiler(ThunderCompiler):
@@ -247,6 +265,8 @@ def _recording_compiler(thunder_options: dict, hidden: dict[tuple[int, str], str
             for name in vmapped(gm):
                 hidden.setdefault((index, name), "irlens: inside vmap (ThunderFX's splitter cannot read its batched "
                                                  "tensors: 'tree_flatten of type Tensor is not supported')")
+            for name, why in calling(gm, no_gradient).items():
+                hidden.setdefault((index, name), why)
             hide(gm, {name for g, name in hidden if g == index})
             modules = _ModulesPerCompile()
             with inductor_code(modules.module), torch._functorch.config.patch(_EAGER_BACKWARD), \
@@ -266,16 +286,28 @@ def _recording_compiler(thunder_options: dict, hidden: dict[tuple[int, str], str
     return RecordingCompiler()
 
 
-class ThunderFX:
-    """One module compiled by ThunderFX with `thunder_options` (thunder.jit's, per region)."""
+def _put_back(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    buffers = dict(module.named_buffers())
+    with torch.no_grad():
+        for name, value in state.items():
+            buffers[name].copy_(value)
 
-    def __init__(self, module: torch.nn.Module, **thunder_options):
+
+class ThunderFX:
+    """One module compiled by ThunderFX with `thunder_options` (thunder.jit's, per region).
+    `jit_error`: how thunder.jit of the whole module failed, where it did; an op it found no
+    gradient for is kept from Thunder in every graph from the first compilation on."""
+
+    def __init__(self, module: torch.nn.Module, jit_error: BaseException | None = None, **thunder_options):
         self.module, self.options = module, thunder_options
         self.compiler = None
         self.compiled = None
         self.hidden: dict[tuple[int, str], str] = {}  # (graph, node name) -> why irlens hid it from Thunder
+        # Thunder symbol -> why irlens hides every call of it: a region compiling it would fail on its first call
+        self.no_gradient: dict[str, str] = no_gradient(jit_error)
         self.thunder_codes: list[str] = []  # Inductor modules made outside the fallbacks (torchcompile regions)
         self.graph_breaks: dict = {}
+        self.compilations = 0  # of the module: one more after each region that failed on its first call
 
     def calls(self, step: Callable[[Callable], Any]) -> Callable[[], Any]:
         """`lambda: step(compiled)`, whose first call compiles (see the module docstring)."""
@@ -288,10 +320,14 @@ class ThunderFX:
         from irlens.frontends.dynamo import graph_break_notes
 
         error = None
-        for _ in range(MAX_ATTEMPTS):
+        state = {name: b.detach().clone() for name, b in self.module.named_buffers()}
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:  # the regions before the failed one ran: their in-place updates (BatchNorm's) are undone
+                _put_back(self.module, state)
             torch._dynamo.reset()
             counters.clear()
-            compiler = _recording_compiler(self.options, self.hidden)
+            self.compilations += 1
+            compiler = _recording_compiler(self.options, self.hidden, self.no_gradient)
             compiled = torch.compile(self.module, backend=compiler, dynamic=False)
             codes: list[str] = []
             try:
@@ -300,6 +336,7 @@ class ThunderFX:
             except RegionFailed as e:
                 error = e
                 self.hidden.update({(e.graph, name): why for name, why in e.culprits.items()})
+                self.no_gradient.update(no_gradient(e.error))  # its calls in the other graphs fail alike
                 continue
             self.compiler, self.compiled, self.thunder_codes = compiler, compiled, codes
             self.graph_breaks = graph_break_notes(counters)
