@@ -14,8 +14,8 @@ compilation runs again with the ops the error names (the whole region where it n
 hidden from Thunder: they become calls of a function Thunder has no mapping for, so the splitter
 sends them to Inductor, and the summary gives irlens' reason for them instead of ThunderFX's.
 An op Thunder has no gradient for is then kept from Thunder in every graph, and so from the start
-where thunder.jit of the whole module failed for it (`auto`): a failed compilation of a timm CNN
-cost as much as the one after it (timm_nfnet: 113 s of 305 s on the 2-core CPU).
+where thunder.jit of the whole module failed for it (`auto`): a failed compilation costs nearly
+as much as the one after it, the failing region (a CNN's pooling head) compiling last.
 The regions before the failed one have run by then: the buffers they updated in place (a
 train-mode BatchNorm's statistics) are put back before the next compilation runs the step again.
 Nodes inside vmap are hidden so before the split (`vmapped`): ThunderFX's splitter fails on them.
