@@ -349,7 +349,7 @@ def test_thunder_torchcompile_padded_max_pool2d_fwdbwd():
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="upstream: Thunder 0.2.6's backward of an in-place activation of an intermediate "
                                       "(or division) reads its input after the in-place op overwrote it (timm's "
-                                      "MobileNetV3 and EfficientNet, transformers' Mixtral router); "
+                                      "BatchNormAct2d with an in-place activation, transformers' Mixtral router); "
                                       "docs/results/repro-thunder-inplace-op/")
 @pytest.mark.parametrize("workload", ["inplace_hardswish_gate", "inplace_router_normalize"])
 def test_thunder_torchcompile_inplace_op_on_an_intermediate_fwdbwd(workload):

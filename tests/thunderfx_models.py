@@ -51,7 +51,7 @@ class MaxPoolPadded(torch.nn.Module):
 class InplaceHardswishGate(torch.nn.Module):
     """An in-place activation of an intermediate, then a squeeze-excite gate of it, as timm's
     MobileNetV3 blocks compute (`BatchNormAct2d` with `Hardswish(inplace=True)`, then `se`;
-    EfficientNet: `SiLU(inplace=True)`). Thunder 0.2.6 writes the activation over its input and
+    EfficientNet, CoAtNet, MaxViT: `SiLU(inplace=True)`). Thunder 0.2.6 writes the activation over its input and
     its backward reads that input back: the gradient is computed from the output (at x ~ 0,
     d/dx reads 1/2 + x/4, not 1/2 + x/3). With the torchcompile executor a plain in-place
     activation comes out right; followed by the gate, it does not."""
