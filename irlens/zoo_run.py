@@ -114,6 +114,15 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -
     return doc
 
 
+def with_eager_base(doc: Document) -> Document:
+    """`doc` with each row's `eager_us` set from eager's row of the same model and mode in it
+    (kept where a row has one already, from an earlier join)."""
+    eager = {(r.workload, r.mode): r.run_us for r in doc.rows if r.backend == "eager" and r.ran and r.run_us}
+    return dataclasses.replace(doc, rows=[
+        r if r.backend == "eager" or r.eager_us is not None or (r.workload, r.mode) not in eager
+        else dataclasses.replace(r, eager_us=eager[(r.workload, r.mode)]) for r in doc.rows])
+
+
 def merge_shards(docs: list[Document], rerun: bool = False) -> Document:
     """One document from a split run's shards (or any compare documents of zoo rows). A cell that
     one document's budget left unstarted takes another document's row for it (a later run of what
@@ -132,7 +141,7 @@ def merge_shards(docs: list[Document], rerun: bool = False) -> Document:
     kept, seen = [], set(ran)  # a cell no document ran keeps one budget row
     for i, d in enumerate(docs):
         rows = []
-        for r in d.rows:
+        for r in with_eager_base(d).rows:
             key = (r.workload, r.mode, r.backend)
             if r.phase == BUDGET_PHASE:
                 if key in seen:

@@ -190,10 +190,11 @@ zoo4_split() {  # issue 26: one stack at bench size in bf16, one mode, its model
     CUDA_VISIBLE_DEVICES=$gpu OMP_NUM_THREADS=4 timeout "$limit" python -m irlens zoo --device cuda --preset bench \
       --mode "$mode" "${part[@]}" --backends "eager,$stacks" --jobs "${ZOO_JOBS:-8}" --timeout "$cell" \
       --budget-s $((limit - cell - 40 > 30 ? limit - cell - 40 : 30)) --out "$R/zoo-$tag-$mode-$gpu" \
-      --json "$R/zoo-$GPU-$tag-$mode-$gpu.json.gz" > /dev/null 2> "$R/zoo-$tag-$mode-$gpu.log" &
+      > /dev/null 2> "$R/zoo-$tag-$mode-$gpu.log" &
   done
   wait
-  tar czf "$R/zoo-$GPU-$tag-$mode-logs.tar.gz" -C "$R" $(cd "$R" && ls -d zoo-"$tag-$mode"-[0-9]*) \
+  # one file per call (at most 8 come back): each GPU's folder holds its zoo.json, page and report
+  tar czf "$R/zoo-$GPU-$tag-$mode.tar.gz" -C "$R" $(cd "$R" && ls -d zoo-"$tag-$mode"-[0-9]*) \
     && rm -rf "$R"/zoo-"$tag-$mode"-[0-9]*
 }
 

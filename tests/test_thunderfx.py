@@ -417,3 +417,19 @@ def test_a_fallback_regions_vmap_is_read_as_functorch_batches_it():
     (row,) = doc["rows"]
     assert row["status"] == "ok", row["reason"]
     assert row["coverage"] is not None and not row["coverage"]["unknown"], row["coverage"]["unknown"][:5]
+
+
+def test_the_compile_marker_keeps_inductor_s_cache_key_picklable():
+    """Inductor (torch 2.11) pickles its pre-grad custom pass into the FX graph cache key; the
+    marker irlens puts there pickles as its uuid, or every compile would bypass the cache."""
+    import pickle
+
+    from irlens.frontends.thunder.thunderfx import _ModulesPerCompile
+
+    modules = _ModulesPerCompile()
+    marker = modules.patches()["pre_grad_custom_pass"]
+    assert pickle.loads(pickle.dumps(marker)) == marker.uuid() == "irlens-compile-starts"
+    modules.module("a")
+    marker(None)
+    modules.module("b")
+    assert modules.groups == [["a"], ["b"]]

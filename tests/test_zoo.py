@@ -334,6 +334,22 @@ def test_a_later_run_fills_the_cells_a_budget_left_and_the_join_says_the_dtype(t
         ("model_a", "eager"): "ok", ("model_a", "inductor"): "mismatch", ("model_b", "inductor"): "unavailable"}
 
 
+def test_a_joined_rows_speedup_is_against_eager_of_its_own_run():
+    """A rerun brings its own eager row (the base timed beside it); rows kept from the first run keep
+    the first run's eager as their base, on the page and in its JSON."""
+    first = Document("compare", [_row("m", "fwd", "eager", run_us=100.0), _row("m", "fwd", "inductor", run_us=50.0),
+                                 _row("m", "fwd", "nvfuser", "failed")], "cuda", "NVIDIA H200", preset="bench")
+    again = Document("compare", [_row("m", "fwd", "eager", run_us=300.0), _row("m", "fwd", "nvfuser", run_us=100.0)],
+                     "cuda", "NVIDIA H200", preset="bench")
+    merged = merge_shards([first, again], rerun=True)
+    assert merged.device == "cuda (NVIDIA H200)"
+    assert merge_shards([merged, again], rerun=True).device == "cuda (NVIDIA H200)"
+    assert {r.backend: r.eager_us for r in merged.rows} == {"eager": None, "inductor": 100.0, "nvfuser": 300.0}
+    speedups = {s.backend: s.speedups for s in summarize(merged)}
+    assert speedups["inductor"] == {"m": 2.0} and speedups["nvfuser"] == {"m": 3.0}
+    assert "| m | fwd | ok | ok 2.00x | ok 3.00x |" in zoo_markdown(merged)
+
+
 def test_speedups_and_their_geomean_are_shown_on_a_gpu_document():
     rows = [_row(w, "fwd", b, run_us=t) for w, b, t in (("hf_bert", "eager", 100.0), ("hf_bert", "inductor", 50.0),
                                                          ("timm_vit", "eager", 90.0), ("timm_vit", "inductor", 10.0))]
@@ -344,6 +360,12 @@ def test_speedups_and_their_geomean_are_shown_on_a_gpu_document():
     assert upstream_of(_row("m", "fwd", "inductor", detail='Traceback:\n File "/a/irlens/x.py", line 1')) is None
     warned = '/v/site-packages/torch/_dynamo/variables/functions.py:2202: UserWarning: lru_cache\n  File "/v/site-packages/torch/x.py", line 3'
     assert upstream_of(_row("m", "fwd", "nvfuser", "failed", reason="timed out after 170 s", detail=warned)) is None
+    logged = 'W1127 codecache.py:633] Traceback (most recent call last):\n  File "/v/site-packages/torch/_inductor/codecache.py", line 629'
+    assert upstream_of(_row("m", "fwd", "nvfuser", "failed", reason="timed out after 450 s", detail=logged)) is None
+    assert upstream_of(_row("m", "fwd", "nvfuser", "failed", reason="boom", detail=logged)) == "torch"
+    slow = Document("compare", [*rows, _row("hf_bert", "fwd", "nvfuser", "failed", reason="timed out after 450 s",
+                                            detail=logged)], "cuda", "NVIDIA H100", preset="bench")
+    assert "**nvfuser fwd: timed out after N s** — a time limit, nothing crashed; 1 rows: hf_bert" in zoo_markdown(slow)
 
 
 def test_a_missing_library_is_a_clear_error_and_an_unavailable_model(monkeypatch, capsys):

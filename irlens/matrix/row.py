@@ -89,6 +89,9 @@ class Row:
     device_name: str | None = None
     # the module's train/eval mode as it ran (train, eval, mixed: irlens.workload.Instance.module_mode)
     module_mode: str | None = None
+    # eager's step time in the run this row came from: its speedup's base where runs are joined
+    # (irlens.zoo_run.merge_shards), since a step time is comparable only within one run
+    eager_us: float | None = None
 
     @property
     def ran(self) -> bool:
@@ -188,7 +191,7 @@ OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceil
             "per_result_eager", "per_result_allowed", "eager_err", "allowed", "reference_dtype",
             "reference_fallback", "run_spread", "kernels_unmapped", "module_mode", "ill_conditioned",
             # run through the lowering of another frontend's graphs (compare, bench), and at which level
-            "via", "via_reason", "level")
+            "via", "via_reason", "level", "eager_us")
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,9 @@ def merge_documents(docs: list[Document]) -> Document:
     rows = [dataclasses.replace(row, device=row.device or d.device, device_name=row.device_name or d.device_name,
                                 ceilings=row.ceilings or d.ceilings)
             for d in docs for row in d.rows]
-    devices = list(dict.fromkeys(f"{d.device} ({d.device_name or ''})" for d in docs))
+    # a joined document's device already names its GPU
+    devices = list(dict.fromkeys(str(d.device) if d.device_name and d.device_name in str(d.device)
+                                 else f"{d.device} ({d.device_name or ''})" for d in docs))
     presets = list(dict.fromkeys(str(d.preset or "?") for d in docs))
     kind = "bench" if any(d.kind == "bench" for d in docs) else "compare"
     dtypes = {d.dtype for d in docs}

@@ -51,12 +51,19 @@ def acquired(r: Row) -> bool:
     return r.ran or bool(r.graphs) or r.phase == "compare"
 
 
+def timed_out(r: Row) -> bool:
+    return "timed out after" in (r.reason or "").split("\n", 1)[0]
+
+
 def upstream_of(r: Row) -> str | None:
     """The package a failure's innermost traceback frame is in, where that is upstream's; None
-    for irlens's own (or a failure with no traceback: a timed-out worker's stderr may show a
-    warning's frame, which says nothing of where the time went). Frames of code generated at run
-    time (a compiler's program: "thunder.backward_fn_12", "<eval_with_key>.3") have no file: the
+    for irlens's own, for a failure with no traceback, and for a timeout: a timed-out worker's
+    stderr may show a warning's frame or a logged traceback (Inductor's "Failed to pickle cache
+    key"), which says nothing of where the time went. Frames of code generated at run time (a
+    compiler's program: "thunder.backward_fn_12", "<eval_with_key>.3") have no file: the
     innermost frame with one, the code that ran it, decides."""
+    if timed_out(r):
+        return None
     detail = r.detail or ""
     start = detail.rfind("Traceback")
     frames = [f for f in _FRAME.findall(detail[start:]) if "/" in f or "\\" in f] if start >= 0 else []
@@ -73,6 +80,15 @@ def signature(r: Row) -> str:
     """A failure's kind: backend, mode and its first line with numbers masked (shapes differ by model)."""
     first = (r.reason or "").splitlines()[0] if r.reason else r.status
     return f"{r.backend} {r.mode}: {re.sub(r'[0-9]+', 'N', first)[:200]}"
+
+
+def eager_us(r: Row, eager: dict[tuple[str, str], Row]) -> float | None:
+    """The base of `r`'s speedup: eager's step time in `r`'s own run where a join recorded it, else
+    eager's row of the document (one run)."""
+    if r.eager_us is not None:
+        return r.eager_us
+    base = eager.get((r.workload, r.mode))
+    return base.run_us if base is not None else None
 
 
 def summarize(doc: Document) -> list[StackSummary]:
@@ -96,10 +112,12 @@ def summarize(doc: Document) -> list[StackSummary]:
             s.launches.append(r.kernel_count)
         if r.ran and r.compile_s is not None:
             s.compile_s.append(r.compile_s)
-        base = eager.get((r.workload, r.mode))
-        if gpu and r.ran and base is not None and r.backend != "eager" and r.run_us and base.run_us:
-            s.speedups[r.workload] = base.run_us / r.run_us
-    return list(by_key.values())
+        base = eager_us(r, eager)
+        if gpu and r.ran and base and r.backend != "eager" and r.run_us:
+            s.speedups[r.workload] = base / r.run_us
+    # eager first in each mode (a join may bring its rows later), the modes in the order they came
+    modes = list(dict.fromkeys(m for _, m in by_key))
+    return sorted(by_key.values(), key=lambda s: (modes.index(s.mode), s.backend != "eager"))
 
 
 def _pct(n: int, of: int) -> str:
@@ -125,12 +143,13 @@ def stack_table(summaries: list[StackSummary], gpu: bool) -> list[str]:
     return lines
 
 
-def _cell(r: Row | None, gpu: bool, eager: Row | None) -> str:
+def _cell(r: Row | None, gpu: bool, eager: dict[tuple[str, str], Row]) -> str:
     if r is None:
         return ""
     mark = {"ok": "ok", "mismatch": "MISMATCH", "failed": "failed", "unavailable": "n/a"}[r.status]
-    if gpu and r.ran and r.backend != "eager" and eager is not None and eager.run_us and r.run_us:
-        mark += f" {eager.run_us / r.run_us:.2f}x"
+    base = eager_us(r, eager)
+    if gpu and r.ran and r.backend != "eager" and base and r.run_us:
+        mark += f" {base / r.run_us:.2f}x"
     if r.ill_conditioned:
         mark += " ‡"
     if r.reference_fallback:
@@ -139,12 +158,12 @@ def _cell(r: Row | None, gpu: bool, eager: Row | None) -> str:
 
 
 def model_table(doc: Document, gpu: bool) -> list[str]:
-    backends = list(dict.fromkeys(r.backend for r in doc.rows))
+    backends = sorted(dict.fromkeys(r.backend for r in doc.rows), key=lambda b: b != "eager")
     rows = {(r.workload, r.mode, r.backend): r for r in doc.rows}
     head = ["model", "mode", *backends]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    eager = {(r.workload, r.mode): r for r in doc.rows if r.backend == "eager" and r.ran}
     for w, m in dict.fromkeys((r.workload, r.mode) for r in doc.rows):
-        eager = rows.get((w, m, "eager"))
         lines.append("| " + " | ".join([w, m, *(_cell(rows.get((w, m, b)), gpu, eager) for b in backends)]) + " |")
     return lines
 
@@ -185,7 +204,8 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
         lines += ["## Failures", "", "Each kind once, with the models it hit; upstream: the innermost frame of its "
                   "traceback is in that package.", ""]
         for sig, rows, upstream in found:
-            who = f"upstream ({upstream})" if upstream else "irlens or unknown"
+            who = (f"upstream ({upstream})" if upstream else
+                   "a time limit, nothing crashed" if timed_out(rows[0]) else "irlens or unknown")
             models = ", ".join(sorted({r.workload for r in rows}))
             repro = (repros or {}).get(sig)
             lines.append(f"- **{sig}** — {who}; {len(rows)} rows: {models}" + (f"; reproducer: `{repro}`" if repro else ""))

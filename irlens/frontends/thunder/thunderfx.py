@@ -64,16 +64,20 @@ class _ModulesPerCompile:
     def marker(self):
         from torch._inductor.custom_graph_pass import CustomGraphPass
 
-        log = self
-
         class CompileStarts(CustomGraphPass):
+            def __init__(self, log: _ModulesPerCompile):
+                self.log = log
+
             def __call__(self, graph) -> None:
-                log._new = True
+                self.log._new = True
 
             def uuid(self):  # it changes no graph: Inductor's caches stay usable
                 return "irlens-compile-starts"
 
-        return CompileStarts()
+            def __reduce__(self):  # torch 2.11 pickles the pass into its cache key: there it is its uuid
+                return str, (self.uuid(),)
+
+        return CompileStarts(self)
 
     def patches(self) -> dict:
         patches = {"pre_grad_custom_pass": self.marker()}
