@@ -5,8 +5,8 @@ is ready, then serves requests one JSON line at a time:
 `{"fn": "package.module:function", "kwargs": {...}}` -> `{"value": ...}` or `{"error": ...}`.
 A call's timeout starts once the worker is ready, so a slow start (importing torch on a busy
 machine) does not eat into it; nor, up to `max_wait_s`, does its waiting for turns on the device
-(irlens.call_progress, whose file also says the stage a timed-out call was in). The worker keeps its imports between calls (torch, a
-compiler) so a run of calls pays them once. Replies travel on a private copy of the worker's stdout; fd 1 itself is pointed at
+(irlens.call_progress, whose file also tells the stage a timed-out call was in). The worker keeps
+its imports between calls (torch, a compiler) so a run of calls pays them once. Replies travel on a private copy of the worker's stdout; fd 1 itself is pointed at
 stderr, so whatever libraries print cannot corrupt the protocol. The worker's stderr goes
 to a file the parent reads the tail of when a call dies.
 
@@ -96,7 +96,8 @@ class Worker:
         if turns:
             env[TURNS_ENV] = turns
         # beside the turns' lock: in the run's folder
-        fd, self._progress = tempfile.mkstemp(".json", "irlens-progress-", os.path.dirname(turns) if turns else None)
+        folder = os.path.dirname(os.path.abspath(turns)) if turns else None
+        fd, self._progress = tempfile.mkstemp(".json", "irlens-progress-", folder)
         os.close(fd)
         env[call_progress.PROGRESS_ENV] = self._progress
         self._proc = subprocess.Popen(
