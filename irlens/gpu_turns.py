@@ -7,13 +7,16 @@ threads take its cores (on the CPU: the float64 references beside a timed step o
 LOCK_SH, a timing with LOCK_EX. A timing that waits holds `path.turnstile`, which every new
 sharer passes through, so that sharers arriving later wait behind it (a waiting timing is never
 starved). Locks die with their process. Without a path (one process does everything) every
-block runs at once. The names say GPU; on a CPU run the same turns are the CPU's.
+block runs at once. The names say GPU; on a CPU run the same turns are the CPU's. A worker's
+waits for a turn are told to its parent (irlens.call_progress), whose timeout leaves them out.
 """
 from __future__ import annotations
 
 import contextlib
 import fcntl
 from typing import Any
+
+from irlens.call_progress import waiting
 
 _GPU_TURN: tuple[str, Any] | None = None  # this process's hold: ("shared", file) or ("alone", None)
 
@@ -23,10 +26,16 @@ def current_turn() -> str | None:
     return _GPU_TURN[0] if _GPU_TURN else None
 
 
-def _pass_turnstile(path: str) -> None:
-    with open(path + ".turnstile", "a") as turn:
+SHARE = "its turn to share the device"
+ALONE = "the device to itself"
+
+
+def _share(path: str, lock) -> None:
+    """Pass the turnstile (behind a waiting timing), then share `lock`."""
+    with open(path + ".turnstile", "a") as turn, waiting(SHARE):
         fcntl.flock(turn, fcntl.LOCK_EX)
         fcntl.flock(turn, fcntl.LOCK_UN)
+        fcntl.flock(lock, fcntl.LOCK_SH)
 
 
 @contextlib.contextmanager
@@ -38,8 +47,7 @@ def sharing_gpu(path: str | None):
         yield
         return
     with open(path, "a") as lock:
-        _pass_turnstile(path)
-        fcntl.flock(lock, fcntl.LOCK_SH)
+        _share(path, lock)
         _GPU_TURN = ("shared", lock)
         try:
             yield
@@ -72,8 +80,9 @@ def gpu_alone(path: str | None):
     with open(path, "a") as lock, open(path + ".turnstile", "a") as turn:
         if held is not None:
             fcntl.flock(held[1], fcntl.LOCK_UN)
-        fcntl.flock(turn, fcntl.LOCK_EX)
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        with waiting(ALONE):
+            fcntl.flock(turn, fcntl.LOCK_EX)
+            fcntl.flock(lock, fcntl.LOCK_EX)
         fcntl.flock(turn, fcntl.LOCK_UN)
         _GPU_TURN = ("alone", None)
         try:
@@ -82,5 +91,4 @@ def gpu_alone(path: str | None):
             _GPU_TURN = held
             fcntl.flock(lock, fcntl.LOCK_UN)
             if held is not None:
-                _pass_turnstile(path)
-                fcntl.flock(held[1], fcntl.LOCK_SH)
+                _share(path, held[1])

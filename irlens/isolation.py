@@ -4,8 +4,9 @@
 is ready, then serves requests one JSON line at a time:
 `{"fn": "package.module:function", "kwargs": {...}}` -> `{"value": ...}` or `{"error": ...}`.
 A call's timeout starts once the worker is ready, so a slow start (importing torch on a busy
-machine) does not eat into it. The worker keeps its imports between calls (torch, a
-compiler) so a run of calls pays them once. Replies travel on a private copy of the worker's stdout; fd 1 itself is pointed at
+machine) does not eat into it; nor, up to `max_wait_s`, does its waiting for turns on the device
+(irlens.call_progress, whose file also tells the stage a timed-out call was in). The worker keeps
+its imports between calls (torch, a compiler) so a run of calls pays them once. Replies travel on a private copy of the worker's stdout; fd 1 itself is pointed at
 stderr, so whatever libraries print cannot corrupt the protocol. The worker's stderr goes
 to a file the parent reads the tail of when a call dies.
 
@@ -17,6 +18,7 @@ that must hold no device memory (the compare parent on a GPU) does its device wo
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -30,11 +32,14 @@ import threading
 import time
 import traceback
 
+from irlens import call_progress
+
 STDERR_TAIL_CHARS = 3000
 WORKER_ENV = "IRLENS_WORKER"  # set inside a worker process
 TURNS_ENV = "IRLENS_TURNS"  # the device turns' lock a worker starts within (irlens.gpu_turns)
 CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"  # a container's CPU quota (cgroup v2): "QUOTA PERIOD" or "max PERIOD"
 STARTUP_TIMEOUT_S = 180.0
+WAIT_POLL_S = 1.0  # how often a parent looks at a call that waits for a turn past its timeout
 ORPHAN_POLL_S = 1.0
 
 
@@ -90,6 +95,11 @@ class Worker:
         env.update(thread_env(threads, env))
         if turns:
             env[TURNS_ENV] = turns
+        # beside the turns' lock: in the run's folder
+        folder = os.path.dirname(os.path.abspath(turns)) if turns else None
+        fd, self._progress = tempfile.mkstemp(".json", "irlens-progress-", folder)
+        os.close(fd)
+        env[call_progress.PROGRESS_ENV] = self._progress
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "irlens.isolation", *preload],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
@@ -103,31 +113,44 @@ class Worker:
     def alive(self) -> bool:
         return self._proc.poll() is None
 
-    def call(self, fn: str, kwargs: dict, timeout: float):
-        """Call `fn` ("module:function") with JSON `kwargs` in the worker; raise CallFailed on any failure."""
+    def call(self, fn: str, kwargs: dict, timeout: float, max_wait_s: float = 0.0):
+        """Call `fn` ("module:function") with JSON `kwargs` in the worker; raise CallFailed on any
+        failure. Up to `max_wait_s` seconds the call (and the worker's start) waits for turns on the
+        device are added to `timeout`."""
         if not self._ready:
-            self._wait_ready()
+            self._wait_ready(max_wait_s)
         stderr_start = os.fstat(self._stderr.fileno()).st_size
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self._progress)  # the last call's: until this one writes its own
         try:
             self._proc.stdin.write((json.dumps({"fn": fn, "kwargs": kwargs}) + "\n").encode())
             self._proc.stdin.flush()
         except BrokenPipeError:
             pass  # it died already; reading finds EOF and reports how
-        reply = self._reply(timeout, stderr_start)
+        reply = self._reply(timeout, max_wait_s, stderr_start)
         if "error" in reply:
             raise CallFailed(reply["error"], reply.get("traceback", ""))
         return reply["value"]
 
-    def _wait_ready(self) -> None:
-        reply = self._reply(STARTUP_TIMEOUT_S, 0, what="starting the worker")
+    def _wait_ready(self, max_wait_s: float) -> None:
+        reply = self._reply(STARTUP_TIMEOUT_S, max_wait_s, 0, what="starting the worker")
         if not reply.get("ready"):
             raise CallFailed(f"worker did not start: {reply}")
         self._ready = True
 
-    def _reply(self, timeout: float, stderr_start: int, what: str = "") -> dict:
+    def _reply(self, timeout: float, max_wait_s: float, stderr_start: int, what: str = "") -> dict:
         prefix = f"{what}: " if what else ""
+        start = time.monotonic()
+        deadline = start + timeout
         try:
-            line = self._read_line(time.monotonic() + timeout)
+            while (line := self._read_line(deadline)) is None:
+                progress, now = call_progress.read(self._progress), time.monotonic()
+                waited = min(progress.waited(now), max_wait_s) if progress else 0.0
+                if start + timeout + waited <= now:
+                    break
+                deadline = start + timeout + waited
+                if progress.waiting_since is not None:  # its deadline moves on with the clock: look again soon
+                    deadline = max(deadline, now + WAIT_POLL_S)
         except EOFError:  # it died; the pipe closes a moment before the process is gone
             detail = self._stderr_tail(stderr_start)
             error = first_error(detail)
@@ -135,7 +158,7 @@ class Worker:
                              detail) from None
         if line is None:
             self.kill()
-            raise CallFailed(f"{prefix}timed out after {timeout:g} s", self._stderr_tail(stderr_start))
+            raise CallFailed(prefix + timed_out(timeout, progress, now, max_wait_s), self._stderr_tail(stderr_start))
         return json.loads(line)
 
     def _read_line(self, deadline: float) -> bytes | None:
@@ -173,6 +196,9 @@ class Worker:
                 pass
         self.kill()
         self._stderr.close()
+        for path in (self._progress, self._progress + ".partial"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
 
 
 class WorkerSession:
@@ -183,11 +209,11 @@ class WorkerSession:
         self.preload, self.turns, self.threads = preload, turns, threads
         self._worker: Worker | None = None
 
-    def call(self, fn: str, kwargs: dict, timeout: float):
+    def call(self, fn: str, kwargs: dict, timeout: float, max_wait_s: float = 0.0):
         if self._worker is None or not self._worker.alive:
             self.close()
             self._worker = Worker(self.preload, turns=self.turns, threads=self.threads)
-        return self._worker.call(fn, kwargs, timeout)
+        return self._worker.call(fn, kwargs, timeout, max_wait_s)
 
     def close(self) -> None:
         if self._worker is not None:
@@ -243,6 +269,21 @@ def worker_threads(workers: int) -> int:
     return max(1, cpu_cores() // max(1, workers))
 
 
+def timed_out(timeout: float, progress: call_progress.Progress | None, now: float, max_wait_s: float) -> str:
+    """"timed out after 450 s (compiling, its last 430 s)", and the time it waited for turns on
+    the device, which did not count up to `max_wait_s`."""
+    if progress is None:
+        return f"timed out after {timeout:g} s"
+    text = f"timed out after {timeout:g} s ({progress.where(now)})"
+    waited = progress.waited(now)
+    excused = min(waited, max_wait_s)
+    if round(waited) < 1:
+        return text
+    if excused == waited:
+        return f"{text}, not counting {waited:.0f} s waiting for turns on the device"
+    return f"{text}; it waited {waited:.0f} s for turns on the device, of which {excused:.0f} s did not count"
+
+
 def describe_exit(returncode: int) -> str:
     if returncode < 0:
         try:
@@ -275,12 +316,14 @@ def serve(preload: list[str]) -> None:
     os.environ[WORKER_ENV] = "1"
     from irlens.gpu_turns import sharing_gpu
 
+    call_progress.begin("importing " + ", ".join(preload) if preload else "starting")
     with sharing_gpu(os.environ.get(TURNS_ENV)):  # importing torch, a compiler: seconds of CPU
         for module in preload:
             importlib.import_module(module)
     protocol.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         request = json.loads(line)
+        call_progress.begin(f"in {request['fn']}")  # until the call names its own stages
         try:
             reply = {"value": resolve_function(request["fn"])(**request["kwargs"])}
         except Exception as e:  # the caller turns it into a failed row; the worker serves on

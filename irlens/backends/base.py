@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import torch
 
+from irlens import call_progress
 from irlens.frontends.base import Availability, Program, Stage, Unavailable
 from irlens.frontends.bindings import run_program
 from irlens.ir import Graph, Kernel
@@ -81,6 +82,7 @@ def measure(step: Step | Callable[[], Any], device: str, min_repeats: int = 5, m
     results = step.package(args, raw)
     del raw
     times: list[float] = []
+    call_progress.stage("timing")
     with timing_turn():
         while len(times) < max_repeats and (len(times) < min_repeats or sum(times) < budget_s):
             start = time.perf_counter()
@@ -91,6 +93,7 @@ def measure(step: Step | Callable[[], Any], device: str, min_repeats: int = 5, m
         if recorder is not None and device.startswith("cuda"):
             recorder.record(lambda: step.call(args))
     record_host_times([t * 1e6 for t in times], lambda: step.call(args))
+    call_progress.stage("reading kernels")  # what backends do after their timed step (launches, kernel records and times)
     run_s = statistics.median(times)
     return results, max(first_s - run_s, 0.0), run_s * 1e6
 

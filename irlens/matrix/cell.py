@@ -19,6 +19,7 @@ import torch
 
 from irlens.backends import Backend, get_backend
 from irlens.backends.base import BackendRun
+from irlens import call_progress
 from irlens.errors import CaptureFailed, NoNativePath
 from irlens.frontends import FRONTENDS, get_frontend
 from irlens.frontends.base import NoProgram, Program, Unavailable
@@ -79,6 +80,7 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
             row.status, row.reason = "unavailable", available.reason
             return row
         phase = "instantiate"
+        call_progress.stage("instantiating")
         inst = reference.pin(wl.instantiate(preset, dtype, device))
         row.tol, row.dtype, row.preset = tolerance(inst.dtype, mode), inst.dtype, preset
         row.module_mode = inst.module_mode
@@ -93,13 +95,17 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
             return run, host
 
         try:
+            call_progress.stage("compiling")  # irlens.backends.base.measure names the stages after its first call
             run, host = timed(lambda: backend.run(inst, mode))
         except NoNativePath as e:
             phase = "acquire"
+            call_progress.stage("acquiring")
             program = via_program(row, backend, inst, mode, e)
             phase = "run"
+            call_progress.stage("compiling")
             run, host = timed(lambda: backend.run_program(inst, program))
         phase = "compare"
+        call_progress.stage("checking numerics")
         _check(row, run, reference, inst.dtype, host.timing)
         row.notes = run.notes
         row.graphs = {g.stage: g for g in run.graphs}  # what the kernels' node ids refer to (the fusion map)
@@ -132,12 +138,15 @@ def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, front
                  dtype: str | None, reference: Reference, reference_path: str | None) -> Row:
     phase = "acquire"
     try:
+        call_progress.stage("acquiring")
         inst, program = acquired_program(workload_key, mode, frontend, device, preset, dtype, reference_path)
         row.module_mode = inst.module_mode
         phase = "run"
         row.tol = tolerance(inst.dtype, mode)
+        call_progress.stage("compiling")
         with recording_host_time() as host:
             run = backend.run_program(inst, program)
+        call_progress.stage("checking numerics")
         _check(row, run, reference, inst.dtype, host.timing)
         row.level = LEVEL
         row.lowered = [LoweredGraph(g.stage, len(g.nodes)) for g in run.lowered]
@@ -212,6 +221,7 @@ def cell_in_worker(workload: str, mode: str, backend: str, device: str, preset: 
                    reference_path: str, frontend: str | None = None, device_timing: bool = False,
                    timing_lock: str | None = None, alone: bool = False) -> dict:
     """The worker's entry point (irlens.isolation calls it by name): one cell, its Row as a record."""
+    call_progress.stage("loading the workload and its reference")
     wl, chosen = resolve_workload(workload), get_backend(backend)
     what = f"{wl.name} {chosen.name}" if frontend is None else f"cross {wl.name} {frontend}->{chosen.name}"
     print(f"[irlens] {what} {mode}", file=sys.stderr, flush=True)

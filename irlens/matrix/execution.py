@@ -47,7 +47,9 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
              isolate: bool = True, budget_s: float | None = None, known: dict[Cell, Row] | None = None,
              references: References | None = None) -> Document:
     """Run a planned matrix: one row per cell, in `Plan.cells()` order. Each cell and each float64
-    reference has `timeout` seconds. `jobs` cells run at once, each in a worker process;
+    reference has `timeout` seconds, not counting its waits for turns on the device (up to one
+    timeout per other worker, and for a cell only until the budget's end: `IsolatedRunner.max_wait_s`);
+    one that times out says the stage it was in. `jobs` cells run at once, each in a worker process;
     `isolate=False` runs them one by one in this process (no timeout, no crash protection). With
     `budget_s`, cells not started within that many seconds are `unavailable` rows saying so (a
     long GPU run then still ends with a complete document). `known` holds rows of cells that do
@@ -70,7 +72,7 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
         # the cell workers and the reference worker compute at once: their pools fit the cores together
         threads = worker_threads(jobs + 1) if isolate else None
         refs = references or References(plan, tmp if isolate else None, timeout, check_twins=plan.kind == "compare",
-                                        gpu_lock=lock, threads=threads)
+                                        gpu_lock=lock, threads=threads, max_wait_s=timeout * jobs)
         try:
             if progress and references is None:
                 where = " in a worker, cells start as theirs are ready" if isolate else ""
@@ -84,7 +86,8 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
             if plan.device_timing and not isolate and plan.device.startswith("cuda"):
                 torch.cuda.empty_cache()
             bar = progress if hasattr(progress, "start") else Progress(len(cells), bool(progress))
-            runner = IsolatedRunner(plan, refs, timeout, lock, threads) if isolate else InProcessRunner(plan, refs)
+            runner = (IsolatedRunner(plan, refs, timeout, lock, threads, jobs, deadline) if isolate
+                      else InProcessRunner(plan, refs))
             # a worker serves consecutive cells of one backend (one acquiring frontend)
             order = sorted(cells, key=lambda cell: worker_key(plan, cell))
 
@@ -230,10 +233,13 @@ class InProcessRunner:
 
 class IsolatedRunner:
     """Runs cells in worker processes: one per thread, restarted on a crash, a hang or a new backend
-    (a cross grid: a new acquiring frontend)."""
+    (a cross grid: a new acquiring frontend). A cell's waits for turns on the device do not count
+    against its timeout (irlens.call_progress), up to `max_wait_s()`."""
 
-    def __init__(self, plan: Plan, refs: References, timeout: float, timing_lock: str | None, threads: int | None = None):
+    def __init__(self, plan: Plan, refs: References, timeout: float, timing_lock: str | None, threads: int | None = None,
+                 jobs: int = 1, deadline: float | None = None):
         self.plan, self.refs, self.timeout, self.timing_lock, self.threads = plan, refs, timeout, timing_lock, threads
+        self.jobs, self.deadline = jobs, deadline
         self._local = threading.local()
         self._workers: list[Worker] = []
         self._lock = threading.Lock()
@@ -270,9 +276,17 @@ class IsolatedRunner:
             self._local.worker[1].close()
         return row
 
+    def max_wait_s(self) -> float:
+        """How long a cell starting now may wait for turns without it counting: one timeout per other
+        worker sharing the device (the other cells', the references'), whose turns each end within
+        their own timeout; with a time budget, only until its end, so that a cell started within it
+        still ends within one timeout after it."""
+        wait = self.timeout * self.jobs
+        return wait if self.deadline is None else max(0.0, min(wait, self.deadline - time.monotonic()))
+
     def _call(self, cell: Cell, kwargs: dict) -> Row:
         try:
-            return Row.from_record(self._worker(cell).call(CELL_ENTRY, kwargs, self.timeout))
+            return Row.from_record(self._worker(cell).call(CELL_ENTRY, kwargs, self.timeout, self.max_wait_s()))
         except CallFailed as e:
             return cell_row(self.plan, cell).fail("worker", e.reason, e.detail)
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from irlens import call_progress
 from irlens.dtypes import TORCH_DTYPES
 from irlens.gpu_turns import gpu_alone, sharing_gpu
 from irlens.matrix.plan import Plan
@@ -176,6 +177,7 @@ def twin_problem(wl: Workload, device: str, dtype: str | None) -> str:
 
 def twin_in_worker(workload: str, device: str, dtype: str | None, gpu_lock: str | None = None) -> str:
     """The worker's entry point for `twin_problem`."""
+    call_progress.stage("checking the JAX twin")
     with sharing_gpu(gpu_lock):
         return twin_problem(resolve_workload(workload), device, dtype)
 
@@ -190,11 +192,13 @@ def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtyp
     bench size do not fit twice over). Cells pin the reference's own weights and inputs, so they
     compute on the same numbers."""
     print(f"[irlens] reference {workload} {mode}", file=sys.stderr, flush=True)
+    call_progress.stage("loading the workload")
     wl = resolve_workload(workload)
     tries = [(device, sharing_gpu), (device, gpu_alone)] if gpu_lock else [(device, sharing_gpu)]
     if device != "cpu":
         tries.append(("cpu", sharing_gpu))
     for i, (where, turn) in enumerate(tries):
+        call_progress.stage(f"computing the float64 reference on {where}{' alone' if turn is gpu_alone else ''}")
         try:
             with turn(gpu_lock if where == device else None):  # the turns are the plan's device's
                 reference = compute_reference(wl, mode, where, preset, dtype)
@@ -226,12 +230,13 @@ class References:
     for. Isolated, one worker computes them into files in `directory`, in the background from
     the first `start` or `get` on (the twins first, the check waits for them), each call within
     `timeout`; `get` waits for its own. With `gpu_lock`, the worker takes its turns on the device
-    (a GPU, or the CPU) like a cell (irlens.gpu_turns)."""
+    (a GPU, or the CPU) like a cell (irlens.gpu_turns), and up to `max_wait_s` of a call's waits
+    for them do not count against its timeout."""
 
     def __init__(self, plan: Plan, directory: str | None, timeout: float, check_twins: bool = False,
-                 gpu_lock: str | None = None, threads: int | None = None):
+                 gpu_lock: str | None = None, threads: int | None = None, max_wait_s: float = 0.0):
         self.plan, self.directory, self.timeout, self.check_twins = plan, directory, timeout, check_twins
-        self.gpu_lock, self.threads = gpu_lock, threads
+        self.gpu_lock, self.threads, self.max_wait_s = gpu_lock, threads, max_wait_s
         self._cache: dict[tuple[str, str], Entry] = {}
         self._twins: dict[str, str] = {}
         self._ready: dict[tuple[str, str], threading.Event] = {}
@@ -335,7 +340,8 @@ class References:
                         return
                     try:
                         self._twins[workload] = worker.call(f"{__name__}:twin_in_worker", dict(
-                            workload=workload, device=p.device, dtype=p.dtype, gpu_lock=self.gpu_lock), self.timeout)
+                            workload=workload, device=p.device, dtype=p.dtype, gpu_lock=self.gpu_lock), self.timeout,
+                            self.max_wait_s)
                     except CallFailed as e:
                         self._twins[workload] = (f"cannot check the JAX twin of workload "
                                                  f"{p.workloads[workload].name!r}: {e.reason}")
@@ -347,7 +353,7 @@ class References:
                     kwargs = dict(workload=workload, mode=mode, device=p.device, preset=p.preset, dtype=p.dtype,
                                   path=path, gpu_lock=self.gpu_lock)
                     try:
-                        worker.call(f"{__name__}:reference_in_worker", kwargs, self.timeout)
+                        worker.call(f"{__name__}:reference_in_worker", kwargs, self.timeout, self.max_wait_s)
                         self._cache[(workload, mode)] = Entry(None, path, "")
                     except CallFailed as e:
                         self._cache[(workload, mode)] = Entry(None, None, f"the float64 eager reference failed: {e.reason}")

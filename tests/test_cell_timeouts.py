@@ -1,0 +1,168 @@
+"""A cell's timeout counts its own work, not its waits for a turn on the device (irlens.call_progress):
+a quick cell's timing that waits behind long sharers still finishes, and a cell that hangs says
+which stage it hung in.
+
+The long sharer is this test process, holding the run's device turns shared (as a worker
+compiling for minutes would) until the timings behind it have waited longer than their timeout.
+"""
+import contextlib
+import fcntl
+import os
+import re
+import threading
+import time
+
+import pytest
+
+import irlens.matrix as cmp
+from irlens.isolation import CallFailed, Worker, worker_env
+from irlens.matrix import execution
+from irlens.matrix.row import Row
+from irlens.reporting.zoo_page import signature
+
+
+# files the workers load: kept small, they cost little of a timeout (the reference worker loads
+# only the workload's; a backend's imports all of irlens's backends)
+WORKLOAD = """
+import torch
+from irlens.workload import Workload
+
+TANH = Workload.from_module("tanh2", lambda x: torch.tanh(x) * 2.0, example_inputs=((4, 8),))  # no JAX twin to check
+"""
+BACKEND = """
+import time
+from irlens.backends.base import Backend
+from irlens.frontends.base import Availability
+
+class HangsWhileCompiling(Backend):
+    name, frontend, description = "test-hang-compiling", None, "test-only: never returns from its compile"
+
+    def availability(self, device):
+        return Availability(True)
+
+    def run(self, inst, mode):
+        time.sleep(3600)
+
+HANG = HangsWhileCompiling()
+"""
+
+
+@contextlib.contextmanager
+def long_sharer(lock: str, hold_after_wait_s: float, limit_s: float = 120.0):
+    """Share the device turns at `lock` from now on; once a timing waits for them (it holds the
+    turnstile), keep sharing `hold_after_wait_s` more seconds, then let go. Yields a dict that gets
+    `waited_from` (time.monotonic())."""
+    seen: dict = {}
+    holder = open(lock, "a")
+    fcntl.flock(holder, fcntl.LOCK_SH)
+    stop = threading.Event()
+
+    def release_after_a_wait():
+        end = time.monotonic() + limit_s
+        with open(lock + ".turnstile", "a") as turn:
+            while not stop.is_set() and time.monotonic() < end:
+                try:
+                    fcntl.flock(turn, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    fcntl.flock(turn, fcntl.LOCK_UN)
+                except BlockingIOError:  # a timing holds it: it waits for the device to itself
+                    seen["waited_from"] = time.monotonic()
+                    stop.wait(hold_after_wait_s)
+                    break
+                time.sleep(0.02)
+        fcntl.flock(holder, fcntl.LOCK_UN)
+
+    thread = threading.Thread(target=release_after_a_wait, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join()
+        holder.close()
+
+
+@pytest.mark.slow  # three workers start (torch, irlens's backends): 20 s on a loaded 2-core machine
+def test_a_cells_timing_waits_behind_long_sharers_and_a_hung_cell_names_its_stage(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    monkeypatch.setattr(execution.tempfile, "TemporaryDirectory", lambda prefix: contextlib.nullcontext(str(run_dir)))
+    (tmp_path / "workload.py").write_text(WORKLOAD)
+    (tmp_path / "backend.py").write_text(BACKEND)
+    timeout = 4.0  # loading a workload file imports torchvision first: 2 s of a worker's call here
+    plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager", f"{tmp_path}/backend.py:HANG"], ["fwd"],
+                           "cpu", "tiny", None)
+    with long_sharer(str(run_dir / "device-turns.lock"), hold_after_wait_s=timeout + 1.0) as seen:
+        rows = cmp.execute(plan, timeout=timeout, progress=False, jobs=2)["rows"]
+    assert "waited_from" in seen, [(r["status"], r["reason"]) for r in rows]
+    eager, hung = rows
+    # eager's timing (the only one) held the turnstile, waiting longer than its whole timeout behind
+    # this process and the hung cell; it finished
+    assert eager["status"] == "ok", eager
+    # the hung cell was killed after its timeout of its own time, saying where it was
+    assert hung["status"] == "failed" and hung["phase"] == "worker"
+    assert re.fullmatch(r"timed out after 4 s \(compiling, its last \d s\)"
+                        r"(, not counting \d+ s waiting for turns on the device)?", hung["reason"]), hung["reason"]
+
+
+WAITER = """
+import os
+from irlens import call_progress
+from irlens.gpu_turns import sharing_gpu, timing_turn
+from irlens.isolation import TURNS_ENV
+
+def timed():
+    with sharing_gpu(os.environ[TURNS_ENV]):
+        call_progress.stage("timing")
+        with timing_turn():
+            return "timed"
+"""
+
+
+def _waiter(tmp_path, lock: str) -> Worker:
+    (tmp_path / "waiter.py").write_text(WAITER)
+    env = worker_env()
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tmp_path), env.get("PYTHONPATH")) if p)
+    return Worker(preload=("waiter",), env=env, turns=lock)
+
+
+def test_a_timing_that_waits_behind_a_long_sharer_longer_than_its_timeout_finishes(tmp_path):
+    lock = str(tmp_path / "turns.lock")
+    with long_sharer(lock, hold_after_wait_s=2.0) as seen:
+        worker = _waiter(tmp_path, lock)
+        try:
+            assert worker.call("waiter:timed", {}, 1.0, max_wait_s=10.0) == "timed"
+            done = time.monotonic()
+        finally:
+            worker.close()
+    assert done - seen["waited_from"] >= 2.0  # twice its timeout
+
+
+@pytest.mark.parametrize("max_wait_s", [0.0, 1.0])
+def test_a_call_waits_uncounted_only_up_to_its_cap(tmp_path, max_wait_s):
+    """Waits count beyond `max_wait_s` (a run's budget, one timeout per other worker): a call
+    whose turn does not come is still ended, saying what it waited for and how much did not count."""
+    lock = str(tmp_path / "turns.lock")
+    with long_sharer(lock, hold_after_wait_s=30.0):
+        worker = _waiter(tmp_path, lock)
+        try:
+            start = time.monotonic()
+            with pytest.raises(CallFailed) as failure:
+                worker.call("waiter:timed", {}, 1.0, max_wait_s=max_wait_s)
+            elapsed = time.monotonic() - start
+        finally:
+            worker.close()
+    reason = failure.value.reason
+    assert reason.startswith("timed out after 1 s (timing: waiting for the device to itself, its last "), reason
+    assert f"of which {max_wait_s:.0f} s did not count" in reason
+    assert 1.0 + max_wait_s <= elapsed < 1.0 + max_wait_s + 3.0
+
+
+def test_the_zoo_page_groups_timeouts_by_stage():
+    def timed_out(workload: str, reason: str) -> Row:
+        return Row(workload, "fwdbwd", "eager", None).fail("worker", reason)
+
+    a = timed_out("hf_bert", "timed out after 450 s (compiling, its last 430 s)")
+    b = timed_out("hf_mamba", "timed out after 450 s (compiling, its last 12 s)")
+    c = timed_out("hf_t5", "timed out after 450 s (checking numerics, its last 30 s)")
+    assert signature(a) == signature(b) == "eager fwdbwd: timed out after N s (compiling, its last N s)"
+    assert signature(c) != signature(a)
