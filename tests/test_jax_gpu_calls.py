@@ -50,10 +50,11 @@ def _dims(lc, rc, lb=(), rb=()):
 
 
 def _gemm(operands, results, alpha=1.0, beta=0.0, epilogue="DEFAULT", dims=None, target="__cublas$lt$matmul", **more):
+    # the fields jax 0.11.2's XLA writes on a GPU
     config = {"alpha_real": alpha, "alpha_imag": 0, "beta": beta, "dot_dimension_numbers": dims or _dims([1], [1]),
               "precision_config": {"operand_precision": ["DEFAULT", "DEFAULT"], "algorithm": "ALG_UNSET"},
               "epilogue": epilogue, "lhs_stride": "32", "rhs_stride": "128", "grad_x": False, "grad_y": False,
-              "damax_output": False, "autotune_workspace_size": "33554432", **more}  # as jax 0.11.2's XLA writes it on a GPU
+              "damax_output": False, "autotune_workspace_size": "33554432", **more}
     return _call(target, operands, results, "", {"operation_queue_id": "0", "wait_on_operation_queues": [],
                                                  "gemm_backend_config": config, "force_earliest_schedule": False})
 
