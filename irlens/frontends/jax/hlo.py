@@ -25,6 +25,7 @@ from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
 from irlens.frontends.jax import (  # noqa: F401  (each registers its handlers)
     hlo_elementwise, hlo_gpu_calls, hlo_shapes, hlo_structured)
 from irlens.frontends.jax import xla_forms as forms
+from irlens.frontends.jax.hlo_gpu_bodies import WIDENS
 from irlens.frontends.jax.hlo_text import (Instruction, SourceFrame, int_list, literal_value, metadata_fields,
                                            parse_instruction, parse_stack_frames, scalar_literal)
 from irlens.frontends.jax.jaxpr import at_level
@@ -111,6 +112,10 @@ class HloReader:
             return [n.id for n in self.nodes[start:]]
         if ins.opcode == "tuple":
             env[ins.name] = args
+            return []
+        if ins.opcode == "convert" and not isinstance(args[0], (str, list)) and \
+                ins.shapes[0][0] in WIDENS.get(self.shapes[ins.operands[0]][0], ()):
+            env[ins.name] = args[0]  # a scalar constant widened exactly (a reduction's init, say) stays a literal
             return []
         if ins.opcode == "opt-barrier":  # the identity; it only orders scheduling
             env[ins.name] = args[0]
@@ -260,7 +265,8 @@ class HloReader:
                 constants.append(scalar_literal(ins.args_text))
             elif ins.opcode != "tuple":
                 refs[ins.name] = f"o{len(ops)}"
-                ops.append(BodyOp(ins.opcode, ins.attrs.get("direction"), tuple(refs.get(o, "c") for o in ins.operands)))
+                ops.append(BodyOp(ins.opcode, ins.attrs.get("direction"), tuple(refs.get(o, "c") for o in ins.operands),
+                                  ins.shapes[0][0] if len(ins.shapes) == 1 else None))
         root = self.root(comp)
         roots = [refs[o] for o in root.operands] if root.opcode == "tuple" else [refs[root.name]]
         return Body(tuple(ops), tuple(roots), tuple(constants))
