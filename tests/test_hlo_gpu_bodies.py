@@ -201,3 +201,61 @@ def test_argmax_bodies_near_the_rounded_one_stay_unknown():
     for text in (_ARGMAX.replace("compare(%i, %j), direction=LT", "compare(%i, %j), direction=GT"),
                  _ARGMAX.replace("constant(-inf)", "constant(0)")):
         assert [n.op for n in _graph(text).nodes if n.is_unknown] == ["unknown:reduce"]
+
+
+# the form the clone takes once simplified (jax 0.10's XLA on the CPU writes it): computed in f32,
+# each float result rounded through bf16
+_MAX_ROUNDED_RESULT = """%max_rounded (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  %max = f32[] maximum(%a, %b)
+  %max.bf16 = bf16[] convert(%max)
+  ROOT %max.f32 = f32[] convert(%max.bf16)
+}
+"""
+
+
+def test_a_window_body_rounding_its_result_is_the_window_rounded():
+    """max(r(a), r(b)) = r(max(a, b)) for rounding r (monotone): the f32 max window rounded to
+    bf16 and back, whatever x holds. An add rounded so stays unknown (each step rounds a sum)."""
+    g = _graph(_pool(_MAX_ROUNDED_RESULT))
+    assert not _unknown(g), _unknown(g)
+    x = _near_ties((2, 6, 6, 3), 4)
+    (got,) = interpret(g, [x])
+    want = F.max_pool2d(x.permute(0, 3, 1, 2), 3, 2, 1).permute(0, 2, 3, 1).float().bfloat16().double()
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    added = _MAX_ROUNDED_RESULT.replace("maximum(%a, %b)", "add(%a, %b)")
+    assert [n.op for n in _graph(_pool(added)).nodes if n.is_unknown] == ["unknown:reduce-window"]
+
+
+def _argmax_rounded_result(widened: bool) -> str:
+    body = _ARGMAX[:_ARGMAX.index("ENTRY")]
+    for narrow, wide in (("%a.bf16", "%a"), ("%b.bf16", "%b")):
+        body = body.replace(narrow, wide)
+    body = "\n".join(line for line in body.splitlines() if "= bf16[] convert(%" not in line or "%max" in line)
+    body = body.replace("%max = bf16[] select", "%max.wide = f32[] select").replace(
+        "%max.f32 = f32[] convert(%max)", "%max = bf16[] convert(%max.wide)\n  %max.f32 = f32[] convert(%max)")
+    x = "%x = bf16[6,10]{1,0} parameter(0)\n  %xf = f32[6,10]{1,0} convert(%x)" if widened else \
+        "%xf = f32[6,10]{1,0} parameter(0)"
+    return body + f"""
+ENTRY %main (x: {"bf16" if widened else "f32"}[6,10]) -> (f32[6], s32[6]) {{
+  {x}
+  %iota = s32[6,10]{{1,0}} iota(), iota_dimension=1
+  %init = f32[] constant(-inf)
+  %zero = s32[] constant(0)
+  ROOT %r = (f32[6]{{0}}, s32[6]{{0}}) reduce(%xf, %iota, %init, %zero), dimensions={{1}}, to_apply=%argmax
+}}
+"""
+
+
+def test_an_argmax_rounding_its_result_is_the_argmax_of_values_bf16_holds():
+    """jax's argmax computed in f32 with the max rounded through bf16: on values converted up from
+    bf16 the rounding changes nothing (it is the argmax); on other f32 values which element wins
+    depends on the reduction order, so it stays unknown."""
+    g = _graph(_argmax_rounded_result(widened=True))
+    assert not _unknown(g), _unknown(g)
+    x = _pairs(6, 5, 5).float().bfloat16()
+    best, where = interpret(g, [x])
+    torch.testing.assert_close(best, x.double().amax(1), rtol=0, atol=0)
+    assert torch.equal(where.long(), torch.argmax(x.double(), 1))
+    assert [n.op for n in _graph(_argmax_rounded_result(widened=False)).nodes if n.is_unknown] == ["unknown:reduce"]

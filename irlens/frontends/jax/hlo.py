@@ -47,6 +47,7 @@ class HloReader:
     layouts: dict[str, tuple[int, ...]] = field(default_factory=dict)  # instruction -> minor-to-major dims
     constants: dict[str, str] = field(default_factory=dict)  # array constant -> its values, as printed
     iotas: dict[str, int] = field(default_factory=dict)  # value name -> the dim an iota counts along
+    widened: dict[str, str] = field(default_factory=dict)  # value name -> the narrower float it converts up
     stage: str = "jax.hlo"
 
     def instructions(self, comp_name: str) -> list[Instruction]:
@@ -235,7 +236,7 @@ class HloReader:
         op = XlaOp(ins.name, ins.opcode, ins.opcode, scope, inputs, metas, outputs, ins.text, bodies,
                    self.provenance(ins), self.iotas, set(ins.attrs),
                    ins.attrs.get("custom_call_target", "").strip('"'), subgraphs=subgraphs or {},
-                   unused=self.unread(ins, len(outputs)))
+                   unused=self.unread(ins, len(outputs)), widened=self.widened)
         if ins.opcode in ("bitcast", "custom-call"):  # what a library call's bias runs along follows its layouts
             op.layouts = (tuple(self.layouts.get(o, ()) for o in ins.operands), tuple(ins.layouts))
         nodes = convert(op)
@@ -244,6 +245,9 @@ class HloReader:
             self.values[o.name] = o
         if ins.opcode == "iota":
             self.iotas[ins.name] = int_list(ins.attrs["iota_dimension"])[0]
+        source = self.shapes.get(ins.operands[0], ("", ()))[0] if ins.opcode == "convert" else ""
+        if ins.shapes[0][0] in WIDENS.get(source, ()):
+            self.widened[ins.name] = source
         return [n.id for n in nodes]
 
     def called(self, ins: Instruction) -> dict[str, str]:

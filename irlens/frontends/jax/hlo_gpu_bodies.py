@@ -62,16 +62,49 @@ def unrounded(body: Body, wide: str, floats: set[int]) -> Unrounded | None:
     return Unrounded(Body(tuple(ops), roots, body.constants), dtype)
 
 
+def rounded_results(body: Body, wide: str) -> Unrounded | None:
+    """The other form float normalization's clone takes once simplified: the body computes in
+    `wide` and rounds each float result through a narrow type, up(down(v)). The body without
+    those round trips, and the narrow type; None for any other body."""
+    trips = {}
+    for ref in body.roots:
+        op = _op(body, ref)
+        inner = _op(body, op.operands[0]) if op and op.opcode == "convert" else None
+        if inner and inner.opcode == "convert" and op.dtype == wide and op.dtype in WIDENS.get(inner.dtype or "", ()):
+            trips[ref] = (inner.operands[0], inner.dtype)
+    if not trips or len({d for _, d in trips.values()}) != 1:
+        return None
+    inside = {r for ref in trips for r in (ref, _op(body, ref).operands[0])}
+    reads = [r for i, op in enumerate(body.ops) if f"o{i}" not in inside for r in op.operands]
+    if any(r in inside for r in reads + [r for r in body.roots if r not in trips]):
+        return None  # a round trip read inside the body
+    refs, ops = {}, []
+    for i, op in enumerate(body.ops):
+        if f"o{i}" not in inside:
+            refs[f"o{i}"] = f"o{len(ops)}"
+            ops.append(BodyOp(op.opcode, op.direction, tuple(refs.get(r, r) for r in op.operands), op.dtype))
+    roots = tuple(refs.get(trips[r][0], trips[r][0]) if r in trips else refs.get(r, r) for r in body.roots)
+    return Unrounded(Body(tuple(ops), roots, body.constants), next(iter(trips.values()))[1])
+
+
+# ops that give one of their float operands (or none): on values a narrow type holds, what they
+# give it holds too, so rounding through it changes nothing
+_SELECTING = frozenset({"compare", "select", "and", "or", "not", "maximum", "minimum"})
+
+
 def unrounding(handler):
-    """A reduce / reduce-window `handler` that first reads a body rounding its float operands down
-    (`unrounded`) as the same op in the narrow type: on the operands converted down, its float
-    results converted back up."""
+    """A reduce / reduce-window `handler` that first reads a body rounding through a narrow
+    float, as float normalization leaves it: the parameters rounded (`unrounded`), the same op in
+    the narrow type: on the operands converted down, its float results converted back up; or the
+    results rounded (`rounded_results`), exact as the op itself, its results rounded, for one
+    max / min (rounding is monotone: max(r(a), r(b)) = r(max(a, b))), and as the op itself for a
+    selecting body on values the narrow type holds (converted up from it)."""
     def read(e: Emitter, x: XlaOp) -> None:
         body, n, wide = x.bodies.get("to_apply"), len(x.outs), x.metas[0].dtype
         rounded = unrounded(body, wide, {k + j * n for k in range(n) if x.metas[k].dtype == wide
                                          for j in (0, 1)}) if body else None
         if rounded is None:
-            handler(e, x)
+            _results_rounded(handler, e, x)
             return
         dtype = rounded.dtype
         inputs = [narrowed(e, v, m, dtype) if m.dtype == wide else v for v, m in zip(x.inputs, x.metas)]
@@ -83,6 +116,27 @@ def unrounding(handler):
             if narrow is not out:
                 e.emit("convert", [narrow.name], out.shape, out.dtype, out, dtype=out.dtype)
     return read
+
+
+def _results_rounded(handler, e: Emitter, x: XlaOp) -> None:
+    body, wide = x.bodies.get("to_apply"), x.metas[0].dtype
+    rounded = rounded_results(body, wide) if body else None
+    if rounded is None:
+        handler(e, x)
+        return
+    exact = all(x.widened.get(v) == rounded.dtype if isinstance(v, str) else narrowed(e, v, m, rounded.dtype) == v
+                for v, m in zip(x.inputs, x.metas) if m.dtype == wide)
+    unrounded_x = replace(x, bodies={**x.bodies, "to_apply": rounded.body})
+    if exact and all(op.opcode in _SELECTING for op in rounded.body.ops):
+        handler(e, unrounded_x)
+    elif len(x.outs) == 1 and rounded.body.binary() in ("maximum", "minimum"):
+        (out,) = x.outs
+        value = e.fresh(out.shape, out.dtype)
+        handler(e, replace(unrounded_x, outs=[value]))
+        low = e.emit("convert", [value.name], out.shape, rounded.dtype, dtype=rounded.dtype)
+        e.emit("convert", [low], out.shape, out.dtype, out, dtype=out.dtype)
+    else:
+        handler(e, x)
 
 
 def sort_params(metas: list[TensorMeta], wide: str) -> set[int]:

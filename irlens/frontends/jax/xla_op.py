@@ -135,6 +135,7 @@ class XlaOp:
     layouts: tuple = ()  # a bitcast's or custom call's (per operand, per result) layouts, minor-to-major
     subgraphs: dict[str, Graph] = field(default_factory=dict)  # a while's cond and body, a conditional's branches
     unused: frozenset = frozenset()  # the results nothing reads (of an op with several)
+    widened: dict[str, str] = field(default_factory=dict)  # value name -> the narrower float it converts up
 
     def one(self, e: Emitter, op: str, inputs: list[Arg] | None = None, **attrs) -> None:
         e.node(op, self.inputs if inputs is None else inputs, self.outs, final=True, **attrs)
