@@ -249,8 +249,9 @@ def test_bitcast_between_layouts_is_a_transpose():
 def test_library_calls_xla_writes_on_a_gpu_are_mapped_exactly():
     """On a GPU (Triton GEMMs off, cuBLASLt on): dense layers with bias and ReLU / GELU, a GEMM plus
     a matrix, scaled attention scores, a convolution with bias and ReLU and a convolution's
-    gradients become cuBLAS / cuDNN calls; their common view has no unknown op and its float64
-    interpretation matches JAX's float32 result (no TF32)."""
+    gradients become cuBLAS / cuDNN calls; bf16 pooling, argmax and top-k and a stable argsort
+    have the bodies XLA's GPU passes rewrite (hlo_gpu_bodies). Their common view has no unknown
+    op and its float64 interpretation matches JAX's result (no TF32)."""
     run = subprocess.run([sys.executable, str(Path(__file__).with_name("jax_gpu_calls_run.py"))], capture_output=True,
                          text=True, timeout=500)
     assert run.returncode == 0, run.stderr[-4000:]
