@@ -1,5 +1,6 @@
-"""JAX functions whose optimized GPU HLO holds cuBLAS GEMMs with alpha, beta and epilogues and
-cuDNN convolutions forward and backward, each read into its jax.hlo common view and interpreted
+"""JAX functions whose optimized GPU HLO holds cuBLAS GEMMs with alpha, beta and epilogues,
+cuDNN convolutions forward and backward, and bodies XLA's GPU passes rewrite (bf16 pooling,
+argmax and top-k, a stable argsort), each read into its jax.hlo common view and interpreted
 against JAX's own result. Prints one JSON line: per function, the library calls (target and
 epilogue / activation), the unknown ops with their reasons, and the largest error relative to
 the result's scale. Its own process (run by tests/test_jax_gpu_calls.py, or directly), because
@@ -27,7 +28,21 @@ def _conv(x, w, stride=1):
     return lax.conv_general_dilated(x, w, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
-CASES = {  # name -> (function, argument shapes)
+def _max_pool(x):
+    return lax.reduce_window(x, jnp.array(-jnp.inf, x.dtype), lax.max, (1, 3, 3, 1), (1, 2, 2, 1),
+                             ((0, 0), (1, 1), (1, 1), (0, 0)))
+
+
+def _pool_with_indices(x):
+    """irlens' own JAX lowering of a max-pool with indices (the zoo's timm ResNet): an argmax over
+    each window's elements."""
+    from irlens.ops.spatial import max_pool
+
+    attrs = {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1], "dilation": [1, 1], "ceil_mode": False}
+    return max_pool.lowerings["jax"](attrs, x)
+
+
+CASES = {  # name -> (function, argument shapes[, argument dtype: float32 by default])
     "dense_bias_gelu": (lambda x, w, b: jax.nn.gelu(x @ w + b, approximate=True), [(256, 512), (512, 1024), (1024,)]),
     "dense_bias_relu": (lambda x, w, b: jax.nn.relu(x @ w + b), [(256, 512), (512, 1024), (1024,)]),
     "dense_plus_matrix": (lambda x, w, c: x @ w + c, [(256, 512), (512, 1024), (256, 1024)]),
@@ -35,6 +50,13 @@ CASES = {  # name -> (function, argument shapes)
     "conv_bias_relu": (lambda x, w, b: jax.nn.relu(_conv(x, w) + b), [(8, 32, 32, 64), (3, 3, 64, 128), (128,)]),
     "conv_grads": (jax.grad(lambda x, w: (_conv(x, w, 2) ** 2).sum(), argnums=(0, 1)),
                    [(8, 32, 32, 64), (3, 3, 64, 128)]),
+    # bodies XLA's GPU passes rewrite (hlo_gpu_bodies): bf16 ops run in f32 with bf16 round trips,
+    # a stable sort's tie-break on its iota
+    "bf16_max_pool": (_max_pool, [(8, 32, 32, 64)], "bfloat16"),
+    "bf16_max_pool_indices": (_pool_with_indices, [(8, 64, 32, 32)], "bfloat16"),
+    "bf16_argmax": (lambda x: jnp.argmax(x, axis=-1), [(256, 9)], "bfloat16"),
+    "bf16_top_k": (lambda x: lax.top_k(x, 4), [(256, 32)], "bfloat16"),
+    "int_argsort": (lambda x: jnp.argsort(x, stable=True), [(4096,)], "int32"),
 }
 
 
@@ -49,9 +71,21 @@ def _library_calls(text: str) -> list[str]:
     return sorted(calls)
 
 
-def run_case(fn, shapes) -> dict:
+def _arg(rng, shape, dtype: str):
+    """Floats (rounded to `dtype`), or small integers (many ties)."""
+    if dtype.startswith("int"):
+        return rng.integers(0, 8, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(np.float32).astype(jnp.dtype(dtype))
+
+
+def _f64(a) -> torch.Tensor:
+    a = np.asarray(a)
+    return torch.from_numpy(a if a.dtype.kind in "iub" else a.astype(np.float64)).double()
+
+
+def run_case(fn, shapes, dtype: str = "float32") -> dict:
     rng = np.random.default_rng(0)
-    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    args = [_arg(rng, s, dtype) for s in shapes]
     with jax.default_matmul_precision("highest"):  # no TF32: the float64 interpretation is the reference
         compiled = jax.jit(fn).lower(*args).compile()
         want = jax.tree_util.tree_leaves(compiled(*args))
@@ -60,8 +94,8 @@ def run_case(fn, shapes) -> dict:
     unknown = {f"{n.op}: {n.attrs.get('target', '')} {n.attrs.get('reason', '')}" for n in graph.nodes if n.is_unknown}
     result = {"calls": _library_calls(module.to_string()), "unknown": sorted(unknown)}
     if not unknown:
-        got = interpret(graph, [torch.from_numpy(a).double() for a in args])
-        want = [torch.from_numpy(np.array(w)).double() for w in want]
+        got = interpret(graph, [_f64(a) for a in args])
+        want = [_f64(w) for w in want]
         result["rel_err"] = max(float((g - w).abs().max() / max(float(w.abs().max()), 1e-30))
                                 for g, w in zip(got, want, strict=True))
     return result
@@ -69,4 +103,4 @@ def run_case(fn, shapes) -> dict:
 
 if __name__ == "__main__":
     print(json.dumps({"platform": jax.devices()[0].platform,
-                      **{name: run_case(fn, shapes) for name, (fn, shapes) in CASES.items()}}))
+                      **{name: run_case(*case) for name, case in CASES.items()}}))

@@ -50,10 +50,11 @@ def _dims(lc, rc, lb=(), rb=()):
 
 
 def _gemm(operands, results, alpha=1.0, beta=0.0, epilogue="DEFAULT", dims=None, target="__cublas$lt$matmul", **more):
+    # the fields jax 0.11.2's XLA writes on a GPU
     config = {"alpha_real": alpha, "alpha_imag": 0, "beta": beta, "dot_dimension_numbers": dims or _dims([1], [1]),
               "precision_config": {"operand_precision": ["DEFAULT", "DEFAULT"], "algorithm": "ALG_UNSET"},
               "epilogue": epilogue, "lhs_stride": "32", "rhs_stride": "128", "grad_x": False, "grad_y": False,
-              "damax_output": False, **more}
+              "damax_output": False, "autotune_workspace_size": "33554432", **more}
     return _call(target, operands, results, "", {"operation_queue_id": "0", "wait_on_operation_queues": [],
                                                  "gemm_backend_config": config, "force_earliest_schedule": False})
 
@@ -109,12 +110,15 @@ def test_cublas_gemm_forms_are_their_formulas():
 
 def test_uncertain_gemm_forms_stay_unknown():
     """A bias on a column-major output (its dims follow the layout), a complex alpha, an epilogue
-    XLA does not write, an FP8 flag, operands the config does not account for: unknown, with why."""
+    XLA does not write, an FP8 flag, FP8 / MX scaling, an amax output, operands the config does not
+    account for: unknown, with why."""
     cases = [
         (dict(operands=[A, B, BIAS], results=["f32[4,16]{0,1}"], epilogue="BIAS"), "not row-major"),
         (dict(operands=[A, B], results=[C], alpha_imag=1.0), "complex alpha"),
         (dict(operands=[A, B], results=[C], epilogue="SILU"), "SILU epilogue"),
         (dict(operands=[A, B], results=[C], is_fp8=True), "fields not mapped: is_fp8"),
+        (dict(operands=[A, B], results=[C], scale_mode=1), "fields not mapped: scale_mode"),
+        (dict(operands=[A, B], results=[C], damax_output=True), "fields not mapped: damax_output"),
         (dict(operands=[A, B], results=[C], epilogue="BIAS"), "its config asks for 3"),
         (dict(operands=[A, B, "f32[4]{0}"], results=[C], epilogue="BIAS"), "not a vector over the right operand"),
         (dict(operands=["s8[4,8]{1,0}", "s8[16,8]{1,0}"], results=["s32[4,16]{1,0}"], target="__cublas$gemm"),
@@ -245,8 +249,9 @@ def test_bitcast_between_layouts_is_a_transpose():
 def test_library_calls_xla_writes_on_a_gpu_are_mapped_exactly():
     """On a GPU (Triton GEMMs off, cuBLASLt on): dense layers with bias and ReLU / GELU, a GEMM plus
     a matrix, scaled attention scores, a convolution with bias and ReLU and a convolution's
-    gradients become cuBLAS / cuDNN calls; their common view has no unknown op and its float64
-    interpretation matches JAX's float32 result (no TF32)."""
+    gradients become cuBLAS / cuDNN calls; bf16 pooling, argmax and top-k and a stable argsort
+    have the bodies XLA's GPU passes rewrite (hlo_gpu_bodies). Their common view has no unknown
+    op and its float64 interpretation matches JAX's result (no TF32)."""
     run = subprocess.run([sys.executable, str(Path(__file__).with_name("jax_gpu_calls_run.py"))], capture_output=True,
                          text=True, timeout=500)
     assert run.returncode == 0, run.stderr[-4000:]

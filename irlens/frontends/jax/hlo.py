@@ -25,6 +25,7 @@ from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
 from irlens.frontends.jax import (  # noqa: F401  (each registers its handlers)
     hlo_elementwise, hlo_gpu_calls, hlo_shapes, hlo_structured)
 from irlens.frontends.jax import xla_forms as forms
+from irlens.frontends.jax.hlo_gpu_bodies import WIDENS
 from irlens.frontends.jax.hlo_text import (Instruction, SourceFrame, int_list, literal_value, metadata_fields,
                                            parse_instruction, parse_stack_frames, scalar_literal)
 from irlens.frontends.jax.jaxpr import at_level
@@ -46,6 +47,7 @@ class HloReader:
     layouts: dict[str, tuple[int, ...]] = field(default_factory=dict)  # instruction -> minor-to-major dims
     constants: dict[str, str] = field(default_factory=dict)  # array constant -> its values, as printed
     iotas: dict[str, int] = field(default_factory=dict)  # value name -> the dim an iota counts along
+    widened: dict[str, str] = field(default_factory=dict)  # value name -> the narrower float it converts up
     stage: str = "jax.hlo"
 
     def instructions(self, comp_name: str) -> list[Instruction]:
@@ -111,6 +113,10 @@ class HloReader:
             return [n.id for n in self.nodes[start:]]
         if ins.opcode == "tuple":
             env[ins.name] = args
+            return []
+        if ins.opcode == "convert" and not isinstance(args[0], (str, list)) and \
+                ins.shapes[0][0] in WIDENS.get(self.shapes[ins.operands[0]][0], ()):
+            env[ins.name] = args[0]  # a scalar constant widened exactly (a reduction's init, say) stays a literal
             return []
         if ins.opcode == "opt-barrier":  # the identity; it only orders scheduling
             env[ins.name] = args[0]
@@ -230,7 +236,7 @@ class HloReader:
         op = XlaOp(ins.name, ins.opcode, ins.opcode, scope, inputs, metas, outputs, ins.text, bodies,
                    self.provenance(ins), self.iotas, set(ins.attrs),
                    ins.attrs.get("custom_call_target", "").strip('"'), subgraphs=subgraphs or {},
-                   unused=self.unread(ins, len(outputs)))
+                   unused=self.unread(ins, len(outputs)), widened=self.widened)
         if ins.opcode in ("bitcast", "custom-call"):  # what a library call's bias runs along follows its layouts
             op.layouts = (tuple(self.layouts.get(o, ()) for o in ins.operands), tuple(ins.layouts))
         nodes = convert(op)
@@ -239,6 +245,9 @@ class HloReader:
             self.values[o.name] = o
         if ins.opcode == "iota":
             self.iotas[ins.name] = int_list(ins.attrs["iota_dimension"])[0]
+        source = self.shapes.get(ins.operands[0], ("", ()))[0] if ins.opcode == "convert" else ""
+        if ins.shapes[0][0] in WIDENS.get(source, ()):
+            self.widened[ins.name] = source
         return [n.id for n in nodes]
 
     def called(self, ins: Instruction) -> dict[str, str]:
@@ -260,7 +269,8 @@ class HloReader:
                 constants.append(scalar_literal(ins.args_text))
             elif ins.opcode != "tuple":
                 refs[ins.name] = f"o{len(ops)}"
-                ops.append(BodyOp(ins.opcode, ins.attrs.get("direction"), tuple(refs.get(o, "c") for o in ins.operands)))
+                ops.append(BodyOp(ins.opcode, ins.attrs.get("direction"), tuple(refs.get(o, "c") for o in ins.operands),
+                                  ins.shapes[0][0] if len(ins.shapes) == 1 else None))
         root = self.root(comp)
         roots = [refs[o] for o in root.operands] if root.opcode == "tuple" else [refs[root.name]]
         return Body(tuple(ops), tuple(roots), tuple(constants))

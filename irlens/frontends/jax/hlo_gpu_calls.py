@@ -73,8 +73,12 @@ def _floating(dtype: str) -> bool:
 
 # --- cuBLAS / cuBLASLt GEMMs -------------------------------------------------------------------
 
+# autotune_workspace_size: the scratch memory the autotuner timed selected_algorithm with; like the
+# algorithm it picks how cuBLAS computes the GEMM, not what. damax_output (an extra amax result) and
+# scale_mode (FP8 / MX operand scaling) change the values and stay unread.
 _GEMM_FIELDS = frozenset({"selected_algorithm", "alpha_real", "alpha_imag", "beta", "dot_dimension_numbers",
-                          "precision_config", "epilogue", "lhs_stride", "rhs_stride", "grad_x", "grad_y"})
+                          "precision_config", "epilogue", "lhs_stride", "rhs_stride", "grad_x", "grad_y",
+                          "autotune_workspace_size"})
 # epilogue -> (adds a bias vector, activation, returns the value before the activation as well)
 _EPILOGUES = {"DEFAULT": (False, None, False), "BIAS": (True, None, False), "RELU": (False, "relu", False),
               "BIAS_RELU": (True, "relu", False), "GELU": (False, "gelu", False), "GELU_AUX": (False, "gelu", True),

@@ -10,6 +10,7 @@ from irlens.ir import TensorMeta
 from irlens.frontends.jax import linalg
 from irlens.frontends.jax import xla_forms as forms
 from irlens.frontends.jax import xla_gather
+from irlens.frontends.jax.hlo_gpu_bodies import narrowed, sort_params, stable_tie_break, unrounded, unrounding
 from irlens.frontends.jax.hlo_text import int_list
 from irlens.frontends.jax.jaxpr_eqn import matmul_attrs
 from irlens.frontends.jax.xla_op import Body, XlaOp, formula, logaddexp_trees, register
@@ -249,19 +250,31 @@ def named(x: XlaOp, k: int) -> TensorMeta:
 
 def _sort(e: Emitter, x: XlaOp) -> None:
     """A sort whose comparator compares the first operand's two elements (LT ascending, GT
-    descending); the other operands follow the permutation."""
+    descending); the other operands follow the permutation. XLA's GPU rewrites (hlo_gpu_bodies):
+    a comparator that rounds the elements down compares them rounded (the sort's key), and one
+    whose ties go to the lower element of an iota along the sort dim is a stable sort."""
     body = x.bodies.get("to_apply")
-    cmp = body.comparison() if body else None
+    dim = (x.ints("dimensions", "dimension") or [len(x.metas[0].shape) - 1])[0]
+    stable = bool(re.search(r"is_stable\s*=\s*true", x.spec))
+    key = x.metas[0]
+    rounded = unrounded(body, key.dtype, sort_params(x.metas, key.dtype)) if body else None
+    body = rounded.body if rounded else body
+    tie = stable_tie_break(body, len(x.inputs)) if body else None
+    root = tie[0] if tie and x.iotas.get(x.inputs[tie[1]]) == dim else None
+    cmp = body.comparison(root) if body else None
     if cmp is None or {cmp[1], cmp[2]} != {0, 1}:
         raise Unmapped("a comparator other than < or > of the first operand's elements")
     descending = (cmp[0] == "GT") == (cmp[1] == 0)
-    dim = (x.ints("dimensions", "dimension") or [len(x.metas[0].shape) - 1])[0]
-    stable = bool(re.search(r"is_stable\s*=\s*true", x.spec))
     if not all(isinstance(v, str) for v in x.inputs):
         raise Unmapped("a sort of a literal")
     iotas = {v for v in x.inputs[1:] if x.iotas.get(v) == dim}
-    floats = not x.metas[0].dtype.startswith(("int", "uint", "bool"))
-    forms.expand_sort(e, x.inputs, x.metas, x.outs, dim, descending, stable, iotas,
+    floats = not key.dtype.startswith(("int", "uint", "bool"))
+    operands, metas, outs = x.inputs, x.metas, x.outs
+    if rounded:  # sorted by the rounded elements, which the first output does not hold
+        low = narrowed(e, x.inputs[0], key, rounded.dtype)
+        operands, metas = [low, *operands], [TensorMeta(low, key.shape, rounded.dtype), *metas]
+        outs = [e.fresh(key.shape, rounded.dtype), *outs]
+    forms.expand_sort(e, operands, metas, outs, dim, descending, stable or root is not None, iotas,
                       total_order=floats and not body.canonicalizes_nan())
 
 
@@ -368,9 +381,9 @@ def _conditional(e: Emitter, x: XlaOp) -> None:
 
 register("dot", _dot, ("lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims",
                         "dot_dimension_numbers"))
-register("reduce", _reduce, ("dimensions", "to_apply"))
-register("reduce-window", _reduce_window, ("window", "to_apply", "window_dimensions", "window_strides", "padding",
-                                            "base_dilations", "window_dilations"))
+register("reduce", unrounding(_reduce), ("dimensions", "to_apply"))
+register("reduce-window", unrounding(_reduce_window), ("window", "to_apply", "window_dimensions", "window_strides",
+                                                       "padding", "base_dilations", "window_dilations"))
 register("select-and-scatter", _select_and_scatter, ("window", "select", "scatter", "window_dimensions",
                                                        "window_strides", "padding"))
 register("gather", _gather, ("offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim",

@@ -19,6 +19,7 @@ class BodyOp:
     opcode: str  # HLO spelling
     direction: str | None  # of a compare
     operands: tuple[str, ...]  # "p<k>" a parameter, "c<k>" a constant, "o<i>" the body's i-th op
+    dtype: str | None = None  # of its result, where the reader knows it (HLO's)
 
 
 @dataclass(frozen=True)
@@ -30,17 +31,25 @@ class Body:
     roots: tuple[str, ...]
     constants: tuple[Arg | None, ...] = ()  # per "c<k>": a scalar constant's value (None: an array)
 
-    def tree(self, ref: str):
+    def tree(self, ref: str, rename: dict[str, str] | None = None):
         """What `ref` computes as a nested tuple, (opcode[, direction], operand trees...), with
-        "p<k>" for a parameter and ("constant", value) for a constant; the operands of a
-        commutative op sorted, so that one formula has one tree in HLO and in StableHLO."""
+        "p<k>" for a parameter (`rename`d where it says) and ("constant", value) for a constant;
+        the operands of a commutative op sorted, so that one formula has one tree in HLO and in
+        StableHLO."""
         if ref.startswith("p"):
-            return ref
+            return (rename or {}).get(ref, ref)
         if not ref.startswith("o"):
             k = ref[1:]
             return ("constant", self.constants[int(k)] if k.isdigit() and int(k) < len(self.constants) else None)
         op = self.ops[int(ref[1:])]
-        return formula(op.opcode, *(self.tree(r) for r in op.operands), direction=op.direction)
+        return formula(op.opcode, *(self.tree(r, rename) for r in op.operands), direction=op.direction)
+
+    def reachable(self, ref: str) -> list[BodyOp]:
+        """The ops `ref` is computed from, itself included."""
+        if not ref.startswith("o"):
+            return []
+        op = self.ops[int(ref[1:])]
+        return [op, *(o for r in op.operands for o in self.reachable(r))]
 
     def binary(self) -> str | None:
         """The op of a one-op body `op(p0, p1)` (either order), else None."""
@@ -63,16 +72,17 @@ class Body:
         return any(o.opcode == "compare" and o.direction == "NE" and o.operands[0] == o.operands[1]
                    for o in self.ops)
 
-    def comparison(self) -> tuple[str, int, int] | None:
+    def comparison(self, root: str | None = None) -> tuple[str, int, int] | None:
         """A comparator `f(a) <dir> f(b)` with f an order-keeping canonicalization (selects,
         bitcasts, xors with constants, as jax writes -0 -> 0 and NaN -> NaN): (direction,
-        the parameter on the left, the one on the right); None for anything else."""
-        root = self.returns()
+        the parameter on the left, the one on the right); None for anything else. `root`: the
+        comparison within the body to read (its root by default)."""
+        root = root or self.returns()
         if root is None or not root.startswith("o"):
             return None
         op = self.ops[int(root[1:])]
         if op.opcode != "compare" or op.direction not in ("LT", "GT") or not all(
-                o.opcode in _CANONICALIZING for o in self.ops):
+                o.opcode in _CANONICALIZING for o in self.reachable(root)):
             return None
         left, right = (self.params_of(r) for r in op.operands)
         if len(left) != 1 or len(right) != 1:
@@ -125,6 +135,7 @@ class XlaOp:
     layouts: tuple = ()  # a bitcast's or custom call's (per operand, per result) layouts, minor-to-major
     subgraphs: dict[str, Graph] = field(default_factory=dict)  # a while's cond and body, a conditional's branches
     unused: frozenset = frozenset()  # the results nothing reads (of an op with several)
+    widened: dict[str, str] = field(default_factory=dict)  # value name -> the narrower float it converts up
 
     def one(self, e: Emitter, op: str, inputs: list[Arg] | None = None, **attrs) -> None:
         e.node(op, self.inputs if inputs is None else inputs, self.outs, final=True, **attrs)
