@@ -16,7 +16,7 @@ import torch
 from irlens.backends import get_backend
 from irlens.backends.base import Backend, BackendRun
 from irlens.frontends.base import Availability
-from irlens.matrix import Document, format_table, plan_matrix, read_document, run_plan, write_document
+from irlens.matrix import format_table, plan_matrix, read_document, run_plan, write_document
 from irlens.matrix.cell import run_cell
 from irlens.matrix.references import compute_reference
 from irlens.numerics import compare_results

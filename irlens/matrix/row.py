@@ -120,10 +120,10 @@ class Row:
 
     @property
     def compared_nothing(self) -> bool:
-        """The row ran and its every output, or every result, is vacuous: an "ok" that says nothing
+        """The row is ok and its every output, or every result, is vacuous: an "ok" that says nothing
         of the computation (an all-zero classifier head). One all-zero gradient among others is not."""
         outputs = [c for n, c in self.results.items() if n.startswith("out")]
-        return self.ran and any(group and all(c.vacuous for c in group) for group in (outputs, list(self.results.values())))
+        return self.status == "ok" and any(group and all(c.vacuous for c in group) for group in (outputs, list(self.results.values())))
 
     @property
     def unmapped_note(self) -> str:

@@ -88,7 +88,7 @@ def summarize(doc: Document) -> list[StackSummary]:
         s.acquired += acquired(r)
         s.ran += r.ran
         s.ok += r.status == "ok" and not r.compared_nothing
-        s.vacuous += r.status == "ok" and r.compared_nothing
+        s.vacuous += r.compared_nothing
         for u in (r.coverage.unknown if r.coverage else None) or []:
             s.unknown_ops[u[u.index("(") + 1:-1] if "(" in u else u] += 1
         breaks = r.notes.get("graph_breaks") or 0
