@@ -50,6 +50,18 @@ orders beyond eager and the floor. Where eager's
 own error is not known (eager failed or overflowed, or no precision above the run's ran: a
 float64 run's reference is eager float64 itself) the flat tolerance alone judges. k, the
 floors and LOSS_ROUNDINGS come from measurements: scripts/numerics_margins.py (docs/numerics.md).
+
+Vacuous checks (`Comparison.vacuous`): a result whose float64 reference and whose value in the run
+are both exactly zero everywhere passes whatever the backend computed before it (timm's MLP-Mixer
+zero-initializes its classifier head: its output, loss and every gradient are exactly 0). Each such
+result is named; a row whose every output (or every result) is vacuous compared nothing
+(`Row.compared_nothing`), and says so. One all-zero gradient among many (a parameter the loss
+truly does not reach) is common and legitimate: it is named in the notes, not an alarm.
+
+Buffers a step updates in place (`buffer:<name>`): where the reference updated one and the run
+did not, the run's value is the buffer as it was before the step (`before`): a wrong value, judged
+as one ("buffer:<name> not updated (the backend left it as it was)", a mismatch), never missing
+output. One the run updated and the reference did not is named the same way.
 """
 from __future__ import annotations
 
@@ -165,6 +177,14 @@ def rel_err(result: torch.Tensor, reference: torch.Tensor) -> float:
     return err / ref_norm if ref_norm > 0 else err
 
 
+BUFFER = "buffer:"  # the results that are buffers a step updates in place (irlens.workload.eager_step)
+
+
+def exactly_zero(t: torch.Tensor) -> bool:
+    """Every element is 0 (an empty tensor too): a check against it cannot tell anything apart."""
+    return not bool(t.detach().any())
+
+
 @dataclass
 class Comparison:
     """The verdict on one set of named results."""
@@ -173,6 +193,7 @@ class Comparison:
     errors: dict[str, float] = field(default_factory=dict)  # result name -> relative error
     allowed: dict[str, float] = field(default_factory=dict)  # result name -> the error it may have
     problems: list[str] = field(default_factory=list)  # why it does not match, one line each
+    vacuous: list[str] = field(default_factory=list)  # exactly zero in the reference and the run (see above)
 
     @property
     def ok(self) -> bool:
@@ -191,16 +212,24 @@ class Comparison:
 
 
 def compare_results(results: dict[str, torch.Tensor], reference: dict[str, torch.Tensor],
-                    tol: float | dict[str, Bound]) -> Comparison:
+                    tol: float | dict[str, Bound], before: dict[str, torch.Tensor] | None = None) -> Comparison:
     """Compare by name; a missing or extra name, a shape change or an error above its bound (`tol`,
-    or per name `tol[name]`, see `allowed_errors`) is a problem."""
+    or per name `tol[name]`, see `allowed_errors`) is a problem. A buffer the reference updated and
+    the run did not is a wrong value: judged as its value before the step (`before`, by buffer
+    name: the state the step started from), where known (see the module docstring)."""
     cmp = Comparison(tol)
-    missing = [n for n in reference if n not in results]
-    extra = [n for n in results if n not in reference]
+    missing = [n for n in reference if n not in results and not n.startswith(BUFFER)]
+    extra = [n for n in results if n not in reference and not n.startswith(BUFFER)]
     if missing:
         cmp.problems.append(f"missing results: {', '.join(missing)}")
     if extra:
         cmp.problems.append(f"unexpected results: {', '.join(extra)}")
+    for name in results:
+        if name.startswith(BUFFER) and name not in reference:
+            cmp.problems.append(f"{name} updated, where the reference leaves it as it was")
+    not_updated = [n for n in reference if n not in results and n.startswith(BUFFER)]
+    if not_updated:
+        _not_updated(cmp, {n: reference[n] for n in not_updated}, before or {})
     for name, ref in reference.items():
         if name not in results:
             continue
@@ -220,7 +249,24 @@ def compare_results(results: dict[str, torch.Tensor], reference: dict[str, torch
             cmp.problems.append(f"{name}: NaN or Inf in the result")
         elif not err <= bound.value:
             cmp.problems.append(f"{name}: rel err {err:.2e} > {bound.why}")
+        elif exactly_zero(ref) and exactly_zero(got):
+            cmp.vacuous.append(name)
     return cmp
+
+
+def _not_updated(cmp: Comparison, references: dict[str, torch.Tensor | None], before: dict[str, torch.Tensor]) -> None:
+    """Buffers the run left as they were (one problem for all): wrong values whatever their old
+    values' errors (a running variance of unit-variance data barely moves), each judged as its old
+    value where that is known."""
+    for name, ref in references.items():
+        old = before.get(name[len(BUFFER):])
+        if old is not None and ref is not None and tuple(old.shape) == tuple(ref.shape):
+            cmp.errors[name] = rel_err(old, ref)
+            cmp.allowed[name] = (cmp.tol[name] if isinstance(cmp.tol, dict) else Bound(cmp.tol, "")).value
+    errors = [cmp.errors[n] for n in references if n in cmp.errors]
+    figure = f": rel err {'up to ' if len(errors) > 1 else ''}{max(errors):.2e}" if errors else ""
+    them = "it as it was" if len(references) == 1 else "them as they were"
+    cmp.problems.append(f"{', '.join(references)} not updated (the backend left {them}){figure}")
 
 
 class TwinMismatch(UsageError):

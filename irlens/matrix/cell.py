@@ -179,11 +179,13 @@ def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: Ho
     reference and against eager's own error in `dtype` (irlens.numerics.allowed_error)."""
     ill = ill_conditioned(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions)
     bounds = allowed_errors(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions, ill)
-    cmp = compare_results(run.results, reference.results, bounds)
+    # a buffer the run did not update is judged as it was before the step: the state the step started from
+    cmp = compare_results(run.results, reference.results, bounds, before=reference.state)
     eager = reference.eager_errors or {}
     row.status, row.reason = ("ok" if cmp.ok else "mismatch"), cmp.reason
     row.max_rel_err = cmp.max_rel_err
-    row.results = {n: ResultCheck(cmp.errors.get(n), cmp.allowed.get(n), eager.get(n), ill.get(n))
+    row.results = {n: ResultCheck(cmp.errors.get(n), cmp.allowed.get(n), eager.get(n), ill.get(n),
+                                  True if n in cmp.vacuous else None)
                    for n in dict.fromkeys([*eager, *cmp.errors, *ill])}  # eager's names: the reference's, in order
     decisive = row.decisive_result
     row.eager_err, row.allowed = eager.get(decisive), cmp.allowed.get(decisive)

@@ -7,7 +7,7 @@ Each is written as the JSON it always was, and read back checked field by field
 (`irlens.json_values`: a bad field is a usage error naming the file, row and field). A field
 added after documents were first written is written only when set, so older documents read
 back, and write again, unchanged. The result checks are the one record written otherwise: as
-the four maps a row always had, result name -> value (`CHECK_MAPS`).
+maps, result name -> value, one per attribute (`CHECK_MAPS`; `vacuous` only where a result is).
 """
 from __future__ import annotations
 
@@ -92,6 +92,7 @@ class ResultCheck:
     allowed: float | None = None  # the error it may have; None: judged by the flat tolerance alone (older rows)
     eager_err: float | None = None  # eager's own error in the same dtype; None: not known
     ill_conditioned: str | None = None  # why its check is ill-conditioned: judged against eager only
+    vacuous: bool | None = None  # exactly zero in the reference and the run: the check cannot fail (None: no)
 
     @property
     def failed(self) -> bool:
@@ -115,7 +116,8 @@ class ResultCheck:
 # each written only where a result has one (`per_result` always). Eager's map comes first: it
 # names every result of the reference, in its order.
 CHECK_MAPS = (("per_result_eager", "eager_err", float | None), ("per_result", "err", float | None),
-              ("per_result_allowed", "allowed", float), ("ill_conditioned", "ill_conditioned", str))
+              ("per_result_allowed", "allowed", float), ("ill_conditioned", "ill_conditioned", str),
+              ("vacuous", "vacuous", bool))
 
 
 def checks_from_json(maps: dict[str, Any], where: str) -> dict[str, ResultCheck]:

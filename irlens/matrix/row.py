@@ -13,8 +13,8 @@ Every field is read back as the type it declares (irlens.json_values): a number 
 a kernel without a name, is a BadDocument (exit 2) naming the file, the row and the field. The
 nested records are `irlens.matrix.records` (kernels, result checks, coverage, graphs, notes, the
 work a step must do, its roofline) and `irlens.timing.DeviceTiming`. The result checks, one
-record per result in `Row.results`, are written as the four maps rows always had
-(`per_result`, `per_result_eager`, `per_result_allowed`, `ill_conditioned`: `records.CHECK_MAPS`).
+record per result in `Row.results`, are written as maps, result name -> value (`per_result`,
+`per_result_eager`, `per_result_allowed`, `ill_conditioned`, `vacuous`: `records.CHECK_MAPS`).
 
 A field added later goes in `OPTIONAL` (None until set, written only then), so documents
 written before it read back, and write again, unchanged (tests/test_report.py checks the
@@ -117,6 +117,18 @@ class Row:
         return {n: c.ill_conditioned for n, c in self.results.items() if c.ill_conditioned}
 
     @property
+    def vacuous(self) -> list[str]:
+        """The results whose check cannot fail: exactly zero in the reference and the run (irlens.numerics)."""
+        return [n for n, c in self.results.items() if c.vacuous]
+
+    @property
+    def compared_nothing(self) -> bool:
+        """The row is ok and its every output, or every result, is vacuous: an "ok" that says nothing
+        of the computation (an all-zero classifier head). One all-zero gradient among others is not."""
+        outputs = [c for n, c in self.results.items() if n.startswith("out")]
+        return self.status == "ok" and any(group and all(c.vacuous for c in group) for group in (outputs, list(self.results.values())))
+
+    @property
     def unmapped_note(self) -> str:
         """"kernels unmapped: <reason>" for a row whose kernels could not be mapped, else ""."""
         return f"kernels unmapped: {self.kernels_unmapped}" if self.kernels_unmapped else ""
@@ -189,7 +201,7 @@ _CHECKS = tuple(key for key, _, _ in CHECK_MAPS)  # the JSON maps of Row.results
 OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceilings", "device", "device_name",
             # judged against eager's own error in the same dtype; the spread of the timed steps
             "per_result_eager", "per_result_allowed", "eager_err", "allowed", "reference_dtype",
-            "reference_fallback", "run_spread", "kernels_unmapped", "module_mode", "ill_conditioned",
+            "reference_fallback", "run_spread", "kernels_unmapped", "module_mode", "ill_conditioned", "vacuous",
             # run through the lowering of another frontend's graphs (compare, bench), and at which level
             "via", "via_reason", "level", "eager_us")
 

@@ -1,6 +1,6 @@
 """The table `irlens compare` prints: one line per row, then why each row is not ok, which rows
 were judged against a reference other than float64, which were captured other than their stack's
-usual way (ThunderFX), and which timings are unsteady."""
+usual way (ThunderFX), which checks could not fail (vacuous), and which timings are unsteady."""
 from __future__ import annotations
 
 import re
@@ -12,6 +12,12 @@ from irlens.timing import UNSTEADY_SPREAD, unsteady
 
 FALLBACK_MARK = "†"  # judged against a reference below float64
 UNSTEADY_MARK = "!"  # the timed steps spread above UNSTEADY_SPREAD
+VACUOUS_MARK = "∅"  # every output (or result) exactly zero in the reference and the run: nothing compared
+
+
+def status_text(r: Row) -> str:
+    """The row's status as tables show it: marked where its check compared nothing (Row.compared_nothing)."""
+    return f"{r.status} {VACUOUS_MARK}" if r.compared_nothing else r.status
 
 
 def _fmt(value, spec: str) -> str:
@@ -44,7 +50,7 @@ def format_table(doc: Document) -> str:
               "run µs", "spread")
     lines = []
     for r in doc.rows:
-        lines.append((r.workload, r.mode, r.label, r.status, *error_figures(r), _fmt(r.kernel_count, "d"),
+        lines.append((r.workload, r.mode, r.label, status_text(r), *error_figures(r), _fmt(r.kernel_count, "d"),
                       _fmt(r.compile_s, ".2f"), run_figure(r),
                       "-" if r.run_spread is None else f"{r.run_spread:.0%}"))
     widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
@@ -76,6 +82,7 @@ def format_table(doc: Document) -> str:
     # How a row's stack captured the workload where not its usual way (ThunderFX), and its split.
     notes += [f"{r.backend} ({r.workload}/{r.mode}): {r.capture_note}" for r in doc.rows if r.capture_note]
     notes += ill_conditioned_lines(doc)
+    notes += vacuous_lines(doc.rows)
     notes += module_mode_lines(doc.rows)
     shaky = [r for r in doc.rows if r.ran and unsteady(r.run_spread)]
     if shaky:
@@ -107,12 +114,44 @@ def ill_conditioned_lines(doc: Document) -> list[str]:
             found.setdefault((r.workload, r.mode), {}).setdefault(result, why)
     lines = []
     for (w, m), results in found.items():
-        patterns = Counter(re.sub(r"(?<=\.)\d+(?=\.)", "N", name) for name in results)
-        named = ", ".join(p if n == 1 else f"{p} (x{n})" for p, n in patterns.items())
         first, why = next(iter(results.items()))
-        lines.append(f"ill-conditioned check, judged against eager ({w}/{m}, {len(results)} "
-                     f"result{'s' if len(results) > 1 else ''}: {named}): {first}: {why}")
+        lines.append(f"ill-conditioned check, judged against eager ({w}/{m}, {_named(list(results))}): {first}: {why}")
     return lines
+
+
+def vacuous_lines(rows: list[Row]) -> list[str]:
+    """One line per workload and mode with results exactly zero in the reference and the run (a
+    check that cannot fail, irlens.numerics): an alarm, with the backends, where a row compared
+    nothing (every output or result vacuous); otherwise a note, the rest being compared."""
+    found: dict[tuple[str, str], dict[str, None]] = {}
+    empty: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        if r.vacuous:
+            found.setdefault((r.workload, r.mode), {}).update(dict.fromkeys(r.vacuous))
+        if r.compared_nothing:
+            empty.setdefault((r.workload, r.mode), []).append(r.label)
+    lines = []
+    for (w, m), results in found.items():
+        where = f"{w}/{m}, {_named(list(results))}"
+        if (w, m) in empty:
+            lines.append(f"{VACUOUS_MARK} a check that cannot fail ({where}; {', '.join(empty[w, m])}): every output "
+                         f"is exactly zero in the float64 reference and in the run, so nothing of the model was compared")
+        else:
+            lines.append(f"exactly zero in the float64 reference and in the run, checks that cannot fail ({where}); "
+                         f"the other results are compared")
+    return lines
+
+
+NAMED_PATTERNS = 10  # the patterns a note names before "+K more"
+
+
+def _named(results: list[str]) -> str:
+    """How many results, and which, by pattern (layer numbers as N, with how many)."""
+    patterns = Counter(re.sub(r"(?<=\.)\d+(?=\.)", "N", name) for name in results)
+    shown = [p if n == 1 else f"{p} (x{n})" for p, n in patterns.items()]
+    more = len(shown) - NAMED_PATTERNS
+    named = ", ".join(shown[:NAMED_PATTERNS]) + (f", +{more} more" if more > 0 else "")
+    return f"{len(results)} result{'s' if len(results) > 1 else ''}: {named}"
 
 
 def via_lines(rows: list[Row]) -> list[str]:

@@ -9,7 +9,8 @@ from collections import Counter
 from irlens.ceilings import Ceilings, describe
 from irlens.ir import Graph, Kernel
 from irlens.matrix import Document, Row
-from irlens.matrix.table import FALLBACK_MARK, UNSTEADY_MARK, error_figures, run_figure, via_lines
+from irlens.matrix.table import (FALLBACK_MARK, UNSTEADY_MARK, VACUOUS_MARK, error_figures, run_figure, status_text,
+                                 vacuous_lines, via_lines)
 from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Text
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_svg
@@ -73,17 +74,19 @@ def _summary_section(rows: list[Row]) -> Section:
     run_column = len(lead) + 5
     for i, r in enumerate(rows):
         table.rows.append([r.workload, r.mode, *([r.dtype or "-"] if dtyped else []), r.label,
-                           r.status, *error_figures(r), fmt(launches_of(r), "d") if r.ran else "-",
+                           status_text(r), *error_figures(r), fmt(launches_of(r), "d") if r.ran else "-",
                            fmt(r.compile_s, ".2f"), run_figure(r),
                            "; ".join(filter(None, (first_line(r.reason), first_line(r.unmapped_note))))])
         status = (i, len(lead) - 1)
-        {"ok": table.good, "mismatch": table.flagged, "failed": table.flagged}.get(r.status, table.muted).add(status)
+        verdict = "vacuous" if r.compared_nothing else r.status  # an ok that compared nothing is no good news
+        {"ok": table.good, "mismatch": table.flagged, "failed": table.flagged}.get(verdict, table.muted).add(status)
         if table.rows[-1][run_column].endswith(UNSTEADY_MARK):
             table.flagged.add((i, run_column))
     legend = ["rel err: the error of the row's decisive result (the one nearest the error it is allowed) against "
               "the reference; eager err: eager's own error on it in the same dtype; allowed: k × eager's error + "
               "a floor (docs/numerics.md). "
               f"{FALLBACK_MARK}: judged against a reference below float64 (it could not run). "
+              f"{VACUOUS_MARK}: a check that cannot fail (every output exactly zero in the reference and the run). "
               f"{UNSTEADY_MARK}: an unsteady timing (the timed steps spread widely)."]
     return Section("Summary", "summary", [table, Text(legend)])
 
@@ -106,8 +109,9 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], c
                         for r in rows if r.ran and r.reference_fallback})
     shaky = [f"{r.label}: {UNSTEADY_MARK} unsteady timing: the timed steps' interquartile range is "
              f"{r.run_spread:.0%} of their median" for r in rows if r.ran and unsteady(r.run_spread)]
-    if fallbacks or shaky:
-        section.blocks.append(Text(fallbacks + shaky, style="note"))
+    vacuous = vacuous_lines(rows)
+    if fallbacks or shaky or vacuous:
+        section.blocks.append(Text(fallbacks + shaky + vacuous, style="note"))
     ran = [r for r in rows if r.ran]
     section.subsections += split_sections(key, ran)
 

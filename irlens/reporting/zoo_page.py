@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from irlens.matrix.document import Document
 from irlens.matrix.row import Row
-from irlens.matrix.table import ill_conditioned_lines, module_mode_lines
+from irlens.matrix.table import VACUOUS_MARK, ill_conditioned_lines, module_mode_lines, vacuous_lines
 
 # packages whose frames make a failure upstream's (the innermost frame of its traceback)
 UPSTREAM = ("torch", "thunder", "jax", "jaxlib", "nvfuser", "nvfuser_direct", "triton", "transformers", "timm")
@@ -31,7 +31,8 @@ class StackSummary:
     models: int = 0
     acquired: int = 0
     ran: int = 0
-    ok: int = 0
+    ok: int = 0  # ok, and its check compared something (not Row.compared_nothing)
+    vacuous: int = 0  # ok, but every output exactly zero in the reference and the run: nothing compared
     unavailable: int = 0
     unknown_ops: Counter = field(default_factory=Counter)  # native name -> nodes, over all models
     graph_breaks: int = 0
@@ -102,7 +103,8 @@ def summarize(doc: Document) -> list[StackSummary]:
         s.unavailable += r.status == "unavailable"
         s.acquired += acquired(r)
         s.ran += r.ran
-        s.ok += r.status == "ok"
+        s.ok += r.status == "ok" and not r.compared_nothing
+        s.vacuous += r.compared_nothing
         for u in (r.coverage.unknown if r.coverage else None) or []:
             s.unknown_ops[u[u.index("(") + 1:-1] if "(" in u else u] += 1
         breaks = r.notes.get("graph_breaks") or 0
@@ -135,7 +137,9 @@ def stack_table(summaries: list[StackSummary], gpu: bool) -> list[str]:
     for s in summaries:
         asked = s.models - s.unavailable
         cells = [s.backend, s.mode, f"{s.models}" + (f" ({s.unavailable} unavailable)" if s.unavailable else ""),
-                 _pct(s.acquired, asked), _pct(s.ran, asked), _pct(s.ok, asked), str(sum(s.unknown_ops.values())),
+                 _pct(s.acquired, asked), _pct(s.ran, asked),
+                 _pct(s.ok, asked) + (f" + {s.vacuous} {VACUOUS_MARK}" if s.vacuous else ""),
+                 str(sum(s.unknown_ops.values())),
                  f"{s.graph_breaks} ({s.models_with_breaks})", _median(s.launches, ".0f"), _median(s.compile_s, ".1f")]
         if gpu:
             cells.append("-" if s.backend == "eager" or s.geomean is None else f"{s.geomean:.2f}x")
@@ -150,6 +154,8 @@ def _cell(r: Row | None, gpu: bool, eager: dict[tuple[str, str], Row]) -> str:
     base = eager_us(r, eager)
     if gpu and r.ran and r.backend != "eager" and base and r.run_us:
         mark += f" {base / r.run_us:.2f}x"
+    if r.compared_nothing:
+        mark += f" {VACUOUS_MARK}"
     if r.ill_conditioned:
         mark += " ‡"
     if r.reference_fallback:
@@ -195,10 +201,13 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
         lines += ["Made by:", "", *[f"    {c}" for c in doc.commands], ""]
     lines += ["## Per stack", "", *stack_table(summarize(doc), gpu), "",
               "acquired: the stack made graphs of the model; ran: it produced results; numerics ok: within the "
-              "bound against the float64 reference (irlens.numerics); rates count the rows that could run here "
+              f"bound against the float64 reference (irlens.numerics), and not vacuous (+ N {VACUOUS_MARK}: ok rows whose every "
+              "output is exactly zero in the reference and the run, so nothing was compared: not counted ok); rates "
+              "count the rows that could run here "
               "(not those unavailable: a library not installed, a backend without a path for the model).", "", "## Per model", "",
-              "‡ a check judged against eager (ill-conditioned, see below); † judged against a reference below "
-              "float64.", "", *model_table(doc, gpu), ""]
+              f"‡ a check judged against eager (ill-conditioned, see below); † judged against a reference below "
+              f"float64; {VACUOUS_MARK} a check that cannot fail (every output exactly zero, see below).", "",
+              *model_table(doc, gpu), ""]
     found = failures(doc)
     if found:
         lines += ["## Failures", "", "Each kind once, with the models it hit; upstream: the innermost frame of its "
@@ -210,7 +219,7 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
             repro = (repros or {}).get(sig)
             lines.append(f"- **{sig}** — {who}; {len(rows)} rows: {models}" + (f"; reproducer: `{repro}`" if repro else ""))
         lines.append("")
-    notes = ill_conditioned_lines(doc)
+    notes = ill_conditioned_lines(doc) + vacuous_lines(doc.rows)
     fallbacks = sorted({f"{r.workload}/{r.mode}: {r.reference_fallback}" for r in doc.rows if r.reference_fallback})
     modes = module_mode_lines(doc.rows)
     if notes or fallbacks or modes:

@@ -1,28 +1,59 @@
 """timm models of the zoo: `timm.create_model(name, pretrained=False, ...)`, random weights.
 
 `bench` is the named model as published, at its own image size; `tiny` the same architecture
-with narrow, shallow stages at 32x32 (its constructor's own arguments), or timm's own small test
-model of the same class (`test_*`) where the published name fixes its sizes. Dropout and drop
+with narrow, shallow stages at 32x32 (its constructor's own arguments), timm's own small test
+model of the same class (`test_*`) where the published name fixes its sizes, or, where timm has
+no such test model, the model class itself at small sizes (`tiny_class`). Dropout and drop
 path are off (p=0): the train-mode entries (BatchNorm updating its running statistics) stay
 deterministic.
+
+A classifier head timm initializes to zeros (MLP-Mixer's) is redrawn (`live_head`): with it the
+output is the head's bias whatever the input, and no check could fail.
 """
 from __future__ import annotations
 
+import torch
+
 from irlens.models.zoo.entry import ZooModel
+
+HEAD_SEED = 2027  # the redrawn head's generator (`live_head`)
+HEAD_STD = 0.02  # its weights' standard deviation: timm's own for a ViT's head (trunc_normal_, std .02)
 
 
 def build(cfg: dict):
     from irlens._compat import import_timm
 
     timm = import_timm()
-    return timm.create_model(cfg["model"], pretrained=False, num_classes=cfg["classes"], drop_rate=0.0,
-                             drop_path_rate=0.0, **cfg.get("kwargs", {}))
+    args = {"num_classes": cfg["classes"], "drop_rate": 0.0, "drop_path_rate": 0.0, **cfg.get("kwargs", {})}
+    if cfg.get("class"):  # every registered name of the architecture fixes its sizes
+        return live_head(getattr(timm.models, cfg["model"])(**args))
+    return live_head(timm.create_model(cfg["model"], pretrained=False, **args))
+
+
+def live_head(model: torch.nn.Module) -> torch.nn.Module:
+    """The model, its classifier head's all-zero weight matrices (timm's `get_classifier()`) redrawn
+    from N(0, HEAD_STD^2) with a generator seeded HEAD_SEED. A zero head makes the output its bias
+    (zero) for every input, and the loss and every gradient but the head's exactly zero: each check
+    passes whatever a backend computed before the head. Only the head, and only an all-zero matrix:
+    a zero elsewhere (BEiT's relative position bias tables, NFNet's residual gains) is the
+    architecture's own starting point and leaves the output live; a zero bias is kept."""
+    heads = model.get_classifier()
+    gen = torch.Generator().manual_seed(HEAD_SEED)
+    with torch.no_grad():
+        for head in heads if isinstance(heads, tuple) else (heads,):
+            for weight in head.parameters():
+                if weight.ndim >= 2 and not weight.any():
+                    weight.normal_(0.0, HEAD_STD, generator=gen)
+    return model
 
 
 def timm_model(name: str, kind: str, tiny: tuple[str, dict], bench: tuple[str, dict], description: str, *,
-               training: bool = False, tiny_img: int = 32, bench_img: int = 224, bench_batch: int = 64) -> ZooModel:
-    """An entry: (model name, constructor arguments) at each size."""
-    presets = {"tiny": {"model": tiny[0], "kwargs": tiny[1], "classes": 10, "batch": 4, "img": tiny_img},
+               training: bool = False, tiny_img: int = 32, bench_img: int = 224, bench_batch: int = 64,
+               tiny_class: bool = False) -> ZooModel:
+    """An entry: (model name, constructor arguments) at each size; with `tiny_class`, the tiny
+    model's name is a class of `timm.models`."""
+    presets = {"tiny": {"model": tiny[0], "kwargs": tiny[1], "classes": 10, "batch": 4, "img": tiny_img,
+                        **({"class": True} if tiny_class else {})},
                "bench": {"model": bench[0], "kwargs": bench[1], "classes": 1000, "batch": bench_batch,
                          "img": bench_img}}
     return ZooModel(name, "timm", kind, build, "pixels", presets, training=training, description=description)
@@ -69,4 +100,7 @@ MODELS = [
                "GENet small (timm's ByobNet): block-by-block configured stages"),
     timm_model("timm_mambaout", "vision", ("test_mambaout", {}), ("mambaout_femto", {}),
                "MambaOut femto: gated CNN blocks, no state-space mixing"),
+    timm_model("timm_mixer", "vision", ("MlpMixer", {"img_size": 32, "patch_size": 8, "embed_dim": 32, "num_blocks": 2}),
+               ("mixer_b16_224", {}), "MLP-Mixer B/16: token- and channel-mixing MLPs, no attention; timm's zero "
+               f"classifier head redrawn from N(0, {HEAD_STD}^2), seed {HEAD_SEED} (docs/zoo.md)", tiny_class=True),
 ]

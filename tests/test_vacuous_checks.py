@@ -1,0 +1,174 @@
+"""Checks that cannot fail, and buffers a backend leaves as they were (irlens.numerics).
+
+A result exactly zero in the float64 reference and in the run is vacuous: named per result; a
+row whose every output is vacuous compared nothing of the model and says so in the compare table,
+the report and the zoo page (not counted as numerics ok there), while one all-zero gradient among
+live results is a note. A train-mode BatchNorm's running statistics that a backend does not
+update are wrong values (a mismatch), judged as the buffers were before the step, never
+"missing results"."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from irlens.backends import get_backend
+from irlens.backends.base import Backend, BackendRun
+from irlens.frontends.base import Availability
+from irlens.matrix import format_table, plan_matrix, read_document, run_plan, write_document
+from irlens.matrix.cell import run_cell
+from irlens.matrix.references import compute_reference
+from irlens.numerics import compare_results
+from irlens.reporting import build_report, render_markdown
+from irlens.reporting.zoo_page import summarize, zoo_markdown
+from irlens.workload import Workload, run_eager
+
+
+class ZeroHead(torch.nn.Module):
+    """A hidden layer, then a head initialized to zeros (as timm's MLP-Mixer initializes its own)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(8, 16)
+        self.head = torch.nn.Linear(16, 4)
+        torch.nn.init.zeros_(self.head.weight)
+        torch.nn.init.zeros_(self.head.bias)
+
+    def forward(self, x):
+        return self.head(torch.tanh(self.body(x)))
+
+
+class Unused(torch.nn.Module):
+    """A live output and a parameter the loss does not depend on: multiplied by zero."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+        self.idle = torch.nn.Parameter(torch.randn(8))
+
+    def forward(self, x):
+        return self.proj(x) + 0.0 * self.idle
+
+
+def _seeded(module_type) -> torch.nn.Module:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return module_type()
+
+
+def test_an_all_zero_reference_and_result_is_vacuous_and_a_nonzero_result_against_it_is_not():
+    zero, live = torch.zeros(3), torch.ones(3)
+    assert compare_results({"out0": zero}, {"out0": zero}, 1e-4).vacuous == ["out0"]
+    off = compare_results({"out0": live}, {"out0": zero}, 1e-4)  # judged in absolute terms: a mismatch
+    assert off.vacuous == [] and not off.ok
+    assert compare_results({"out0": live}, {"out0": live}, 1e-4).vacuous == []
+
+
+def test_a_zero_head_makes_every_row_compare_nothing_and_every_output_says_so(tmp_path):
+    wl = Workload.from_module("zero_head", _seeded(ZeroHead), example_inputs=((4, 8),))
+    doc = run_plan(plan_matrix([wl], ["eager", "inductor"], ["fwd", "fwdbwd"]), isolate=False, progress=False)
+    for r in doc.rows:
+        assert r.status == "ok" and r.compared_nothing, (r.backend, r.mode, r.reason)
+        assert {"out0", *(["loss", "grad:body.weight", "grad:head.weight"] if r.mode == "fwdbwd" else [])} <= set(r.vacuous)
+    table = format_table(doc)
+    assert all(line.split()[3:5] == ["ok", "∅"] for line in table.splitlines()[2:6]), table
+    assert "∅ a check that cannot fail (zero_head/fwd, 1 result: out0; eager, inductor)" in table
+    # the flags travel in the document and back
+    write_document(doc, tmp_path / "d.json")
+    back = read_document(tmp_path / "d.json")
+    assert [r.compared_nothing for r in back.rows] == [True] * 4 and back.rows[1].vacuous == doc.rows[1].vacuous
+    html_text = render_markdown(build_report(back))
+    assert "ok ∅" in html_text and "a check that cannot fail (zero_head/fwdbwd" in html_text
+    # the zoo page: not counted as numerics ok, marked per model, named in the notes
+    page = zoo_markdown(back)
+    assert {(s.ok, s.vacuous) for s in summarize(back)} == {(0, 1)}  # per backend and mode
+    assert "| 0/1 (0 %) + 1 ∅ |" in page and "| zero_head | fwd | ok ∅ | ok ∅ |" in page
+    assert "- ∅ a check that cannot fail (zero_head/fwdbwd" in page
+
+
+def test_one_gradient_the_loss_does_not_reach_is_a_note_not_an_alarm():
+    wl = Workload.from_module("unused", _seeded(Unused), example_inputs=((4, 8),))
+    doc = run_plan(plan_matrix([wl], ["eager"], ["fwdbwd"]), isolate=False, progress=False)
+    (row,) = doc.rows
+    assert row.status == "ok" and row.vacuous == ["grad:idle"] and not row.compared_nothing
+    table = format_table(doc)
+    assert "ok ∅" not in table
+    assert ("exactly zero in the float64 reference and in the run, checks that cannot fail (unused/fwdbwd, "
+            "1 result: grad:idle); the other results are compared") in table
+
+
+# --- buffers a backend leaves as they were ------------------------------------------------------------
+
+def _bn_workload() -> Workload:
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
+    return Workload.from_module("bn_train", m.train(), ((4, 3, 8, 8),))
+
+
+class FrozenStatistics(Backend):
+    """Eager with BatchNorm's momentum at 0: it normalizes by the batch, counts the step, and leaves
+    the running statistics as they were (a backend that drops those in-place updates)."""
+
+    name, frontend, description = "frozen_statistics", None, "eager, BatchNorm running statistics not updated"
+
+    def availability(self, device: str) -> Availability:
+        return Availability(True)
+
+    def run(self, inst, mode):
+        norms = [m for m in inst.module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        for m in norms:
+            m.momentum = 0.0
+        return BackendRun(run_eager(inst.module, inst, mode), 0.0, 0.0, [])
+
+
+@pytest.mark.parametrize("mode", ["fwd", "fwdbwd"])
+def test_a_buffer_the_backend_did_not_update_is_a_wrong_value_not_missing_output(mode):
+    wl = _bn_workload()
+    reference = compute_reference(wl, mode, "cpu", "tiny", None)
+    assert {"buffer:1.running_mean", "buffer:1.running_var"} <= set(reference.results)
+    row = run_cell(wl, FrozenStatistics(), mode, "cpu", "tiny", None, reference)
+    assert row.status == "mismatch" and "missing" not in row.reason
+    assert ("buffer:1.running_mean, buffer:1.running_var not updated (the backend left them as they were): "
+            "rel err up to ") in row.reason
+    # judged as the values the buffers had before the step: the initial zeros are 100 % off
+    assert row.results["buffer:1.running_mean"].err == 1.0
+    assert row.results["buffer:1.num_batches_tracked"].err == 0.0  # the count it did update
+    eager = run_cell(wl, get_backend("eager"), mode, "cpu", "tiny", None, reference)
+    assert eager.status == "ok", eager.reason
+
+
+def test_a_buffer_updated_where_the_reference_leaves_it_is_named():
+    ref = {"out0": torch.ones(2)}
+    cmp = compare_results({"out0": torch.ones(2), "buffer:count": torch.ones(())}, ref, 1e-4)
+    assert cmp.problems == ["buffer:count updated, where the reference leaves it as it was"]
+    one = compare_results({"out0": torch.ones(2)}, {**ref, "buffer:count": torch.ones(())}, 1e-4,
+                          before={"count": torch.zeros(())})
+    assert one.problems == ["buffer:count not updated (the backend left it as it was): rel err 1.00e+00"]
+
+
+# --- the zoo: a zero classifier head is redrawn --------------------------------------------------------
+
+@pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="timm is not installed (pip install 'irlens[zoo]')")
+def test_the_zoo_redraws_a_zero_classifier_head_and_its_mixer_is_live():
+    from irlens._compat import import_timm
+    from irlens.models import get_workload
+    from irlens.models.zoo.timm_models import HEAD_STD, live_head
+
+    timm = import_timm()
+    own = timm.models.MlpMixer(num_classes=10, img_size=32, patch_size=8, embed_dim=32, num_blocks=2)
+    assert not own.head.weight.any() and not own.head.bias.any()  # timm's own init: the output is 0 for any input
+    inst = get_workload("timm_mixer").instantiate("tiny")
+    head = inst.module.get_classifier()
+    assert head.weight.any() and abs(head.weight.std().item() - HEAD_STD) < 0.2 * HEAD_STD
+    assert not head.bias.any()  # a zero bias is kept
+    again = get_workload("timm_mixer").instantiate("tiny").module.get_classifier()
+    assert torch.equal(head.weight, again.weight)  # seeded
+    with torch.no_grad():
+        assert inst.module(*inst.inputs).abs().min() > 0
+    # only all-zero matrices of the head: a live head is left as it was
+    live = torch.nn.Linear(4, 2)
+    before = live.weight.detach().clone()
+    model = type("M", (torch.nn.Module,), {"get_classifier": lambda self: live})()
+    live_head(model)
+    assert torch.equal(live.weight, before)
