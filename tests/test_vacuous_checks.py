@@ -172,3 +172,20 @@ def test_the_zoo_redraws_a_zero_classifier_head_and_its_mixer_is_live():
     model = type("M", (torch.nn.Module,), {"get_classifier": lambda self: live})()
     live_head(model)
     assert torch.equal(live.weight, before)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="timm is not installed (pip install 'irlens[zoo]')")
+def test_the_zoo_starts_nfnet_s_zero_gain_branches_live():
+    """timm's NFNet ends each residual branch with a convolution of gain 0: every gradient inside the
+    branch is exactly zero. The zoo's NFNet starts those gains at 1: no parameter's gradient is zero."""
+    from irlens._compat import import_timm
+    from irlens.models import get_workload
+    from timm.layers import ScaledStdConv2d
+
+    own = import_timm().create_model("test_nfnet", pretrained=False, num_classes=10)
+    assert any(isinstance(m, ScaledStdConv2d) and not m.gain.any() for m in own.modules())
+    inst = get_workload("timm_nfnet").instantiate("tiny")
+    assert not any(isinstance(m, ScaledStdConv2d) and not m.gain.any() for m in inst.module.modules())
+    inst.module(*inst.inputs).square().mean().backward()
+    dead = [n for n, p in inst.module.named_parameters() if p.grad is None or not p.grad.any()]
+    assert dead == []

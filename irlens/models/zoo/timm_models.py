@@ -8,7 +8,10 @@ path are off (p=0): the train-mode entries (BatchNorm updating its running stati
 deterministic.
 
 A classifier head timm initializes to zeros (MLP-Mixer's) is redrawn (`live_head`): with it the
-output is the head's bias whatever the input, and no check could fail.
+output is the head's bias whatever the input, and no check could fail. Residual branches timm
+starts at zero are started live: ResNet's last norm scale (`zero_init_last=False`, LIVE_BRANCHES)
+and NFNet's last convolution's gain (`live_gains`); at zero every gradient inside the branch is
+exactly zero on every stack, a check that cannot fail.
 """
 from __future__ import annotations
 
@@ -26,8 +29,24 @@ def build(cfg: dict):
     timm = import_timm()
     args = {"num_classes": cfg["classes"], "drop_rate": 0.0, "drop_path_rate": 0.0, **cfg.get("kwargs", {})}
     if cfg.get("class"):  # every registered name of the architecture fixes its sizes
-        return live_head(getattr(timm.models, cfg["model"])(**args))
-    return live_head(timm.create_model(cfg["model"], pretrained=False, **args))
+        model = getattr(timm.models, cfg["model"])(**args)
+    else:
+        model = timm.create_model(cfg["model"], pretrained=False, **args)
+    return live_gains(live_head(model))
+
+
+def live_gains(model: torch.nn.Module) -> torch.nn.Module:
+    """The model, each scaled weight-standardized convolution's all-zero gain set to 1: NFNet ends
+    every residual branch with such a convolution started at gain 0 (`gain_init=0`), which zeroes
+    the branch's output and every gradient inside it; 1 is the layer's own default, and the start
+    of timm's skipinit NFNets (its counterpart of ResNet's `zero_init_last=False`)."""
+    from timm.layers import ScaledStdConv2d, ScaledStdConv2dSame
+
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (ScaledStdConv2d, ScaledStdConv2dSame)) and not m.gain.any():
+                m.gain.fill_(1.0)
+    return model
 
 
 def live_head(model: torch.nn.Module) -> torch.nn.Module:
@@ -35,8 +54,8 @@ def live_head(model: torch.nn.Module) -> torch.nn.Module:
     from N(0, HEAD_STD^2) with a generator seeded HEAD_SEED. A zero head makes the output its bias
     (zero) for every input, and the loss and every gradient but the head's exactly zero: each check
     passes whatever a backend computed before the head. Only the head, and only an all-zero matrix:
-    a zero elsewhere (BEiT's relative position bias tables, NFNet's residual gains) is the
-    architecture's own starting point and leaves the output live; a zero bias is kept."""
+    a zero elsewhere (BEiT's relative position bias tables) is the architecture's own starting
+    point and leaves the output live; a zero bias is kept."""
     heads = model.get_classifier()
     gen = torch.Generator().manual_seed(HEAD_SEED)
     with torch.no_grad():
@@ -95,7 +114,8 @@ MODELS = [
     timm_model("timm_maxvit", "vision", ("test_maxvit", {"img_size": 32}), ("maxvit_tiny_rw_224", {}),
                "MaxViT tiny: block and grid attention over windows"),
     timm_model("timm_nfnet", "vision", ("test_nfnet", {}), ("dm_nfnet_f0", {}),
-               "NFNet F0: normalization-free, scaled weight standardization", bench_img=192),
+               "NFNet F0: normalization-free, scaled weight standardization; its residual branches' zero "
+               "last gains started at 1 (docs/zoo.md)", bench_img=192),
     timm_model("timm_gernet", "vision", ("test_byobnet", LIVE_BRANCHES), ("gernet_s", LIVE_BRANCHES),
                "GENet small (timm's ByobNet): block-by-block configured stages"),
     timm_model("timm_mambaout", "vision", ("test_mambaout", {}), ("mambaout_femto", {}),
