@@ -115,6 +115,14 @@ class Backend(ABC):
     # ran it on a shared GPU is ended after each cell
     keeps_device_memory: bool = False
 
+    def eager_roundings(self):
+        """A context manager in which this backend rounds intermediates to the compute dtype where
+        eager does (None where it has none). A half-precision cell that mismatches is run again
+        inside it (irlens.matrix.cell): a compiler that keeps float32 inside its fused kernels is more
+        accurate in the forward, yet a bfloat16 backward can turn that one-unit difference into
+        gradients far from eager's, and irlens' bound starts from eager's own error."""
+        return None
+
     def worker_env(self) -> dict[str, str]:
         """Environment variables a worker process started to run this backend's cells needs
         (read when it starts, so set then); none by default."""

@@ -108,6 +108,8 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         call_progress.stage("checking numerics")
         _check(row, run, reference, inst.dtype, host.timing)
         row.notes = run.notes
+        if row.status == "mismatch" and inst.dtype in HALF_DTYPES and row.via is None:
+            _recheck_with_eager_roundings(row, backend, wl, mode, device, preset, dtype, reference)
         row.graphs = {g.stage: g for g in run.graphs}  # what the kernels' node ids refer to (the fusion map)
         row.coverage = kernel_coverage(run.kernels, run.graphs) if run.graphs else None
         return row
@@ -119,6 +121,35 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         # whose innermost frame says whose it is
         inner = e.__cause__ if isinstance(e, CaptureFailed) and e.__cause__ is not None else e
         return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", "".join(traceback.format_exception(inner))[-3000:])
+
+
+HALF_DTYPES = ("bfloat16", "float16")
+
+
+def _recheck_with_eager_roundings(row: Row, backend: Backend, wl: Workload, mode: str, device: str, preset: str,
+                                  dtype: str | None, reference: Reference) -> None:
+    """A half-precision mismatch of a backend that can round where eager rounds (Backend.eager_roundings):
+    the cell again, so rounding, on a fresh instance (a train-mode model's statistics start over).
+    Its verdict is added to the reason and the notes; the row's own verdict stands."""
+    rounding = backend.eager_roundings()
+    if rounding is None:
+        return
+    call_progress.stage("rechecking with eager's roundings")
+    if "torch._dynamo" in sys.modules:
+        torch._dynamo.reset()
+    inst = reference.pin(wl.instantiate(preset, dtype, device))
+    with rounding:
+        again = backend.run(inst, mode)
+    probe = new_row(wl, mode, backend, None)
+    _check(probe, again, reference, inst.dtype)
+    if probe.status == "ok":
+        verdict = (f"with eager's roundings ({backend.name} asked to round its fused kernels' intermediates to "
+                   f"{inst.dtype} as eager does) it is within the bound (max rel err {probe.max_rel_err:.1e}): "
+                   f"it kept float32 where eager rounds, and the half-precision backward amplified the difference")
+    else:
+        verdict = f"with eager's roundings too: {probe.reason.splitlines()[0] if probe.reason else probe.status}"
+    row.notes["eager_roundings"] = verdict
+    row.reason = f"{row.reason}; {verdict}" if row.reason else verdict
 
 
 def via_program(row: Row, backend: Backend, inst: Instance, mode: str, why: NoNativePath) -> Program:

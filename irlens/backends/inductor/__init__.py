@@ -148,6 +148,11 @@ class InductorBackend(Backend):
             return Availability(False, "no C++ compiler on PATH (Inductor's CPU code generator needs one)")
         return Availability(True)
 
+    def eager_roundings(self):
+        # Inductor's own switch: each fused kernel rounds to the graph's low-precision dtype where
+        # its conversions say (as eager's separate kernels do) instead of keeping float32
+        return torch._inductor.config.patch(emulate_precision_casts=True)
+
     def run(self, inst: Instance, mode: str) -> BackendRun:
         from torch._dynamo.utils import counters
 
