@@ -27,10 +27,10 @@ def _stub_ceilings(monkeypatch) -> None:
     real_call = WorkerSession.call
     sweep = Sweep("stub", {"copy of 256 MiB": 1000.0}, {"float32": {"mm [8x8]@[8x8]": 10.0}})
 
-    def call(self, fn, kwargs, timeout):
+    def call(self, fn, kwargs, timeout, max_wait_s=0.0):
         if fn == "irlens.ceilings_cache:measure_in_worker":
             return {"ceilings": sweep.ceilings().to_json(), "source": "from a stub"}
-        return real_call(self, fn, kwargs, timeout)
+        return real_call(self, fn, kwargs, timeout, max_wait_s)
 
     monkeypatch.setattr(WorkerSession, "call", call)
 
