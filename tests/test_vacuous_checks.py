@@ -189,3 +189,16 @@ def test_the_zoo_starts_nfnet_s_zero_gain_branches_live():
     inst.module(*inst.inputs).square().mean().backward()
     dead = [n for n, p in inst.module.named_parameters() if p.grad is None or not p.grad.any()]
     assert dead == []
+
+
+def test_a_reproducer_names_a_buffer_the_backend_did_not_update():
+    """The standalone file's own check says what irlens says: not updated, not missing."""
+    from irlens.repro.emit import _RUN_AND_CHECK
+
+    space = {"torch": torch, "math": __import__("math"), "ALLOWED": {}, "TOL": 1e-4}
+    exec(_RUN_AND_CHECK.split("def synchronize", 1)[0], space)  # rel_err, bound, check
+    t = torch.ones(3)
+    problems, _ = space["check"]({"out0": t}, {"out0": t, "buffer:bn.running_mean": t})
+    assert problems == ["buffer:bn.running_mean: not updated (the backend left it as it was)"]
+    problems, _ = space["check"]({"out0": t, "buffer:n": t}, {"out0": t, "buffer:n": None, "grad:w": t})
+    assert problems == ["buffer:n: updated, where the reference leaves it as it was", "grad:w: missing"]

@@ -303,7 +303,10 @@ def check(results, reference):
     for name, ref in reference.items():
         got = results.get(name)
         if got is None or ref is None:
-            if (got is None) != (ref is None):
+            if (got is None) != (ref is None) and name.startswith("buffer:"):  # a step's in-place update
+                problems.append(f"{name}: " + ("not updated (the backend left it as it was)" if got is None
+                                               else "updated, where the reference leaves it as it was"))
+            elif (got is None) != (ref is None):
                 problems.append(f"{name}: {'missing' if got is None else 'a value where the reference has none'}")
             continue
         if tuple(got.shape) != tuple(ref.shape):
