@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from irlens import ops
+from irlens.dtypes import HALF_DTYPES
 from irlens.ir import Arg, Graph, Node, TensorMeta
 
 RULES = {name: op.decomposition for name, op in ops.OPS.items() if op.decomposition is not None}
@@ -28,7 +29,6 @@ RULES = {name: op.decomposition for name, op in ops.OPS.items() if op.decomposit
 OPMATH_OPS = frozenset({"softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "layer_norm",
                         "layer_norm_backward", "rms_norm", "batch_norm", "group_norm", "group_norm_backward",
                         "embedding_backward"})
-HALF = ("bfloat16", "float16")
 
 
 class Emitter:
@@ -75,7 +75,7 @@ def expand(node: Node, vals: dict[str, TensorMeta], taken: set[str]) -> list[Nod
     rule = RULES.get(node.op)
     if rule is None:
         return None
-    if node.op in OPMATH_OPS and any(m.dtype in HALF for m in _metas(node, vals)):
+    if node.op in OPMATH_OPS and any(m.dtype in HALF_DTYPES for m in _metas(node, vals)):
         return _expand_in_float32(node, vals, taken)
     e = Emitter(node, taken)
     try:
@@ -101,12 +101,12 @@ def _expand_in_float32(node: Node, vals: dict[str, TensorMeta], taken: set[str])
     half-precision results converted back under their own names."""
     e = Emitter(node, taken)
     up = lambda a: e.emit("convert", [a], vals[a].shape, "float32", dtype="float32")  # noqa: E731
-    inputs = [up(a) if isinstance(a, str) and a in vals and vals[a].dtype in HALF else a for a in node.inputs]
+    inputs = [up(a) if isinstance(a, str) and a in vals and vals[a].dtype in HALF_DTYPES else a for a in node.inputs]
     outputs = []
     for k, o in enumerate(node.outputs):
         name = f"{node.id}.f32.{k}"
         taken.add(name)
-        outputs.append(replace(o, name=name, dtype="float32") if o.dtype in HALF else o)
+        outputs.append(replace(o, name=name, dtype="float32") if o.dtype in HALF_DTYPES else o)
     wide = replace(node, inputs=inputs, outputs=outputs)
     inner = expand(wide, {**vals, **e.values()}, taken)
     if inner is None:

@@ -13,3 +13,5 @@ TORCH_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": t
 
 # the dtypes a workload may be instantiated in (`--dtype`)
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16", "float64")
+# half precision, which ATen's kernels compute in float32 inside an op (their opmath type)
+HALF_DTYPES = ("bfloat16", "float16")

@@ -22,6 +22,7 @@ from irlens.matrix.row import Row
 from irlens.models import get_workload
 from irlens.models.zoo import FAMILIES, zoo_names
 from irlens.reporting import merge_documents
+from irlens.reporting.zoo_page import with_eager_base
 from irlens.workload import MODES
 
 
@@ -112,15 +113,6 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -
     doc.runs = [{"zoo": {"shard": list(cfg.shard) if cfg.shard else None, "models": names,
                          "backends_not_run": skipped}}]
     return doc
-
-
-def with_eager_base(doc: Document) -> Document:
-    """`doc` with each row's `eager_us` set from eager's row of the same model and mode in it
-    (kept where a row has one already, from an earlier join)."""
-    eager = {(r.workload, r.mode): r.run_us for r in doc.rows if r.backend == "eager" and r.ran and r.run_us}
-    return dataclasses.replace(doc, rows=[
-        r if r.backend == "eager" or r.eager_us is not None or (r.workload, r.mode) not in eager
-        else dataclasses.replace(r, eager_us=eager[(r.workload, r.mode)]) for r in doc.rows])
 
 
 def merge_shards(docs: list[Document], rerun: bool = False) -> Document:

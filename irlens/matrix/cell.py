@@ -20,6 +20,7 @@ import torch
 from irlens.backends import Backend, get_backend
 from irlens.backends.base import BackendRun
 from irlens import call_progress
+from irlens.dtypes import HALF_DTYPES
 from irlens.errors import CaptureFailed, NoNativePath
 from irlens.frontends import FRONTENDS, get_frontend
 from irlens.frontends.base import NoProgram, Program, Unavailable
@@ -121,9 +122,6 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         # whose innermost frame says whose it is
         inner = e.__cause__ if isinstance(e, CaptureFailed) and e.__cause__ is not None else e
         return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", "".join(traceback.format_exception(inner))[-3000:])
-
-
-HALF_DTYPES = ("bfloat16", "float16")
 
 
 def _recheck_with_eager_roundings(row: Row, backend: Backend, wl: Workload, mode: str, device: str, preset: str,

@@ -9,6 +9,7 @@ traceback is in torch, thunder, jax, ...) or irlens's, with the reproducer file 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import statistics
@@ -83,21 +84,20 @@ def signature(r: Row) -> str:
     return f"{r.backend} {r.mode}: {re.sub(r'[0-9]+', 'N', first)[:200]}"
 
 
-def eager_us(r: Row, eager: dict[tuple[str, str], Row]) -> float | None:
-    """The base of `r`'s speedup: eager's step time in `r`'s own run where a join recorded it, else
-    eager's row of the document (one run)."""
-    if r.eager_us is not None:
-        return r.eager_us
-    base = eager.get((r.workload, r.mode))
-    return base.run_us if base is not None else None
+def with_eager_base(doc: Document) -> Document:
+    """`doc` with each row's `eager_us` (its speedup's base) set from eager's row of the same model
+    and mode in it, where not set already (a join keeps each run's own: irlens.zoo_run.merge_shards)."""
+    eager = {(r.workload, r.mode): r.run_us for r in doc.rows if r.backend == "eager" and r.ran and r.run_us}
+    return dataclasses.replace(doc, rows=[
+        r if r.backend == "eager" or r.eager_us is not None or (r.workload, r.mode) not in eager
+        else dataclasses.replace(r, eager_us=eager[(r.workload, r.mode)]) for r in doc.rows])
 
 
 def summarize(doc: Document) -> list[StackSummary]:
     """One StackSummary per backend and mode, in the document's order."""
     by_key: dict[tuple[str, str], StackSummary] = {}
-    eager = {(r.workload, r.mode): r for r in doc.rows if r.backend == "eager" and r.ran}
     gpu = str(doc.device or "").startswith("cuda") or any(str(r.device or "").startswith("cuda") for r in doc.rows)
-    for r in doc.rows:
+    for r in with_eager_base(doc).rows:
         s = by_key.setdefault((r.backend, r.mode), StackSummary(r.backend, r.mode))
         s.models += 1
         s.unavailable += r.status == "unavailable"
@@ -114,9 +114,8 @@ def summarize(doc: Document) -> list[StackSummary]:
             s.launches.append(r.kernel_count)
         if r.ran and r.compile_s is not None:
             s.compile_s.append(r.compile_s)
-        base = eager_us(r, eager)
-        if gpu and r.ran and base and r.backend != "eager" and r.run_us:
-            s.speedups[r.workload] = base / r.run_us
+        if gpu and r.ran and r.eager_us and r.backend != "eager" and r.run_us:
+            s.speedups[r.workload] = r.eager_us / r.run_us
     # eager first in each mode (a join may bring its rows later), the modes in the order they came
     modes = list(dict.fromkeys(m for _, m in by_key))
     return sorted(by_key.values(), key=lambda s: (modes.index(s.mode), s.backend != "eager"))
@@ -147,13 +146,12 @@ def stack_table(summaries: list[StackSummary], gpu: bool) -> list[str]:
     return lines
 
 
-def _cell(r: Row | None, gpu: bool, eager: dict[tuple[str, str], Row]) -> str:
+def _cell(r: Row | None, gpu: bool) -> str:
     if r is None:
         return ""
     mark = {"ok": "ok", "mismatch": "MISMATCH", "failed": "failed", "unavailable": "n/a"}[r.status]
-    base = eager_us(r, eager)
-    if gpu and r.ran and r.backend != "eager" and base and r.run_us:
-        mark += f" {base / r.run_us:.2f}x"
+    if gpu and r.ran and r.backend != "eager" and r.eager_us and r.run_us:
+        mark += f" {r.eager_us / r.run_us:.2f}x"
     if r.compared_nothing:
         mark += f" {VACUOUS_MARK}"
     if r.ill_conditioned:
@@ -165,12 +163,11 @@ def _cell(r: Row | None, gpu: bool, eager: dict[tuple[str, str], Row]) -> str:
 
 def model_table(doc: Document, gpu: bool) -> list[str]:
     backends = sorted(dict.fromkeys(r.backend for r in doc.rows), key=lambda b: b != "eager")
-    rows = {(r.workload, r.mode, r.backend): r for r in doc.rows}
+    rows = {(r.workload, r.mode, r.backend): r for r in with_eager_base(doc).rows}
     head = ["model", "mode", *backends]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    eager = {(r.workload, r.mode): r for r in doc.rows if r.backend == "eager" and r.ran}
     for w, m in dict.fromkeys((r.workload, r.mode) for r in doc.rows):
-        lines.append("| " + " | ".join([w, m, *(_cell(rows.get((w, m, b)), gpu, eager) for b in backends)]) + " |")
+        lines.append("| " + " | ".join([w, m, *(_cell(rows.get((w, m, b)), gpu) for b in backends)]) + " |")
     return lines
 
 

@@ -114,8 +114,7 @@ class HloReader:
         if ins.opcode == "tuple":
             env[ins.name] = args
             return []
-        if ins.opcode == "convert" and not isinstance(args[0], (str, list)) and \
-                ins.shapes[0][0] in WIDENS.get(self.shapes[ins.operands[0]][0], ()):
+        if self.widens(ins) and not isinstance(args[0], (str, list)):
             env[ins.name] = args[0]  # a scalar constant widened exactly (a reduction's init, say) stays a literal
             return []
         if ins.opcode == "opt-barrier":  # the identity; it only orders scheduling
@@ -245,10 +244,14 @@ class HloReader:
             self.values[o.name] = o
         if ins.opcode == "iota":
             self.iotas[ins.name] = int_list(ins.attrs["iota_dimension"])[0]
-        source = self.shapes.get(ins.operands[0], ("", ()))[0] if ins.opcode == "convert" else ""
-        if ins.shapes[0][0] in WIDENS.get(source, ()):
+        if source := self.widens(ins):
             self.widened[ins.name] = source
         return [n.id for n in nodes]
+
+    def widens(self, ins: Instruction) -> str | None:
+        """The narrower float type `ins` converts up from exactly, if it is such a convert."""
+        source = self.shapes.get(ins.operands[0], ("", ()))[0] if ins.opcode == "convert" else ""
+        return source if ins.shapes[0][0] in WIDENS.get(source, ()) else None
 
     def called(self, ins: Instruction) -> dict[str, str]:
         """The computations an instruction applies, by the attribute naming them."""

@@ -54,12 +54,9 @@ def unrounded(body: Body, wide: str, floats: set[int]) -> Unrounded | None:
     if any(getattr(_op(body, r), "dtype", None) == dtype for r in body.roots if r not in up):
         return None  # a narrow result left narrow
     refs = dict(down)
-    ops = []
-    for ref, op in kept:
-        refs[ref] = f"o{len(ops)}"
-        ops.append(BodyOp(op.opcode, op.direction, tuple(refs.get(r, r) for r in op.operands), op.dtype))
+    ops = _without(body, set(down) | set(up), refs)
     roots = tuple(refs.get(up.get(r, r), up.get(r, r)) for r in body.roots)
-    return Unrounded(Body(tuple(ops), roots, body.constants), dtype)
+    return Unrounded(Body(ops, roots, body.constants), dtype)
 
 
 def rounded_results(body: Body, wide: str) -> Unrounded | None:
@@ -78,13 +75,21 @@ def rounded_results(body: Body, wide: str) -> Unrounded | None:
     reads = [r for i, op in enumerate(body.ops) if f"o{i}" not in inside for r in op.operands]
     if any(r in inside for r in reads + [r for r in body.roots if r not in trips]):
         return None  # a round trip read inside the body
-    refs, ops = {}, []
+    refs = {}
+    ops = _without(body, inside, refs)
+    roots = tuple(refs.get(trips[r][0], trips[r][0]) if r in trips else refs.get(r, r) for r in body.roots)
+    return Unrounded(Body(ops, roots, body.constants), next(iter(trips.values()))[1])
+
+
+def _without(body: Body, dropped: set[str], refs: dict[str, str]) -> tuple[BodyOp, ...]:
+    """The body's ops but the `dropped` ones, renumbered; `refs` (old ref -> new, seeded with what
+    each dropped op stands for) gains the kept ones' new refs."""
+    ops = []
     for i, op in enumerate(body.ops):
-        if f"o{i}" not in inside:
+        if f"o{i}" not in dropped:
             refs[f"o{i}"] = f"o{len(ops)}"
             ops.append(BodyOp(op.opcode, op.direction, tuple(refs.get(r, r) for r in op.operands), op.dtype))
-    roots = tuple(refs.get(trips[r][0], trips[r][0]) if r in trips else refs.get(r, r) for r in body.roots)
-    return Unrounded(Body(tuple(ops), roots, body.constants), next(iter(trips.values()))[1])
+    return tuple(ops)
 
 
 # ops that give one of their float operands (or none): on values a narrow type holds, what they

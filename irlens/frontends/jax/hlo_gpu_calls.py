@@ -20,7 +20,7 @@ import re
 
 from irlens.ir import TensorMeta
 from irlens.frontends.jax import xla_forms as forms
-from irlens.frontends.jax.hlo_structured import CUSTOM_CALLS, conv_form, emit_matmul, named
+from irlens.frontends.jax.hlo_structured import CUSTOM_CALLS, TARGET_ATTRS, conv_form, emit_matmul, named
 from irlens.frontends.jax.xla_forms import Emitter, Unmapped
 from irlens.frontends.jax.xla_op import XlaOp
 
@@ -263,10 +263,9 @@ def _conv_backward_filter(e: Emitter, x: XlaOp) -> None:
 
 
 _CONV_FORWARD, _CONV_BIAS_ACTIVATION = "__cudnn$convForward", "__cudnn$convBiasActivationForward"
-_CONV_ATTRS = frozenset({"window", "dim_labels", "feature_group_count", "batch_group_count"})
 CUSTOM_CALLS.update({
     "__cublas$gemm": (_gemm, frozenset()), "__cublas$lt$matmul": (_gemm, frozenset()),
-    _CONV_FORWARD: (_conv_forward, _CONV_ATTRS), _CONV_BIAS_ACTIVATION: (_conv_forward, _CONV_ATTRS),
-    "__cudnn$convBackwardInput": (_conv_backward_input, _CONV_ATTRS),
-    "__cudnn$convBackwardFilter": (_conv_backward_filter, _CONV_ATTRS),
+    _CONV_FORWARD: (_conv_forward, TARGET_ATTRS), _CONV_BIAS_ACTIVATION: (_conv_forward, TARGET_ATTRS),
+    "__cudnn$convBackwardInput": (_conv_backward_input, TARGET_ATTRS),
+    "__cudnn$convBackwardFilter": (_conv_backward_filter, TARGET_ATTRS),
 })

@@ -312,15 +312,15 @@ def _custom_call(e: Emitter, x: XlaOp) -> None:
         raise Unmapped(f"custom call {x.target or '(no target)'}: no canonical op")
     elif "mhlo.backend_config" in x.attr_keys:
         raise Unmapped(f"custom call {x.target}: attributes not mapped: mhlo.backend_config")
-    elif unread := sorted(x.attr_keys & (_TARGET_ATTRS - reads)):
+    elif unread := sorted(x.attr_keys & (TARGET_ATTRS - reads)):
         raise Unmapped(f"custom call {x.target}: attributes not mapped: {', '.join(unread)}")
     else:
         handler(e, x)
 
 
 # attributes only some custom-call targets read (a cuDNN convolution's window and dimension labels)
-_TARGET_ATTRS = frozenset({"window", "dim_labels", "feature_group_count", "batch_group_count"})
-# custom-call target -> (handler, the attributes of _TARGET_ATTRS it reads); hlo_gpu_calls adds the
+TARGET_ATTRS = frozenset({"window", "dim_labels", "feature_group_count", "batch_group_count"})
+# custom-call target -> (handler, the attributes of TARGET_ATTRS it reads); hlo_gpu_calls adds the
 # GPU libraries' calls
 CUSTOM_CALLS: dict[str, tuple] = {"TopK": (_top_k, frozenset())}
 
@@ -397,7 +397,7 @@ register("scatter", _scatter, ("update_window_dims", "inserted_window_dims", "sc
 register("sort", _sort, ("dimensions", "dimension", "is_stable", "to_apply"))
 register(["top-k", "topk"], _top_k, ("k", "largest"))
 register("custom-call", _custom_call, ("custom_call_target", "called_computations", "call_target_name",
-                                        "backend_config", "has_side_effect", "mhlo.backend_config", *_TARGET_ATTRS))
+                                        "backend_config", "has_side_effect", "mhlo.backend_config", *TARGET_ATTRS))
 register("triangular-solve", _triangular_solve, ("left_side", "lower", "transpose_a", "unit_diagonal",
                                                   "triangular_solve_options"))
 register("convolution", _convolution, ("window", "dim_labels", "feature_group_count", "batch_group_count",

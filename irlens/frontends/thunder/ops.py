@@ -142,7 +142,7 @@ PRIMS: dict[str, Entry] = {
 UNMAPPED_PRIMS = {
     "real": "complex", "imag": "complex", "bitcast": "reinterprets bits", "item": "a Python number (data-dependent)",
     "multinomial": "random sampling without a canonical op",
-"exogenous_like": "an intermediate of the grad transform",
+    "exogenous_like": "an intermediate of the grad transform",
     "_grouped_mm": "grouped matmul with data-dependent offsets",
     "py_abs": "numbers only", "py_floordiv": "numbers only", "get_and_update_rng_state": "RNG state (numbers)",
 }
