@@ -160,17 +160,24 @@ PY
   echo "repro of $wl rc=$? after $((SECONDS - t0)) s" | tee -a "$d/repro.out"
 }
 
+zoo_on_gpu() {  # one `irlens zoo` at bench size on GPU $1, in the background, within $ZOO_LIMIT seconds,
+  # cells of $ZOO_CELL seconds: cells stop starting when a last one still ends within the limit, so
+  # every process writes its document. Args: GPU, name (its folder and log under $R), then zoo's options
+  local gpu=$1 name=$2 budget=$((ZOO_LIMIT - ZOO_CELL - 40))
+  shift 2
+  CUDA_VISIBLE_DEVICES=$gpu OMP_NUM_THREADS=4 timeout "$ZOO_LIMIT" python -m irlens zoo --device cuda --preset bench \
+    --timeout "$ZOO_CELL" --budget-s $((budget > 30 ? budget : 30)) --out "$R/$name" "$@" > /dev/null 2> "$R/$name.log" &
+}
+
 zoo4() {  # issue 26: the zoo at bench size in bf16, one mode, on 4 GPUs: a stack per GPU (eager beside
   # Inductor, its speedups' base); the four documents join with `irlens zoo --from` (docs/results/zoo-*-bench)
-  local mode=$1 limit=${ZOO_LIMIT_S:-570} cell=${ZOO_CELL_S:-170} gpu=0 stacks
+  local mode=$1 gpu=0 stacks
+  ZOO_LIMIT=${ZOO_LIMIT_S:-570} ZOO_CELL=${ZOO_CELL_S:-170}
   # a model per family and kind; the ones slowest to compile last (a budget then cuts those)
   local models=${ZOO_MODELS:-hf_gpt2,hf_vit,timm_resnet50,timm_convnext,timm_vit,timm_efficientnet,timm_mobilenetv3,timm_swin,hf_bert,hf_whisper_encoder,hf_wav2vec2,hf_qwen2,hf_llama,hf_t5,hf_mixtral,hf_mamba}
   for stacks in eager,inductor thunder+torchcompile nvfuser xla; do
-    # cells stop starting when a last one still ends within the limit: every process writes its document
-    CUDA_VISIBLE_DEVICES=$gpu OMP_NUM_THREADS=4 timeout "$limit" python -m irlens zoo --device cuda --preset bench \
-      --mode "$mode" --models "$models" --backends "$stacks" --jobs 2 --timeout "$cell" \
-      --budget-s $((limit - cell - 40)) --out "$R/zoo-$mode-$gpu" --json "$R/zoo-$GPU-$mode-$gpu.json.gz" \
-      > /dev/null 2> "$R/zoo-$mode-$gpu.log" &
+    zoo_on_gpu $gpu "zoo-$mode-$gpu" --mode "$mode" --models "$models" --backends "$stacks" --jobs 2 \
+      --json "$R/zoo-$GPU-$mode-$gpu.json.gz"
     gpu=$((gpu + 1))
   done
   wait
@@ -181,16 +188,14 @@ zoo4_split() {  # issue 26: one stack at bench size in bf16, one mode, its model
   # eager (its speedups' base, on the same GPU): the transformers models over GPUs 0-2, timm's on GPU 3, every
   # model's cells started at once (timings still take turns). Thunder's capture for the transformers models
   # is ZOO_HF_CAPTURE (thunder.jit fails on each of them after tracing it whole: docs/thunderfx.md)
-  local mode=$1 stacks=$2 limit=${ZOO_LIMIT_S:-570} cell=${ZOO_CELL_S:-450} tag=${ZOO_TAG:-${2//+/_}} gpu
+  local mode=$1 stacks=$2 tag=${ZOO_TAG:-${2//+/_}} gpu
+  ZOO_LIMIT=${ZOO_LIMIT_S:-570} ZOO_CELL=${ZOO_CELL_S:-450}
   local hf=${ZOO_HF:-hf_gpt2,hf_vit,hf_bert,hf_whisper_encoder,hf_wav2vec2,hf_qwen2,hf_llama,hf_t5,hf_mixtral,hf_mamba}
   local timm=${ZOO_TIMM:-timm_resnet50,timm_convnext,timm_vit,timm_efficientnet,timm_mobilenetv3,timm_swin}
   for gpu in 0 1 2 3; do
     local part=(--models "$hf" --shard "$gpu/3" --thunder-capture "${ZOO_HF_CAPTURE:-auto}")
     [ $gpu = 3 ] && part=(--models "$timm")
-    CUDA_VISIBLE_DEVICES=$gpu OMP_NUM_THREADS=4 timeout "$limit" python -m irlens zoo --device cuda --preset bench \
-      --mode "$mode" "${part[@]}" --backends "eager,$stacks" --jobs "${ZOO_JOBS:-8}" --timeout "$cell" \
-      --budget-s $((limit - cell - 40 > 30 ? limit - cell - 40 : 30)) --out "$R/zoo-$tag-$mode-$gpu" \
-      > /dev/null 2> "$R/zoo-$tag-$mode-$gpu.log" &
+    zoo_on_gpu $gpu "zoo-$tag-$mode-$gpu" --mode "$mode" "${part[@]}" --backends "eager,$stacks" --jobs "${ZOO_JOBS:-8}"
   done
   wait
   # one file per call (at most 8 come back): each GPU's folder holds its zoo.json, page and report
