@@ -125,8 +125,8 @@ class Row:
     def compared_nothing(self) -> bool:
         """The row is ok and its every output, or every result, is vacuous: an "ok" that says nothing
         of the computation (an all-zero classifier head). One all-zero gradient among others is not."""
-        outputs = [c for n, c in self.results.items() if n.startswith("out")]
-        return self.status == "ok" and any(group and all(c.vacuous for c in group) for group in (outputs, list(self.results.values())))
+        groups = ([c for n, c in self.results.items() if n.startswith("out")], list(self.results.values()))
+        return self.status == "ok" and any(group and all(c.vacuous for c in group) for group in groups)
 
     @property
     def unmapped_note(self) -> str:
