@@ -27,7 +27,9 @@
 #   bash scripts/gpu_results.sh zoo4-thunder # 4 GPUs, <= 9.5 min: Thunder fwd+bwd of the same models, all at once
 #                                            # (cells of 450 s) beside eager; the GPU checks on GPU 0 beside them
 #   bash scripts/gpu_results.sh zoo4-nvfuser # the same for nvFuser
-#   bash scripts/gpu_results.sh zoo4-xla     # 4 GPUs, <= 9.5 min: XLA fwd, then fwd+bwd, of the same models
+#   bash scripts/gpu_results.sh zoo4-thunder-nvfuser  # 4 GPUs, <= 9.5 min: Thunder's and nvFuser's fwd+bwd at once
+#   bash scripts/gpu_results.sh zoo4-xla     # 4 GPUs, <= 9.5 min: XLA fwd and fwd+bwd of the same models, then
+#                                            # three GPU checks where the zoo has left a GPU
 #   bash scripts/gpu_results.sh repro-minigpt        # ONE GPU, <= 6 min: the nvFuser minigpt fwd+bwd crash, reduced
 #   bash scripts/gpu_results.sh repro-cross-entropy  # ONE GPU, <= 6 min: the nvFuser cross-entropy fwd+bwd assert, reduced
 # The parallel tables profile each row (--profile: where the step time goes); each table's logs go
@@ -48,6 +50,11 @@ bench() {  # issue 4: the whole matrix, one dtype x mode per GPU, each beside it
   timeout 520 python -m irlens bench --gpus 0,1,2,3 --jobs 6 --timeout 170 --budget-s 300 \
     --json "$R/h200.json.gz" --md "$R/h200.md" > "$R/bench.out" 2> "$R/bench.log"
   echo "bench rc=$?"
+}
+
+zoo_left() {  # until the zoo process writing $R/$1 has ended (after 20 s, for it to have started)
+  sleep 20
+  while pgrep -f -- "--out $R/$1 " > /dev/null; do sleep 5; done
 }
 
 wait_idle() {  # until no process computes on GPU $1 (after the bench has had time to start there)
@@ -184,23 +191,27 @@ zoo4() {  # issue 26: the zoo at bench size in bf16, one mode, on 4 GPUs: a stac
   tar czf "$R/zoo-$GPU-$mode-logs.tar.gz" -C "$R" $(cd "$R" && ls -d zoo-"$mode"-[0-9]*) && rm -rf "$R"/zoo-"$mode"-[0-9]*
 }
 
-zoo4_split() {  # issue 26: one stack at bench size in bf16, one mode, its models spread over 4 GPUs beside
-  # eager (its speedups' base, on the same GPU): the transformers models over GPUs 0-2, timm's on GPU 3, every
-  # model's cells started at once (timings still take turns). Thunder's capture for the transformers models
-  # is ZOO_HF_CAPTURE (thunder.jit fails on each of them after tracing it whole: docs/thunderfx.md)
-  local mode=$1 stacks=$2 tag=${ZOO_TAG:-${2//+/_}} gpu
+zoo4_split() {  # issue 26: stacks at bench size in bf16, in modes $1 (fwd, fwdbwd or both), the models spread
+  # over the GPUs beside eager (their speedups' base, on the same GPU, in the same process: a process's cells
+  # take turns for timings): the transformers models over ZOO_HF_GPUS (--shard K/N), timm's over ZOO_TIMM_GPUS,
+  # every model's cells started at once (ZOO_JOBS). Thunder's capture for the transformers models is
+  # ZOO_HF_CAPTURE (thunder.jit fails on each of them after tracing it whole: docs/thunderfx.md)
+  local mode=$1 stacks=$2 tag=${ZOO_TAG:-${2//[+,]/_}} i
   ZOO_LIMIT=${ZOO_LIMIT_S:-570} ZOO_CELL=${ZOO_CELL_S:-450}
   local hf=${ZOO_HF:-hf_gpt2,hf_vit,hf_bert,hf_whisper_encoder,hf_wav2vec2,hf_qwen2,hf_llama,hf_t5,hf_mixtral,hf_mamba}
   local timm=${ZOO_TIMM:-timm_resnet50,timm_convnext,timm_vit,timm_efficientnet,timm_mobilenetv3,timm_swin}
-  for gpu in 0 1 2 3; do
-    local part=(--models "$hf" --shard "$gpu/3" --thunder-capture "${ZOO_HF_CAPTURE:-auto}")
-    [ $gpu = 3 ] && part=(--models "$timm")
-    zoo_on_gpu $gpu "zoo-$tag-$mode-$gpu" --mode "$mode" "${part[@]}" --backends "eager,$stacks" --jobs "${ZOO_JOBS:-8}"
+  local hf_gpus=(${ZOO_HF_GPUS:-0 1 2}) timm_gpus=(${ZOO_TIMM_GPUS:-3}) name="zoo-$tag-${mode//,/_}"
+  for i in "${!hf_gpus[@]}"; do
+    zoo_on_gpu "${hf_gpus[i]}" "$name-${hf_gpus[i]}" --mode "$mode" --models "$hf" --shard "$i/${#hf_gpus[@]}" \
+      --thunder-capture "${ZOO_HF_CAPTURE:-auto}" --backends "eager,$stacks" --jobs "${ZOO_JOBS:-8}"
+  done
+  for i in "${!timm_gpus[@]}"; do
+    zoo_on_gpu "${timm_gpus[i]}" "$name-${timm_gpus[i]}" --mode "$mode" --models "$timm" --shard "$i/${#timm_gpus[@]}" \
+      --backends "eager,$stacks" --jobs "${ZOO_JOBS:-8}"
   done
   wait
   # one file per call (at most 8 come back): each GPU's folder holds its zoo.json, page and report
-  tar czf "$R/zoo-$GPU-$tag-$mode.tar.gz" -C "$R" $(cd "$R" && ls -d zoo-"$tag-$mode"-[0-9]*) \
-    && rm -rf "$R"/zoo-"$tag-$mode"-[0-9]*
+  tar czf "$R/${name/zoo-/zoo-$GPU-}.tar.gz" -C "$R" $(cd "$R" && ls -d "$name"-[0-9]*) && rm -rf "$R/$name"-[0-9]*
 }
 
 checks_after_zoo() {  # the GPU checks of issue 26's and 29's code that had not run on a GPU, one after another
@@ -234,8 +245,32 @@ case "${1:-}" in
   zoo4-thunder)  # Thunder's fwd+bwd, every model's cells at once; the checks on GPU 0 beside them
     ZOO_HF_CAPTURE=thunderfx zoo4_split fwdbwd thunder+torchcompile & ([ -n "${ZOO_NO_CHECKS:-}" ] || (sleep 60; checks_after_zoo 0)) & wait ;;
   zoo4-nvfuser) ZOO_HF_CAPTURE=thunderfx zoo4_split fwdbwd nvfuser ;;
-  zoo4-xla)  # XLA's forward, then its fwd+bwd (the JAX HLO reader's and the lowering's fixes since zoo4-fwd)
-    ZOO_LIMIT_S=270 ZOO_CELL_S=180 zoo4_split fwd xla; ZOO_LIMIT_S=300 ZOO_CELL_S=200 zoo4_split fwdbwd xla ;;
+  zoo4-thunder-nvfuser)  # Thunder's and nvFuser's fwd+bwd in one process per GPU (cells of 420 s): the
+    # transformers models over GPUs 0-1, timm's over 2-3 (at most 15 cells a process, all started at once)
+    ZOO_HF_CAPTURE=thunderfx ZOO_HF_GPUS="0 1" ZOO_TIMM_GPUS="2 3" ZOO_JOBS=15 ZOO_CELL_S=420 \
+      zoo4_split fwdbwd thunder+torchcompile,nvfuser ;;
+  zoo4-xla)  # XLA's forward and fwd+bwd in one process per GPU (cells of 200 s); then, on each GPU its zoo
+    # process has left, a check of code the GPU had not run: the JAX HLO reader's GPU forms, Inductor's
+    # bf16 CNN mismatches rerun with eager's roundings, Thunder's convolution gradient (each within the call)
+    t0=$SECONDS
+    ZOO_LIMIT_S=400 ZOO_CELL_S=200 ZOO_JOBS=12 ZOO_HF_GPUS="0 1" ZOO_TIMM_GPUS="2 3" zoo4_split fwd,fwdbwd xla &
+    mkdir -p "$R/checks"
+    (zoo_left zoo-xla-fwd_fwdbwd-0; CUDA_VISIBLE_DEVICES=0 timeout "$(left 560 $t0)" python -m pytest -m gpu -rA -p no:cacheprovider \
+      tests/test_jax_gpu_calls.py > "$R/checks/gpu-tests-jax-calls.log" 2>&1
+      echo "jax gpu call tests rc=$? at $((SECONDS - t0)) s" | tee -a "$R/times.txt") &
+    (zoo_left zoo-xla-fwd_fwdbwd-1; CUDA_VISIBLE_DEVICES=1 timeout "$(left 560 $t0)" python -m irlens compare --workloads \
+      timm_resnet50,timm_mobilenetv3 --backends eager,inductor --mode fwdbwd --dtype bfloat16 --preset bench \
+      --device cuda --timeout 200 --json "$R/checks/eager-roundings.json" > "$R/checks/eager-roundings.txt" \
+      2> "$R/checks/eager-roundings.log"
+      echo "eager roundings recheck rc=$? at $((SECONDS - t0)) s" | tee -a "$R/times.txt") &
+    (zoo_left zoo-xla-fwd_fwdbwd-2; c=docs/results/repro-thunder-conv-backward/thunder_conv_bwd_repro.py
+      for shape in "" "64 256 56 1 1 1"; do
+        echo "\$ python $c $shape"
+        CUDA_VISIBLE_DEVICES=2 timeout "$(left 560 $t0)" python "$c" $shape 2>&1
+      done > "$R/checks/thunder-conv-bwd.txt"
+      echo "thunder conv script done at $((SECONDS - t0)) s" | tee -a "$R/times.txt") &
+    wait
+    tar czf "$R/checks-$GPU.tar.gz" -C "$R" checks && rm -rf "$R/checks" ;;
   parallel8) table llama3-8b-8gpu --table llama3-8b-8gpu ${ROWS:+--rows "$ROWS"} ;;
   parallel1)  # one GPU, about 8 minutes on an H100 (rows run in order until each table's budget is spent):
     # llama3:1B at the preset's batch 8 (16k tokens) eager vs compiled, then batch 2 and 16; then
@@ -280,5 +315,5 @@ case "${1:-}" in
     echo "ncu check rc=$?" | tee -a "$R/times.txt" ;;
   repro-minigpt) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_minigpt ;;
   repro-cross-entropy) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_cross_entropy ;;
-  *) echo "usage: $0 single|single1|checks1|parallel2|parallel2-checks|parallel|parallel-8b|parallel-moe|parallel8|parallel1|bench1-cold|bench1-warm|ncu1|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
+  *) echo "usage: $0 single|single1|checks1|parallel2|parallel2-checks|parallel|parallel-8b|parallel-moe|parallel8|parallel1|bench1-cold|bench1-warm|ncu1|zoo4-fwd|zoo4-fwdbwd|zoo4-thunder|zoo4-nvfuser|zoo4-thunder-nvfuser|zoo4-xla|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
 esac
