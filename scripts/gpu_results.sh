@@ -253,12 +253,12 @@ case "${1:-}" in
     # process has left, a check of code the GPU had not run: the JAX HLO reader's GPU forms, Inductor's
     # bf16 CNN mismatches rerun with eager's roundings, Thunder's convolution gradient (each within the call)
     t0=$SECONDS
-    ZOO_LIMIT_S=400 ZOO_CELL_S=200 ZOO_JOBS=12 ZOO_HF_GPUS="0 1" ZOO_TIMM_GPUS="2 3" zoo4_split fwd,fwdbwd xla &
+    ZOO_LIMIT_S=380 ZOO_CELL_S=180 ZOO_JOBS=12 ZOO_HF_GPUS="0 1" ZOO_TIMM_GPUS="2 3" zoo4_split fwd,fwdbwd xla &
     mkdir -p "$R/checks"
-    (zoo_left zoo-xla-fwd_fwdbwd-0; CUDA_VISIBLE_DEVICES=0 timeout "$(left 560 $t0)" python -m pytest -m gpu -rA -p no:cacheprovider \
+    (zoo_left zoo-xla-fwd_fwdbwd-0; CUDA_VISIBLE_DEVICES=0 timeout "$(left 520 $t0)" python -m pytest -m gpu -rA -p no:cacheprovider \
       tests/test_jax_gpu_calls.py > "$R/checks/gpu-tests-jax-calls.log" 2>&1
       echo "jax gpu call tests rc=$? at $((SECONDS - t0)) s" | tee -a "$R/times.txt") &
-    (zoo_left zoo-xla-fwd_fwdbwd-1; CUDA_VISIBLE_DEVICES=1 timeout "$(left 560 $t0)" python -m irlens compare --workloads \
+    (zoo_left zoo-xla-fwd_fwdbwd-1; CUDA_VISIBLE_DEVICES=1 timeout "$(left 520 $t0)" python -m irlens compare --workloads \
       timm_resnet50,timm_mobilenetv3 --backends eager,inductor --mode fwdbwd --dtype bfloat16 --preset bench \
       --device cuda --timeout 200 --json "$R/checks/eager-roundings.json" > "$R/checks/eager-roundings.txt" \
       2> "$R/checks/eager-roundings.log"
@@ -266,7 +266,7 @@ case "${1:-}" in
     (zoo_left zoo-xla-fwd_fwdbwd-2; c=docs/results/repro-thunder-conv-backward/thunder_conv_bwd_repro.py
       for shape in "" "64 256 56 1 1 1"; do
         echo "\$ python $c $shape"
-        CUDA_VISIBLE_DEVICES=2 timeout "$(left 560 $t0)" python "$c" $shape 2>&1
+        CUDA_VISIBLE_DEVICES=2 timeout "$(left 520 $t0)" python "$c" $shape 2>&1
       done > "$R/checks/thunder-conv-bwd.txt"
       echo "thunder conv script done at $((SECONDS - t0)) s" | tee -a "$R/times.txt") &
     wait
