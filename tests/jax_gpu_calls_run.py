@@ -79,8 +79,10 @@ def _arg(rng, shape, dtype: str):
 
 
 def _f64(a) -> torch.Tensor:
+    """Floats in float64 (the interpretation's precision); integers and booleans as they are (their
+    bitwise ops have no float64 meaning)."""
     a = np.asarray(a)
-    return torch.from_numpy(a if a.dtype.kind in "iub" else a.astype(np.float64)).double()
+    return torch.from_numpy(np.array(a) if a.dtype.kind in "iub" else a.astype(np.float64))
 
 
 def run_case(fn, shapes, dtype: str = "float32") -> dict:
@@ -94,7 +96,10 @@ def run_case(fn, shapes, dtype: str = "float32") -> dict:
     unknown = {f"{n.op}: {n.attrs.get('target', '')} {n.attrs.get('reason', '')}" for n in graph.nodes if n.is_unknown}
     result = {"calls": _library_calls(module.to_string()), "unknown": sorted(unknown)}
     if not unknown:
-        got = interpret(graph, [_f64(a) for a in args])
+        try:
+            got = interpret(graph, [_f64(a) for a in args])
+        except Exception as e:  # every case is reported; a failing one with the HLO it was read from
+            return {**result, "error": f"{type(e).__name__}: {e}", "hlo": module.to_string()[-6000:]}
         want = [_f64(w) for w in want]
         result["rel_err"] = max(float((g - w).abs().max() / max(float(w.abs().max()), 1e-30))
                                 for g, w in zip(got, want, strict=True))
