@@ -1,6 +1,7 @@
 """A cell's timeout counts its own work, not its waits for a turn on the device (irlens.call_progress):
 a quick cell's timing that waits behind long sharers still finishes, and a cell that hangs says
-which stage it hung in.
+which stage it hung in. A run with a time budget ends within it plus one timeout, even where
+cells wait for their float64 references.
 
 The long sharer is this test process, holding the run's device turns shared (as a worker
 compiling for minutes would) until the timings behind it have waited longer than their timeout.
@@ -17,6 +18,7 @@ import pytest
 import irlens.matrix as cmp
 from irlens.isolation import CallFailed, Worker, worker_env
 from irlens.matrix import execution
+from irlens.matrix.execution import BUDGET_PHASE
 from irlens.matrix.row import Row
 from irlens.reporting.zoo_page import signature
 
@@ -102,6 +104,33 @@ def test_a_cells_timing_waits_behind_long_sharers_and_a_hung_cell_names_its_stag
     assert hung["status"] == "failed" and hung["phase"] == "worker"
     assert re.fullmatch(r"timed out after 4 s \(compiling, its last \d s\)"
                         r"(, not counting \d+ s waiting for turns on the device)?", hung["reason"]), hung["reason"]
+
+
+SLOW_REFERENCE = """
+import time
+import torch
+from irlens.workload import Workload
+
+def tanh_slow_in_float64(x):
+    if x.dtype == torch.float64:  # only the float64 reference is slow
+        time.sleep(300)
+    return torch.tanh(x)
+
+SLOW = Workload.from_module("slow_reference", tanh_slow_in_float64, example_inputs=((4, 8),))
+"""
+
+
+def test_a_cell_whose_reference_is_not_ready_within_the_budget_does_not_start(tmp_path):
+    """A cell waits for its float64 reference before it starts; past the run's budget it does not
+    start (on an H200 a zoo process whose references waited behind long compiles ran minutes past
+    its budget and was killed, its document never written)."""
+    (tmp_path / "workload.py").write_text(SLOW_REFERENCE)
+    plan = cmp.plan_matrix([f"{tmp_path}/workload.py:SLOW"], ["eager"], ["fwd"], "cpu", "tiny", None)
+    start = time.monotonic()
+    (row,) = cmp.execute(plan, timeout=600, progress=False, jobs=2, budget_s=2)["rows"]
+    assert time.monotonic() - start < 120
+    assert (row["status"], row["phase"]) == ("unavailable", BUDGET_PHASE), row
+    assert row["reason"] == "not run: the run's time budget ran out before its float64 reference was ready"
 
 
 WAITER = """

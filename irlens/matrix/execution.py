@@ -94,13 +94,11 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
             def run(cell: Cell) -> Row:
                 bar.start(label(plan, cell))
                 if deadline is not None and time.monotonic() > deadline:
-                    row = cell_row(plan, cell)
-                    row.status, row.phase = "unavailable", BUDGET_PHASE
-                    row.reason = f"not run: the run's time budget of {budget_s:.0f} s ran out"
+                    row = budget_row(plan, cell, f"not run: the run's time budget of {budget_s:.0f} s ran out")
                 elif known and cell in known:
                     row = known[cell]
                 else:
-                    row = planned_row(plan, cell, refs) or runner.run(cell)
+                    row = planned_row(plan, cell, refs, deadline) or runner.run(cell)
                 bar.finish()
                 return row
 
@@ -154,11 +152,20 @@ def label(plan: Plan, cell: Cell) -> str:
     return f"{plan.workloads[cell.workload].name} \u00b7 {through} \u00b7 {cell.mode}"
 
 
-def planned_row(plan: Plan, cell: Cell, refs: References) -> Row | None:
+def budget_row(plan: Plan, cell: Cell, reason: str) -> Row:
+    """The row of a cell the run's time budget left unstarted."""
+    row = cell_row(plan, cell)
+    row.status, row.phase, row.reason = "unavailable", BUDGET_PHASE, reason
+    return row
+
+
+def planned_row(plan: Plan, cell: Cell, refs: References, deadline: float | None = None) -> Row | None:
     """The row a cell gets without running: a backend that does not run on the device, or a
     workload its own frontend refuses (a JAX backend and no JAX twin) where it has no lowering to
     run Dynamo's graphs instead (irlens.matrix.cell.via_program) (unavailable, whatever the
-    reference did), or a failed reference."""
+    reference did), or a failed reference; or, with a `deadline` (time.monotonic()) that passes
+    before its reference is ready, a budget row (a cell waits for its reference before its timeout
+    starts: a run's cells would otherwise start, and end, long after its budget). None: it runs."""
     wl, backend = plan.workloads[cell.workload], plan.backends[cell.backend]
     if plan.device.split(":")[0] not in backend.devices:  # asking it does no device work (nvFuser on a CPU)
         row = cell_row(plan, cell)
@@ -169,6 +176,8 @@ def planned_row(plan: Plan, cell: Cell, refs: References) -> Row | None:
         row = cell_row(plan, cell)
         row.status, row.reason = "unavailable", refused
         return row
+    if not refs.ready_by(cell.workload, cell.mode, deadline):
+        return budget_row(plan, cell, "not run: the run's time budget ran out before its float64 reference was ready")
     error = refs.get(cell.workload, cell.mode).error
     if error:
         return cell_row(plan, cell).fail("reference", error)

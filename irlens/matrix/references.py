@@ -19,6 +19,7 @@ import importlib.util
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -259,6 +260,18 @@ class References:
             raise KeyError(f"no reference was planned for {workload} {mode}")
         self._ready[key].wait()
         return self._cache[key]
+
+    def ready_by(self, workload: str, mode: str, until: float | None) -> bool:
+        """Whether the reference of a workload x mode is ready by `until` (time.monotonic(); None:
+        wait for it however long it takes). In-process it is computed now."""
+        if self.directory is None:
+            self.get(workload, mode)
+            return True
+        self.start()
+        key = (workload, mode)
+        if key not in self._ready:
+            raise KeyError(f"no reference was planned for {workload} {mode}")
+        return self._ready[key].wait(None if until is None else max(0.0, until - time.monotonic()))
 
     def twin_problem(self, workload: str) -> str:
         """Why the workload's JAX twin disagrees, or cannot be checked ("" when it agrees)."""
