@@ -78,9 +78,11 @@ def stderr_excerpt(stderr: str) -> str:
 class CallFailed(RuntimeError):
     """The worker crashed, hung past its timeout, or raised; `detail` holds the stderr tail or traceback."""
 
-    def __init__(self, reason: str, detail: str = ""):
+    def __init__(self, reason: str, detail: str = "", starved: bool = False):
         super().__init__(reason)
-        self.reason, self.detail = reason, detail
+        # starved: it timed out having spent at least half its timeout waiting for turns on the
+        # device that counted (beyond its max_wait_s): the other workers held the device
+        self.reason, self.detail, self.starved = reason, detail, starved
 
 
 class Worker:
@@ -158,7 +160,8 @@ class Worker:
                              detail) from None
         if line is None:
             self.kill()
-            raise CallFailed(prefix + timed_out(timeout, progress, now, max_wait_s), self._stderr_tail(stderr_start))
+            raise CallFailed(prefix + timed_out(timeout, progress, now, max_wait_s), self._stderr_tail(stderr_start),
+                             starved=counted_wait_s(progress, now, max_wait_s) >= timeout / 2)
         return json.loads(line)
 
     def _read_line(self, deadline: float) -> bytes | None:
@@ -267,6 +270,11 @@ def worker_threads(workers: int) -> int:
     other pool: on the 2-core machine other jobs loaded, a 200 µs step read up to 240,000 µs
     with 2 threads and at most 3x its fastest reading with 1 (docs/timing.md)."""
     return max(1, cpu_cores() // max(1, workers))
+
+
+def counted_wait_s(progress: call_progress.Progress | None, now: float, max_wait_s: float) -> float:
+    """The seconds a call waited for turns on the device that counted against its timeout."""
+    return 0.0 if progress is None else max(0.0, progress.waited(now) - max_wait_s)
 
 
 def timed_out(timeout: float, progress: call_progress.Progress | None, now: float, max_wait_s: float) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from irlens.backends import BACKENDS
 from irlens.errors import UsageError
 from irlens.matrix import Document, plan_matrix, run_plan
-from irlens.matrix.execution import BUDGET_PHASE
+from irlens.matrix.execution import NOT_RUN_PHASES
 from irlens.matrix.row import Row
 from irlens.models import get_workload
 from irlens.models.zoo import FAMILIES, zoo_names
@@ -117,14 +117,15 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -
 
 def merge_shards(docs: list[Document], rerun: bool = False) -> Document:
     """One document from a split run's shards (or any compare documents of zoo rows). A cell that
-    one document's budget left unstarted takes another document's row for it (a later run of what
-    was left); a cell that two documents both ran is a UsageError (overlapping shards), or with
+    one document's budget left unstarted, or whose run starved waiting for the device
+    (NOT_RUN_PHASES), takes another document's row for it (a later run of what was left); a cell
+    that two documents both ran is a UsageError (overlapping shards), or with
     `rerun` the last document's row (a rerun of some cells)."""
     ran: dict[tuple[str, str, str], int] = {}
     for i, d in enumerate(docs):
         for r in d.rows:
             key = (r.workload, r.mode, r.backend)
-            if r.phase == BUDGET_PHASE:
+            if r.phase in NOT_RUN_PHASES:
                 continue
             if ran.setdefault(key, i) != i and not rerun:
                 raise UsageError(f"two documents hold {r.workload} {r.mode} {r.backend}: shards overlap "
@@ -135,7 +136,7 @@ def merge_shards(docs: list[Document], rerun: bool = False) -> Document:
         rows = []
         for r in with_eager_base(d).rows:
             key = (r.workload, r.mode, r.backend)
-            if r.phase == BUDGET_PHASE:
+            if r.phase in NOT_RUN_PHASES:
                 if key in seen:
                     continue
                 seen.add(key)

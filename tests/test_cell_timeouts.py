@@ -100,7 +100,7 @@ def test_a_cells_timing_waits_behind_long_sharers_and_a_hung_cell_names_its_stag
     # eager's timing (the only one) held the turnstile, waiting longer than its whole timeout behind
     # this process and the hung cell; it finished
     assert eager["status"] == "ok", eager
-    # the hung cell was killed after its timeout of its own time, saying where it was
+    # the hung cell was killed after its timeout of its own time, saying where it was (not starved)
     assert hung["status"] == "failed" and hung["phase"] == "worker"
     assert re.fullmatch(r"timed out after 4 s \(compiling, its last \d s\)"
                         r"(, not counting \d+ s waiting for turns on the device)?", hung["reason"]), hung["reason"]
@@ -183,6 +183,7 @@ def test_a_call_waits_uncounted_only_up_to_its_cap(tmp_path, max_wait_s):
     reason = failure.value.reason
     assert reason.startswith("timed out after 1 s (timing: waiting for the device to itself, its last "), reason
     assert f"of which {max_wait_s:.0f} s did not count" in reason
+    assert failure.value.starved  # its counted time went to waiting: a row says "not measured"
     assert 1.0 + max_wait_s <= elapsed < 1.0 + max_wait_s + 3.0
 
 
@@ -195,3 +196,30 @@ def test_the_zoo_page_groups_timeouts_by_stage():
     c = timed_out("hf_t5", "timed out after 450 s (checking numerics, its last 30 s)")
     assert signature(a) == signature(b) == "eager fwdbwd: timed out after N s (compiling, its last N s)"
     assert signature(c) != signature(a)
+
+
+def test_a_cell_starved_of_the_device_is_not_measured_and_a_hung_one_fails(tmp_path):
+    """A worker call that timed out mostly waiting for turns (CallFailed.starved) gives an
+    `unavailable` row in STARVED_PHASE, saying so (a later run's row replaces it in a join); one that
+    timed out in its own work stays a failure."""
+    (tmp_path / "workload.py").write_text(WORKLOAD)
+    plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager"], ["fwd"], "cpu", "tiny", None)
+    (cell,) = plan.cells()
+    runner = execution.IsolatedRunner(plan, None, 420.0, None)
+
+    class Refusing:
+        def __init__(self, failure):
+            self.failure = failure
+
+        def call(self, *args):
+            raise self.failure
+
+    waited = ("timed out after 420 s (compiling, its last 5 s); it waited 400 s for turns on the device, "
+              "of which 0 s did not count")
+    runner._worker = lambda cell: Refusing(CallFailed(waited, starved=True))
+    row = runner._call(cell, {})
+    assert (row.status, row.phase) == ("unavailable", execution.STARVED_PHASE)
+    assert row.reason == f"not measured: {waited}: the run's other cells held the device (fewer cells at once: --jobs)"
+    runner._worker = lambda cell: Refusing(CallFailed("timed out after 420 s (compiling, its last 409 s)"))
+    row = runner._call(cell, {})
+    assert (row.status, row.phase) == ("failed", "worker")

@@ -22,7 +22,7 @@ from irlens.frontends.base import Availability
 from irlens.interpret import interpret
 from irlens.matrix import Document, plan_matrix, read_document, run_plan, write_document
 from irlens.matrix.cell import run_cell
-from irlens.matrix.execution import BUDGET_PHASE
+from irlens.matrix.execution import BUDGET_PHASE, STARVED_PHASE
 from irlens.matrix.references import compute_reference, gradient_conditions
 from irlens.matrix.records import ResultCheck
 from irlens.matrix.row import Row
@@ -318,7 +318,10 @@ def test_a_later_run_fills_the_cells_a_budget_left_and_the_join_says_the_dtype(t
                      "cuda", "NVIDIA H200", preset="bench", dtype="bfloat16")
     later = Document("compare", [_row("model_a", "fwd", "inductor", run_us=50.0)], "cuda", "NVIDIA H200",
                      preset="bench", dtype="bfloat16")
-    merged = merge_shards([first, later, dataclasses.replace(later, rows=[])])
+    # a third run whose cell starved waiting for the device replaces nothing
+    starved = Document("compare", [_row("model_a", "fwd", "inductor", "unavailable", phase=STARVED_PHASE)], "cuda",
+                       "NVIDIA H200", preset="bench", dtype="bfloat16")
+    merged = merge_shards([first, later, dataclasses.replace(later, rows=[]), starved])
     cells = {(r.workload, r.backend): (r.status, r.phase) for r in merged.rows}
     assert cells == {("model_a", "eager"): ("ok", ""), ("model_a", "inductor"): ("ok", ""),
                      ("model_b", "inductor"): ("unavailable", BUDGET_PHASE)}

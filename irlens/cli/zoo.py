@@ -31,7 +31,9 @@ def add_arguments(p) -> None:
     p.add_argument("--shard", default=None, metavar="K/N",
                    help="run shard K of N (0 <= K < N): every N-th model of the sorted names from the K-th "
                         "(default: all of them)")
-    p.add_argument("--jobs", type=int, default=1, help="cells run in parallel (default: 1)")
+    p.add_argument("--jobs", type=int, default=1, help="cells run in parallel (default: 1); on a GPU a "
+                   "timing waits until every other cell's compile has ended: a few compile-heavy cells per GPU "
+                   "(Thunder, nvFuser), more for quick ones")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per cell and per float64 reference (default: 300)")
     p.add_argument("--budget-s", type=float, default=None,
                    help="cells not started within this many seconds are `unavailable` rows saying so (a call with a "

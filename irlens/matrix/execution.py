@@ -38,6 +38,10 @@ from irlens.matrix.row import Row
 
 DEFAULT_TIMEOUT_S = 300.0
 BUDGET_PHASE = "budget"  # a row's phase when its cell never started: the run's time budget ran out
+# a row's phase when its cell timed out waiting, for the most part, for turns on the device that
+# the run's other cells held: it says nothing of the stack
+STARVED_PHASE = "starved"
+NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE)  # rows a later run's row for the cell replaces (irlens zoo --from)
 CELL_ENTRY = "irlens.matrix.cell:cell_in_worker"
 # imported before a worker says it is ready, so that they do not count against a cell's timeout
 WORKER_PRELOAD = ("irlens.matrix.cell", "irlens.backends", "irlens.frontends", "irlens.models")
@@ -297,6 +301,12 @@ class IsolatedRunner:
         try:
             return Row.from_record(self._worker(cell).call(CELL_ENTRY, kwargs, self.timeout, self.max_wait_s()))
         except CallFailed as e:
+            if e.starved:
+                row = cell_row(self.plan, cell)
+                row.status, row.phase, row.detail = "unavailable", STARVED_PHASE, e.detail
+                row.reason = (f"not measured: {e.reason}: the run's other cells held the device "
+                              "(fewer cells at once: --jobs)")
+                return row
             return cell_row(self.plan, cell).fail("worker", e.reason, e.detail)
 
     def close(self) -> None:
