@@ -80,8 +80,7 @@ class CallFailed(RuntimeError):
 
     def __init__(self, reason: str, detail: str = "", starved: bool = False):
         super().__init__(reason)
-        # starved: it timed out having spent at least half its timeout waiting for turns on the
-        # device that counted (beyond its max_wait_s): the other workers held the device
+        # starved: it timed out for waits on turns the other workers held (`starved`, below)
         self.reason, self.detail, self.starved = reason, detail, starved
 
 
@@ -161,7 +160,7 @@ class Worker:
         if line is None:
             self.kill()
             raise CallFailed(prefix + timed_out(timeout, progress, now, max_wait_s), self._stderr_tail(stderr_start),
-                             starved=counted_wait_s(progress, now, max_wait_s) >= timeout / 2)
+                             starved=starved(timeout, progress, now, max_wait_s))
         return json.loads(line)
 
     def _read_line(self, deadline: float) -> bytes | None:
@@ -272,9 +271,14 @@ def worker_threads(workers: int) -> int:
     return max(1, cpu_cores() // max(1, workers))
 
 
-def counted_wait_s(progress: call_progress.Progress | None, now: float, max_wait_s: float) -> float:
-    """The seconds a call waited for turns on the device that counted against its timeout."""
-    return 0.0 if progress is None else max(0.0, progress.waited(now) - max_wait_s)
+def starved(timeout: float, progress: call_progress.Progress | None, now: float, max_wait_s: float) -> bool:
+    """Whether a call that timed out did so for its waits on turns on the device (the other
+    workers held it), not for its own work: its waits beyond `max_wait_s`, which counted, took at
+    least half its timeout, or some of them did and it was killed waiting."""
+    if progress is None:
+        return False
+    counted = progress.waited(now) - max_wait_s
+    return counted >= timeout / 2 or (counted > 0 and progress.waiting_since is not None)
 
 
 def timed_out(timeout: float, progress: call_progress.Progress | None, now: float, max_wait_s: float) -> str:

@@ -223,3 +223,21 @@ def test_a_cell_starved_of_the_device_is_not_measured_and_a_hung_one_fails(tmp_p
     runner._worker = lambda cell: Refusing(CallFailed("timed out after 420 s (compiling, its last 409 s)"))
     row = runner._call(cell, {})
     assert (row.status, row.phase) == ("failed", "worker")
+
+
+@pytest.mark.parametrize("waited_s, waiting_for_s, max_wait_s, want", [
+    (300.0, 0.0, 10.0, True),    # most of its 420 s went to counted waits
+    (150.0, 30.0, 10.0, True),   # fewer, but it was killed waiting for a turn
+    (150.0, 0.0, 10.0, False),   # fewer, and killed in its own work
+    (0.0, 400.0, 400.0, False),  # every wait excused: killed in its own time (the wait did not count)
+    (0.0, 0.0, 0.0, False),      # no wait at all: its own work took the timeout (a hang, a long compile)
+])
+def test_a_timeout_is_starved_when_counted_waits_took_it(waited_s, waiting_for_s, max_wait_s, want):
+    from irlens.call_progress import Progress
+    from irlens.isolation import starved
+
+    now = 1000.0
+    progress = Progress("compiling", now - 100.0, waited_s, now - waiting_for_s if waiting_for_s else None,
+                        "the device to itself" if waiting_for_s else "")
+    assert starved(420.0, progress, now, max_wait_s) is want
+    assert starved(420.0, None, now, max_wait_s) is False
