@@ -233,6 +233,19 @@ def test_a_result_eager_gets_no_digit_of_is_held_to_its_order_of_magnitude():
     assert allowed_error("float32", "fwd", 1e-3).value == 1e-4  # not ill-conditioned: capped
 
 
+def test_a_result_eager_gets_no_digit_of_is_ill_conditioned_in_every_dtype():
+    """bfloat16 has no cap to go over: eager's error of 1 or more names the result itself (the H200
+    zoo's XLA running mean at 3.07 x eager's 4.2e11 was a mismatch at k = 3; NOISE_ORDER holds it)."""
+    from irlens.numerics import NOISE_ORDER, allowed_error, ill_conditioned
+
+    ill = ill_conditioned(["buffer:bn.running_mean", "out0"], "bfloat16", "fwd",
+                          {"buffer:bn.running_mean": 4.2e11, "out0": 2e-3})
+    assert list(ill) == ["buffer:bn.running_mean"] and "no correct digit" in ill["buffer:bn.running_mean"]
+    bound = allowed_error("bfloat16", "fwd", 4.2e11, ill=True).value
+    assert 1.29e12 < bound == pytest.approx(NOISE_ORDER * 4.2e11, rel=1e-9)
+    assert not ill_conditioned(["out0"], "bfloat16", "fwd", {"out0": 0.5})  # some digits: not ill
+
+
 def test_ill_conditioned_checks_are_one_line_per_model_naming_every_result():
     """A bench-size model has one ill-conditioned bias per layer: one note names them by pattern."""
     from irlens.matrix.table import ill_conditioned_lines

@@ -156,6 +156,11 @@ def label(plan: Plan, cell: Cell) -> str:
     return f"{plan.workloads[cell.workload].name} \u00b7 {through} \u00b7 {cell.mode}"
 
 
+def starved_reason(timed_out: str) -> str:
+    """A starved cell's reason (STARVED_PHASE), from its worker's timeout."""
+    return f"not measured: {timed_out}: the run's other cells held the device (fewer cells at once: --jobs)"
+
+
 def budget_row(plan: Plan, cell: Cell, reason: str) -> Row:
     """The row of a cell the run's time budget left unstarted."""
     row = cell_row(plan, cell)
@@ -304,8 +309,7 @@ class IsolatedRunner:
             if e.starved:
                 row = cell_row(self.plan, cell)
                 row.status, row.phase, row.detail = "unavailable", STARVED_PHASE, e.detail
-                row.reason = (f"not measured: {e.reason}: the run's other cells held the device "
-                              "(fewer cells at once: --jobs)")
+                row.reason = starved_reason(e.reason)
                 return row
             return cell_row(self.plan, cell).fail("worker", e.reason, e.detail)
 
