@@ -9,6 +9,7 @@ import dataclasses
 import importlib.util
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -419,3 +420,23 @@ def test_projection_is_fixed_by_seed():
     from irlens.models.zoo.entry import _projection
 
     assert np.array_equal(_projection(7, 1), _projection(7, 1)) and not np.array_equal(_projection(7, 1), _projection(7, 0))
+
+
+def test_rows_written_before_starved_rows_are_rewritten_by_the_same_rule():
+    """docs/results/zoo-h200-bench/starved_rows.py reads a timeout's figures back from its reason
+    and applies irlens.isolation.starved: a cell killed for counted waits is not measured, one
+    killed in its own work (a compile) stays a failure."""
+    import runpy
+
+    from irlens.matrix.execution import STARVED_PHASE
+
+    rewritten = runpy.run_path(str(Path(__file__).parents[1] / "docs/results/zoo-h200-bench/starved_rows.py"))["rewritten"]
+    waited = ("timed out after 420 s (timing: waiting for its turn to share the device, its last 1 s); "
+              "it waited 192 s for turns on the device, of which 12 s did not count")
+    starved = rewritten(_row("m", "fwdbwd", "thunder+torchcompile", "failed", reason=waited, phase="worker"))
+    assert (starved.status, starved.phase) == ("unavailable", STARVED_PHASE) and waited in starved.reason
+    own = "timed out after 420 s (timing, its last 134 s); it waited 134 s for turns on the device, of which 12 s did not count"
+    kept = _row("m", "fwdbwd", "nvfuser", "failed", reason=own, phase="worker")
+    assert rewritten(kept) is kept  # 122 s counted of 420, and not waiting at the kill
+    compiling = _row("m", "fwdbwd", "nvfuser", "failed", reason="timed out after 420 s (compiling, its last 408 s)")
+    assert rewritten(compiling) is compiling
