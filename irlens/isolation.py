@@ -274,11 +274,12 @@ def worker_threads(workers: int) -> int:
 def starved(timeout: float, progress: call_progress.Progress | None, now: float, max_wait_s: float) -> bool:
     """Whether a call that timed out did so for its waits on turns on the device (the other
     workers held it), not for its own work: its waits beyond `max_wait_s`, which counted, took at
-    least half its timeout, or some of them did and it was killed waiting."""
+    least half its timeout, or a quarter and it was killed waiting (a compile that ran to near its
+    timeout and then waited a moment stays a timeout of its own)."""
     if progress is None:
         return False
     counted = progress.waited(now) - max_wait_s
-    return counted >= timeout / 2 or (counted > 0 and progress.waiting_since is not None)
+    return counted >= timeout / 2 or (counted >= timeout / 4 and progress.waiting_since is not None)
 
 
 def timed_out(timeout: float, progress: call_progress.Progress | None, now: float, max_wait_s: float) -> str:

@@ -39,9 +39,10 @@ bfloat16 it does not bound (eager itself exceeds it on near-cancelling results).
 Ill-conditioned checks (`ill_conditioned`): where the float64 value itself is noise-sized, no
 compiler can be held to it. A gradient the loss barely sees (its condition, |L| / (||g|| ||v||),
 over 1/u: a conv bias before a train-mode BatchNorm, attention's key bias, both exactly zero in
-truth) or a result eager's own error puts over the flat tolerance (BERT's embedding gradient under
-a mean of squares of a LayerNorm output: eager 1.8e6 off) is named in the row, and judged against
-eager only (no cap) plus the error the loss's own rounding hides (the condition's floor). Where
+truth), a result eager's own error puts over the flat tolerance where that caps (float32: BERT's
+embedding gradient under a mean of squares of a LayerNorm output, eager 1.8e6 off), or in any
+dtype one eager's own error is 1 or more of, is named in the row, and judged against eager only
+(no cap) plus the error the loss's own rounding hides (the condition's floor). Where
 eager's own error is 1 or more, the result has no correct digit in the run's dtype: two backends'
 roundings are then two draws of noise, and only their order of magnitude can be held to
 (NOISE_ORDER x eager's error; on the zoo's train-mode EfficientNet, Inductor's running means of

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from irlens.backends import BACKENDS
 from irlens.errors import UsageError
 from irlens.matrix import Document, plan_matrix, run_plan
-from irlens.matrix.execution import NOT_RUN_PHASES
-from irlens.matrix.row import Row
+from irlens.matrix.row import NOT_RUN_PHASES, Row
 from irlens.models import get_workload
 from irlens.models.zoo import FAMILIES, zoo_names
 from irlens.reporting import merge_documents
@@ -131,16 +130,15 @@ def merge_shards(docs: list[Document], rerun: bool = False) -> Document:
                 raise UsageError(f"two documents hold {r.workload} {r.mode} {r.backend}: shards overlap "
                                  "(--rerun: the last one's row)")
             ran[key] = i
-    kept, seen = [], set(ran)  # a cell no document ran keeps one budget row
+    # a cell no document ran keeps one not-run row: the latest document's (its last attempt)
+    not_run = {(r.workload, r.mode, r.backend): i for i, d in enumerate(docs) for r in d.rows
+               if r.phase in NOT_RUN_PHASES}
+    kept = []
     for i, d in enumerate(docs):
         rows = []
         for r in with_eager_base(d).rows:
             key = (r.workload, r.mode, r.backend)
-            if r.phase in NOT_RUN_PHASES:
-                if key in seen:
-                    continue
-                seen.add(key)
-            elif ran[key] != i:  # rerun by a later document
+            if key in ran and ran[key] != i or key not in ran and not_run[key] != i:  # another document's row
                 continue
             rows.append(r)
         kept.append(dataclasses.replace(d, rows=rows))

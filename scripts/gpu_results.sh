@@ -196,11 +196,13 @@ zoo4_split() {  # issue 26: stacks at bench size in bf16, in modes $1 (fwd, fwdb
   # take turns for timings): the transformers models over ZOO_HF_GPUS (--shard K/N), timm's over ZOO_TIMM_GPUS,
   # every model's cells started at once (ZOO_JOBS). Thunder's capture for the transformers models is
   # ZOO_HF_CAPTURE (thunder.jit fails on each of them after tracing it whole: docs/thunderfx.md)
-  local mode=$1 stacks=$2 tag=${ZOO_TAG:-${2//[+,]/_}} i
+  local mode=$1 stacks=$2 tag=${ZOO_TAG:-$2} i
+  tag=${tag//[+,]/_}  # the device returns no file names with + or ,
   ZOO_LIMIT=${ZOO_LIMIT_S:-570} ZOO_CELL=${ZOO_CELL_S:-450}
   local hf=${ZOO_HF:-hf_gpt2,hf_vit,hf_bert,hf_whisper_encoder,hf_wav2vec2,hf_qwen2,hf_llama,hf_t5,hf_mixtral,hf_mamba}
   local timm=${ZOO_TIMM:-timm_resnet50,timm_convnext,timm_vit,timm_efficientnet,timm_mobilenetv3,timm_swin}
-  local hf_gpus=(${ZOO_HF_GPUS:-0 1 2}) timm_gpus=(${ZOO_TIMM_GPUS:-3}) name="zoo-$tag-${mode//,/_}"
+  # an empty GPU list (ZOO_TIMM_GPUS=) leaves that family out
+  local hf_gpus=(${ZOO_HF_GPUS-0 1 2}) timm_gpus=(${ZOO_TIMM_GPUS-3}) name="zoo-$tag-${mode//,/_}"
   for i in "${!hf_gpus[@]}"; do
     zoo_on_gpu "${hf_gpus[i]}" "$name-${hf_gpus[i]}" --mode "$mode" --models "$hf" --shard "$i/${#hf_gpus[@]}" \
       --thunder-capture "${ZOO_HF_CAPTURE:-auto}" --backends "eager,$stacks" --jobs "${ZOO_JOBS:-8}"
@@ -251,11 +253,12 @@ case "${1:-}" in
     # process done by 490 s (the device's 600 s hold the environment's start and the packing too)
     ZOO_HF_CAPTURE=thunderfx ZOO_HF_GPUS="0 1" ZOO_TIMM_GPUS="2 3" ZOO_JOBS=${ZOO_JOBS:-6} ZOO_CELL_S=${ZOO_CELL_S:-300} \
       ZOO_LIMIT_S=${ZOO_LIMIT_S:-490} zoo4_split fwdbwd thunder+torchcompile,nvfuser ;;
-  zoo4-xla)  # XLA's forward and fwd+bwd in one process per GPU (cells of 200 s); then, on each GPU its zoo
+  zoo4-xla)  # XLA's forward and fwd+bwd in one process per GPU (cells of 180 s); then, on each GPU its zoo
     # process has left, a check of code the GPU had not run: the JAX HLO reader's GPU forms, Inductor's
     # bf16 CNN mismatches rerun with eager's roundings, Thunder's convolution gradient (each within the call)
     t0=$SECONDS
-    ZOO_LIMIT_S=380 ZOO_CELL_S=180 ZOO_JOBS=12 ZOO_HF_GPUS="0 1" ZOO_TIMM_GPUS="2 3" zoo4_split fwd,fwdbwd xla &
+    ZOO_TAG=xla ZOO_LIMIT_S=${ZOO_LIMIT_S:-380} ZOO_CELL_S=${ZOO_CELL_S:-180} ZOO_JOBS=${ZOO_JOBS:-12} \
+      ZOO_HF_GPUS="0 1" ZOO_TIMM_GPUS="2 3" zoo4_split fwd,fwdbwd xla &
     mkdir -p "$R/checks"
     (zoo_left zoo-xla-fwd_fwdbwd-0; CUDA_VISIBLE_DEVICES=0 timeout "$(left 520 $t0)" python -m pytest -m gpu -rA -p no:cacheprovider \
       tests/test_jax_gpu_calls.py > "$R/checks/gpu-tests-jax-calls.log" 2>&1

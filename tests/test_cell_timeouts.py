@@ -1,7 +1,7 @@
 """A cell's timeout counts its own work, not its waits for a turn on the device (irlens.call_progress):
 a quick cell's timing that waits behind long sharers still finishes, and a cell that hangs says
-which stage it hung in. A run with a time budget ends within it plus one timeout, even where
-cells wait for their float64 references.
+which stage it hung in. A cell whose float64 reference is not ready within a run's time budget
+does not start.
 
 The long sharer is this test process, holding the run's device turns shared (as a worker
 compiling for minutes would) until the timings behind it have waited longer than their timeout.
@@ -227,8 +227,9 @@ def test_a_cell_starved_of_the_device_is_not_measured_and_a_hung_one_fails(tmp_p
 
 @pytest.mark.parametrize("waited_s, waiting_for_s, max_wait_s, want", [
     (300.0, 0.0, 10.0, True),    # most of its 420 s went to counted waits
-    (150.0, 30.0, 10.0, True),   # fewer, but it was killed waiting for a turn
-    (150.0, 0.0, 10.0, False),   # fewer, and killed in its own work
+    (150.0, 30.0, 10.0, True),   # fewer, but over a quarter, and it was killed waiting for a turn
+    (150.0, 0.0, 10.0, False),   # as many, killed in its own work
+    (20.0, 5.0, 10.0, False),    # killed waiting, but after a compile that took nearly all its time
     (0.0, 400.0, 400.0, False),  # every wait excused: killed in its own time (the wait did not count)
     (0.0, 0.0, 0.0, False),      # no wait at all: its own work took the timeout (a hang, a long compile)
 ])
@@ -241,3 +242,15 @@ def test_a_timeout_is_starved_when_counted_waits_took_it(waited_s, waiting_for_s
                         "the device to itself" if waiting_for_s else "")
     assert starved(420.0, progress, now, max_wait_s) is want
     assert starved(420.0, None, now, max_wait_s) is False
+
+
+def test_a_run_with_a_starved_cell_exits_1():
+    """A cell not measured because the other cells starved it is no result: compare exits 1, as on
+    a failure; a cell its budget left unstarted does not fail the run."""
+    from irlens.matrix.document import Document, exit_status
+
+    starved = Row("m", "fwd", "inductor", "dynamo", status="unavailable", phase=execution.STARVED_PHASE)
+    budget = Row("m", "fwd", "xla", "dynamo", status="unavailable", phase=BUDGET_PHASE)
+    ok = Row("m", "fwd", "eager", None, status="ok")
+    assert exit_status(Document("compare", [ok, budget], "cpu")) == 0
+    assert exit_status(Document("compare", [ok, budget, starved], "cpu")) == 1

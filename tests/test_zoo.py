@@ -332,13 +332,16 @@ def test_a_later_run_fills_the_cells_a_budget_left_and_the_join_says_the_dtype(t
                      "cuda", "NVIDIA H200", preset="bench", dtype="bfloat16")
     later = Document("compare", [_row("model_a", "fwd", "inductor", run_us=50.0)], "cuda", "NVIDIA H200",
                      preset="bench", dtype="bfloat16")
-    # a third run whose cell starved waiting for the device replaces nothing
-    starved = Document("compare", [_row("model_a", "fwd", "inductor", "unavailable", phase=STARVED_PHASE)], "cuda",
-                       "NVIDIA H200", preset="bench", dtype="bfloat16")
+    # a third run whose cells starved waiting for the device replaces nothing; of a cell no run ran
+    # the latest attempt's row stays
+    starved = Document("compare", [_row("model_a", "fwd", "inductor", "unavailable", phase=STARVED_PHASE),
+                                   _row("model_b", "fwd", "inductor", "unavailable", phase=STARVED_PHASE)],
+                       "cuda", "NVIDIA H200", preset="bench", dtype="bfloat16")
     merged = merge_shards([first, later, dataclasses.replace(later, rows=[]), starved])
     cells = {(r.workload, r.backend): (r.status, r.phase) for r in merged.rows}
     assert cells == {("model_a", "eager"): ("ok", ""), ("model_a", "inductor"): ("ok", ""),
-                     ("model_b", "inductor"): ("unavailable", BUDGET_PHASE)}
+                     ("model_b", "inductor"): ("unavailable", STARVED_PHASE)}
+    merged = merge_shards([first, later])
     assert merged.dtype == "bfloat16" and "dtype bfloat16" in zoo_markdown(merged)
     assert "2.00x" in zoo_markdown(merged)
     with pytest.raises(UsageError, match="shards overlap"):
@@ -427,8 +430,6 @@ def test_rows_written_before_starved_rows_are_rewritten_by_the_same_rule():
     and applies irlens.isolation.starved: a cell killed for counted waits is not measured, one
     killed in its own work (a compile) stays a failure."""
     import runpy
-
-    from irlens.matrix.execution import STARVED_PHASE
 
     rewritten = runpy.run_path(str(Path(__file__).parents[1] / "docs/results/zoo-h200-bench/starved_rows.py"))["rewritten"]
     waited = ("timed out after 420 s (timing: waiting for its turn to share the device, its last 1 s); "

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from irlens.ir import jsonable
-from irlens.matrix.row import LAYOUTS, BadDocument, Layout, Row
+from irlens.matrix.row import LAYOUTS, STARVED_PHASE, BadDocument, Layout, Row
 
 KINDS = ("compare", "bench", "cross")
 # written in every document of a kind, in this order (rows last); any other field only when set
@@ -114,8 +114,9 @@ def write_document(doc: Document | dict, path: str | Path) -> None:
 
 
 def exit_status(doc: Document) -> int:
-    """0 when every available row is ok, 1 on any mismatch or failure."""
-    return 1 if any(r.status in ("mismatch", "failed") for r in doc.rows) else 0
+    """0 when every available row is ok, 1 on any mismatch or failure, or a cell the run's other
+    cells starved of the device (not measured: STARVED_PHASE)."""
+    return 1 if any(r.status in ("mismatch", "failed") or r.phase == STARVED_PHASE for r in doc.rows) else 0
 
 
 def versions() -> dict[str, str | None]:

@@ -34,14 +34,9 @@ from irlens.matrix.cell import new_row, out_of_memory, refused_natively, run_cel
 from irlens.matrix.document import Document, device_name, versions
 from irlens.matrix.plan import Cell, Plan
 from irlens.matrix.references import References
-from irlens.matrix.row import Row
+from irlens.matrix.row import BUDGET_PHASE, STARVED_PHASE, Row
 
 DEFAULT_TIMEOUT_S = 300.0
-BUDGET_PHASE = "budget"  # a row's phase when its cell never started: the run's time budget ran out
-# a row's phase when its cell timed out waiting, for the most part, for turns on the device that
-# the run's other cells held: it says nothing of the stack
-STARVED_PHASE = "starved"
-NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE)  # rows a later run's row for the cell replaces (irlens zoo --from)
 CELL_ENTRY = "irlens.matrix.cell:cell_in_worker"
 # imported before a worker says it is ready, so that they do not count against a cell's timeout
 WORKER_PRELOAD = ("irlens.matrix.cell", "irlens.backends", "irlens.frontends", "irlens.models")

@@ -255,10 +255,7 @@ class References:
                 if key not in self._cache:
                     self._cache[key] = self._compute(workload, mode)
                 return self._cache[key]
-        self.start()
-        if key not in self._ready:
-            raise KeyError(f"no reference was planned for {workload} {mode}")
-        self._ready[key].wait()
+        self._event(key).wait()
         return self._cache[key]
 
     def ready_by(self, workload: str, mode: str, until: float | None) -> bool:
@@ -267,11 +264,14 @@ class References:
         if self.directory is None:
             self.get(workload, mode)
             return True
+        return self._event((workload, mode)).wait(None if until is None else max(0.0, until - time.monotonic()))
+
+    def _event(self, key: tuple[str, str]) -> threading.Event:
+        """Isolated: the event set when the reference of `key` is ready (the worker started)."""
         self.start()
-        key = (workload, mode)
         if key not in self._ready:
-            raise KeyError(f"no reference was planned for {workload} {mode}")
-        return self._ready[key].wait(None if until is None else max(0.0, until - time.monotonic()))
+            raise KeyError(f"no reference was planned for {key[0]} {key[1]}")
+        return self._ready[key]
 
     def twin_problem(self, workload: str) -> str:
         """Why the workload's JAX twin disagrees, or cannot be checked ("" when it agrees)."""

@@ -36,6 +36,12 @@ STATUSES = ("ok", "mismatch", "failed", "unavailable")
 RAN = ("ok", "mismatch")  # statuses whose row has results, timings and kernels
 
 
+BUDGET_PHASE = "budget"  # a row's phase when its cell never started: the run's time budget ran out
+# a row's phase when its cell timed out waiting, for the most part, for turns on the device that
+# the run's other cells held: it says nothing of the stack
+STARVED_PHASE = "starved"
+NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE)  # rows a later run's row for the cell replaces (irlens zoo --from)
+
 @dataclass
 class Row:
     workload: str  # the workload's name
@@ -45,7 +51,8 @@ class Row:
     status: str = "failed"  # ok | mismatch | failed | unavailable
     reason: str = ""  # why not ok, first line first
     phase: str = ""  # where it failed: reference, availability, instantiate, acquire, run, compare, worker;
-    # budget: never started (the time budget ran out)
+    # budget: never started (the time budget ran out); starved: timed out waiting for device turns
+    # the run's other cells held (status unavailable: not measured)
     detail: str = ""  # the traceback, or the tail of a crashed worker's stderr
     # numerics, against the float64 reference
     max_rel_err: float | None = None
