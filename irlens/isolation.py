@@ -178,6 +178,8 @@ class Worker:
         return line
 
     def _stderr_tail(self, start: int) -> str:
+        if self._stderr.closed:  # closed from another thread mid-call (a run that stops early)
+            return ""
         self._stderr.seek(start)
         return stderr_excerpt(self._stderr.read().decode(errors="replace"))
 

@@ -254,3 +254,22 @@ def test_a_run_with_a_starved_cell_exits_1():
     ok = Row("m", "fwd", "eager", None, status="ok")
     assert exit_status(Document("compare", [ok, budget], "cpu")) == 0
     assert exit_status(Document("compare", [ok, budget, starved], "cpu")) == 1
+
+
+def test_no_reference_starts_after_the_runs_deadline(tmp_path):
+    """Past a run's budget no float64 reference is computed (its cells would not start): the
+    entry says the budget ran out, and the cell gets a budget row, not a reference failure."""
+    from irlens.matrix.references import References
+
+    (tmp_path / "workload.py").write_text(WORKLOAD)
+    plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager"], ["fwd"], "cpu", "tiny", None)
+    (cell,) = plan.cells()
+    late = time.monotonic() - 1.0
+    refs = References(plan, str(tmp_path), 60.0, deadline=late)
+    try:
+        entry = refs.get(cell.workload, cell.mode)
+        row = execution.planned_row(plan, cell, refs, late)
+    finally:
+        refs.close()
+    assert entry.out_of_budget and entry.path is None and "budget" in entry.error
+    assert (row.status, row.phase) == ("unavailable", BUDGET_PHASE), row

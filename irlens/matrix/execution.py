@@ -71,7 +71,7 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
         # the cell workers and the reference worker compute at once: their pools fit the cores together
         threads = worker_threads(jobs + 1) if isolate else None
         refs = references or References(plan, tmp if isolate else None, timeout, check_twins=plan.kind == "compare",
-                                        gpu_lock=lock, threads=threads, max_wait_s=timeout * jobs)
+                                        gpu_lock=lock, threads=threads, max_wait_s=timeout * jobs, deadline=deadline)
         try:
             if progress and references is None:
                 where = " in a worker, cells start as theirs are ready" if isolate else ""
@@ -180,7 +180,7 @@ def planned_row(plan: Plan, cell: Cell, refs: References, deadline: float | None
         row = cell_row(plan, cell)
         row.status, row.reason = "unavailable", refused
         return row
-    if not refs.ready_by(cell.workload, cell.mode, deadline):
+    if not refs.ready_by(cell.workload, cell.mode, deadline) or refs.get(cell.workload, cell.mode).out_of_budget:
         return budget_row(plan, cell, "not run: the run's time budget ran out before its float64 reference was ready")
     error = refs.get(cell.workload, cell.mode).error
     if error:

@@ -223,6 +223,7 @@ class Entry:
     reference: Reference | None  # in-process only
     path: str | None  # isolated only
     error: str  # why there is no reference, or ""
+    out_of_budget: bool = False  # not computed: the run's time budget ran out first
 
 
 class References:
@@ -232,12 +233,15 @@ class References:
     the first `start` or `get` on (the twins first, the check waits for them), each call within
     `timeout`; `get` waits for its own. With `gpu_lock`, the worker takes its turns on the device
     (a GPU, or the CPU) like a cell (irlens.gpu_turns), and up to `max_wait_s` of a call's waits
-    for them do not count against its timeout."""
+    for them do not count against its timeout. Past `deadline` (time.monotonic(): a run's budget)
+    no reference starts: no cell that needs one starts then either, and the worker would only take
+    turns from the cells still running."""
 
     def __init__(self, plan: Plan, directory: str | None, timeout: float, check_twins: bool = False,
-                 gpu_lock: str | None = None, threads: int | None = None, max_wait_s: float = 0.0):
+                 gpu_lock: str | None = None, threads: int | None = None, max_wait_s: float = 0.0,
+                 deadline: float | None = None):
         self.plan, self.directory, self.timeout, self.check_twins = plan, directory, timeout, check_twins
-        self.gpu_lock, self.threads, self.max_wait_s = gpu_lock, threads, max_wait_s
+        self.gpu_lock, self.threads, self.max_wait_s, self.deadline = gpu_lock, threads, max_wait_s, deadline
         self._cache: dict[tuple[str, str], Entry] = {}
         self._twins: dict[str, str] = {}
         self._ready: dict[tuple[str, str], threading.Event] = {}
@@ -360,7 +364,7 @@ class References:
                                                  f"{p.workloads[workload].name!r}: {e.reason}")
                 self._twins_ready.set()
                 for i, (workload, mode) in enumerate(keys):
-                    if self._stop.is_set():
+                    if self._stop.is_set() or self._past_deadline():
                         return
                     path = os.path.join(self.directory, f"reference{i}.pt")
                     kwargs = dict(workload=workload, mode=mode, device=p.device, preset=p.preset, dtype=p.dtype,
@@ -375,7 +379,13 @@ class References:
             for workload in self._twinned():
                 self._twins.setdefault(workload, "cannot check the JAX twin: the reference worker stopped")
             self._twins_ready.set()
+            late = self._past_deadline()
             for key in keys:
                 if key not in self._cache:
-                    self._cache[key] = Entry(None, None, "the float64 reference was not computed: its worker stopped")
+                    self._cache[key] = (Entry(None, None, "the run's time budget ran out before it was computed", True)
+                                        if late else
+                                        Entry(None, None, "the float64 reference was not computed: its worker stopped"))
                 self._ready[key].set()
+
+    def _past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
