@@ -30,6 +30,7 @@
 #   bash scripts/gpu_results.sh zoo4-thunder-nvfuser  # 4 GPUs, <= 8.5 min: Thunder's and nvFuser's fwd+bwd at once
 #   bash scripts/gpu_results.sh zoo4-xla     # 4 GPUs, <= 9.5 min: XLA fwd and fwd+bwd of the same models, then
 #                                            # three GPU checks where the zoo has left a GPU
+#   bash scripts/gpu_results.sh zoo4-rest    # 4 GPUs, <= 8.5 min: the fwd+bwd cells the GPU page still lacks
 #   bash scripts/gpu_results.sh repro-minigpt        # ONE GPU, <= 6 min: the nvFuser minigpt fwd+bwd crash, reduced
 #   bash scripts/gpu_results.sh repro-cross-entropy  # ONE GPU, <= 6 min: the nvFuser cross-entropy fwd+bwd assert, reduced
 # The parallel tables profile each row (--profile: where the step time goes); each table's logs go
@@ -258,7 +259,7 @@ case "${1:-}" in
     # bf16 CNN mismatches rerun with eager's roundings, Thunder's convolution gradient (each within the call)
     t0=$SECONDS
     ZOO_TAG=xla ZOO_LIMIT_S=${ZOO_LIMIT_S:-380} ZOO_CELL_S=${ZOO_CELL_S:-180} ZOO_JOBS=${ZOO_JOBS:-12} \
-      ZOO_HF_GPUS="0 1" ZOO_TIMM_GPUS="2 3" zoo4_split fwd,fwdbwd xla &
+      ZOO_HF_GPUS="${ZOO_HF_GPUS-0 1}" ZOO_TIMM_GPUS="${ZOO_TIMM_GPUS-2 3}" zoo4_split fwd,fwdbwd xla &
     mkdir -p "$R/checks"
     (zoo_left zoo-xla-fwd_fwdbwd-0; CUDA_VISIBLE_DEVICES=0 timeout "$(left 520 $t0)" python -m pytest -m gpu -rA -p no:cacheprovider \
       tests/test_jax_gpu_calls.py > "$R/checks/gpu-tests-jax-calls.log" 2>&1
@@ -276,6 +277,22 @@ case "${1:-}" in
       echo "thunder conv script done at $((SECONDS - t0)) s" | tee -a "$R/times.txt") &
     wait
     tar czf "$R/checks-$GPU.tar.gz" -C "$R" checks && rm -rf "$R/checks" ;;
+  zoo4-rest)  # 4 GPUs, <= 8.5 min: the fwd+bwd cells runs 1-3 of docs/results/zoo-h200-bench left, a
+    # process per GPU with 3 cells at once (fewer compiles for a timing to wait behind): nvFuser on the
+    # transformers models (GPUs 0-1), Thunder and nvFuser on three timm models (2), Thunder on hf_bert and
+    # hf_mamba (3). Cells a budget leaves are rows saying so; a later call fills them (`irlens zoo --from`)
+    ZOO_LIMIT=${ZOO_LIMIT_S:-490} ZOO_CELL=${ZOO_CELL_S:-300}
+    hf=hf_gpt2,hf_vit,hf_bert,hf_whisper_encoder,hf_wav2vec2,hf_qwen2,hf_llama,hf_t5,hf_mixtral,hf_mamba
+    for k in 0 1; do
+      zoo_on_gpu $k zoo-rest-$k --mode fwdbwd --models $hf --shard $k/2 --thunder-capture thunderfx \
+        --backends eager,nvfuser --jobs "${ZOO_JOBS:-3}"
+    done
+    zoo_on_gpu 2 zoo-rest-2 --mode fwdbwd --models timm_mobilenetv3,timm_swin,timm_efficientnet \
+      --backends eager,thunder+torchcompile,nvfuser --jobs "${ZOO_JOBS:-3}"
+    zoo_on_gpu 3 zoo-rest-3 --mode fwdbwd --models hf_bert,hf_mamba --thunder-capture thunderfx \
+      --backends eager,thunder+torchcompile --jobs "${ZOO_JOBS:-3}"
+    wait
+    tar czf "$R/zoo-$GPU-rest.tar.gz" -C "$R" $(cd "$R" && ls -d zoo-rest-[0-9]*) && rm -rf "$R"/zoo-rest-[0-9]* ;;
   parallel8) table llama3-8b-8gpu --table llama3-8b-8gpu ${ROWS:+--rows "$ROWS"} ;;
   parallel1)  # one GPU, about 8 minutes on an H100 (rows run in order until each table's budget is spent):
     # llama3:1B at the preset's batch 8 (16k tokens) eager vs compiled, then batch 2 and 16; then
@@ -320,5 +337,5 @@ case "${1:-}" in
     echo "ncu check rc=$?" | tee -a "$R/times.txt" ;;
   repro-minigpt) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_minigpt ;;
   repro-cross-entropy) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_cross_entropy ;;
-  *) echo "usage: $0 single|single1|checks1|parallel2|parallel2-checks|parallel|parallel-8b|parallel-moe|parallel8|parallel1|bench1-cold|bench1-warm|ncu1|zoo4-fwd|zoo4-fwdbwd|zoo4-thunder|zoo4-nvfuser|zoo4-thunder-nvfuser|zoo4-xla|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
+  *) echo "usage: $0 single|single1|checks1|parallel2|parallel2-checks|parallel|parallel-8b|parallel-moe|parallel8|parallel1|bench1-cold|bench1-warm|ncu1|zoo4-fwd|zoo4-fwdbwd|zoo4-thunder|zoo4-nvfuser|zoo4-thunder-nvfuser|zoo4-xla|zoo4-rest|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
 esac
