@@ -341,6 +341,8 @@ def test_a_later_run_fills_the_cells_a_budget_left_and_the_join_says_the_dtype(t
     cells = {(r.workload, r.backend): (r.status, r.phase) for r in merged.rows}
     assert cells == {("model_a", "eager"): ("ok", ""), ("model_a", "inductor"): ("ok", ""),
                      ("model_b", "inductor"): ("unavailable", STARVED_PHASE)}
+    assert "## Not run" in zoo_markdown(merged)  # every n/a says why, each kind once
+    assert "- **inductor fwd: unavailable** — 1 rows: model_b" in zoo_markdown(merged).split("## Not run")[1]
     merged = merge_shards([first, later])
     assert merged.dtype == "bfloat16" and "dtype bfloat16" in zoo_markdown(merged)
     assert "2.00x" in zoo_markdown(merged)

@@ -171,13 +171,18 @@ def model_table(doc: Document, gpu: bool) -> list[str]:
     return lines
 
 
+def by_kind(rows: list[Row], statuses: tuple[str, ...]) -> dict[str, list[Row]]:
+    """The rows of those statuses, by signature (backend, mode, first line with numbers masked)."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        if r.status in statuses:
+            groups.setdefault(signature(r), []).append(r)
+    return groups
+
+
 def failures(doc: Document) -> list[tuple[str, list[Row], str | None]]:
     """(signature, its rows, the upstream package or None) of every failure and mismatch, by kind."""
-    groups: dict[str, list[Row]] = {}
-    for r in doc.rows:
-        if r.status in ("failed", "mismatch"):
-            groups.setdefault(signature(r), []).append(r)
-    return [(sig, rows, upstream_of(rows[0])) for sig, rows in groups.items()]
+    return [(sig, rows, upstream_of(rows[0])) for sig, rows in by_kind(doc.rows, ("failed", "mismatch")).items()]
 
 
 def row_dtypes(doc: Document) -> str:
@@ -215,6 +220,12 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
             models = ", ".join(sorted({r.workload for r in rows}))
             repro = (repros or {}).get(sig)
             lines.append(f"- **{sig}** — {who}; {len(rows)} rows: {models}" + (f"; reproducer: `{repro}`" if repro else ""))
+        lines.append("")
+    not_run = by_kind(doc.rows, ("unavailable",))
+    if not_run:  # every n/a of the table, and why
+        lines += ["## Not run", "", "The n/a cells, each reason once, with the models it hit.", ""]
+        lines += [f"- **{sig}** — {len(rows)} rows: {', '.join(sorted({r.workload for r in rows}))}"
+                  for sig, rows in not_run.items()]
         lines.append("")
     notes = ill_conditioned_lines(doc) + vacuous_lines(doc.rows)
     fallbacks = sorted({f"{r.workload}/{r.mode}: {r.reference_fallback}" for r in doc.rows if r.reference_fallback})
