@@ -130,18 +130,11 @@ def merge_shards(docs: list[Document], rerun: bool = False) -> Document:
                 raise UsageError(f"two documents hold {r.workload} {r.mode} {r.backend}: shards overlap "
                                  "(--rerun: the last one's row)")
             ran[key] = i
-    # a cell no document ran keeps one not-run row: the latest document's (its last attempt)
-    not_run = {(r.workload, r.mode, r.backend): i for i, d in enumerate(docs) for r in d.rows
-               if r.phase in NOT_RUN_PHASES}
-    kept = []
-    for i, d in enumerate(docs):
-        rows = []
-        for r in with_eager_base(d).rows:
-            key = (r.workload, r.mode, r.backend)
-            if key in ran and ran[key] != i or key not in ran and not_run[key] != i:  # another document's row
-                continue
-            rows.append(r)
-        kept.append(dataclasses.replace(d, rows=rows))
+    # the document whose row a cell keeps: the one that ran it, else the latest not-run row's (its last attempt)
+    owner = {(r.workload, r.mode, r.backend): i for i, d in enumerate(docs) for r in d.rows
+             if r.phase in NOT_RUN_PHASES} | ran
+    kept = [dataclasses.replace(d, rows=[r for r in with_eager_base(d).rows
+                                         if owner[(r.workload, r.mode, r.backend)] == i]) for i, d in enumerate(docs)]
     merged = merge_documents(kept)
     if len(docs) > 1:
         merged = dataclasses.replace(merged, commands=[c for d in docs for c in (d.commands or [])] or None)

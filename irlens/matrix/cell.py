@@ -78,8 +78,7 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
     try:
         available = backend.availability(device)
         if not available:
-            row.status, row.reason = "unavailable", available.reason
-            return row
+            return row.unavailable("", available.reason)
         phase = "instantiate"
         call_progress.stage("instantiating")
         inst = reference.pin(wl.instantiate(preset, dtype, device))
@@ -115,8 +114,7 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         row.coverage = kernel_coverage(run.kernels, run.graphs) if run.graphs else None
         return row
     except (Unavailable, MissingLibrary) as e:
-        row.status, row.reason, row.phase = "unavailable", str(e), phase
-        return row
+        return row.unavailable(phase, str(e))
     except Exception as e:
         # a stack's failure irlens wrapped (CaptureFailed): the traceback of the stack's own error,
         # whose innermost frame says whose it is
@@ -181,8 +179,8 @@ def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, front
         row.lowered = [LoweredGraph(g.stage, len(g.nodes)) for g in run.lowered]
         return row
     except (Unavailable, NoNativePath, NoProgram) as e:
-        row.status, row.reason, row.phase, row.tol = "unavailable", str(e), phase, None
-        return row
+        row.tol = None
+        return row.unavailable(phase, str(e))
     except Exception as e:
         row.tol = None
         return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", traceback.format_exc()[-3000:])

@@ -93,7 +93,8 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
             def run(cell: Cell) -> Row:
                 bar.start(label(plan, cell))
                 if deadline is not None and time.monotonic() > deadline:
-                    row = budget_row(plan, cell, f"not run: the run's time budget of {budget_s:.0f} s ran out")
+                    row = cell_row(plan, cell).unavailable(BUDGET_PHASE,
+                                                           f"not run: the run's time budget of {budget_s:.0f} s ran out")
                 elif known and cell in known:
                     row = known[cell]
                 else:
@@ -156,13 +157,6 @@ def starved_reason(timed_out: str) -> str:
     return f"not measured: {timed_out}: the run's other cells held the device (fewer cells at once: --jobs)"
 
 
-def budget_row(plan: Plan, cell: Cell, reason: str) -> Row:
-    """The row of a cell the run's time budget left unstarted."""
-    row = cell_row(plan, cell)
-    row.status, row.phase, row.reason = "unavailable", BUDGET_PHASE, reason
-    return row
-
-
 def planned_row(plan: Plan, cell: Cell, refs: References, deadline: float | None = None) -> Row | None:
     """The row a cell gets without running: a backend that does not run on the device, or a
     workload its own frontend refuses (a JAX backend and no JAX twin) where it has no lowering to
@@ -172,19 +166,16 @@ def planned_row(plan: Plan, cell: Cell, refs: References, deadline: float | None
     starts: a run's cells would otherwise start, and end, long after its budget). None: it runs."""
     wl, backend = plan.workloads[cell.workload], plan.backends[cell.backend]
     if plan.device.split(":")[0] not in backend.devices:  # asking it does no device work (nvFuser on a CPU)
-        row = cell_row(plan, cell)
-        row.status, row.reason = "unavailable", backend.availability(plan.device).reason
-        return row
+        return cell_row(plan, cell).unavailable("", backend.availability(plan.device).reason)
     refused = refused_natively(wl, backend) if cell.frontend is None and backend.lower is None else None
     if refused:
-        row = cell_row(plan, cell)
-        row.status, row.reason = "unavailable", refused
-        return row
-    if not refs.ready_by(cell.workload, cell.mode, deadline) or refs.get(cell.workload, cell.mode).out_of_budget:
-        return budget_row(plan, cell, "not run: the run's time budget ran out before its float64 reference was ready")
-    error = refs.get(cell.workload, cell.mode).error
-    if error:
-        return cell_row(plan, cell).fail("reference", error)
+        return cell_row(plan, cell).unavailable("", refused)
+    entry = refs.get(cell.workload, cell.mode) if refs.ready_by(cell.workload, cell.mode, deadline) else None
+    if entry is None or entry.out_of_budget:
+        return cell_row(plan, cell).unavailable(
+            BUDGET_PHASE, "not run: the run's time budget ran out before its float64 reference was ready")
+    if entry.error:
+        return cell_row(plan, cell).fail("reference", entry.error)
     return None
 
 
@@ -302,10 +293,7 @@ class IsolatedRunner:
             return Row.from_record(self._worker(cell).call(CELL_ENTRY, kwargs, self.timeout, self.max_wait_s()))
         except CallFailed as e:
             if e.starved:
-                row = cell_row(self.plan, cell)
-                row.status, row.phase, row.detail = "unavailable", STARVED_PHASE, e.detail
-                row.reason = starved_reason(e.reason)
-                return row
+                return cell_row(self.plan, cell).unavailable(STARVED_PHASE, starved_reason(e.reason), e.detail)
             return cell_row(self.plan, cell).fail("worker", e.reason, e.detail)
 
     def close(self) -> None:

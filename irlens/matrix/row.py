@@ -42,6 +42,7 @@ BUDGET_PHASE = "budget"  # a row's phase when its cell never started: the run's 
 STARVED_PHASE = "starved"
 NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE)  # rows a later run's row for the cell replaces (irlens zoo --from)
 
+
 @dataclass
 class Row:
     workload: str  # the workload's name
@@ -153,6 +154,11 @@ class Row:
     def fail(self, phase: str, reason: str, detail: str = "") -> "Row":
         """Mark this row failed in `phase`; returns it."""
         self.status, self.phase, self.reason, self.detail = "failed", phase, reason, detail
+        return self
+
+    def unavailable(self, phase: str, reason: str, detail: str = "") -> "Row":
+        """Mark this row unavailable (not run, or not measured) in `phase`; returns it."""
+        self.status, self.phase, self.reason, self.detail = "unavailable", phase, reason, detail
         return self
 
     def to_json(self, layout: "Layout") -> dict:
