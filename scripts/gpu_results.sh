@@ -177,6 +177,11 @@ zoo_on_gpu() {  # one `irlens zoo` at bench size on GPU $1, in the background, w
     --timeout "$ZOO_CELL" --budget-s $((budget > 30 ? budget : 30)) --out "$R/$name" "$@" > /dev/null 2> "$R/$name.log" &
 }
 
+pack_zoo() {  # one file per call (at most 8 come back): the folders and logs $R/$1-<GPU>* of a zoo job, each
+  # GPU's folder holding its zoo.json, page and report, in $R/zoo-$GPU-<$1 less "zoo-">.tar.gz
+  tar czf "$R/${1/zoo-/zoo-$GPU-}.tar.gz" -C "$R" $(cd "$R" && ls -d "$1"-[0-9]*) && rm -rf "$R/$1"-[0-9]*
+}
+
 zoo4() {  # issue 26: the zoo at bench size in bf16, one mode, on 4 GPUs: a stack per GPU (eager beside
   # Inductor, its speedups' base); the four documents join with `irlens zoo --from` (docs/results/zoo-*-bench)
   local mode=$1 gpu=0 stacks
@@ -189,7 +194,7 @@ zoo4() {  # issue 26: the zoo at bench size in bf16, one mode, on 4 GPUs: a stac
     gpu=$((gpu + 1))
   done
   wait
-  tar czf "$R/zoo-$GPU-$mode-logs.tar.gz" -C "$R" $(cd "$R" && ls -d zoo-"$mode"-[0-9]*) && rm -rf "$R"/zoo-"$mode"-[0-9]*
+  pack_zoo "zoo-$mode"
 }
 
 zoo4_split() {  # issue 26: stacks at bench size in bf16, in modes $1 (fwd, fwdbwd or both), the models spread
@@ -213,8 +218,7 @@ zoo4_split() {  # issue 26: stacks at bench size in bf16, in modes $1 (fwd, fwdb
       --backends "eager,$stacks" --jobs "${ZOO_JOBS:-8}"
   done
   wait
-  # one file per call (at most 8 come back): each GPU's folder holds its zoo.json, page and report
-  tar czf "$R/${name/zoo-/zoo-$GPU-}.tar.gz" -C "$R" $(cd "$R" && ls -d "$name"-[0-9]*) && rm -rf "$R/$name"-[0-9]*
+  pack_zoo "$name"
 }
 
 checks_after_zoo() {  # the GPU checks of issue 26's and 29's code that had not run on a GPU, one after another
@@ -292,7 +296,7 @@ case "${1:-}" in
     zoo_on_gpu 3 zoo-rest-3 --mode fwdbwd --models hf_bert,hf_mamba --thunder-capture thunderfx \
       --backends eager,thunder+torchcompile --jobs "${ZOO_JOBS:-3}"
     wait
-    tar czf "$R/zoo-$GPU-rest.tar.gz" -C "$R" $(cd "$R" && ls -d zoo-rest-[0-9]*) && rm -rf "$R"/zoo-rest-[0-9]* ;;
+    pack_zoo zoo-rest ;;
   parallel8) table llama3-8b-8gpu --table llama3-8b-8gpu ${ROWS:+--rows "$ROWS"} ;;
   parallel1)  # one GPU, about 8 minutes on an H100 (rows run in order until each table's budget is spent):
     # llama3:1B at the preset's batch 8 (16k tokens) eager vs compiled, then batch 2 and 16; then
