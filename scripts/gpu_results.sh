@@ -281,20 +281,23 @@ case "${1:-}" in
       echo "thunder conv script done at $((SECONDS - t0)) s" | tee -a "$R/times.txt") &
     wait
     tar czf "$R/checks-$GPU.tar.gz" -C "$R" checks && rm -rf "$R/checks" ;;
-  zoo4-rest)  # 4 GPUs, <= 8.5 min: the fwd+bwd cells runs 1-3 of docs/results/zoo-h200-bench left, a
-    # process per GPU with 3 cells at once (fewer compiles for a timing to wait behind): nvFuser on the
-    # transformers models (GPUs 0-1), Thunder and nvFuser on three timm models (2), Thunder on hf_bert and
-    # hf_mamba (3). Cells a budget leaves are rows saying so; a later call fills them (`irlens zoo --from`)
+  zoo4-rest)  # 4 GPUs, <= 8.5 min: fwd+bwd cells the GPU page lacks, a process per GPU with few cells at once
+    # (fewer compiles for a timing to wait behind). ZOO_PLAN: "GPU|models|stacks[|more zoo options];..."; by
+    # default nvFuser on the transformers models (GPUs 0-1), Thunder and nvFuser on three timm models (2),
+    # Thunder on hf_bert and hf_mamba (3). Cells a budget leaves are rows saying so; a later call with a plan
+    # of them fills them (`irlens zoo --from`)
     ZOO_LIMIT=${ZOO_LIMIT_S:-490} ZOO_CELL=${ZOO_CELL_S:-300}
     hf=hf_gpt2,hf_vit,hf_bert,hf_whisper_encoder,hf_wav2vec2,hf_qwen2,hf_llama,hf_t5,hf_mixtral,hf_mamba
-    for k in 0 1; do
-      zoo_on_gpu $k zoo-rest-$k --mode fwdbwd --models $hf --shard $k/2 --thunder-capture thunderfx \
-        --backends eager,nvfuser --jobs "${ZOO_JOBS:-3}"
+    plan=${ZOO_PLAN:-"0|$hf|nvfuser|--shard 0/2 --thunder-capture thunderfx;1|$hf|nvfuser|--shard 1/2 --thunder-capture thunderfx;\
+2|timm_mobilenetv3,timm_swin,timm_efficientnet|thunder+torchcompile,nvfuser;\
+3|hf_bert,hf_mamba|thunder+torchcompile|--thunder-capture thunderfx"}
+    IFS=';' read -ra entries <<< "$plan"
+    for entry in "${entries[@]}"; do
+      IFS='|' read -r gpu models stacks more <<< "$entry"
+      # shellcheck disable=SC2086  # $more: zoo options, split on spaces
+      zoo_on_gpu "$gpu" "zoo-rest-$gpu" --mode fwdbwd --models "$models" --backends "eager,$stacks" \
+        --jobs "${ZOO_JOBS:-3}" $more
     done
-    zoo_on_gpu 2 zoo-rest-2 --mode fwdbwd --models timm_mobilenetv3,timm_swin,timm_efficientnet \
-      --backends eager,thunder+torchcompile,nvfuser --jobs "${ZOO_JOBS:-3}"
-    zoo_on_gpu 3 zoo-rest-3 --mode fwdbwd --models hf_bert,hf_mamba --thunder-capture thunderfx \
-      --backends eager,thunder+torchcompile --jobs "${ZOO_JOBS:-3}"
     wait
     pack_zoo zoo-rest ;;
   parallel8) table llama3-8b-8gpu --table llama3-8b-8gpu ${ROWS:+--rows "$ROWS"} ;;

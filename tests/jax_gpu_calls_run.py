@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import traceback
 
 os.environ.setdefault("XLA_FLAGS", "--xla_gpu_enable_triton_gemm=false --xla_gpu_enable_cublaslt=true")
 
@@ -99,7 +100,8 @@ def run_case(fn, shapes, dtype: str = "float32") -> dict:
         try:
             got = interpret(graph, [_f64(a) for a in args])
         except Exception as e:  # every case is reported; a failing one with the HLO it was read from
-            return {**result, "error": f"{type(e).__name__}: {e}", "hlo": module.to_string()[-6000:]}
+            return {**result, "error": f"{type(e).__name__}: {e}", "hlo": module.to_string(),
+                    "traceback": traceback.format_exc()[-3000:]}
         want = [_f64(w) for w in want]
         result["rel_err"] = max(float((g - w).abs().max() / max(float(w.abs().max()), 1e-30))
                                 for g, w in zip(got, want, strict=True))

@@ -259,3 +259,83 @@ def test_an_argmax_rounding_its_result_is_the_argmax_of_values_bf16_holds():
     torch.testing.assert_close(best, x.double().amax(1), rtol=0, atol=0)
     assert torch.equal(where.long(), torch.argmax(x.double(), 1))
     assert [n.op for n in _graph(_argmax_rounded_result(widened=False)).nodes if n.is_unknown] == ["unknown:reduce"]
+
+
+# XLA's GPU top-k of bf16 values as an s32 sort (the captured module, metadata left out): each value
+# read as f32 bits, made order-preserving as a signed int, its low 16 bits the index (flipped: the
+# lower index wins a tie); after the descending sort the low bits give the index back and the high
+# bits the value. The bitcasts between f32 and s32 are plain `bitcast`s after its passes.
+_PACKED_TOP_K = """%gt (a: s32[], b: s32[]) -> pred[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %c = pred[] compare(%a, %b), direction=GT
+}
+
+%pack (x: bf16[8,32]) -> s32[8,32] {
+  %x = bf16[8,32]{1,0} parameter(0)
+  %f = f32[8,32]{1,0} convert(%x)
+  %bits = s32[8,32]{1,0} bitcast(%f)
+  %max = s32[8,32]{1,0} broadcast(s32[] constant(2147483647)), dimensions={}
+  %magnitude = s32[8,32]{1,0} and(%bits, %max)
+  %c31 = s32[8,32]{1,0} broadcast(s32[] constant(31)), dimensions={}
+  %sign = s32[8,32]{1,0} shift-right-arithmetic(%bits, %c31)
+  %ordered = s32[8,32]{1,0} xor(%magnitude, %sign)
+  %low = s32[8,32]{1,0} broadcast(s32[] constant(65535)), dimensions={}
+  %room = s32[8,32]{1,0} or(%ordered, %low)
+  %iota = s32[8,32]{1,0} iota(), iota_dimension=1
+  ROOT %packed = s32[8,32]{1,0} xor(%room, %iota)
+}
+
+%unpack (sorted: s32[8,32]) -> (s32[8,4], bf16[8,4]) {
+  %sorted = s32[8,32]{1,0} parameter(0)
+  %top = s32[8,4]{1,0} slice(%sorted), slice={[0:8], [0:4]}
+  %low = s32[8,4]{1,0} broadcast(s32[] constant(65535)), dimensions={}
+  %flipped = s32[8,4]{1,0} xor(%top, %low)
+  %index = s32[8,4]{1,0} and(%flipped, %low)
+  %max = s32[8,4]{1,0} broadcast(s32[] constant(2147483647)), dimensions={}
+  %magnitude = s32[8,4]{1,0} and(%top, %max)
+  %c31 = s32[8,4]{1,0} broadcast(s32[] constant(31)), dimensions={}
+  %sign = s32[8,4]{1,0} shift-right-arithmetic(%top, %c31)
+  %ordered = s32[8,4]{1,0} xor(%magnitude, %sign)
+  %mask = s32[8,4]{1,0} broadcast(s32[] constant(-65536)), dimensions={}
+  %high = s32[8,4]{1,0} and(%ordered, %mask)
+  %f = f32[8,4]{1,0} bitcast(%high)
+  %value = bf16[8,4]{1,0} convert(%f)
+  ROOT %t = (s32[8,4]{1,0}, bf16[8,4]{1,0}) tuple(%index, %value)
+}
+
+ENTRY %main (x: bf16[8,32]) -> (bf16[8,4], s32[8,4]) {
+  %x = bf16[8,32]{1,0} parameter(0)
+  %packed = s32[8,32]{1,0} fusion(%x), kind=kLoop, calls=%pack
+  %sorted = s32[8,32]{1,0} sort(%packed), dimensions={1}, to_apply=%gt
+  %both = (s32[8,4]{1,0}, bf16[8,4]{1,0}) fusion(%sorted), kind=kLoop, calls=%unpack
+  %value = bf16[8,4]{1,0} get-tuple-element(%both), index=1
+  %index = s32[8,4]{1,0} get-tuple-element(%both), index=0
+  ROOT %r = (bf16[8,4]{1,0}, s32[8,4]{1,0}) tuple(%value, %index)
+}
+"""
+
+
+def test_a_packed_bf16_top_k_reads_its_bitcasts_bits():
+    """A bitcast from f32 to s32 reinterprets the bits (it was read as a reshape, and the float64
+    interpretation then met a bitwise and on floats): the top 4 of bf16 values with ties and both
+    signs, the lower index first among ties, as a stable descending sort gives them."""
+    g = _graph(_PACKED_TOP_K)
+    assert not _unknown(g) and "bitcast" in g.op_counts(), _unknown(g)
+    gen = torch.Generator().manual_seed(0)
+    x = (torch.randint(-6, 7, (8, 32), generator=gen) / 4).bfloat16()  # few levels: many ties
+    x = torch.where(x == 0, torch.tensor(0.5, dtype=torch.bfloat16), x)  # no zeros: XLA orders -0 below +0
+    values, index = interpret(g, [x.double()])
+    want_values, want_index = torch.sort(x.float(), dim=1, descending=True, stable=True)
+    torch.testing.assert_close(values, want_values[:, :4].double(), rtol=0, atol=0)
+    assert torch.equal(index.long(), want_index[:, :4])
+
+
+def test_a_bitcast_between_widths_stays_unknown():
+    g = _graph("""ENTRY %main (x: f32[2,4]) -> s16[2,8] {
+  %x = f32[2,4]{1,0} parameter(0)
+  ROOT %y = s16[2,8]{1,0} bitcast(%x)
+}
+""")
+    assert [n.attrs["reason"] for n in g.nodes if n.is_unknown] == \
+        ["a bitcast from float32 to int16, element types of different widths"]

@@ -261,5 +261,5 @@ def test_library_calls_xla_writes_on_a_gpu_are_mapped_exactly():
     assert calls & {"__cublas$gemm", "__cublas$lt$matmul"} and calls & {"__cudnn$convForward",
                                                                        "__cudnn$convBiasActivationForward"}, cases
     for name, case in cases.items():
-        assert "error" not in case and not case["unknown"], (name, case)
+        assert "error" not in case and not case["unknown"], (name, {**case, "hlo": case.get("hlo", "")[-3000:]})
         assert case["rel_err"] < 5e-3, (name, case)

@@ -385,6 +385,17 @@ def test_speedups_and_their_geomean_are_shown_on_a_gpu_document():
     logged = 'W1127 codecache.py:633] Traceback (most recent call last):\n  File "/v/site-packages/torch/_inductor/codecache.py", line 629'
     assert upstream_of(_row("m", "fwd", "nvfuser", "failed", reason="timed out after 450 s", detail=logged)) is None
     assert upstream_of(_row("m", "fwd", "nvfuser", "failed", reason="boom", detail=logged)) == "torch"
+    # nvFuser's C++ assert (hf_wav2vec2 fwd+bwd on an H200): the kept tail of stderr has native frames only,
+    # its package folder on the path (not site-packages) and reached through `..`
+    assertion = ("run: RuntimeError:  INTERNAL ASSERT FAILED at /workspace/Fuser/csrc/runtime/fusion_kernel_runtime.cpp:476\n"
+                 "Exception raised from validateAllocationVectorizedId (most recent call first):\n"
+                 "frame #0: nvfuser::nvfCheckFail(char const*, long) + 0xc2 (0x7ff6d592d4a6 in "
+                 "/tmp/gpu-site/nvfuser_direct/../nvfuser_common/lib/libnvfuser_codegen.so)\n")
+    torch_frames = "frame #3: evaluate_function + 0x1117 (0x7ff99a04c9b7 in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cpu.so)"
+    assert upstream_of(_row("m", "fwdbwd", "nvfuser", "failed", reason=assertion, detail=torch_frames)) == "nvfuser_common"
+    assert upstream_of(_row("m", "fwdbwd", "nvfuser", "failed", reason="boom", detail="frame #0: f (0x1 in /usr/lib/libc.so.6)")) is None
+    thunder_py = 'Traceback (most recent call last):\n  File "/tmp/gpu-site/thunder/executors/nvfuserex_impl.py", line 9'
+    assert upstream_of(_row("m", "fwdbwd", "nvfuser", "failed", reason="boom", detail=thunder_py)) == "thunder"
     slow = Document("compare", [*rows, _row("hf_bert", "fwd", "nvfuser", "failed", reason="timed out after 450 s",
                                             detail=logged)], "cuda", "NVIDIA H100", preset="bench")
     assert "**nvfuser fwd: timed out after N s** — a time limit, nothing crashed; 1 rows: hf_bert" in zoo_markdown(slow)

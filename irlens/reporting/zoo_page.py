@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import statistics
 from collections import Counter
@@ -21,8 +22,10 @@ from irlens.matrix.row import Row
 from irlens.matrix.table import VACUOUS_MARK, ill_conditioned_lines, module_mode_lines, vacuous_lines
 
 # packages whose frames make a failure upstream's (the innermost frame of its traceback)
-UPSTREAM = ("torch", "thunder", "jax", "jaxlib", "nvfuser", "nvfuser_direct", "triton", "transformers", "timm")
+UPSTREAM = ("torch", "thunder", "jax", "jaxlib", "nvfuser", "nvfuser_direct", "nvfuser_common", "triton", "transformers",
+            "timm")
 _FRAME = re.compile(r'File "([^"]+)", line \d+')
+_NATIVE_FRAME = re.compile(r"frame #0: .*? \(0x[0-9a-f]+ in ([^)\s]+)\)")
 
 
 @dataclass
@@ -63,19 +66,30 @@ def upstream_of(r: Row) -> str | None:
     stderr may show a warning's frame or a logged traceback (Inductor's "Failed to pickle cache
     key"), which says nothing of where the time went. Frames of code generated at run time (a
     compiler's program: "thunder.backward_fn_12", "<eval_with_key>.3") have no file: the
-    innermost frame with one, the code that ran it, decides."""
+    innermost frame with one, the code that ran it, decides. Where the kept tail of the worker's
+    stderr holds no Python frame, a C++ exception's innermost native frame (c10's "frame #0: ...
+    (0x... in <library>)", as nvFuser's and torch's asserts print them) decides by its library."""
     if timed_out(r):
         return None
     detail = r.detail or ""
     start = detail.rfind("Traceback")
     frames = [f for f in _FRAME.findall(detail[start:]) if "/" in f or "\\" in f] if start >= 0 else []
     if not frames:
-        return None
+        native = _NATIVE_FRAME.search(f"{r.reason or ''}\n{detail}")
+        return _package_of(os.path.normpath(native.group(1))) if native else None
     path = frames[-1]
     if "/irlens/" in path and "site-packages" not in path:
         return None
+    return _package_of(path)
+
+
+def _package_of(path: str) -> str | None:
+    """The upstream package a file or library belongs to: the folder under site-packages, else
+    (a folder put on the path, as the GPU machine's) the innermost folder named as one."""
     m = re.search(r"(?:site|dist)-packages/([A-Za-z_0-9]+)", path)
-    return m.group(1) if m and m.group(1) in UPSTREAM else None
+    if m:
+        return m.group(1) if m.group(1) in UPSTREAM else None
+    return next((part for part in reversed(re.split(r"[/\\]", path)) if part in UPSTREAM), None)
 
 
 def signature(r: Row) -> str:

@@ -9,7 +9,8 @@ from irlens.ops import check_vocabulary
 
 # HLO opcode (as printed in HLO text) -> canonical op, for opcodes whose attrs need no
 # translation. StableHLO names map onto these through `stablehlo_opcode`; the structured
-# opcodes are converted by `HANDLERS`, the rest classified in `CLASSIFIED`.
+# opcodes (data movement and casts: hlo_shapes; shifts: hlo_elementwise) are converted by
+# `HANDLERS`, the rest classified in `CLASSIFIED`.
 OPCODES: dict[str, str] = {
     "add": "add", "subtract": "sub", "multiply": "mul", "negate": "neg",
     "maximum": "maximum", "minimum": "minimum", "power": "pow", "remainder": "fmod", "atan2": "atan2",
@@ -18,10 +19,7 @@ OPCODES: dict[str, str] = {
     "cosine": "cos", "tan": "tan", "erf": "erf", "abs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil",
     "round-nearest-afz": "round_half_away", "round-nearest-even": "round", "is-finite": "isfinite",
     "popcnt": "population_count", "count-leading-zeros": "clz", "clz": "clz",
-    "shift-left": "bitwise_left_shift", "select": "where",
-    "broadcast": "broadcast", "reshape": "reshape", "bitcast": "reshape",
-    "transpose": "permute", "slice": "slice", "concatenate": "concat", "pad": "pad",
-    "copy": "copy", "convert": "convert", "iota": "iota", "reverse": "flip",
+    "select": "where",
     # chlo ops StableHLO keeps whole
     "acos": "acos", "acosh": "acosh", "asin": "asin", "asinh": "asinh", "atan": "atan", "atanh": "atanh",
     "cosh": "cosh", "sinh": "sinh", "erfc": "erfc", "erf-inv": "erfinv", "lgamma": "lgamma", "digamma": "digamma",

@@ -6,7 +6,7 @@ import re
 
 from irlens.frontends.jax.hlo_text import int_list
 from irlens.frontends.jax.xla_op import XlaOp, register
-from irlens.frontends.jax.xla_forms import Emitter, full_attrs
+from irlens.frontends.jax.xla_forms import Emitter, Unmapped, dtype_width, full_attrs
 
 
 def _literal_or(op: str, attrs):
@@ -29,20 +29,27 @@ def _shape_of(e: Emitter, x: XlaOp) -> None:
 
 
 def _bitcast(e: Emitter, x: XlaOp) -> None:
-    """A bitcast reads the operand's buffer in the result's shape and layout: a reshape between
-    row-major layouts; else the operand's dims in memory order, reshaped to the result's dims
-    in memory order, then put back in the result's logical order."""
+    """A bitcast reads the operand's buffer in the result's shape, layout and element type: a
+    reshape between row-major layouts; else the operand's dims in memory order, reshaped to the
+    result's dims in memory order, then put back in the result's logical order. XLA's GPU passes
+    fold a bitcast-convert between element types of one width into it (a bf16 top-k packs its
+    values and indices into s32 through f32); its bits are read first (`bitcast`)."""
     (src, *_), (dst, *_) = x.layouts or (((),), ((),))
     value, out = x.metas[0], x.outs[0]
     if not isinstance(x.inputs[0], str):
         x.one(e, "full", [], **full_attrs(out.shape, x.inputs[0], out.dtype))
         return
+    bits = x.inputs[0]
+    if value.dtype != out.dtype:
+        if dtype_width(value.dtype) != dtype_width(out.dtype):
+            raise Unmapped(f"a bitcast from {value.dtype} to {out.dtype}, element types of different widths")
+        bits = e.emit("bitcast", [bits], value.shape, out.dtype, dtype=out.dtype, from_dtype=value.dtype)
     major_in = list(reversed(src)) or list(range(len(value.shape)))
     major_out = list(reversed(dst)) or list(range(len(out.shape)))
     if major_in == sorted(major_in) and major_out == sorted(major_out):
-        x.one(e, "reshape", shape=list(out.shape))
+        e.reshape(bits, out.shape, out.dtype, out)
         return
-    memory = e.permute(x.inputs[0], value.shape, value.dtype, major_in)
+    memory = e.permute(bits, value.shape, out.dtype, major_in)
     flat = e.reshape(memory, [out.shape[d] for d in major_out], out.dtype)
     e.permute(flat, [out.shape[d] for d in major_out], out.dtype, [major_out.index(d) for d in range(len(major_out))],
               out)

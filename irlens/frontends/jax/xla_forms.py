@@ -11,6 +11,7 @@ writes through, convolution, windows and scans, sort, shifts, while loops and co
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from irlens.ir import Arg, Graph, Node, TensorMeta
@@ -342,12 +343,16 @@ def emit_scan(e: Emitter, op: str, x: str, xm: TensorMeta, out: TensorMeta, dim:
     emit_accumulating(e, op, [x], out, dim=dim, reverse=reverse)
 
 
+def dtype_width(dtype: str) -> int:
+    """Bytes per element of a dtype name: its first number is its bits (float8_e4m3fn: 8; bool: 1 byte)."""
+    return 1 if dtype == "bool" else int(re.search(r"\d+", dtype).group()) // 8
+
+
 def emit_bitcast(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
     """XLA's bitcast-convert as `bitcast` (torch's view): to a narrower dtype XLA adds a last dim
     of the width ratio, torch scales the last dim, so x gets a last dim of 1 first; to a wider
     one XLA takes the last dim away, torch leaves it as 1, reshaped away after."""
-    width = lambda d: 1 if d == "bool" else int("".join(c for c in d if c.isdigit())) // 8  # noqa: E731
-    src, dst = width(xm.dtype), width(out.dtype)
+    src, dst = dtype_width(xm.dtype), dtype_width(out.dtype)
     if src > dst:
         x = e.reshape(x, [*xm.shape, 1], xm.dtype)
     if src < dst:
