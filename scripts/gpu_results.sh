@@ -30,7 +30,7 @@
 #   bash scripts/gpu_results.sh zoo4-thunder-nvfuser  # 4 GPUs, <= 8.5 min: Thunder's and nvFuser's fwd+bwd at once
 #   bash scripts/gpu_results.sh zoo4-xla     # 4 GPUs, <= 9.5 min: XLA fwd and fwd+bwd of the same models, then
 #                                            # three GPU checks where the zoo has left a GPU
-#   bash scripts/gpu_results.sh zoo4-rest    # 4 GPUs, <= 8.5 min: the fwd+bwd cells the GPU page still lacks
+#   bash scripts/gpu_results.sh zoo4-rest    # 4 GPUs, <= 8.5 min: fwd+bwd cells, few per GPU; ZOO_PLAN says which
 #   bash scripts/gpu_results.sh repro-minigpt        # ONE GPU, <= 6 min: the nvFuser minigpt fwd+bwd crash, reduced
 #   bash scripts/gpu_results.sh repro-cross-entropy  # ONE GPU, <= 6 min: the nvFuser cross-entropy fwd+bwd assert, reduced
 # The parallel tables profile each row (--profile: where the step time goes); each table's logs go
