@@ -167,6 +167,14 @@ def allowed_errors(names, dtype: str, mode: str, eager_errors: dict[str, float] 
                              (conditions or {}).get(n, 0.0), ill=n in (ill or {})) for n in names}
 
 
+def judged_bounds(names, dtype: str, mode: str, eager_errors: dict[str, float] | None,
+                  conditions: dict[str, float] | None = None) -> tuple[dict[str, str], dict[str, Bound]]:
+    """How a cell is judged (compare, and the repro file of that cell): the ill-conditioned results
+    with why, and each result's bound."""
+    ill = ill_conditioned(names, dtype, mode, eager_errors, conditions)
+    return ill, allowed_errors(names, dtype, mode, eager_errors, conditions, ill)
+
+
 def tolerance(dtype: str, mode: str) -> float:
     if dtype not in TOLERANCES:
         raise ValueError(f"no tolerance for dtype {dtype!r}; known: {', '.join(TOLERANCES)}")

@@ -32,7 +32,7 @@ from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCh
 from irlens.matrix.references import Reference
 from irlens.matrix.row import Row
 from irlens.models import resolve_workload
-from irlens.numerics import allowed_errors, compare_results, ill_conditioned, tolerance
+from irlens.numerics import compare_results, judged_bounds, tolerance
 from irlens.ops import is_compute
 from irlens.timing import HostTiming, recording_device_time, recording_host_time
 from irlens.workload import Instance, MissingLibrary, Workload
@@ -204,8 +204,7 @@ def acquired_program(workload: str, mode: str, frontend: str, device: str, prese
 def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: HostTiming | None = None) -> None:
     """The row's verdict, numbers and kernels from a finished run: each result against the
     reference and against eager's own error in `dtype` (irlens.numerics.allowed_error)."""
-    ill = ill_conditioned(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions)
-    bounds = allowed_errors(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions, ill)
+    ill, bounds = judged_bounds(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions)
     # a buffer the run did not update is judged as it was before the step: the state the step started from
     cmp = compare_results(run.results, reference.results, bounds, before=reference.state)
     eager = reference.eager_errors or {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from irlens.frontends.bindings import value_keys, workload_values
-from irlens.numerics import allowed_errors, tolerance
+from irlens.numerics import judged_bounds, tolerance
 from irlens.repro.cell import CellSpec
 from irlens.repro.emit import JaxSection, ReproFile, TorchModel
 from irlens.repro.paths import ReproPath
@@ -34,10 +34,13 @@ def torch_model(inst: Instance, mode: str) -> tuple[TorchModel, dict[str, torch.
     if grad:
         model.loss = _loss(inst, outs, names, "loss")
         model.loss_reference = model.loss.or_same(_loss(ref, outs64, names, "loss_float64"))
-    keys = {*forward.args, *reference.args}
+    functions = [forward, reference, *([model.loss, model.loss_reference] if grad else [])]
+    keys = {k for f in functions for k in f.args}
     if grad:
         keys |= {f"input{i}" for i in inst.grad_input_indices()} | set(inst.params())
     values = {k: v for k, v in values.items() if k in keys}
+    for f in functions:  # what the graphs read as attributes (the zoo loss's projections)
+        values.update({k: v.detach().cpu() for k, v in f.constants.items()})
     return model, values
 
 
@@ -91,11 +94,11 @@ def cell_file(spec: CellSpec, path: ReproPath, notes: list[str], embed_max: int 
 def cell_bounds(spec: CellSpec, dtype: str) -> dict[str, tuple[float, str]]:
     """Each result's bound as `irlens compare` judges the cell: from the same reference (eager's
     own error in the cell's dtype beside float64, the loss's condition; irlens.matrix.references),
-    through `irlens.numerics.allowed_errors`."""
+    through `irlens.numerics.judged_bounds` (an ill-conditioned result's bound is not capped)."""
     from irlens.matrix.references import compute_reference
     from irlens.models import resolve_workload
 
     ref = compute_reference(resolve_workload(spec.workload), spec.mode, spec.device, spec.preset, spec.dtype)
-    bounds = allowed_errors(ref.results, dtype, spec.mode, ref.eager_errors, ref.conditions)
+    _, bounds = judged_bounds(ref.results, dtype, spec.mode, ref.eager_errors, ref.conditions)
     return {name: (b.value, b.why) for name, b in bounds.items()}
 

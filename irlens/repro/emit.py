@@ -216,7 +216,7 @@ def run_torch(fn, args, values, loss=None, loss_args=()):
     results = {name: out.detach() for name, out in zip(MODEL_OUTPUTS, outs)}
     if not train:
         return results
-    env = dict(zip(MODEL_OUTPUTS, outs))
+    env = {**values, **dict(zip(MODEL_OUTPUTS, outs))}  # the loss reads outputs and constants
     value = loss(*[env[k] for k in loss_args])[0]
     value.backward()
     results["loss"] = value.detach()

@@ -104,7 +104,7 @@ def _run(graph: Graph, inputs: list, backend, path, device: str) -> list:
 
     if path.lowering == "source":
         function = torch_function(graph, inputs, device, "model")
-        env = dict(zip((t.name for t in graph.inputs), inputs))
+        env = {**dict(zip((t.name for t in graph.inputs), inputs)), **function.constants}
         with torch.no_grad():
             outs = compile_function(path.compile_source)(load(function))(*[env[k] for k in function.args])
         return list(outs)
@@ -153,7 +153,8 @@ def write_graph_file(graph: dict, case: dict, backend: str, device: str, dtype: 
     reference = torch_function(as_float64(g), [_float64(v) for v in inputs], device, "model_float64")
     forward = torch_function(g, inputs, device, "model") if path.lowering == "source" else reference
     f = ReproFile(title=title, notes=notes, device=device, dtype=dtype, tol=tol,
-                  values={t.name: v.cpu() for t, v in zip(g.inputs, inputs)},
+                  values={**{t.name: v.cpu() for t, v in zip(g.inputs, inputs)},
+                          **{k: v.detach().cpu() for f in (forward, reference) for k, v in f.constants.items()}},
                   model=TorchModel(forward, forward.or_same(reference), list(g.outputs)), path=path,
                   embed_max=embed_max)
     if path.lowering == "jax":

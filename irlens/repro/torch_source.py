@@ -14,7 +14,7 @@ run-to-run noise: a GPU scatter adds in any order).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import torch
@@ -41,6 +41,7 @@ class TorchFunction:
     source: str  # `def name(...)` returning a tuple
     args: list[str]  # the value each parameter takes, by key
     imports: list[str]  # lines the source needs (beyond `import torch`)
+    constants: dict[str, torch.Tensor] = field(default_factory=dict)  # key -> value of each `const:` arg
 
     def or_same(self, other: "TorchFunction") -> "TorchFunction":
         """`self` where `other` is the same code under another name (one function serves both), else `other`."""
@@ -53,7 +54,8 @@ def capture(fn: Callable, args: Sequence, name: str, keys: Callable[[list], list
     """Dynamo's graph of `fn(*args)` as a function `name`, and what `fn` returned.
 
     `keys(example_inputs)` names each tensor Dynamo's graph takes (the caller knows its values);
-    constants the graph reads as attributes are named `const:<attribute>`. With `grad`, the call
+    constants the graph reads as attributes are named `const:<name>.<attribute>` (their values in
+    the function's `constants`: a float32 and a float64 capture differ in them). With `grad`, the call
     records autograd (the graph is the same; a fwdbwd cell is captured as it runs)."""
     import torch._dynamo
     from torch._dynamo.utils import counters
@@ -77,9 +79,10 @@ def capture(fn: Callable, args: Sequence, name: str, keys: Callable[[list], list
                              "holds one")
     gm, example_inputs = graphs[0]
     constants = _constants_as_parameters(gm)
-    arg_keys = keys(example_inputs) + [f"const:{c}" for c in constants]
+    constant_keys = {f"const:{name}.{c}": v for c, v in constants.items()}
+    arg_keys = keys(example_inputs) + list(constant_keys)
     source, imports = _source(gm, name)
-    function = TorchFunction(name, source, arg_keys, imports)
+    function = TorchFunction(name, source, arg_keys, imports, constant_keys)
     _check(function, [*example_inputs, *constants.values()], returned)
     return function, _as_tuple(returned)
 

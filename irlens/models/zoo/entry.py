@@ -41,8 +41,16 @@ def _projection(width: int, index: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=64)
-def _torch_projection(width: int, index: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+def _cached_projection(width: int, index: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(_projection(width, index)).to(device=device, dtype=dtype)  # made once per step's device
+
+
+@torch.compiler.assume_constant_result
+def _torch_projection(width: int, index: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The projection as a constant to Dynamo: numpy's generator would break a traced loss into
+    several graphs (`irlens repro` writes a fwd+bwd cell's loss as one); the result depends only
+    on the arguments, which Dynamo sees as constants."""
+    return _cached_projection(width, index, dtype, device)
 
 
 def _projected(o, index: int):
