@@ -294,6 +294,7 @@ case "${1:-}" in
     IFS=';' read -ra entries <<< "$plan"
     for entry in "${entries[@]}"; do
       IFS='|' read -r gpu models stacks more <<< "$entry"
+      gpu=${gpu//[[:space:]]/} models=${models//[[:space:]]/} stacks=${stacks//[[:space:]]/}
       # shellcheck disable=SC2086  # $more: zoo options, split on spaces
       zoo_on_gpu "$gpu" "zoo-rest-$gpu" --mode fwdbwd --models "$models" --backends "eager,$stacks" \
         --jobs "${ZOO_JOBS:-3}" $more

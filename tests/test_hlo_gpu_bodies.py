@@ -331,7 +331,8 @@ def test_a_packed_bf16_top_k_reads_its_bitcasts_bits():
     assert torch.equal(index.long(), want_index[:, :4])
 
 
-def test_a_bitcast_between_widths_stays_unknown():
+def test_bitcasts_it_cannot_read_exactly_stay_unknown():
+    """Between element types of different widths; of a literal to another type (its bits, not its value)."""
     g = _graph("""ENTRY %main (x: f32[2,4]) -> s16[2,8] {
   %x = f32[2,4]{1,0} parameter(0)
   ROOT %y = s16[2,8]{1,0} bitcast(%x)
@@ -339,3 +340,13 @@ def test_a_bitcast_between_widths_stays_unknown():
 """)
     assert [n.attrs["reason"] for n in g.nodes if n.is_unknown] == \
         ["a bitcast from float32 to int16, element types of different widths"]
+    g = _graph("""ENTRY %main (x: f32[]) -> s32[] {
+  %x = f32[] parameter(0)
+  %one = f32[] constant(1)
+  %bits = s32[] bitcast(%one)
+  %y = s32[] bitcast(%x)
+  ROOT %t = s32[] add(%bits, %y)
+}
+""")
+    assert [n.attrs["reason"] for n in g.nodes if n.is_unknown] == \
+        ["a bitcast of a literal from float32 to int32 (its bits, not its value)"]

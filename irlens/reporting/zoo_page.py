@@ -67,29 +67,32 @@ def upstream_of(r: Row) -> str | None:
     key"), which says nothing of where the time went. Frames of code generated at run time (a
     compiler's program: "thunder.backward_fn_12", "<eval_with_key>.3") have no file: the
     innermost frame with one, the code that ran it, decides. Where the kept tail of the worker's
-    stderr holds no Python frame, a C++ exception's innermost native frame (c10's "frame #0: ...
-    (0x... in <library>)", as nvFuser's and torch's asserts print them) decides by its library."""
+    stderr holds no Python frame at all, a C++ exception's innermost native frame (c10's "frame #0:
+    ... (0x... in <library>)", as nvFuser's and torch's asserts print them) decides by its library."""
     if timed_out(r):
         return None
     detail = r.detail or ""
     start = detail.rfind("Traceback")
-    frames = [f for f in _FRAME.findall(detail[start:]) if "/" in f or "\\" in f] if start >= 0 else []
+    frames = [f for f in _FRAME.findall(detail[max(start, 0):]) if "/" in f or "\\" in f]
     if not frames:
         native = _NATIVE_FRAME.search(f"{r.reason or ''}\n{detail}")
-        return _package_of(os.path.normpath(native.group(1))) if native else None
+        return _library_package(os.path.normpath(native.group(1))) if native else None
     path = frames[-1]
     if "/irlens/" in path and "site-packages" not in path:
         return None
-    return _package_of(path)
+    m = re.search(r"(?:site|dist)-packages/([A-Za-z_0-9]+)", path)
+    return m.group(1) if m and m.group(1) in UPSTREAM else None
 
 
-def _package_of(path: str) -> str | None:
-    """The upstream package a file or library belongs to: the folder under site-packages, else
-    (a folder put on the path, as the GPU machine's) the innermost folder named as one."""
+def _library_package(path: str) -> str | None:
+    """The upstream package a native library belongs to: the folder under site-packages, else (a
+    folder put on the path, as the GPU machine's) the package folder holding it, or its `lib/`."""
     m = re.search(r"(?:site|dist)-packages/([A-Za-z_0-9]+)", path)
     if m:
         return m.group(1) if m.group(1) in UPSTREAM else None
-    return next((part for part in reversed(re.split(r"[/\\]", path)) if part in UPSTREAM), None)
+    parts = re.split(r"[/\\]", path)
+    holder = parts[-3] if len(parts) >= 3 and parts[-2] == "lib" else parts[-2] if len(parts) >= 2 else ""
+    return holder if holder in UPSTREAM else None
 
 
 def signature(r: Row) -> str:

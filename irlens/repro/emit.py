@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import torch
 
 from irlens.repro.paths import ReproPath
-from irlens.repro.tensors import EMBED_MAX, HELPERS, how_rebuilt, tensor_source
+from irlens.repro.tensors import EMBED_MAX, HELPERS, embed_limit, how_rebuilt, tensor_source
 from irlens.repro.torch_source import TorchFunction
 
 EXIT_OK, EXIT_MISMATCH, EXIT_EXCEPTION, EXIT_REFERENCE = 0, 1, 2, 3
@@ -156,7 +156,8 @@ def _settings(f: ReproFile) -> str:
 
 def _values(f: ReproFile) -> str:
     lines = ["def make_values():", '    """Every tensor the code reads, by name, on the CPU."""', "    return {"]
-    lines += [f"        {key!r}: {tensor_source(t, seed, f.embed_max)}," for seed, (key, t) in enumerate(f.values.items())]
+    lines += [f"        {key!r}: {tensor_source(t, seed, embed_limit(key, f.embed_max))},"
+              for seed, (key, t) in enumerate(f.values.items())]
     lines += ["    }", "", "", "# fwd+bwd: the values gradients are taken of (floating inputs, parameters)",
               f"GRADS = {f.grads!r}"]
     return "\n".join(lines)

@@ -143,7 +143,7 @@ def write_graph_file(graph: dict, case: dict, backend: str, device: str, dtype: 
     """The worker's entry point: write the standalone file of a graph to `out`. Nothing runs
     through the backend here (a crashing graph's file is written all the same): its code is
     captured, its jaxpr traced, its nvFuser definitions built without executing them."""
-    from irlens.repro.emit import ReproFile, TorchModel
+    from irlens.repro.emit import ReproFile, TorchCall, TorchModel
 
     from irlens.repro.paths import find_backend
 
@@ -161,6 +161,8 @@ def write_graph_file(graph: dict, case: dict, backend: str, device: str, dtype: 
         f.jax = jax_section(g, inputs)
     elif path.lowering == "nvfuser":
         f.fusions = fusion_section(g, inputs, device)
+        f.values.update({k: v.detach().cpu() for step in f.fusions.steps if isinstance(step, TorchCall)
+                         for k, v in step.function.constants.items()})
     with open(out, "w") as fh:
         fh.write(f.render())
 

@@ -70,7 +70,7 @@ def _storage(t: torch.Tensor, stride) -> torch.Tensor:
     return torch.as_strided(t, (extent,), (1,), t.storage_offset())
 
 
-def tensor_source(t: torch.Tensor, seed: int, embed_max: int = EMBED_MAX) -> str:
+def tensor_source(t: torch.Tensor, seed: int, embed_max: float = EMBED_MAX) -> str:
     """A Python expression, a call of one of HELPERS, that rebuilds `t` on the CPU. Only an
     embedded tensor is copied to the CPU; a large one's statistics are taken where it is."""
     import torch
@@ -100,9 +100,17 @@ def _num(x: float) -> str:
     return repr(x) if math.isfinite(x) else "0.0"
 
 
+def embed_limit(key: str, embed_max: int) -> float:
+    """The most elements `key`'s tensor may have to be embedded: a graph's constant always is (it is
+    part of the code; regenerated, a float32 and a float64 copy of it would differ)."""
+    from irlens.repro.torch_source import CONST_PREFIX
+
+    return math.inf if key.startswith(CONST_PREFIX) else embed_max
+
+
 def how_rebuilt(values: dict[str, torch.Tensor], embed_max: int = EMBED_MAX) -> str:
     """One line for a file's header: how many tensors are embedded, how many regenerated."""
-    embedded = sum(1 for t in values.values() if _storage(t, _layout(t)[1]).numel() <= embed_max)
+    embedded = sum(1 for k, t in values.items() if _storage(t, _layout(t)[1]).numel() <= embed_limit(k, embed_max))
     regenerated = len(values) - embedded
     return (f"{embedded} tensor(s) of at most {embed_max} elements embedded exactly; {regenerated} larger one(s) "
             "regenerated from a seed (same shape and dtype; floating ones with the original's mean and standard "

@@ -35,6 +35,9 @@ class NotExpressible(RuntimeError):
     """The callable cannot be written as one standalone function; the message says why."""
 
 
+CONST_PREFIX = "const:"  # the key of a value a graph reads as an attribute: `const:<function>.<attribute>`
+
+
 @dataclass
 class TorchFunction:
     name: str
@@ -79,7 +82,7 @@ def capture(fn: Callable, args: Sequence, name: str, keys: Callable[[list], list
                              "holds one")
     gm, example_inputs = graphs[0]
     constants = _constants_as_parameters(gm)
-    constant_keys = {f"const:{name}.{c}": v for c, v in constants.items()}
+    constant_keys = {f"{CONST_PREFIX}{name}.{c}": v for c, v in constants.items()}
     arg_keys = keys(example_inputs) + list(constant_keys)
     source, imports = _source(gm, name)
     function = TorchFunction(name, source, arg_keys, imports, constant_keys)

@@ -6,7 +6,7 @@ import re
 
 from irlens.frontends.jax.hlo_text import int_list
 from irlens.frontends.jax.xla_op import XlaOp, register
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped, dtype_width, full_attrs
+from irlens.frontends.jax.xla_forms import Emitter, Unmapped, dtype_bits, full_attrs
 
 
 def _literal_or(op: str, attrs):
@@ -36,13 +36,15 @@ def _bitcast(e: Emitter, x: XlaOp) -> None:
     values and indices into s32 through f32); its bits are read first (`bitcast`)."""
     (src, *_), (dst, *_) = x.layouts or (((),), ((),))
     value, out = x.metas[0], x.outs[0]
+    if value.dtype != out.dtype and dtype_bits(value.dtype) != dtype_bits(out.dtype):
+        raise Unmapped(f"a bitcast from {value.dtype} to {out.dtype}, element types of different widths")
     if not isinstance(x.inputs[0], str):
+        if value.dtype != out.dtype:
+            raise Unmapped(f"a bitcast of a literal from {value.dtype} to {out.dtype} (its bits, not its value)")
         x.one(e, "full", [], **full_attrs(out.shape, x.inputs[0], out.dtype))
         return
     bits = x.inputs[0]
     if value.dtype != out.dtype:
-        if dtype_width(value.dtype) != dtype_width(out.dtype):
-            raise Unmapped(f"a bitcast from {value.dtype} to {out.dtype}, element types of different widths")
         bits = e.emit("bitcast", [bits], value.shape, out.dtype, dtype=out.dtype, from_dtype=value.dtype)
     major_in = list(reversed(src)) or list(range(len(value.shape)))
     major_out = list(reversed(dst)) or list(range(len(out.shape)))

@@ -343,16 +343,19 @@ def emit_scan(e: Emitter, op: str, x: str, xm: TensorMeta, out: TensorMeta, dim:
     emit_accumulating(e, op, [x], out, dim=dim, reverse=reverse)
 
 
-def dtype_width(dtype: str) -> int:
-    """Bytes per element of a dtype name: its first number is its bits (float8_e4m3fn: 8; bool: 1 byte)."""
-    return 1 if dtype == "bool" else int(re.search(r"\d+", dtype).group()) // 8
+def dtype_bits(dtype: str) -> int:
+    """Bits per element of a dtype name: its first number (float8_e4m3fn: 8, int4: 4; bool: 8)."""
+    found = re.search(r"\d+", dtype)
+    if dtype != "bool" and found is None:
+        raise Unmapped(f"no bit width known for dtype {dtype}")
+    return 8 if dtype == "bool" else int(found.group())
 
 
 def emit_bitcast(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
     """XLA's bitcast-convert as `bitcast` (torch's view): to a narrower dtype XLA adds a last dim
     of the width ratio, torch scales the last dim, so x gets a last dim of 1 first; to a wider
     one XLA takes the last dim away, torch leaves it as 1, reshaped away after."""
-    src, dst = dtype_width(xm.dtype), dtype_width(out.dtype)
+    src, dst = dtype_bits(xm.dtype), dtype_bits(out.dtype)
     if src > dst:
         x = e.reshape(x, [*xm.shape, 1], xm.dtype)
     if src < dst:
