@@ -1,9 +1,10 @@
 """Tensors as source: what a standalone file writes to rebuild its inputs and weights.
 
-A tensor of at most `embed_max` elements is embedded exactly (its bytes, base64); a larger one
-is regenerated from a seed with the same shape, dtype and layout: floating values drawn from a
-normal with the original's mean and standard deviation (of its finite values), integers and
-bools uniformly between the original's smallest and largest value (token ids stay valid ids).
+A tensor of at most `embed_max` elements (and a graph's constant, whatever its size) is embedded
+exactly (its bytes, base64); a larger one is regenerated from a seed with the same shape, dtype
+and layout: floating values drawn from a normal with the original's mean and standard deviation
+(of its finite values), integers and bools uniformly between the original's smallest and largest
+value (token ids stay valid ids).
 A tensor with a layout other than contiguous (an nvFuser region's input) keeps its strides.
 """
 from __future__ import annotations
@@ -112,6 +113,6 @@ def how_rebuilt(values: dict[str, torch.Tensor], embed_max: int = EMBED_MAX) -> 
     """One line for a file's header: how many tensors are embedded, how many regenerated."""
     embedded = sum(1 for k, t in values.items() if _storage(t, _layout(t)[1]).numel() <= embed_limit(k, embed_max))
     regenerated = len(values) - embedded
-    return (f"{embedded} tensor(s) of at most {embed_max} elements embedded exactly; {regenerated} larger one(s) "
-            "regenerated from a seed (same shape and dtype; floating ones with the original's mean and standard "
-            "deviation, integers within the original's range)")
+    return (f"{embedded} tensor(s) embedded exactly (those of at most {embed_max} elements, and the graphs' "
+            f"constants); {regenerated} larger one(s) regenerated from a seed (same shape and dtype; floating ones "
+            "with the original's mean and standard deviation, integers within the original's range)")
