@@ -25,6 +25,7 @@ from irlens.matrix.table import VACUOUS_MARK, ill_conditioned_lines, module_mode
 UPSTREAM = ("torch", "thunder", "jax", "jaxlib", "nvfuser", "nvfuser_direct", "nvfuser_common", "triton", "transformers",
             "timm")
 _FRAME = re.compile(r'File "([^"]+)", line \d+')
+_SITE = re.compile(r"(?:site|dist)-packages/([A-Za-z_0-9]+)")
 _NATIVE_FRAME = re.compile(r"frame #0: .*? \(0x[0-9a-f]+ in ([^)\s]+)\)")
 
 
@@ -80,16 +81,20 @@ def upstream_of(r: Row) -> str | None:
     path = frames[-1]
     if "/irlens/" in path and "site-packages" not in path:
         return None
-    m = re.search(r"(?:site|dist)-packages/([A-Za-z_0-9]+)", path)
+    return _site_package(path)
+
+
+def _site_package(path: str) -> str | None:
+    """The upstream package whose folder under site-packages holds `path`."""
+    m = _SITE.search(path)
     return m.group(1) if m and m.group(1) in UPSTREAM else None
 
 
 def _library_package(path: str) -> str | None:
     """The upstream package a native library belongs to: the folder under site-packages, else (a
     folder put on the path, as the GPU machine's) the package folder holding it, or its `lib/`."""
-    m = re.search(r"(?:site|dist)-packages/([A-Za-z_0-9]+)", path)
-    if m:
-        return m.group(1) if m.group(1) in UPSTREAM else None
+    if _SITE.search(path):
+        return _site_package(path)
     parts = re.split(r"[/\\]", path)
     holder = parts[-3] if len(parts) >= 3 and parts[-2] == "lib" else parts[-2] if len(parts) >= 2 else ""
     return holder if holder in UPSTREAM else None

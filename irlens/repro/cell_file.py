@@ -40,7 +40,7 @@ def torch_model(inst: Instance, mode: str) -> tuple[TorchModel, dict[str, torch.
         keys |= {f"input{i}" for i in inst.grad_input_indices()} | set(inst.params())
     values = {k: v for k, v in values.items() if k in keys}
     for f in functions:  # what the graphs read as attributes (the zoo loss's projections)
-        values.update({k: v.detach().cpu() for k, v in f.constants.items()})
+        values.update(f.constant_values())
     return model, values
 
 

@@ -154,15 +154,16 @@ def write_graph_file(graph: dict, case: dict, backend: str, device: str, dtype: 
     forward = torch_function(g, inputs, device, "model") if path.lowering == "source" else reference
     f = ReproFile(title=title, notes=notes, device=device, dtype=dtype, tol=tol,
                   values={**{t.name: v.cpu() for t, v in zip(g.inputs, inputs)},
-                          **{k: v.detach().cpu() for f in (forward, reference) for k, v in f.constants.items()}},
+                          **forward.constant_values(), **reference.constant_values()},
                   model=TorchModel(forward, forward.or_same(reference), list(g.outputs)), path=path,
                   embed_max=embed_max)
     if path.lowering == "jax":
         f.jax = jax_section(g, inputs)
     elif path.lowering == "nvfuser":
         f.fusions = fusion_section(g, inputs, device)
-        f.values.update({k: v.detach().cpu() for step in f.fusions.steps if isinstance(step, TorchCall)
-                         for k, v in step.function.constants.items()})
+        for step in f.fusions.steps:
+            if isinstance(step, TorchCall):
+                f.values.update(step.function.constant_values())
     with open(out, "w") as fh:
         fh.write(f.render())
 

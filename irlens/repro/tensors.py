@@ -13,6 +13,7 @@ import base64
 import math
 
 EMBED_MAX = 4096
+CONST_PREFIX = "const:"  # the key of a value a graph reads as an attribute: `const:<function>.<attribute>`
 
 # The helpers a file defines once; `tensor_source` writes calls to them.
 HELPERS = '''\
@@ -104,8 +105,6 @@ def _num(x: float) -> str:
 def embed_limit(key: str, embed_max: int) -> float:
     """The most elements `key`'s tensor may have to be embedded: a graph's constant always is (it is
     part of the code; regenerated, a float32 and a float64 copy of it would differ)."""
-    from irlens.repro.torch_source import CONST_PREFIX
-
     return math.inf if key.startswith(CONST_PREFIX) else embed_max
 
 

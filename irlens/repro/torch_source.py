@@ -19,6 +19,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from irlens.repro.tensors import CONST_PREFIX
+
 # Names FX-generated code may use unqualified, and how a file defines them.
 _PREAMBLE = {
     "torch": "import torch",
@@ -35,9 +37,6 @@ class NotExpressible(RuntimeError):
     """The callable cannot be written as one standalone function; the message says why."""
 
 
-CONST_PREFIX = "const:"  # the key of a value a graph reads as an attribute: `const:<function>.<attribute>`
-
-
 @dataclass
 class TorchFunction:
     name: str
@@ -45,6 +44,10 @@ class TorchFunction:
     args: list[str]  # the value each parameter takes, by key
     imports: list[str]  # lines the source needs (beyond `import torch`)
     constants: dict[str, torch.Tensor] = field(default_factory=dict)  # key -> value of each `const:` arg
+
+    def constant_values(self) -> dict[str, torch.Tensor]:
+        """The values of its `const:` args, on the CPU (a file's values)."""
+        return {k: v.detach().cpu() for k, v in self.constants.items()}
 
     def or_same(self, other: "TorchFunction") -> "TorchFunction":
         """`self` where `other` is the same code under another name (one function serves both), else `other`."""
