@@ -6,7 +6,9 @@ it and `irlens zoo --from` rebuilds the summary (irlens.reporting.zoo_page) from
 split: `shard_of` gives shard K of N (0 <= K < N) a deterministic share of the models (every
 N-th of the sorted names, from the K-th: like PyTorch's benchmark runner's `--partition-id K
 --total-partitions N`), so a Slurm array or Kubernetes indexed jobs spread the zoo over machines
-and `merge_shards` joins their documents.
+and `merge_shards` joins their documents. `fill_cells` picks the cells an earlier document has no ok
+row for (timed out, failed, left by a budget, never run), so a run fills them and a join
+(`merge_shards(..., rerun=True)`) puts them in.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ class ZooConfig:
     jobs: int = 1
     timeout: float = 300.0
     budget_s: float | None = None  # cells not started by then are `unavailable` rows saying so
+    fill: Document | None = None  # run only the cells this earlier document has no ok row for
 
     @property
     def run_dtype(self) -> str | None:
@@ -87,10 +90,26 @@ def zoo_backends(device: str, backends: list[str] | None) -> tuple[list[str], di
     return [name for name in BACKENDS.names() if name not in skipped], skipped
 
 
-def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -> Document:
+def fill_cells(previous: Document, names: list[str], backends: list[str], modes: list[str],
+               preset: str, dtype: str | None) -> frozenset[tuple[str, str, str]]:
+    """(model, mode, backend) of the cells among names x modes x backends that `previous` holds no ok
+    row for, and eager's cell for each model and mode among them (the speedups' base is eager timed
+    in the same run). `previous` must be of the same preset and dtype: its rows are another size's."""
+    if (previous.preset, previous.dtype) != (preset, dtype):
+        raise UsageError(f"--fill: that document is of preset {previous.preset}, dtype {previous.dtype}; this run "
+                         f"is of preset {preset}, dtype {dtype}: its rows are not of these cells")
+    ok = {(r.workload, r.mode, r.backend) for r in previous.rows if r.status == "ok"}
+    cells = {(n, m, b) for n in names for m in modes for b in backends if (n, m, b) not in ok}
+    if "eager" in backends:
+        cells |= {(n, m, "eager") for n, m, _ in cells}
+    return frozenset(cells)
+
+
+def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -> Document | None:
     """Run the zoo (its shard) through the backends; models whose library is missing get an
     `unavailable` row per backend and mode, saying what to install. The document's `commands`
-    holds `command`, and `runs` which backends were left out and why."""
+    holds `command`, and `runs` which backends were left out and why. None when `cfg.fill` leaves
+    no cell to run."""
     names = zoo_models(cfg.models, cfg.family)
     if cfg.shard is not None:
         names = shard_of(names, *cfg.shard)
@@ -98,8 +117,15 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -
     modes = cfg.modes or list(MODES)
     missing = {n: get_workload(n).missing() for n in names}
     runnable = [n for n in names if not missing[n]]
+    only = None if cfg.fill is None else fill_cells(cfg.fill, runnable, backends, modes, cfg.preset, cfg.run_dtype)
+    if only is not None:
+        if not only:
+            return None
+        runnable = [n for n in runnable if any(c[0] == n for c in only)]
+        modes = [m for m in modes if any(c[1] == m for c in only)]
     if runnable:
-        plan = plan_matrix(runnable, backends, modes, cfg.device, cfg.preset, cfg.run_dtype)
+        plan = dataclasses.replace(plan_matrix(runnable, backends, modes, cfg.device, cfg.preset, cfg.run_dtype),
+                                   only=only)
         doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s)
     else:
         plan = plan_matrix([], backends, modes, cfg.device, cfg.preset, cfg.run_dtype)

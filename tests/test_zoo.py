@@ -33,7 +33,7 @@ from irlens.models.zoo.entry import projection_loss
 from irlens.numerics import Bound, allowed_errors, compare_results, ill_conditioned, rel_err, unit_roundoff
 from irlens.reporting.zoo_page import summarize, upstream_of, zoo_markdown
 from irlens.workload import MODES, Workload, mean_square_loss, run_eager
-from irlens.zoo_run import merge_shards, parse_shard, shard_of, zoo_models
+from irlens.zoo_run import fill_cells, merge_shards, parse_shard, shard_of, zoo_models
 
 from workload_cache import acquired, instance, reference
 
@@ -354,6 +354,37 @@ def test_a_later_run_fills_the_cells_a_budget_left_and_the_join_says_the_dtype(t
     rerun = merge_shards([merge_shards([first, later]), again], rerun=True)
     assert {(r.workload, r.backend): r.status for r in rerun.rows} == {
         ("model_a", "eager"): "ok", ("model_a", "inductor"): "mismatch", ("model_b", "inductor"): "unavailable"}
+
+
+def test_fill_runs_only_the_cells_an_earlier_document_has_no_ok_row_for(tmp_path, capsys):
+    """`--fill DOC`: the cells DOC did not get right (failed, timed out, never run), eager beside each
+    (the speedups' base); nothing to run is said and exits 0; another size's document is an error."""
+    previous = Document("compare", [_row("hf_llama", "fwd", "eager"), _row("hf_llama", "fwd", "inductor"),
+                                    _row("hf_llama", "fwdbwd", "eager"),
+                                    _row("hf_llama", "fwdbwd", "inductor", "failed", reason="timed out after 9 s")],
+                        "cpu", "cpu", preset="tiny")
+    assert fill_cells(previous, ["hf_llama", "hf_bert"], ["eager", "inductor"], ["fwd", "fwdbwd"], "tiny", None) == {
+        ("hf_llama", "fwdbwd", "eager"), ("hf_llama", "fwdbwd", "inductor"),
+        *{("hf_bert", m, b) for m in ("fwd", "fwdbwd") for b in ("eager", "inductor")}}
+    with pytest.raises(UsageError, match="preset tiny, dtype None; this run is of preset bench"):
+        fill_cells(previous, ["hf_llama"], ["eager"], ["fwd"], "bench", "bfloat16")
+    path = tmp_path / "previous.json"
+    write_document(previous, path)
+    out = tmp_path / "fill"
+    assert main(["zoo", "--fill", str(path), "--models", "hf_llama", "--backends", "eager,inductor",
+                 "--mode", "fwd", "--out", str(out)]) == 0
+    assert "nothing to run" in capsys.readouterr().err and not out.exists()
+    assert main(["zoo", "--fill", str(path), "--from", str(path)]) == 2
+    # a failed eager cell is run again, alone: a document of that one row, which a join puts in
+    write_document(dataclasses.replace(previous, rows=[_row("hf_llama", "fwd", "eager", "failed")] + previous.rows[1:]),
+                   path)
+    assert main(["zoo", "--fill", str(path), "--models", "hf_llama", "--backends", "eager,inductor",
+                 "--mode", "fwd", "--out", str(out)]) == 0
+    assert [(r.workload, r.mode, r.backend, r.status) for r in read_document(out / "zoo.json").rows] == [
+        ("hf_llama", "fwd", "eager", "ok")]
+    joined = merge_shards([read_document(path), read_document(out / "zoo.json")], rerun=True)
+    assert {(r.mode, r.backend): r.status for r in joined.rows} == {
+        ("fwd", "eager"): "ok", ("fwd", "inductor"): "ok", ("fwdbwd", "eager"): "ok", ("fwdbwd", "inductor"): "failed"}
 
 
 def test_a_joined_rows_speedup_is_against_eager_of_its_own_run():

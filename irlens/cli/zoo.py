@@ -45,6 +45,10 @@ def add_arguments(p) -> None:
     p.add_argument("--rerun", action="store_true",
                    help="with --from: a cell several documents hold takes the last one's row (documents after the "
                         "first rerun some of its cells); default: such a cell is an error (overlapping shards)")
+    p.add_argument("--fill", default=None, metavar="RESULTS_JSON",
+                   help="run only the cells this earlier zoo document has no ok row for (timed out, failed, left by "
+                        "a budget, never run) among the models, backends and modes asked for, eager beside them (the "
+                        "speedups' base); join with --from RESULTS_JSON OUT/zoo.json --rerun")
     p.add_argument("--repro", action="store_true",
                    help="write an `irlens repro` file for each kind of failure that is upstream's (OUT/repro/)")
     add_frontend_settings(p)
@@ -62,13 +66,20 @@ def run(args) -> int:
     apply_frontend_settings(args)
     if args.rerun and not args.from_:
         raise UsageError("--rerun joins documents: give them with --from")
+    if args.fill and args.from_:
+        raise UsageError("--fill runs cells; --from rebuilds a page without running: give one of them")
     out = Path(args.out)
     if args.from_:
         doc = merge_shards([read_document(path) for path in args.from_], rerun=args.rerun)
     else:
         cfg = ZooConfig(args.models, args.family, args.backends, args.modes, args.device, args.preset, args.dtype,
-                        parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s)
+                        parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s,
+                        read_document(args.fill) if args.fill else None)
         doc = run_zoo(cfg, command=shlex.join(["irlens", "zoo", *sys.argv[2:]]) if sys.argv[1:2] == ["zoo"] else None)
+        if doc is None:
+            print(f"irlens zoo: {args.fill} has an ok row for every cell these options name: nothing to run",
+                  file=sys.stderr)
+            return 0
     repros = write_repros(doc, out / "repro", args.device if not args.from_ else None) if args.repro else {}
     # files by their path from the page (OUT/zoo.md); a kind with none says why
     page = zoo_markdown(doc, {sig: path if path.startswith("not written") else os.path.relpath(path, out)
