@@ -285,7 +285,8 @@ case "${1:-}" in
     # (fewer compiles for a timing to wait behind). ZOO_PLAN: "GPU|models|stacks[|more zoo options];..."; by
     # default nvFuser on the transformers models (GPUs 0-1), Thunder and nvFuser on three timm models (2),
     # Thunder on hf_bert and hf_mamba (3). Cells a budget leaves are rows saying so; a later call with a plan
-    # of them fills them (`irlens zoo --from`)
+    # of them fills them (an entry's `--fill DOC` runs only the cells DOC has no ok row for; join with
+    # `irlens zoo --from DOC ... --rerun`)
     ZOO_LIMIT=${ZOO_LIMIT_S:-490} ZOO_CELL=${ZOO_CELL_S:-300}
     hf=hf_gpt2,hf_vit,hf_bert,hf_whisper_encoder,hf_wav2vec2,hf_qwen2,hf_llama,hf_t5,hf_mixtral,hf_mamba
     plan=${ZOO_PLAN:-"0|$hf|nvfuser|--shard 0/2 --thunder-capture thunderfx;1|$hf|nvfuser|--shard 1/2 --thunder-capture thunderfx;\

@@ -31,7 +31,7 @@ from irlens.models import get_workload, workload_names
 from irlens.models.zoo import zoo_names
 from irlens.models.zoo.entry import projection_loss
 from irlens.numerics import Bound, allowed_errors, compare_results, ill_conditioned, rel_err, unit_roundoff
-from irlens.reporting.zoo_page import summarize, upstream_of, zoo_markdown
+from irlens.reporting.zoo_page import model_table, summarize, upstream_of, zoo_markdown
 from irlens.workload import MODES, Workload, mean_square_loss, run_eager
 from irlens.zoo_run import fill_cells, merge_shards, parse_shard, shard_of, zoo_models
 
@@ -385,6 +385,13 @@ def test_fill_runs_only_the_cells_an_earlier_document_has_no_ok_row_for(tmp_path
     joined = merge_shards([read_document(path), read_document(out / "zoo.json")], rerun=True)
     assert {(r.mode, r.backend): r.status for r in joined.rows} == {
         ("fwd", "eager"): "ok", ("fwd", "inductor"): "ok", ("fwdbwd", "eager"): "ok", ("fwdbwd", "inductor"): "failed"}
+
+
+def test_the_model_table_lists_a_modes_models_together_whatever_order_a_join_left():
+    doc = Document("compare", [_row("model_a", "fwdbwd", "eager"), _row("model_b", "fwd", "eager"),
+                               _row("model_a", "fwd", "eager")], "cpu", "cpu", preset="tiny")
+    table = [line.split(" | ")[:2] for line in model_table(doc, gpu=False)[2:]]
+    assert table == [["| model_a", "fwd"], ["| model_b", "fwd"], ["| model_a", "fwdbwd"]]
 
 
 def test_a_joined_rows_speedup_is_against_eager_of_its_own_run():

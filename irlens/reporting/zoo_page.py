@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from irlens.matrix.document import Document
 from irlens.matrix.row import Row
 from irlens.matrix.table import VACUOUS_MARK, ill_conditioned_lines, module_mode_lines, vacuous_lines
+from irlens.workload import MODES
 
 # packages whose frames make a failure upstream's (the innermost frame of its traceback)
 UPSTREAM = ("torch", "thunder", "jax", "jaxlib", "nvfuser", "nvfuser_direct", "nvfuser_common", "triton", "transformers",
@@ -188,7 +189,10 @@ def model_table(doc: Document, gpu: bool) -> list[str]:
     rows = {(r.workload, r.mode, r.backend): r for r in with_eager_base(doc).rows}
     head = ["model", "mode", *backends]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for w, m in dict.fromkeys((r.workload, r.mode) for r in doc.rows):
+    # a mode's models together, in the order they first come (a join's documents hold them in any order)
+    models = list(dict.fromkeys(r.workload for r in doc.rows))
+    cells = dict.fromkeys((r.workload, r.mode) for r in doc.rows)
+    for w, m in sorted(cells, key=lambda c: (MODES.index(c[1]) if c[1] in MODES else len(MODES), models.index(c[0]))):
         lines.append("| " + " | ".join([w, m, *(_cell(rows.get((w, m, b)), gpu) for b in backends)]) + " |")
     return lines
 
