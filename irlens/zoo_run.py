@@ -16,7 +16,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from irlens.backends import BACKENDS
+from irlens.backends import BACKENDS, get_backend
 from irlens.errors import UsageError
 from irlens.matrix import Document, plan_matrix, run_plan
 from irlens.matrix.row import NOT_RUN_PHASES, Row
@@ -91,13 +91,21 @@ def zoo_backends(device: str, backends: list[str] | None) -> tuple[list[str], di
 
 
 def fill_cells(previous: Document, names: list[str], backends: list[str], modes: list[str],
-               preset: str, dtype: str | None) -> frozenset[tuple[str, str, str]]:
-    """(model, mode, backend) of the cells among names x modes x backends that `previous` holds no ok
-    row for, and eager's cell for each model and mode among them (the speedups' base is eager timed
-    in the same run). `previous` must be of the same preset and dtype: its rows are another size's."""
-    if (previous.preset, previous.dtype) != (preset, dtype):
-        raise UsageError(f"--fill: that document is of preset {previous.preset}, dtype {previous.dtype}; this run "
-                         f"is of preset {preset}, dtype {dtype}: its rows are not of these cells")
+               device: str, preset: str, dtype: str | None) -> frozenset[tuple[str, str, str]]:
+    """(model, mode, backend) of the cells among names x modes x backends (backend names) that
+    `previous` holds no ok row for, and eager's cell for each model and mode among them where
+    `backends` has eager (the speedups' base is eager timed in the same run). `previous` must be a
+    zoo (compare) document of the same device type, preset and dtype: its rows are of these cells."""
+    if previous.kind != "compare":
+        raise UsageError(f"--fill takes a zoo (compare) document, not a {previous.kind} document")
+    theirs = (previous.device or "").split(" ")[0].split(":")[0]
+    if theirs != device.split(":")[0]:
+        raise UsageError(f"--fill: that document ran on {previous.device or 'an unnamed device'}; this run is on "
+                         f"{device}: its rows are not of these cells")
+    if previous.preset != preset or dtype not in {previous.dtype, _rows_dtype(previous)}:
+        raise UsageError(f"--fill: that document is of preset {previous.preset}, dtype "
+                         f"{previous.dtype or _rows_dtype(previous) or 'each model its own'}; this run is of preset "
+                         f"{preset}, dtype {dtype or 'each model its own'}: its rows are not of these cells")
     ok = {(r.workload, r.mode, r.backend) for r in previous.rows if r.status == "ok"}
     cells = {(n, m, b) for n in names for m in modes for b in backends if (n, m, b) not in ok}
     if "eager" in backends:
@@ -105,35 +113,41 @@ def fill_cells(previous: Document, names: list[str], backends: list[str], modes:
     return frozenset(cells)
 
 
-def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -> Document | None:
+def _rows_dtype(doc: Document) -> str | None:
+    """The one dtype a document's rows ran in (a run in each model's own dtype names none itself)."""
+    dtypes = {r.dtype for r in doc.rows if r.dtype}
+    return dtypes.pop() if len(dtypes) == 1 else None
+
+
+def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -> Document:
     """Run the zoo (its shard) through the backends; models whose library is missing get an
     `unavailable` row per backend and mode, saying what to install. The document's `commands`
-    holds `command`, and `runs` which backends were left out and why. None when `cfg.fill` leaves
-    no cell to run."""
+    holds `command`, and `runs` which models ran, and which backends were left out and why. With
+    `cfg.fill`, only the cells that document has no ok row for (none: a document without rows)."""
     names = zoo_models(cfg.models, cfg.family)
     if cfg.shard is not None:
         names = shard_of(names, *cfg.shard)
     backends, skipped = zoo_backends(cfg.device, cfg.backends)
     modes = cfg.modes or list(MODES)
+    backend_names = [get_backend(b).name for b in backends]
+    cells = {(n, m, b) for n in names for m in modes for b in backend_names}
+    if cfg.fill is not None:
+        cells = fill_cells(cfg.fill, names, backend_names, modes, cfg.device, cfg.preset, cfg.run_dtype)
+        names = [n for n in names if any(c[0] == n for c in cells)]
+        modes = [m for m in modes if any(c[1] == m for c in cells)]
     missing = {n: get_workload(n).missing() for n in names}
     runnable = [n for n in names if not missing[n]]
-    only = None if cfg.fill is None else fill_cells(cfg.fill, runnable, backends, modes, cfg.preset, cfg.run_dtype)
-    if only is not None:
-        if not only:
-            return None
-        runnable = [n for n in runnable if any(c[0] == n for c in only)]
-        modes = [m for m in modes if any(c[1] == m for c in only)]
     if runnable:
         plan = dataclasses.replace(plan_matrix(runnable, backends, modes, cfg.device, cfg.preset, cfg.run_dtype),
-                                   only=only)
+                                   only=None if cfg.fill is None else frozenset(cells))
         doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s)
     else:
-        plan = plan_matrix([], backends, modes, cfg.device, cfg.preset, cfg.run_dtype)
+        plan_matrix([], backends, modes, cfg.device, cfg.preset, cfg.run_dtype)  # the arguments' checks
         doc = Document("compare", [], cfg.device, preset=cfg.preset, dtype=cfg.run_dtype)
-    for name in names:
-        if missing[name]:
-            doc.rows += [Row(name, mode, b.name, b.frontend, status="unavailable", reason=missing[name],
-                             phase="availability", preset=cfg.preset) for mode in modes for b in plan.backends.values()]
+    frontends = {b.name: b.frontend for b in map(get_backend, backends)}
+    doc.rows += [Row(n, m, b, frontends[b], status="unavailable", reason=missing[n], phase="availability",
+                     preset=cfg.preset) for n in names if missing[n] for m in modes for b in backend_names
+                 if (n, m, b) in cells]
     doc.commands = [command] if command else None
     doc.runs = [{"zoo": {"shard": list(cfg.shard) if cfg.shard else None, "models": names,
                          "backends_not_run": skipped}}]

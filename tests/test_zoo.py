@@ -363,17 +363,26 @@ def test_fill_runs_only_the_cells_an_earlier_document_has_no_ok_row_for(tmp_path
                                     _row("hf_llama", "fwdbwd", "eager"),
                                     _row("hf_llama", "fwdbwd", "inductor", "failed", reason="timed out after 9 s")],
                         "cpu", "cpu", preset="tiny")
-    assert fill_cells(previous, ["hf_llama", "hf_bert"], ["eager", "inductor"], ["fwd", "fwdbwd"], "tiny", None) == {
-        ("hf_llama", "fwdbwd", "eager"), ("hf_llama", "fwdbwd", "inductor"),
-        *{("hf_bert", m, b) for m in ("fwd", "fwdbwd") for b in ("eager", "inductor")}}
-    with pytest.raises(UsageError, match="preset tiny, dtype None; this run is of preset bench"):
-        fill_cells(previous, ["hf_llama"], ["eager"], ["fwd"], "bench", "bfloat16")
+    assert fill_cells(previous, ["hf_llama", "hf_bert"], ["eager", "inductor"], ["fwd", "fwdbwd"], "cpu", "tiny",
+                      None) == {("hf_llama", "fwdbwd", "eager"), ("hf_llama", "fwdbwd", "inductor"),
+                                *{("hf_bert", m, b) for m in ("fwd", "fwdbwd") for b in ("eager", "inductor")}}
+    # the same cells whether the run names the models' own dtype (their rows') or leaves it to them
+    rows_f32 = dataclasses.replace(previous, rows=[dataclasses.replace(r, dtype="float32") for r in previous.rows])
+    assert fill_cells(rows_f32, ["hf_llama"], ["inductor"], ["fwdbwd"], "cpu", "tiny", "float32") == {
+        ("hf_llama", "fwdbwd", "inductor")}
+    # rows of another size, dtype, device or kind of document are not these cells
+    with pytest.raises(UsageError, match="preset tiny, dtype each model its own; this run is of preset bench"):
+        fill_cells(previous, ["hf_llama"], ["eager"], ["fwd"], "cpu", "bench", "bfloat16")
+    with pytest.raises(UsageError, match="ran on cpu; this run is on cuda"):
+        fill_cells(previous, ["hf_llama"], ["eager"], ["fwd"], "cuda", "tiny", None)
+    with pytest.raises(UsageError, match="not a bench document"):
+        fill_cells(dataclasses.replace(previous, kind="bench"), ["hf_llama"], ["eager"], ["fwd"], "cpu", "tiny", None)
     path = tmp_path / "previous.json"
     write_document(previous, path)
     out = tmp_path / "fill"
     assert main(["zoo", "--fill", str(path), "--models", "hf_llama", "--backends", "eager,inductor",
                  "--mode", "fwd", "--out", str(out)]) == 0
-    assert "nothing to run" in capsys.readouterr().err and not out.exists()
+    assert "nothing to run" in capsys.readouterr().err and read_document(out / "zoo.json").rows == []
     assert main(["zoo", "--fill", str(path), "--from", str(path)]) == 2
     # a failed eager cell is run again, alone: a document of that one row, which a join puts in
     write_document(dataclasses.replace(previous, rows=[_row("hf_llama", "fwd", "eager", "failed")] + previous.rows[1:]),
@@ -387,11 +396,11 @@ def test_fill_runs_only_the_cells_an_earlier_document_has_no_ok_row_for(tmp_path
         ("fwd", "eager"): "ok", ("fwd", "inductor"): "ok", ("fwdbwd", "eager"): "ok", ("fwdbwd", "inductor"): "failed"}
 
 
-def test_the_model_table_lists_a_modes_models_together_whatever_order_a_join_left():
+def test_the_model_table_lists_a_models_modes_together_whatever_order_a_join_left():
     doc = Document("compare", [_row("model_a", "fwdbwd", "eager"), _row("model_b", "fwd", "eager"),
                                _row("model_a", "fwd", "eager")], "cpu", "cpu", preset="tiny")
     table = [line.split(" | ")[:2] for line in model_table(doc, gpu=False)[2:]]
-    assert table == [["| model_a", "fwd"], ["| model_b", "fwd"], ["| model_a", "fwdbwd"]]
+    assert table == [["| model_a", "fwd"], ["| model_a", "fwdbwd"], ["| model_b", "fwd"]]
 
 
 def test_a_joined_rows_speedup_is_against_eager_of_its_own_run():
@@ -456,6 +465,12 @@ def test_a_missing_library_is_a_clear_error_and_an_unavailable_model(monkeypatch
 
     doc = run_zoo(ZooConfig(models=["hf_bert"], backends=["eager"], modes=["fwd"]), progress=False)
     assert [(r.status, r.reason) for r in doc.rows] == [("unavailable", get_workload("hf_bert").missing())]
+    # filling a page where the library is missing says so only of the cells the page lacks: a join
+    # keeps the page's ok rows
+    page = Document("compare", [_row("hf_bert", "fwd", "eager")], "cpu", "cpu", preset="tiny")
+    doc = run_zoo(ZooConfig(models=["hf_bert"], backends=["eager"], fill=page), progress=False)
+    assert [(r.mode, r.status) for r in doc.rows] == [("fwdbwd", "unavailable")]
+    assert {r.mode: r.status for r in merge_shards([page, doc], rerun=True).rows} == {"fwd": "ok", "fwdbwd": "unavailable"}
 
 
 def test_weight_norm_backward_expands_as_aten_computes_it():

@@ -1,7 +1,8 @@
 """`irlens zoo`: the zoo of real models (transformers, timm) through every stack, fwd and fwd+bwd;
 a summary per stack and per model (Markdown on stdout and in OUT/zoo.md), the document
 (OUT/zoo.json), the HTML report (OUT/report.html); `--shard K/N` runs a share, `--from` rebuilds
-the summary from documents (a split run's shards). Exit 1 when a row mismatches or fails."""
+the summary from documents (a split run's shards), `--fill` runs only what an earlier document did
+not get right. Exit 1 when a row mismatches or fails."""
 from __future__ import annotations
 
 import os
@@ -46,9 +47,11 @@ def add_arguments(p) -> None:
                    help="with --from: a cell several documents hold takes the last one's row (documents after the "
                         "first rerun some of its cells); default: such a cell is an error (overlapping shards)")
     p.add_argument("--fill", default=None, metavar="RESULTS_JSON",
-                   help="run only the cells this earlier zoo document has no ok row for (timed out, failed, left by "
-                        "a budget, never run) among the models, backends and modes asked for, eager beside them (the "
-                        "speedups' base); join with --from RESULTS_JSON OUT/zoo.json --rerun")
+                   help="run only the cells this earlier zoo document (same device, preset, dtype) has no ok row "
+                        "for (failed, mismatched, timed out, left by a budget, never run) among the models, backends "
+                        "and modes asked for, and eager's beside them where --backends has eager (the speedups' base); "
+                        "join with --from RESULTS_JSON OUT/zoo.json --rerun. None to run: a document without rows, "
+                        "exit 0 (default: run every cell)")
     p.add_argument("--repro", action="store_true",
                    help="write an `irlens repro` file for each kind of failure that is upstream's (OUT/repro/)")
     add_frontend_settings(p)
@@ -76,10 +79,11 @@ def run(args) -> int:
                         parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s,
                         read_document(args.fill) if args.fill else None)
         doc = run_zoo(cfg, command=shlex.join(["irlens", "zoo", *sys.argv[2:]]) if sys.argv[1:2] == ["zoo"] else None)
-        if doc is None:
-            print(f"irlens zoo: {args.fill} has an ok row for every cell these options name: nothing to run",
-                  file=sys.stderr)
-            return 0
+        if cfg.fill is not None and not doc.rows:
+            skipped = doc.runs[0]["zoo"]["backends_not_run"]
+            print(f"irlens zoo: {args.fill} has an ok row for every cell these options name: nothing to run "
+                  f"(a document without rows is written, for the join)" +
+                  "".join(f"; {b} not run here: {why}" for b, why in skipped.items()), file=sys.stderr)
     repros = write_repros(doc, out / "repro", args.device if not args.from_ else None) if args.repro else {}
     # files by their path from the page (OUT/zoo.md); a kind with none says why
     page = zoo_markdown(doc, {sig: path if path.startswith("not written") else os.path.relpath(path, out)

@@ -189,10 +189,10 @@ def model_table(doc: Document, gpu: bool) -> list[str]:
     rows = {(r.workload, r.mode, r.backend): r for r in with_eager_base(doc).rows}
     head = ["model", "mode", *backends]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    # a mode's models together, in the order they first come (a join's documents hold them in any order)
+    # a model's modes together, models in the order they first come (a join's documents hold them in any order)
     models = list(dict.fromkeys(r.workload for r in doc.rows))
     cells = dict.fromkeys((r.workload, r.mode) for r in doc.rows)
-    for w, m in sorted(cells, key=lambda c: (MODES.index(c[1]) if c[1] in MODES else len(MODES), models.index(c[0]))):
+    for w, m in sorted(cells, key=lambda c: (models.index(c[0]), MODES.index(c[1]) if c[1] in MODES else len(MODES))):
         lines.append("| " + " | ".join([w, m, *(_cell(rows.get((w, m, b)), gpu) for b in backends)]) + " |")
     return lines
 

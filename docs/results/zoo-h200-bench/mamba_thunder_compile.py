@@ -3,6 +3,9 @@ fwd+bwd step of hf_mamba at the tiny width (2 layers, hidden 32) for a given num
 the sequential scan, unrolled once per token and layer, make the compile grow with the length?
 
     python docs/results/zoo-h200-bench/mamba_thunder_compile.py 64 [--profile]
+
+--profile: the cumulative seconds of Inductor compiling Thunder's fusion regions (its torch.compile
+executor), of every Inductor compile, of Thunder's tracing and of its execution passes.
 """
 from __future__ import annotations
 
@@ -37,8 +40,18 @@ def main(seq: int, profile: bool) -> None:
     else:
         step()
     print(f"seq {seq}: first fwd+bwd {time.perf_counter() - start:.1f} s", flush=True)
-    if profile:
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+    if profile:  # where the time goes: Inductor compiling Thunder's fusions, Thunder's own tracing and passes
+        stats = pstats.Stats(profiler).sort_stats("cumulative")
+        for where in WHERE:
+            stats.print_stats(where, 1)
+
+
+WHERE = (
+    r"thunder/executors/torch_compile.py:\d+\(compiled_func_wrapper\)",  # Inductor on Thunder's fusion regions
+    r"torch/_inductor/compile_fx.py:\d+\(compile_fx\)$",  # every Inductor compile (those and ThunderFX's fallbacks)
+    r"thunder/core/jit_ext.py:\d+\(thunder_general_jit\)",  # Thunder tracing each region
+    r"thunder/common.py:\d+\(transform_for_execution\)",  # Thunder's execution passes
+)
 
 
 if __name__ == "__main__":
