@@ -274,7 +274,7 @@ _DTYPE_ALIASES = {
     "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "b8": "bool",
     "s64": "int64", "s32": "int32", "s16": "int16", "s8": "int8", "pred": "bool", "i1": "bool", "i16": "int16",
     "u64": "uint64", "u32": "uint32", "u16": "uint16", "ui64": "uint64", "ui32": "uint32", "ui16": "uint16",
-    "ui8": "uint8",
+    "ui8": "uint8", "c64": "complex64", "c128": "complex128", "complex<f32>": "complex64", "complex<f64>": "complex128",
     "double": "float64", "float": "float32", "half": "float16", "long": "int64", "int": "int32",
 }
 

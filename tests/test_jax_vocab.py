@@ -113,6 +113,11 @@ def _maxpool(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2), (1, 2, 1), "SAME")
 
 
+def _complex_inputs():
+    g = np.random.default_rng(7)
+    return g.standard_normal((2, 4, 5)), g.standard_normal((3, 4)) + 1j * g.standard_normal((3, 4))
+
+
 def _custom_jvp():
     @jax.custom_jvp
     def softplus(x):
@@ -336,6 +341,13 @@ CASES = {
     "array_constants": (lambda x: x * np.arange(12.0).reshape(3, 4) + np.array([[1.5], [np.inf], [-0.0]]),
                         (normal(3, 4),), ("stablehlo", "hlo")),
     "insert": (lambda x: jnp.insert(x, 1, 5.0, axis=1), (normal(3, 4),), ALL),
+    # Fourier transforms (each type) and complex parts, compared part by part (inputs from their own
+    # generator: the others' draws stay as they were)
+    "fft_forms": (lambda x, z: (jnp.fft.fftn(x, axes=(1, 2)).real, jnp.fft.fftn(x, axes=(1, 2)).imag,
+                                jnp.fft.ifft(z).real, jnp.fft.ifft(z).imag, jnp.fft.rfftn(x).imag,
+                                jnp.fft.irfftn(jnp.fft.rfft2(x), s=(4, 5)), jnp.real(lax.complex(x, x * 2)),
+                                jnp.imag(jnp.conj(z)), jnp.imag(z)),
+                  _complex_inputs(), ALL),
     # control flow (more in test_control_flow.py)
     "fori_loop_trip_count_input": (lambda x, n: lax.fori_loop(0, n, lambda i, v: jnp.tanh(v) * i + v, x),
                                    (normal(4), 6), ALL),

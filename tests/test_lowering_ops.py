@@ -163,6 +163,20 @@ def _indexing_cases() -> list[Case]:
     cases.append(Case("cumsum", {"dim": 1}, [_x(2, 5) > 0], "cumsum-bool"))
     cases.append(Case("cumsum", {"dim": 0, "reverse": True}, [_long(3, -1, 2)], "cumsum-int-reverse"))
     cases.append(Case("topk", {"k": 2, "dim": 0, "sorted": False}, [_x(5, 3)], "topk-dim0"))
+    # Fourier transforms and complex parts (FNet's token mixing: fftn over two dims, then the real
+    # part), each normalization and direction
+    z = torch.complex(_x(2, 5, 6), _x(2, 5, 6, seed=1))
+    cases += [Case("fft_c2c", {"dim": [1, 2], "normalization": 0, "forward": True}, [z], "fft_c2c-2d-forward"),
+              Case("fft_c2c", {"dim": [2], "normalization": 2, "forward": False}, [z], "fft_c2c-inverse-by-n"),
+              Case("fft_c2c", {"dim": [0, 1], "normalization": 1, "forward": False}, [z], "fft_c2c-inverse-ortho"),
+              Case("fft_r2c", {"dim": [1, 2], "normalization": 1, "onesided": True}, [_x(2, 5, 6)], "fft_r2c-onesided"),
+              Case("fft_r2c", {"dim": [2], "normalization": 2, "onesided": False}, [_x(2, 5, 6)], "fft_r2c-full"),
+              Case("fft_c2r", {"dim": [1, 2], "normalization": 2, "last_dim_size": 7}, [z[..., :4].contiguous()],
+                   "fft_c2r-odd-last-size"),
+              Case("view_as_real", {}, [z], "view_as_real"),
+              Case("view_as_complex", {}, [_x(3, 4, 2)], "view_as_complex"),
+              Case("complex", {}, [_x(3, 4), _x(3, 4, seed=1)], "complex"),
+              Case("real", {}, [z], "real"), Case("imag", {}, [z], "imag")]
     return cases
 
 
@@ -196,6 +210,8 @@ def _check(got: list, want: list, graph: Graph) -> None:
     for g, w, meta in zip(got, want, graph.outputs):
         g = g if isinstance(g, torch.Tensor) else torch.as_tensor(np.array(g))
         assert tuple(g.shape) == tuple(w.shape), meta
+        if w.is_complex():
+            g, w = torch.view_as_real(g.to(torch.complex128)), torch.view_as_real(w.to(torch.complex128))
         if w.is_floating_point():
             # float32 against float64: windows of a few dozen terms, a few ulps each
             scale = w.abs().nan_to_num(0).max().item() or 1.0

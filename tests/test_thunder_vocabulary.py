@@ -83,6 +83,9 @@ def _prim_samples():
         "prims.div": [lambda t: p.div(t.x, t.y), lambda t: p.div(t.ineg, t.j)],  # integers: truncation
         "prims.where": [lambda t: p.where(t.b, t.x, t.y)],
         "prims.frexp": [lambda t: p.frexp(t.s)],
+        # complex parts (FNet's Fourier mixing keeps the real part), of values made complex here
+        "prims.real": [lambda t: p.real(p.convert_element_type(t.s, d.complex64))],
+        "prims.imag": [lambda t: p.imag(p.convert_element_type(t.s, d.complex64))],
         "prims.sum": [lambda t: p.sum(t.x, (1,))], "prims.amax": [lambda t: p.amax(t.s, (0, 1))],
         "prims.amin": [lambda t: p.amin(t.s, (0,))], "prims.prod": [lambda t: p.prod(t.x, (1,))],
         "prims.argmax": [lambda t: p.argmax(t.s, 1), lambda t: p.argmax(t.s, None)],

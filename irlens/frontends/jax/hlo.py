@@ -137,9 +137,11 @@ class HloReader:
     def constant(self, ins: Instruction, scope: str) -> Arg:
         """Scalar constants become literals, array constants `constant` nodes (their values from
         the module printed with its large constants)."""
+        meta = self.meta(ins.name, ins.shapes[0]) if ins.shapes else None
+        if meta is not None and meta.dtype.startswith("complex"):
+            return self.complex_constant(ins, meta, scope)
         if ins.shapes and ins.shapes[0][1] == ():
             return literal_value(ins.args_text)
-        meta = self.meta(ins.name, ins.shapes[0])
         text = self.constants.get(ins.name, ins.args_text)
         values = [literal_value(v) for v in re.split(r"[{},\s]+", text) if v]
         if len(values) != meta.numel:
@@ -149,6 +151,20 @@ class HloReader:
         else:
             node = Node(ins.name, "constant", [], [meta], {"values": values, "shape": list(meta.shape),
                                                           "dtype": meta.dtype}, native="constant", scope=scope)
+        self.nodes.append(node)
+        self.values[meta.name] = meta
+        return meta.name
+
+    def complex_constant(self, ins: Instruction, meta: TensorMeta, scope: str) -> str:
+        """A complex scalar `(re, im)` as `complex(re, im)` (literals are real numbers); an array of
+        complex values stays an unknown constant."""
+        pair = re.fullmatch(r"\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*\)", ins.args_text.strip())
+        if meta.shape == () and pair:
+            node = Node(ins.name, "complex", [literal_value(pair.group(1)), literal_value(pair.group(2))], [meta], {},
+                        native="constant", scope=scope)
+        else:
+            node = Node(ins.name, UNKNOWN_PREFIX + "constant", [], [meta],
+                        {"reason": "an array constant of complex values"}, native="constant", scope=scope)
         self.nodes.append(node)
         self.values[meta.name] = meta
         return meta.name

@@ -19,7 +19,7 @@ OPCODES: dict[str, str] = {
     "cosine": "cos", "tan": "tan", "erf": "erf", "abs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil",
     "round-nearest-afz": "round_half_away", "round-nearest-even": "round", "is-finite": "isfinite",
     "popcnt": "population_count", "count-leading-zeros": "clz", "clz": "clz",
-    "select": "where",
+    "select": "where", "real": "real", "imag": "imag", "complex": "complex",
     # chlo ops StableHLO keeps whole
     "acos": "acos", "acosh": "acosh", "asin": "asin", "asinh": "asinh", "atan": "atan", "atanh": "atanh",
     "cosh": "cosh", "sinh": "sinh", "erfc": "erfc", "erf-inv": "erfinv", "lgamma": "lgamma", "digamma": "digamma",
@@ -40,7 +40,6 @@ _RANDOM = "random bits: a counter-based generator, no canonical op"
 CLASSIFIED: dict[str, str] = {
     "rng": _RANDOM, "rng-bit-generator": _RANDOM, "rng-get-and-update-state": _RANDOM,
     "map": "a map of a computation over elements: no canonical op",
-    **{op: "complex numbers: the common view's dtypes are real" for op in ("complex", "real", "imag", "fft")},
     # XLA leaves the factor's other triangle, and the result for a matrix that is not positive
     # definite, implementation-defined
     "cholesky": "a Cholesky factor whose other triangle is implementation-defined: no canonical meaning",

@@ -293,6 +293,10 @@ def _top_k(e: Emitter, x: XlaOp) -> None:
     e.node("topk", x.inputs, x.outs, final=True, k=k, dim=len(x.metas[0].shape) - 1, largest=largest, sorted=True)
 
 
+def _fft(e: Emitter, x: XlaOp) -> None:
+    forms.emit_fft(e, x.inputs, x.metas[0], x.outs[0], x.word("fft_type"), x.ints("fft_length"))
+
+
 def _triangular_solve(e: Emitter, x: XlaOp) -> None:
     """XLA's TriangularSolve (what jax's CPU lowering emits where LAPACK has no routine for the dtype)."""
     flag = lambda key: x.word(key) == "true"
@@ -398,6 +402,7 @@ register("sort", _sort, ("dimensions", "dimension", "is_stable", "to_apply"))
 register(["top-k", "topk"], _top_k, ("k", "largest"))
 register("custom-call", _custom_call, ("custom_call_target", "called_computations", "call_target_name",
                                         "backend_config", "has_side_effect", "mhlo.backend_config", *TARGET_ATTRS))
+register("fft", _fft, ("fft_type", "fft_length"))
 register("triangular-solve", _triangular_solve, ("left_side", "lower", "transpose_a", "unit_diagonal",
                                                   "triangular_solve_options"))
 register("convolution", _convolution, ("window", "dim_labels", "feature_group_count", "batch_group_count",

@@ -24,6 +24,7 @@ PRIMITIVES: dict[str, str] = {
     "eq_to": "eq", "le_to": "le", "lt_to": "lt",
     "population_count": "population_count", "clz": "clz", "mulhi": "mulhi",
     "copy": "copy", "copy_p": "copy", "stop_gradient": "copy", "stage": "copy",
+    "real": "real", "imag": "imag", "complex": "complex",
 }
 SCANS = {"cumsum": "cumsum", "cumprod": "cumprod", "cummax": "cummax", "cummin": "cummin",
          "cumlogsumexp": "logcumsumexp"}
@@ -65,7 +66,6 @@ IDENTITIES: dict[str, Callable[[list], list]] = {
 }
 _RANDOM = "random bits from a key: a counter-based generator, no canonical op"
 _CONTROL = "control flow: no canonical op (while loops and conditionals have one)"
-_COMPLEX = "complex numbers: the common view's dtypes are real"
 _LINALG = "a linear-algebra decomposition: no canonical op"
 _COLLECTIVE = "a named-axis collective (shard_map / pmap)"
 # primitive -> why it stays unknown
@@ -75,7 +75,6 @@ CLASSIFIED: dict[str, str] = {
                             "random_gamma", "threefry4x32", "philox2x32", "philox4x32")},
     **{p: _CONTROL for p in ("platform_index",)},
     "scan": f"control flow: a scan of more than {MAX_SCAN_STEPS} steps (shorter ones are unrolled)",
-    **{p: _COMPLEX for p in ("complex", "real", "imag", "conj", "fft")},
     **{p: _LINALG for p in ("cholesky_update", "lu_pivots_to_permutation", "geqp3", "ormqr", "eig", "schur", "hessenberg",
                             "tridiagonal", "symmetric_product")},
     **{p: _COLLECTIVE for p in (

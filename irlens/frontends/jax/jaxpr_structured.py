@@ -201,6 +201,18 @@ def _top_k(e: Emitter, q: Eqn) -> None:
     e.node("topk", q.inputs, q.outs, final=True, k=int(q.params["k"]), dim=axis, largest=True, sorted=True)
 
 
+def _fft(e: Emitter, q: Eqn) -> None:
+    kind = q.params["fft_type"]
+    kind = getattr(kind, "name", kind)  # lax.FftType (an IntEnum: its str is the number) or its name
+    forms.emit_fft(e, q.inputs, q.metas[0], q.outs[0], kind, [int(n) for n in q.params["fft_lengths"]])
+
+
+def _conj(e: Emitter, q: Eqn) -> None:
+    if not q.metas[0].dtype.startswith("complex"):
+        raise Unmapped("lax.conj of a real operand: a complex result, where the common view's conj keeps it real")
+    q.one(e, "conj")
+
+
 def _cholesky(e: Emitter, q: Eqn) -> None:
     linalg.cholesky_primitive(e, q.inputs[0], q.metas[0], q.outs[0])
 
@@ -274,6 +286,8 @@ register("top_k", _top_k, ("k", "axis"))
 
 register("while", _while, ("cond_jaxpr", "body_jaxpr", "cond_nconsts", "body_nconsts"))
 register("cond", _cond, ("branches",))
+register("fft", _fft, ("fft_type", "fft_lengths"))
+register("conj", _conj, ("input_dtype",))
 register("cholesky", _cholesky)
 register("lu", _lu)
 register("tridiagonal_solve", _tridiagonal_solve, ("perturb_singular",))

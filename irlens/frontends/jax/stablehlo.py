@@ -6,10 +6,11 @@ the canonical `cond` (the regions read values of the enclosing function: those b
 node's operands). Each op converts through `xla_op.convert`, as HLO's instructions do."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from irlens.ir import Arg, Graph, Node, TensorMeta, canonical_dtype
+from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
 from irlens.frontends.jax import (  # noqa: F401  (each registers its handlers)
     hlo_elementwise, hlo_shapes, hlo_structured)
 from irlens.frontends.jax import xla_forms as forms
@@ -76,6 +77,8 @@ class _MlirReader:
                 for res, val in zip(op.results, self.walk(body, inner, inner_scope)):
                     env[res.get_name()] = val
                 self.live = outer_live
+            elif op.name == "stablehlo.constant" and "complex" in str(op.results[0].type.element_type):
+                self.complex_constant(op, env, scope)
             elif op.name == "stablehlo.constant" and self.splat(op) is not None:
                 value = self.splat(op)
                 shape = tuple(op.results[0].type.shape)
@@ -103,6 +106,27 @@ class _MlirReader:
             else:
                 self.emit(op, args, env, scope)
         return []
+
+    def complex_constant(self, op, env: dict, scope: str) -> None:
+        """A complex splat `(re, im)` as `complex(re, im)`, of literals for a scalar, of two `full`s
+        for an array (literals are real numbers); an array of several complex values stays an
+        unknown constant."""
+        out = self.outputs(op, env, scope)[0]
+        # the op's text: the bindings cannot cast a complex DenseElementsAttr to a Python value
+        pair = re.search(r"dense<\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*\)>", str(op))
+        if pair is None:
+            self.nodes.append(Node(self.next_id(), UNKNOWN_PREFIX + "constant", [], [out],
+                                   {"reason": "an array constant of complex values"}, native=op.name, scope=scope))
+            return
+        parts = [float(pair.group(1)), float(pair.group(2))]
+        if out.shape:
+            dtype = {"complex64": "float32"}.get(out.dtype, "float64")
+            metas = [TensorMeta(f"{out.name}.{k}", out.shape, dtype) for k in ("re", "im")]
+            for meta, value in zip(metas, parts):
+                self.nodes.append(Node(self.next_id(), "full", [], [meta], full_attrs(out.shape, value, dtype),
+                                       native=op.name, scope=scope))
+            parts = [m.name for m in metas]
+        self.nodes.append(Node(self.next_id(), "complex", parts, [out], {}, native=op.name, scope=scope))
 
     @staticmethod
     def splat(op) -> Arg:

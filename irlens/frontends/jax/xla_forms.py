@@ -368,6 +368,26 @@ def emit_bitcast(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
 # --- while loops and conditionals ---------------------------------------------------------------
 
 
+def emit_fft(e: Emitter, inputs: list[Arg], xm: TensorMeta, out: TensorMeta, kind: str | None,
+             lengths: list[int] | None) -> None:
+    """XLA's Fft (lax.fft) over the trailing len(lengths) dims: FFT and RFFT unscaled, their
+    inverses by 1/n (ATen's normalization 2); RFFT keeps half the last dim's spectrum, IRFFT's
+    output length is the last of `lengths`."""
+    if not lengths:
+        raise Unmapped("an fft without its lengths")
+    rank = len(out.shape)
+    dims, k = list(range(rank - len(lengths), rank)), len(lengths)
+    if kind in ("FFT", "IFFT"):
+        e.node("fft_c2c", inputs, [out], final=True, dim=dims, normalization=0 if kind == "FFT" else 2,
+               forward=kind == "FFT")
+    elif kind == "RFFT" and list(xm.shape[-k:]) == list(lengths):
+        e.node("fft_r2c", inputs, [out], final=True, dim=dims, normalization=0, onesided=True)
+    elif kind == "IRFFT" and list(out.shape[-k:]) == list(lengths):
+        e.node("fft_c2r", inputs, [out], final=True, dim=dims, normalization=2, last_dim_size=lengths[-1])
+    else:
+        raise Unmapped(f"an fft of type {kind} with lengths {list(lengths)} over {list(xm.shape)}")
+
+
 def closed_graph(name: str, inputs: list[TensorMeta], nodes: list[Node], outputs: list[Arg],
                  out_metas: list[TensorMeta], stage: str) -> Graph:
     """A loop's cond or body, or a conditional's branch, as a closed graph: a literal it returns

@@ -103,7 +103,7 @@ TORCH: dict[str, Entry] = {
 }
 
 PRIMS: dict[str, Entry] = {
-    **_same(_UNARY + " " + _BINARY + " where lerp frexp", prefix="prims."),
+    **_same(_UNARY + " " + _BINARY + " where lerp frexp real imag", prefix="prims."),
     "prims.div": Entry("div", prim_div),
     # reductions and selections
     **{f"prims.{op}": Entry(op, reduction) for op in ("sum", "amax", "amin", "prod", "argmax", "argmin", "var")},
@@ -140,7 +140,7 @@ PRIMS: dict[str, Entry] = {
 
 # Prims that compute no tensor the common view holds, or that it has no meaning for, and why.
 UNMAPPED_PRIMS = {
-    "real": "complex", "imag": "complex", "bitcast": "reinterprets bits", "item": "a Python number (data-dependent)",
+    "bitcast": "reinterprets bits", "item": "a Python number (data-dependent)",
     "multinomial": "random sampling without a canonical op",
     "exogenous_like": "an intermediate of the grad transform",
     "_grouped_mm": "grouped matmul with data-dependent offsets",
