@@ -382,6 +382,46 @@ def test_moe_routing_ops_map_and_compute():
             assert torch.allclose(got[name], want[name], rtol=1e-5, atol=1e-6), (level, name)
 
 
+class _Cached(nn.Module):
+    """Stores a tensor made from its weight in a dict on its first call and returns the sum first
+    (timm's LeViT caches its attention biases so in eval mode): Dynamo's graph returns the stored
+    tensor too, after the module's outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4))
+        self.cache = {}
+
+    def forward(self, x):
+        if "w" not in self.cache:
+            self.cache["w"] = self.w * 2
+        y = x @ self.cache["w"]
+        return y.sum(), y
+
+
+@pytest.mark.parametrize("mode", ["fwd", "fwdbwd"])
+def test_a_tensor_the_module_stores_is_no_result(mode):
+    """A Dynamo graph output the module does not return (its bytecode stores it in a cache) is no
+    `out<i>`: the programs give eager's results, no more (the stored tensor's cotangent is zero)."""
+    from irlens.frontends.bindings import program_for, run_program, stage_programs
+    from irlens.workload import run_eager
+
+    wl = Workload("cached", lambda cfg: _Cached(), lambda cfg, dt, g: (torch.randn(3, 4, generator=g).to(dt),),
+                  {"tiny": {}})
+    inst = wl.instantiate()
+    acq = get_frontend("dynamo").acquire(inst, mode)
+    assert acq.notes["graph_outputs"] == [0, 1, None]
+    inst.module.cache.clear()  # it holds a tensor of the capture's graph, which a copy cannot take
+    ref = inst.cast("float64")
+    want = run_eager(ref.module, ref, mode)
+    programs = {"aot": program_for(acq, inst), **stage_programs(acq, inst)}
+    for name, program in programs.items():
+        got = run_program(program, inst, lambda step, xs: interpret(step.graph("primitive"), xs))
+        assert set(got) == set(want), name
+        for key in want:
+            assert torch.allclose(got[key].double(), want[key], rtol=1e-5, atol=1e-6), (name, key)
+
+
 class _Indexing(nn.Module):
     """Ops whose meaning the vocabulary once got wrong (issue 18): torch.gather and
     take_along_dim (index with the input's rank), scatter_add (not index_add), argmax/argmin

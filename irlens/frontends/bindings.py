@@ -33,6 +33,10 @@ from irlens.workload import Instance
 # Runs one step's graph: (step, graph inputs in order) -> graph outputs in order.
 Executor = Callable[[Step, list], Sequence]
 
+# a value a forward graph returns that is no result: a tensor the module stores (Dynamo's graph
+# returns what its bytecode puts in a cache); the loss does not read it, so its cotangent is zero
+EFFECT = "effect:"
+
 
 def workload_values(inst: Instance) -> dict[str, torch.Tensor]:
     """The values a program's graphs read: `input<i>`, parameters and buffers by their names."""
@@ -64,6 +68,7 @@ def run_program(program: Program, inst: Instance, execute: Executor) -> dict:
         loss, cotangents = loss_and_cotangents(inst, outs)
         env["loss"] = loss
         env.update({f"cotangent:out{i}": c for i, c in enumerate(cotangents)})
+        env.update({f"cotangent:{k}": torch.zeros_like(v) for k, v in list(env.items()) if k.startswith(EFFECT)})
         _run_step(program.backward, execute, env)
     updated = [k for k in env if k.startswith("buffer:")]  # buffers the step updated in place
     # a parameter that requires no gradient (Whisper's sinusoidal positions) gets none, as in run_eager

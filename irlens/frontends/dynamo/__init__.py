@@ -15,6 +15,8 @@ in-place calls (mutation.py) and what FX nodes carry (meta.py).
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Program, Stage
@@ -34,6 +36,7 @@ class GraphCapture:
         self.example_inputs: list[list] = []  # the tensors Dynamo called each graph with, in placeholder order
         self.forward: dict[int, torch.fx.GraphModule] = {}
         self.backward: dict[int, torch.fx.GraphModule] = {}
+        self.outputs: dict[int, list] = {}  # each graph's outputs on its first call (the objects themselves)
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs):
         from functorch.compile import make_boxed_func
@@ -50,7 +53,25 @@ class GraphCapture:
 
             return compiler
 
-        return aot_autograd(fw_compiler=keep(self.forward), bw_compiler=keep(self.backward))(gm, example_inputs)
+        compiled = aot_autograd(fw_compiler=keep(self.forward), bw_compiler=keep(self.backward))(gm, example_inputs)
+
+        @functools.wraps(compiled)  # its attributes too (how Dynamo calls it)
+        def recorded(*args):
+            outputs = compiled(*args)
+            self.outputs.setdefault(index, list(outputs))
+            return outputs
+
+        return recorded
+
+
+def returned_outputs(graph_outputs: list, returned: tuple) -> list[int | None] | None:
+    """Which of the module's returned values (`out<i>`) each Dynamo graph output is, by identity;
+    None for an output the module does not return (a tensor Dynamo's bytecode stores: a cache in
+    a dict, an attribute). None (read them in order) unless every returned tensor is a graph
+    output."""
+    where = [next((i for i, r in enumerate(returned) if r is t), None) for t in graph_outputs]
+    tensors = [i for i, r in enumerate(returned) if isinstance(r, torch.Tensor)]
+    return where if sorted(i for i in where if i is not None) == tensors else None
 
 
 def aot_roles(capture: GraphCapture) -> dict[str, tuple[list[Role], list[Role]]]:
@@ -60,21 +81,23 @@ def aot_roles(capture: GraphCapture) -> dict[str, tuple[list[Role], list[Role]]]
     return roles
 
 
-def run_compiled(fn, inst: Instance, mode: str) -> None:
+def run_compiled(fn, inst: Instance, mode: str) -> tuple:
     """Call a compiled module once in `mode`: under no_grad for fwd; forward + loss.backward()
     for fwdbwd, so the backward graphs get compiled. Leaves no gradients on the module, and its
-    buffers as they were (a train-mode BatchNorm updates its statistics)."""
+    buffers as they were (a train-mode BatchNorm updates its statistics). Returns its outputs."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")
     snapshot = inst.buffer_snapshot()
     if mode == "fwd":
         with torch.no_grad():
-            fn(*inst.fresh_inputs(requires_grad=False))
+            outputs = as_tuple(fn(*inst.fresh_inputs(requires_grad=False)))
     else:
-        inst.loss(as_tuple(fn(*inst.fresh_inputs(requires_grad=True)))).backward()
+        outputs = as_tuple(fn(*inst.fresh_inputs(requires_grad=True)))
+        inst.loss(outputs).backward()
         for p in inst.module.parameters():
             p.grad = None
     inst.buffer_results(snapshot)
+    return outputs
 
 
 def graph_break_notes(counters) -> dict:
@@ -123,9 +146,10 @@ class DynamoFrontend(Frontend):
         torch._dynamo.reset()
         counters.clear()
         capture = GraphCapture()
-        run_compiled(torch.compile(inst.module, backend=capture, dynamic=False), inst, mode)
+        returned = run_compiled(torch.compile(inst.module, backend=capture, dynamic=False), inst, mode)
         notes = {"graphs": len(capture.dynamo), **graph_break_notes(counters),
                  "graph_inputs": dynamo_input_keys(capture.example_inputs, inst),  # binding.py reads them
+                 "graph_outputs": returned_outputs(capture.outputs.get(0, []), returned),
                  "roles": aot_roles(capture)}
         torch._dynamo.reset()
 

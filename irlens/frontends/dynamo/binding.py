@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from irlens.frontends.base import Acquisition, Program, Step, Unavailable
-from irlens.frontends.bindings import grad_key, updated_key, value_keys
+from irlens.frontends.bindings import EFFECT, grad_key, updated_key, value_keys
 from irlens.frontends.dynamo.aot import new_token
 from irlens.workload import Instance
 
@@ -24,9 +24,16 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
         raise Unavailable(f"{acq.workload}: Dynamo made {acq.notes['graphs']} graphs (graph breaks"
                           f"{': ' + reasons if reasons else ''}); a program runs one")
     keys = acq.notes["graph_inputs"][0]
-    key_of = {"arg": keys.__getitem__, "mutated": lambda i: updated_key(keys[i], inst), "out": "out{}".format,
-              "saved": "saved:{}".format,
-              "cotangent": "cotangent:out{}".format, "grad": lambda i: grad_key(keys[i], inst), "none": lambda i: None}
+    # Dynamo's graph output j: the module's out<i>, or a tensor its bytecode stores (a cache) and
+    # the module does not return, which is no result (`effect:<j>`)
+    returned = acq.notes.get("graph_outputs")
+
+    def out(j: int) -> str:
+        return f"out{j}" if returned is None else f"out{returned[j]}" if returned[j] is not None else f"{EFFECT}{j}"
+
+    key_of = {"arg": keys.__getitem__, "mutated": lambda i: updated_key(keys[i], inst), "out": out,
+              "saved": "saved:{}".format, "cotangent": lambda j: f"cotangent:{out(j)}",
+              "grad": lambda i: grad_key(keys[i], inst), "none": lambda i: None}
     tokens: dict[str, torch.Tensor] = {}
 
     def key(stage: str, side: str, j: int, role) -> str | None:
@@ -60,7 +67,7 @@ def fx_program(acq: Acquisition, inst: Instance, program: Program) -> dict[str, 
     keys = acq.notes["graph_inputs"][0]
     graph = acq.stage("dynamo.fx").common()
     position = {t.name: i for i, t in enumerate(graph.inputs)}
-    outputs = [k for k in program.forward.outputs if k is not None and k.startswith("out")]
+    outputs = [k for k in program.forward.outputs if k is not None and k.startswith(("out", EFFECT))]
     outputs += [updated_key(keys[position[name]], inst) for name in graph.updates.values()]
     return {"dynamo.fx": Program("dynamo", "fwd", Step(acq.stage("dynamo.fx"), keys, outputs))}
 
