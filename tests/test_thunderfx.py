@@ -108,6 +108,26 @@ def test_a_failure_dynamo_wraps_is_named_by_the_backend_s_own_error():
         capture(_inst(), "fwd", _fails("one"), wrapped)
 
 
+def test_a_failure_without_a_message_says_where_it_was_raised():
+    """Thunder's splitter fails on BLOOM's fwd+bwd with a bare `assert`: the row names its line."""
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    def bare_assert():  # pytest rewrites a test file's asserts to carry messages: raise it bare
+        raise AssertionError()
+
+    try:
+        bare_assert()
+    except AssertionError as e:
+        inner = e
+
+    def wrapped(*_):
+        raise BackendCompilerFailed(lambda: None, inner, None)
+
+    with pytest.raises(NoNativePath, match=r"ThunderFX failed too \(AssertionError: no message, raised at "
+                                           r".*test_thunderfx.py:\d+ \(raise AssertionError\(\)\)\)"):
+        capture(_inst(), "fwd", _fails("one"), wrapped)
+
+
 def test_a_bad_capture_is_a_usage_error(monkeypatch, capsys):
     from irlens import cli
 

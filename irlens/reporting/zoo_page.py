@@ -102,9 +102,10 @@ def _library_package(path: str) -> str | None:
 
 
 def signature(r: Row) -> str:
-    """A failure's kind: backend, mode and its first line with numbers masked (shapes differ by model)."""
+    """A failure's kind: backend, mode and its first line with numbers masked (shapes and errors
+    differ by model); digits within a name (`fft_c2c`, `out1`, `layer3`) are part of it."""
     first = (r.reason or "").splitlines()[0] if r.reason else r.status
-    return f"{r.backend} {r.mode}: {re.sub(r'[0-9]+', 'N', first)[:200]}"
+    return f"{r.backend} {r.mode}: {re.sub(r'(?<![A-Za-z_])[0-9]+', 'N', first)[:200]}"
 
 
 def with_eager_base(doc: Document) -> Document:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import traceback
 import time
 from typing import Callable, TypeVar
 
@@ -56,9 +57,14 @@ def capture_as(value: str):
 
 def first_line(e: BaseException) -> str:
     """"<type>: <first line>" of an exception; of the backend's own where Dynamo wraps it
-    (BackendCompilerFailed's first line names only the backend object)."""
+    (BackendCompilerFailed's first line names only the backend object). One without a message (a
+    bare assert) says where it was raised: its innermost frame and that line."""
     e = getattr(e, "inner_exception", None) or e
     text = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
+    if not text and e.__traceback__ is not None:
+        frame = traceback.extract_tb(e.__traceback__)[-1]
+        where = frame.filename.split("site-packages/")[-1]
+        text = f"no message, raised at {where}:{frame.lineno}" + (f" ({frame.line})" if frame.line else "")
     return f"{type(e).__name__}: {text}"[:200]
 
 
