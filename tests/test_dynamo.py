@@ -422,6 +422,16 @@ def test_a_tensor_the_module_stores_is_no_result(mode):
             assert torch.allclose(got[key].double(), want[key], rtol=1e-5, atol=1e-6), (name, key)
 
 
+def test_graph_outputs_bind_by_identity_or_say_why_not():
+    from irlens.frontends.dynamo import returned_outputs
+
+    y, z, cache = torch.ones(2), torch.zeros(2), torch.ones(3)
+    assert returned_outputs([z, y, cache], (y, z)) == [1, 0, None]
+    assert "out1 of the module's outputs once each" in returned_outputs([y, cache], (y, y))
+    assert "out1" in returned_outputs([y], (y, torch.ones(1)))  # made outside the graph
+    assert returned_outputs([y], ({"y": y},)) is None and returned_outputs(None, (y,)) is None
+
+
 class _Indexing(nn.Module):
     """Ops whose meaning the vocabulary once got wrong (issue 18): torch.gather and
     take_along_dim (index with the input's rank), scatter_add (not index_add), argmax/argmin

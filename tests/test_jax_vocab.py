@@ -25,7 +25,7 @@ from irlens.frontends.jax import hlo_names, xla_op
 from irlens.frontends.jax import jaxpr_eqn, jaxpr_names
 from irlens.frontends.jax.hlo import hlo_to_graph
 from irlens.frontends.jax.stablehlo import stablehlo_to_graph
-from irlens.frontends.jax.jaxpr import at_level, jaxpr_to_graph
+from irlens.frontends.jax.jaxpr import MAX_CONSTANT_ELEMENTS, at_level, jaxpr_to_graph
 
 ALL = ("jaxpr", "stablehlo", "hlo")
 R = np.random.default_rng(0)
@@ -47,7 +47,8 @@ def graphs(fn, args, levels=ALL) -> dict:
     with jax.enable_x64(True):
         if "jaxpr" in levels:
             closed = jax.make_jaxpr(fn)(*args)
-            consts = [np.asarray(c) for c in closed.consts if np.shape(c) != ()]
+            # the constants the graph takes as inputs (smaller ones are `constant` nodes in it)
+            consts = [np.asarray(c) for c in closed.consts if np.size(c) > MAX_CONSTANT_ELEMENTS]
             out["jaxpr"] = (jaxpr_to_graph(closed, name="t"), consts)
         if "stablehlo" in levels or "hlo" in levels:
             lowered = jax.jit(fn, keep_unused=True).lower(*args)
@@ -348,6 +349,11 @@ CASES = {
                                 jnp.fft.irfftn(jnp.fft.rfft2(x), s=(4, 5)), jnp.real(lax.complex(x, x * 2)),
                                 jnp.imag(jnp.conj(z)), jnp.imag(z)),
                   _complex_inputs(), ALL),
+    # complex constants: scalars (whole parts too), a splat, inf; the scalings of fft's other norms
+    "complex_constants": (lambda x, z: (jnp.real(z * (1.5 + 2j)), jnp.imag(z * 2j), jnp.imag(z + lax.full(z.shape, 1 + 2j, z.dtype)),
+                                        jnp.real(z * complex(np.inf, 0)), jnp.fft.fft(z, norm="ortho").real,
+                                        jnp.fft.ifft(z, norm="forward").imag),
+                          _complex_inputs(), ALL),
     # control flow (more in test_control_flow.py)
     "fori_loop_trip_count_input": (lambda x, n: lax.fori_loop(0, n, lambda i, v: jnp.tanh(v) * i + v, x),
                                    (normal(4), 6), ALL),

@@ -74,7 +74,9 @@ def test_conforming_nodes_pass_with_provenance_and_defaults():
 
 INTEGER_OPS = {"population_count", "clz", "mulhi"}  # defined on integers only
 # operands of different shapes or kinds, with defaults for every attr (tests/test_lowering_ops.py has them)
-SHAPED = {"adaptive_avg_pool_backward", "grouped_mm", "grouped_mm_backward"}
+SHAPED = {"adaptive_avg_pool_backward", "grouped_mm", "grouped_mm_backward",
+          # complex operands, or real pairs in a last dim of 2: tests/test_lowering_ops.py's cases
+          "view_as_real", "view_as_complex"}
 
 
 def _sample(name: str, op: ops.Op, gen: torch.Generator):

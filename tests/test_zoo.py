@@ -31,7 +31,7 @@ from irlens.models import get_workload, workload_names
 from irlens.models.zoo import zoo_names
 from irlens.models.zoo.entry import projection_loss
 from irlens.numerics import Bound, allowed_errors, compare_results, ill_conditioned, rel_err, unit_roundoff
-from irlens.reporting.zoo_page import model_table, summarize, upstream_of, zoo_markdown
+from irlens.reporting.zoo_page import model_table, signature, summarize, upstream_of, zoo_markdown
 from irlens.workload import MODES, Workload, mean_square_loss, run_eager
 from irlens.zoo_run import fill_cells, merge_shards, parse_shard, shard_of, zoo_models
 
@@ -401,6 +401,16 @@ def test_the_model_table_lists_a_models_modes_together_whatever_order_a_join_lef
                                _row("model_a", "fwd", "eager")], "cpu", "cpu", preset="tiny")
     table = [line.split(" | ")[:2] for line in model_table(doc, gpu=False)[2:]]
     assert table == [["| model_a", "fwd"], ["| model_a", "fwdbwd"], ["| model_b", "fwd"]]
+
+
+def test_a_failure_kind_masks_numbers_and_shapes_not_the_digits_of_names():
+    def kind(reason):
+        return signature(_row("m", "fwd", "xla", "failed", reason=reason)).split(": ", 1)[1]
+
+    assert kind("rel err 1.25e-03 > 2 x eager's 3.0e-07") == "rel err N.Ne-N > N x eager's N.Ne-N"
+    assert kind("unexpected results: out1, out12 of fft_c2c, float32, conv2d_10") == \
+        "unexpected results: out1, out12 of fft_c2c, float32, conv2d_10"
+    assert kind("tensor<3x128xf32> at grad:blocks.3.12.bn1.weight") == "tensor<Nxf32> at grad:blocks.N.N.bn1.weight"
 
 
 def test_a_joined_rows_speedup_is_against_eager_of_its_own_run():

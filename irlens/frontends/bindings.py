@@ -62,19 +62,28 @@ def run_program(program: Program, inst: Instance, execute: Executor) -> dict:
     """Run `program` on the instance's weights and inputs; returns its results by name, as `run_eager` names them."""
     env = program_values(program, inst)
     _run_step(program.forward, execute, env)
-    n_outputs = sum(1 for k in env if k.startswith("out") and k[3:].isdigit())
+    n_outputs = output_count(env)
     if program.backward is not None:
-        outs = [env[f"out{i}"] for i in range(n_outputs)]
-        loss, cotangents = loss_and_cotangents(inst, outs)
-        env["loss"] = loss
-        env.update({f"cotangent:out{i}": c for i, c in enumerate(cotangents)})
-        env.update({f"cotangent:{k}": torch.zeros_like(v) for k, v in list(env.items()) if k.startswith(EFFECT)})
+        add_loss_and_cotangents(inst, env)
         _run_step(program.backward, execute, env)
     updated = [k for k in env if k.startswith("buffer:")]  # buffers the step updated in place
     # a parameter that requires no gradient (Whisper's sinusoidal positions) gets none, as in run_eager
     frozen = {f"grad:{n}" for n, p in inst.params().items() if not p.requires_grad}
     return {k: None if k in frozen and k not in env else env[k]
             for k in result_names(inst, program.mode, n_outputs) + updated}
+
+
+def output_count(env: dict) -> int:
+    return sum(1 for k in env if k.startswith("out") and k[3:].isdigit())
+
+
+def add_loss_and_cotangents(inst: Instance, env: dict) -> None:
+    """After a forward step: the loss of its outputs and each output's cotangent, a value that
+    is no result (`EFFECT`) zero's, as the backward step reads them."""
+    loss, cotangents = loss_and_cotangents(inst, [env[f"out{i}"] for i in range(output_count(env))])
+    env["loss"] = loss
+    env.update({f"cotangent:out{i}": c for i, c in enumerate(cotangents)})
+    env.update({f"cotangent:{k}": torch.zeros_like(v) for k, v in list(env.items()) if k.startswith(EFFECT)})
 
 
 def _run_step(step: Step, execute: Executor, env: dict) -> None:

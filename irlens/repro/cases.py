@@ -88,7 +88,7 @@ def save_case(graph: Graph, inputs: dict, stage: str, graph_path: str, values_pa
 def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: str, preset: str,
             directory: str) -> list[dict]:
     """Write one Case per step of the program into `directory`; returns them as JSON."""
-    from irlens.frontends.bindings import loss_and_cotangents, program_for, program_values
+    from irlens.frontends.bindings import add_loss_and_cotangents, program_for, program_values
     from irlens.frontends import get_frontend
     from irlens.lowering import LEVEL
     from irlens.models import resolve_workload
@@ -99,9 +99,7 @@ def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: 
     cases = []
     for index, step in enumerate(program.steps):
         if step is program.backward:
-            n_out = sum(1 for k in env if k.startswith("out") and k[3:].isdigit())
-            loss, cotangents = loss_and_cotangents(inst, [env[f"out{i}"] for i in range(n_out)])
-            env.update({f"cotangent:out{i}": c for i, c in enumerate(cotangents)}, loss=loss)
+            add_loss_and_cotangents(inst, env)
         graph = step.graph(LEVEL)
         inputs = {t.name: declared(env[k], t.dtype) for k, t in zip(step.inputs, graph.inputs)}
         values = all_values(graph, [inputs[t.name] for t in graph.inputs], device)

@@ -64,14 +64,20 @@ class GraphCapture:
         return recorded
 
 
-def returned_outputs(graph_outputs: list, returned: tuple) -> list[int | None] | None:
+def returned_outputs(graph_outputs: list | None, returned: tuple) -> list[int | None] | str | None:
     """Which of the module's returned values (`out<i>`) each Dynamo graph output is, by identity;
     None for an output the module does not return (a tensor Dynamo's bytecode stores: a cache in
-    a dict, an attribute). None (read them in order) unless every returned tensor is a graph
-    output."""
+    a dict, an attribute). A string saying why where the graph's outputs do not give each returned
+    tensor once (a tensor returned twice, or made outside the graph); None (read them in order)
+    where nothing was recorded or a returned value is not a tensor."""
+    if graph_outputs is None or not all(isinstance(r, torch.Tensor) for r in returned):
+        return None
     where = [next((i for i, r in enumerate(returned) if r is t), None) for t in graph_outputs]
-    tensors = [i for i, r in enumerate(returned) if isinstance(r, torch.Tensor)]
-    return where if sorted(i for i in where if i is not None) == tensors else None
+    missing = [f"out{i}" for i in range(len(returned)) if where.count(i) != 1]
+    if missing:
+        return (f"Dynamo's graph does not return {', '.join(missing)} of the module's outputs once each (a tensor "
+                "returned twice, or made outside the graph): its outputs cannot be bound to them")
+    return where
 
 
 def aot_roles(capture: GraphCapture) -> dict[str, tuple[list[Role], list[Role]]]:
@@ -149,7 +155,7 @@ class DynamoFrontend(Frontend):
         returned = run_compiled(torch.compile(inst.module, backend=capture, dynamic=False), inst, mode)
         notes = {"graphs": len(capture.dynamo), **graph_break_notes(counters),
                  "graph_inputs": dynamo_input_keys(capture.example_inputs, inst),  # binding.py reads them
-                 "graph_outputs": returned_outputs(capture.outputs.get(0, []), returned),
+                 "graph_outputs": returned_outputs(capture.outputs.get(0), returned),
                  "roles": aot_roles(capture)}
         torch._dynamo.reset()
 

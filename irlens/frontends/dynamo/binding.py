@@ -27,6 +27,8 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
     # Dynamo's graph output j: the module's out<i>, or a tensor its bytecode stores (a cache) and
     # the module does not return, which is no result (`effect:<j>`)
     returned = acq.notes.get("graph_outputs")
+    if isinstance(returned, str):
+        raise Unavailable(f"{acq.workload}: {returned}")
 
     def out(j: int) -> str:
         return f"out{j}" if returned is None else f"out{returned[j]}" if returned[j] is not None else f"{EFFECT}{j}"

@@ -8,8 +8,8 @@ This module is the walk; the tables are in `jaxpr_names.py`, the handlers in `ja
 Every lax primitive is accounted for: renamed (`PRIMITIVES`, `BY_DTYPE`), converted by a
 handler (`HANDLERS`, the structured ones through `irlens.frontends.jax.xla_forms`), inlined
 (`CALLS`), passed through (`IDENTITIES`), or kept `unknown:` with the reason (`CLASSIFIED`:
-random bits, control flow other than while loops and conditionals, complex numbers,
-linear-algebra decompositions). A `while` becomes the canonical `while` with its cond and body
+random bits, control flow other than while loops and conditionals, linear-algebra
+decompositions). A complex literal is a `complex(re, im)` node (literals are real numbers). A `while` becomes the canonical `while` with its cond and body
 read as closed graphs (`Node.subgraphs`) by the same walk, a `cond` the canonical `cond` with
 its branches. A param that
 changes the meaning and is not read (`PARAMS` lists those each primitive reads, `HINTS` those
@@ -62,8 +62,17 @@ class _Builder:
         from jax.extend.core import Literal
 
         if isinstance(atom, Literal):
-            return scalar_of(atom.val)
+            return self.literal(scalar_of(atom.val), atom.aval)
         return self.env[atom]
+
+    def literal(self, value, aval) -> Arg:
+        """A scalar as a literal; a complex one as `complex(re, im)` (literals are real numbers)."""
+        if not isinstance(value, complex):
+            return value
+        meta = _meta(f"{self.prefix}complex{len(self.nodes)}", aval)
+        self.taken.add(meta.name)
+        self.nodes.append(Node(meta.name, "complex", [value.real, value.imag], [meta], {}, native="literal"))
+        return meta.name
 
     def bind_input(self, var, name: str) -> None:
         self.env[var] = name
@@ -78,7 +87,21 @@ class _Builder:
 
         for var, val in zip(constvars, consts):
             if getattr(val, "shape", None) == ():
-                self.env[var] = scalar_of(val)
+                self.env[var] = self.literal(scalar_of(val), var.aval)
+            elif np.iscomplexobj(val) and np.size(val) <= MAX_CONSTANT_ELEMENTS:
+                # `complex` of two real constants (jnp.fft's scale under norm="ortho" / "forward")
+                meta = _meta(f"const{sum(n.op == 'constant' for n in self.nodes)}", var.aval)
+                dtype = {"complex64": "float32"}.get(meta.dtype, "float64")
+                parts = []
+                for part, values in (("re", np.real(val)), ("im", np.imag(val))):
+                    part_meta = TensorMeta(f"{meta.name}.{part}", meta.shape, dtype)
+                    self.nodes.append(Node(part_meta.name, "constant", [], [part_meta],
+                                           {"values": np.asarray(values).ravel().tolist(), "shape": list(meta.shape),
+                                            "dtype": dtype}, native="constvar"))
+                    parts.append(part_meta.name)
+                self.env[var] = meta.name
+                self.taken.update([meta.name, *parts])
+                self.nodes.append(Node(meta.name, "complex", parts, [meta], {}, native="constvar"))
             elif np.size(val) <= MAX_CONSTANT_ELEMENTS:
                 k = sum(n.op == "constant" for n in self.nodes)
                 meta = _meta(f"const{k}", var.aval)

@@ -7,6 +7,7 @@ node's operands). Each op converts through `xla_op.convert`, as HLO's instructio
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,14 @@ def stablehlo_to_graph(module, *, name: str, frontend: str = "jax", stage: str =
         env[arg.get_name()] = arg.get_name()
     outputs = reader.walk(block, env, "")
     return at_level(Graph(name, frontend, stage, "composite", reader.inputs, reader.nodes, outputs), level)
+
+
+def _mlir_float(text: str) -> float:
+    """A float as MLIR prints it: a decimal, or its bits in hex (inf and NaN), by their width."""
+    if text.lower().startswith("0x"):
+        raw = bytes.fromhex(text[2:])
+        return struct.unpack({2: ">e", 4: ">f", 8: ">d"}[len(raw)], raw)[0]
+    return float(text)
 
 
 def _mlir_meta(name: str, type_) -> TensorMeta:
@@ -118,7 +127,7 @@ class _MlirReader:
             self.nodes.append(Node(self.next_id(), UNKNOWN_PREFIX + "constant", [], [out],
                                    {"reason": "an array constant of complex values"}, native=op.name, scope=scope))
             return
-        parts = [float(pair.group(1)), float(pair.group(2))]
+        parts = [_mlir_float(pair.group(1)), _mlir_float(pair.group(2))]
         if out.shape:
             dtype = {"complex64": "float32"}.get(out.dtype, "float64")
             metas = [TensorMeta(f"{out.name}.{k}", out.shape, dtype) for k in ("re", "im")]
