@@ -410,7 +410,7 @@ def test_a_tensor_the_module_stores_is_no_result(mode):
                   {"tiny": {}})
     inst = wl.instantiate()
     acq = get_frontend("dynamo").acquire(inst, mode)
-    assert acq.notes["graph_outputs"] == [0, 1, None]
+    assert acq.notes["graph_outputs"] == ["out0", "out1", None]
     inst.module.cache.clear()  # it holds a tensor of the capture's graph, which a copy cannot take
     ref = inst.cast("float64")
     want = run_eager(ref.module, ref, mode)
@@ -422,14 +422,50 @@ def test_a_tensor_the_module_stores_is_no_result(mode):
             assert torch.allclose(got[key].double(), want[key], rtol=1e-5, atol=1e-6), (name, key)
 
 
+class _Counter(nn.Module):
+    """Counts its calls by reassigning a buffer (a new tensor, not an in-place update)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4))
+        self.register_buffer("count", torch.zeros(()))
+
+    def forward(self, x):
+        self.count = self.count + 1
+        return x @ self.w
+
+
+@pytest.mark.parametrize("mode", ["fwd", "fwdbwd"])
+def test_a_reassigned_buffer_is_a_result_like_one_updated_in_place(mode):
+    """The graph reads the buffer as it was before the call and returns its new value, which the
+    programs give as `buffer:count`, as eager does."""
+    from irlens.frontends.bindings import program_for, run_program, stage_programs
+    from irlens.workload import run_eager
+
+    wl = Workload("counter", lambda cfg: _Counter(), lambda cfg, dt, g: (torch.randn(3, 4, generator=g).to(dt),),
+                  {"tiny": {}})
+    inst = wl.instantiate()
+    acq = get_frontend("dynamo").acquire(inst, mode)
+    assert acq.notes["graph_outputs"] == ["out0", "buffer:count"]
+    ref = inst.cast("float64")
+    want = run_eager(ref.module, ref, mode)
+    assert torch.equal(want["buffer:count"], torch.ones((), dtype=torch.float64))
+    for name, program in {"aot": program_for(acq, inst), **stage_programs(acq, inst)}.items():
+        got = run_program(program, inst, lambda step, xs: interpret(step.graph("primitive"), xs))
+        assert set(got) == set(want), name
+        for key in want:
+            assert torch.allclose(got[key].double(), want[key], rtol=1e-5, atol=1e-6), (name, key)
+
+
 def test_graph_outputs_bind_by_identity_or_say_why_not():
     from irlens.frontends.dynamo import returned_outputs
 
     y, z, cache = torch.ones(2), torch.zeros(2), torch.ones(3)
-    assert returned_outputs([z, y, cache], (y, z)) == [1, 0, None]
-    assert "out1 of the module's outputs once each" in returned_outputs([y, cache], (y, y))
-    assert "out1" in returned_outputs([y], (y, torch.ones(1)))  # made outside the graph
-    assert returned_outputs([y], ({"y": y},)) is None and returned_outputs(None, (y,)) is None
+    assert returned_outputs([z, y, cache], (y, z), {"count": cache}) == ["out1", "out0", "buffer:count"]
+    assert returned_outputs([z, y, cache], (y, z), {}) == ["out1", "out0", None]
+    assert "out1 of the module's outputs once each" in returned_outputs([y, cache], (y, y), {})
+    assert "out1" in returned_outputs([y], (y, torch.ones(1)), {})  # made outside the graph
+    assert returned_outputs([y], ({"y": y},), {}) is None and returned_outputs(None, (y,), {}) is None
 
 
 class _Indexing(nn.Module):

@@ -124,10 +124,16 @@ def stage_programs(acq: Acquisition, inst: Instance) -> dict[str, Program]:
 
 # --- what the frontends' bindings share --------------------------------------------------
 
-def value_keys(tensors: Sequence, inst: Instance) -> list[str]:
-    """Which workload value each tensor is: parameters and buffers by identity, inputs by value
-    (a frontend calls the function on copies of the inputs)."""
-    named = {id(t): n for n, t in [*inst.module.named_parameters(), *inst.module.named_buffers()]}
+def module_tensors(inst: Instance) -> dict[str, torch.Tensor]:
+    """The module's parameters and buffers by name, the tensors themselves (identity matters)."""
+    return dict([*inst.module.named_parameters(), *inst.module.named_buffers()])
+
+
+def value_keys(tensors: Sequence, inst: Instance, module: dict[str, torch.Tensor] | None = None) -> list[str]:
+    """Which workload value each tensor is: parameters and buffers by identity (those of `module`,
+    taken before a call that reassigns a buffer; by default the module's now), inputs by value (a
+    frontend calls the function on copies of the inputs)."""
+    named = {id(t): n for n, t in (module or module_tensors(inst)).items()}
     free = list(range(len(inst.inputs)))
     keys = []
     for t in tensors:

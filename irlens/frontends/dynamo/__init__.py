@@ -21,6 +21,7 @@ import torch
 
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Program, Stage
 from irlens.frontends.dynamo.aot import Role, backward_roles, forward_roles
+from irlens.frontends.bindings import module_tensors
 from irlens.frontends.dynamo.binding import dynamo_input_keys, dynamo_program, fx_program
 from irlens.frontends.dynamo.fx import fx_to_graph
 from irlens.frontends.dynamo.vmap import expand_vmap
@@ -64,12 +65,14 @@ class GraphCapture:
         return recorded
 
 
-def returned_outputs(graph_outputs: list | None, returned: tuple) -> list[int | None] | str | None:
-    """Which of the module's returned values (`out<i>`) each Dynamo graph output is, by identity;
-    None for an output the module does not return (a tensor Dynamo's bytecode stores: a cache in
-    a dict, an attribute). A string saying why where the graph's outputs do not give each returned
-    tensor once (a tensor returned twice, or made outside the graph); None (read them in order)
-    where nothing was recorded or a returned value is not a tensor."""
+def returned_outputs(graph_outputs: list | None, returned: tuple,
+                     buffers: dict[str, torch.Tensor]) -> list[str | None] | str | None:
+    """The result each Dynamo graph output is, by identity: the module's `out<i>`, a buffer it
+    reassigned (`buffer:<name>`: after the call the buffer is that tensor), or None for a tensor
+    Dynamo's bytecode stores elsewhere (a cache in a dict). A string saying why where the graph's
+    outputs do not give each returned tensor once (a tensor returned twice, or made outside the
+    graph); None (read them in order) where nothing was recorded or a returned value is not a
+    tensor."""
     if graph_outputs is None or not all(isinstance(r, torch.Tensor) for r in returned):
         return None
     where = [next((i for i, r in enumerate(returned) if r is t), None) for t in graph_outputs]
@@ -77,7 +80,8 @@ def returned_outputs(graph_outputs: list | None, returned: tuple) -> list[int | 
     if missing:
         return (f"Dynamo's graph does not return {', '.join(missing)} of the module's outputs once each (a tensor "
                 "returned twice, or made outside the graph): its outputs cannot be bound to them")
-    return where
+    reassigned = {id(b): f"buffer:{n}" for n, b in buffers.items()}
+    return [f"out{i}" if i is not None else reassigned.get(id(t)) for i, t in zip(where, graph_outputs)]
 
 
 def aot_roles(capture: GraphCapture) -> dict[str, tuple[list[Role], list[Role]]]:
@@ -152,10 +156,11 @@ class DynamoFrontend(Frontend):
         torch._dynamo.reset()
         counters.clear()
         capture = GraphCapture()
+        before = module_tensors(inst)  # a buffer the call reassigns is another tensor after it
         returned = run_compiled(torch.compile(inst.module, backend=capture, dynamic=False), inst, mode)
         notes = {"graphs": len(capture.dynamo), **graph_break_notes(counters),
-                 "graph_inputs": dynamo_input_keys(capture.example_inputs, inst),  # binding.py reads them
-                 "graph_outputs": returned_outputs(capture.outputs.get(0), returned),
+                 "graph_inputs": dynamo_input_keys(capture.example_inputs, inst, before),  # binding.py reads them
+                 "graph_outputs": returned_outputs(capture.outputs.get(0), returned, inst.buffers()),
                  "roles": aot_roles(capture)}
         torch._dynamo.reset()
 

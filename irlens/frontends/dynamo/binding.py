@@ -24,15 +24,10 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
         raise Unavailable(f"{acq.workload}: Dynamo made {acq.notes['graphs']} graphs (graph breaks"
                           f"{': ' + reasons if reasons else ''}); a program runs one")
     keys = acq.notes["graph_inputs"][0]
-    # Dynamo's graph output j: the module's out<i>, or a tensor its bytecode stores (a cache) and
-    # the module does not return, which is no result (`effect:<j>`)
-    returned = acq.notes.get("graph_outputs")
-    if isinstance(returned, str):
-        raise Unavailable(f"{acq.workload}: {returned}")
-
-    def out(j: int) -> str:
-        return f"out{j}" if returned is None else f"out{returned[j]}" if returned[j] is not None else f"{EFFECT}{j}"
-
+    if keys is None:
+        raise Unavailable(f"{acq.workload}: Dynamo's graph reads a tensor that is no input, parameter or buffer of "
+                          "the workload")
+    out = output_key(acq)
     key_of = {"arg": keys.__getitem__, "mutated": lambda i: updated_key(keys[i], inst), "out": out,
               "saved": "saved:{}".format, "cotangent": lambda j: f"cotangent:{out(j)}",
               "grad": lambda i: grad_key(keys[i], inst), "none": lambda i: None}
@@ -61,6 +56,18 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
     return Program("dynamo", "fwdbwd", fwd, bwd, values=tokens)
 
 
+def output_key(acq: Acquisition):
+    """Dynamo's graph output j -> the result it is: the module's `out<i>`, a buffer the module
+    reassigned (`buffer:<name>`, compared like one updated in place), or a tensor its bytecode
+    stores elsewhere (a cache) and the module does not return: no result (`effect:<j>`)."""
+    returned = acq.notes.get("graph_outputs")
+    if isinstance(returned, str):
+        raise Unavailable(f"{acq.workload}: {returned}")
+    if returned is None:  # not recorded: the module's outputs, in order
+        return "out{}".format
+    return lambda j: returned[j] or f"{EFFECT}{j}"
+
+
 def fx_program(acq: Acquisition, inst: Instance, program: Program) -> dict[str, Program]:
     """In fwd mode, Dynamo's FX graph as a program of its own: it reads its inputs and returns
     the outputs, then the inputs it updates in place."""
@@ -69,18 +76,21 @@ def fx_program(acq: Acquisition, inst: Instance, program: Program) -> dict[str, 
     keys = acq.notes["graph_inputs"][0]
     graph = acq.stage("dynamo.fx").common()
     position = {t.name: i for i, t in enumerate(graph.inputs)}
-    outputs = [k for k in program.forward.outputs if k is not None and k.startswith(("out", EFFECT))]
+    out = output_key(acq)
+    outputs = [out(r.index) for r in acq.notes["roles"]["aot.forward"][1] if r.kind == "out"]
     outputs += [updated_key(keys[position[name]], inst) for name in graph.updates.values()]
     return {"dynamo.fx": Program("dynamo", "fwd", Step(acq.stage("dynamo.fx"), keys, outputs))}
 
 
-def dynamo_input_keys(example_inputs: list[list], inst: Instance) -> list[list[str] | None]:
-    """`value_keys` of each Dynamo graph's example inputs; None for a graph whose inputs are not
-    all workload values (a graph after a break reads intermediate tensors)."""
+def dynamo_input_keys(example_inputs: list[list], inst: Instance,
+                      module: dict[str, torch.Tensor] | None = None) -> list[list[str] | None]:
+    """`value_keys` of each Dynamo graph's example inputs (the module's tensors as `module` holds
+    them: before the call); None for a graph whose inputs are not all workload values (a graph
+    after a break reads intermediate tensors)."""
     keys = []
     for tensors in example_inputs:
         try:
-            keys.append(value_keys(tensors, inst))
+            keys.append(value_keys(tensors, inst, module))
         except ValueError:
             keys.append(None)
     return keys
