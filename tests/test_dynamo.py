@@ -466,6 +466,11 @@ def test_graph_outputs_bind_by_identity_or_say_why_not():
     assert "out1 of the module's outputs once each" in returned_outputs([y, cache], (y, y), {})
     assert "out1" in returned_outputs([y], (y, torch.ones(1)), {})  # made outside the graph
     assert returned_outputs([y], ({"y": y},), {}) is None and returned_outputs(None, (y,), {}) is None
+    # in fwd+bwd a view of a graph input: AOTAutograd makes it, and routes its gradient, outside its graphs
+    x = torch.ones(2, 3)
+    v = x.t()
+    assert returned_outputs([v, y], (v, y), {}) == ["out0", "out1"]
+    assert "out0 of the module's outputs is a view of a graph input" in returned_outputs([v, y], (v, y), {}, [x])
 
 
 class _Indexing(nn.Module):

@@ -65,16 +65,22 @@ class GraphCapture:
         return recorded
 
 
-def returned_outputs(graph_outputs: list | None, returned: tuple,
-                     buffers: dict[str, torch.Tensor]) -> list[str | None] | str | None:
+def returned_outputs(graph_outputs: list | None, returned: tuple, buffers: dict[str, torch.Tensor],
+                     graph_inputs: list | None = None) -> list[str | None] | str | None:
     """The result each Dynamo graph output is, by identity: the module's `out<i>`, a buffer it
     reassigned (`buffer:<name>`: after the call the buffer is that tensor), or None for a tensor
     Dynamo's bytecode stores elsewhere (a cache in a dict). A string saying why where the graph's
     outputs do not give each returned tensor once (a tensor returned twice, or made outside the
-    graph); None (read them in order) where nothing was recorded or a returned value is not a
-    tensor."""
+    graph), or, with `graph_inputs` (fwd+bwd), where a returned tensor is a view of one of them;
+    None (read them in order) where nothing was recorded or a returned value is not a tensor."""
     if graph_outputs is None or not all(isinstance(r, torch.Tensor) for r in returned):
         return None
+    views = [f"out{i}" for i, r in enumerate(returned)
+             if r._base is not None and any(r._base is t for t in graph_inputs or [])]
+    if views:
+        # AOTAutograd makes such a view outside its graphs, and its gradient flows there
+        return (f"{', '.join(views)} of the module's outputs is a view of a graph input, whose gradient flows "
+                "outside Dynamo's graphs: a program of them would miss that share")
     where = [next((i for i, r in enumerate(returned) if r is t), None) for t in graph_outputs]
     missing = [f"out{i}" for i in range(len(returned)) if where.count(i) != 1]
     if missing:
@@ -160,7 +166,9 @@ class DynamoFrontend(Frontend):
         returned = run_compiled(torch.compile(inst.module, backend=capture, dynamic=False), inst, mode)
         notes = {"graphs": len(capture.dynamo), **graph_break_notes(counters),
                  "graph_inputs": dynamo_input_keys(capture.example_inputs, inst, before),  # binding.py reads them
-                 "graph_outputs": returned_outputs(capture.outputs.get(0), returned, inst.buffers()),
+                 "graph_outputs": returned_outputs(capture.outputs.get(0), returned, inst.buffers(),
+                                                   capture.example_inputs[0] if mode == "fwdbwd" and capture.dynamo
+                                                   else None),
                  "roles": aot_roles(capture)}
         torch._dynamo.reset()
 
