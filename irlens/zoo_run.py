@@ -7,7 +7,7 @@ split: `shard_of` gives shard K of N (0 <= K < N) a deterministic share of the m
 N-th of the sorted names, from the K-th: like PyTorch's benchmark runner's `--partition-id K
 --total-partitions N`), so a Slurm array or Kubernetes indexed jobs spread the zoo over machines
 and `merge_shards` joins their documents. `fill_cells` picks the cells an earlier document has no ok
-row for (timed out, failed, left by a budget, never run), so a run fills them and a join
+row for (failed, mismatched, timed out, left by a budget, never run), so a run fills them and a join
 (`merge_shards(..., rerun=True)`) puts them in.
 """
 from __future__ import annotations
@@ -129,7 +129,8 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -
         names = shard_of(names, *cfg.shard)
     backends, skipped = zoo_backends(cfg.device, cfg.backends)
     modes = cfg.modes or list(MODES)
-    backend_names = [get_backend(b).name for b in backends]
+    frontends = {b.name: b.frontend for b in map(get_backend, backends)}  # by name: references resolved
+    backend_names = list(frontends)
     cells = {(n, m, b) for n in names for m in modes for b in backend_names}
     if cfg.fill is not None:
         cells = fill_cells(cfg.fill, names, backend_names, modes, cfg.device, cfg.preset, cfg.run_dtype)
@@ -144,7 +145,6 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -
     else:
         plan_matrix([], backends, modes, cfg.device, cfg.preset, cfg.run_dtype)  # the arguments' checks
         doc = Document("compare", [], cfg.device, preset=cfg.preset, dtype=cfg.run_dtype)
-    frontends = {b.name: b.frontend for b in map(get_backend, backends)}
     doc.rows += [Row(n, m, b, frontends[b], status="unavailable", reason=missing[n], phase="availability",
                      preset=cfg.preset) for n in names if missing[n] for m in modes for b in backend_names
                  if (n, m, b) in cells]

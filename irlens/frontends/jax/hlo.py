@@ -160,9 +160,8 @@ class HloReader:
         complex values stays an unknown constant."""
         pair = re.fullmatch(r"\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*\)", ins.args_text.strip())
         if meta.shape == () and pair:
-            node = Node(ins.name, "complex", [float(literal_value(pair.group(1))), float(literal_value(pair.group(2)))],
-                        [meta], {},
-                        native="constant", scope=scope)
+            parts = [float(literal_value(pair.group(1))), float(literal_value(pair.group(2)))]
+            node = Node(ins.name, "complex", parts, [meta], {}, native="constant", scope=scope)
         else:
             node = Node(ins.name, UNKNOWN_PREFIX + "constant", [], [meta],
                         {"reason": "an array constant of complex values"}, native="constant", scope=scope)

@@ -9,9 +9,9 @@ Every lax primitive is accounted for: renamed (`PRIMITIVES`, `BY_DTYPE`), conver
 handler (`HANDLERS`, the structured ones through `irlens.frontends.jax.xla_forms`), inlined
 (`CALLS`), passed through (`IDENTITIES`), or kept `unknown:` with the reason (`CLASSIFIED`:
 random bits, control flow other than while loops and conditionals, linear-algebra
-decompositions). A complex literal is a `complex(re, im)` node (literals are real numbers). A `while` becomes the canonical `while` with its cond and body
-read as closed graphs (`Node.subgraphs`) by the same walk, a `cond` the canonical `cond` with
-its branches. A param that
+decompositions). A complex literal is a `complex(re, im)` node (literals are real numbers). A
+`while` becomes the canonical `while` with its cond and body read as closed graphs
+(`Node.subgraphs`) by the same walk, a `cond` the canonical `cond` with its branches. A param that
 changes the meaning and is not read (`PARAMS` lists those each primitive reads, `HINTS` those
 that only guide the compiler) keeps the node unknown: a node never carries a meaning it does
 not have. Value names come from jaxpr's own pretty-printer names (`a`, `b`, ...), except the
@@ -91,7 +91,7 @@ class _Builder:
             elif np.iscomplexobj(val) and np.size(val) <= MAX_CONSTANT_ELEMENTS:
                 # `complex` of two real constants (jnp.fft's scale under norm="ortho" / "forward")
                 meta = _meta(f"const{sum(n.op == 'constant' for n in self.nodes)}", var.aval)
-                dtype = {"complex64": "float32"}.get(meta.dtype, "float64")
+                dtype = forms.part_dtype(meta.dtype)
                 parts = []
                 for part, values in (("re", np.real(val)), ("im", np.imag(val))):
                     part_meta = TensorMeta(f"{meta.name}.{part}", meta.shape, dtype)

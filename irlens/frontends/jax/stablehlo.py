@@ -129,7 +129,7 @@ class _MlirReader:
             return
         parts = [_mlir_float(pair.group(1)), _mlir_float(pair.group(2))]
         if out.shape:
-            dtype = {"complex64": "float32"}.get(out.dtype, "float64")
+            dtype = forms.part_dtype(out.dtype)
             metas = [TensorMeta(f"{out.name}.{k}", out.shape, dtype) for k in ("re", "im")]
             for meta, value in zip(metas, parts):
                 self.nodes.append(Node(self.next_id(), "full", [], [meta], full_attrs(out.shape, value, dtype),

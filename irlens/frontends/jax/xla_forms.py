@@ -343,6 +343,11 @@ def emit_scan(e: Emitter, op: str, x: str, xm: TensorMeta, out: TensorMeta, dim:
     emit_accumulating(e, op, [x], out, dim=dim, reverse=reverse)
 
 
+def part_dtype(dtype: str) -> str:
+    """The dtype of a complex dtype's real and imaginary parts."""
+    return {"complex64": "float32"}.get(dtype, "float64")
+
+
 def dtype_bits(dtype: str) -> int:
     """Bits per element of a dtype name: its first number (float8_e4m3fn: 8, int4: 4; bool: 8)."""
     found = re.search(r"\d+", dtype)
