@@ -144,6 +144,12 @@ def cases():
                                     [T("dq", q.shape), T("dk", k.shape), T("dv", v.shape)], {"scale": 0.3}),
                                [T("go", go.shape), Q, K, V, T("mask", (6, 6), "bool")],
                                [go, q, k, v, torch.rand(6, 6) > 0.3]),
+        # memory-efficient attention's bias gradient, in the bias's shape: shared by the batch, or by all
+        **{f"sdpa_backward_bias_{name}": (
+            Node("n", "sdpa_backward", ["go", "q", "k", "v", None, None, "bias"],
+                 [T("dq", q.shape), T("dk", k.shape), T("dv", v.shape), T("db", shape)], {"scale": 0.3}),
+            [T("go", go.shape), Q, K, V, T("bias", shape)], [go, q, k, v, rnd(*shape)])
+           for name, shape in (("full", (2, 3, 6, 6)), ("per_head", (1, 3, 6, 6)), ("shared", (6, 6)))},
         # CUDA's memory-efficient attention saves the log-sum-exp padded to 32 rows per head (+inf past the last)
         "sdpa_backward_padded_lse": (Node("n", "sdpa_backward", ["go", "q", "k", "v", "o", "l"],
                                           [T("dq", q.shape), T("dk", k.shape), T("dv", v.shape)], attn),
@@ -199,3 +205,19 @@ def test_sdpa_rule_gives_the_lse_and_rng_outputs_cuda_attention_declares(kept):
     assert lse.shape == (2, 3, kept) and seed.shape == () and offset.shape == () and seed == 0
     if kept:
         assert torch.allclose(lse, _padded(_causal_lse(q, k), kept), rtol=1e-12, atol=1e-12)
+
+
+def test_sdpa_backward_gives_an_additive_masks_gradient():
+    """The mask's gradient a fused kernel declares (memory-efficient attention's attn_bias, as
+    timm's relative position bias tables reach it) is the scores' gradient summed to the mask's
+    shape, as autograd through the explicit formula gives it."""
+    node, inputs, values = CASES["sdpa_backward_bias_per_head"]
+    go, q, k, v, bias = values
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v, bias)]
+    scores = leaves[0] @ leaves[1].transpose(-1, -2) * 0.3 + leaves[3]
+    want = torch.autograd.grad(torch.softmax(scores, -1) @ leaves[2], leaves, go)
+    graph = Graph("t", "test", "s", "composite", inputs, [node], [o.name for o in node.outputs])
+    for level in (graph, to_primitive(graph)):
+        got = interpret(level, values)
+        assert all(torch.allclose(g, w, rtol=1e-12, atol=1e-12) for g, w in zip(got, want, strict=True))
+

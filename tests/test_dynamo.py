@@ -10,6 +10,7 @@ from torch import nn
 
 from irlens.frontends import get_frontend
 from irlens.frontends.dynamo import GraphCapture
+from irlens.decompose import to_primitive
 from irlens.interpret import interpret
 from irlens.ir import Graph
 from irlens.frontends.dynamo.fx import fx_to_graph
@@ -82,6 +83,57 @@ def test_attention_keeps_sdpa_forward_and_backward():
     assert len(sdpa.outputs) >= 2  # output and log-sum-exp, saved for the backward
     (bwd,) = [n for n in acq.stage("aot.backward").common().nodes if n.op == "sdpa_backward"]
     assert len(bwd.inputs) == 7 and bwd.inputs[6] is None and len(bwd.outputs) == 3  # no mask
+
+
+def _efficient_attention_backward_graph(bias_shape: tuple) -> Graph:
+    """The AOT backward graph CUDA's memory-efficient attention gives an attention with a learned
+    bias (timm's BEiT, CoAtNet), built on meta tensors: the kernel is CUDA's, its meta function runs anywhere."""
+    B, H, L, D = 2, 3, 5, 8
+    meta = dict(device="meta", dtype=torch.float32)
+    vals = {"go": torch.empty(B, H, L, D, **meta), "q": torch.empty(B, H, L, D, **meta),
+            "k": torch.empty(B, H, L, D, **meta), "v": torch.empty(B, H, L, D, **meta),
+            "bias": torch.empty(bias_shape, **meta).expand(B, H, L, L), "out": torch.empty(B, H, L, D, **meta),
+            "lse": torch.empty(B, H, 32, **meta), "seed": torch.empty((), device="meta", dtype=torch.int64),
+            "offset": torch.empty((), device="meta", dtype=torch.int64)}
+    g = torch.fx.Graph()
+    args = []
+    for name, val in vals.items():
+        args.append(g.placeholder(name))
+        args[-1].meta["val"] = val
+    op = torch.ops.aten._scaled_dot_product_efficient_attention_backward.default
+    call = g.call_function(op, (*args, 0.0, [True] * 4))
+    call.meta["val"] = op(*vals.values(), 0.0, [True] * 4)
+    outs = []
+    for i, val in enumerate(call.meta["val"]):
+        outs.append(g.call_function(operator.getitem, (call, i)))
+        outs[-1].meta["val"] = val
+    g.output(tuple(outs))
+    return fx_to_graph(torch.fx.GraphModule(nn.Module(), g), name="t", frontend="dynamo", stage="aot.backward")
+
+
+def test_efficient_attentions_bias_gradient_flows_through_the_xla_lowering():
+    """Memory-efficient attention's backward returns the bias's gradient as a fourth output; the
+    common view gives it (it gave zeros: XLA called BEiT's relative position tables' gradients off by 1.0)."""
+    pytest.importorskip("jax")
+    from irlens.backends import get_backend
+
+    graph = _efficient_attention_backward_graph((1, 3, 5, 5))
+    (node,) = graph.nodes
+    assert node.op == "sdpa_backward" and [o.shape for o in node.outputs][3] == (2, 3, 5, 5)
+    gen = torch.Generator().manual_seed(0)
+    go, q, k, v = (torch.randn(2, 3, 5, 8, generator=gen, dtype=torch.float64) for _ in range(4))
+    bias = torch.randn(1, 3, 5, 5, generator=gen, dtype=torch.float64).expand(2, 3, 5, 5)
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v, bias)]
+    want = torch.autograd.grad(F.scaled_dot_product_attention(*leaves[:3], attn_mask=leaves[3]), leaves, go)
+    seed = offset = torch.zeros((), dtype=torch.int64)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    lse = torch.logsumexp(q @ k.transpose(-1, -2) / 8 ** 0.5 + bias, -1)
+    lse = torch.cat([lse, torch.full((2, 3, 27), torch.inf, dtype=lse.dtype)], -1)  # padded to 32 rows, +inf
+    args = [t.float() if t.is_floating_point() else t for t in (go, q, k, v, bias.contiguous(), out, lse, seed, offset)]
+    got = get_backend("xla").lower(to_primitive(graph), "cpu", "t")(args)
+    for g_, w in zip(got, want, strict=True):
+        assert torch.allclose(g_.double(), w, rtol=1e-4, atol=1e-5)
+    assert want[3].abs().max() > 0.1  # the bias gradient checked is not a vacuous zero
 
 
 class _Breaks(nn.Module):

@@ -73,7 +73,9 @@ sdpa = composite("sdpa", "q k v attn_mask?", outputs="out *extra", dropout_p=Att
                  doc="softmax(q k^T * scale + mask) v; a bool mask keeps where True. extra outputs: the "
                      "log-sum-exp of each score row (fused kernels keep it), then RNG/sequence bookkeeping")
 sdpa_backward = composite("sdpa_backward", "grad_out q k v out? logsumexp? attn_mask?", outputs="dq dk dv *extra",
-                          **_ATTENTION, doc="gradients of sdpa (no dropout) for q, k and v")
+                          **_ATTENTION, doc="gradients of sdpa (no dropout) for q, k and v; a fourth output, "
+                                            "where a kernel declares one, is an additive (float) mask's gradient "
+                                            "in the mask's shape (memory-efficient attention's attn_bias)")
 
 
 def _causal_keep(L: int, S: int, device) -> torch.Tensor:
@@ -107,7 +109,10 @@ def _sdpa(a, q, k, v, mask=None):
 @torch.enable_grad()
 def _sdpa_backward(a, go, q, k, v, out=None, lse=None, mask=None):
     leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
-    y, _ = _sdpa({**a, "dropout_p": 0.0}, *leaves, mask)
+    if mask is not None and mask.is_floating_point():  # a bias: the scores' gradient, summed to its shape
+        mask = mask.detach().requires_grad_(True)
+        leaves.append(mask)
+    y, _ = _sdpa({**a, "dropout_p": 0.0}, *leaves[:3], mask)
     return tuple(torch.autograd.grad(y, leaves, go))
 
 
@@ -231,8 +236,25 @@ def _sdpa_backward_rule(e, vals):
     osh = vals[go].shape
     dsum = e.emit("sum", [e.emit("mul", [go, o], osh, dt)], reduced(osh, [len(osh) - 1], True), dt,
                   dims=[len(osh) - 1], keepdim=True)
-    ds = e.emit("mul", [e.emit("mul", [p, e.emit("sub", [dp, dsum], ssh, dt)], ssh, dt), scale], ssh, dt)
+    d_scores = e.emit("mul", [p, e.emit("sub", [dp, dsum], ssh, dt)], ssh, dt)  # also an additive mask's gradient
+    ds = e.emit("mul", [d_scores, scale], ssh, dt)
     e.emit("matmul", [ds, k], dq_out.shape, dq_out.dtype, dq_out.name)
     _kv_grad(e, [transpose_last2(e, ds, ssh, dt), q], vals[k].shape, dk_out)
-    for extra in e.parent.outputs[3:]:  # a mask's gradient, where a kernel declares one: none flows
+    extras = list(e.parent.outputs[3:])
+    if extras and mask is not None and vals[mask].dtype != "bool":
+        _sum_to_declared(e, d_scores, ssh, dt, extras.pop(0))
+    for extra in extras:  # a bool mask's gradient, where a kernel declares one: none flows
         e.emit("full", [], extra.shape, extra.dtype, extra.name, value=0, dtype=extra.dtype, shape=list(extra.shape))
+
+
+def _sum_to_declared(e, x: str, shape, dt, out) -> None:
+    """`x` (of `shape`) summed over the dims `out` broadcasts along (a mask shared by the batch or
+    the heads), as `out`."""
+    declared = list(out.shape)
+    lead = len(shape) - len(declared)
+    dims = list(range(lead)) + [lead + i for i, n in enumerate(declared) if n == 1 and shape[lead + i] != 1]
+    if dims:
+        x = e.emit("sum", [x], reduced(shape, dims, True), dt, dims=dims, keepdim=True)
+    if out.dtype != dt:
+        x = e.emit("convert", [x], reduced(shape, dims, True), out.dtype, dtype=out.dtype)
+    e.emit("reshape", [x], declared, out.dtype, out.name, shape=declared)
