@@ -2,7 +2,9 @@
 
 A crash, a hang or an exception is a `failed` row and the rest of the matrix goes on. A worker
 serves consecutive cells of one backend (a cross grid: of one acquiring frontend), so their
-imports are paid once per worker; torch._dynamo is reset between cells.
+imports are paid once per worker; torch._dynamo is reset between cells. Isolated, each thread
+takes the next cell whose reference is ready, of its worker's backend where it can
+(irlens.matrix.cell_queue); the rows keep the plan's order.
 
 Where device work happens: isolated (the default), nowhere in this process. One worker
 computes every reference into a file and checks the JAX twins, in the background (cells start
@@ -31,6 +33,7 @@ import torch
 
 from irlens.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, Worker, worker_env, worker_threads
 from irlens.matrix.cell import new_row, out_of_memory, refused_natively, run_cell
+from irlens.matrix.cell_queue import CellQueue
 from irlens.matrix.document import Document, device_name, versions
 from irlens.matrix.plan import Cell, Plan
 from irlens.matrix.references import References
@@ -103,9 +106,20 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
                 return row
 
             try:
-                if jobs > 1 and isolate:
+                if isolate:  # each thread takes the next cell whose reference is ready (irlens.matrix.cell_queue)
+                    queue = CellQueue(order, lambda c: worker_key(plan, c),
+                                      lambda c: c in (known or {}) or refs.is_ready(c.workload, c.mode),
+                                      lambda c: refs.rank(c.workload, c.mode))
+
+                    def serve(_) -> dict[Cell, Row]:
+                        rows, cell = {}, queue.take()
+                        while cell is not None:
+                            rows[cell] = run(cell)
+                            cell = queue.take(cell)
+                        return rows
+
                     with ThreadPoolExecutor(jobs) as pool:
-                        done = dict(zip(order, pool.map(run, order)))
+                        done = {cell: row for rows in pool.map(serve, range(jobs)) for cell, row in rows.items()}
                 else:
                     done = {cell: run(cell) for cell in order}
             finally:

@@ -246,6 +246,7 @@ class References:
         self._twins: dict[str, str] = {}
         self._ready: dict[tuple[str, str], threading.Event] = {}
         self._twins_ready = threading.Event()
+        self._ranks: dict[tuple[str, str], int] | None = None
         self._worker: threading.Thread | None = None
         self._session = None  # the worker thread's WorkerSession, for `close`
         self._stop = threading.Event()
@@ -269,6 +270,16 @@ class References:
             self.get(workload, mode)
             return True
         return self._event((workload, mode)).wait(None if until is None else max(0.0, until - time.monotonic()))
+
+    def is_ready(self, workload: str, mode: str) -> bool:
+        """Isolated: whether the reference of a workload x mode is there (or will never be), now."""
+        return self._event((workload, mode)).is_set()
+
+    def rank(self, workload: str, mode: str) -> int:
+        """Where the reference of a workload x mode comes in the order they are computed."""
+        if self._ranks is None:
+            self._ranks = {key: i for i, key in enumerate(self._keys())}
+        return self._ranks[(workload, mode)]
 
     def _event(self, key: tuple[str, str]) -> threading.Event:
         """Isolated: the event set when the reference of `key` is ready (the worker started)."""

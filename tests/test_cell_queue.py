@@ -1,0 +1,53 @@
+"""The order a run's threads take cells in (irlens.matrix.cell_queue): no thread waits for a later
+reference while a cell whose reference is there is left, and every waiting thread waits for the
+same, next reference."""
+import threading
+
+from irlens.matrix.cell_queue import CellQueue
+from irlens.matrix.plan import Cell
+
+WORKLOADS, BACKENDS = ("a", "b", "c"), ("eager", "inductor", "xla")
+# a run's order: backend-major (a worker serves consecutive cells of one backend)
+ORDER = [Cell(w, "fwd", b) for b in BACKENDS for w in WORKLOADS]
+
+
+def queue(ready: set[str]) -> CellQueue:
+    return CellQueue(ORDER, lambda c: c.backend, lambda c: c.workload in ready, lambda c: WORKLOADS.index(c.workload))
+
+
+def test_waiting_threads_all_wait_for_the_first_reference():
+    q = queue(ready=set())
+    taken = [q.take() for _ in range(3)]
+    assert [c.workload for c in taken] == ["a", "a", "a"]  # not eager's a, b, c: threads idle behind b and c
+    assert [c.backend for c in taken] == list(BACKENDS)
+
+
+def test_a_ready_cell_of_the_threads_own_backend_comes_first():
+    q = queue(ready={"a", "b"})
+    first = q.take()
+    assert first == Cell("a", "fwd", "eager")
+    assert q.take(first) == Cell("b", "fwd", "eager")  # the same worker: no new process
+    assert q.take(Cell("b", "fwd", "eager")) == Cell("a", "fwd", "inductor")  # eager's c not ready: another ready one
+    assert q.take(Cell("a", "fwd", "xla")) == Cell("a", "fwd", "xla")
+
+
+def test_every_cell_is_taken_once_by_concurrent_threads():
+    ready: set[str] = set()
+    q = CellQueue(ORDER, lambda c: c.backend, lambda c: c.workload in ready, lambda c: WORKLOADS.index(c.workload))
+    taken, lock = [], threading.Lock()
+
+    def serve():
+        cell = q.take()
+        while cell is not None:
+            with lock:
+                taken.append(cell)
+                ready.add(cell.workload)  # as the references arrive
+            cell = q.take(cell)
+
+    threads = [threading.Thread(target=serve) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(taken, key=ORDER.index) == ORDER
+    assert q.take() is None
