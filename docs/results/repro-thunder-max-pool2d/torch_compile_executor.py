@@ -8,6 +8,14 @@ thunder+torchcompile backend uses). On the CPU machine of 2026-11-27 (torch 2.13
 does the gradient. That is the NaN of timm_resnet18's and timm_resnet50's Thunder fwd+bwd rows
 (docs/results/zoo-h200-bench, zoo-cpu-tiny).
 
+Why: where the input requires grad, Thunder decomposes max_pool2d: it pads the input with -inf
+(`prims.pad(x, -inf, ...)`), gathers each window with a convolution whose kernel is one-hot
+(`prims.convolution(t16, t32, ...)`, 9 output channels for a 3x3 window), and takes `prims.amax`
+over them. A one-hot convolution adds -inf * 0 = NaN wherever a window touches the padding. The
+default executors run ltorch.max_pool2d as torch's own kernel and never execute the
+decomposition; torch_compile_ex claims the decomposed prims and runs them (print
+`thunder.last_traces(jitted)[-1]` to see the region).
+
     python docs/results/repro-thunder-max-pool2d/torch_compile_executor.py   # exit 1 while the bug is there
 """
 import sys
