@@ -22,6 +22,17 @@ def test_waiting_threads_all_wait_for_the_first_reference():
     assert [c.backend for c in taken] == list(BACKENDS)
 
 
+def test_a_waiting_thread_keeps_its_worker():
+    q = queue(ready=set())
+    assert q.take(Cell("c", "fwd", "inductor")) == Cell("a", "fwd", "inductor")  # the next reference, same backend
+
+
+def test_a_closed_queue_hands_out_nothing():
+    q = queue(ready={"a"})
+    q.close()
+    assert q.take() is None
+
+
 def test_a_ready_cell_of_the_threads_own_backend_comes_first():
     q = queue(ready={"a", "b"})
     first = q.take()

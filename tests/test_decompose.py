@@ -29,6 +29,14 @@ def _causal_lse(q, k):
     return torch.logsumexp(s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), -math.inf), -1)
 
 
+def _causal_biased(q, k, v, bias):
+    """(out, log-sum-exp, bias) of causal attention with an additive bias, as a fused kernel saves them."""
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1]) + bias
+    s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), -math.inf)
+    lse = torch.logsumexp(s, -1)
+    return torch.exp(s - lse[..., None]) @ v, lse, bias
+
+
 def _padded(lse, rows: int):
     return torch.cat([lse, torch.full((*lse.shape[:-1], rows - lse.shape[-1]), math.inf, dtype=lse.dtype)], -1)
 
@@ -49,6 +57,7 @@ def cases():
     attn = {"is_causal": True, "scale": None}
     gn_g, gn_x = rnd(2, 6, 4, 5), rnd(2, 6, 4, 5)
     gn_stats = torch.ops.aten.native_group_norm(gn_x, None, None, 2, 6, 20, 3, 1e-5)[1:]
+    causal_bias = rnd(6, 6)
     return {
         "gelu_tanh": (Node("n", "gelu", ["x"], y, {"approximate": "tanh"}), [X], [x]),
         "gelu_erf": (Node("n", "gelu", ["x"], y, {"approximate": "none"}), [X], [x]),
@@ -150,6 +159,18 @@ def cases():
                  [T("dq", q.shape), T("dk", k.shape), T("dv", v.shape), T("db", shape)], {"scale": 0.3}),
             [T("go", go.shape), Q, K, V, T("bias", shape)], [go, q, k, v, rnd(*shape)])
            for name, shape in (("full", (2, 3, 6, 6)), ("per_head", (1, 3, 6, 6)), ("shared", (6, 6)))},
+        # with a causal mask and the saved log-sum-exp (the probabilities come from it); grouped queries
+        "sdpa_backward_bias_causal_lse": (
+            Node("n", "sdpa_backward", ["go", "q", "k", "v", "o", "l", "bias"],
+                 [T("dq", q.shape), T("dk", k.shape), T("dv", v.shape), T("db", (6, 6))], attn),
+            [T("go", go.shape), Q, K, V, T("o", o.shape), T("l", lse.shape), T("bias", (6, 6))],
+            [go, q, k, v, *_causal_biased(q, k, v, causal_bias)]),
+        "sdpa_backward_bias_gqa": (
+            Node("n", "sdpa_backward", ["go", "q", "k2", "v2", None, None, "bias"],
+                 [T("dq", q.shape), T("dk2", (2, 1, 6, 4)), T("dv2", (2, 1, 6, 4)), T("db", (2, 1, 6, 6))],
+                 {"enable_gqa": True, "scale": 0.3}),
+            [T("go", go.shape), Q, T("k2", (2, 1, 6, 4)), T("v2", (2, 1, 6, 4)), T("bias", (2, 1, 6, 6))],
+            [go, q, rnd(2, 1, 6, 4), rnd(2, 1, 6, 4), rnd(2, 1, 6, 6)]),
         # CUDA's memory-efficient attention saves the log-sum-exp padded to 32 rows per head (+inf past the last)
         "sdpa_backward_padded_lse": (Node("n", "sdpa_backward", ["go", "q", "k", "v", "o", "l"],
                                           [T("dq", q.shape), T("dk", k.shape), T("dv", v.shape)], attn),

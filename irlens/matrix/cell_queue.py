@@ -34,6 +34,14 @@ class CellQueue:
                 return None
             ready = [c for c in self._left if self._ready(c)]
             same = [c for c in ready if previous is not None and self._worker_key(c) == self._worker_key(previous)]
-            cell = (same or ready or [min(self._left, key=self._rank)])[0]
+            if not (same or ready):  # wait for the next reference, in a cell of this worker's kind where one is
+                same = [min(self._left, key=lambda c: (self._rank(c), previous is None
+                                                       or self._worker_key(c) != self._worker_key(previous)))]
+            cell = (same or ready)[0]
             self._left.remove(cell)
             return cell
+
+    def close(self) -> None:
+        """Hand out no more cells (the run stops: an exception, Ctrl-C)."""
+        with self._lock:
+            self._left.clear()

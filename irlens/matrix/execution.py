@@ -113,13 +113,22 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
 
                     def serve(_) -> dict[Cell, Row]:
                         rows, cell = {}, queue.take()
-                        while cell is not None:
-                            rows[cell] = run(cell)
-                            cell = queue.take(cell)
+                        try:
+                            while cell is not None:
+                                rows[cell] = run(cell)
+                                cell = queue.take(cell)
+                        except BaseException:  # the other threads stop after their cell, not after the queue
+                            queue.close()
+                            raise
                         return rows
 
-                    with ThreadPoolExecutor(jobs) as pool:
-                        done = {cell: row for rows in pool.map(serve, range(jobs)) for cell, row in rows.items()}
+                    with ThreadPoolExecutor(max(1, jobs)) as pool:
+                        try:
+                            done = {cell: row for rows in pool.map(serve, range(max(1, jobs)))
+                                    for cell, row in rows.items()}
+                        except BaseException:  # Ctrl-C in this thread
+                            queue.close()
+                            raise
                 else:
                     done = {cell: run(cell) for cell in order}
             finally:

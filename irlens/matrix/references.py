@@ -272,8 +272,9 @@ class References:
         return self._event((workload, mode)).wait(None if until is None else max(0.0, until - time.monotonic()))
 
     def is_ready(self, workload: str, mode: str) -> bool:
-        """Isolated: whether the reference of a workload x mode is there (or will never be), now."""
-        return self._event((workload, mode)).is_set()
+        """Whether the reference of a workload x mode is there (or will never be), now; in-process it
+        is computed when a cell asks for it."""
+        return self.directory is None or self._event((workload, mode)).is_set()
 
     def rank(self, workload: str, mode: str) -> int:
         """Where the reference of a workload x mode comes in the order they are computed."""

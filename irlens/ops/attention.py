@@ -241,7 +241,7 @@ def _sdpa_backward_rule(e, vals):
     e.emit("matmul", [ds, k], dq_out.shape, dq_out.dtype, dq_out.name)
     _kv_grad(e, [transpose_last2(e, ds, ssh, dt), q], vals[k].shape, dk_out)
     extras = list(e.parent.outputs[3:])
-    if extras and mask is not None and vals[mask].dtype != "bool":
+    if extras and mask is not None and "float" in vals[mask].dtype:  # an additive mask, as the meaning takes it
         _sum_to_declared(e, d_scores, ssh, dt, extras.pop(0))
     for extra in extras:  # a bool mask's gradient, where a kernel declares one: none flows
         e.emit("full", [], extra.shape, extra.dtype, extra.name, value=0, dtype=extra.dtype, shape=list(extra.shape))
