@@ -41,6 +41,7 @@ class ZooConfig:
     timeout: float = 300.0
     budget_s: float | None = None  # cells not started by then are `unavailable` rows saying so
     fill: Document | None = None  # run only the cells this earlier document has no ok row for
+    fill_not_run: bool = False  # with `fill`: only those it has no row that ran for (not its failures)
 
     @property
     def run_dtype(self) -> str | None:
@@ -91,11 +92,13 @@ def zoo_backends(device: str, backends: list[str] | None) -> tuple[list[str], di
 
 
 def fill_cells(previous: Document, names: list[str], backends: list[str], modes: list[str],
-               device: str, preset: str, dtype: str | None) -> frozenset[tuple[str, str, str]]:
+               device: str, preset: str, dtype: str | None, not_run: bool = False) -> frozenset[tuple[str, str, str]]:
     """(model, mode, backend) of the cells among names x modes x backends (backend names) that
-    `previous` holds no ok row for, and eager's cell for each model and mode among them where
-    `backends` has eager (the speedups' base is eager timed in the same run). `previous` must be a
-    zoo (compare) document of the same device type, preset and dtype: its rows are of these cells."""
+    `previous` holds no ok row for (with `not_run`: no row that ran, ok or not: only cells never run,
+    left by a budget, starved or unavailable, not its failures and mismatches), and eager's cell for
+    each model and mode among them where `backends` has eager (the speedups' base is eager timed in
+    the same run). `previous` must be a zoo (compare) document of the same device type, preset and
+    dtype: its rows are of these cells."""
     if previous.kind != "compare":
         raise UsageError(f"--fill takes a zoo (compare) document, not a {previous.kind} document")
     theirs = (previous.device or "").split(" ")[0].split(":")[0]
@@ -106,8 +109,9 @@ def fill_cells(previous: Document, names: list[str], backends: list[str], modes:
         raise UsageError(f"--fill: that document is of preset {previous.preset}, dtype "
                          f"{previous.dtype or _rows_dtype(previous) or 'each model its own'}; this run is of preset "
                          f"{preset}, dtype {dtype or 'each model its own'}: its rows are not of these cells")
-    ok = {(r.workload, r.mode, r.backend) for r in previous.rows if r.status == "ok"}
-    cells = {(n, m, b) for n in names for m in modes for b in backends if (n, m, b) not in ok}
+    done = {(r.workload, r.mode, r.backend) for r in previous.rows
+            if r.status == "ok" or (not_run and r.status != "unavailable")}
+    cells = {(n, m, b) for n in names for m in modes for b in backends if (n, m, b) not in done}
     if "eager" in backends:
         cells |= {(n, m, "eager") for n, m, _ in cells}
     return frozenset(cells)
@@ -133,7 +137,8 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -
     backend_names = list(frontends)
     cells = {(n, m, b) for n in names for m in modes for b in backend_names}
     if cfg.fill is not None:
-        cells = fill_cells(cfg.fill, names, backend_names, modes, cfg.device, cfg.preset, cfg.run_dtype)
+        cells = fill_cells(cfg.fill, names, backend_names, modes, cfg.device, cfg.preset, cfg.run_dtype,
+                           cfg.fill_not_run)
         names = [n for n in names if any(c[0] == n for c in cells)]
         modes = [m for m in modes if any(c[1] == m for c in cells)]
     missing = {n: get_workload(n).missing() for n in names}

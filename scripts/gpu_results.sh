@@ -31,6 +31,8 @@
 #   bash scripts/gpu_results.sh zoo4-xla     # 4 GPUs, <= 9.5 min: XLA fwd and fwd+bwd of the same models, then
 #                                            # three GPU checks where the zoo has left a GPU
 #   bash scripts/gpu_results.sh zoo4-rest    # 4 GPUs, <= 8.5 min: fwd+bwd cells, few per GPU; ZOO_PLAN says which
+#   bash scripts/gpu_results.sh zoo4-fill    # 4 GPUs, <= 9 min: the cells the H200 page has never run, its models
+#                                            # over the 4 GPUs (join: docs/results/zoo-h200-bench/README.md)
 #   bash scripts/gpu_results.sh repro-minigpt        # ONE GPU, <= 6 min: the nvFuser minigpt fwd+bwd crash, reduced
 #   bash scripts/gpu_results.sh repro-cross-entropy  # ONE GPU, <= 6 min: the nvFuser cross-entropy fwd+bwd assert, reduced
 # The parallel tables profile each row (--profile: where the step time goes); each table's logs go
@@ -302,6 +304,17 @@ case "${1:-}" in
     done
     wait
     pack_zoo zoo-rest ;;
+  zoo4-fill)  # 4 GPUs, <= 9 min: every cell the page ($ZOO_FILL, default the H200 page) holds no row that ran
+    # for (never run, left by a budget, starved), the zoo's models spread over the GPUs (--shard K/4), each
+    # process 4 cells at once, eager beside them; its failures are not run again (a zoo4-rest plan does that)
+    ZOO_LIMIT=${ZOO_LIMIT_S:-540} ZOO_CELL=${ZOO_CELL_S:-180}
+    fill=${ZOO_FILL:-docs/results/zoo-h200-bench/zoo.json.gz}
+    for gpu in 0 1 2 3; do
+      zoo_on_gpu "$gpu" "zoo-fill-$gpu" --mode fwd,fwdbwd --shard "$gpu/4" --fill "$fill" --fill-not-run \
+        --jobs "${ZOO_JOBS:-4}"
+    done
+    wait
+    pack_zoo zoo-fill ;;
   parallel8) table llama3-8b-8gpu --table llama3-8b-8gpu ${ROWS:+--rows "$ROWS"} ;;
   parallel1)  # one GPU, about 8 minutes on an H100 (rows run in order until each table's budget is spent):
     # llama3:1B at the preset's batch 8 (16k tokens) eager vs compiled, then batch 2 and 16; then

@@ -366,6 +366,9 @@ def test_fill_runs_only_the_cells_an_earlier_document_has_no_ok_row_for(tmp_path
     assert fill_cells(previous, ["hf_llama", "hf_bert"], ["eager", "inductor"], ["fwd", "fwdbwd"], "cpu", "tiny",
                       None) == {("hf_llama", "fwdbwd", "eager"), ("hf_llama", "fwdbwd", "inductor"),
                                 *{("hf_bert", m, b) for m in ("fwd", "fwdbwd") for b in ("eager", "inductor")}}
+    # --fill-not-run: not the failure, only what never ran
+    assert fill_cells(previous, ["hf_llama", "hf_bert"], ["eager", "inductor"], ["fwd", "fwdbwd"], "cpu", "tiny",
+                      None, not_run=True) == {("hf_bert", m, b) for m in ("fwd", "fwdbwd") for b in ("eager", "inductor")}
     # the same cells whether the run names the models' own dtype (their rows') or leaves it to them
     rows_f32 = dataclasses.replace(previous, rows=[dataclasses.replace(r, dtype="float32") for r in previous.rows])
     assert fill_cells(rows_f32, ["hf_llama"], ["inductor"], ["fwdbwd"], "cpu", "tiny", "float32") == {
@@ -384,6 +387,7 @@ def test_fill_runs_only_the_cells_an_earlier_document_has_no_ok_row_for(tmp_path
                  "--mode", "fwd", "--out", str(out)]) == 0
     assert "nothing to run" in capsys.readouterr().err and read_document(out / "zoo.json").rows == []
     assert main(["zoo", "--fill", str(path), "--from", str(path)]) == 2
+    assert main(["zoo", "--fill-not-run", "--models", "hf_llama"]) == 2
     # a failed eager cell is run again, alone: a document of that one row, which a join puts in
     write_document(dataclasses.replace(previous, rows=[_row("hf_llama", "fwd", "eager", "failed")] + previous.rows[1:]),
                    path)

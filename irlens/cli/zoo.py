@@ -52,6 +52,10 @@ def add_arguments(p) -> None:
                         "and modes asked for, and eager's beside them where --backends has eager (the speedups' base); "
                         "join with --from RESULTS_JSON OUT/zoo.json --rerun. None to run: a document without rows, "
                         "exit 0 (default: run every cell)")
+    p.add_argument("--fill-not-run", action="store_true",
+                   help="with --fill: only the cells that document holds no row that ran for (never run, left by "
+                        "a budget, starved of the device, unavailable), not its failures and mismatches (default: "
+                        "every cell without an ok row)")
     p.add_argument("--repro", action="store_true",
                    help="write an `irlens repro` file for each kind of failure that is upstream's (OUT/repro/)")
     add_frontend_settings(p)
@@ -71,13 +75,15 @@ def run(args) -> int:
         raise UsageError("--rerun joins documents: give them with --from")
     if args.fill and args.from_:
         raise UsageError("--fill runs cells; --from rebuilds a page without running: give one of them")
+    if args.fill_not_run and not args.fill:
+        raise UsageError("--fill-not-run narrows --fill: give the document with --fill")
     out = Path(args.out)
     if args.from_:
         doc = merge_shards([read_document(path) for path in args.from_], rerun=args.rerun)
     else:
         cfg = ZooConfig(args.models, args.family, args.backends, args.modes, args.device, args.preset, args.dtype,
                         parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s,
-                        read_document(args.fill) if args.fill else None)
+                        read_document(args.fill) if args.fill else None, args.fill_not_run)
         doc = run_zoo(cfg, command=shlex.join(["irlens", "zoo", *sys.argv[2:]]) if sys.argv[1:2] == ["zoo"] else None)
         if cfg.fill is not None and not doc.rows:
             skipped = doc.runs[0]["zoo"]["backends_not_run"]
