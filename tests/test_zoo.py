@@ -525,3 +525,24 @@ def test_rows_written_before_starved_rows_are_rewritten_by_the_same_rule():
     assert rewritten(kept) is kept  # 122 s counted of 420, and not waiting at the kill
     compiling = _row("m", "fwdbwd", "nvfuser", "failed", reason="timed out after 420 s (compiling, its last 408 s)")
     assert rewritten(compiling) is compiling
+
+
+def test_a_model_inductor_captured_then_failed_running_counts_as_acquired(monkeypatch):
+    """A native run that fails after Dynamo captured the model (CoAtNet's backward in torch's
+    attention on an H200) keeps the graphs, and the page counts the model as acquired, not ran."""
+    import irlens.backends.inductor as inductor
+    from irlens.backends import get_backend
+
+    def compile_then_fail(step, device, **_):
+        step.call(step.prepare())  # Dynamo captures and Inductor compiles here
+        raise RuntimeError("(*bias): last dimension must be contiguous")
+
+    monkeypatch.setattr(inductor, "measure", compile_then_fail)
+    wl = Workload.from_module("mlp", torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), ((2, 4),))
+    reference = compute_reference(wl, "fwd", "cpu", "tiny", None)
+    row = run_cell(wl, get_backend("inductor"), "fwd", "cpu", "tiny", None, reference)
+    assert row.status == "failed" and row.phase == "run" and "last dimension" in row.reason
+    assert row.graphs and row.notes["acquired_graphs"] == len(row.graphs)
+    stripped = dataclasses.replace(row, graphs={})  # a committed page keeps no graphs: the note counts
+    (inductor_stats,) = summarize(Document("compare", [stripped], "cpu", "cpu", preset="tiny"))
+    assert (inductor_stats.acquired, inductor_stats.ran) == (1, 0)

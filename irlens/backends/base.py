@@ -42,6 +42,13 @@ class BackendRun:
         return len(self.kernels) if self.launches is None else self.launches
 
 
+def note_acquired(error: BaseException, graphs: list) -> None:
+    """Mark a run's failure as one after the backend had acquired `graphs` (it captured the model,
+    then failed compiling or running it): the row counts the model as acquired and keeps them."""
+    if graphs:
+        error.irlens_acquired_graphs = list(graphs)
+
+
 def with_kernels(results: dict, compile_s: float, run_us: float, mapping: Callable[[], BackendRun],
                  **kept) -> BackendRun:
     """The finished run `mapping()` returns: its kernels (graphs, notes) read from the backend's

@@ -101,6 +101,7 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
             phase = "acquire"
             call_progress.stage("acquiring")
             program = via_program(row, backend, inst, mode, e)
+            row.notes = {**row.notes, "acquired_graphs": len(program.steps)}  # Dynamo's program: acquired
             phase = "run"
             call_progress.stage("compiling")
             run, host = timed(lambda: backend.run_program(inst, program))
@@ -119,6 +120,10 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         # a stack's failure irlens wrapped (CaptureFailed): the traceback of the stack's own error,
         # whose innermost frame says whose it is
         inner = e.__cause__ if isinstance(e, CaptureFailed) and e.__cause__ is not None else e
+        graphs = getattr(e, "irlens_acquired_graphs", None)
+        if graphs:  # the backend had captured the model: acquired, then failed (irlens.backends.base.note_acquired)
+            row.graphs = {g.stage: g for g in graphs}
+            row.notes = {**row.notes, "acquired_graphs": len(graphs)}
         return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", "".join(traceback.format_exception(inner))[-3000:])
 
 

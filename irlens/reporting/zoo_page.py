@@ -54,8 +54,9 @@ class StackSummary:
 
 
 def acquired(r: Row) -> bool:
-    """The backend made graphs of the model: it ran, or failed only after (comparing its results)."""
-    return r.ran or bool(r.graphs) or r.phase == "compare"
+    """The backend made graphs of the model: it ran, or failed only after (compiling or running
+    them, `notes["acquired_graphs"]`, or comparing its results)."""
+    return r.ran or bool(r.graphs) or r.phase == "compare" or bool((r.notes or {}).get("acquired_graphs"))
 
 
 def timed_out(r: Row) -> bool:

@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_kernels
+from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, note_acquired, with_kernels
 from irlens.backends.inductor.debug import GraphDebug, debug_trace, graph_stages, triton_asm
 from irlens.frontends.base import Availability, Stage
 from irlens.frontends.dynamo import graph_break_notes, indexed
@@ -161,7 +161,11 @@ class InductorBackend(Backend):
         capture = InductorCapture(inst.name)
         compiled = torch.compile(inst.module, backend=capture, dynamic=False)
         step = eager_step(compiled, inst, mode)
-        results, compile_s, run_us = measure(step, inst.device)
+        try:
+            results, compile_s, run_us = measure(step, inst.device)
+        except Exception as e:  # Dynamo's graphs were there (a backward that fails at run time)
+            note_acquired(e, [c.graph for c in capture.compiled])
+            raise
         breaks = graph_break_notes(counters)
 
         def mapping() -> BackendRun:
