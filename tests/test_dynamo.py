@@ -85,7 +85,7 @@ def test_attention_keeps_sdpa_forward_and_backward():
     assert len(bwd.inputs) == 7 and bwd.inputs[6] is None and len(bwd.outputs) == 3  # no mask
 
 
-def _efficient_attention_backward_graph(bias_shape: tuple) -> Graph:
+def _efficient_attention_backward_graph(bias_shape: tuple, bias_grad: bool = True) -> Graph:
     """The AOT backward graph CUDA's memory-efficient attention gives an attention with a learned
     bias (timm's BEiT, CoAtNet), built on meta tensors: the kernel is CUDA's, its meta function runs anywhere."""
     B, H, L, D = 2, 3, 5, 8
@@ -101,10 +101,11 @@ def _efficient_attention_backward_graph(bias_shape: tuple) -> Graph:
         args.append(g.placeholder(name))
         args[-1].meta["val"] = val
     op = torch.ops.aten._scaled_dot_product_efficient_attention_backward.default
-    call = g.call_function(op, (*args, 0.0, [True] * 4))
-    call.meta["val"] = op(*vals.values(), 0.0, [True] * 4)
+    wanted = [True, True, True, bias_grad]
+    call = g.call_function(op, (*args, 0.0, wanted))
+    call.meta["val"] = op(*vals.values(), 0.0, wanted)
     outs = []
-    for i, val in enumerate(call.meta["val"]):
+    for i, val in enumerate(call.meta["val"][:4 if bias_grad else 3]):
         outs.append(g.call_function(operator.getitem, (call, i)))
         outs[-1].meta["val"] = val
     g.output(tuple(outs))
@@ -134,6 +135,11 @@ def test_efficient_attentions_bias_gradient_flows_through_the_xla_lowering():
     for g_, w in zip(got, want, strict=True):
         assert torch.allclose(g_.double(), w, rtol=1e-4, atol=1e-5)
     assert want[3].abs().max() > 0.1  # the bias gradient checked is not a vacuous zero
+
+
+def test_efficient_attention_without_the_bias_gradient_declares_three_outputs():
+    (node,) = _efficient_attention_backward_graph((1, 3, 5, 5), bias_grad=False).nodes
+    assert node.op == "sdpa_backward" and len(node.outputs) == 3 and node.inputs[6] == "bias"
 
 
 class _Breaks(nn.Module):
