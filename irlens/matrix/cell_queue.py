@@ -34,10 +34,11 @@ class CellQueue:
                 return None
             ready = [c for c in self._left if self._ready(c)]
             same = [c for c in ready if previous is not None and self._worker_key(c) == self._worker_key(previous)]
-            if not (same or ready):  # wait for the next reference, in a cell of this worker's kind where one is
-                same = [min(self._left, key=lambda c: (self._rank(c), previous is None
-                                                       or self._worker_key(c) != self._worker_key(previous)))]
-            cell = (same or ready)[0]
+            if same or ready:
+                cell = (same or ready)[0]
+            else:  # wait for the next reference, in a cell of this worker's kind where one is
+                cell = min(self._left, key=lambda c: (self._rank(c), previous is None
+                                                      or self._worker_key(c) != self._worker_key(previous)))
             self._left.remove(cell)
             return cell
 
