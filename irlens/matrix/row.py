@@ -120,11 +120,6 @@ class Row:
         return failed[0] if failed else max(ratios, key=lambda n: ratios[n], default=None)
 
     @property
-    def rounding_judged(self) -> str:
-        """The default run's mismatch of a row judged ok with eager's roundings ("" for any other)."""
-        return (self.notes or {}).get("rounding_judged", "")
-
-    @property
     def ill_conditioned(self) -> dict[str, str]:
         """The results whose check is ill-conditioned -> why (irlens.numerics.ill_conditioned)."""
         return {n: c.ill_conditioned for n, c in self.results.items() if c.ill_conditioned}

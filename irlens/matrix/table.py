@@ -13,15 +13,11 @@ from irlens.timing import UNSTEADY_SPREAD, unsteady
 FALLBACK_MARK = "†"  # judged against a reference below float64
 UNSTEADY_MARK = "!"  # the timed steps spread above UNSTEADY_SPREAD
 VACUOUS_MARK = "∅"  # every output (or result) exactly zero in the reference and the run: nothing compared
-ROUNDING_MARK = "≈"  # ok judged with eager's roundings (a half-precision run, irlens.matrix.cell)
 
 
 def status_text(r: Row) -> str:
-    """The row's status as tables show it: marked where its check compared nothing (Row.compared_nothing)
-    or was judged with eager's roundings (Row.rounding_judged)."""
-    if r.compared_nothing:
-        return f"{r.status} {VACUOUS_MARK}"
-    return f"{r.status} {ROUNDING_MARK}" if r.rounding_judged else r.status
+    """The row's status as tables show it: marked where its check compared nothing (Row.compared_nothing)."""
+    return f"{r.status} {VACUOUS_MARK}" if r.compared_nothing else r.status
 
 
 def _fmt(value, spec: str) -> str:
@@ -87,25 +83,12 @@ def format_table(doc: Document) -> str:
     notes += [f"{r.backend} ({r.workload}/{r.mode}): {r.capture_note}" for r in doc.rows if r.capture_note]
     notes += ill_conditioned_lines(doc)
     notes += vacuous_lines(doc.rows)
-    notes += rounding_lines(doc.rows)
     notes += module_mode_lines(doc.rows)
     shaky = [r for r in doc.rows if r.ran and unsteady(r.run_spread)]
     if shaky:
         notes.append(f"{UNSTEADY_MARK} unsteady timing ({len(shaky)} rows): the timed steps' interquartile range is "
                      f"above {UNSTEADY_SPREAD:.0%} of their median")
     return "\n".join(out + ([""] + notes if notes else []) + unknown_lines(doc))
-
-
-def rounding_lines(rows: list[Row]) -> list[str]:
-    """One line per backend whose half-precision rows are ok only with eager's roundings: the default
-    run's mismatch of each (irlens.matrix.cell._recheck_with_eager_roundings)."""
-    found: dict[str, list[str]] = {}
-    for r in rows:
-        if r.rounding_judged:
-            found.setdefault(r.label, []).append(f"{r.workload}/{r.mode}: {r.rounding_judged}")
-    return [f"{ROUNDING_MARK} ok with eager's roundings ({backend}; its default rounding points gave a mismatch, "
-            f"which results it hits changes with the seed, and eager's own as often: docs/numerics.md): "
-            + "; ".join(cases) for backend, cases in found.items()]
 
 
 def module_mode_lines(rows: list[Row]) -> list[str]:
