@@ -76,6 +76,24 @@ def test_a_mismatch_rounding_does_not_fix_says_that_and_float32_is_not_rerun():
         assert row.status == "mismatch" and backend.runs == 1 and "eager_roundings" not in row.notes
 
 
+class FailsRounding(OffUnlessRounding):
+    """Off by default; raises when asked to round as eager does."""
+
+    def run(self, inst, mode):
+        if self.inside:
+            raise RuntimeError("no kernel for that rounding")
+        return super().run(inst, mode)
+
+
+def test_a_recheck_that_fails_leaves_the_mismatch_and_says_why():
+    wl = _workload()
+    row = run_cell(wl, FailsRounding(), "fwd", "cpu", "tiny", "bfloat16",
+                   compute_reference(wl, "fwd", "cpu", "tiny", "bfloat16"))
+    assert row.status == "mismatch" and row.reason.startswith("out0: rel err")
+    assert row.notes["eager_roundings"] == ("the recheck with eager's roundings failed: RuntimeError: "
+                                            "no kernel for that rounding")
+
+
 def test_inductor_rounds_as_eager_with_its_own_switch():
     config = torch._inductor.config
     before = config.emulate_precision_casts
