@@ -311,7 +311,7 @@ case "${1:-}" in
     fill=${ZOO_FILL:-docs/results/zoo-h200-bench/zoo.json.gz}
     for gpu in 0 1 2 3; do
       zoo_on_gpu "$gpu" "zoo-fill-$gpu" --mode fwd,fwdbwd --shard "$gpu/4" --fill "$fill" --fill-not-run \
-        --jobs "${ZOO_JOBS:-4}"
+        --jobs "${ZOO_JOBS:-4}" --thunder-capture "${ZOO_THUNDER_CAPTURE:-auto}"
     done
     wait
     pack_zoo zoo-fill ;;
@@ -359,5 +359,5 @@ case "${1:-}" in
     echo "ncu check rc=$?" | tee -a "$R/times.txt" ;;
   repro-minigpt) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_minigpt ;;
   repro-cross-entropy) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_cross_entropy ;;
-  *) echo "usage: $0 single|single1|checks1|parallel2|parallel2-checks|parallel|parallel-8b|parallel-moe|parallel8|parallel1|bench1-cold|bench1-warm|ncu1|zoo4-fwd|zoo4-fwdbwd|zoo4-thunder|zoo4-nvfuser|zoo4-thunder-nvfuser|zoo4-xla|zoo4-rest|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
+  *) echo "usage: $0 single|single1|checks1|parallel2|parallel2-checks|parallel|parallel-8b|parallel-moe|parallel8|parallel1|bench1-cold|bench1-warm|ncu1|zoo4-fwd|zoo4-fwdbwd|zoo4-thunder|zoo4-nvfuser|zoo4-thunder-nvfuser|zoo4-xla|zoo4-rest|zoo4-fill|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
 esac

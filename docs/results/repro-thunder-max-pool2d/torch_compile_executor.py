@@ -1,12 +1,14 @@
-"""Thunder's padded max_pool2d through its torch.compile executor: NaN in the forward and the gradient.
+"""Thunder's padded max_pool2d through its torch.compile executor: NaN in its output and gradient.
 
 Upstream code only (torch, thunder). `F.max_pool2d(x, 3, 2, 1)` (ResNet's stem) on an input that
 requires grad, through thunder.jit and through ThunderFX (thunder.dynamo.ThunderCompiler), each once
 with Thunder's default executors and once with `torch_compile_ex` first (what irlens's
 thunder+torchcompile backend uses). On the CPU machine of 2026-11-27 (torch 2.13.0+cpu, thunder
-0.2.6) the default executors agree with eager; with torch_compile_ex the forward holds NaN and so
-does the gradient. That is the NaN of timm_resnet18's and timm_resnet50's Thunder fwd+bwd rows
-(docs/results/zoo-h200-bench, zoo-cpu-tiny).
+0.2.6) the default executors agree with eager; with torch_compile_ex the pooled output holds NaN and so
+does the gradient. It reproduces the NaN gradients near the stem of timm_resnet18's and
+timm_resnet50's Thunder fwd+bwd rows (docs/results/zoo-h200-bench, zoo-cpu-tiny); in those full
+models the forward output stayed finite, if wrong (how the NaN stayed out of it there was not
+traced).
 
 Why: where the input requires grad, Thunder decomposes max_pool2d: it pads the input with -inf
 (`prims.pad(x, -inf, ...)`), gathers each window with a convolution whose kernel is one-hot
