@@ -29,8 +29,7 @@ from irlens.gpu_turns import gpu_alone, sharing_gpu
 from irlens.ir import Graph, Kernel, jsonable
 from irlens.lowering import LEVEL
 from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
-from irlens.matrix.input_draws import judge_over_draws
-from irlens.matrix.references import Reference, compute_reference, first_line
+from irlens.matrix.references import Reference, first_line
 from irlens.matrix.row import Row
 from irlens.models import resolve_workload
 from irlens.numerics import compare_results, judged_bounds, tolerance
@@ -111,9 +110,7 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         _check(row, run, reference, inst.dtype, host.timing)
         row.notes = run.notes
         if row.status == "mismatch" and inst.dtype in HALF_DTYPES and row.via is None:
-            _judge_over_draws(row, backend, wl, mode, device, preset, dtype, reference)
-            if row.status == "mismatch":  # what rounding as eager does makes of it, for the reason
-                _recheck_with_eager_roundings(row, backend, wl, mode, device, preset, dtype, reference)
+            _recheck_with_eager_roundings(row, backend, wl, mode, device, preset, dtype, reference)
         row.graphs = {g.stage: g for g in run.graphs}  # what the kernels' node ids refer to (the fusion map)
         row.coverage = kernel_coverage(run.kernels, run.graphs) if run.graphs else None
         return row
@@ -160,26 +157,6 @@ def _recheck_with_eager_roundings(row: Row, backend: Backend, wl: Workload, mode
             verdict = f"with eager's roundings too: {probe.reason.splitlines()[0] if probe.reason else probe.status}"
     row.notes["eager_roundings"] = verdict
     row.reason = f"{row.reason}; {verdict}" if row.reason else verdict
-
-
-def _judge_over_draws(row: Row, backend: Backend, wl: Workload, mode: str, device: str, preset: str,
-                      dtype: str | None, reference: Reference) -> None:
-    """The mismatch judged over other draws of the inputs (irlens.matrix.input_draws); a draw that
-    fails to run leaves the mismatch, saying why."""
-    def probe(inputs: tuple) -> Row:
-        if "torch._dynamo" in sys.modules:
-            torch._dynamo.reset()
-        drawn = compute_reference(wl, mode, device, preset, dtype, inputs=inputs)
-        inst = drawn.pin(wl.instantiate(preset, dtype, device))
-        checked = new_row(wl, mode, backend, None)
-        _check(checked, backend.run(inst, mode), drawn, inst.dtype)
-        return checked
-
-    call_progress.stage("judging over other input draws")
-    try:
-        judge_over_draws(row, reference.inputs, probe)
-    except Exception as e:
-        row.notes["input_draws"] = f"not judged over other input draws: {type(e).__name__}: {first_line(e)}"
 
 
 def via_program(row: Row, backend: Backend, inst: Instance, mode: str, why: NoNativePath) -> Program:

@@ -67,16 +67,12 @@ class Reference:
                    d["eager_problem"], d["conditions"])
 
 
-def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None,
-                      inputs: tuple | None = None) -> Reference:
+def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None) -> Reference:
     """Eager's results in the highest precision that runs (float64, else float32, else the run's
-    own dtype), from the same weights and inputs a backend gets (rounded to its dtype; `inputs`:
-    other inputs, in that dtype, instead of the workload's own); eager's own error in the run's
-    dtype on them; the loss's condition. Out of memory is raised (the worker tries elsewhere); when
-    no precision runs, float64's failure is raised."""
+    own dtype), from the same weights and inputs a backend gets (rounded to its dtype); eager's
+    own error in the run's dtype on them; the loss's condition. Out of memory is raised (the
+    worker tries elsewhere); when no precision runs, float64's failure is raised."""
     inst = wl.instantiate(preset, dtype, device)
-    if inputs is not None:
-        inst.inputs = inputs
     state = {k: v.clone() for k, v in inst.module.state_dict().items()}  # before any forward could change it
     ref_dtype, results, fallback = highest_precision_results(inst, mode)
     reference = Reference(results, state, inst.inputs, ref_dtype, fallback)

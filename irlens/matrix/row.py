@@ -120,11 +120,6 @@ class Row:
         return failed[0] if failed else max(ratios, key=lambda n: ratios[n], default=None)
 
     @property
-    def judged_over_draws(self) -> str:
-        """The first draw's mismatch of a row judged ok over other input draws ("" for any other)."""
-        return (self.notes or {}).get("judged_over_draws", "")
-
-    @property
     def ill_conditioned(self) -> dict[str, str]:
         """The results whose check is ill-conditioned -> why (irlens.numerics.ill_conditioned)."""
         return {n: c.ill_conditioned for n, c in self.results.items() if c.ill_conditioned}

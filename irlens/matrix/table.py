@@ -13,15 +13,11 @@ from irlens.timing import UNSTEADY_SPREAD, unsteady
 FALLBACK_MARK = "†"  # judged against a reference below float64
 UNSTEADY_MARK = "!"  # the timed steps spread above UNSTEADY_SPREAD
 VACUOUS_MARK = "∅"  # every output (or result) exactly zero in the reference and the run: nothing compared
-DRAWS_MARK = "≈"  # ok judged over other input draws (a half-precision mismatch, irlens.matrix.input_draws)
 
 
 def status_text(r: Row) -> str:
-    """The row's status as tables show it: marked where its check compared nothing (Row.compared_nothing)
-    or was judged over other input draws (Row.judged_over_draws)."""
-    if r.compared_nothing:
-        return f"{r.status} {VACUOUS_MARK}"
-    return f"{r.status} {DRAWS_MARK}" if r.judged_over_draws else r.status
+    """The row's status as tables show it: marked where its check compared nothing (Row.compared_nothing)."""
+    return f"{r.status} {VACUOUS_MARK}" if r.compared_nothing else r.status
 
 
 def _fmt(value, spec: str) -> str:
@@ -87,25 +83,12 @@ def format_table(doc: Document) -> str:
     notes += [f"{r.backend} ({r.workload}/{r.mode}): {r.capture_note}" for r in doc.rows if r.capture_note]
     notes += ill_conditioned_lines(doc)
     notes += vacuous_lines(doc.rows)
-    notes += draws_lines(doc.rows)
     notes += module_mode_lines(doc.rows)
     shaky = [r for r in doc.rows if r.ran and unsteady(r.run_spread)]
     if shaky:
         notes.append(f"{UNSTEADY_MARK} unsteady timing ({len(shaky)} rows): the timed steps' interquartile range is "
                      f"above {UNSTEADY_SPREAD:.0%} of their median")
     return "\n".join(out + ([""] + notes if notes else []) + unknown_lines(doc))
-
-
-def draws_lines(rows: list[Row]) -> list[str]:
-    """One line per backend whose half-precision rows are ok judged over other input draws: the first
-    draw's mismatch of each (irlens.matrix.input_draws)."""
-    found: dict[str, list[str]] = {}
-    for r in rows:
-        if r.judged_over_draws:
-            found.setdefault(r.label, []).append(f"{r.workload}/{r.mode}: {r.judged_over_draws}")
-    return [f"{DRAWS_MARK} ok over other input draws ({backend}; each result's median error over the draws within "
-            f"its bound, where the first draw gave a mismatch: docs/numerics.md): " + "; ".join(cases)
-            for backend, cases in found.items()]
 
 
 def module_mode_lines(rows: list[Row]) -> list[str]:

@@ -10,7 +10,7 @@ from irlens.ceilings import Ceilings, describe
 from irlens.ir import Graph, Kernel
 from irlens.matrix import Document, Row
 from irlens.matrix.table import (FALLBACK_MARK, UNSTEADY_MARK, VACUOUS_MARK, error_figures, run_figure, status_text,
-                                 draws_lines, vacuous_lines, via_lines)
+                                 vacuous_lines, via_lines)
 from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Text
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_svg
@@ -109,7 +109,7 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], c
                         for r in rows if r.ran and r.reference_fallback})
     shaky = [f"{r.label}: {UNSTEADY_MARK} unsteady timing: the timed steps' interquartile range is "
              f"{r.run_spread:.0%} of their median" for r in rows if r.ran and unsteady(r.run_spread)]
-    vacuous = vacuous_lines(rows) + draws_lines(rows)
+    vacuous = vacuous_lines(rows)
     if fallbacks or shaky or vacuous:
         section.blocks.append(Text(fallbacks + shaky + vacuous, style="note"))
     ran = [r for r in rows if r.ran]
