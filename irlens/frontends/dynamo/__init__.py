@@ -194,7 +194,7 @@ class DynamoFrontend(Frontend):
         return dynamo_program(acq, inst)
 
     def stage_programs(self, acq: Acquisition, inst: Instance, program: Program) -> dict[str, Program]:
-        return fx_program(acq, inst, program)
+        return fx_program(acq, inst)
 
     # every torch workload has AOTAutograd's ATen graphs, forward and backward: a step's work is counted from them
     counts_work = True

@@ -68,7 +68,7 @@ def output_key(acq: Acquisition):
     return lambda j: returned[j] or f"{EFFECT}{j}"
 
 
-def fx_program(acq: Acquisition, inst: Instance, program: Program) -> dict[str, Program]:
+def fx_program(acq: Acquisition, inst: Instance) -> dict[str, Program]:
     """In fwd mode, Dynamo's FX graph as a program of its own: it reads its inputs and returns
     the outputs, then the inputs it updates in place."""
     if acq.mode != "fwd":
