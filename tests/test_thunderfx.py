@@ -425,6 +425,20 @@ def test_a_thunder_region_s_outputs_keep_dynamo_s_strides():
     torch.testing.assert_close(x.grad, torch.full_like(x, 2.0))
 
 
+def test_a_thunder_region_s_one_bare_output_keeps_dynamo_s_strides():
+    """A region of one output returns it bare, not in a tuple: it gets Dynamo's strides too (the
+    pool's Inductor region asserted channels-last strides on Thunder's contiguous layer norm:
+    `expected size 8==8, stride 25==1 at dim=1`, as CoAtNet's fwd+bwd on an H200)."""
+    from irlens.backends import get_backend
+
+    inst = model("layer_norm_2d_then_pool").instantiate()
+    with capture_as("thunderfx"):
+        run = get_backend("thunder+torchcompile").run(inst, "fwdbwd")
+    summary = run.notes["thunderfx"]
+    assert summary["thunder_regions"] >= 1 and summary["inductor_regions"] == 1
+    assert_close_to_float64(run.results, inst, "fwdbwd")
+
+
 @pytest.mark.slow
 def test_a_fallback_regions_vmap_is_read_as_functorch_batches_it():
     """Mamba's selective scan runs under torch.vmap, which ThunderFX leaves to Inductor: the

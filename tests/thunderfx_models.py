@@ -89,6 +89,21 @@ class BatchNormThenNoGradient(torch.nn.Module):
         return torch.nn.functional.adaptive_avg_pool2d(self.head(y), 1).flatten(1)
 
 
+class LayerNorm2dThenPool(torch.nn.Module):
+    """timm's LayerNorm2d (a layer norm over channels between two permutes, CoAtNet's and ConvNeXt's)
+    before a pooling head Thunder has no gradient for: eager leaves the norm's output channels-last,
+    Thunder writes it contiguously, and the Inductor region of the pool was compiled for (and
+    asserts) the channels-last strides. The Thunder region has one output, which it returns bare."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(8)
+
+    def forward(self, x):
+        y = self.norm(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        return torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)
+
+
 class VmapScale(torch.nn.Module):
     """A vmapped function between two ops (Mamba's selective scan vmaps its steps)."""
 
@@ -156,6 +171,8 @@ batch_norm_then_no_gradient = dataclasses.replace(
     _workload("batch_norm_then_no_gradient", BatchNormThenNoGradient, _randn(2, 3, 8, 8),
               "conv, train-mode BatchNorm, erfcx (Inductor's), conv, adaptive_avg_pool2d (no Thunder gradient)"),
     training=True)
+layer_norm_2d_then_pool = _workload("layer_norm_2d_then_pool", LayerNorm2dThenPool, _randn(2, 8, 5, 5),
+                                    "permute, layer_norm, permute back, adaptive_avg_pool2d (no Thunder gradient)")
 llama = _workload("tiny_llama", tiny_llama, _ids, "a 1-layer LlamaModel of transformers, random weights")
 mamba = _workload("tiny_mamba", tiny_mamba, _ids, "a 1-layer MambaModel of transformers (its slow path), random weights")
 resnet = _workload("tiny_resnet", tiny_resnet, _randn(2, 3, 32, 32),

@@ -217,7 +217,9 @@ class _GuardedRegion(torch.nn.Module):
 
     Its outputs get the strides Dynamo recorded for them: the Inductor region after it was compiled
     for those and asserts them, while nvFuser may return another layout of the same values (a
-    transposed view's result written contiguously; seen on an H200 with a transformers Llama)."""
+    transposed view's result written contiguously; seen on an H200 with a transformers Llama), and
+    Thunder writes timm's LayerNorm2d (a layer norm between two permutes) contiguously where eager
+    leaves it channels-last (CoAtNet's pooling head asserted it on an H200)."""
 
     def __init__(self, jitted, graph: int, region: torch.fx.GraphModule):
         super().__init__()
@@ -229,7 +231,9 @@ class _GuardedRegion(torch.nn.Module):
             result = self.jitted(*args)
         except Exception as e:
             raise RegionFailed(self.graph, culprits(self.region, e), e) from e
-        if not isinstance(result, (tuple, list)) or len(result) != len(self.strides):
+        if not isinstance(result, (tuple, list)):  # a region of one output returns it bare (split_module)
+            return restride(result, self.strides[0]) if len(self.strides) == 1 else result
+        if len(result) != len(self.strides):
             return result
         return type(result)(restride(t, stride) for t, stride in zip(result, self.strides))
 
