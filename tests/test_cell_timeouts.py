@@ -209,10 +209,13 @@ def test_a_cell_starved_of_the_device_is_not_measured_and_a_hung_one_fails(tmp_p
 
     class Refusing:
         def __init__(self, failure):
-            self.failure = failure
+            self.failure, self.closed = failure, False
 
         def call(self, *args):
             raise self.failure
+
+        def close(self):
+            self.closed = True
 
     waited = ("timed out after 420 s (compiling, its last 5 s); it waited 400 s for turns on the device, "
               "of which 0 s did not count")
@@ -223,6 +226,38 @@ def test_a_cell_starved_of_the_device_is_not_measured_and_a_hung_one_fails(tmp_p
     runner._worker = lambda cell: Refusing(CallFailed("timed out after 420 s (compiling, its last 409 s)"))
     row = runner._call(cell, {})
     assert (row.status, row.phase) == ("failed", "worker")
+
+
+def test_a_worker_an_error_escaped_a_cell_of_is_not_given_the_next_cell(tmp_path):
+    """A cell's failures are rows; an error out of its entry (a CUDA error a kernel left, found when
+    the cell freed its memory) means the worker's state is broken: the next cell gets a new worker,
+    not the poisoned one (on an H200 two hf_gemma cells failed loading their references after hf_bart's
+    illegal memory access). A row that came back keeps its worker."""
+    (tmp_path / "workload.py").write_text(WORKLOAD)
+    plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager"], ["fwd"], "cpu", "tiny", None)
+    (cell,) = plan.cells()
+    runner = execution.IsolatedRunner(plan, None, 420.0, None)
+
+    class Worker:
+        def __init__(self, reply):
+            self.reply, self.closed = reply, False
+
+        def call(self, *args):
+            if isinstance(self.reply, Exception):
+                raise self.reply
+            return self.reply
+
+        def close(self):
+            self.closed = True
+
+    raising = Worker(CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered"))
+    runner._worker = lambda cell: raising
+    row = runner._call(cell, {})
+    assert (row.status, row.phase) == ("failed", "worker") and "illegal memory access" in row.reason
+    assert raising.closed  # `_worker` starts a new one for the next cell: a closed worker is not alive
+    answering = Worker(Row("TANH", "fwd", "eager", None, status="ok").to_record())
+    runner._worker = lambda cell: answering
+    assert runner._call(cell, {}).status == "ok" and not answering.closed
 
 
 @pytest.mark.parametrize("waited_s, waiting_for_s, max_wait_s, want", [

@@ -259,7 +259,8 @@ class InProcessRunner:
 
 
 class IsolatedRunner:
-    """Runs cells in worker processes: one per thread, restarted on a crash, a hang or a new backend
+    """Runs cells in worker processes: one per thread, restarted on a crash, a hang, an error out of the
+    cell's entry (its own failures are rows) or a new backend
     (a cross grid: a new acquiring frontend). A cell's waits for turns on the device do not count
     against its timeout (irlens.call_progress), up to `max_wait_s()`."""
 
@@ -312,9 +313,14 @@ class IsolatedRunner:
         return wait if self.deadline is None else max(0.0, min(wait, self.deadline - time.monotonic()))
 
     def _call(self, cell: Cell, kwargs: dict) -> Row:
+        worker = self._worker(cell)
         try:
-            return Row.from_record(self._worker(cell).call(CELL_ENTRY, kwargs, self.timeout, self.max_wait_s()))
+            return Row.from_record(worker.call(CELL_ENTRY, kwargs, self.timeout, self.max_wait_s()))
         except CallFailed as e:
+            # a cell's own failures come back as rows: what escaped it broke the worker's state, e.g. a
+            # CUDA context a kernel's illegal memory access left unusable, which the next cells would
+            # meet at their first allocation (two hf_gemma nvFuser cells on an H200, after hf_bart's)
+            worker.close()
             if e.starved:
                 return cell_row(self.plan, cell).unavailable(STARVED_PHASE, starved_reason(e.reason), e.detail)
             return cell_row(self.plan, cell).fail("worker", e.reason, e.detail)

@@ -40,7 +40,11 @@ BUDGET_PHASE = "budget"  # a row's phase when its cell never started: the run's 
 # a row's phase when its cell timed out waiting, for the most part, for turns on the device that
 # the run's other cells held: it says nothing of the stack
 STARVED_PHASE = "starved"
-NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE)  # rows a later run's row for the cell replaces (irlens zoo --from)
+# a row's phase when its cell failed before its own work, in a worker an earlier cell's CUDA error had
+# left unusable (documents written before such workers were restarted: IsolatedRunner._call)
+BROKEN_WORKER_PHASE = "broken-worker"
+NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE, BROKEN_WORKER_PHASE)  # rows a later run's row for the cell
+# replaces (irlens zoo --from)
 
 
 @dataclass
