@@ -308,3 +308,31 @@ def test_no_reference_starts_after_the_runs_deadline(tmp_path):
         refs.close()
     assert entry.out_of_budget and entry.path is None and "budget" in entry.error
     assert (row.status, row.phase) == ("unavailable", BUDGET_PHASE), row
+
+
+def test_compiling_ahead_gives_no_cell_to_a_worker_an_error_escaped_a_cell_of(tmp_path, monkeypatch):
+    """As in the timed runs: the cell after a failed call to a worker gets a new worker."""
+    from irlens.matrix import compile_ahead
+
+    (tmp_path / "workload.py").write_text(WORKLOAD)
+    plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager"], ["fwd", "fwdbwd"], "cpu", "tiny", None)
+    started = []
+
+    class Failing:
+        def __init__(self, **kwargs):
+            self.closed = False
+            started.append(self)
+
+        @property
+        def alive(self):
+            return not self.closed
+
+        def call(self, *args):
+            raise CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered")
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(compile_ahead, "Worker", Failing)
+    lost = compile_ahead.compile_ahead([plan], 60.0, 1, compile_ahead.Log(None, "key"))
+    assert len(lost[plan.dtype]) == 2 and len(started) == 2 and all(w.closed for w in started)

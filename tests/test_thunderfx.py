@@ -425,6 +425,20 @@ def test_a_thunder_region_s_outputs_keep_dynamo_s_strides():
     torch.testing.assert_close(x.grad, torch.full_like(x, 2.0))
 
 
+def test_an_expanded_region_output_keeps_its_zero_stride():
+    """Dynamo recorded an expanded output (stride 0), the region wrote it in full: it comes back
+    expanded, same values, and the gradient reaching the inputs is the same."""
+    from irlens.frontends.thunder.thunderfx import restride
+
+    x = torch.randn(2, 3, 1, requires_grad=True)
+    full = (x * 2).expand(2, 3, 4).contiguous()
+    out = restride(full, (3, 1, 0))
+    assert out.stride() == (3, 1, 0)
+    torch.testing.assert_close(out, full)
+    (out * torch.arange(4.0)).sum().backward()
+    torch.testing.assert_close(x.grad, torch.full_like(x, 2.0 * 6))
+
+
 def test_a_thunder_region_s_one_bare_output_keeps_dynamo_s_strides():
     """A region of one output returns it bare, not in a tuple: it gets Dynamo's strides too (the
     pool's Inductor region asserted channels-last strides on Thunder's contiguous layer norm:

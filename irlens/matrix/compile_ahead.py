@@ -138,12 +138,14 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
             progress.start(f"{label(plan, cell)} · {plan.dtype}")
         kwargs = dict(workload=cell.workload, mode=cell.mode, backend=cell.backend, device=plan.device,
                       preset=plan.preset, dtype=plan.dtype)
+        serving = worker(plan, cell)
         try:
-            reply = worker(plan, cell).call(ENTRY, kwargs, timeout)
+            reply = serving.call(ENTRY, kwargs, timeout)
             if reply["status"] == "ok" and ":" not in cell.workload:  # built-ins only (see Log)
                 with lock:
                     log.compiled.add(cell_id(plan, cell))
         except CallFailed as e:
+            serving.close()  # as IsolatedRunner._call: what escaped the cell broke the worker's state
             row = new_row(plan.workloads[cell.workload], cell.mode, backend).fail(
                 "compile ahead", f"while compiling ahead: {e.reason}", e.detail)
             if not out_of_memory(row):  # beside the other compiles; alone, in its turn, it may fit

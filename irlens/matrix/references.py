@@ -372,6 +372,7 @@ class References:
                             workload=workload, device=p.device, dtype=p.dtype, gpu_lock=self.gpu_lock), self.timeout,
                             self.max_wait_s)
                     except CallFailed as e:
+                        worker.close()  # the next call starts a new one: this one's state may be broken
                         self._twins[workload] = (f"cannot check the JAX twin of workload "
                                                  f"{p.workloads[workload].name!r}: {e.reason}")
                 self._twins_ready.set()
@@ -385,6 +386,7 @@ class References:
                         worker.call(f"{__name__}:reference_in_worker", kwargs, self.timeout, self.max_wait_s)
                         self._cache[(workload, mode)] = Entry(None, path, "")
                     except CallFailed as e:
+                        worker.close()  # as above (a CUDA error would fail every later reference)
                         self._cache[(workload, mode)] = Entry(None, None, f"the float64 eager reference failed: {e.reason}")
                     self._ready[(workload, mode)].set()
         finally:  # whatever stopped this thread, nobody may wait forever

@@ -18,7 +18,8 @@ BEFORE_ITS_WORK = re.compile(r"in cell_in_worker\n\s+reference = Reference\.load
 
 
 def rewritten(row):
-    if row.status != "failed" or row.phase != "worker" or "CUDA error" not in (row.reason or "") \
+    # the sticky error only: out of memory or a busy device could meet a fresh worker too
+    if row.status != "failed" or row.phase != "worker" or "illegal memory access" not in (row.reason or "") \
             or not BEFORE_ITS_WORK.search(row.detail or ""):
         return row
     return dataclasses.replace(row, status="unavailable", phase=BROKEN_WORKER_PHASE,

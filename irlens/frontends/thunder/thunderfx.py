@@ -250,10 +250,16 @@ def output_strides(region: torch.fx.GraphModule) -> list[tuple[int, ...] | None]
 
 
 def restride(t, stride: tuple[int, ...] | None):
-    """`t` with `stride`, copied (differentiably) only where its own differs."""
+    """`t` with `stride`, copied (differentiably) only where its own differs. A stride of 0 (Dynamo
+    recorded an expanded output; its values repeat along that dimension) keeps index 0 there and
+    expands it: a copy cannot write one element from many."""
     if not isinstance(t, torch.Tensor) or stride is None or len(stride) != t.dim() or t.stride() == stride:
         return t
-    return torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device).copy_(t)
+    source = t
+    for dim in (d for d, s in enumerate(stride) if s == 0):
+        source = source.narrow(dim, 0, 1)
+    out = torch.empty_strided(source.shape, stride, dtype=t.dtype, device=t.device).copy_(source)
+    return out.expand(t.shape)
 
 
 def _recording_compiler(thunder_options: dict, hidden: dict[tuple[int, str], str], no_gradient: dict[str, str]):
