@@ -461,6 +461,14 @@ def test_speedups_and_their_geomean_are_shown_on_a_gpu_document():
     assert upstream_of(_row("m", "fwdbwd", "nvfuser", "failed", reason="boom", detail=cut)) is None
     user = 'Traceback (most recent call last):\n  File "/home/u/torch/myproj/x.py", line 9'
     assert upstream_of(_row("m", "fwdbwd", "nvfuser", "failed", reason="boom", detail=user)) is None
+    # an illegal memory access surfaces at a later call (hf_bart's nvFuser fwd+bwd on an H200: torch's
+    # empty_cache): the frame that raised it does not say whose kernel it was
+    fault = _row("hf_bart", "fwdbwd", "nvfuser", "failed",
+                 reason="AcceleratorError: CUDA error: an illegal memory access was encountered",
+                 detail='Traceback (most recent call last):\n  File "/v/site-packages/torch/cuda/memory.py", line 224')
+    assert upstream_of(fault) is None
+    assert "— a kernel's fault, reported at a later call: whose kernel, not known; 1 rows: hf_bart" in \
+        zoo_markdown(Document("compare", [*rows, fault], "cuda", "NVIDIA H100", preset="bench"))
     slow = Document("compare", [*rows, _row("hf_bert", "fwd", "nvfuser", "failed", reason="timed out after 450 s",
                                             detail=logged)], "cuda", "NVIDIA H100", preset="bench")
     assert "**nvfuser fwd: timed out after N s** — a time limit, nothing crashed; 1 rows: hf_bert" in zoo_markdown(slow)

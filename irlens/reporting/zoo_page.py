@@ -63,16 +63,26 @@ def timed_out(r: Row) -> bool:
     return "timed out after" in (r.reason or "").split("\n", 1)[0]
 
 
+# a kernel's fault, which CUDA reports at a later call: the frame that raised it is not where it came from
+_KERNEL_FAULT = re.compile(r"CUDA error: (?:an illegal memory access|device-side assert|unspecified launch failure|"
+                           r"misaligned address|an illegal instruction)")
+
+
+def kernel_fault(r: Row) -> bool:
+    return bool(_KERNEL_FAULT.search((r.reason or "").split("\n", 1)[0]))
+
+
 def upstream_of(r: Row) -> str | None:
     """The package a failure's innermost traceback frame is in, where that is upstream's; None
     for irlens's own, for a failure with no traceback, and for a timeout: a timed-out worker's
     stderr may show a warning's frame or a logged traceback (Inductor's "Failed to pickle cache
-    key"), which says nothing of where the time went. Frames of code generated at run time (a
+    key"), which says nothing of where the time went; nor for a kernel's fault (an illegal memory
+    access), raised at whichever call came after it. Frames of code generated at run time (a
     compiler's program: "thunder.backward_fn_12", "<eval_with_key>.3") have no file: the
     innermost frame with one, the code that ran it, decides. Where the kept tail of the worker's
     stderr holds no Python frame at all, a C++ exception's innermost native frame (c10's "frame #0:
     ... (0x... in <library>)", as nvFuser's and torch's asserts print them) decides by its library."""
-    if timed_out(r):
+    if timed_out(r) or kernel_fault(r):
         return None
     detail = r.detail or ""
     start = detail.rfind("Traceback")
@@ -245,7 +255,9 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
                   "traceback is in that package.", ""]
         for sig, rows, upstream in found:
             who = (f"upstream ({upstream})" if upstream else
-                   "a time limit, nothing crashed" if timed_out(rows[0]) else "irlens or unknown")
+                   "a time limit, nothing crashed" if timed_out(rows[0]) else
+                   "a kernel's fault, reported at a later call: whose kernel, not known" if kernel_fault(rows[0]) else
+                   "irlens or unknown")
             models = ", ".join(sorted({r.workload for r in rows}))
             repro = (repros or {}).get(sig)
             lines.append(f"- **{sig}** — {who}; {len(rows)} rows: {models}" + (f"; reproducer: `{repro}`" if repro else ""))
