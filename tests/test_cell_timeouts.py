@@ -198,6 +198,25 @@ def test_the_zoo_page_groups_timeouts_by_stage():
     assert signature(c) != signature(a)
 
 
+class FakeWorker:
+    """A worker whose every call gives `reply` (raised where it is an exception)."""
+
+    def __init__(self, reply):
+        self.reply, self.closed = reply, False
+
+    @property
+    def alive(self):
+        return not self.closed
+
+    def call(self, *args):
+        if isinstance(self.reply, Exception):
+            raise self.reply
+        return self.reply
+
+    def close(self):
+        self.closed = True
+
+
 def test_a_cell_starved_of_the_device_is_not_measured_and_a_hung_one_fails(tmp_path):
     """A worker call that timed out mostly waiting for turns (CallFailed.starved) gives an
     `unavailable` row in STARVED_PHASE, saying so (a later run's row replaces it in a join); one that
@@ -207,23 +226,13 @@ def test_a_cell_starved_of_the_device_is_not_measured_and_a_hung_one_fails(tmp_p
     (cell,) = plan.cells()
     runner = execution.IsolatedRunner(plan, None, 420.0, None)
 
-    class Refusing:
-        def __init__(self, failure):
-            self.failure, self.closed = failure, False
-
-        def call(self, *args):
-            raise self.failure
-
-        def close(self):
-            self.closed = True
-
     waited = ("timed out after 420 s (compiling, its last 5 s); it waited 400 s for turns on the device, "
               "of which 0 s did not count")
-    runner._worker = lambda cell: Refusing(CallFailed(waited, starved=True))
+    runner._worker = lambda cell: FakeWorker(CallFailed(waited, starved=True))
     row = runner._call(cell, {})
     assert (row.status, row.phase) == ("unavailable", execution.STARVED_PHASE)
     assert row.reason == f"not measured: {waited}: the run's other cells held the device (fewer cells at once: --jobs)"
-    runner._worker = lambda cell: Refusing(CallFailed("timed out after 420 s (compiling, its last 409 s)"))
+    runner._worker = lambda cell: FakeWorker(CallFailed("timed out after 420 s (compiling, its last 409 s)"))
     row = runner._call(cell, {})
     assert (row.status, row.phase) == ("failed", "worker")
 
@@ -238,24 +247,12 @@ def test_a_worker_an_error_escaped_a_cell_of_is_not_given_the_next_cell(tmp_path
     (cell,) = plan.cells()
     runner = execution.IsolatedRunner(plan, None, 420.0, None)
 
-    class Worker:
-        def __init__(self, reply):
-            self.reply, self.closed = reply, False
-
-        def call(self, *args):
-            if isinstance(self.reply, Exception):
-                raise self.reply
-            return self.reply
-
-        def close(self):
-            self.closed = True
-
-    raising = Worker(CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered"))
+    raising = FakeWorker(CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered"))
     runner._worker = lambda cell: raising
     row = runner._call(cell, {})
     assert (row.status, row.phase) == ("failed", "worker") and "illegal memory access" in row.reason
     assert raising.closed  # `_worker` starts a new one for the next cell: a closed worker is not alive
-    answering = Worker(Row("TANH", "fwd", "eager", None, status="ok").to_record())
+    answering = FakeWorker(Row("TANH", "fwd", "eager", None, status="ok").to_record())
     runner._worker = lambda cell: answering
     assert runner._call(cell, {}).status == "ok" and not answering.closed
 
@@ -318,21 +315,10 @@ def test_compiling_ahead_gives_no_cell_to_a_worker_an_error_escaped_a_cell_of(tm
     plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager"], ["fwd", "fwdbwd"], "cpu", "tiny", None)
     started = []
 
-    class Failing:
-        def __init__(self, **kwargs):
-            self.closed = False
-            started.append(self)
+    def failing(**kwargs):
+        started.append(FakeWorker(CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered")))
+        return started[-1]
 
-        @property
-        def alive(self):
-            return not self.closed
-
-        def call(self, *args):
-            raise CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered")
-
-        def close(self):
-            self.closed = True
-
-    monkeypatch.setattr(compile_ahead, "Worker", Failing)
+    monkeypatch.setattr(compile_ahead, "Worker", failing)
     lost = compile_ahead.compile_ahead([plan], 60.0, 1, compile_ahead.Log(None, "key"))
     assert len(lost[plan.dtype]) == 2 and len(started) == 2 and all(w.closed for w in started)
