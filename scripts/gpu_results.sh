@@ -306,12 +306,13 @@ case "${1:-}" in
     pack_zoo zoo-rest ;;
   zoo4-fill)  # 4 GPUs, <= 9 min: every cell the page ($ZOO_FILL, default the H200 page) holds no row that ran
     # for (never run, left by a budget, starved), the zoo's models spread over the GPUs (--shard K/4), each
-    # process 4 cells at once, eager beside them; its failures are not run again (a zoo4-rest plan does that)
+    # process 4 cells at once, eager beside them; its failures are not run again (a zoo4-rest plan does that).
+    # ZOO_BACKENDS (e.g. eager,inductor,xla): only those stacks' cells, the quick ones in a call of their own
     ZOO_LIMIT=${ZOO_LIMIT_S:-540} ZOO_CELL=${ZOO_CELL_S:-180}
     fill=${ZOO_FILL:-docs/results/zoo-h200-bench/zoo.json.gz}
     for gpu in 0 1 2 3; do
       zoo_on_gpu "$gpu" "zoo-fill-$gpu" --mode fwd,fwdbwd --shard "$gpu/4" --fill "$fill" --fill-not-run \
-        --jobs "${ZOO_JOBS:-4}" --thunder-capture "${ZOO_THUNDER_CAPTURE:-auto}"
+        --jobs "${ZOO_JOBS:-4}" --thunder-capture "${ZOO_THUNDER_CAPTURE:-auto}" ${ZOO_BACKENDS:+--backends "$ZOO_BACKENDS"}
     done
     wait
     pack_zoo zoo-fill ;;
