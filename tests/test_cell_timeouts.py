@@ -322,3 +322,28 @@ def test_compiling_ahead_gives_no_cell_to_a_worker_an_error_escaped_a_cell_of(tm
     monkeypatch.setattr(compile_ahead, "Worker", failing)
     lost = compile_ahead.compile_ahead([plan], 60.0, 1, compile_ahead.Log(None, "key"))
     assert len(lost[plan.dtype]) == 2 and len(started) == 2 and all(w.closed for w in started)
+
+
+def test_the_references_worker_is_replaced_after_a_failed_reference(tmp_path, monkeypatch):
+    """A reference that failed in its worker leaves the next reference a new worker (a CUDA error
+    there would fail every later reference, each blamed on its own model)."""
+    import irlens.isolation
+    from irlens.matrix.references import References
+
+    (tmp_path / "workload.py").write_text(WORKLOAD)
+    plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager"], ["fwd", "fwdbwd"], "cpu", "tiny", None)
+    started = []
+
+    def failing(*args, **kwargs):
+        started.append(FakeWorker(CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered")))
+        return started[-1]
+
+    monkeypatch.setattr(irlens.isolation, "Worker", failing)
+    refs = References(plan, str(tmp_path), 60.0)
+    try:
+        refs.start()
+        entries = [refs.get(cell.workload, cell.mode) for cell in plan.cells()]
+    finally:
+        refs.close()
+    assert all(e.path is None and "illegal memory access" in e.error for e in entries)
+    assert len(started) == 2 and all(w.closed for w in started)
