@@ -256,7 +256,7 @@ def restride(t, stride: tuple[int, ...] | None):
     if not isinstance(t, torch.Tensor) or stride is None or len(stride) != t.dim() or t.stride() == stride:
         return t
     source = t
-    for dim in (d for d, s in enumerate(stride) if s == 0):
+    for dim in (d for d, s in enumerate(stride) if s == 0 and t.shape[d] > 1):  # size 0 or 1: nothing repeats
         source = source.narrow(dim, 0, 1)
     out = torch.empty_strided(source.shape, stride, dtype=t.dtype, device=t.device).copy_(source)
     return out.expand(t.shape)
