@@ -47,6 +47,22 @@ ORPHAN_POLL_S = 1.0
 _ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception)\b.*|terminate called .*|.*CUDA error: .*|\s*what\(\): .*)$")
 
 
+# the words each CUDA fault is reported with (the runtime's, the driver's), by fault. A fault is sticky:
+# whichever CUDA call comes after the kernel that made it reports it, whatever that call's code
+CUDA_FAULTS = {
+    "illegal memory access": ("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress"),
+    "misaligned address": ("misaligned address", "CUDA_ERROR_MISALIGNED_ADDRESS", "cudaErrorMisalignedAddress"),
+    "device-side assert": ("device-side assert", "CUDA_ERROR_ASSERT", "cudaErrorAssert"),
+    "illegal instruction": ("illegal instruction", "CUDA_ERROR_ILLEGAL_INSTRUCTION", "cudaErrorIllegalInstruction"),
+    "unspecified launch failure": ("unspecified launch failure", "CUDA_ERROR_LAUNCH_FAILED", "cudaErrorLaunchFailure"),
+}
+
+
+def cuda_fault(text: str) -> str | None:
+    """The CUDA fault (its name in CUDA_FAULTS) `text` reports, if any."""
+    return next((fault for fault, words in CUDA_FAULTS.items() if any(w in text for w in words)), None)
+
+
 def _first_error_line(lines: list[str]) -> int | None:
     return next((i for i, line in enumerate(lines) if _ERROR_LINE.match(line)), None)
 

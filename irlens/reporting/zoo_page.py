@@ -17,6 +17,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
+from irlens.isolation import cuda_fault
 from irlens.matrix.document import Document
 from irlens.matrix.row import Row
 from irlens.matrix.table import VACUOUS_MARK, ill_conditioned_lines, module_mode_lines, vacuous_lines
@@ -63,13 +64,9 @@ def timed_out(r: Row) -> bool:
     return "timed out after" in (r.reason or "").split("\n", 1)[0]
 
 
-# a kernel's fault, which CUDA reports at a later call: the frame that raised it is not where it came from
-_KERNEL_FAULT = re.compile(r"CUDA error: (?:an illegal memory access|device-side assert|unspecified launch failure|"
-                           r"misaligned address|an illegal instruction)")
-
-
 def kernel_fault(r: Row) -> bool:
-    return bool(_KERNEL_FAULT.search((r.reason or "").split("\n", 1)[0]))
+    """A kernel's fault, which CUDA reports at a later call: the frame that raised it is not where it came from."""
+    return cuda_fault((r.reason or "").split("\n", 1)[0]) is not None
 
 
 def upstream_of(r: Row) -> str | None:

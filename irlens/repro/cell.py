@@ -20,17 +20,9 @@ from dataclasses import dataclass
 
 from irlens.dtypes import COMPUTE_DTYPES
 from irlens.errors import UsageError
-from irlens.isolation import CallFailed, describe_exit, first_error, stderr_excerpt
+from irlens.isolation import CallFailed, cuda_fault, describe_exit, first_error, stderr_excerpt
 from irlens.workload import MODES, PRESETS
 
-# the words each CUDA fault is reported with (the runtime's, the driver's), by fault
-CUDA_FAULTS = {
-    "illegal memory access": ("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress"),
-    "misaligned address": ("misaligned address", "CUDA_ERROR_MISALIGNED_ADDRESS", "cudaErrorMisalignedAddress"),
-    "device-side assert": ("device-side assert", "CUDA_ERROR_ASSERT", "cudaErrorAssert"),
-    "illegal instruction": ("illegal instruction", "CUDA_ERROR_ILLEGAL_INSTRUCTION", "cudaErrorIllegalInstruction"),
-    "unspecified launch failure": ("unspecified launch failure", "CUDA_ERROR_LAUNCH_FAILED", "cudaErrorLaunchFailure"),
-}
 STATUSES = ("ok", "mismatch", "exception", "crash", "timeout", "reference")  # reference: a file's float64 run failed
 FAILURES = ("mismatch", "exception", "crash", "timeout")
 
@@ -77,11 +69,10 @@ class Outcome:
 
     @property
     def cuda_fault(self) -> str | None:
-        """The CUDA fault this failure is (its name in CUDA_FAULTS), if it is one."""
+        """The CUDA fault this failure is (its name in irlens.isolation.CUDA_FAULTS), if it is one."""
         if self.status not in ("crash", "exception"):
             return None
-        text = f"{self.first_line}\n{self.detail}"
-        return next((fault for fault, words in CUDA_FAULTS.items() if any(w in text for w in words)), None)
+        return cuda_fault(f"{self.first_line}\n{self.detail}")
 
     def signature(self) -> tuple[str, str]:
         fault = self.cuda_fault
