@@ -242,3 +242,28 @@ def test_sdpa_backward_gives_an_additive_masks_gradient():
         got = interpret(level, values)
         assert all(torch.allclose(g, w, rtol=1e-12, atol=1e-12) for g, w in zip(got, want, strict=True))
 
+
+
+def _in_bfloat16(meta: TensorMeta, op: str) -> TensorMeta:
+    """A float meta in bfloat16; attention's log-sum-exp ("l") stays float32, as fused kernels keep it."""
+    if meta.dtype != F or (op.startswith("sdpa") and meta.name == "l"):
+        return meta
+    return TensorMeta(meta.name, meta.shape, "bfloat16")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rule_computes_in_the_declared_dtypes_in_bfloat16(case):
+    """Each primitive of an expansion computes in the dtype the graph declares for it, half-precision
+    values beside float32 ones included (the saved log-sum-exp): the JAX lowering checks every node
+    (a bf16 - f32 that promoted to f32 fed a convolution's backward a float32 cotangent on the GPU)."""
+    jnp = pytest.importorskip("jax.numpy")
+    from irlens.backends.xla.lower import to_jax_function
+
+    node, inputs, values = CASES[case]
+    node = Node(node.id, node.op, node.inputs, [_in_bfloat16(o, node.op) for o in node.outputs], node.attrs)
+    inputs = [_in_bfloat16(t, node.op) for t in inputs]
+    graph = Graph("t", "test", "s", "composite", inputs, [node], [o.name for o in node.outputs])
+    args = [jnp.asarray(v.numpy(), dtype=t.dtype) if v.is_floating_point() else jnp.asarray(v.numpy())
+            for t, v in zip(inputs, values)]
+    outs = to_jax_function(to_primitive(graph))(*args)
+    assert [str(o.dtype) for o in outs] == [o.dtype.replace("int64", "int32") for o in node.outputs]

@@ -179,13 +179,21 @@ def _sdpa_rule(e, vals):
     e.emit("matmul", [p, v], out.shape, out.dtype, out.name)
     lse_out = e.out(1)
     if lse_out is not None:  # log-sum-exp of the scores, kept by fused attention for its backward
-        lse = e.emit("add", [e.emit("log", [z], reduced(ssh, [dim], True), dt), m], reduced(ssh, [dim], True),
-                     lse_out.dtype)
+        # in the dtype the kernel keeps it (float32 beside half-precision scores)
+        ksh, ldt = reduced(ssh, [dim], True), lse_out.dtype
+        z, m = _as_dtype(e, z, ksh, dt, ldt), _as_dtype(e, m, ksh, dt, ldt)
+        lse = e.emit("add", [e.emit("log", [z], ksh, ldt), m], ksh, ldt)
         _lse_as_declared(e, lse, ssh[:-1], lse_out)
     for extra in e.parent.outputs[2:]:
         # RNG state and sequence bookkeeping (philox seed and offset, ...): zeros, as
         # `irlens.interpret.all_outputs` gives them; no canonical op reads them.
         e.emit("full", [], extra.shape, extra.dtype, extra.name, value=0, dtype=extra.dtype, shape=list(extra.shape))
+
+
+def _as_dtype(e, x: str, shape, dt: str, want: str) -> str:
+    """`x` (of dtype `dt`) converted to `want`: a fused kernel keeps the log-sum-exp in float32
+    beside half-precision scores, and an op of the two computes in float32, not in the scores' dtype."""
+    return x if dt == want else e.emit("convert", [x], list(shape), want, dtype=want)
 
 
 def _lse_as_declared(e, lse: str, rows, lse_out) -> None:
@@ -223,9 +231,11 @@ def _sdpa_backward_rule(e, vals):
     vals = {**vals, **e.values()}
     s, ssh, dt, scale = _attention_scores(e, vals, q, k, mask)
     dim = len(ssh) - 1
-    if lse is not None:  # recompute the probabilities from the saved log-sum-exp
+    if lse is not None:  # recompute the probabilities from the saved log-sum-exp, in its dtype
+        ldt = vals[lse].dtype
         lse_k = _lse_rows(e, lse, vals[lse], reduced(ssh, [dim], True))
-        p = e.emit("exp", [e.emit("sub", [s, lse_k], ssh, dt)], ssh, dt)
+        shifted = e.emit("sub", [_as_dtype(e, s, ssh, dt, ldt), lse_k], ssh, ldt)
+        p = _as_dtype(e, e.emit("exp", [shifted], ssh, ldt), ssh, ldt, dt)
     else:
         _, _, ex, z = softmax_core(e, s, dim, ssh, dt)
         p = e.emit("div", [ex, z], ssh, dt)

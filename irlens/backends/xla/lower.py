@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from irlens.ir import Graph, Kernel
+from irlens.ir import Graph, Kernel, canonical_dtype
 from irlens.lowering import check_supported
 from irlens.ops import OPS
 from irlens.workload import to_jax
@@ -56,11 +56,39 @@ def to_jax_function(graph: Graph) -> Callable:
         for node in graph.nodes:
             args = [env[a] if isinstance(a, str) else a for a in node.inputs]
             result = table[node.op]({**OPS[node.op].attrs_of(node.attrs), **subgraphs.get(node.id, {})}, *args)
-            results = result if isinstance(result, (tuple, list)) else (result,)
+            results = as_declared(node, result if isinstance(result, (tuple, list)) else (result,))
             env.update(zip((o.name for o in node.outputs), results))
         return tuple(env[o] if isinstance(o, str) else o for o in graph.outputs)
 
     return fn
+
+
+# without JAX's 64-bit mode, 64-bit values are computed in 32 bits (inputs narrowed likewise)
+_NARROWED = {"int64": "int32", "float64": "float32", "uint64": "uint32", "complex128": "complex64"}
+
+
+class LoweringDtypeError(RuntimeError):
+    """A lowering computed a value in another dtype than the graph's: a meaning changed (bf16
+    computed in f32 rounds elsewhere; a backward's cotangent no longer fits its primal)."""
+
+
+def as_declared(node, results) -> tuple:
+    """`node`'s lowered results, each in the dtype the graph gives it. A weakly typed value (of
+    Python literals only: `where(c, 1.0, 0.0)`) has no dtype of its own and takes the declared
+    one; any other difference is the lowering's error."""
+    import jax
+
+    checked = []
+    for meta, value in zip(node.outputs, results):
+        aval = getattr(value, "aval", None)
+        got, want = (canonical_dtype(value.dtype), meta.dtype) if hasattr(value, "dtype") and meta.dtype else (0, 0)
+        if got != want and getattr(aval, "weak_type", False):
+            value = value.astype(want)
+        elif got != want and not (got == _NARROWED.get(want) and not jax.config.jax_enable_x64):
+            raise LoweringDtypeError(
+                f"the jax lowering of {node.op} ({meta.name}) computed {got} where the graph has {want}")
+        checked.append(value)
+    return (*checked, *results[len(checked):])
 
 
 class XlaLowered:
