@@ -137,6 +137,10 @@ def test_merged_documents_keep_devices_apart():
     assert set(group_rows(doc.rows)) == {("tinyhead", "fwd", "cpu"), ("tinyhead", "fwd", "cuda")}
     html = render_html(build_report(doc))
     assert "tinyhead · fwd · cuda" in html and "tinyhead · fwd · cpu" in html
+    # a shard that had nothing to run (no rows, no GPU name) adds no device to the joined one's
+    empty = dict(synthetic_document(), rows=[], device="cuda", device_name=None)
+    doc = merge_documents([Document.from_json(gpu), Document.from_json(empty)])
+    assert doc.device == "cuda (NVIDIA H100 80GB HBM3)"
 
 def test_percent_of_ceiling():
     from irlens.ir import Kernel
