@@ -350,3 +350,87 @@ def test_bitcasts_it_cannot_read_exactly_stay_unknown():
 """)
     assert [n.attrs["reason"] for n in g.nodes if n.is_unknown] == \
         ["a bitcast of a literal from float32 to int32 (its bits, not its value)"]
+
+
+# XLA's CPU float normalization of a bf16 scatter-add (jax's `x.at[i].add(u)`): the scatter runs in
+# f32, on operands converted up (the updates' then bitcast to the scatter's shape), its combiner
+# adding in f32 and rounding the sum through bf16
+_SCATTER_ROUNDED = """%add_rounded (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  %sum = f32[] add(%a, %b)
+  %sum.bf16 = bf16[] convert(%sum)
+  ROOT %sum.f32 = f32[] convert(%sum.bf16)
+}
+
+%updates_up (u: bf16[4]) -> f32[4,1] {
+  %u = bf16[4]{0} parameter(0)
+  %up = f32[4]{0} convert(%u)
+  ROOT %shaped = f32[4,1]{1,0} bitcast(%up)
+}
+
+ENTRY %main (x: OPERAND[10], i: s32[4,1], u: bf16[4]) -> f32[10] {
+  %x = OPERAND[10]{0} parameter(0)
+  %xf = f32[10]{0} convert(%x)
+  %i = s32[4,1]{1,0} parameter(1)
+  %u = bf16[4]{0} parameter(2)
+  %uf = f32[4,1]{1,0} fusion(%u), kind=kLoop, calls=%updates_up
+  ROOT %s = f32[10]{0} scatter(%xf, %i, %uf), update_window_dims={1}, inserted_window_dims={},
+    scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add_rounded
+}
+"""
+
+
+def test_a_scatter_combiner_rounding_through_bf16_is_the_bf16_scatter():
+    """On the CPU a bf16 scatter-add is an f32 scatter whose adds round through bf16: on operands
+    and updates converted up from bf16 (through a bitcast too), the bf16 scatter-add, converted up.
+    An f32 operand (not a bf16 value converted up) keeps it unknown."""
+    g = _graph(_SCATTER_ROUNDED.replace("OPERAND", "bf16"))
+    assert not _unknown(g), _unknown(g)
+    assert [n.outputs[0].dtype for n in g.nodes if n.op == "index_add"] == ["bfloat16"]  # adds in bf16
+    x = torch.randn(10, generator=torch.Generator().manual_seed(6)).bfloat16().double()
+    u = torch.tensor([0.5, -1.25, 2.0, 0.75], dtype=torch.float64)
+    i = torch.tensor([[1], [3], [7], [9]], dtype=torch.int32)
+    (got,) = interpret(g, [x, i, u])
+    want = x.clone().index_put_((i[:, 0].long(),), u, accumulate=True)  # the reference interprets in float64
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    zeros = _graph(_SCATTER_ROUNDED.replace("OPERAND", "bf16").replace(  # into zeros: bf16 holds them
+        "%xf = f32[10]{0} convert(%x)", "%zero = f32[] constant(0)\n  %xf = f32[10]{0} broadcast(%zero), dimensions={}"))
+    assert not _unknown(zeros), _unknown(zeros)
+    (got,) = interpret(zeros, [x, i, u])
+    torch.testing.assert_close(got, torch.zeros(10, dtype=torch.float64).index_put_((i[:, 0].long(),), u), rtol=0, atol=0)
+    for operand in ("negate(%x)", "broadcast(%third), dimensions={}"):  # f32 values bf16 does not hold
+        wide = _graph(_SCATTER_ROUNDED.replace("OPERAND", "f32").replace(
+            "%xf = f32[10]{0} convert(%x)", f"%third = f32[] constant(0.333)\n  %xf = f32[10]{{0}} {operand}"))
+        assert [n.op for n in wide.nodes if n.is_unknown] == ["unknown:scatter"], operand
+
+
+# XLA's CPU bf16 scatter-add of one whole window as a map of the combiner (its add rounded through bf16)
+_MAP_ROUNDED = """%add_rounded (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  %sum = BODY
+  %sum.bf16 = bf16[] convert(%sum)
+  ROOT %sum.f32 = f32[] convert(%sum.bf16)
+}
+
+ENTRY %main (x: f32[3,2], y: f32[3,2]) -> f32[3,2] {
+  %x = f32[3,2]{1,0} parameter(0)
+  %y = f32[3,2]{1,0} parameter(1)
+  ROOT %m = f32[3,2]{1,0} map(%x, %y), dimensions={0,1}, to_apply=%add_rounded
+}
+"""
+
+
+def test_a_map_is_its_body_on_the_whole_operands():
+    """map(x, y) of `f32(bf16(x + y))` is that formula on the tensors; a body of an op that is not
+    elementwise (a comparison's direction, say) stays unknown."""
+    g = _graph(_MAP_ROUNDED.replace("BODY", "f32[] add(%a, %b)"))
+    assert not _unknown(g), _unknown(g)
+    assert [n.op for n in g.nodes] == ["add", "convert", "convert"]
+    assert [n.outputs[0].dtype for n in g.nodes] == ["float32", "bfloat16", "float32"]
+    x, y = _near_ties((3, 2), 7), _near_ties((3, 2), 8)
+    (got,) = interpret(g, [x, y])
+    torch.testing.assert_close(got, (x + y).float().bfloat16().double(), rtol=0, atol=0)
+    less = _graph(_MAP_ROUNDED.replace("BODY", "pred[] compare(%a, %b), direction=LT"))
+    assert [n.op for n in less.nodes if n.is_unknown] == ["unknown:map"]

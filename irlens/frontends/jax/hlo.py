@@ -25,11 +25,14 @@ from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
 from irlens.frontends.jax import (  # noqa: F401  (each registers its handlers)
     hlo_elementwise, hlo_gpu_calls, hlo_shapes, hlo_structured)
 from irlens.frontends.jax import xla_forms as forms
-from irlens.frontends.jax.hlo_gpu_bodies import WIDENS
+from irlens.frontends.jax.hlo_gpu_bodies import WIDENS, holds
 from irlens.frontends.jax.hlo_text import (Instruction, SourceFrame, int_list, literal_value, metadata_fields,
                                            parse_instruction, parse_stack_frames, scalar_literal)
 from irlens.frontends.jax.jaxpr import at_level
 from irlens.frontends.jax.xla_op import Body, BodyOp, XlaOp, convert
+
+# opcodes whose result holds only elements of their first operand
+_MOVES_ELEMENTS = frozenset({"bitcast", "reshape", "copy", "transpose", "broadcast", "slice", "reverse"})
 
 
 @dataclass
@@ -260,7 +263,7 @@ class HloReader:
             self.values[o.name] = o
         if ins.opcode == "iota":
             self.iotas[ins.name] = int_list(ins.attrs["iota_dimension"])[0]
-        if source := self.widens(ins):
+        if source := self.widens(ins) or self.keeps_widened(ins, args):
             self.widened[ins.name] = source
         return [n.id for n in nodes]
 
@@ -268,6 +271,20 @@ class HloReader:
         """The narrower float type `ins` converts up from exactly, if it is such a convert."""
         source = self.shapes.get(ins.operands[0], ("", ()))[0] if ins.opcode == "convert" else ""
         return source if ins.shapes[0][0] in WIDENS.get(source, ()) else None
+
+    def keeps_widened(self, ins: Instruction, args: list) -> str | None:
+        """The narrower float a value converted up from it still holds exactly after `ins`, if
+        `ins` only moves that value's elements (a bitcast of the convert, say); for a broadcast
+        literal, the first narrower float that holds it (bf16 before f16: zeros are held by both)."""
+        if ins.opcode not in _MOVES_ELEMENTS or not args or not ins.shapes:
+            return None
+        if isinstance(args[0], (int, float)) and not isinstance(args[0], bool):
+            return next((narrow for narrow, wides in WIDENS.items()
+                         if ins.shapes[0][0] in wides and holds(narrow, args[0])), None)
+        if not isinstance(args[0], str):
+            return None
+        source = self.widened.get(args[0])
+        return source if source and ins.shapes[0][0] == self.shapes.get(ins.operands[0], ("", ()))[0] else None
 
     def called(self, ins: Instruction) -> dict[str, str]:
         """The computations an instruction applies, by the attribute naming them."""

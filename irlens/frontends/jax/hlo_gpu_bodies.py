@@ -1,7 +1,8 @@
-"""Bodies that XLA's GPU passes rewrite, read back to what they compute.
+"""Bodies that XLA's GPU (and CPU) passes rewrite, read back to what they compute.
 
 - Float normalization (FloatNormalization with the GPU's float support) runs a bf16 / f16 op that
-  the GPU does not support in that type (a reduce-window, a reduce, a sort) in f32. Its operands
+  the GPU does not support in that type (a reduce-window, a reduce, a sort) in f32; on the CPU a
+  bf16 scatter too, its combiner's result rounded through bf16 (`unrounding_scatter`). Its operands
   are converted up, and its body is a clone that converts each float parameter down, computes in
   the narrow type and converts the result up. `unrounded` gives that body without the round
   trips, plus the narrow type. The op is then the narrow op on its operands converted down,
@@ -144,9 +145,46 @@ def _results_rounded(handler, e: Emitter, x: XlaOp) -> None:
         handler(e, x)
 
 
+# combiners whose wide result, rounded to a narrow type holding both operands, is the narrow op's own
+# correctly rounded result: every pair in WIDENS has the 2p + 2 bits of precision that make rounding
+# twice (to wide, then narrow) round once
+_ROUNDS_ONCE = frozenset({"add", "multiply", "maximum", "minimum"})
+
+
+def unrounding_scatter(handler):
+    """A scatter `handler` that first reads a combiner computing in the wide type and rounding its
+    result through a narrow one (`rounded_results`: XLA's CPU float normalization of a bf16
+    scatter-add), on an operand and updates converted up from that narrow type: the narrow scatter
+    on them (each combination rounded once, as the narrow op rounds it), its result converted up.
+    Any other wide input leaves the scatter to `handler` as it is (unmapped)."""
+    def read(e: Emitter, x: XlaOp) -> None:
+        body, wide = x.bodies.get("to_apply"), x.metas[0].dtype
+        rounded = rounded_results(body, wide) if body and len(x.outs) == 1 and len(x.inputs) == 3 else None
+        floats = (0, 2)  # the operand and the updates; input 1 holds the indices
+        if rounded is None or rounded.body.binary() not in _ROUNDS_ONCE or not all(
+                x.widened.get(x.inputs[k]) == rounded.dtype if isinstance(x.inputs[k], str)
+                else narrowed(e, x.inputs[k], x.metas[k], rounded.dtype) == x.inputs[k] for k in floats):
+            handler(e, x)
+            return
+        inputs, metas = list(x.inputs), list(x.metas)
+        for k in floats:
+            inputs[k] = narrowed(e, x.inputs[k], x.metas[k], rounded.dtype)
+            metas[k] = TensorMeta(inputs[k] if isinstance(inputs[k], str) else "", x.metas[k].shape, rounded.dtype)
+        (out,) = x.outs
+        narrow = e.fresh(out.shape, rounded.dtype)
+        handler(e, replace(x, inputs=inputs, metas=metas, outs=[narrow], bodies={**x.bodies, "to_apply": rounded.body}))
+        e.emit("convert", [narrow.name], out.shape, out.dtype, out, dtype=out.dtype)
+    return read
+
+
 def sort_params(metas: list[TensorMeta], wide: str) -> set[int]:
     """A comparator's parameters of the `wide` operands: operand k's elements are 2k and 2k + 1."""
     return {2 * k + j for k, m in enumerate(metas) if m.dtype == wide for j in (0, 1)}
+
+
+def holds(dtype: str, value: float) -> bool:
+    """Whether the float type `dtype` holds the literal `value` exactly."""
+    return narrowed(None, value, None, dtype) == value
 
 
 def narrowed(e: Emitter, value: Arg, meta: TensorMeta, dtype: str) -> Arg:

@@ -39,7 +39,6 @@ _RANDOM = "random bits: a counter-based generator, no canonical op"
 # opcode -> why it stays unknown
 CLASSIFIED: dict[str, str] = {
     "rng": _RANDOM, "rng-bit-generator": _RANDOM, "rng-get-and-update-state": _RANDOM,
-    "map": "a map of a computation over elements: no canonical op",
     # XLA leaves the factor's other triangle, and the result for a matrix that is not positive
     # definite, implementation-defined
     "cholesky": "a Cholesky factor whose other triangle is implementation-defined: no canonical meaning",

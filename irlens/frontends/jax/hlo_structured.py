@@ -10,7 +10,9 @@ from irlens.ir import TensorMeta
 from irlens.frontends.jax import linalg
 from irlens.frontends.jax import xla_forms as forms
 from irlens.frontends.jax import xla_gather
-from irlens.frontends.jax.hlo_gpu_bodies import narrowed, sort_params, stable_tie_break, unrounded, unrounding
+from irlens.frontends.jax.hlo_gpu_bodies import (narrowed, sort_params, stable_tie_break, unrounded, unrounding,
+                                                  unrounding_scatter)
+from irlens.frontends.jax.hlo_names import OPCODES
 from irlens.frontends.jax.hlo_text import int_list
 from irlens.frontends.jax.jaxpr_eqn import matmul_attrs
 from irlens.frontends.jax.xla_op import Body, XlaOp, formula, logaddexp_trees, register
@@ -243,6 +245,25 @@ def _scatter(e: Emitter, x: XlaOp) -> None:
                          x.outs[0])
 
 
+def _map(e: Emitter, x: XlaOp) -> None:
+    """A map of a computation over all dims: its body's ops on the whole operands, each an
+    elementwise op or a convert (XLA's CPU writes a bf16 scatter-add of one window as a map of an
+    add rounded through bf16). A body of other ops stays unknown."""
+    body, (out,) = x.bodies.get("to_apply"), x.outs
+    if body is None or len(body.roots) != 1 or body.roots[0] != f"o{len(body.ops) - 1}" or any(
+            op.opcode not in OPCODES and op.opcode != "convert" or op.dtype is None for op in body.ops):
+        raise Unmapped("a map of a body other than elementwise ops and converts, ending in its last")
+    values: dict[str, object] = {f"p{k}": v for k, v in enumerate(x.inputs)}
+    values.update({f"c{k}": c for k, c in enumerate(body.constants) if c is not None})
+    if any(r not in values and not r.startswith("o") for op in body.ops for r in op.operands):
+        raise Unmapped("a map whose body reads an array constant")
+    for i, op in enumerate(body.ops):
+        last = i == len(body.ops) - 1
+        attrs = {"dtype": op.dtype} if op.opcode == "convert" else {}
+        values[f"o{i}"] = e.emit(OPCODES.get(op.opcode, op.opcode), [values[r] for r in op.operands], out.shape,
+                                 op.dtype, out if last else None, **attrs)
+
+
 def named(x: XlaOp, k: int) -> TensorMeta:
     meta = x.metas[k]
     return TensorMeta(x.inputs[k] if isinstance(x.inputs[k], str) else "", meta.shape, meta.dtype)
@@ -393,11 +414,12 @@ register("select-and-scatter", _select_and_scatter, ("window", "select", "scatte
 register("gather", _gather, ("offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim",
                               "slice_sizes", "operand_batching_dims", "start_indices_batching_dims",
                               "dimension_numbers"))
-register("scatter", _scatter, ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
+register("scatter", unrounding_scatter(_scatter), ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
                                 "index_vector_dim", "input_batching_dims", "scatter_indices_batching_dims",
                                 "to_apply", "scatter_dimension_numbers"))
 
 
+register("map", _map, ("dimensions", "to_apply"))
 register("sort", _sort, ("dimensions", "dimension", "is_stable", "to_apply"))
 register(["top-k", "topk"], _top_k, ("k", "largest"))
 register("custom-call", _custom_call, ("custom_call_target", "called_computations", "call_target_name",
