@@ -83,7 +83,7 @@ def as_declared(node, results) -> tuple:
         aval = getattr(value, "aval", None)
         got, want = (canonical_dtype(value.dtype), meta.dtype) if hasattr(value, "dtype") and meta.dtype else (0, 0)
         if got != want and getattr(aval, "weak_type", False):
-            value = value.astype(want)
+            value = value.astype(want if jax.config.jax_enable_x64 else _NARROWED.get(want, want))
         elif got != want and not (got == _NARROWED.get(want) and not jax.config.jax_enable_x64):
             raise LoweringDtypeError(
                 f"the jax lowering of {node.op} ({meta.name}) computed {got} where the graph has {want}")
