@@ -171,6 +171,14 @@ def cases():
                  {"enable_gqa": True, "scale": 0.3}),
             [T("go", go.shape), Q, T("k2", (2, 1, 6, 4)), T("v2", (2, 1, 6, 4)), T("bias", (2, 1, 6, 6))],
             [go, q, rnd(2, 1, 6, 4), rnd(2, 1, 6, 4), rnd(2, 1, 6, 6)]),
+        # a float32 bias beside bf16 scores in the bfloat16 test (`_in_bfloat16`), with its gradient
+        "sdpa_backward_bias32": (
+            Node("n", "sdpa_backward", ["go", "q", "k", "v", "o", "l", "bias32"],
+                 [T("dq", q.shape), T("dk", k.shape), T("dv", v.shape), T("db", (6, 6))], attn),
+            [T("go", go.shape), Q, K, V, T("o", o.shape), T("l", lse.shape), T("bias32", (6, 6))],
+            [go, q, k, v, *_causal_biased(q, k, v, causal_bias)]),
+        "sdpa_bias32": (Node("n", "sdpa", ["q", "k", "v", "bias32"], [T("o", o.shape), T("l", lse.shape)], attn),
+                        [Q, K, V, T("bias32", (6, 6))], [q, k, v, causal_bias]),
         # CUDA's memory-efficient attention saves the log-sum-exp padded to 32 rows per head (+inf past the last)
         "sdpa_backward_padded_lse": (Node("n", "sdpa_backward", ["go", "q", "k", "v", "o", "l"],
                                           [T("dq", q.shape), T("dk", k.shape), T("dv", v.shape)], attn),
@@ -245,8 +253,9 @@ def test_sdpa_backward_gives_an_additive_masks_gradient():
 
 
 def _in_bfloat16(meta: TensorMeta, op: str) -> TensorMeta:
-    """A float meta in bfloat16; attention's log-sum-exp ("l") stays float32, as fused kernels keep it."""
-    if meta.dtype != F or (op.startswith("sdpa") and meta.name == "l"):
+    """A float meta in bfloat16; attention's log-sum-exp ("l") stays float32, as fused kernels keep
+    it, and so does a bias named "bias32" (torch adds a float32 mask to bf16 scores)."""
+    if meta.dtype != F or (op.startswith("sdpa") and meta.name in ("l", "bias32")):
         return meta
     return TensorMeta(meta.name, meta.shape, "bfloat16")
 
@@ -265,5 +274,5 @@ def test_rule_computes_in_the_declared_dtypes_in_bfloat16(case):
     graph = Graph("t", "test", "s", "composite", inputs, [node], [o.name for o in node.outputs])
     args = [jnp.asarray(v.numpy(), dtype=t.dtype) if v.is_floating_point() else jnp.asarray(v.numpy())
             for t, v in zip(inputs, values)]
-    outs = to_jax_function(to_primitive(graph))(*args)
+    outs = to_jax_function(to_primitive(graph), strict=True)(*args)
     assert [str(o.dtype) for o in outs] == [o.dtype.replace("int64", "int32") for o in node.outputs]

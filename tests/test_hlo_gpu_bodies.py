@@ -432,5 +432,11 @@ def test_a_map_is_its_body_on_the_whole_operands():
     x, y = _near_ties((3, 2), 7), _near_ties((3, 2), 8)
     (got,) = interpret(g, [x, y])
     torch.testing.assert_close(got, (x + y).float().bfloat16().double(), rtol=0, atol=0)
+    shifted = _graph(_MAP_ROUNDED.replace("BODY", "f32[] add(%a, %one)").replace(
+        "  %sum = ", "  %one = f32[] constant(1.5)\n  %sum = "))  # a scalar constant in the body
+    assert not _unknown(shifted), _unknown(shifted)
+    torch.testing.assert_close(interpret(shifted, [x, y])[0], (x + 1.5).float().bfloat16().double(), rtol=0, atol=0)
     less = _graph(_MAP_ROUNDED.replace("BODY", "pred[] compare(%a, %b), direction=LT"))
-    assert [n.op for n in less.nodes if n.is_unknown] == ["unknown:map"]
+    constants = _graph(_MAP_ROUNDED.replace("BODY", "f32[] add(%one, %one)").replace(
+        "  %sum = ", "  %one = f32[] constant(1.5)\n  %sum = "))  # computes on constants alone
+    assert [n.op for g in (less, constants) for n in g.nodes if n.is_unknown] == ["unknown:map"] * 2

@@ -382,3 +382,27 @@ def test_a_half_precision_softmax_sums_in_float32():
     (got,) = jax.jit(to_jax_function(primitive))(jax.numpy.zeros((2, n), jax.numpy.bfloat16))
     assert got.dtype == jax.numpy.bfloat16
     np.testing.assert_array_equal(np.asarray(got, np.float32), np.full((2, n), 2.0 ** -12, np.float32))
+
+
+def test_jax_results_take_their_declared_dtypes():
+    """JAX promotes a bf16 tensor times a 0-d float32 one to float32; torch keeps bf16 (computed in
+    float, rounded): the lowering converts the result to the dtype the graph declares. Checked
+    strictly (irlens's own rules, in the tests) the difference is an error; a result of another kind
+    (float where the graph says int) is an error either way."""
+    import jax.numpy as jnp
+
+    from irlens.backends.xla.lower import LoweringDtypeError, to_jax_function
+
+    x, s = TensorMeta("x", (4,), "bfloat16"), TensorMeta("s", (), "float32")
+    graph = Graph("g", "test", "s", "composite", [x, s], [Node("n", "mul", ["x", "s"], [TensorMeta("y", (4,), "bfloat16")])],
+                  ["y"])
+    xs = jnp.asarray([1.0, 3.0, -2.0, 0.5], dtype=jnp.bfloat16)
+    (y,) = to_jax_function(graph)(xs, jnp.asarray(0.1, dtype=jnp.float32))
+    assert y.dtype == jnp.bfloat16
+    assert [float(v) for v in y] == [float(v) for v in (xs.astype(jnp.float32) * 0.1).astype(jnp.bfloat16)]
+    with pytest.raises(LoweringDtypeError, match="mul \\(y\\) computed float32 where the graph has bfloat16"):
+        to_jax_function(graph, strict=True)(xs, jnp.asarray(0.1, dtype=jnp.float32))
+    wrong = Graph("g", "test", "s", "composite", [x, s], [Node("n", "mul", ["x", "s"], [TensorMeta("y", (4,), "int32")])],
+                  ["y"])
+    with pytest.raises(LoweringDtypeError, match="computed float32 where the graph has int32"):
+        to_jax_function(wrong)(xs, jnp.asarray(0.1, dtype=jnp.float32))

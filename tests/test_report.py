@@ -139,8 +139,9 @@ def test_merged_documents_keep_devices_apart():
     assert "tinyhead · fwd · cuda" in html and "tinyhead · fwd · cpu" in html
     # a shard that had nothing to run (no rows, no GPU name) adds no device to the joined one's
     empty = dict(synthetic_document(), rows=[], device="cuda", device_name=None)
-    doc = merge_documents([Document.from_json(gpu), Document.from_json(empty)])
-    assert doc.device == "cuda (NVIDIA H100 80GB HBM3)"
+    for order in ([gpu, empty], [empty, gpu]):
+        doc = merge_documents([Document.from_json(d) for d in order])
+        assert (doc.device, doc.device_name) == ("cuda (NVIDIA H100 80GB HBM3)", "NVIDIA H100 80GB HBM3")
 
 def test_percent_of_ceiling():
     from irlens.ir import Kernel

@@ -158,9 +158,11 @@ def _attention_scores(e, vals, q: str, k: str, mask):
         cols = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=1, dtype="int64")
         keep = e.emit("ge", [rows, cols], [L, S], "bool")
         s = e.emit("where", [keep, s, -math.inf], ssh, dt)
-    if mask is not None:
-        s = (e.emit("where", [mask, s, -math.inf], ssh, dt) if vals[mask].dtype == "bool"
-             else e.emit("add", [s, mask], ssh, dt))
+    if mask is not None and vals[mask].dtype == "bool":
+        s = e.emit("where", [mask, s, -math.inf], ssh, dt)
+    elif mask is not None:  # an additive mask; one wider than the scores is added at its width, then rounded
+        mdt = vals[mask].dtype
+        s = _as_dtype(e, e.emit("add", [_as_dtype(e, s, ssh, dt, mdt), mask], ssh, mdt), ssh, mdt, dt)
     return s, ssh, dt, scale
 
 

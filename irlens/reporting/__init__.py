@@ -33,7 +33,9 @@ def merge_documents(docs: list[Document]) -> Document:
     presets = list(dict.fromkeys(str(d.preset or "?") for d in docs))
     kind = "bench" if any(d.kind == "bench" for d in docs) else "compare"
     dtypes = {d.dtype for d in docs}
-    return Document(kind, rows, " + ".join(devices), docs[0].device_name, docs[0].versions, "/".join(presets),
+    named = [d for d in docs if d.rows] or docs
+    return Document(kind, rows, " + ".join(devices) or str(docs[0].device), named[0].device_name, docs[0].versions,
+                    "/".join(presets),
                     dtype=dtypes.pop() if len(dtypes) == 1 else None,  # one asked for by all, else each row's own
                     runs=[{k: v for k, v in d.to_json().items() if k != "rows"} for d in docs])
 

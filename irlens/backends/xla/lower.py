@@ -44,19 +44,21 @@ def jax_lowering(op: str) -> Callable:
 SUPPORTED = frozenset(name for name, op in OPS.items() if "jax" in op.lowerings)
 
 
-def to_jax_function(graph: Graph) -> Callable:
+def to_jax_function(graph: Graph, strict: bool = False) -> Callable:
     """`fn(*inputs) -> tuple of outputs` over jax arrays. A control-flow node's subgraphs reach
-    its lowering as such functions (lax.while_loop traces them)."""
+    its lowering as such functions (lax.while_loop traces them). Each node's results take their
+    declared dtypes (`as_declared`; `strict`: any other dtype is an error)."""
     check_supported(graph, SUPPORTED, "jax", backend="jax")
     table = {op: jax_lowering(op) for op in {n.op for n in graph.nodes}}
-    subgraphs = {n.id: {role: to_jax_function(g) for role, g in n.subgraphs.items()} for n in graph.nodes if n.subgraphs}
+    subgraphs = {n.id: {role: to_jax_function(g, strict) for role, g in n.subgraphs.items()}
+                 for n in graph.nodes if n.subgraphs}
 
     def fn(*inputs):
         env = dict(zip((t.name for t in graph.inputs), inputs))
         for node in graph.nodes:
             args = [env[a] if isinstance(a, str) else a for a in node.inputs]
             result = table[node.op]({**OPS[node.op].attrs_of(node.attrs), **subgraphs.get(node.id, {})}, *args)
-            results = as_declared(node, result if isinstance(result, (tuple, list)) else (result,))
+            results = as_declared(node, result if isinstance(result, (tuple, list)) else (result,), strict)
             env.update(zip((o.name for o in node.outputs), results))
         return tuple(env[o] if isinstance(o, str) else o for o in graph.outputs)
 
@@ -68,26 +70,36 @@ _NARROWED = {"int64": "int32", "float64": "float32", "uint64": "uint32", "comple
 
 
 class LoweringDtypeError(RuntimeError):
-    """A lowering computed a value in another dtype than the graph's: a meaning changed (bf16
-    computed in f32 rounds elsewhere; a backward's cotangent no longer fits its primal)."""
+    """A lowering computed a value of another kind (float, integer, bool, complex) than the
+    graph's, or, checked strictly, of another dtype at all."""
 
 
-def as_declared(node, results) -> tuple:
-    """`node`'s lowered results, each in the dtype the graph gives it. A weakly typed value (of
-    Python literals only: `where(c, 1.0, 0.0)`) has no dtype of its own and takes the declared
-    one; any other difference is the lowering's error."""
+def _kind(dtype: str) -> str:
+    return "float" if "float" in dtype else "integer" if "int" in dtype else dtype
+
+
+def as_declared(node, results, strict: bool = False) -> tuple:
+    """`node`'s lowered results, each in the dtype the graph gives it. JAX promotes where torch
+    does not (a 0-d float32 tensor times bf16 is float32 in JAX, bf16 in torch, computed in float and
+    rounded): a result of the declared kind is converted to the declared dtype, as torch rounds it.
+    A weakly typed result (of literals only) takes the declared dtype. Another kind is the
+    lowering's error; `strict` (irlens's own decomposition rules, in the tests) also refuses any
+    dtype the graph does not declare."""
     import jax
 
+    x64 = jax.config.jax_enable_x64
     checked = []
     for meta, value in zip(node.outputs, results):
-        aval = getattr(value, "aval", None)
-        got, want = (canonical_dtype(value.dtype), meta.dtype) if hasattr(value, "dtype") and meta.dtype else (0, 0)
-        if got != want and getattr(aval, "weak_type", False):
-            value = value.astype(want if jax.config.jax_enable_x64 else _NARROWED.get(want, want))
-        elif got != want and not (got == _NARROWED.get(want) and not jax.config.jax_enable_x64):
+        if not hasattr(value, "dtype") or not meta.dtype:
+            checked.append(value)
+            continue
+        got, want = canonical_dtype(value.dtype), meta.dtype
+        target = want if x64 else _NARROWED.get(want, want)
+        weak = getattr(getattr(value, "aval", None), "weak_type", False)
+        if got != target and not weak and (strict or _kind(got) != _kind(want)):
             raise LoweringDtypeError(
                 f"the jax lowering of {node.op} ({meta.name}) computed {got} where the graph has {want}")
-        checked.append(value)
+        checked.append(value.astype(target) if got != target or weak else value)
     return (*checked, *results[len(checked):])
 
 

@@ -278,13 +278,14 @@ class HloReader:
         literal, the first narrower float that holds it (bf16 before f16: zeros are held by both)."""
         if ins.opcode not in _MOVES_ELEMENTS or not args or not ins.shapes:
             return None
-        if isinstance(args[0], (int, float)) and not isinstance(args[0], bool):
+        same = ins.shapes[0][0] == self.shapes.get(ins.operands[0], ("", ()))[0]  # no dtype-changing bitcast
+        if isinstance(args[0], (int, float)) and not isinstance(args[0], bool) and same:
             return next((narrow for narrow, wides in WIDENS.items()
                          if ins.shapes[0][0] in wides and holds(narrow, args[0])), None)
         if not isinstance(args[0], str):
             return None
         source = self.widened.get(args[0])
-        return source if source and ins.shapes[0][0] == self.shapes.get(ins.operands[0], ("", ()))[0] else None
+        return source if source and same else None
 
     def called(self, ins: Instruction) -> dict[str, str]:
         """The computations an instruction applies, by the attribute naming them."""

@@ -257,6 +257,8 @@ def _map(e: Emitter, x: XlaOp) -> None:
     values.update({f"c{k}": c for k, c in enumerate(body.constants) if c is not None})
     if any(r not in values and not r.startswith("o") for op in body.ops for r in op.operands):
         raise Unmapped("a map whose body reads an array constant")
+    if any(all(r.startswith("c") for r in op.operands) for op in body.ops):
+        raise Unmapped("a map whose body computes on constants alone (their dtype is not kept)")
     for i, op in enumerate(body.ops):
         last = i == len(body.ops) - 1
         attrs = {"dtype": op.dtype} if op.opcode == "convert" else {}
