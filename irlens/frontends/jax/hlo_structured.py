@@ -416,9 +416,9 @@ register("select-and-scatter", _select_and_scatter, ("window", "select", "scatte
 register("gather", _gather, ("offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim",
                               "slice_sizes", "operand_batching_dims", "start_indices_batching_dims",
                               "dimension_numbers"))
-register("scatter", unrounding_scatter(_scatter), ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
-                                "index_vector_dim", "input_batching_dims", "scatter_indices_batching_dims",
-                                "to_apply", "scatter_dimension_numbers"))
+register("scatter", unrounding_scatter(_scatter), (
+    "update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims", "index_vector_dim",
+    "input_batching_dims", "scatter_indices_batching_dims", "to_apply", "scatter_dimension_numbers"))
 
 
 register("map", _map, ("dimensions", "to_apply"))
