@@ -43,8 +43,8 @@ STARVED_PHASE = "starved"
 # a row's phase when its cell failed before its own work, in a worker an earlier cell's CUDA error had
 # left unusable (documents written before such workers were restarted: IsolatedRunner._call)
 BROKEN_WORKER_PHASE = "broken-worker"
-NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE, BROKEN_WORKER_PHASE)  # rows a later run's row for the cell
-# replaces (irlens zoo --from)
+# rows a later run's row for the cell replaces (irlens zoo --from)
+NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE, BROKEN_WORKER_PHASE)
 
 
 @dataclass

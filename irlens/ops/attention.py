@@ -267,6 +267,5 @@ def _sum_to_declared(e, x: str, shape, dt, out) -> None:
     dims = list(range(lead)) + [lead + i for i, n in enumerate(declared) if n == 1 and shape[lead + i] != 1]
     if dims:
         x = e.emit("sum", [x], reduced(shape, dims, True), dt, dims=dims, keepdim=True)
-    if out.dtype != dt:
-        x = e.emit("convert", [x], reduced(shape, dims, True), out.dtype, dtype=out.dtype)
+    x = _as_dtype(e, x, reduced(shape, dims, True), dt, out.dtype)
     e.emit("reshape", [x], declared, out.dtype, out.name, shape=declared)

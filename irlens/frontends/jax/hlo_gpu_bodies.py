@@ -112,16 +112,30 @@ def unrounding(handler):
         if rounded is None:
             _results_rounded(handler, e, x)
             return
-        dtype = rounded.dtype
-        inputs = [narrowed(e, v, m, dtype) if m.dtype == wide else v for v, m in zip(x.inputs, x.metas)]
-        metas = [TensorMeta(v if isinstance(v, str) else "", m.shape, dtype) if m.dtype == wide else m
-                 for v, m in zip(inputs, x.metas)]
-        outs = [e.fresh(o.shape, dtype) if o.dtype == wide else o for o in x.outs]
-        handler(e, replace(x, inputs=inputs, metas=metas, outs=outs, bodies={**x.bodies, "to_apply": rounded.body}))
-        for narrow, out in zip(outs, x.outs):
-            if narrow is not out:
-                e.emit("convert", [narrow.name], out.shape, out.dtype, out, dtype=out.dtype)
+        _in_narrow(handler, e, x, rounded)
     return read
+
+
+def _in_narrow(handler, e: Emitter, x: XlaOp, rounded: Unrounded) -> None:
+    """`handler` on `x` in the narrow type, applying the unrounded body: its wide operands
+    converted down, its wide results converted back up."""
+    wide, dtype = x.metas[0].dtype, rounded.dtype
+    inputs = [narrowed(e, v, m, dtype) if m.dtype == wide else v for v, m in zip(x.inputs, x.metas)]
+    metas = [TensorMeta(v if isinstance(v, str) else "", m.shape, dtype) if m.dtype == wide else m
+             for v, m in zip(inputs, x.metas)]
+    outs = [e.fresh(o.shape, dtype) if o.dtype == wide else o for o in x.outs]
+    handler(e, replace(x, inputs=inputs, metas=metas, outs=outs, bodies={**x.bodies, "to_apply": rounded.body}))
+    for narrow, out in zip(outs, x.outs):
+        if narrow is not out:
+            e.emit("convert", [narrow.name], out.shape, out.dtype, out, dtype=out.dtype)
+
+
+def _narrow_held(x: XlaOp, dtype: str) -> bool:
+    """Whether each wide input of `x` holds only values of the narrow `dtype`: converted up from it
+    (`widened`), or a literal it holds."""
+    wide = x.metas[0].dtype
+    return all(x.widened.get(v) == dtype if isinstance(v, str) else holds(dtype, v)
+               for v, m in zip(x.inputs, x.metas) if m.dtype == wide)
 
 
 def _results_rounded(handler, e: Emitter, x: XlaOp) -> None:
@@ -130,8 +144,7 @@ def _results_rounded(handler, e: Emitter, x: XlaOp) -> None:
     if rounded is None:
         handler(e, x)
         return
-    exact = all(x.widened.get(v) == rounded.dtype if isinstance(v, str) else narrowed(e, v, m, rounded.dtype) == v
-                for v, m in zip(x.inputs, x.metas) if m.dtype == wide)
+    exact = _narrow_held(x, rounded.dtype)
     unrounded_x = replace(x, bodies={**x.bodies, "to_apply": rounded.body})
     if exact and all(op.opcode in _SELECTING for op in rounded.body.ops):
         handler(e, unrounded_x)
@@ -159,21 +172,11 @@ def unrounding_scatter(handler):
     Any other wide input leaves the scatter to `handler` as it is (unmapped)."""
     def read(e: Emitter, x: XlaOp) -> None:
         body, wide = x.bodies.get("to_apply"), x.metas[0].dtype
-        rounded = rounded_results(body, wide) if body and len(x.outs) == 1 and len(x.inputs) == 3 else None
-        floats = (0, 2)  # the operand and the updates; input 1 holds the indices
-        if rounded is None or rounded.body.binary() not in _ROUNDS_ONCE or not all(
-                x.widened.get(x.inputs[k]) == rounded.dtype if isinstance(x.inputs[k], str)
-                else narrowed(e, x.inputs[k], x.metas[k], rounded.dtype) == x.inputs[k] for k in floats):
-            handler(e, x)
+        rounded = rounded_results(body, wide) if body and len(x.outs) == 1 else None
+        if rounded is None or rounded.body.binary() not in _ROUNDS_ONCE or not _narrow_held(x, rounded.dtype):
+            handler(e, x)  # the operand's and the updates' values (the wide inputs; not the indices) decide
             return
-        inputs, metas = list(x.inputs), list(x.metas)
-        for k in floats:
-            inputs[k] = narrowed(e, x.inputs[k], x.metas[k], rounded.dtype)
-            metas[k] = TensorMeta(inputs[k] if isinstance(inputs[k], str) else "", x.metas[k].shape, rounded.dtype)
-        (out,) = x.outs
-        narrow = e.fresh(out.shape, rounded.dtype)
-        handler(e, replace(x, inputs=inputs, metas=metas, outs=[narrow], bodies={**x.bodies, "to_apply": rounded.body}))
-        e.emit("convert", [narrow.name], out.shape, out.dtype, out, dtype=out.dtype)
+        _in_narrow(handler, e, x, rounded)
     return read
 
 
