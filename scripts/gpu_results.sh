@@ -30,9 +30,9 @@
 #   bash scripts/gpu_results.sh zoo4-thunder-nvfuser  # 4 GPUs, <= 8.5 min: Thunder's and nvFuser's fwd+bwd at once
 #   bash scripts/gpu_results.sh zoo4-xla     # 4 GPUs, <= 9.5 min: XLA fwd and fwd+bwd of the same models, then
 #                                            # three GPU checks where the zoo has left a GPU
-#   bash scripts/gpu_results.sh zoo4-rest    # 4 GPUs, <= 8.5 min: fwd+bwd cells, few per GPU; ZOO_PLAN says which
-#   bash scripts/gpu_results.sh zoo4-fill    # 4 GPUs, <= 9 min: the cells the H200 page has never run, its models
-#                                            # over the 4 GPUs (join: docs/results/zoo-h200-bench/README.md)
+#   bash scripts/gpu_results.sh zoo4-rest    # <= 8.5 min: fwd+bwd cells, few per GPU; ZOO_PLAN says which
+#   bash scripts/gpu_results.sh zoo4-fill    # every GPU, <= 9 min: the cells the H200 page has never run, its models
+#                                            # over the GPUs (join: docs/results/zoo-h200-bench/README.md)
 #   bash scripts/gpu_results.sh repro-minigpt        # ONE GPU, <= 6 min: the nvFuser minigpt fwd+bwd crash, reduced
 #   bash scripts/gpu_results.sh repro-cross-entropy  # ONE GPU, <= 6 min: the nvFuser cross-entropy fwd+bwd assert, reduced
 # The parallel tables profile each row (--profile: where the step time goes); each table's logs go
@@ -283,7 +283,7 @@ case "${1:-}" in
       echo "thunder conv script done at $((SECONDS - t0)) s" | tee -a "$R/times.txt") &
     wait
     tar czf "$R/checks-$GPU.tar.gz" -C "$R" checks && rm -rf "$R/checks" ;;
-  zoo4-rest)  # 4 GPUs, <= 8.5 min: fwd+bwd cells the GPU page lacks, a process per GPU with few cells at once
+  zoo4-rest)  # the GPUs ZOO_PLAN names, <= 8.5 min: fwd+bwd cells the GPU page lacks, a process per entry, few cells at once
     # (fewer compiles for a timing to wait behind). ZOO_PLAN: "GPU|models|stacks[|more zoo options];..."; by
     # default nvFuser on the transformers models (GPUs 0-1), Thunder and nvFuser on three timm models (2),
     # Thunder on hf_bert and hf_mamba (3). Cells a budget leaves are rows saying so; a later call with a plan
@@ -295,23 +295,25 @@ case "${1:-}" in
 2|timm_mobilenetv3,timm_swin,timm_efficientnet|thunder+torchcompile,nvfuser;\
 3|hf_bert,hf_mamba|thunder+torchcompile|--thunder-capture thunderfx"}
     IFS=';' read -ra entries <<< "$plan"
-    for entry in "${entries[@]}"; do
-      IFS='|' read -r gpu models stacks more <<< "$entry"
+    for k in "${!entries[@]}"; do
+      IFS='|' read -r gpu models stacks more <<< "${entries[k]}"
       gpu=${gpu//[[:space:]]/} models=${models//[[:space:]]/} stacks=${stacks//[[:space:]]/}
+      # one folder per entry (zoo-rest-<entry>): two entries may share a GPU (their cells' timings
+      # then do not wait for each other's compiles: give such a pair few cells)
       # shellcheck disable=SC2086  # $more: zoo options, split on spaces
-      zoo_on_gpu "$gpu" "zoo-rest-$gpu" --mode fwdbwd --models "$models" --backends "eager,$stacks" \
+      zoo_on_gpu "$gpu" "zoo-rest-$k" --mode fwdbwd --models "$models" --backends "eager,$stacks" \
         --jobs "${ZOO_JOBS:-3}" $more
     done
     wait
     pack_zoo zoo-rest ;;
-  zoo4-fill)  # 4 GPUs, <= 9 min: every cell the page ($ZOO_FILL, default the H200 page) holds no row that ran
-    # for (never run, left by a budget, starved), the zoo's models spread over the GPUs (--shard K/4), each
+  zoo4-fill)  # every GPU of the host, <= 9 min: every cell the page ($ZOO_FILL, default the H200 page) holds no row that ran
+    # for (never run, left by a budget, starved), the zoo's models spread over the GPUs (--shard K/N), each
     # process 4 cells at once, eager beside them; its failures are not run again (a zoo4-rest plan does that).
     # ZOO_BACKENDS (e.g. eager,inductor,xla): only those stacks' cells, the quick ones in a call of their own
     ZOO_LIMIT=${ZOO_LIMIT_S:-540} ZOO_CELL=${ZOO_CELL_S:-180}
-    fill=${ZOO_FILL:-docs/results/zoo-h200-bench/zoo.json.gz}
-    for gpu in 0 1 2 3; do
-      zoo_on_gpu "$gpu" "zoo-fill-$gpu" --mode fwd,fwdbwd --shard "$gpu/4" --fill "$fill" --fill-not-run \
+    fill=${ZOO_FILL:-docs/results/zoo-h200-bench/zoo.json.gz} gpus=$(nvidia-smi -L | wc -l)
+    for gpu in $(seq 0 $((gpus - 1))); do
+      zoo_on_gpu "$gpu" "zoo-fill-$gpu" --mode fwd,fwdbwd --shard "$gpu/$gpus" --fill "$fill" --fill-not-run \
         --jobs "${ZOO_JOBS:-4}" --thunder-capture "${ZOO_THUNDER_CAPTURE:-auto}" ${ZOO_BACKENDS:+--backends "$ZOO_BACKENDS"}
     done
     wait
