@@ -480,6 +480,40 @@ def test_a_tensor_the_module_stores_is_no_result(mode):
             assert torch.allclose(got[key].double(), want[key], rtol=1e-5, atol=1e-6), (name, key)
 
 
+class _Clipped(nn.Module):
+    """Clips its weight in place under no_grad before using it (a max-norm constraint; transformers'
+    RWKV rescales its weights so in eval mode): AOTAutograd's backward takes a cotangent for the
+    parameter's new value."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.w.clamp_(-0.5, 0.5)
+        return x @ self.w
+
+
+def test_a_parameter_updated_in_place_gets_a_zero_cotangent():
+    """The backward's cotangent for an input's new value is zero (the loss reads the outputs
+    only), and the program gives eager's results."""
+    from irlens.frontends.bindings import program_for, run_program
+    from irlens.workload import run_eager
+
+    wl = Workload("clipped", lambda cfg: _Clipped(), lambda cfg, dt, g: (torch.randn(3, 4, generator=g).to(dt),),
+                  {"tiny": {}})
+    inst = wl.instantiate()
+    acq = get_frontend("dynamo").acquire(inst, "fwdbwd")
+    assert "mutation_cotangent" in [r.kind for r in acq.notes["roles"]["aot.backward"][0]]
+    ref = inst.cast("float64")
+    want = run_eager(ref.module, ref, "fwdbwd")
+    got = run_program(program_for(acq, inst), inst, lambda step, xs: interpret(step.graph("primitive"), xs))
+    assert set(got) == set(want)
+    for key in want:
+        assert torch.allclose(got[key].double(), want[key], rtol=1e-5, atol=1e-6), key
+
+
 class _Counter(nn.Module):
     """Counts its calls by reassigning a buffer (a new tensor, not an in-place update)."""
 

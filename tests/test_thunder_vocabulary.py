@@ -455,3 +455,59 @@ def test_a_shape_query_inside_a_fusion_region_is_bookkeeping():
     builder = thunder_trace._GraphBuilder()
     builder.add_inputs([x])
     assert builder.add(prims().shape.bind(x, output=(2, 3)), scope="nvFusion0") == [] and not builder.nodes
+
+
+def _updates_in_place(x, v5, v4, w13, col):
+    """In-place updates the acquired trace reads back by the tensor's old name: basic-index
+    assignments (copy_with_setitem with ints, slices, Ellipsis; numbers and tensors that broadcast,
+    of another dtype) and in-place arithmetic."""
+    y = x.clone()
+    y[1] = v5
+    y[:, 1:4:2] = 0.5
+    y[..., 0] = v4
+    y[-1, 2:] = w13  # a value with a leading one
+    y[0:2] = col.to(torch.float64)
+    y[2, 3] = 7
+    y.add_(v5)
+    torch.relu_(y)
+    return y * 3
+
+
+def _update_samples():
+    g = torch.Generator().manual_seed(1)
+    return [torch.randn(4, 5, generator=g), torch.randn(5, generator=g), torch.randn(4, generator=g),
+            torch.randn(1, 3, generator=g), torch.randn(5, generator=g)]
+
+
+@pytest.mark.parametrize("level", ["composite", "primitive"])
+def test_in_place_updates_are_read_back_in_every_trace(level):
+    """Every trace of a program that updates a tensor in place, the acquired one (which reads the
+    tensor by its old name after the update) and the execution trace, is its float64 meaning, with
+    basic-index assignments as slice_scatter and no unknown op."""
+    args = _update_samples()
+    jfn = thunder().jit(_updates_in_place)
+    assert torch.allclose(jfn(*args), _updates_in_place(*args))
+    want = _updates_in_place(*[a.double() for a in args])
+    names = ["x", "v5", "v4", "w13", "col"]
+    for which in (0, -1):
+        graph = thunder_trace.trace_to_graph(thunder().last_traces(jfn)[which], name="updates", stage=f"trace[{which}]",
+                                             level=level)
+        assert not graph.unknown_ops(), dict(graph.unknown_ops())
+        assert which != 0 or {"slice_scatter", "full", "broadcast"} <= {n.op for n in graph.nodes}
+        (got,) = interpret(graph, [args[names.index(t.name)].double() for t in graph.inputs])
+        assert torch.allclose(got, want, rtol=1e-12, atol=1e-12), (which, (got - want).abs().max())
+
+
+@pytest.mark.parametrize("index", [(None, 0), (0, torch.tensor([1, 2])), (Ellipsis, Ellipsis)],
+                         ids=["newaxis", "int_and_tensor", "two_ellipses"])
+def test_a_setitem_index_the_view_cannot_carry_stays_unknown(index):
+    """copy_with_setitem with None, a mix of basic and tensor indices, or two Ellipses: unknown,
+    with its reason, never a slice_scatter of another block."""
+    from thunder.common import trace
+
+    p = prims()
+    tr = trace()(lambda x, v: p.copy_with_setitem(x, index, v), torch.randn(4, 5), torch.randn(1))
+    graph = thunder_trace.trace_to_graph(tr, name="setitem", stage="trace")
+    unknown = [n for n in graph.nodes if n.is_unknown]
+    assert len(unknown) == 1 and "copy_with_setitem" in unknown[0].attrs["reason"], graph.nodes
+    assert "slice_scatter" not in {n.op for n in graph.nodes}

@@ -108,6 +108,11 @@ def backward_roles(gm: fx.GraphModule) -> tuple[list[Role], list[Role]]:
     for desc in map(input_descriptor, placeholders(gm)):
         if isinstance(desc, d.TangentAOTInput) and isinstance(desc.output, d.PlainAOTOutput):
             inputs.append(Role("cotangent", desc.output.idx))
+        elif (isinstance(desc, d.TangentAOTInput) and isinstance(desc.output, d.InputMutationAOTOutput)
+              and isinstance(desc.output.mutated_input, d.PlainAOTInput)):
+            # the cotangent of an input's new value (a parameter the module rescales in place):
+            # the loss reads the outputs only, so it is zero
+            inputs.append(Role("mutation_cotangent", desc.output.mutated_input.idx))
         elif isinstance(desc, d.BackwardTokenAOTInput):
             inputs.append(Role("token", desc.idx, desc.expr()))
         elif desc is None or isinstance(desc, d.PlainAOTInput):

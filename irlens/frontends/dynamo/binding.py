@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from irlens.frontends.base import Acquisition, Program, Step, Unavailable
-from irlens.frontends.bindings import EFFECT, grad_key, updated_key, value_keys
+from irlens.frontends.bindings import EFFECT, grad_key, updated_key, value_keys, workload_values
 from irlens.frontends.dynamo.aot import new_token
 from irlens.workload import Instance
 
@@ -17,8 +17,9 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
     `notes["graph_inputs"]`) and an effect token per kind of side effect it orders (the program
     supplies it: the empty tensor AOTAutograd's runtime passes); it returns the tokens again, the
     new values of the inputs it updates in place, the outputs, then the tensors saved for the
-    backward. The backward takes those and one cotangent per output, and returns one gradient
-    (or None) per Dynamo graph input."""
+    backward. The backward takes those and one cotangent per output (zero for an updated input's
+    new value, which the loss does not read), and returns one gradient (or None) per Dynamo
+    graph input."""
     if acq.notes.get("graphs", 1) != 1:
         reasons = "; ".join(acq.notes.get("break_reasons") or [])
         raise Unavailable(f"{acq.workload}: Dynamo made {acq.notes['graphs']} graphs (graph breaks"
@@ -28,10 +29,16 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
         raise Unavailable(f"{acq.workload}: Dynamo's graph reads a tensor that is no input, parameter or buffer of "
                           "the workload")
     out = output_key(acq)
+    tokens: dict[str, torch.Tensor] = {}
+
+    def zero_cotangent(i: int) -> str:
+        name = f"cotangent:updated:{keys[i]}"
+        tokens[name] = torch.zeros_like(workload_values(inst)[keys[i]])
+        return name
+
     key_of = {"arg": keys.__getitem__, "mutated": lambda i: updated_key(keys[i], inst), "out": out,
               "saved": "saved:{}".format, "cotangent": lambda j: f"cotangent:{out(j)}",
-              "grad": lambda i: grad_key(keys[i], inst), "none": lambda i: None}
-    tokens: dict[str, torch.Tensor] = {}
+              "mutation_cotangent": zero_cotangent, "grad": lambda i: grad_key(keys[i], inst), "none": lambda i: None}
 
     def key(stage: str, side: str, j: int, role) -> str | None:
         if role.kind == "token":  # fed a fresh token; the one a graph returns is no result

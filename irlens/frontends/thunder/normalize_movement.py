@@ -3,8 +3,8 @@ concatenation, flips, pads, copies, full/empty/iota, random tensors, take and in
 from __future__ import annotations
 
 
-from irlens.frontends.thunder.call import (Call, Derived, Spec, Unmapped, arg, dim, dtype_name, flat_ints, is_tensor,
-                                           plain)
+from irlens.frontends.thunder.call import (Call, Derived, Spec, Unmapped, arg, dim, dtype_name, flat_ints, is_number,
+                                           is_tensor, plain)
 
 
 def same_dtype(c: Call, x) -> None:
@@ -231,13 +231,80 @@ def index_put(op: str, c: Call) -> list[Spec]:
 
 def setitem(op: str, c: Call) -> list[Spec]:
     """Thunder's copy_with_setitem, `a[index] = value` as a new tensor: index_put where the index is
-    one tensor or a tuple of tensors (advanced indexing); a slice, an int or Ellipsis in it is not
-    mapped."""
-    index = c.get("index")
+    one tensor or a tuple of tensors (advanced indexing), slice_scatter where it is basic (ints,
+    slices, one Ellipsis); a mix of the two, None or a bool in it is not mapped."""
+    index, a, value = c.get("index"), c.first(), c.get("value")
     keys = list(index) if isinstance(index, (tuple, list)) else [index]
-    if not keys or not all(is_tensor(k) for k in keys):
-        raise Unmapped("copy_with_setitem: an index other than tensors (a slice, an int, Ellipsis)")
-    return c.spec(op, [c.first().name, arg(c.get("value")), *[arg(k) for k in keys]], accumulate=False)
+    if keys and all(is_tensor(k) for k in keys):
+        return c.spec(op, [a.name, arg(value), *[arg(k) for k in keys]], accumulate=False)
+    return _basic_setitem(c, a, keys, value)
+
+
+def _basic_setitem(c: Call, a, keys: list, value) -> list[Spec]:
+    """a[keys] = value for ints, slices and one Ellipsis: value (a number, or a tensor that broadcasts
+    to the block the keys select) in a's dtype, given back the dims the ints drop, into that block."""
+    start, limit, step, block, kept = _basic_block(tuple(int(d) for d in a.shape), keys)
+    out, dtype = c.outs[0], dtype_name(a.dtype)
+    src = Derived.like(f"{out.name}_src", a, shape=tuple(kept))
+    if is_number(value):
+        if plain(value) is None or isinstance(plain(value), complex) and not dtype.startswith("complex"):
+            raise Unmapped(f"copy_with_setitem: a value {value!r} (symbolic, or complex into a real tensor)")
+        specs = [Spec("full", [], {"shape": kept, "value": plain(value), "dtype": dtype}, [src])]
+    elif is_tensor(value):
+        specs, v = [], value
+        shape = [int(d) for d in v.shape]
+        while len(shape) > len(block) and shape[0] == 1:  # torch drops a value's leading ones
+            shape = shape[1:]
+        if len(shape) > len(block) or any(s not in (1, b) for s, b in zip(shape[::-1], block[::-1])):
+            raise Unmapped(f"copy_with_setitem: a value of shape {list(v.shape)} into a block of {block}")
+        if dtype_name(v.dtype) != dtype:
+            cast = Derived.like(f"{out.name}_cast", v, dtype=a.dtype)
+            specs.append(Spec("convert", [v.name], {"dtype": dtype}, [cast]))
+            v = cast
+        if shape != [int(d) for d in v.shape]:
+            squeezed = Derived.like(f"{out.name}_squeezed", v, shape=tuple(shape))
+            specs.append(Spec("reshape", [v.name], {"shape": shape}, [squeezed]))
+            v = squeezed
+        if shape != block:
+            wide = Derived.like(f"{out.name}_block", v, shape=tuple(block))
+            specs.append(Spec("broadcast", [v.name], {"shape": block, "broadcast_dims": None}, [wide]))
+            v = wide
+        specs.append(Spec("reshape", [v.name], {"shape": kept}, [src]))
+    else:
+        raise Unmapped(f"copy_with_setitem: a value of type {type(value).__name__}")
+    return [*specs, Spec("slice_scatter", [a.name, src.name], {"start": start, "limit": limit, "step": step}, c.outs)]
+
+
+def _basic_block(shape: tuple[int, ...], keys: list) -> tuple[list, list, list, list, list]:
+    """(start, limit, step) per dim of a basic index, the shape of the block it selects (the ints'
+    dims dropped) and that block with those dims kept as ones."""
+    keys = [k if k is Ellipsis else slice(plain(k.start), plain(k.stop), plain(k.step)) if isinstance(k, slice)
+            else plain(k) for k in keys]
+    if sum(k is Ellipsis for k in keys) > 1:
+        raise Unmapped("copy_with_setitem: two Ellipses")
+    named = len([k for k in keys if k is not Ellipsis])
+    if named > len(shape):
+        raise Unmapped(f"copy_with_setitem: {named} indices into {len(shape)} dims")
+    full = []
+    for k in keys:
+        full += [slice(None)] * (len(shape) - named) if k is Ellipsis else [k]
+    full += [slice(None)] * (len(shape) - len(full))
+    start, limit, step, block, kept = [], [], [], [], []
+    for k, n in zip(full, shape):
+        if isinstance(k, bool) or not isinstance(k, (int, slice)):
+            raise Unmapped(f"copy_with_setitem: an index {k!r} (not an int, a slice or Ellipsis)")
+        if isinstance(k, slice):
+            if not all(b is None or isinstance(b, int) for b in (k.start, k.stop, k.step)) or (k.step or 1) <= 0:
+                raise Unmapped(f"copy_with_setitem: a slice {k!r}")
+            lo, hi, st = k.indices(n)
+            count = len(range(lo, hi, st))
+            start.append(lo), limit.append(max(hi, lo)), step.append(st), block.append(count), kept.append(count)
+            continue
+        i = k + n if k < 0 else k
+        if not 0 <= i < n:
+            raise Unmapped(f"copy_with_setitem: index {k} out of a dim of {n}")
+        start.append(i), limit.append(i + 1), step.append(1), kept.append(1)
+    return start, limit, step, block, kept
 
 
 def unfold(op: str, c: Call) -> list[Spec]:

@@ -32,7 +32,7 @@ from typing import Any
 
 from irlens.ir import LEVELS, Arg, Graph, Node
 from irlens.frontends.thunder import torch_fallback
-from irlens.frontends.thunder.call import Spec, Unmapped, arg, is_tensor, is_value, tensor_meta
+from irlens.frontends.thunder.call import Call, Spec, Unmapped, arg, is_tensor, is_value, tensor_meta
 from irlens.frontends.thunder.ops import (  # noqa: F401  (NAME_TABLE, TORCH_OPS, PRIMS_OPS: the tables)
     NAME_TABLE, PRIMS_OPS, TABLE, TORCH_OPS, normalize)
 from irlens.ops import conform, node_problem
@@ -91,7 +91,8 @@ def trace_to_graph_and_groups(trace, *, name: str, frontend: str = "thunder",
         else:
             ids = builder.add(bsym, scope="")
             groups.append(ExecutionGroup(bsym.name_with_module(), False, ids, bsym))
-    graph = Graph(name, frontend, stage, "composite", builder.inputs, builder.nodes, _output_names(returned))
+    outputs = [builder.current(n) for n in _output_names(returned)]
+    graph = Graph(name, frontend, stage, "composite", builder.inputs, builder.nodes, list(dict.fromkeys(outputs)))
     return graph, groups
 
 
@@ -177,6 +178,12 @@ class _GraphBuilder:
     nodes: list[Node] = field(default_factory=list)
     _ids: set[str] = field(default_factory=set)
     _defined: set[str] = field(default_factory=set)
+    # a tensor `prims.copy_` wrote -> the name of its new value: the acquired trace reads a tensor
+    # an in-place op updated (`y.add_(v)`, `y[i] = v`) by its old name, Thunder's later passes by the new
+    _current: dict[str, str] = field(default_factory=dict)
+
+    def current(self, name: Arg) -> Arg:
+        return self._current.get(name, name) if isinstance(name, str) else name
 
     def add_inputs(self, proxies) -> None:
         for p in proxies:
@@ -200,7 +207,10 @@ class _GraphBuilder:
                 nodes = [self._node(spec, printed, scope) for spec in normalize(key, inner)]
                 problem = next((p for p in map(node_problem, nodes) if p), None)
                 if problem is None:
-                    return self._commit(nodes)
+                    ids = self._commit(nodes)
+                    if key == "prims.copy_":  # its output is copy_to's value from here on
+                        self._current[Call(inner).get("copy_to").name] = outs[0].name
+                    return ids
                 reason = problem
             except Unmapped as e:
                 reason = str(e)
@@ -219,17 +229,18 @@ class _GraphBuilder:
     def _expand(self, bsym, scope: str) -> list[str] | None:
         """Thunder's decomposition of `bsym` (its subsymbols, recursively), or None (nothing
         kept) when it does not define every tensor `bsym` gives."""
-        mark, defined, ids = len(self.nodes), set(self._defined), set(self._ids)
+        mark, defined, ids, current = len(self.nodes), set(self._defined), set(self._ids), dict(self._current)
         added = [i for sub in bsym.subsymbols for i in self.add(sub, scope)]
         if all(o.name in self._defined for o in bsym.flat_proxy_outs if is_tensor(o)):
             return added
         del self.nodes[mark:]
-        self._defined, self._ids = defined, ids
+        self._defined, self._ids, self._current = defined, ids, current
         return None
 
     def _node(self, spec: Spec, native: str, scope: str) -> Node:
         outputs = [m for m in (tensor_meta(p) for p in spec.outputs) if m is not None]
-        return Node(outputs[0].name if outputs else native, spec.op, spec.inputs, outputs, spec.attrs, native, scope)
+        return Node(outputs[0].name if outputs else native, spec.op, [self.current(i) for i in spec.inputs], outputs,
+                    spec.attrs, native, scope)
 
     def _commit(self, nodes: list[Node]) -> list[str]:
         ids = []
