@@ -159,6 +159,11 @@ def _indexing_cases() -> list[Case]:
               Case("grouped_mm", {}, [x.T.contiguous(), _x(7, 6, seed=2), offs], "grouped_mm-2d-by-2d"),
               Case("grouped_mm_backward", {}, [x, w, offs, _x(7, 6, seed=2)], "grouped_mm_backward")]
     cases.append(Case("sort", {"dim": 0}, [_x(5, 3)], "sort-unstable-dim0"))
+    # F.fold (ConvBERT's span convolution's backward): overlapping windows sum, padding cropped
+    fold = {"output_size": [7, 6], "kernel_size": [3, 2], "dilation": [1, 2], "padding": [1, 0], "stride": [2, 1]}
+    cases += [Case("col2im", fold, [_x(2, 3 * 6, 4 * 4)], "col2im-overlapping-strided-dilated"),
+              Case("col2im", {**fold, "stride": [1, 1], "dilation": [1, 1], "padding": [1, 1]},
+                   [_x(3 * 6, 7 * 7)], "col2im-unbatched-padded")]
     # torch scans bools and integers in int64 (Llama's and GPT-2's position ids from a mask)
     cases.append(Case("cumsum", {"dim": 1}, [_x(2, 5) > 0], "cumsum-bool"))
     cases.append(Case("cumsum", {"dim": 0, "reverse": True}, [_long(3, -1, 2)], "cumsum-int-reverse"))

@@ -311,6 +311,30 @@ grid_sample_backward = from_aten("grid_sample_backward", OTHER, A.grid_sampler_2
 grid_sample_3d = from_aten("grid_sample_3d", OTHER, A.grid_sampler_3d.default)
 grid_sample_3d_backward = from_aten("grid_sample_3d_backward", OTHER, A.grid_sampler_3d_backward.default)
 col2im = from_aten("col2im", OTHER, A.col2im.default, doc="F.fold: sliding-window columns summed into an image")
+
+
+@lowering(col2im, "jax")
+def _col2im_jax(a, cols):
+    """Each kernel offset's columns placed at that offset's strided positions of the padded image
+    (a pad with stride - 1 zeros between them: XLA keeps pads and adds, where a strided scatter-add
+    becomes a scatter) and summed (unfold's transpose), then the padding cropped."""
+    (h, w), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (a[k] for k in ("output_size", "kernel_size", "dilation",
+                                                                         "padding", "stride"))
+    batched = cols.ndim == 3
+    cols = cols if batched else cols[None]
+    lh, lw = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    n = cols.shape[0]
+    blocks = cols.reshape(n, -1, kh, kw, lh, lw)
+    height, width, zero = h + 2 * ph, w + 2 * pw, jnp().zeros((), cols.dtype)
+    image = None
+    for i, j in itertools.product(range(kh), range(kw)):
+        top, left = i * dh, j * dw
+        placed = lax().pad(blocks[:, :, i, j], zero, [(0, 0, 0), (0, 0, 0),
+                                                      (top, height - top - sh * (lh - 1) - 1, sh - 1),
+                                                      (left, width - left - sw * (lw - 1) - 1, sw - 1)])
+        image = placed if image is None else image + placed
+    image = image[:, :, ph:ph + h, pw:pw + w]
+    return image if batched else image[0]
 upsample_bilinear_aa = from_aten("upsample_bilinear_aa", OTHER, A._upsample_bilinear2d_aa.default)
 adaptive_max_pool = from_aten("adaptive_max_pool", REDUCTION, A.adaptive_max_pool2d.default)
 adaptive_max_pool_backward = from_aten("adaptive_max_pool_backward", REDUCTION, A.adaptive_max_pool2d_backward.default)
