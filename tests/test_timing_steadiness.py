@@ -72,6 +72,19 @@ def _row(backend: str, run_us: float, spread: float) -> Row:
                run_us=run_us, run_spread=spread, compile_s=0.1, kernel_count=2)
 
 
+def test_a_steps_second_call_is_a_stage_of_its_own(monkeypatch):
+    """A call that compiles again on its second call (transformers' RWKV under Thunder: its first
+    call rescales its weights, which the jitted function guards on) is in stage "timing: its second
+    call", which a timeout's reason names; the steady calls after it are "timing"."""
+    from irlens.backends import base
+
+    stages, seen = [], []
+    monkeypatch.setattr(base.call_progress, "stage", lambda name: stages.append(name))
+    measure(lambda: seen.append(stages[-1] if stages else None), "cpu", min_repeats=3, budget_s=0.0)
+    assert seen == [None, "timing: its second call", "timing", "timing"]
+    assert stages[-1] == "reading kernels"
+
+
 def test_an_unsteady_row_says_so_in_the_table_and_the_report():
     doc = Document("compare", [_row("eager", 52.0, 0.05), _row("inductor", 31986.0, 3.0)], "cpu", "test CPU",
                    preset="tiny")
