@@ -91,8 +91,9 @@ def trace_to_graph_and_groups(trace, *, name: str, frontend: str = "thunder",
         else:
             ids = builder.add(bsym, scope="")
             groups.append(ExecutionGroup(bsym.name_with_module(), False, ids, bsym))
-    outputs = [builder.current(n) for n in _output_names(returned)]
-    graph = Graph(name, frontend, stage, "composite", builder.inputs, builder.nodes, list(dict.fromkeys(outputs)))
+    outputs = list(dict.fromkeys(builder.current(n) for n in _output_names(returned)))
+    builder.flag_stale_views(outputs)
+    graph = Graph(name, frontend, stage, "composite", builder.inputs, builder.nodes, outputs)
     return graph, groups
 
 
@@ -181,9 +182,47 @@ class _GraphBuilder:
     # a tensor `prims.copy_` wrote -> the name of its new value: the acquired trace reads a tensor
     # an in-place op updated (`y.add_(v)`, `y[i] = v`) by its old name, Thunder's later passes by the new
     _current: dict[str, str] = field(default_factory=dict)
+    # tensors that share memory (a view op's input and outputs, update_aliases'), joined (union-find);
+    # and each prims.copy_'s node with the tensor it wrote: an alias of that tensor read after it
+    # would keep its old value here (the adapter does not follow views), so such a copy is flagged
+    _base: dict[str, str] = field(default_factory=dict)
+    _writes: list[tuple[int, str]] = field(default_factory=list)
 
     def current(self, name: Arg) -> Arg:
         return self._current.get(name, name) if isinstance(name, str) else name
+
+    def _note_view(self, bsym) -> None:
+        """Join the tensors `bsym` makes share memory: a view op's first input and its outputs;
+        update_aliases' tensors and their new names (Thunder's execution traces mark aliases so)."""
+        if bsym.sym.name == "update_aliases":
+            shared = [self.current(a.name) for a in bsym.flat_proxy_args if is_tensor(a)]
+        elif _returns_views(bsym) or _returns_views(resolve(bsym)[0]):
+            shared = [self.current(a.name) for a in bsym.flat_proxy_args if is_tensor(a)][:1]
+        else:
+            return
+        names = shared + [o.name for o in bsym.flat_proxy_outs if is_tensor(o)]
+        if names:
+            root = self._root(names[0])
+            self._base.setdefault(root, root)
+            for name in names[1:]:
+                self._base[self._root(name)] = root
+
+    def _root(self, name: str) -> str:
+        while self._base.get(name, name) != name:
+            name = self._base[name]
+        return name
+
+    def flag_stale_views(self, outputs: list[Arg]) -> None:
+        """A copy into a tensor that shares memory with others read after it: unknown, with the
+        reason (the adapter does not follow views: it would read their values from before)."""
+        for at, written in self._writes:
+            root = self._root(written)
+            others = {n for n in self._base if self._root(n) == root} - {written, self.nodes[at].outputs[0].name}
+            if others and others & ({a for n in self.nodes[at + 1:] for a in n.value_inputs()} | set(outputs)):
+                node = self.nodes[at]
+                node.attrs = {"reason": f"an in-place update of {written}, whose views "
+                                        f"{sorted(others)} are read after it: the adapter does not follow views"}
+                node.op = f"unknown:{node.native}"
 
     def add_inputs(self, proxies) -> None:
         for p in proxies:
@@ -195,6 +234,7 @@ class _GraphBuilder:
     def add(self, bsym, scope: str) -> list[str]:
         """Append the nodes `bsym` normalizes to; returns their ids."""
         printed = bsym.name_with_module()
+        self._note_view(bsym)
         inner, key = resolve(bsym)
         if _is_bookkeeping(inner.sym.name):  # a shape query inside a fusion region computes nothing
             return []
@@ -209,7 +249,9 @@ class _GraphBuilder:
                 if problem is None:
                     ids = self._commit(nodes)
                     if key == "prims.copy_":  # its output is copy_to's value from here on
-                        self._current[Call(inner).get("copy_to").name] = outs[0].name
+                        written = Call(inner).get("copy_to").name
+                        self._current[written] = outs[0].name
+                        self._writes.append((len(self.nodes) - 1, written))
                     return ids
                 reason = problem
             except Unmapped as e:
@@ -229,12 +271,12 @@ class _GraphBuilder:
     def _expand(self, bsym, scope: str) -> list[str] | None:
         """Thunder's decomposition of `bsym` (its subsymbols, recursively), or None (nothing
         kept) when it does not define every tensor `bsym` gives."""
-        mark, defined, ids, current = len(self.nodes), set(self._defined), set(self._ids), dict(self._current)
+        mark, saved = len(self.nodes), (set(self._defined), set(self._ids), dict(self._current), list(self._writes))
         added = [i for sub in bsym.subsymbols for i in self.add(sub, scope)]
         if all(o.name in self._defined for o in bsym.flat_proxy_outs if is_tensor(o)):
             return added
         del self.nodes[mark:]
-        self._defined, self._ids, self._current = defined, ids, current
+        self._defined, self._ids, self._current, self._writes = saved
         return None
 
     def _node(self, spec: Spec, native: str, scope: str) -> Node:
@@ -252,6 +294,13 @@ class _GraphBuilder:
             self._defined.update(o.name for o in node.outputs)
             ids.append(node.id)
         return ids
+
+
+def _returns_views(bsym) -> bool:
+    """A symbol whose outputs may share memory with its input (a view, a reshape, a split)."""
+    import thunder.torch as ltorch
+
+    return bsym.sym in ltorch._syms_returning_views or bsym.sym in ltorch._syms_that_may_return_views
 
 
 def _tensor_args(bsym) -> list:
