@@ -29,11 +29,11 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
         raise Unavailable(f"{acq.workload}: Dynamo's graph reads a tensor that is no input, parameter or buffer of "
                           "the workload")
     out = output_key(acq)
-    tokens: dict[str, torch.Tensor] = {}
+    supplied: dict[str, torch.Tensor] = {}  # the values no workload holds: effect tokens, zero cotangents
 
     def zero_cotangent(i: int) -> str:
         name = f"cotangent:updated:{keys[i]}"
-        tokens[name] = torch.zeros_like(workload_values(inst)[keys[i]])
+        supplied[name] = torch.zeros_like(workload_values(inst)[keys[i]])
         return name
 
     key_of = {"arg": keys.__getitem__, "mutated": lambda i: updated_key(keys[i], inst), "out": out,
@@ -45,7 +45,7 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
             if side == "output":
                 return None
             name = f"token:{role.what.strip('_')}"
-            tokens[name] = new_token().to(inst.device)
+            supplied[name] = new_token().to(inst.device)
             return name
         if role.kind not in key_of:
             raise ValueError(f"{acq.workload}: {stage} {side} {j} is {role}, which irlens does not bind")
@@ -58,9 +58,9 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
 
     fwd = step("aot.forward")
     if acq.mode == "fwd":
-        return Program("dynamo", "fwd", fwd, values=tokens)
+        return Program("dynamo", "fwd", fwd, values=supplied)
     bwd = step("aot.backward")
-    return Program("dynamo", "fwdbwd", fwd, bwd, values=tokens)
+    return Program("dynamo", "fwdbwd", fwd, bwd, values=supplied)
 
 
 def output_key(acq: Acquisition):
