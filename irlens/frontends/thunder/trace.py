@@ -191,12 +191,13 @@ class _GraphBuilder:
     def current(self, name: Arg) -> Arg:
         return self._current.get(name, name) if isinstance(name, str) else name
 
-    def _note_view(self, bsym) -> None:
-        """Join the tensors `bsym` makes share memory: a view op's first input and its outputs;
-        update_aliases' tensors and their new names (Thunder's execution traces mark aliases so)."""
+    def _note_view(self, bsym, inner) -> None:
+        """Join the tensors `bsym` (which `inner` stands for) makes share memory: a view op's first
+        input and its outputs; update_aliases' tensors and their new names (Thunder's execution
+        traces mark aliases so)."""
         if bsym.sym.name == "update_aliases":
             shared = [self.current(a.name) for a in bsym.flat_proxy_args if is_tensor(a)]
-        elif _returns_views(bsym) or _returns_views(resolve(bsym)[0]):
+        elif _returns_views(bsym) or _returns_views(inner):
             shared = [self.current(a.name) for a in bsym.flat_proxy_args if is_tensor(a)][:1]
         else:
             return
@@ -234,8 +235,8 @@ class _GraphBuilder:
     def add(self, bsym, scope: str) -> list[str]:
         """Append the nodes `bsym` normalizes to; returns their ids."""
         printed = bsym.name_with_module()
-        self._note_view(bsym)
         inner, key = resolve(bsym)
+        self._note_view(bsym, inner)
         if _is_bookkeeping(inner.sym.name):  # a shape query inside a fusion region computes nothing
             return []
         outs = [p for p in inner.flat_proxy_outs if is_tensor(p)]
