@@ -91,6 +91,23 @@ with torch.random.fork_rng():
 WORKLOAD = f"{__file__}:tanh_exp"
 
 
+class KeywordLinear(torch.nn.Module):
+    """`F.linear` with its weight and bias by keyword, as timm's BEiT calls it: thunder.jit cannot
+    take it (Thunder's linear takes no keywords), so irlens's Thunder backends run it through ThunderFX."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(16, 8)
+
+    def forward(self, x):
+        return torch.tanh(torch.nn.functional.linear(x, weight=self.proj.weight, bias=self.proj.bias))
+
+
+with torch.random.fork_rng():
+    torch.manual_seed(0)
+    keyword_linear = irlens.Workload.from_module("keyword_linear", KeywordLinear(), example_inputs=((4, 16),))
+
+
 @pytest.fixture(scope="module")
 def reduced(tmp_path_factory):
     """Each fault's cell, reproduced and reduced once (the workers resolve the faulty backends by reference)."""
@@ -306,6 +323,18 @@ def test_cell_files_of_ok_cells_run_ok(tmp_path, workload, backend, mode, dtype)
     assert "When irlens ran it: ok" in text and "def model(" in text
     assert ("def jax_program(" in text) == (backend == "xla")
     assert ("thunder.get_executor('torchcompile')" in text) == (backend == "thunder+torchcompile")
+
+
+def test_a_thunder_cell_file_takes_thunderfx_where_thunder_jit_fails_as_the_cell_did(tmp_path):
+    """The cell ran through ThunderFX (thunder.jit failed on the keyword linear); its file must run the
+    same path, not fail on thunder.jit where the cell did not."""
+    from irlens.repro import CellSpec, repro
+
+    result = repro(CellSpec(f"{__file__}:keyword_linear", "thunder+torchcompile"), str(tmp_path), timeout=300)
+    assert result.cell_outcome.status == "ok" and result.cell_outcome.exit_status == 0, result.cell_outcome
+    text = open(result.cell_file).read()
+    assert "weight = l_self_modules_proj_parameters_weight_" in text  # the keyword call is in the file's model
+    assert "When irlens ran it: ok" in text and "ThunderFX where it fails" in text
 
 
 @pytest.mark.parametrize("backend", ["eager", "xla"])

@@ -2,8 +2,8 @@
 
 One `ReproPath` per backend (`PATHS`, by backend name). A torch path is source that defines
 `compile_fn(fn)`: the file hands it the model code (eager: `fn` itself; inductor:
-`torch.compile`; Thunder's executors: `thunder.jit` with that fusion executor first, as
-`irlens.backends.thunder` runs it). The xla path is `jax.jit` of the JAX program written out
+`torch.compile`; Thunder's executors: `thunder.jit` with that fusion executor first, or
+ThunderFX where thunder.jit fails, as `irlens.backends.thunder` runs it). The xla path is `jax.jit` of the JAX program written out
 as source (`irlens.repro.jax_source`).
 
 The reducer shrinks a graph of the common view acquired by `frontend` (Dynamo's ATen graphs
@@ -41,13 +41,59 @@ def import_thunder():
 
 
 def _thunder_source(executor: str) -> str:
-    return THUNDER_IMPORT + f'''
+    """compile_fn as irlens's Thunder backends capture (`irlens.frontends.thunder.capture`): by the
+    same environment variable, thunder.jit, ThunderFX (upstream's `ThunderCompiler`, the same executors),
+    or by default thunder.jit and, where its first call fails, ThunderFX. A Dynamo graph's code may
+    call ops as thunder.jit cannot (`F.linear(x, weight=w)`: Thunder's linear takes no keywords)
+    where the cell ran through ThunderFX; the file then takes the cell's path, not another. (irlens's
+    ThunderFX also keeps from Thunder the ops it has no gradient for, and a region that fails on its
+    first call; the file runs upstream's as it is.)"""
+    return "import os\nimport sys\n\n\n" + THUNDER_IMPORT + f'''
+
+CAPTURE = os.environ.get("IRLENS_THUNDER_CAPTURE") or "auto"  # as irlens: auto, jit or thunderfx
+
 
 def compile_fn(fn):
     thunder = import_thunder()
     fusion = thunder.get_executor({executor!r})
     others = [ex for ex in thunder.get_default_executors() if ex.name not in ("torchcompile", "nvfuser")]
-    return thunder.jit(fn, executors=[fusion, *others])
+    executors = [fusion, *others]
+
+    def thunderfx():
+        from thunder.dynamo import ThunderCompiler
+        from torch.fx._lazy_graph_module import _force_skip_lazy_graph_module
+
+        compiled = torch.compile(fn, backend=ThunderCompiler(executors=executors), dynamic=False)
+
+        def call(*args):
+            # over a plain function ThunderFX jits its regions' graph modules before FX has written
+            # their code (lazily), and Thunder's interpreter fails inside FX's code generation
+            with _force_skip_lazy_graph_module():
+                return compiled(*args)
+
+        return call
+
+    if CAPTURE == "thunderfx":
+        return thunderfx()
+    jitted = thunder.jit(fn, executors=executors)
+    if CAPTURE == "jit":
+        return jitted
+    chosen = []
+
+    def auto(*args):
+        if not chosen:
+            try:
+                out = jitted(*args)
+            except Exception as e:  # any failure of thunder.jit's first call: ThunderFX, as irlens's backend
+                first = (str(e).splitlines() or [""])[0][:160]
+                print(f"capture: thunderfx (thunder.jit failed: {{type(e).__name__}}: {{first}})", file=sys.stderr)
+                chosen.append(thunderfx())
+                return chosen[0](*args)
+            chosen.append(jitted)
+            return out
+        return chosen[0](*args)
+
+    return auto
 '''
 
 
@@ -66,9 +112,9 @@ for _path in (
     ReproPath("eager", "torch", "eager PyTorch, op by op", "def compile_fn(fn):\n    return fn\n"),
     ReproPath("inductor", "torch", "torch.compile with Inductor",
               'def compile_fn(fn):\n    return torch.compile(fn, backend="inductor", dynamic=False)\n'),
-    ReproPath("thunder+torchcompile", "torch", "thunder.jit with its torchcompile fusion executor first",
+    ReproPath("thunder+torchcompile", "torch", "thunder.jit with its torchcompile fusion executor first (ThunderFX where it fails)",
               _thunder_source("torchcompile")),
-    ReproPath("nvfuser", "torch", "thunder.jit with its nvFuser executor first", _thunder_source("nvfuser"),
+    ReproPath("nvfuser", "torch", "thunder.jit with its nvFuser executor first (ThunderFX where it fails)", _thunder_source("nvfuser"),
               lowering="nvfuser"),
     ReproPath("xla", "jax", "jax.jit of the JAX program (matmul precision highest, as the xla backend runs it)",
               frontend="jax", lowering="jax"),
