@@ -93,7 +93,8 @@ WORKLOAD = f"{__file__}:tanh_exp"
 
 class KeywordLinear(torch.nn.Module):
     """`F.linear` with its weight and bias by keyword, as timm's BEiT calls it: thunder.jit cannot
-    take it (Thunder's linear takes no keywords), so irlens's Thunder backends run it through ThunderFX."""
+    take it (Thunder's linear takes its weight by position only), so irlens's Thunder backends run it
+    through ThunderFX."""
 
     def __init__(self):
         super().__init__()
@@ -335,6 +336,15 @@ def test_a_thunder_cell_file_takes_thunderfx_where_thunder_jit_fails_as_the_cell
     text = open(result.cell_file).read()
     assert "weight = l_self_modules_proj_parameters_weight_" in text  # the keyword call is in the file's model
     assert "When irlens ran it: ok" in text and "ThunderFX where it fails" in text
+    # the file says which capture it took; asked for thunder.jit alone, it fails as thunder.jit does
+    import subprocess
+    import sys
+
+    for capture, status, said in (("auto", 0, "capture: thunderfx (thunder.jit failed: TypeError"),
+                                  ("jit", 2, "exception: TypeError"), ("thunderjit", 2, "choose from auto, jit")):
+        run = subprocess.run([sys.executable, result.cell_file], capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "IRLENS_THUNDER_CAPTURE": capture})
+        assert run.returncode == status and said in run.stdout + run.stderr, (capture, run.stdout, run.stderr[-2000:])
 
 
 @pytest.mark.parametrize("backend", ["eager", "xla"])

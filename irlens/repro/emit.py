@@ -330,6 +330,7 @@ def synchronize():
 
 
 def first_line(e):
+    e = getattr(e, "inner_exception", None) or e  # Dynamo's BackendCompilerFailed: the backend's own error
     text = str(e).strip()
     return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")'''
 

@@ -41,13 +41,16 @@ def import_thunder():
 
 
 def _thunder_source(executor: str) -> str:
-    """compile_fn as irlens's Thunder backends capture (`irlens.frontends.thunder.capture`): by the
-    same environment variable, thunder.jit, ThunderFX (upstream's `ThunderCompiler`, the same executors),
-    or by default thunder.jit and, where its first call fails, ThunderFX. A Dynamo graph's code may
-    call ops as thunder.jit cannot (`F.linear(x, weight=w)`: Thunder's linear takes no keywords)
-    where the cell ran through ThunderFX; the file then takes the cell's path, not another. (irlens's
-    ThunderFX also keeps from Thunder the ops it has no gradient for, and a region that fails on its
-    first call; the file runs upstream's as it is.)"""
+    """compile_fn as irlens's Thunder backends capture (`irlens.frontends.thunder.capture`), by the
+    same environment variable read when the file runs: thunder.jit, ThunderFX (upstream's
+    `ThunderCompiler`, the same executors), or by default thunder.jit and, where its first forward
+    call fails (tracing, compiling or running it), ThunderFX. A Dynamo graph's code may call ops as
+    thunder.jit cannot (`F.linear(x, weight=w)`: Thunder's linear takes its weight by position only)
+    where the cell ran through ThunderFX; the file then takes the cell's path, not another. Where it
+    differs: irlens also turns to ThunderFX when the backward of thunder.jit's step fails; irlens's
+    ThunderFX keeps from Thunder the ops it has no gradient for and a region that fails on its first
+    call (the file runs upstream's as it is); and where both captures fail the nvfuser backend runs
+    the common view's lowering, the file ThunderFX."""
     return "import os\nimport sys\n\n\n" + THUNDER_IMPORT + f'''
 
 CAPTURE = os.environ.get("IRLENS_THUNDER_CAPTURE") or "auto"  # as irlens: auto, jit or thunderfx
@@ -73,6 +76,8 @@ def compile_fn(fn):
 
         return call
 
+    if CAPTURE not in ("auto", "jit", "thunderfx"):
+        raise ValueError(f"IRLENS_THUNDER_CAPTURE={{CAPTURE!r}}: choose from auto, jit, thunderfx")
     if CAPTURE == "thunderfx":
         return thunderfx()
     jitted = thunder.jit(fn, executors=executors)
