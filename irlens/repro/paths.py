@@ -3,8 +3,8 @@
 One `ReproPath` per backend (`PATHS`, by backend name). A torch path is source that defines
 `compile_fn(fn)`: the file hands it the model code (eager: `fn` itself; inductor:
 `torch.compile`; Thunder's executors: `thunder.jit` with that fusion executor first, or
-ThunderFX where thunder.jit fails, as `irlens.backends.thunder` runs it). The xla path is `jax.jit` of the JAX program written out
-as source (`irlens.repro.jax_source`).
+ThunderFX where thunder.jit fails, as `irlens.backends.thunder` runs it). The xla path is
+`jax.jit` of the JAX program written out as source (`irlens.repro.jax_source`).
 
 The reducer shrinks a graph of the common view acquired by `frontend` (Dynamo's ATen graphs
 for the torch paths, the jaxpr for xla) and runs each candidate by `lowering`:
@@ -117,10 +117,11 @@ for _path in (
     ReproPath("eager", "torch", "eager PyTorch, op by op", "def compile_fn(fn):\n    return fn\n"),
     ReproPath("inductor", "torch", "torch.compile with Inductor",
               'def compile_fn(fn):\n    return torch.compile(fn, backend="inductor", dynamic=False)\n'),
-    ReproPath("thunder+torchcompile", "torch", "thunder.jit with its torchcompile fusion executor first (ThunderFX where it fails)",
+    ReproPath("thunder+torchcompile", "torch",
+              "thunder.jit with its torchcompile fusion executor first (ThunderFX where it fails)",
               _thunder_source("torchcompile")),
-    ReproPath("nvfuser", "torch", "thunder.jit with its nvFuser executor first (ThunderFX where it fails)", _thunder_source("nvfuser"),
-              lowering="nvfuser"),
+    ReproPath("nvfuser", "torch", "thunder.jit with its nvFuser executor first (ThunderFX where it fails)",
+              _thunder_source("nvfuser"), lowering="nvfuser"),
     ReproPath("xla", "jax", "jax.jit of the JAX program (matmul precision highest, as the xla backend runs it)",
               frontend="jax", lowering="jax"),
 ):
