@@ -216,11 +216,17 @@ class _GraphBuilder:
     def flag_stale_views(self, outputs: list[Arg]) -> None:
         """A copy into a tensor that shares memory with others read after it: unknown, with the
         reason (the adapter does not follow views: it would read their values from before)."""
+        if not self._writes:
+            return
+        aliases: dict[str, set[str]] = {}  # root -> every tensor sharing its memory
+        for name in self._base:
+            aliases.setdefault(self._root(name), set()).add(name)
+        last_read = {a: i for i, n in enumerate(self.nodes) for a in n.value_inputs()}
+        last_read.update({a: len(self.nodes) for a in outputs})
         for at, written in self._writes:
-            root = self._root(written)
-            others = {n for n in self._base if self._root(n) == root} - {written, self.nodes[at].outputs[0].name}
-            if others and others & ({a for n in self.nodes[at + 1:] for a in n.value_inputs()} | set(outputs)):
-                node = self.nodes[at]
+            node = self.nodes[at]
+            others = aliases.get(self._root(written), set()) - {written, node.outputs[0].name}
+            if any(last_read.get(n, -1) > at for n in others):
                 node.attrs = {"reason": f"an in-place update of {written}, whose views "
                                         f"{sorted(others)} are read after it: the adapter does not follow views"}
                 node.op = f"unknown:{node.native}"
