@@ -63,6 +63,7 @@ def inputs() -> dict[str, torch.Tensor]:
         "ineg": torch.randint(-8, 8, (4, 5), generator=g), "r0": torch.tensor(2), "xt": unit(5, 4).T,
         "buf": unit(4, 5), "lsm": torch.log_softmax(torch.randn(4, 5, generator=g), 1),
         "k4": torch.randn(1, 2, 4, 3, generator=g), "v4": torch.randn(1, 2, 4, 3, generator=g),
+        "cs": torch.complex(torch.randn(4, 5, generator=g), torch.randn(4, 5, generator=g)),  # real/imag's input
     }
 
 
@@ -83,9 +84,10 @@ def _prim_samples():
         "prims.div": [lambda t: p.div(t.x, t.y), lambda t: p.div(t.ineg, t.j)],  # integers: truncation
         "prims.where": [lambda t: p.where(t.b, t.x, t.y)],
         "prims.frexp": [lambda t: p.frexp(t.s)],
-        # complex parts (FNet's Fourier mixing keeps the real part), of values made complex here
-        "prims.real": [lambda t: p.real(p.convert_element_type(t.s, d.complex64))],
-        "prims.imag": [lambda t: p.imag(p.convert_element_type(t.s, d.complex64))],
+        # complex parts (FNet's Fourier mixing keeps the real part), of a complex input (a sample is one call:
+        # a conversion inside it would be a call of its own in the trace)
+        "prims.real": [lambda t: p.real(t.cs)],
+        "prims.imag": [lambda t: p.imag(t.cs)],
         "prims.sum": [lambda t: p.sum(t.x, (1,))], "prims.amax": [lambda t: p.amax(t.s, (0, 1))],
         "prims.amin": [lambda t: p.amin(t.s, (0,))], "prims.prod": [lambda t: p.prod(t.x, (1,))],
         "prims.argmax": [lambda t: p.argmax(t.s, 1), lambda t: p.argmax(t.s, None)],
