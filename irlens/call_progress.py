@@ -53,6 +53,7 @@ def read(path: str) -> Progress | None:
 # ---- the worker's side
 
 _now: Progress | None = None
+_began: float | None = None  # when the call began (time.monotonic())
 
 
 def _write() -> None:
@@ -70,9 +71,19 @@ def _write() -> None:
 
 def begin(stage_name: str) -> None:
     """A new call (or the worker's start): its first stage, nothing waited yet."""
-    global _now
+    global _now, _began
     _now = Progress(stage_name, time.monotonic())
+    _began = _now.stage_since
     _write()
+
+
+def counted_s() -> float | None:
+    """Seconds of this call that count against its timeout (since it began, its waits for turns
+    left out); None where no call began here (one process does everything: no timeout)."""
+    if _now is None or _began is None:
+        return None
+    now = time.monotonic()
+    return now - _began - _now.waited(now)
 
 
 def stage(name: str) -> None:

@@ -120,6 +120,8 @@ def test_a_compiled_module_skewed_by_1_5_percent_is_a_mismatch(dtype):
         assert inductor["eager_err"] < inductor["allowed"] < inductor["per_result"]["out0"]
         if dtype == "bfloat16":  # under the flat tolerance, which let it pass
             assert inductor["per_result"]["out0"] < tolerance(dtype, mode)
+            # off on every input draw, not on one: judged over five, it stays a mismatch (irlens.matrix.draws)
+            assert "; over 5 input draws too: out0: median rel err 1.5" in inductor["reason"]
     table = format_table(Document.from_json(doc))
     assert "eager err" in table and "x eager's" in table
 

@@ -1,7 +1,10 @@
 """What a backend is: something that compiles and runs a workload and reports its kernels."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import statistics
+import sys
 import time
 import traceback
 from abc import ABC, abstractmethod
@@ -63,6 +66,45 @@ def with_kernels(results: dict, compile_s: float, run_us: float, mapping: Callab
         reason = f"{type(e).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
         notes = {"kernel_mapping_traceback": traceback.format_exc()[-3000:]}
         return BackendRun(results, compile_s, run_us, [], notes=notes, unmapped=reason, **kept)
+
+
+@dataclass
+class KeptStep:
+    """A backend's compiled step, kept past its run for a cell that judges it on other inputs
+    (irlens.matrix.draws): `again()` runs it once more on the instance's inputs as they are then
+    (`Instance.inputs`, rebound by the caller) and returns its results named as `run_eager` names
+    them; None where the backend keeps none (it reads its inputs once, as a JAX twin's run does)."""
+
+    again: Callable[[], dict] | None = None
+
+
+_KEPT: contextvars.ContextVar[KeptStep | None] = contextvars.ContextVar("irlens_kept_step", default=None)
+
+
+@contextlib.contextmanager
+def keeping_step():
+    """Within it, a backend's run keeps its compiled step (`keep_step`) in the KeptStep it yields;
+    on leaving, the step is dropped and Dynamo's compiled code with it (a backend that keeps its
+    step leaves that reset to here)."""
+    kept = KeptStep()
+    token = _KEPT.set(kept)
+    try:
+        yield kept
+    finally:
+        _KEPT.reset(token)
+        kept.again = None
+        if "torch._dynamo" in sys.modules:
+            torch._dynamo.reset()
+
+
+def keep_step(again: Callable[[], dict]) -> bool:
+    """Offer `again` (see KeptStep) to a caller inside `keeping_step`; whether one took it (the
+    backend must then leave its compiled code in place)."""
+    kept = _KEPT.get()
+    if kept is None:
+        return False
+    kept.again = again
+    return True
 
 
 def measure(step: Step | Callable[[], Any], device: str, min_repeats: int = 5, max_repeats: int = 1000,
@@ -161,6 +203,7 @@ class Backend(ABC):
             return lowered[program_step.stage.name](inputs)
 
         results, compile_s, run_us = measure(lambda: run_program(program, inst, step), inst.device)
+        keep_step(lambda: run_program(program, inst, step))
         return with_kernels(results, compile_s, run_us, lambda: BackendRun(
             results, compile_s, run_us, [k for g in lowered.values() for k in g.kernels()],
             graphs=[g for low in lowered.values() for g in low.graphs()], lowered=list(graphs.values())),

@@ -12,13 +12,14 @@ import contextlib
 import functools
 import gc
 import sys
+import time
 import traceback
 from collections import Counter
 
 import torch
 
 from irlens.backends import Backend, get_backend
-from irlens.backends.base import BackendRun
+from irlens.backends.base import BackendRun, keeping_step
 from irlens import call_progress
 from irlens.dtypes import HALF_DTYPES
 from irlens.errors import CaptureFailed, NoNativePath
@@ -28,11 +29,12 @@ from irlens.frontends.bindings import program_for
 from irlens.gpu_turns import gpu_alone, sharing_gpu
 from irlens.ir import Graph, Kernel, jsonable
 from irlens.lowering import LEVEL
+from irlens.matrix.draws import cell_time_used, judge_over_draws
 from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
 from irlens.matrix.references import Reference, first_line
 from irlens.matrix.row import Row
 from irlens.models import resolve_workload
-from irlens.numerics import compare_results, judged_bounds, tolerance
+from irlens.numerics import Comparison, compare_results, judged_bounds, tolerance
 from irlens.ops import is_compute
 from irlens.timing import HostTiming, recording_device_time, recording_host_time
 from irlens.workload import Instance, MissingLibrary, Workload
@@ -46,6 +48,9 @@ def refused_natively(wl: Workload, backend: Backend) -> str | None:
     return FRONTENDS.get(backend.frontend).refuses(wl)
 
 
+RECHECK_BY = 0.4  # the recheck with eager's roundings (a second compile) starts only before this share of the timeout
+
+
 def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = None) -> Row:
     """The row of a cell before it ran: failed until it says otherwise."""
     if frontend is None:
@@ -56,24 +61,36 @@ def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = No
 def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
              reference: Reference, device_timing: bool = False, timing_lock: str | None = None,
              alone: bool = False, frontend: str | None = None, workload_key: str | None = None,
-             reference_path: str | None = None) -> Row:
+             reference_path: str | None = None, timeout_s: float | None = None) -> Row:
     """Run one cell in this process. With `device_timing`, the backend's steady-state step is also
     timed on the device (irlens.timing); with `timing_lock`, the cell shares the device (a GPU,
     or the CPU) with other workers, has it alone while it is timed, and with `alone` throughout. With `frontend`,
     a cross cell: `workload_key` (and `reference_path`, where the reference came from a file)
-    key the acquisition, which consecutive cells share."""
+    key the acquisition, which consecutive cells share. `timeout_s`: the cell's own (its worker's),
+    which a half-precision mismatch's draws must fit in (irlens.matrix.draws)."""
+    started = time.monotonic()
     if "torch._dynamo" in sys.modules:
         torch._dynamo.reset()  # a previous cell's compiled code and guards must not leak into this one
     row = new_row(wl, mode, backend, frontend)
     with gpu_alone(timing_lock) if alone else sharing_gpu(timing_lock):
         if frontend is None:
-            return _run_native(row, wl, backend, mode, device, preset, dtype, reference, device_timing, timing_lock)
+            return _run_native(row, wl, backend, mode, device, preset, dtype, reference, device_timing, timing_lock,
+                               started, timeout_s)
         return _run_lowered(row, workload_key or wl.name, backend, mode, frontend, device, preset, dtype, reference,
                             reference_path)
 
 
 def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
-                reference: Reference, device_timing: bool, timing_lock: str | None) -> Row:
+                reference: Reference, device_timing: bool, timing_lock: str | None, started: float,
+                timeout_s: float | None) -> Row:
+    with keeping_step() as kept:  # a half-precision mismatch runs the compiled step on other inputs
+        return _run_native_kept(row, wl, backend, mode, device, preset, dtype, reference, device_timing, timing_lock,
+                                started, timeout_s, kept)
+
+
+def _run_native_kept(row: Row, wl: Workload, backend: Backend, mode: str, device: str, preset: str,
+                     dtype: str | None, reference: Reference, device_timing: bool, timing_lock: str | None,
+                     started: float, timeout_s: float | None, kept) -> Row:
     phase = "availability"
     try:
         available = backend.availability(device)
@@ -107,10 +124,17 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
             run, host = timed(lambda: backend.run_program(inst, program))
         phase = "compare"
         call_progress.stage("checking numerics")
-        _check(row, run, reference, inst.dtype, host.timing)
+        first = _check(row, run, reference, inst.dtype, host.timing)
         row.notes = run.notes
+        if row.status == "mismatch" and inst.dtype in HALF_DTYPES:
+            judge_over_draws(row, first, kept.again, inst, wl, mode, preset, dtype, device, reference, started,
+                             timeout_s)
         if row.status == "mismatch" and inst.dtype in HALF_DTYPES and row.via is None:
-            _recheck_with_eager_roundings(row, backend, wl, mode, device, preset, dtype, reference)
+            if timeout_s is not None and cell_time_used(started) > RECHECK_BY * timeout_s:
+                row.notes["eager_roundings"] = (f"not rechecked with eager's roundings: past {RECHECK_BY:.0%} of the "
+                                                f"cell's timeout ({timeout_s:.0f} s), a recompile would not fit")
+            else:
+                _recheck_with_eager_roundings(row, backend, wl, mode, device, preset, dtype, reference)
         row.graphs = {g.stage: g for g in run.graphs}  # what the kernels' node ids refer to (the fusion map)
         row.coverage = kernel_coverage(run.kernels, run.graphs) if run.graphs else None
         return row
@@ -212,9 +236,10 @@ def acquired_program(workload: str, mode: str, frontend: str, device: str, prese
     return inst, program_for(fe.acquire(inst, mode), inst)
 
 
-def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: HostTiming | None = None) -> None:
+def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: HostTiming | None = None) -> Comparison:
     """The row's verdict, numbers and kernels from a finished run: each result against the
-    reference and against eager's own error in `dtype` (irlens.numerics.allowed_error)."""
+    reference and against eager's own error in `dtype` (irlens.numerics.allowed_error). Returns
+    the comparison."""
     ill, bounds = judged_bounds(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions)
     # a buffer the run did not update is judged as it was before the step: the state the step started from
     cmp = compare_results(run.results, reference.results, bounds, before=reference.state)
@@ -232,6 +257,7 @@ def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: Ho
     row.kernels = [KernelRecord.of(k) for k in run.kernels]
     row.kernel_count = run.launch_count()  # launches per step (docs/compare.md, "Kernel launches"); None: unmapped
     row.kernels_unmapped = run.unmapped
+    return cmp
 
 
 def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> Coverage:
@@ -258,7 +284,7 @@ def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> Coverage:
 
 def cell_in_worker(workload: str, mode: str, backend: str, device: str, preset: str, dtype: str | None,
                    reference_path: str, frontend: str | None = None, device_timing: bool = False,
-                   timing_lock: str | None = None, alone: bool = False) -> dict:
+                   timing_lock: str | None = None, alone: bool = False, timeout_s: float | None = None) -> dict:
     """The worker's entry point (irlens.isolation calls it by name): one cell, its Row as a record."""
     call_progress.stage("loading the workload and its reference")
     wl, chosen = resolve_workload(workload), get_backend(backend)
@@ -267,7 +293,7 @@ def cell_in_worker(workload: str, mode: str, backend: str, device: str, preset: 
     reference = Reference.load(reference_path, device)
     try:
         row = run_cell(wl, chosen, mode, device, preset, dtype, reference, device_timing, timing_lock, alone,
-                       frontend, workload, reference_path)
+                       frontend, workload, reference_path, timeout_s)
         return jsonable(row.to_record(), finite=True)
     finally:
         # a worker waiting for its next cell holds no cached device memory: a cell beside it, or one

@@ -291,7 +291,7 @@ class IsolatedRunner:
         kwargs = dict(workload=cell.workload, mode=cell.mode, backend=cell.backend, frontend=cell.frontend,
                       device=p.device, preset=p.preset, dtype=p.dtype,
                       reference_path=self.refs.get(cell.workload, cell.mode).path, device_timing=p.device_timing,
-                      timing_lock=self.timing_lock)
+                      timing_lock=self.timing_lock, timeout_s=self.timeout)
         row = self._call(cell, kwargs)
         if p.device_timing and out_of_memory(row):
             # out of memory beside the other workers' cells: once more with the GPU alone, in a

@@ -205,10 +205,22 @@ class SplitSummary(TypedDict):
     regions: list[SplitRegion]
 
 
+class _Draws(TypedDict):
+    verdict: str  # ok | mismatch | not judged
+
+
+class DrawsNote(_Draws, total=False):
+    """notes["draws"]: a half-precision mismatch judged over input draws (irlens.matrix.draws)."""
+
+    draws: int  # how many
+    why: str  # the first problem over them, or why it was not judged
+    own_inputs: str  # an ok verdict: what the workload's own inputs alone gave
+
+
 # The notes irlens itself reads back (tables, report), each checked as its type; a backend's other
 # notes are its own, any JSON value.
 NOTE_TYPES: dict[str, Any] = {"capture": str, "splits": str, "graph_breaks": int, "gpu_alone": str,
-                              "thunderfx": SplitSummary}
+                              "thunderfx": SplitSummary, "draws": DrawsNote}
 
 
 def read_notes(d: Any, where: str) -> dict[str, Any]:

@@ -72,7 +72,12 @@ def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: 
     own dtype), from the same weights and inputs a backend gets (rounded to its dtype); eager's
     own error in the run's dtype on them; the loss's condition. Out of memory is raised (the
     worker tries elsewhere); when no precision runs, float64's failure is raised."""
-    inst = wl.instantiate(preset, dtype, device)
+    return reference_of(wl.instantiate(preset, dtype, device), mode)
+
+
+def reference_of(inst: Instance, mode: str) -> Reference:
+    """`compute_reference` of an instance's own weights and inputs (a draw of other inputs:
+    irlens.matrix.draws)."""
     state = {k: v.clone() for k, v in inst.module.state_dict().items()}  # before any forward could change it
     ref_dtype, results, fallback = highest_precision_results(inst, mode)
     reference = Reference(results, state, inst.inputs, ref_dtype, fallback)
@@ -91,7 +96,7 @@ def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: 
             reference.eager_problem = f"eager failed in {inst.dtype}: {type(e).__name__}: {first_line(e)}"
     if mode == "fwdbwd":
         values = {**{f"input{i}": t for i, t in enumerate(inst.inputs)}, **inst.params()}
-        reference.conditions = {"loss": loss_condition(wl, results), **gradient_conditions(results, values)}
+        reference.conditions = {"loss": loss_condition(inst.workload, results), **gradient_conditions(results, values)}
     return reference
 
 

@@ -141,6 +141,12 @@ class Row:
         return self.status == "ok" and any(group and all(c.vacuous for c in group) for group in groups)
 
     @property
+    def judged_over_draws(self) -> bool:
+        """Ok over several input draws, a half-precision mismatch on the workload's own inputs alone
+        (irlens.matrix.draws)."""
+        return self.status == "ok" and (self.notes.get("draws") or {}).get("verdict") == "ok"
+
+    @property
     def unmapped_note(self) -> str:
         """"kernels unmapped: <reason>" for a row whose kernels could not be mapped, else ""."""
         return f"kernels unmapped: {self.kernels_unmapped}" if self.kernels_unmapped else ""

@@ -13,11 +13,14 @@ from irlens.timing import UNSTEADY_SPREAD, unsteady
 FALLBACK_MARK = "†"  # judged against a reference below float64
 UNSTEADY_MARK = "!"  # the timed steps spread above UNSTEADY_SPREAD
 VACUOUS_MARK = "∅"  # every output (or result) exactly zero in the reference and the run: nothing compared
+DRAWS_MARK = "≈"  # ok over several input draws, a half-precision mismatch on the workload's own inputs alone
 
 
 def status_text(r: Row) -> str:
-    """The row's status as tables show it: marked where its check compared nothing (Row.compared_nothing)."""
-    return f"{r.status} {VACUOUS_MARK}" if r.compared_nothing else r.status
+    """The row's status as tables show it: marked where its check compared nothing (Row.compared_nothing)
+    or where it is ok over several input draws alone (Row.judged_over_draws)."""
+    marks = [VACUOUS_MARK] * r.compared_nothing + [DRAWS_MARK] * r.judged_over_draws
+    return " ".join([r.status, *marks])
 
 
 def _fmt(value, spec: str) -> str:
@@ -82,6 +85,7 @@ def format_table(doc: Document) -> str:
     # How a row's stack captured the workload where not its usual way (ThunderFX), and its split.
     notes += [f"{r.backend} ({r.workload}/{r.mode}): {r.capture_note}" for r in doc.rows if r.capture_note]
     notes += ill_conditioned_lines(doc)
+    notes += draws_lines(doc.rows)
     notes += vacuous_lines(doc.rows)
     notes += module_mode_lines(doc.rows)
     shaky = [r for r in doc.rows if r.ran and unsteady(r.run_spread)]
@@ -117,6 +121,13 @@ def ill_conditioned_lines(doc: Document) -> list[str]:
         first, why = next(iter(results.items()))
         lines.append(f"ill-conditioned check, judged against eager ({w}/{m}, {_named(list(results))}): {first}: {why}")
     return lines
+
+
+def draws_lines(rows: list[Row]) -> list[str]:
+    """One line per row ok over several input draws: what the workload's own inputs alone gave."""
+    return [f"{DRAWS_MARK} {r.label} ({r.workload}/{r.mode}): ok judged over {r.notes['draws'].get('draws')} input "
+            f"draws (docs/numerics.md); on the workload's own inputs alone a mismatch: "
+            f"{r.notes['draws'].get('own_inputs', '')}" for r in rows if r.judged_over_draws]
 
 
 def vacuous_lines(rows: list[Row]) -> list[str]:

@@ -9,8 +9,8 @@ from collections import Counter
 from irlens.ceilings import Ceilings, describe
 from irlens.ir import Graph, Kernel
 from irlens.matrix import Document, Row
-from irlens.matrix.table import (FALLBACK_MARK, UNSTEADY_MARK, VACUOUS_MARK, error_figures, run_figure, status_text,
-                                 vacuous_lines, via_lines)
+from irlens.matrix.table import (DRAWS_MARK, FALLBACK_MARK, UNSTEADY_MARK, VACUOUS_MARK, error_figures, run_figure,
+                                 status_text, vacuous_lines, via_lines)
 from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Text
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_svg
@@ -87,6 +87,8 @@ def _summary_section(rows: list[Row]) -> Section:
               "a floor (docs/numerics.md). "
               f"{FALLBACK_MARK}: judged against a reference below float64 (it could not run). "
               f"{VACUOUS_MARK}: a check that cannot fail (every output exactly zero in the reference and the run). "
+              f"{DRAWS_MARK}: ok judged over several input draws, its figures their medians (a half-precision "
+              "mismatch on the workload's own inputs alone; docs/numerics.md). "
               f"{UNSTEADY_MARK}: an unsteady timing (the timed steps spread widely)."]
     return Section("Summary", "summary", [table, Text(legend)])
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from irlens.isolation import cuda_fault
 from irlens.matrix.document import Document
 from irlens.matrix.row import Row
-from irlens.matrix.table import VACUOUS_MARK, ill_conditioned_lines, module_mode_lines, vacuous_lines
+from irlens.matrix.table import (DRAWS_MARK, VACUOUS_MARK, draws_lines, ill_conditioned_lines, module_mode_lines,
+                                 vacuous_lines)
 from irlens.workload import MODES
 
 # packages whose frames make a failure upstream's (the innermost frame of its traceback)
@@ -40,6 +41,7 @@ class StackSummary:
     ran: int = 0
     ok: int = 0  # ok, and its check compared something (not Row.compared_nothing)
     vacuous: int = 0  # ok, but every output exactly zero in the reference and the run: nothing compared
+    over_draws: int = 0  # of `ok`, those ok over several input draws alone (Row.judged_over_draws)
     unavailable: int = 0
     unknown_ops: Counter = field(default_factory=Counter)  # native name -> nodes, over all models
     graph_breaks: int = 0
@@ -138,6 +140,7 @@ def summarize(doc: Document) -> list[StackSummary]:
         s.ran += r.ran
         s.ok += r.status == "ok" and not r.compared_nothing
         s.vacuous += r.compared_nothing
+        s.over_draws += r.judged_over_draws and not r.compared_nothing  # of the ok count
         for u in (r.coverage.unknown if r.coverage else None) or []:
             s.unknown_ops[u[u.index("(") + 1:-1] if "(" in u else u] += 1
         breaks = r.notes.get("graph_breaks") or 0
@@ -170,7 +173,8 @@ def stack_table(summaries: list[StackSummary], gpu: bool) -> list[str]:
         asked = s.models - s.unavailable
         cells = [s.backend, s.mode, f"{s.models}" + (f" ({s.unavailable} unavailable)" if s.unavailable else ""),
                  _pct(s.acquired, asked), _pct(s.ran, asked),
-                 _pct(s.ok, asked) + (f" + {s.vacuous} {VACUOUS_MARK}" if s.vacuous else ""),
+                 _pct(s.ok, asked) + (f", {s.over_draws} {DRAWS_MARK}" if s.over_draws else "")
+                 + (f" + {s.vacuous} {VACUOUS_MARK}" if s.vacuous else ""),
                  str(sum(s.unknown_ops.values())),
                  f"{s.graph_breaks} ({s.models_with_breaks})", _median(s.launches, ".0f"), _median(s.compile_s, ".1f")]
         if gpu:
@@ -187,6 +191,8 @@ def _cell(r: Row | None, gpu: bool) -> str:
         mark += f" {r.eager_us / r.run_us:.2f}x"
     if r.compared_nothing:
         mark += f" {VACUOUS_MARK}"
+    if r.judged_over_draws:
+        mark += f" {DRAWS_MARK}"
     if r.ill_conditioned:
         mark += " ‡"
     if r.reference_fallback:
@@ -240,11 +246,14 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
     lines += ["## Per stack", "", *stack_table(summarize(doc), gpu), "",
               "acquired: the stack made graphs of the model; ran: it produced results; numerics ok: within the "
               f"bound against the float64 reference (irlens.numerics), and not vacuous (+ N {VACUOUS_MARK}: ok rows whose every "
-              "output is exactly zero in the reference and the run, so nothing was compared: not counted ok); rates "
+              "output is exactly zero in the reference and the run, so nothing was compared: not counted ok; "
+              f"N {DRAWS_MARK}: of them, ok judged over several input draws); rates "
               "count the rows that could run here "
               "(not those unavailable: a library not installed, a backend without a path for the model).", "", "## Per model", "",
               f"‡ a check judged against eager (ill-conditioned, see below); † judged against a reference below "
-              f"float64; {VACUOUS_MARK} a check that cannot fail (every output exactly zero, see below).", "",
+              f"float64; {VACUOUS_MARK} a check that cannot fail (every output exactly zero, see below); {DRAWS_MARK} ok "
+              f"judged over several input draws, a half-precision mismatch on the model's own inputs alone (see below).",
+              "",
               *model_table(doc, gpu), ""]
     found = failures(doc)
     if found:
@@ -265,7 +274,7 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
         lines += [f"- **{sig}** — {len(rows)} rows: {', '.join(sorted({r.workload for r in rows}))}"
                   for sig, rows in not_run.items()]
         lines.append("")
-    notes = ill_conditioned_lines(doc) + vacuous_lines(doc.rows)
+    notes = ill_conditioned_lines(doc) + draws_lines(doc.rows) + vacuous_lines(doc.rows)
     fallbacks = sorted({f"{r.workload}/{r.mode}: {r.reference_fallback}" for r in doc.rows if r.reference_fallback})
     modes = module_mode_lines(doc.rows)
     if notes or fallbacks or modes:

@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, note_acquired, with_kernels
+from irlens.backends.base import BACKENDS, Backend, BackendRun, keep_step, measure, note_acquired, with_kernels
 from irlens.backends.inductor.debug import GraphDebug, debug_trace, graph_stages, triton_asm
 from irlens.frontends.base import Availability, Stage
 from irlens.frontends.dynamo import graph_break_notes, indexed
@@ -167,6 +167,7 @@ class InductorBackend(Backend):
             note_acquired(e, [c.graph for c in capture.compiled])
             raise
         breaks = graph_break_notes(counters)
+        kept = keep_step(step)  # its compiled code must then outlive this run (the keeper resets Dynamo)
 
         def mapping() -> BackendRun:
             if capture.unmapped:
@@ -184,7 +185,8 @@ class InductorBackend(Backend):
         try:
             return with_kernels(results, compile_s, run_us, mapping)
         finally:
-            torch._dynamo.reset()
+            if not kept:
+                torch._dynamo.reset()
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         torch._dynamo.reset()

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_kernels
+from irlens.backends.base import BACKENDS, Backend, BackendRun, keep_step, measure, with_kernels
 from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.backends.thunder.fallback import fallback_graph, fallback_kernels, fallback_launches, inductor_kernel_names
 from irlens.frontends.thunder import executor_names, final_traces, import_thunder_or_raise
@@ -125,6 +125,7 @@ class ThunderBackend(Backend):
         thunder, jfn, recorder = self._jit(inst)
         step = eager_step(jfn, inst, mode).wrapped(recorder.watch_first_call)
         results, compile_s, run_us = measure(step, inst.device)
+        keep_step(step)
 
         def mapping() -> BackendRun:
             graphs, kernels, regions, outside_launches = map_traces(self.name, recorder, final_traces(thunder, jfn, mode),
@@ -147,6 +148,7 @@ class ThunderBackend(Backend):
     def _run_thunderfx(self, inst: Instance, mode: str, why: str, jit_error: BaseException | None) -> BackendRun:
         thunder, fx, recorder = self._thunderfx(inst, jit_error)
         results, compile_s, run_us = measure(fx.calls(lambda compiled: run_eager(compiled, inst, mode)), inst.device)
+        keep_step(fx.calls(lambda compiled: run_eager(compiled, inst, mode)))
 
         def mapping() -> BackendRun:
             regions = fx.regions()
