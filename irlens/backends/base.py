@@ -202,8 +202,11 @@ class Backend(ABC):
         def step(program_step, inputs):
             return lowered[program_step.stage.name](inputs)
 
-        results, compile_s, run_us = measure(lambda: run_program(program, inst, step), inst.device)
-        keep_step(lambda: run_program(program, inst, step))
+        def call() -> dict:
+            return run_program(program, inst, step)
+
+        results, compile_s, run_us = measure(call, inst.device)
+        keep_step(call)
         return with_kernels(results, compile_s, run_us, lambda: BackendRun(
             results, compile_s, run_us, [k for g in lowered.values() for k in g.kernels()],
             graphs=[g for low in lowered.values() for g in low.graphs()], lowered=list(graphs.values())),

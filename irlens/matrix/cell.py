@@ -19,7 +19,7 @@ from collections import Counter
 import torch
 
 from irlens.backends import Backend, get_backend
-from irlens.backends.base import BackendRun, keeping_step
+from irlens.backends.base import BackendRun, KeptStep, keeping_step
 from irlens import call_progress
 from irlens.dtypes import HALF_DTYPES
 from irlens.errors import CaptureFailed, NoNativePath
@@ -74,23 +74,16 @@ def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str
     row = new_row(wl, mode, backend, frontend)
     with gpu_alone(timing_lock) if alone else sharing_gpu(timing_lock):
         if frontend is None:
-            return _run_native(row, wl, backend, mode, device, preset, dtype, reference, device_timing, timing_lock,
-                               started, timeout_s)
+            with keeping_step() as kept:  # a half-precision mismatch runs the compiled step on other inputs
+                return _run_native(row, wl, backend, mode, device, preset, dtype, reference, device_timing,
+                                   timing_lock, started, timeout_s, kept)
         return _run_lowered(row, workload_key or wl.name, backend, mode, frontend, device, preset, dtype, reference,
                             reference_path)
 
 
 def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
                 reference: Reference, device_timing: bool, timing_lock: str | None, started: float,
-                timeout_s: float | None) -> Row:
-    with keeping_step() as kept:  # a half-precision mismatch runs the compiled step on other inputs
-        return _run_native_kept(row, wl, backend, mode, device, preset, dtype, reference, device_timing, timing_lock,
-                                started, timeout_s, kept)
-
-
-def _run_native_kept(row: Row, wl: Workload, backend: Backend, mode: str, device: str, preset: str,
-                     dtype: str | None, reference: Reference, device_timing: bool, timing_lock: str | None,
-                     started: float, timeout_s: float | None, kept) -> Row:
+                timeout_s: float | None, kept: KeptStep) -> Row:
     phase = "availability"
     try:
         available = backend.availability(device)
@@ -127,8 +120,7 @@ def _run_native_kept(row: Row, wl: Workload, backend: Backend, mode: str, device
         first = _check(row, run, reference, inst.dtype, host.timing)
         row.notes = run.notes
         if row.status == "mismatch" and inst.dtype in HALF_DTYPES:
-            judge_over_draws(row, first, kept.again, inst, wl, mode, preset, dtype, device, reference, started,
-                             timeout_s)
+            judge_over_draws(row, first, kept.again, inst, mode, reference, started, timeout_s)
         if row.status == "mismatch" and inst.dtype in HALF_DTYPES and row.via is None:
             if timeout_s is not None and cell_time_used(started) > RECHECK_BY * timeout_s:
                 row.notes["eager_roundings"] = (f"not rechecked with eager's roundings: past {RECHECK_BY:.0%} of the "

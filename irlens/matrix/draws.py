@@ -38,7 +38,7 @@ from irlens.matrix.records import ResultCheck
 from irlens.matrix.references import Reference, first_line, reference_of
 from irlens.matrix.row import Row
 from irlens.numerics import BUFFER, Bound, Comparison, compare_results, judged_bounds
-from irlens.workload import Instance, Workload
+from irlens.workload import Instance
 
 DRAWS = 5  # the workload's own inputs and four more
 DRAW_SEED = 1000  # draw d's inputs come from the input factory's generator seeded DRAW_SEED + d
@@ -136,11 +136,10 @@ def draw_inputs(inst: Instance, reference: Reference, draw: int) -> tuple:
     return inputs
 
 
-def run_draw(again: Callable[[], dict], inst: Instance, wl: Workload, mode: str, preset: str, dtype: str | None,
-             device: str, reference: Reference, draw: int) -> DrawErrors:
+def run_draw(again: Callable[[], dict], inst: Instance, mode: str, reference: Reference, draw: int) -> DrawErrors:
     """One more draw: its float64 reference and eager's error on it, then the kept step on it."""
     inputs = draw_inputs(inst, reference, draw)
-    ref_inst = reference.pin(wl.instantiate(preset, dtype, device))
+    ref_inst = reference.pin(inst.workload.instantiate(inst.preset, inst.dtype, inst.device, inst.seed))
     ref_inst.inputs = inputs
     ref = reference_of(ref_inst, mode)
     del ref_inst
@@ -150,17 +149,12 @@ def run_draw(again: Callable[[], dict], inst: Instance, wl: Workload, mode: str,
         raise DrawFailed(ref.eager_problem or "eager's own error is not known")
     # the backend's timed steps after its first went on updating the buffers: each draw starts, as its
     # reference does, from the state the workload's own step started from
-    buffers = dict(inst.module.named_buffers())
-    with torch.no_grad():
-        for name, value in reference.state.items():
-            if name in buffers:
-                buffers[name].copy_(value)
-    own = inst.inputs
+    reference.pin(inst)
     inst.inputs = inputs  # the kept step reads the instance's inputs when called
     try:
         got = again()
     finally:
-        inst.inputs = own
+        inst.inputs = reference.inputs
     cmp = compare_results(got, ref.results, math.inf, before=reference.state)  # every error, no bound yet
     # a buffer the reference updated and the run reported as it was: not updated on this draw
     for name, value in got.items():
@@ -179,9 +173,8 @@ def cell_time_used(started: float) -> float:
     return time.monotonic() - started if counted is None else counted
 
 
-def judge_over_draws(row: Row, first: Comparison, again: Callable[[], dict] | None, inst: Instance, wl: Workload,
-                     mode: str, preset: str, dtype: str | None, device: str, reference: Reference,
-                     started: float, timeout_s: float | None) -> None:
+def judge_over_draws(row: Row, first: Comparison, again: Callable[[], dict] | None, inst: Instance, mode: str,
+                     reference: Reference, started: float, timeout_s: float | None) -> None:
     """Judge the half-precision mismatch `row` (its comparison on the workload's own inputs:
     `first`) over DRAWS draws, and say so in its notes (`draws`) and reason; an ok verdict makes
     the row ok with the median figures. `started` (time.monotonic()) and `timeout_s` (None: none)
@@ -192,11 +185,9 @@ def judge_over_draws(row: Row, first: Comparison, again: Callable[[], dict] | No
         row.notes["draws"] = {"verdict": "not judged", "why": "eager's own error is not known (the flat tolerance "
                                                              "judges)"}
         return
-    own = DrawErrors(first.errors, reference.eager_errors or {}, reference.conditions, set(first.vacuous))
-    draws, why_not = [own], ""
+    draws = [DrawErrors(first.errors, reference.eager_errors, reference.conditions, set(first.vacuous))]
+    why_not = f"{row.label} keeps no compiled step to run on other inputs" if again is None else ""
     slowest = 0.0
-    if again is None:
-        why_not = f"{row.label} keeps no compiled step to run on other inputs"
     for d in range(1, DRAWS):
         if why_not:
             break
@@ -208,12 +199,12 @@ def judge_over_draws(row: Row, first: Comparison, again: Callable[[], dict] | No
         call_progress.stage(f"judging the mismatch over {DRAWS} input draws: draw {d + 1}")
         start = time.monotonic()
         try:
-            draws.append(run_draw(again, inst, wl, mode, preset, dtype, device, reference, d))
+            draws.append(run_draw(again, inst, mode, reference, d))
         except Exception as e:  # noqa: BLE001  (a draw that cannot run leaves the verdict as it was)
             why_not = f"draw {d} could not run: {type(e).__name__}: {first_line(e)}"
         finally:
             gc.collect()
-            if device.startswith("cuda"):
+            if inst.device.startswith("cuda"):
                 torch.cuda.empty_cache()
         slowest = max(slowest, time.monotonic() - start)
     if why_not:

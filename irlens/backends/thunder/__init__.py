@@ -147,8 +147,9 @@ class ThunderBackend(Backend):
 
     def _run_thunderfx(self, inst: Instance, mode: str, why: str, jit_error: BaseException | None) -> BackendRun:
         thunder, fx, recorder = self._thunderfx(inst, jit_error)
-        results, compile_s, run_us = measure(fx.calls(lambda compiled: run_eager(compiled, inst, mode)), inst.device)
-        keep_step(fx.calls(lambda compiled: run_eager(compiled, inst, mode)))
+        call = fx.calls(lambda compiled: run_eager(compiled, inst, mode))
+        results, compile_s, run_us = measure(call, inst.device)
+        keep_step(call)
 
         def mapping() -> BackendRun:
             regions = fx.regions()
