@@ -11,8 +11,10 @@ import torch
 
 import irlens  # noqa: F401  (its import shim for timm in this environment)
 from irlens.models import get_workload
+from initial_statistics import initial_statistics  # this folder's
 
 base = get_workload("timm_resnet50").instantiate("bench", "bfloat16", "cpu")
+initial_statistics(base.module)
 low, high = base.module.eval(), base.cast("float64").module.eval()
 x = torch.randn(8, 3, 224, 224, generator=torch.Generator().manual_seed(500)).double()
 

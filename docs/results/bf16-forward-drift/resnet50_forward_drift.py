@@ -18,6 +18,7 @@ import torch
 
 import irlens  # noqa: F401  (its import shim for timm in this environment)
 from irlens.models import get_workload
+from initial_statistics import initial_statistics  # this folder's
 
 DEVICE = "cuda"
 PRESET = "bench"
@@ -28,6 +29,7 @@ def rel(a, b) -> float:
 
 
 base = get_workload(sys.argv[1] if len(sys.argv) > 1 else "timm_resnet50").instantiate(PRESET, "bfloat16", DEVICE)
+initial_statistics(base.module)
 model = base.module.eval()
 reference = base.cast("float64").module.eval()
 draws = [torch.randn(base.inputs[0].shape, generator=torch.Generator().manual_seed(500 + d)).to(DEVICE, torch.bfloat16)

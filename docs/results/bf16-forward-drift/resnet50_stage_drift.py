@@ -10,6 +10,7 @@ import torch
 
 import irlens  # noqa: F401  (its import shim for timm in this environment)
 from irlens.models import get_workload
+from initial_statistics import initial_statistics  # this folder's
 
 DEVICE = "cuda"
 PRESET = "bench"
@@ -20,6 +21,7 @@ def rel(a, b) -> float:
 
 
 base = get_workload("timm_resnet50").instantiate(PRESET, "bfloat16", DEVICE)
+initial_statistics(base.module)
 low, high = base.module.eval(), base.cast("float64").module.eval()
 
 

@@ -14,6 +14,15 @@ encoder ends in a LayerNorm) is nearly constant, so its true gradient is about z
 noise gets judged against it; a random projection mixes the features so that no normalization
 cancels it. The projections are drawn once from a fixed seed (by the output's index and width),
 the same on every backend, for torch tensors and JAX arrays alike.
+
+An eval-mode entry's BatchNorms get running statistics as a trained model's are (`trained_statistics`):
+built, they hold their initial ones (mean 0, variance 1), so each normalizes by 1/sqrt(1 + eps),
+just under one. The residual sum of two such BatchNorms then falls exactly halfway between two
+bfloat16 numbers for nearly half its elements, and a fused kernel that rounds the sum once breaks
+those ties the same way every time where eager's rounding of each term breaks them to even: a bias
+that pooling does not average out, an artifact of the initialization, not of either stack
+(docs/results/bf16-forward-drift). Train-mode entries normalize by the batch; theirs are only
+updated, and stay as built.
 """
 from __future__ import annotations
 
@@ -31,6 +40,9 @@ FAMILIES = ("hf", "timm")
 INSTALL = "pip install 'irlens[zoo]'"
 PROJECTION_DIM = 4  # columns of each output's projection
 PROJECTION_SEED = 2026
+STATISTICS_SEED = 2028  # the eval-mode BatchNorms' drawn running statistics (`trained_statistics`)
+STATISTICS_MEAN_STD = 0.1  # running mean ~ N(0, STATISTICS_MEAN_STD^2)
+STATISTICS_VAR_RANGE = (0.5, 2.0)  # running variance ~ U(STATISTICS_VAR_RANGE)
 
 
 @functools.cache
@@ -138,11 +150,30 @@ class ZooModel:
     description: str = ""
 
 
+def trained_statistics(model: nn.Module) -> nn.Module:
+    """The model, each BatchNorm's running mean drawn from N(0, STATISTICS_MEAN_STD^2) and its
+    running variance from U(STATISTICS_VAR_RANGE), with a generator seeded STATISTICS_SEED (see the
+    module docstring); the same on every backend and dtype (drawn in float32, then cast)."""
+    gen = torch.Generator().manual_seed(STATISTICS_SEED)
+    low, high = STATISTICS_VAR_RANGE
+    with torch.no_grad():
+        for bn in model.modules():
+            if isinstance(bn, nn.modules.batchnorm._BatchNorm) and bn.track_running_stats:
+                bn.running_mean.copy_(STATISTICS_MEAN_STD * torch.randn(bn.num_features, generator=gen))
+                bn.running_var.copy_(low + (high - low) * torch.rand(bn.num_features, generator=gen))
+    return model
+
+
+def _built_in_eval(build: Callable[[dict], nn.Module], cfg: dict) -> nn.Module:
+    return trained_statistics(build(cfg))
+
+
 REQUIRES = {"hf": ("transformers",), "timm": ("timm", "torchvision")}
 
 
 def zoo_workload(m: ZooModel) -> Workload:
-    return Workload(m.name, m.build, INPUTS[m.inputs], m.presets, loss=projection_loss,
+    build = m.build if m.training else functools.partial(_built_in_eval, m.build)
+    return Workload(m.name, build, INPUTS[m.inputs], m.presets, loss=projection_loss,
                     description=f"{m.description}{' (train mode)' if m.training else ''}",
                     tags=(ZOO, m.family, m.kind), training=m.training, requires=REQUIRES[m.family], install=INSTALL)
 
