@@ -35,6 +35,7 @@
 #                                            # over the GPUs (join: docs/results/zoo-h200-bench/README.md)
 #   bash scripts/gpu_results.sh repro-minigpt        # ONE GPU, <= 6 min: the nvFuser minigpt fwd+bwd crash, reduced
 #   bash scripts/gpu_results.sh repro-cross-entropy  # ONE GPU, <= 6 min: the nvFuser cross-entropy fwd+bwd assert, reduced
+#   bash scripts/gpu_results.sh repro-zoo            # ONE GPU, <= 8.5 min: the zoo page's nvFuser failures (ZOO_REPRO), reduced
 # The parallel tables profile each row (--profile: where the step time goes); each table's logs go
 # into one tar.gz (the traces stay out: too large to copy back). Presets: scripts/parallel_table.py's TABLES.
 set -u
@@ -168,6 +169,23 @@ PY
   timeout "$(left 340 $t0)" python -m irlens repro "$wl" --backend nvfuser --mode fwdbwd --dtype bfloat16 \
     --device cuda --reduce --budget-s 90 --timeout 90 --out "$d" --json "$d/repro.json" > "$d/repro.out" 2> "$d/repro.log"
   echo "repro of $wl rc=$? after $((SECONDS - t0)) s" | tee -a "$d/repro.out"
+}
+
+repro_zoo() {  # issue 26: reducers of the H200 zoo page's nvFuser failures, every cell at once on one GPU.
+  # ZOO_REPRO: "model|mode;..."; each `irlens repro --reduce` within ZOO_REPRO_S seconds, its reducer
+  # given what the cell's own run (at most 240 s) leaves of them
+  local d="$R/repro-zoo" limit=${ZOO_REPRO_S:-500} e wl mode
+  local cells=${ZOO_REPRO:-"timm_coatnet|fwd;timm_mobilenetv3|fwd;hf_bart|fwdbwd"}
+  IFS=';' read -ra entries <<< "$cells"
+  for e in "${entries[@]}"; do
+    IFS='|' read -r wl mode <<< "$e"
+    mkdir -p "$d/$wl-$mode"
+    timeout "$limit" python -m irlens repro "$wl" --backend nvfuser --mode "$mode" --dtype bfloat16 --device cuda \
+      --preset bench --reduce --budget-s $((limit - 290)) --timeout 240 --out "$d/$wl-$mode" \
+      --json "$d/$wl-$mode/repro.json" > "$d/$wl-$mode/repro.out" 2> "$d/$wl-$mode/repro.log" &
+  done
+  wait
+  tar czf "$R/repro-zoo.tar.gz" -C "$R" repro-zoo && rm -rf "$d"
 }
 
 zoo_on_gpu() {  # one `irlens zoo` at bench size on GPU $1, in the background, within $ZOO_LIMIT seconds,
@@ -362,5 +380,6 @@ case "${1:-}" in
     echo "ncu check rc=$?" | tee -a "$R/times.txt" ;;
   repro-minigpt) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_minigpt ;;
   repro-cross-entropy) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_cross_entropy ;;
-  *) echo "usage: $0 single|single1|checks1|parallel2|parallel2-checks|parallel|parallel-8b|parallel-moe|parallel8|parallel1|bench1-cold|bench1-warm|ncu1|zoo4-fwd|zoo4-fwdbwd|zoo4-thunder|zoo4-nvfuser|zoo4-thunder-nvfuser|zoo4-xla|zoo4-rest|zoo4-fill|repro-minigpt|repro-cross-entropy" >&2; exit 2 ;;
+  repro-zoo) export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}; repro_zoo ;;
+  *) echo "usage: $0 single|single1|checks1|parallel2|parallel2-checks|parallel|parallel-8b|parallel-moe|parallel8|parallel1|bench1-cold|bench1-warm|ncu1|zoo4-fwd|zoo4-fwdbwd|zoo4-thunder|zoo4-nvfuser|zoo4-thunder-nvfuser|zoo4-xla|zoo4-rest|zoo4-fill|repro-minigpt|repro-cross-entropy|repro-zoo" >&2; exit 2 ;;
 esac

@@ -263,6 +263,22 @@ def test_nvfuser_lowering_regions_compute_the_graph(monkeypatch, acquired_by, wo
         assert len(row["kernels"]) == 1  # the whole formula is one region
 
 
+def test_nvfuser_lowering_sums_half_precision_in_float32(monkeypatch):
+    """A bfloat16 sum (the block's LayerNorm means) is lowered as torch computes it, accumulated in
+    float32 and rounded once: nvFuser's own sum of bfloat16 values fails its codegen (an internal
+    assert on the zoo's CoAtNet, docs/results/zoo-h200-bench), and would round otherwise."""
+    import irlens.backends.thunder.lower as nvfuser_lowering
+
+    summed = []
+    monkeypatch.setattr(nvfuser_lowering, "nvfuser_direct", lambda: _FakeNvFuser)
+    monkeypatch.setattr(nvfuser_lowering, "check_device", lambda device: None)
+    monkeypatch.setitem(_FakeNvFuser.IMPL, "sum", lambda x, dims: (summed.append(x.dtype), x.sum(dims))[1])
+    row = cell("block", "dynamo", "nvfuser", "fwd", "cpu", "tiny", "bfloat16", None,
+               reference=compute_reference(get_workload("block"), "fwd", "cpu", "tiny", "bfloat16"))
+    assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
+    assert summed and set(summed) == {torch.float32}
+
+
 def test_nvfuser_lowering_skips_its_profiler_once_torch_profiler_holds_cupti(monkeypatch):
     """CUPTI takes one subscriber: nvFuser's profiler started after torch.profiler ends the process."""
     import irlens.backends.thunder.lower as nvfuser_lowering

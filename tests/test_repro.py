@@ -9,6 +9,7 @@ a fresh process must all agree. Files run where `import irlens` fails (`irlens.r
 import json
 import os
 import re
+import types
 
 import pytest
 import torch
@@ -513,3 +514,30 @@ def test_a_zoo_models_fwdbwd_cell_is_one_file_judged_as_compare_judges_it(tmp_pa
     assert re.search(r"'const:loss\.\w+': embedded\(", text) and re.search(r"'const:loss_float64\.\w+': embedded\(", text)
     assert re.search(r"'grad:model\.encoder\.layer\.0\.attention\.self\.key\.bias': \(\S+, \"10 x eager's \S+ \+ \S+ "
                      r"\(ill-conditioned\)\"\)", text), text[:3000]
+
+
+def test_a_graph_that_fails_otherwise_is_named_not_taken(monkeypatch):
+    """The reducer's first graph is one that fails as the cell did (or of its status class); a graph
+    of the common view that fails otherwise is not reduced, and is named in the note, not called ok
+    (an nvFuser mismatch whose whole graph raises through the lowering)."""
+    from irlens.repro import graphs, pipeline
+    from irlens.repro.cell import Outcome
+
+    monkeypatch.setattr(graphs, "subgraph", lambda g, keep: g)
+    monkeypatch.setattr(graphs, "size_text", lambda g: "g")
+
+    class Case:
+        stage = "aot.forward"
+
+        def graph(self):
+            return types.SimpleNamespace(nodes=[])
+
+    raised = Outcome("exception", "RuntimeError: INTERNAL ASSERT FAILED at compiled_kernel.cpp:187")
+    runner = types.SimpleNamespace(outcome=lambda graph, case: raised)
+    mismatch = Outcome("mismatch", detail="out0: rel err 3.86e-01")
+    assert pipeline._failing_case([Case()], runner, mismatch, "nvfuser", lambda m: None) == (None, raised)
+    found, other = pipeline._failing_case([Case()], runner, Outcome("exception", "RuntimeError: other"), "nvfuser",
+                                          lambda m: None)
+    assert found[2] is raised and other is None  # the same status class is taken
+    ok = types.SimpleNamespace(outcome=lambda graph, case: Outcome("ok"))
+    assert pipeline._failing_case([Case()], ok, mismatch, "nvfuser", lambda m: None) == (None, None)

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from irlens.ops._torch import dims_of, jnp, widened
+from irlens.ops._torch import dims_of, jnp, nv_dtype, widened
 from irlens.ops.core import COMPOSITE, REDUCTION, Attr, declare, decomposition, from_aten, lowering, meaning
 from irlens.ops.shapes import numel, reduced
 
@@ -34,7 +34,15 @@ def _reduction(name: str, fn, jax: str | None = None, nvfuser: str | None = None
             dims = list(range(len(metas[node.inputs[0]].shape))) if dims is None else list(dims)
             if not dims:
                 return args[0]
-            out = getattr(fd.ops, nvfuser)(args[0], dims)
+            dtype = metas[node.inputs[0]].dtype
+            # torch sums a half-precision tensor in float32 and rounds once, as Thunder's nvFuser
+            # executor has nvFuser do; a sum in bfloat16 itself also fails nvFuser's codegen (an
+            # internal assert, docs/results/zoo-h200-bench)
+            upcast = nvfuser == "sum" and dtype in ("bfloat16", "float16")
+            x = fd.ops.cast(args[0], nv.DataType.Float) if upcast else args[0]
+            out = getattr(fd.ops, nvfuser)(x, dims)
+            if upcast:
+                out = fd.ops.cast(out, nv_dtype(nv, dtype))
             if node.attrs.get("keepdim"):
                 kept = [d for d in range(len(node.outputs[0].shape)) if d not in dims]
                 out = fd.ops.broadcast_in_dim(out, list(node.outputs[0].shape), kept)

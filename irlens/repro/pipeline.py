@@ -167,10 +167,11 @@ def _reduce(spec: CellSpec, path, dtype: str, out: str, stem: str, result: Repro
             except CallFailed as e:
                 result.notes.append(f"not reduced: the common view could not be acquired: {worker_failure(e)}")
                 return
-        found = _failing_case(cases, runner, result.cell_outcome or result.recorded_outcome, path.lowering, log)
+        found, other = _failing_case(cases, runner, result.cell_outcome or result.recorded_outcome, path.lowering, log)
         if found is None:
-            result.notes.append(f"not reduced further: no graph of the cell's common view fails through the "
-                                f"{path.lowering} lowering (see the log)")
+            result.notes.append(
+                f"not reduced further: no graph of the cell's common view fails through the {path.lowering} "
+                "lowering" + (f" as the cell did (one fails otherwise: {other})" if other else "") + " (see the log)")
             return
         _reduce_case(spec, path, dtype, out, stem, result, runner, found, budget_s, embed_max, log)
     if result.reduction is not None:
@@ -285,7 +286,9 @@ def _model_note(path) -> str:
 def _failing_case(cases, runner, cell: Outcome | None, lowering: str, log):
     """The first graph of the program that fails through the lowering, normalized so every value
     it computes is an output: one that fails as the cell did (the same signature) before one of
-    the same status class; any failure only where the cell's outcome is not known."""
+    the same status class; any failure only where the cell's outcome is not known. With it, the
+    outcome of a graph that failed otherwise (None where none did): (case, graph, outcome) or None,
+    and that outcome."""
     from irlens.repro.graphs import size_text, subgraph
 
     failing = []
@@ -298,4 +301,5 @@ def _failing_case(cases, runner, cell: Outcome | None, lowering: str, log):
             failing.append((case, graph, outcome))
     same = [f for f in failing if cell is not None and f[2].same_failure(cell)]
     similar = [f for f in failing if cell is not None and f[2].status == cell.status]
-    return (same or similar or (failing if cell is None else []) or [None])[0]
+    found = (same or similar or (failing if cell is None else []) or [None])[0]
+    return found, (failing[0][2] if failing and found is None else None)
