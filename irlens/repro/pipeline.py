@@ -286,9 +286,9 @@ def _model_note(path) -> str:
 def _failing_case(cases, runner, cell: Outcome | None, lowering: str, log):
     """The first graph of the program that fails through the lowering, normalized so every value
     it computes is an output: one that fails as the cell did (the same signature) before one of
-    the same status class; any failure only where the cell's outcome is not known. With it, the
-    outcome of a graph that failed otherwise (None where none did): (case, graph, outcome) or None,
-    and that outcome."""
+    the same status class; any failure only where the cell's outcome is not known. Returns that
+    (case, graph, outcome), or None and the outcome of the first graph that failed otherwise (None
+    where none failed)."""
     from irlens.repro.graphs import size_text, subgraph
 
     failing = []
