@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from irlens.dtypes import HALF_DTYPES
 from irlens.ops._torch import dims_of, jnp, nv_dtype, widened
 from irlens.ops.core import COMPOSITE, REDUCTION, Attr, declare, decomposition, from_aten, lowering, meaning
 from irlens.ops.shapes import numel, reduced
@@ -38,7 +39,7 @@ def _reduction(name: str, fn, jax: str | None = None, nvfuser: str | None = None
             # torch sums a half-precision tensor in float32 and rounds once, as Thunder's nvFuser
             # executor has nvFuser do; a sum in bfloat16 itself also fails nvFuser's codegen (an
             # internal assert, docs/results/zoo-h200-bench)
-            upcast = nvfuser == "sum" and dtype in ("bfloat16", "float16")
+            upcast = nvfuser == "sum" and dtype in HALF_DTYPES
             x = fd.ops.cast(args[0], nv.DataType.Float) if upcast else args[0]
             out = getattr(fd.ops, nvfuser)(x, dims)
             if upcast:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from irlens.dtypes import HALF_DTYPES
 from irlens.frontends.thunder.call import (Call, Derived, Spec, Unmapped, arg, dim, dims, dtype_name, is_exact,
                                            is_value, plain)
 
@@ -128,7 +129,7 @@ def norm(op: str, c: Call) -> list[Spec]:
         import torch
 
         name = dtype_name(x.dtype)
-        eps = torch.finfo(torch.float32 if name in ("float16", "bfloat16") else getattr(torch, name)).eps
+        eps = torch.finfo(torch.float32 if name in HALF_DTYPES else getattr(torch, name)).eps
     return c.spec(op, inputs, normalized_ndim=ndim, eps=float(eps))
 
 
