@@ -176,16 +176,26 @@ def test_the_zoo_redraws_a_zero_classifier_head_and_its_mixer_is_live():
 
 @pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="timm is not installed (pip install 'irlens[zoo]')")
 def test_the_zoo_starts_nfnet_s_zero_gain_branches_live():
-    """timm's NFNet ends each residual branch with a convolution of gain 0: every gradient inside the
-    branch is exactly zero. The zoo's NFNet starts those gains at 1: no parameter's gradient is zero."""
+    """timm's NFNets end each residual branch at zero: a last convolution of gain 0 (test_nfnet) or,
+    skipinit (dm_nfnet_*, as the tiny model is built too), a zero gain the branch is multiplied by in
+    place; every gradient inside the branch is then exactly zero. The zoo's NFNet starts the gains at
+    1 and the skipinit gains at 0.5: no parameter's gradient is zero, the skipinit gains' own included."""
     from irlens._compat import import_timm
     from irlens.models import get_workload
+
+    timm = import_timm()  # before timm's own modules: the shim that lets timm import here
     from timm.layers import ScaledStdConv2d
 
-    own = import_timm().create_model("test_nfnet", pretrained=False, num_classes=10)
-    assert any(isinstance(m, ScaledStdConv2d) and not m.gain.any() for m in own.modules())
+    def zero_gains(model):
+        return [n for n, m in model.named_modules() if isinstance(m, ScaledStdConv2d) and not m.gain.any()] + [
+            n for n, p in model.named_parameters() if n.endswith("skipinit_gain") and not p.any()]
+
+    assert zero_gains(timm.create_model("test_nfnet", pretrained=False, num_classes=10))
+    assert zero_gains(timm.create_model("test_nfnet", pretrained=False, num_classes=10, skipinit=True))
     inst = get_workload("timm_nfnet").instantiate("tiny")
-    assert not any(isinstance(m, ScaledStdConv2d) and not m.gain.any() for m in inst.module.modules())
+    gains = [p.item() for n, p in inst.module.named_parameters() if n.endswith("skipinit_gain")]
+    # not 1: a backward that reads the in-place product for the multiplied value would pass there
+    assert gains == [0.5] * 4 and zero_gains(inst.module) == []
     inst.module(*inst.inputs).square().mean().backward()
     dead = [n for n, p in inst.module.named_parameters() if p.grad is None or not p.grad.any()]
     assert dead == []

@@ -10,8 +10,8 @@ deterministic.
 A classifier head timm initializes to zeros (MLP-Mixer's) is redrawn (`live_head`): with it the
 output is the head's bias whatever the input, and no check could fail. Residual branches timm
 starts at zero are started live: ResNet's last norm scale (`zero_init_last=False`, LIVE_BRANCHES)
-and NFNet's last convolution's gain (`live_gains`); at zero every gradient inside the branch is
-exactly zero on every stack, a check that cannot fail.
+and NFNet's last convolution's gain and skipinit gain (`live_gains`); at zero every gradient inside
+the branch is exactly zero on every stack, a check that cannot fail.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from irlens.models.zoo.entry import ZooModel
 
 HEAD_SEED = 2027  # the redrawn head's generator (`live_head`)
 HEAD_STD = 0.02  # its weights' standard deviation: timm's own for a ViT's head (trunc_normal_, std .02)
+SKIPINIT_GAIN = 0.5  # NFNet's skipinit gains' live start (`live_gains`), exact in every float dtype
 
 
 def build(cfg: dict):
@@ -36,16 +37,22 @@ def build(cfg: dict):
 
 
 def live_gains(model: torch.nn.Module) -> torch.nn.Module:
-    """The model, each scaled weight-standardized convolution's all-zero gain set to 1: NFNet ends
-    every residual branch with such a convolution started at gain 0 (`gain_init=0`), which zeroes
-    the branch's output and every gradient inside it; 1 is the layer's own default, and the start
-    of timm's skipinit NFNets (its counterpart of ResNet's `zero_init_last=False`)."""
+    """The model, each residual branch NFNet starts at zero started live. At zero the branch's
+    output and every gradient inside it are exactly zero (ResNet's counterpart: `zero_init_last=False`).
+    - Each scaled weight-standardized convolution's all-zero gain (`gain_init=0`, the branch's last
+      convolution) set to 1, the layer's own default.
+    - Each block's zero `skipinit_gain` (timm's skipinit NFNets, the dm_nfnet_* models, multiply the
+      branch's output by it in place) set to SKIPINIT_GAIN: not 1, under which the in-place multiply
+      leaves its operand as it was and a backward that reads the product for it goes unseen."""
     from timm.layers import ScaledStdConv2d, ScaledStdConv2dSame
 
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, (ScaledStdConv2d, ScaledStdConv2dSame)) and not m.gain.any():
                 m.gain.fill_(1.0)
+            gain = getattr(m, "skipinit_gain", None)
+            if isinstance(gain, torch.nn.Parameter) and not gain.any():
+                gain.fill_(SKIPINIT_GAIN)
     return model
 
 
@@ -113,9 +120,10 @@ MODELS = [
                "CoAtNet 0: MBConv stages, then relative-attention stages"),
     timm_model("timm_maxvit", "vision", ("test_maxvit", {"img_size": 32}), ("maxvit_tiny_rw_224", {}),
                "MaxViT tiny: block and grid attention over windows"),
-    timm_model("timm_nfnet", "vision", ("test_nfnet", {}), ("dm_nfnet_f0", {}),
-               "NFNet F0: normalization-free, scaled weight standardization; its residual branches' zero "
-               "last gains started at 1 (docs/zoo.md)", bench_img=192),
+    # the tiny model skipinit as F0 is: its in-place gain on each residual branch
+    timm_model("timm_nfnet", "vision", ("test_nfnet", {"skipinit": True}), ("dm_nfnet_f0", {}),
+               "NFNet F0: normalization-free, scaled weight standardization, skipinit gains; its residual "
+               "branches' zero gains started at 1 (docs/zoo.md)", bench_img=192),
     timm_model("timm_gernet", "vision", ("test_byobnet", LIVE_BRANCHES), ("gernet_s", LIVE_BRANCHES),
                "GENet small (timm's ByobNet): block-by-block configured stages"),
     timm_model("timm_mambaout", "vision", ("test_mambaout", {}), ("mambaout_femto", {}),
