@@ -305,6 +305,13 @@ def _shard_docs(tmp_path):
     return paths
 
 
+def test_a_page_rate_is_rounded_down_never_up_to_a_target():
+    from irlens.reporting.zoo_page import _pct
+
+    assert [_pct(37, 39), _pct(2, 3), _pct(1, 2), _pct(39, 39), _pct(0, 4), _pct(0, 0)] == [
+        "37/39 (94.8 %)", "2/3 (66.6 %)", "1/2 (50 %)", "39/39 (100 %)", "0/4 (0 %)", "-"]
+
+
 def test_zoo_from_shards_rebuilds_the_summary_and_report_merges_them(tmp_path, capsys):
     paths = _shard_docs(tmp_path)
     out = tmp_path / "zoo"
