@@ -123,7 +123,7 @@ MODELS = [
     # the tiny model skipinit as F0 is: its in-place gain on each residual branch
     timm_model("timm_nfnet", "vision", ("test_nfnet", {"skipinit": True}), ("dm_nfnet_f0", {}),
                "NFNet F0: normalization-free, scaled weight standardization, skipinit gains; its residual "
-               "branches' zero gains started at 1 (docs/zoo.md)", bench_img=192),
+               "branches' zero gains started live (docs/zoo.md)", bench_img=192),
     timm_model("timm_gernet", "vision", ("test_byobnet", LIVE_BRANCHES), ("gernet_s", LIVE_BRANCHES),
                "GENet small (timm's ByobNet): block-by-block configured stages"),
     timm_model("timm_mambaout", "vision", ("test_mambaout", {}), ("mambaout_femto", {}),
