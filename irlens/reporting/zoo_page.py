@@ -160,10 +160,7 @@ def summarize(doc: Document) -> list[StackSummary]:
 def _pct(n: int, of: int) -> str:
     """`n/of (P %)`, P in tenths rounded down: a rate never reads as a target it misses (37/39 is
     94.8 %, not 95 %)."""
-    if not of:
-        return "-"
-    tenths = 1000 * n // of
-    return f"{n}/{of} ({tenths // 10}{'' if tenths % 10 == 0 else f'.{tenths % 10}'} %)"
+    return f"{n}/{of} ({1000 * n // of / 10:g} %)" if of else "-"
 
 
 def _median(values: list[float], spec: str) -> str:
