@@ -4,7 +4,7 @@ A cell waits for its float64 reference, and the references are computed one afte
 background. Handed out in a fixed order, a thread could wait for a later reference while cells whose
 reference is there stand queued behind it: on a GPU at the bench size, where a reference takes
 seconds, a run's threads waited minutes on the references of every model's eager cells before any
-compile started (docs/results/zoo-h200-bench, run 6). So a thread takes the first cell, in the
+compile started (docs/results/zoo-h200-bench). So a thread takes the first cell, in the
 run's order, whose reference is ready, one of its own worker's kind where there is one (no new
 worker process); where none is ready, the cell whose reference comes first, so that every waiting
 thread waits for the same, next reference.
