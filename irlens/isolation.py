@@ -136,14 +136,16 @@ class Worker:
         device are added to `timeout`."""
         if not self._ready:
             self._wait_ready(max_wait_s)
-        stderr_start = os.fstat(self._stderr.fileno()).st_size
         with contextlib.suppress(FileNotFoundError):
             os.remove(self._progress)  # the last call's: until this one writes its own
         try:
+            stderr_start = os.fstat(self._stderr.fileno()).st_size
             self._proc.stdin.write((json.dumps({"fn": fn, "kwargs": kwargs}) + "\n").encode())
             self._proc.stdin.flush()
         except BrokenPipeError:
             pass  # it died already; reading finds EOF and reports how
+        except ValueError:  # its pipes closed by `close` from another thread (a run that stops early)
+            raise CallFailed("the worker was closed") from None
         reply = self._reply(timeout, max_wait_s, stderr_start)
         if "error" in reply:
             raise CallFailed(reply["error"], reply.get("traceback", ""))
