@@ -1,7 +1,7 @@
-"""Every JSON file committed under docs/results is either a results document that the typed reader
-reads (rows of typed records, written and read again the same), or a file of another kind named
-here. A new results file that no longer reads fails, and so does a file of a new kind until it is
-named."""
+"""Every JSON file committed as a result (the result sets under docs/results, the test fixtures
+under tests/data) is either a results document that the typed reader reads (rows of typed records,
+written and read again the same), or a file of another kind named here. A new results file that no
+longer reads fails, and so does a file of a new kind until it is named."""
 import gzip
 import json
 from fnmatch import fnmatch
@@ -13,31 +13,33 @@ from irlens.ir import Graph
 from irlens.matrix import Document, read_document
 from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
 
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+ROOT = Path(__file__).resolve().parent.parent
+PLACES = [ROOT / "docs" / "results", ROOT / "tests" / "data"]
 
-# files of other kinds, each with what writes it
+# files of other kinds (paths from the repository root), each with what writes it
 OTHER_KINDS = {
-    "conformance-*.json.gz": "irlens conformance --json",
-    "parallel-*.json": "scripts/parallel_table.py",
-    "parallel-*-logs/*/summary.json": "irlens train --profile DIR (the run's summary)",
-    "parallel-*-logs/*/trace-rank*.json.gz": "irlens train --profile (torch.profiler's trace)",
-    "*/repro.json": "irlens repro --json",
-    "nvfuser-minigpt-probe/*.json": "scripts/nvfuser_minigpt_probe.py",
+    "docs/results/conformance-*.json.gz": "irlens conformance --json",
+    "docs/results/parallel-*.json": "scripts/parallel_table.py",
+    "docs/results/parallel-*-logs/*/summary.json": "irlens train --profile DIR (the run's summary)",
+    "docs/results/parallel-*-logs/*/trace-rank*.json.gz": "irlens train --profile (torch.profiler's trace)",
+    "docs/results/*/repro.json": "irlens repro --json",  # fnmatch's * crosses folders: any depth
+    "docs/results/nvfuser-minigpt-probe/*.json": "scripts/nvfuser_minigpt_probe.py",
 }
-FILES = sorted(p.relative_to(RESULTS).as_posix() for p in RESULTS.rglob("*.json*"))
+FILES = sorted(p.relative_to(ROOT).as_posix() for place in PLACES for p in place.rglob("*.json*"))
 DOCUMENTS = [f for f in FILES if not any(fnmatch(f, pattern) for pattern in OTHER_KINDS)]
 
 
 def test_the_committed_files_are_results_documents_or_of_a_named_kind():
     assert len(DOCUMENTS) >= 10  # the GPU runs, the zoo, the reproducer's cells
+    assert any(f.startswith("docs/results/") for f in DOCUMENTS) and any(f.startswith("tests/data/") for f in DOCUMENTS)
     for pattern in OTHER_KINDS:  # each named kind still has a file
         assert any(fnmatch(f, pattern) for f in FILES), pattern
 
 
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_a_committed_document_reads_as_typed_records(name):
-    doc = read_document(RESULTS / name)
-    data = json.loads(gzip.open(RESULTS / name).read() if name.endswith(".gz") else (RESULTS / name).read_text())
+    doc = read_document(ROOT / name)
+    data = json.loads(gzip.open(ROOT / name).read() if name.endswith(".gz") else (ROOT / name).read_text())
     assert len(doc.rows) == len(data["rows"]) > 0
     for row in doc.rows:
         assert all(isinstance(k, KernelRecord) for k in row.kernels)

@@ -297,26 +297,26 @@ def test_a_bench_document_keeps_its_dtypes_apart():
 
 # --- documents read back -----------------------------------------------------------------------
 
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+DATA = Path(__file__).resolve().parent / "data"
 
 
-@pytest.mark.parametrize("name", ["h200.json.gz", "cross-h200-gelu.json", "cross-h200-block.json"])
+@pytest.mark.parametrize("name", ["h200-bench.json.gz", "cross-h200-gelu.json", "cross-h200-block.json"])
 def test_committed_documents_read_back_with_every_field(name):
-    """Every results document irlens wrote (the GPU runs under docs/results) is read into Rows and
+    """Every results document irlens wrote (GPU benches and cross grids, kept in tests/data) is read into Rows and
     written back with the same fields and values."""
     import gzip
     import json
 
     from irlens.matrix import read_document
 
-    data = json.loads(gzip.open(RESULTS / name).read() if name.endswith(".gz") else (RESULTS / name).read_text())
-    doc = read_document(RESULTS / name)
+    data = json.loads(gzip.open(DATA / name).read() if name.endswith(".gz") else (DATA / name).read_text())
+    doc = read_document(DATA / name)
     assert doc.kind == ("cross" if name.startswith("cross") else "bench") and len(doc.rows) == len(data["rows"])
     assert doc.to_json() == data
 
 
-@pytest.mark.parametrize("path", ["h100-bench/h100.json.gz", "h100-checks/h100.json.gz", "zoo-cpu-tiny.json.gz",
-                                  "h100-checks/cross-h100-gelu.json", "../../tests/data/h100-single1.json.gz"])
+@pytest.mark.parametrize("path", ["h100-bench.json.gz", "h100-checks.json.gz", "zoo-cpu-tiny.json.gz",
+                                  "cross-h100-gelu.json", "h100-single1.json.gz"])
 def test_older_documents_read_as_typed_records_and_write_again_the_same(path):
     """Documents written before a field was recorded (a kernel's bytes read, a row's flagged
     kernels) read into typed records; written and read again they are the same rows. A field
@@ -324,7 +324,7 @@ def test_older_documents_read_as_typed_records_and_write_again_the_same(path):
     from irlens.matrix import Document, read_document
     from irlens.matrix.records import KernelRecord
 
-    doc = read_document(RESULTS / path)
+    doc = read_document(DATA / path)
     kernels = [k for r in doc.rows for k in r.kernels]
     assert kernels and all(isinstance(k, KernelRecord) and isinstance(k.node_ids, list) for k in kernels)
     assert Document.from_json(doc.to_json()).rows == doc.rows

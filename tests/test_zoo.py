@@ -525,12 +525,12 @@ def test_projection_is_fixed_by_seed():
 
 
 def test_rows_written_before_starved_rows_are_rewritten_by_the_same_rule():
-    """docs/results/zoo-h200-bench/starved_rows.py reads a timeout's figures back from its reason
+    """scripts/starved_rows.py reads a timeout's figures back from its reason
     and applies irlens.isolation.starved: a cell killed for counted waits is not measured, one
     killed in its own work (a compile) stays a failure."""
     import runpy
 
-    rewritten = runpy.run_path(str(Path(__file__).parents[1] / "docs/results/zoo-h200-bench/starved_rows.py"))["rewritten"]
+    rewritten = runpy.run_path(str(Path(__file__).parents[1] / "scripts/starved_rows.py"))["rewritten"]
     waited = ("timed out after 420 s (timing: waiting for its turn to share the device, its last 1 s); "
               "it waited 192 s for turns on the device, of which 12 s did not count")
     starved = rewritten(_row("m", "fwdbwd", "thunder+torchcompile", "failed", reason=waited, phase="worker"))

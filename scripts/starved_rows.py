@@ -3,7 +3,7 @@ failed row whose timeout reason shows it was killed for waits on device turns th
 (irlens.isolation.starved, read back from the reason's figures) becomes the `unavailable` row in
 STARVED_PHASE irlens writes now, which a join replaces with another run's row for the cell.
 
-    python docs/results/zoo-h200-bench/starved_rows.py IN.json OUT.json.gz
+    python scripts/starved_rows.py IN.json OUT.json.gz
 """
 import dataclasses
 import re

@@ -1,11 +1,11 @@
 """Rewrite a zoo document written before irlens restarted a worker an error had escaped a cell of
 (IsolatedRunner._call): a failed row whose worker raised a CUDA error while loading the cell's
 reference, before the cell's own work, had met a CUDA context an earlier cell of that worker left
-unusable (on the H200s of run 7, hf_bart's nvFuser fwd+bwd hit an illegal memory access; the two
+unusable (on the H200s, hf_bart's nvFuser fwd+bwd hit an illegal memory access; the two
 hf_gemma nvFuser cells after it in the same worker failed loading their references). It becomes an
 `unavailable` row in BROKEN_WORKER_PHASE, which a join replaces with another run's row for the cell.
 
-    python docs/results/zoo-h200-bench/broken_worker_rows.py IN.json OUT.json.gz
+    python scripts/broken_worker_rows.py IN.json OUT.json.gz
 """
 import dataclasses
 import re
