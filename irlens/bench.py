@@ -48,6 +48,7 @@ from irlens.matrix.document import device_name, versions
 from irlens.matrix.references import References
 from irlens.matrix.table import via_lines
 from irlens.models import resolve_workload
+from irlens.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision, describe_rows as describe_precision
 from irlens.matrix.records import KernelRecord, StepWork
 from irlens.reporting.records import kernel_stage, launches_of
 from irlens.reporting.roofline import apply_roofline
@@ -77,6 +78,7 @@ class BenchConfig:
     compile_jobs: int = 4  # cells compiled ahead at once, before the timed runs (0: none)
     cache_dir: str | None = None  # the compilers' persistent caches and the ceilings (None: not kept)
     remeasure: bool = False  # sweep the ceilings again, whatever the cache holds
+    precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.precision; --tf32: "tf32")
 
 
 def step_flops(wl, mode: str, preset: str, device: str) -> tuple[int, list[Gemm]]:
@@ -176,7 +178,7 @@ COMPILE_AHEAD = "compiling ahead"
 def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
           timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None, checkpoint=None,
           only: dict[str, frozenset] | None = None, compile_jobs: int = 0, cache_dir: Path | None = None,
-          remeasure: bool = False) -> Document:
+          remeasure: bool = False, precision: str = DEFAULT_PRECISION) -> Document:
     """The bench document. First, beside each other, the work each step must do is counted in a
     worker and every cell is compiled ahead, `compile_jobs` at a time (irlens.matrix.compile_ahead;
     0: none); then the ceilings are measured (or read from the cache, irlens.ceilings_cache; every
@@ -185,10 +187,13 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
     (irlens.compile_caches; None: the compilers' own, no ceilings kept). Progress, with an
     estimate of the time left, goes to stderr (irlens.bench_progress). `budget_s` bounds the whole
     run: cells not started in time are `unavailable` rows that say so. `checkpoint(doc)` is called
-    after each dtype. `only` ({dtype: {(workload, mode, backend)}}) runs just those cells."""
+    after each dtype. `only` ({dtype: {(workload, mode, backend)}}) runs just those cells. `precision`:
+    the float32 policy every process computes under, the ceilings' sweep included (irlens.precision)."""
     backends = backends or BENCH_BACKENDS
     dtypes = dtypes or BENCH_DTYPES
-    plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True) for dtype in dtypes]
+    plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True, precision=precision)
+             for dtype in dtypes]
+    apply_precision(precision)  # before the first worker (the work counts, the early references) starts
     if only is not None:
         plans = [dataclasses.replace(plan, only=only.get(plan.dtype, frozenset())) for plan in plans]
     started, compile_until = time.time(), compile_deadline(budget_s)
@@ -328,6 +333,7 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
         "stays within the vendor's dense figure for the device, which stands beside each (no raise where it is "
         "unknown)",
         f"- {len(doc.rows)} rows, {ok} ok; preset `{doc.preset}`; wall time {doc.wall_s / 60:.1f} min",
+        f"- precision: {describe_precision(doc.rows, doc.device)}",
         f"- repeatability: each row's device time is the median of 15 profiled steps (cold L2), measured twice; "
         f"the two medians differ by at most {100 * max(spreads, default=0):.2f}% "
         f"(median {100 * sorted(spreads)[len(spreads) // 2] if spreads else 0:.2f}%)",
@@ -425,6 +431,8 @@ def child_argv(config: BenchConfig, dtypes: list[str], modes: list[str], json_pa
         argv += ["--cache-dir", config.cache_dir]
     if config.remeasure:
         argv += ["--remeasure"]
+    if config.precision == "tf32":
+        argv += ["--tf32"]
     if config.rerun:
         argv += ["--rerun", config.rerun]
     for flag, names in (("--workloads", config.workloads), ("--backends", config.backends)):
@@ -564,5 +572,6 @@ def run_configured(config: BenchConfig, command: str, previous: dict | None = No
     checkpoint = None if save is None else (lambda doc: save(finished(doc.to_json())))
     doc = bench(config.workloads, config.backends, config.modes, config.dtypes, "cuda", config.preset, config.timeout,
                 config.jobs, config.budget_s, checkpoint=checkpoint, only=config.only,
-                compile_jobs=config.compile_jobs, cache_dir=config.cache_dir, remeasure=config.remeasure)
+                compile_jobs=config.compile_jobs, cache_dir=config.cache_dir, remeasure=config.remeasure,
+                precision=config.precision)
     return finished(doc.to_json())

@@ -32,6 +32,7 @@ from irlens.matrix.plan import split
 from irlens.matrix.references import Reference
 from irlens.matrix.row import CROSS
 from irlens.models import resolve_workload
+from irlens.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.registry import UnknownName
 
 
@@ -41,7 +42,7 @@ def lowering_backends() -> list[str]:
 
 
 def plan_cross(workloads=None, modes=None, device: str = "cpu", preset: str = "tiny", dtype: str | None = None,
-               acquired_by=None, executed_by=None) -> Plan:
+               acquired_by=None, executed_by=None, precision: str = DEFAULT_PRECISION) -> Plan:
     """Resolve and validate the grid's arguments (a UsageError on a bad one). The default rows
     are the frontends of the lowering backends, so each stack's own pairing is on the diagonal."""
     backends = split(executed_by) or lowering_backends()
@@ -51,15 +52,15 @@ def plan_cross(workloads=None, modes=None, device: str = "cpu", preset: str = "t
     frontends = split(acquired_by) or list(dict.fromkeys(get_backend(b).frontend for b in lowering_backends()))
     for name in frontends:
         get_frontend(name)  # raises UnknownName
-    plan = plan_matrix(workloads, backends, modes, device, preset, dtype)
+    plan = plan_matrix(workloads, backends, modes, device, preset, dtype, precision=precision)
     return dataclasses.replace(plan, frontends=frontends)
 
 
 def run_grid(workloads=None, modes=None, device: str = "cpu", preset: str = "tiny", dtype: str | None = None,
              timeout: float = DEFAULT_TIMEOUT_S, acquired_by=None, executed_by=None, isolate: bool = True,
-             progress: bool = True) -> Document:
+             progress: bool = True, precision: str = DEFAULT_PRECISION) -> Document:
     """The grid for `workloads` x `modes` (the document described in the module docstring)."""
-    plan = plan_cross(workloads, modes, device, preset, dtype, acquired_by, executed_by)
+    plan = plan_cross(workloads, modes, device, preset, dtype, acquired_by, executed_by, precision)
     return run_plan(plan, timeout, progress, isolate=isolate)
 
 

@@ -22,6 +22,7 @@ from irlens.matrix import Document, plan_matrix, run_plan
 from irlens.matrix.row import NOT_RUN_PHASES, Row
 from irlens.models import get_workload
 from irlens.models.zoo import FAMILIES, zoo_names
+from irlens.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.reporting import merge_documents
 from irlens.reporting.zoo_page import with_eager_base
 from irlens.workload import MODES
@@ -42,6 +43,7 @@ class ZooConfig:
     budget_s: float | None = None  # cells not started by then are `unavailable` rows saying so
     fill: Document | None = None  # run only the cells this earlier document has no ok row for
     fill_not_run: bool = False  # with `fill`: only those it has no row that ran for (not its failures)
+    precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.precision; --tf32: "tf32")
 
     @property
     def run_dtype(self) -> str | None:
@@ -144,11 +146,12 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -
     missing = {n: get_workload(n).missing() for n in names}
     runnable = [n for n in names if not missing[n]]
     if runnable:
-        plan = dataclasses.replace(plan_matrix(runnable, backends, modes, cfg.device, cfg.preset, cfg.run_dtype),
+        plan = dataclasses.replace(plan_matrix(runnable, backends, modes, cfg.device, cfg.preset, cfg.run_dtype,
+                                               precision=cfg.precision),
                                    only=None if cfg.fill is None else frozenset(cells))
         doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s)
     else:
-        plan_matrix([], backends, modes, cfg.device, cfg.preset, cfg.run_dtype)  # the arguments' checks
+        plan_matrix([], backends, modes, cfg.device, cfg.preset, cfg.run_dtype, precision=cfg.precision)  # the checks
         doc = Document("compare", [], cfg.device, preset=cfg.preset, dtype=cfg.run_dtype)
     doc.rows += [Row(n, m, b, frontends[b], status="unavailable", reason=missing[n], phase="availability",
                      preset=cfg.preset) for n in names if missing[n] for m in modes for b in backend_names

@@ -8,6 +8,7 @@ from irlens.cli.command import (add_modes_option, add_preset_option, add_fronten
                                   backend_names, checked_csv, csv, guarded, options)
 from irlens.compile_caches import default_root
 from irlens.errors import UsageError
+from irlens.precision import add_option as add_precision_option
 
 HELP = "the matrix on a GPU: device time per row beside measured bandwidth/flop ceilings"
 
@@ -45,6 +46,7 @@ def add_arguments(b) -> None:
     b.add_argument("--rerun", default=None, metavar="RESULTS_JSON",
                    help="run again only the rows of this earlier bench document that are not ok (and that the "
                         "other options name), and write it with those rows replaced")
+    add_precision_option(b)
     add_frontend_settings(b)
 
 

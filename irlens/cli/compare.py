@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from irlens.cli.command import (add_device_option, add_dtype_option, add_modes_option, add_preset_option,
                                  add_frontend_settings, apply_frontend_settings, backend_names, csv, guarded, options)
+from irlens.precision import DEFAULT as DEFAULT_PRECISION, add_option as add_precision_option
 
 HELP = "run workloads through every backend; check numerics; list kernels"
 
@@ -27,6 +28,7 @@ def add_arguments(c) -> None:
     c.add_argument("--jobs", type=int, default=1, help="cells run in parallel")
     c.add_argument("--cross", action="store_true",
                    help="the frontend x backend grid: graphs acquired by dynamo/thunder/jax, executed by inductor/nvfuser/xla")
+    add_precision_option(c)
     add_frontend_settings(c)
 
 
@@ -42,6 +44,7 @@ class CompareOptions:
     timeout: float = 300.0
     jobs: int = 1
     cross: bool = False
+    precision: str = DEFAULT_PRECISION  # --tf32: "tf32" (irlens.precision)
 
 
 @guarded
@@ -52,10 +55,11 @@ def run(args) -> int:
     o = options(CompareOptions, args)
     apply_frontend_settings(args)
     if o.cross:
-        doc = run_grid(o.workloads, o.modes, o.device, o.preset, o.dtype, o.timeout, executed_by=o.backends)
+        doc = run_grid(o.workloads, o.modes, o.device, o.preset, o.dtype, o.timeout, executed_by=o.backends,
+                       precision=o.precision)
         print(format_grid(doc))
     else:
-        plan = plan_matrix(o.workloads, o.backends, o.modes, o.device, o.preset, o.dtype)
+        plan = plan_matrix(o.workloads, o.backends, o.modes, o.device, o.preset, o.dtype, precision=o.precision)
         doc = run_plan(plan, o.timeout, progress=True, jobs=o.jobs)
         print(format_table(doc))
     if o.json:

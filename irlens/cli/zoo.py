@@ -12,6 +12,7 @@ from pathlib import Path
 
 from irlens.cli.command import (add_device_option, add_modes_option, add_preset_option, add_frontend_settings,
                                  apply_frontend_settings, csv, guarded)
+from irlens.precision import add_option as add_precision_option
 
 HELP = "the model zoo (transformers, timm) through every stack: pass rates, unknown ops, breaks, kernels, speedups"
 
@@ -58,6 +59,7 @@ def add_arguments(p) -> None:
                         "every cell without an ok row)")
     p.add_argument("--repro", action="store_true",
                    help="write an `irlens repro` file for each kind of failure that is upstream's (OUT/repro/)")
+    add_precision_option(p)
     add_frontend_settings(p)
 
 
@@ -83,7 +85,7 @@ def run(args) -> int:
     else:
         cfg = ZooConfig(args.models, args.family, args.backends, args.modes, args.device, args.preset, args.dtype,
                         parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s,
-                        read_document(args.fill) if args.fill else None, args.fill_not_run)
+                        read_document(args.fill) if args.fill else None, args.fill_not_run, args.precision)
         doc = run_zoo(cfg, command=shlex.join(["irlens", "zoo", *sys.argv[2:]]) if sys.argv[1:2] == ["zoo"] else None)
         if cfg.fill is not None and not doc.rows:
             skipped = doc.runs[0]["zoo"]["backends_not_run"]

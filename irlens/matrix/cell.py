@@ -20,7 +20,7 @@ import torch
 
 from irlens.backends import Backend, get_backend
 from irlens.backends.base import BackendRun, KeptStep, keeping_step
-from irlens import call_progress
+from irlens import call_progress, precision
 from irlens.dtypes import HALF_DTYPES
 from irlens.errors import CaptureFailed, NoNativePath
 from irlens.frontends import FRONTENDS, get_frontend
@@ -52,10 +52,11 @@ RECHECK_BY = 0.4  # the recheck with eager's roundings (a second compile) starts
 
 
 def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = None) -> Row:
-    """The row of a cell before it ran: failed until it says otherwise."""
+    """The row of a cell before it ran: failed until it says otherwise; it names the float32 policy
+    this process computes under."""
     if frontend is None:
-        return Row(wl.name, mode, backend.name, backend.frontend)
-    return Row(wl.name, mode, backend.name, frontend, native=frontend == backend.frontend)
+        return Row(wl.name, mode, backend.name, backend.frontend, precision=precision.current())
+    return Row(wl.name, mode, backend.name, frontend, native=frontend == backend.frontend, precision=precision.current())
 
 
 def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,

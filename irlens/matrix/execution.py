@@ -19,6 +19,9 @@ timed step shares its cores (or its GPU) with irlens's own work. Their thread po
 that all of them at once fit the cores (`isolation.worker_threads`; the document says how many). Timed on the device
 (`Plan.device_timing`), a timed cell that runs out of memory beside other cells runs again
 alone, and a JAX cell's worker ends with its cell (XLA keeps its memory until its process ends).
+
+Every process of the run computes under the plan's float32 precision policy (irlens.precision):
+this one applies it first, and the workers it starts inherit it.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
+from irlens import precision
 from irlens.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, Worker, worker_env, worker_threads
 from irlens.matrix.cell import new_row, out_of_memory, refused_natively, run_cell
 from irlens.matrix.cell_queue import CellQueue
@@ -67,6 +71,7 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
     if isolate and not plan.isolatable:
         raise ValueError("a workload given as an object has no module-level name another process can import; "
                          "run it with isolate=False or declare it at the top level of a file")
+    precision.apply(plan.precision)  # before any worker starts: they inherit it
     with tempfile.TemporaryDirectory(prefix="irlens-matrix-") as tmp:
         # the device turns (irlens.gpu_turns): every worker shares the device, a timing has it alone;
         # in this process one thing runs at a time

@@ -1,8 +1,8 @@
 """Planning a matrix: every bad argument is found here, before anything runs.
 
 A `Plan` is the resolved matrix: its workloads (by the key a worker process resolves them
-with), backends, modes, device, preset and dtype, and for the cross grid the frontends whose
-graphs the backends execute. `Plan.cells()` lists what runs, one `Cell` per row.
+with), backends, modes, device, preset, dtype and float32 precision policy, and for the cross
+grid the frontends whose graphs the backends execute. `Plan.cells()` lists what runs, one `Cell` per row.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from irlens.backends import BACKENDS, Backend, get_backend
 from irlens.dtypes import COMPUTE_DTYPES
 from irlens.errors import UsageError
 from irlens.models import resolve_workload, workload_names
+from irlens.precision import DEFAULT as DEFAULT_PRECISION, check as check_precision
 from irlens.user_code import absolute_reference, reference_of
 from irlens.workload import MODES, PRESETS, WORKLOADS, MissingLibrary, Workload
 
@@ -41,6 +42,7 @@ class Plan:
     # (`irlens bench --rerun`); None: all of them
     only: frozenset[tuple[str, str, str]] | None = None
     frontends: list[str] | None = None  # the cross grid's acquiring frontends; None: a compare matrix
+    precision: str = DEFAULT_PRECISION  # the float32 policy every process of the run computes under (irlens.precision)
 
     @property
     def kind(self) -> str:
@@ -83,7 +85,7 @@ def check_choice(kind: str, value: str, choices) -> None:
 
 
 def plan_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", preset: str = "tiny",
-                dtype: str | None = None, device_timing: bool = False) -> Plan:
+                dtype: str | None = None, device_timing: bool = False, precision: str = DEFAULT_PRECISION) -> Plan:
     """Resolve and validate every argument; raises a UsageError (UnknownName, BadReference, ...)
     on a bad one. `workloads`: names, references or Workloads (default: every built-in);
     `backends`: names or references (default: every registered one)."""
@@ -98,6 +100,7 @@ def plan_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", 
     check_choice("preset", preset, PRESETS)
     if dtype is not None:
         check_choice("dtype", dtype, COMPUTE_DTYPES)
+    check_precision(precision)
     resolved = {}
     for item in _workload_items(workloads):
         wl = item if isinstance(item, Workload) else resolve_workload(item)
@@ -106,7 +109,7 @@ def plan_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", 
             raise MissingLibrary(wl.missing())
         resolved[workload_key(item)] = wl
     chosen = {absolute_reference(b): get_backend(b) for b in dict.fromkeys(split(backends) or BACKENDS.names())}
-    return Plan(resolved, chosen, modes, device, preset, dtype, device_timing)
+    return Plan(resolved, chosen, modes, device, preset, dtype, device_timing, precision=precision)
 
 
 def _workload_items(workloads) -> list[str | Workload]:

@@ -82,6 +82,9 @@ class Row:
     coverage: Coverage | None = None  # how the kernels cover the compute nodes (matrix.cell.kernel_coverage)
     dtype: str | None = None
     preset: str | None = None
+    # the float32 precision policy its process computed under (irlens.precision: ieee, tf32); None in
+    # documents written before irlens recorded it, and in rows of cells that never reached a worker's start
+    precision: str | None = None
     device_timing: DeviceTiming | None = None  # the step's device profile (bench)
     # a backend run through the common view's lowering of another frontend's graphs, its own
     # frontend unable to take the workload (errors.NoNativePath): shown as `xla (via dynamo)`
@@ -226,7 +229,7 @@ OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceil
             "per_result_eager", "per_result_allowed", "eager_err", "allowed", "reference_dtype",
             "reference_fallback", "run_spread", "kernels_unmapped", "module_mode", "ill_conditioned", "vacuous",
             # run through the lowering of another frontend's graphs (compare, bench), and at which level
-            "via", "via_reason", "level", "eager_us")
+            "via", "via_reason", "level", "eager_us", "precision")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from collections import Counter
 from irlens.ceilings import Ceilings, describe
 from irlens.ir import Graph, Kernel
 from irlens.matrix import Document, Row
+from irlens.precision import describe_rows as describe_precision
 from irlens.matrix.table import (DRAWS_MARK, FALLBACK_MARK, UNSTEADY_MARK, VACUOUS_MARK, error_figures, run_figure,
                                  status_text, vacuous_lines, via_lines)
 from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Text
@@ -55,6 +56,7 @@ def op_summary(kernel: Kernel, graph: Graph | None) -> str:
 
 def _run_section(doc: Document) -> Section:
     facts = [["device", f"{doc.device or '?'} ({doc.device_name or ''})"], ["preset", str(doc.preset or "?")]]
+    facts.append(["precision", describe_precision(doc.rows, doc.device)])
     if doc.threads is not None:
         facts.append(["threads per worker", f"{doc.threads} (timed steps have the device alone; docs/timing.md)"])
     facts += [[name, str(v) if v is not None else "not installed"] for name, v in doc.versions.items()]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from irlens.isolation import cuda_fault
 from irlens.matrix.document import Document
 from irlens.matrix.row import Row
+from irlens.precision import describe_rows as describe_precision
 from irlens.matrix.table import (DRAWS_MARK, VACUOUS_MARK, draws_lines, ill_conditioned_lines, module_mode_lines,
                                  vacuous_lines)
 from irlens.workload import MODES
@@ -242,7 +243,8 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in (doc.versions or {}).items() if v and k not in ("python", "platform"))
     lines = ["# The zoo through every stack", "",
              f"Device: {device}; preset {doc.preset}; dtype {doc.dtype or row_dtypes(doc)}; "
-             f"{len({r.workload for r in doc.rows})} models.", f"Versions: {versions}.", ""]
+             f"{len({r.workload for r in doc.rows})} models.", f"Versions: {versions}.",
+             f"Precision: {describe_precision(doc.rows, doc.device)}.", ""]
     if doc.commands:
         lines += ["Made by:", "", *[f"    {c}" for c in doc.commands], ""]
     lines += ["## Per stack", "", *stack_table(summarize(doc), gpu), "",

@@ -17,12 +17,13 @@ import torch
 from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_kernels
 from irlens.backends.xla.dump import compile_with_dump, xla_stages
 from irlens.frontends.base import Availability, Stage, Unavailable
-from irlens.frontends.jax import MATMUL_PRECISION, jax_device, jax_program, lower as lower_program
+from irlens.frontends.jax import jax_device, jax_program, lower as lower_program
 from irlens.ir import Graph, Kernel
 from irlens.backends.xla.kernels import EntryOp, read_hlo
 from irlens.frontends.jax.jaxpr import EqnOrigin, jaxpr_origins, jaxpr_to_graph
 from irlens.backends.xla import lower as jax_lowering
 from irlens.ops import CAST, CREATION, DATA_MOVEMENT, REDUCTION, category, is_compute
+from irlens import precision
 from irlens.workload import Instance
 
 STAGE = "jax.hlo"
@@ -74,7 +75,7 @@ class XlaBackend(Backend):
                 kernels=kernels,
                 graphs=[hlo.graph, jaxpr_graph],
                 notes={"platform": compiled.runtime_executable().local_devices()[0].platform,
-                       "matmul_precision": MATMUL_PRECISION,
+                       "matmul_precision": precision.jax_matmul_precision(),
                        "jaxpr": map_to_jaxpr(hlo.graph, kernels, jaxpr_graph, jaxpr_origins(closed)),
                        "cost_analysis": _cost(compiled)},
             )

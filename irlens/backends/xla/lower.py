@@ -3,8 +3,8 @@
 The function walks the graph once at trace time, each node through the JAX lowering declared
 with its op in `irlens.ops` (a graph with an op that has none is `Unsupported`); a while
 loop becomes `lax.while_loop` of its cond and body, each lowered the same way. Inputs and
-outputs are torch tensors, exchanged through DLPack on their device. Matmuls trace at
-`irlens.frontends.jax.MATMUL_PRECISION`, as the xla backend's do. Kernels are read from the optimized HLO, one per launching ENTRY instruction,
+outputs are torch tensors, exchanged through DLPack on their device. Matmuls trace at the run's
+float32 policy (`irlens.precision.jax_matmul_precision`), as the xla backend's do. Kernels are read from the optimized HLO, one per launching ENTRY instruction,
 as the xla backend reads them (`irlens.backends.xla`).
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Callable
 import torch
 
 from irlens.ir import Graph, Kernel, canonical_dtype
+from irlens import precision
 from irlens.lowering import check_supported
 from irlens.ops import OPS
 from irlens.workload import to_jax
@@ -120,9 +121,7 @@ class XlaLowered:
     def _compile(self, args) -> None:
         import jax
 
-        from irlens.frontends.jax import MATMUL_PRECISION
-
-        with jax.default_matmul_precision(MATMUL_PRECISION):
+        with jax.default_matmul_precision(precision.jax_matmul_precision()):
             self.compiled = jax.jit(self.fn).lower(*args).compile()
 
     def __call__(self, inputs: list) -> list:

@@ -19,6 +19,7 @@ from typing import Callable
 
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Program, Stage, Unavailable
 from irlens.frontends.jax.binding import jaxpr_program, lowered_programs
+from irlens import precision
 from irlens.workload import MODES, Instance, Workload
 
 
@@ -56,17 +57,17 @@ def jax_program(inst: Instance, mode: str) -> JaxProgram:
     return JaxProgram(fn, args, [_leaf_name(path) for path, _ in leaves], [_leaf_name(path[-1:]) for path, _ in outs])
 
 
-# torch computes float32 matmuls in full float32 unless TF32 is switched on; XLA's default
-# precision on GPU is TF32-like. The twin is traced at the torch default so the comparison is
-# between compilers, not precisions.
+# XLA's default precision on GPU is TF32-like. The twin is checked against torch (irlens.numerics)
+# and reproduced (irlens.repro) in full float32, so the comparison is between compilers, not precisions.
 MATMUL_PRECISION = "highest"
 
 
 def lower(program: JaxProgram):
-    """`jax.jit(program.fn).lower(...)` at `MATMUL_PRECISION`: what the xla backend compiles."""
+    """`jax.jit(program.fn).lower(...)` at the run's float32 policy (irlens.precision: "highest"
+    unless TF32 was asked for): what the xla backend compiles."""
     import jax
 
-    with jax.default_matmul_precision(MATMUL_PRECISION):
+    with jax.default_matmul_precision(precision.jax_matmul_precision()):
         return jax.jit(program.fn).lower(*program.args)
 
 
