@@ -15,6 +15,7 @@ exited or was killed, e.g. by `timeout`), kills its own process group, compiler 
 included, even in the middle of a call. `WorkerSession` is a run of calls in one worker
 that is started again when a call killed it, and closed at the end of the run: a caller
 that must hold no device memory (the compare parent on a GPU) does its device work there.
+Every worker computes under its parent's float32 precision policy (irlens.precision).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ import threading
 import time
 import traceback
 
-from irlens import call_progress
+from irlens import call_progress, precision
 
 STDERR_TAIL_CHARS = 3000
 WORKER_ENV = "IRLENS_WORKER"  # set inside a worker process
@@ -351,6 +352,7 @@ def serve(preload: list[str]) -> None:
 
     call_progress.begin("importing " + ", ".join(preload) if preload else "starting")
     with sharing_gpu(os.environ.get(TURNS_ENV)):  # importing torch, a compiler: seconds of CPU
+        precision.apply_inherited()  # the run's float32 policy, before anything computes
         for module in preload:
             importlib.import_module(module)
     protocol.write(json.dumps({"ready": True}) + "\n")
