@@ -68,10 +68,15 @@ def load_workload_ref(ref: str) -> Workload:
     return resolve(ref, WORKLOADS, Workload, "declare one with irlens.Workload.from_module(...)")
 
 
+GRAPHNET = "graphnet:"  # `graphnet:PATH`, a GraphNet sample folder (irlens.models.graphnet): its path made absolute
+
+
 def absolute_reference(name_or_ref: str) -> str:
     """The same reference, resolvable from any working directory."""
     if not is_reference(name_or_ref):
         return name_or_ref
+    if name_or_ref.startswith(GRAPHNET):
+        return GRAPHNET + os.path.abspath(name_or_ref.removeprefix(GRAPHNET))
     target, _, attr = name_or_ref.rpartition(":")
     return f"{os.path.abspath(target)}:{attr}" if _is_path(target) else name_or_ref
 

@@ -20,7 +20,12 @@ def workload_names(corpus: bool | None = False) -> list[str]:
 
 
 def resolve_workload(name_or_ref: str) -> Workload:
-    """A built-in workload by name, or a user's by `path/to/file.py:NAME` (UnknownName, BadReference)."""
+    """A built-in workload by name, a user's by `path/to/file.py:NAME`, or a GraphNet sample by
+    `graphnet:PATH` (UnknownName, BadReference, BadSample)."""
+    from irlens.models import graphnet
+
+    if graphnet.is_graphnet(name_or_ref):
+        return graphnet.sample_workload(name_or_ref)
     return resolve(name_or_ref, WORKLOADS, Workload, "declare one with irlens.Workload.from_module(...)")
 
 
