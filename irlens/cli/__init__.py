@@ -19,7 +19,7 @@ from typing import Callable
 
 from irlens.cli.command import HelpFormatter
 
-COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "repro", "conformance", "train", "zoo")
+COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "repro", "conformance", "train", "zoo", "expected")
 
 
 class SubcommandParser(argparse.ArgumentParser):
