@@ -1,7 +1,7 @@
 """A linear layer and F.cross_entropy against int64 targets: the smallest loss-shaped workload.
 
 In bfloat16 through Thunder + nvFuser on a GPU, its fwd+bwd hits an nvFuser INTERNAL ASSERT
-(issue 20 item 4), and Thunder's default executors take the cross-entropy into a torch.compile
+and Thunder's default executors take the cross-entropy into a torch.compile
 region, not an nvFuser one:
 
     irlens compare --workloads examples/cross_entropy.py:cross_entropy --backends eager,nvfuser \\

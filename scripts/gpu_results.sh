@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything under docs/results/ that needs a GPU, by job, on a host with 4 H200s
-# (nvidia-h200-x4) where the jobs share the GPUs out; any one job runs alone on a 1-GPU host
+# where the jobs share the GPUs out; any one job runs alone on a 1-GPU host
 # with its GPU lists changed. Run from the repo root with the GPU environment active
 # (`source .gpu/activate.sh`); results go to $R (default: results-gpu/).
 #
@@ -50,7 +50,7 @@ GPU=${GPU:-gpu}
 
 # Only the bench's times are reported as performance: the other jobs check numerics and kernels,
 # and start on a GPU once the bench has left it.
-bench() {  # issue 4: the whole matrix, one dtype x mode per GPU, each beside its own measured ceilings
+bench() {  # the whole matrix, one dtype x mode per GPU, each beside its own measured ceilings
   timeout 520 python -m irlens bench --gpus 0,1,2,3 --jobs 6 --timeout 170 --budget-s 300 \
     --json "$R/h200.json.gz" --md "$R/h200.md" > "$R/bench.out" 2> "$R/bench.log"
   echo "bench rc=$?"
@@ -66,7 +66,7 @@ wait_idle() {  # until no process computes on GPU $1 (after the bench has had ti
   while [ -n "$(nvidia-smi -i "$1" --query-compute-apps=pid --format=csv,noheader)" ]; do sleep 5; done
 }
 
-gpu_marked_tests() {  # issues 4, 5, 10: the GPU-marked tests but the roofline's and the parallel path's.
+gpu_marked_tests() {  # the GPU-marked tests but the roofline's and the parallel path's.
   # CUPTI takes one subscriber per process: the Thunder facts need nvFuser's own profiler, Inductor's
   # kernel timing torch's; each group runs in pytest processes of its own
   local nv="tests/test_compare_thunder_facts.py tests/test_thunder.py" ind="tests/test_compare_inductor_facts.py"
@@ -87,7 +87,7 @@ gpu_tests() {  # the GPU-marked tests, then the roofline's checks (Nsight Comput
   echo "gpu roofline tests rc=$?"
 }
 
-cross() {  # issue 10: the 3 x 3 grid for gelu and block, fwd and fwd+bwd
+cross() {  # the 3 x 3 grid for gelu and block, fwd and fwd+bwd
   for wl in gelu block; do
     CUDA_VISIBLE_DEVICES=$1 timeout 200 python -m irlens compare --cross --workloads $wl --device cuda --timeout 100 \
       --json "$R/cross-h200-$wl.json" > "$R/cross-h200-$wl.txt" 2> "$R/cross-h200-$wl.log"
@@ -95,7 +95,7 @@ cross() {  # issue 10: the 3 x 3 grid for gelu and block, fwd and fwd+bwd
   done
 }
 
-table() {  # issues 6, 7, 19, 27: one parallel_table.py run, every row profiled; its logs in one tar.gz
+table() {  # one parallel_table.py run, every row profiled; its logs in one tar.gz
   name=$1; shift
   python scripts/parallel_table.py --profile --out "$R/parallel-$GPU-$name" "$@" 2> "$R/parallel-$GPU-$name.log"
   echo "$name table rc=$?"
@@ -109,7 +109,7 @@ left() {  # seconds left of a job's $1 seconds since $2 (at least 30)
   echo $((s > 30 ? s : 30))
 }
 
-bench_timed() {  # issue 28: one `irlens bench` on one GPU, its wall time in $R/times.txt. Args: name, cache
+bench_timed() {  # one `irlens bench` on one GPU, its wall time in $R/times.txt. Args: name, cache
   # folder, seconds it may take (its cells stop starting a minute before), then more options
   local name=$1 cache=$2 limit=$3 t0=$SECONDS
   shift 3
@@ -125,7 +125,7 @@ print(sum(x.status == 'ok' for x in d.rows), 'of', len(d.rows), 'rows ok')" 2>/d
   echo "$name: rc=$rc, wall $((SECONDS - t0)) s, cache $cache $state before; $rows" | tee -a "$R/times.txt"
 }
 
-repro_minigpt() {  # issue 16 item 5: minigpt fwd+bwd, bench size, bf16, through Thunder + nvFuser
+repro_minigpt() {  # minigpt fwd+bwd, bench size, bf16, through Thunder + nvFuser
   local d="$R/repro-minigpt" t0=$SECONDS
   mkdir -p "$d"
   # the flight recorder at once (--no-run): thunder.jit of the module as irlens's cell runs it, each nvFuser
@@ -149,7 +149,7 @@ repro_minigpt() {  # issue 16 item 5: minigpt fwd+bwd, bench size, bf16, through
   fi
 }
 
-repro_cross_entropy() {  # issue 20 items 3 and 4: cross-entropy with int64 targets, bf16, through nvFuser
+repro_cross_entropy() {  # cross-entropy with int64 targets, bf16, through nvFuser
   local d="$R/repro-cross-entropy" t0=$SECONDS ce=examples/cross_entropy.py:cross_entropy
   mkdir -p "$d"
   # the cells: fwd shows Thunder's torchcompile_xentropy region as one kernel (it failed the cell before),
@@ -171,7 +171,7 @@ PY
   echo "repro of $wl rc=$? after $((SECONDS - t0)) s" | tee -a "$d/repro.out"
 }
 
-repro_zoo() {  # issue 26: reducers of the H200 zoo page's nvFuser failures, every cell at once on one GPU.
+repro_zoo() {  # reducers of the H200 zoo page's nvFuser failures, every cell at once on one GPU.
   # ZOO_REPRO: "model|mode;..."; each `irlens repro --reduce` within ZOO_REPRO_S seconds, its reducer
   # given what the cell's own run (at most 240 s) leaves of them
   local d="$R/repro-zoo" limit=${ZOO_REPRO_S:-500} e wl mode
@@ -202,7 +202,7 @@ pack_zoo() {  # one file per call (at most 8 come back): the folders and logs $R
   tar czf "$R/${1/zoo-/zoo-$GPU-}.tar.gz" -C "$R" $(cd "$R" && ls -d "$1"-[0-9]*) && rm -rf "$R/$1"-[0-9]*
 }
 
-zoo4() {  # issue 26: the zoo at bench size in bf16, one mode, on 4 GPUs: a stack per GPU (eager beside
+zoo4() {  # the zoo at bench size in bf16, one mode, on 4 GPUs: a stack per GPU (eager beside
   # Inductor, its speedups' base); the four documents join with `irlens zoo --from` (docs/results/zoo-*-bench)
   local mode=$1 gpu=0 stacks
   ZOO_LIMIT=${ZOO_LIMIT_S:-570} ZOO_CELL=${ZOO_CELL_S:-170}
@@ -217,7 +217,7 @@ zoo4() {  # issue 26: the zoo at bench size in bf16, one mode, on 4 GPUs: a stac
   pack_zoo "zoo-$mode"
 }
 
-zoo4_split() {  # issue 26: stacks at bench size in bf16, in modes $1 (fwd, fwdbwd or both), the models spread
+zoo4_split() {  # stacks at bench size in bf16, in modes $1 (fwd, fwdbwd or both), the models spread
   # over the GPUs beside eager (their speedups' base, on the same GPU, in the same process: a process's cells
   # take turns for timings): the transformers models over ZOO_HF_GPUS (--shard K/N), timm's over ZOO_TIMM_GPUS,
   # every model's cells started at once (ZOO_JOBS). Thunder's capture for the transformers models is
@@ -241,7 +241,7 @@ zoo4_split() {  # issue 26: stacks at bench size in bf16, in modes $1 (fwd, fwdb
   pack_zoo "$name"
 }
 
-checks_after_zoo() {  # the GPU checks of issue 26's and 29's code that had not run on a GPU, one after another
+checks_after_zoo() {  # the GPU checks of the zoo's and the typed configs' code that had not run on a GPU, one after another
   local t=$1
   CUDA_VISIBLE_DEVICES=$t timeout 240 python -m pytest -m gpu -rA -p no:cacheprovider tests/test_jax_gpu_calls.py \
     tests/test_lowering_ops.py tests/test_jax.py > "$R/gpu-tests-lowering.log" 2>&1
@@ -258,7 +258,7 @@ case "${1:-}" in
     (wait_idle 2; cross 2; CUDA_VISIBLE_DEVICES=2 timeout 300 python -m pytest -m gpu -rA -p no:cacheprovider \
       tests/test_parallel.py > "$R/gpu-tests-parallel.log" 2>&1; echo "parallel gpu test rc=$?") &
     wait ;;
-  # the tables of issue 27, one preset each (rows in order of importance, each within its time budget);
+  # the parallel tables, one preset each (rows in order of importance, each within its time budget);
   # ROWS (comma-separated [MESH/]NAME[+MODIFIER][@BATCH]) replaces a preset's rows
   parallel2) table llama3-1b-2gpu --table llama3-1b-2gpu ${ROWS:+--rows "$ROWS"} ;;
   parallel2-checks)  # SP and async TP against eager on 2 NCCL ranks, with the real fused ops
@@ -363,7 +363,7 @@ case "${1:-}" in
     timeout 200 python -m irlens compare --cross --workloads gelu --device cuda --timeout 90 \
       --json "$R/cross-$GPU-gelu.json" > "$R/cross-$GPU-gelu.txt" 2> "$R/cross-$GPU-gelu.log"
     echo "cross gelu rc=$?" ;;
-  bench1-cold)  # issue 28: bf16 fwd alone with empty caches, then again with them kept; then the whole built-in
+  bench1-cold)  # bf16 fwd alone with empty caches, then again with them kept; then the whole built-in
     # bench with empty caches of its own, for what fits (it fills them for bench1-warm)
     export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
     cache=${BENCH_CACHE:-/tmp/irlens-bench-cache}
@@ -371,10 +371,10 @@ case "${1:-}" in
     bench_timed bench-fwd-cold "$cache/fwd" 180 --dtypes bfloat16 --mode fwd
     bench_timed bench-fwd-warm "$cache/fwd" 120 --dtypes bfloat16 --mode fwd
     bench_timed bench-cold "$cache/all" 250 ;;
-  bench1-warm)  # issue 28: after bench1-cold on the same machine: the whole bench, its caches and ceilings kept
+  bench1-warm)  # after bench1-cold on the same machine: the whole bench, its caches and ceilings kept
     export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
     bench_timed bench-warm "${BENCH_CACHE:-/tmp/irlens-bench-cache}/all" 560 ;;
-  ncu1)  # issue 28: Nsight Compute's DRAM bytes and flops beside irlens's model, >= 10 kernels per backend
+  ncu1)  # Nsight Compute's DRAM bytes and flops beside irlens's model, >= 10 kernels per backend
     export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
     timeout 540 python scripts/ncu_check.py --out "$R/ncu" --budget-s 420 > "$R/ncu-check.log" 2>&1
     echo "ncu check rc=$?" | tee -a "$R/times.txt" ;;

@@ -1,4 +1,4 @@
-"""Where the time of Thunder + nvFuser's first minigpt fwd+bwd step goes (issue 26, item 7).
+"""Where the time of Thunder + nvFuser's first minigpt fwd+bwd step goes.
 
 The recorded bench cell (minigpt, bench preset, bfloat16, fwd+bwd, nvFuser) timed out at 150 s
 in a late region, which ran fine alone. This probe runs that step once through thunder.jit with

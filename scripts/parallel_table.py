@@ -105,7 +105,7 @@ TABLES: dict[str, Table] = {
     "llama3-1b-2gpu": Table(2, "llama3:1B", (
         "dp2/eager", f"dp2/{BEST}", "tp2/eager", f"tp2/{BEST}", f"tp2/{ASYNC}", f"tp2/{BEST}+no_sp",
         "tp2/eager+no_sp", "dp2/eager+bf16_reduce", f"dp2/{BEST}+bf16_reduce")),
-    # issue 27 item 3: DP4, DP2 x TP2, TP4
+    # DP4, DP2 x TP2, TP4
     "llama3-1b-4gpu": Table(4, "llama3:1B", (
         f"dp2tp2/{BEST}", f"dp2tp2/{ASYNC}", "dp2tp2/eager", f"tp4/{BEST}", f"tp4/{ASYNC}", "tp4/eager",
         "dp4/eager", f"dp4/{BEST}", f"dp2tp2/{BEST}+no_sp", "dp2tp2/eager+bf16_reduce")),
@@ -115,7 +115,7 @@ TABLES: dict[str, Table] = {
     # expert parallelism: the all-to-all's share of the step (the profile's per-collective column)
     "deepseek-2b-4gpu": Table(4, "deepseek_v3:2B", (
         "dp4ep4/eager", f"dp4ep4/{BEST}", "dp2tp2ep2/eager", f"dp2tp2ep2/{BEST}", f"dp2tp2ep2/{ASYNC}")),
-    # issue 27 item 4: DP2 x TP4 of the 8B-shaped model
+    # DP2 x TP4 of the 8B-shaped model
     "llama3-8b-8gpu": Table(8, "llama3:8B", (
         "dp2tp4/eager", f"dp2tp4/{BEST}", f"dp2tp4/{ASYNC}", f"dp2tp4/{BEST}+no_sp"), steps=6, timeout=200),
 }

@@ -1,4 +1,4 @@
-"""The GPU bench in minutes (issue 28): its ceilings kept per device and software, its cells
+"""The GPU bench in minutes: its ceilings kept per device and software, its cells
 compiled ahead in parallel workers, the compilers' caches reused from run to run, its progress
 with an estimate of the time left. Everything here runs on the CPU (a bench on the CPU, with the
 ceilings' worker call stubbed: they need a GPU); the GPU measurement is

@@ -214,7 +214,7 @@ def test_cases_run_in_worker_processes():
 
 
 class _FakeSession:
-    """A worker session whose calls fail as told, one reply per call."""
+    """A WorkerSession whose calls fail as told, one reply per call."""
 
     def __init__(self, replies):
         self.replies, self.calls = list(replies), 0

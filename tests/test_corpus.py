@@ -4,7 +4,7 @@ MoE routing, Mamba's causal conv, a pre-norm residual) through every frontend an
 levels of the common view: no `unknown:` op in any stage, and the float64 interpreter reproduces
 the workload's outputs, loss and gradients from every program (as tests/test_faithfulness.py
 checks the built-ins); then every CPU backend row of one `irlens.compare` over the whole corpus
-is ok. Acquisitions are made once per session."""
+is ok. Acquisitions are made once per test process."""
 from __future__ import annotations
 
 

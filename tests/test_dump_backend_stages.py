@@ -12,7 +12,7 @@ _STAGES: dict = {}
 
 
 def stages(backend: str, workload: str, mode: str = "fwd", device: str = "cpu") -> dict:
-    """Compiled once per test session: Inductor's debug capture bypasses its graph cache."""
+    """Compiled once per test process: Inductor's debug capture bypasses its graph cache."""
     key = (backend, workload, mode, device)
     if key not in _STAGES:
         inst = get_workload(workload).instantiate("tiny", None, device)

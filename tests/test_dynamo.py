@@ -566,7 +566,7 @@ def test_graph_outputs_bind_by_identity_or_say_why_not():
 
 
 class _Indexing(nn.Module):
-    """Ops whose meaning the vocabulary once got wrong (issue 18): torch.gather and
+    """Ops whose meaning the vocabulary once got wrong: torch.gather and
     take_along_dim (index with the input's rank), scatter_add (not index_add), argmax/argmin
     over the flattened input, empty_like/new_empty (values unspecified: only used for shapes)."""
 
@@ -594,7 +594,7 @@ def test_indexing_ops_have_the_meaning_eager_torch_gives():
 
 
 class _Arguments(nn.Module):
-    """Arguments and operators whose meaning an adapter once dropped (issue 18 item 2, issue 15):
+    """Arguments and operators whose meaning an adapter once dropped:
     each must be mapped with its meaning, or the node expanded by torch's own decomposition."""
 
     def forward(self, x, y, n, m):
@@ -638,7 +638,7 @@ def test_arguments_are_mapped_or_expanded_never_dropped():
 
 
 class _OrdinaryOps(nn.Module):
-    """The ops issue 15 found unknown in ordinary model code, forward and backward: slicing and
+    """The ops once found unknown in ordinary model code, forward and backward: slicing and
     selecting (slice/select backward), index_copy/index_put/scatter, padding, gathers, a
     cross-entropy with integer targets (nll_loss forward and backward), bitwise ops on integers,
     casts."""

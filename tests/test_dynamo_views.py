@@ -1,4 +1,4 @@
-"""In-place calls in Dynamo's FX graph next to indexing (issue 26: Mixtral's router `values /=
+"""In-place calls in Dynamo's FX graph next to indexing (Mixtral's router `values /=
 values.sum()` on topk's values and `inv_perm[perm] = arange` stayed unknown as updates "through a
 view"). An item of a call's several results is a view only where that call gives views (chunk, not
 topk), and x[index] only where the index is basic (a tensor index copies). Updates through a real

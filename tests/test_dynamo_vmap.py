@@ -1,4 +1,4 @@
-"""torch.vmap in Dynamo's FX graph (issue 26: Mamba's scan left 72 `_add_batch_dim` /
+"""torch.vmap in Dynamo's FX graph (Mamba's scan left 72 `_add_batch_dim` /
 `_remove_batch_dim` calls unknown): each vmap region is read as the ATen graph functorch's
 batching rules make of it (irlens.frontends.dynamo.vmap), and computes what eager computes."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Faithfulness: every built-in workload, mode and frontend, its common views (both levels) run
 by the float64 reference interpreter, give the workload's float64 results: outputs, loss and
 gradients, with the frontend's forward graph feeding its backward graph as the frontend does
-(irlens.frontends.bindings). Acquisitions are made once per session."""
+(irlens.frontends.bindings). Acquisitions are made once per test process."""
 from __future__ import annotations
 
 

@@ -1,4 +1,4 @@
-"""The FX adapter's name tables against the canonical ops' meanings (issue 18 item 2).
+"""The FX adapter's name tables against the canonical ops' meanings.
 
 Statically: every entry names a canonical op and has a converter. Numerically: OpInfo's
 samples (every sample, not just the first: they vary the arguments: rounding modes, decimals,

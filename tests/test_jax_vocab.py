@@ -640,7 +640,7 @@ def test_top_k_hlo():
     assert torch.equal(indices.long(), want.indices)
 
 
-# --- ordinary model code: no unknown op at any stage (issue 15) ------------------------------
+# --- ordinary model code: no unknown op at any stage ------------------------------
 
 def _moe(x, router, w_in, w_out, experts=4, k=2):
     n, d = x.shape
@@ -684,7 +684,7 @@ ORDINARY = {
 
 @pytest.mark.parametrize("name", sorted(ORDINARY))
 def test_ordinary_code_has_no_unknown_op_and_is_faithful(name):
-    """Issue 15's JAX unknowns (jaxpr gather / scatter-add; HLO reduce-window, gather, scatter) in
+    """The JAX unknowns once found in ordinary model code (jaxpr gather / scatter-add; HLO reduce-window, gather, scatter) in
     ordinary code: the forward and value_and_grad at jaxpr, StableHLO and HLO, in float32 (no
     unknown op) and in float64 (faithful)."""
     fn, make, argnums = ORDINARY[name]

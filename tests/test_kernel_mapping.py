@@ -1,4 +1,4 @@
-"""A failure to map kernels never fails a cell that ran (issue 20 item 3).
+"""A failure to map kernels never fails a cell that ran.
 
 Reading kernels from a backend's records is irlens's work after the run (`with_kernels`): where it
 raises, the row keeps its numerics verdict, has no kernels and no launch count, and says

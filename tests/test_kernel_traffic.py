@@ -1,4 +1,4 @@
-"""Kernel figures that are physically possible (issue 28): each kernel charged what it touches
+"""Kernel figures that are physically possible: each kernel charged what it touches
 (a scatter the elements it updates, a gather the elements it reads), a split reduction's
 second kernel charged the partial results it adds up (not the reduction it was named after),
 and every figure above 100 % flagged in every output. The bad figures come from GPU benches;

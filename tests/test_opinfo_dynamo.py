@@ -1,4 +1,4 @@
-"""OpInfo through the Dynamo frontend, a fixed slice (issue 18 item 5): each op, as a plain function
+"""OpInfo through the Dynamo frontend, a fixed slice: each op, as a plain function
 of its first float32 sample, captured in one graph; every graph it makes (dynamo.fx, aot.forward,
 aot.backward) has no unknown op at either level, and the float64 interpreter gives what the
 graph computes run eagerly in float64. The whole of OpInfo is measured by the conformance sweep."""

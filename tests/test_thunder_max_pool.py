@@ -1,4 +1,4 @@
-"""Max pooling through Thunder's traces (issue 26: a Thunder-acquired ResNet executed by Inductor
+"""Max pooling through Thunder's traces (a Thunder-acquired ResNet executed by Inductor
 or XLA was off by 0.515, `F.max_pool2d(x, 3, 2, 1)` alone NaN). Thunder decomposes max_pool2d by
 padding with -inf and taking each window's elements with a one-hot convolution, where 0 * -inf is
 NaN; it never runs that decomposition (its torch executor runs the function whole), so the

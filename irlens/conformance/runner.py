@@ -129,12 +129,12 @@ def _commit() -> str | None:
 
 
 class _Runner:
-    """Runs calls in `jobs` worker sessions (or in this process) and prints progress."""
+    """Runs calls in `jobs` WorkerSessions (or in this process) and prints progress."""
 
     def __init__(self, config: SweepConfig):
         self.config = config
         self.sessions = [WorkerSession((CHECK,)) for _ in range(config.jobs)] if config.isolate else []
-        self.served = [0] * len(self.sessions)  # calls each session's current worker has served
+        self.served = [0] * len(self.sessions)  # calls each WorkerSession's current worker has served
         self.lock = threading.Lock()
         self.done = 0
         self.t0 = time.monotonic()
@@ -189,7 +189,7 @@ class _Runner:
             except CallFailed as e:
                 killed = _killed(e)
                 if killed:
-                    self.served[slot] = 0  # the session starts a fresh worker for the next call
+                    self.served[slot] = 0  # the WorkerSession starts a fresh worker for the next call
                 if fresh or not killed:
                     kind = "timeout" if "timed out" in e.reason else "worker crashed" if killed else "sweep error"
                     return {"case": case.id, "frontend": frontend, "status": check.FAILED, "class": kind,

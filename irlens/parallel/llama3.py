@@ -85,7 +85,7 @@ PRESETS: dict[str, Llama3Config] = {
                          doc_len=16),
     "300M": Llama3Config(dim=1024, n_layers=16, n_heads=16, vocab_size=32000, ffn_hidden=4096, seq_len=2048, doc_len=512,
                          batch_size=8),
-    # 16k tokens per rank: on one H100 eager makes twice the tokens/s of batch 2 (issue 19)
+    # 16k tokens per rank: on one H100 eager makes twice the tokens/s of batch 2
     "1B": Llama3Config(dim=2048, n_layers=16, n_heads=16, vocab_size=32000, ffn_hidden=8192, seq_len=2048, doc_len=512,
                        batch_size=8),
     # Llama 3 8B's shapes (GQA with 8 key/value heads, vocabulary 128256, 8k context); 32 layers need

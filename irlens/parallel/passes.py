@@ -249,7 +249,7 @@ def choose_partitioner(joint: fx.GraphModule, passes: list[str]) -> tuple[Callab
     recomputes in the backward into kernels it launches anyway) or joint passes tagged what to
     recompute (activation checkpointing, resharding: only the min-cut honours the tags). Else the
     default partition: it saves what eager autograd saves, where the min-cut would recompute
-    casts, norms and activations as separate unfused kernels (slower than eager, issue 19)."""
+    casts, norms and activations as separate unfused kernels (slower than eager)."""
     from torch._functorch.partitioners import default_partition, min_cut_rematerialization_partition
 
     if any(GRAPH_PASSES[n].fuses_graph for n in passes) or recompute_tags(joint):
