@@ -5,7 +5,7 @@ piece before, and judged as the zoo judges: its relative error against the piece
 eager's own bfloat16 error.
 
 The row (H200 page): out0 rel err 0.386 against eager's 4.1e-03; its repro file reproduces it, and
-the common view's own nvFuser lowering of the same graphs is ok (`irlens repro --reduce`, run 13):
+the common view's own nvFuser lowering of the same graphs is ok (`irlens repro --reduce`):
 the fault is on Thunder's path to nvFuser.
 
     python docs/results/zoo-h200-bench/mobilenetv3_nvfuser_blocks.py            # the GPU's case

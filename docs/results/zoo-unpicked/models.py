@@ -1,4 +1,4 @@
-"""Models irlens's zoo does not hold, declared as a user would (issue 26: targets "on models its
+"""Models irlens's zoo does not hold, declared as a user would (targets "on models its
 developers did not pick"): transformers and timm classes built from small configs with random
 weights, nothing downloaded. Each is `models.py:NAME` on the command line."""
 import timm
