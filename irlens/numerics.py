@@ -52,6 +52,16 @@ own error is not known (eager failed or overflowed, or no precision above the ru
 float64 run's reference is eager float64 itself) the flat tolerance alone judges. k, the
 floors and LOSS_ROUNDINGS come from measurements: scripts/numerics_margins.py (docs/numerics.md).
 
+Noise-sized gradients (`noise_scales`): a parameter's gradient that is zero in exact arithmetic
+(a bias feeding a train-mode BatchNorm: the batch mean cancels it) is rounding noise in float64 too,
+and its relative error is noise over noise (the zoo's ReXNet: a float64 norm of 2.6e-14 beside 0.47
+for the weight of the same layer, a backend at 3.9e8 against eager's 3.8e7). Where its float64
+norm is under the run dtype's unit roundoff of the largest gradient of the same module (its
+siblings: weight and bias), it is judged by its size: its absolute error against that norm, within
+the flat tolerance (as if it were one more element of the module's gradient), or NOISE_ORDER x
+eager's own where eager is noisier than that. It is named in the row like an ill-conditioned check
+(why: noise-sized). A gradient with no sibling (an input's) keeps the condition's rule above.
+
 Vacuous checks (`Comparison.vacuous`): a result whose float64 reference and whose value in the run
 are both exactly zero everywhere passes whatever the backend computed before it (timm's MLP-Mixer
 zero-initializes its classifier head: its output, loss and every gradient are exactly 0). Each such
@@ -67,6 +77,7 @@ output. One the run updated and the reference did not is named the same way.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import torch
@@ -113,15 +124,23 @@ def unit_roundoff(dtype: str) -> float:
 
 
 def allowed_error(dtype: str, mode: str, eager_err: float | None, condition: float = 0.0,
-                  floor: float | None = None, ill: bool = False) -> Bound:
+                  floor: float | None = None, ill: bool = False, scale: float | None = None) -> Bound:
     """What a result may differ from the reference: k x eager's own error + the larger of the
     floor and the loss's rounding (LOSS_ROUNDINGS x u x `condition`), capped by the flat
     tolerance in float32; the flat tolerance alone where eager's error is not known (None) or
     not finite (see the module's docstring). `floor` replaces the dtype's (one op's check,
     irlens.conformance, takes its own rtol: the dtype's floor is sized for whole models). An
-    `ill`-conditioned result is not capped, and without eager's error gets the rounding floor."""
+    `ill`-conditioned result is not capped, and without eager's error gets the rounding floor.
+    A noise-sized gradient (`scale`: its module's largest gradient norm over its own, from
+    `noise_scales`) may be off by the flat tolerance of that norm, or NOISE_ORDER x eager's own
+    error where that is more: relative bounds that judge its absolute error."""
     flat = tolerance(dtype, mode)
     known = eager_err is not None and math.isfinite(eager_err)
+    if scale is not None:
+        value = flat * scale
+        if known and NOISE_ORDER * eager_err > value:
+            return Bound(NOISE_ORDER * eager_err, f"{NOISE_ORDER:g} x eager's {eager_err:.1e} (noise-sized)")
+        return Bound(value, f"{flat:.0e} of its module's largest gradient norm ({scale:.1e} x its own: noise-sized)")
     if not ill and (not known or dtype not in CRITERIA):
         return Bound(flat, f"tol {flat:.0e}")
     c = CRITERIA.get(dtype, Criterion(0.0, 0.0, capped=False))  # float64: the rounding floor alone
@@ -136,18 +155,24 @@ def allowed_error(dtype: str, mode: str, eager_err: float | None, condition: flo
 
 
 def ill_conditioned(names, dtype: str, mode: str, eager_errors: dict[str, float] | None,
-                    conditions: dict[str, float] | None = None) -> dict[str, str]:
+                    conditions: dict[str, float] | None = None,
+                    scales: dict[str, float] | None = None) -> dict[str, str]:
     """The results whose check is ill-conditioned, each with why (see the module docstring): a
-    gradient the loss barely sees (condition over 1/u of the run's dtype), eager's own error
-    over the flat tolerance where that caps (float32), or in any dtype eager's own error of 1 or
-    more (no correct digit: bfloat16 does not cap, and XLA's running mean of a zero-mean channel,
-    at 3.07 x eager's 4.2e11 on the H200, was called a mismatch at k = 3)."""
+    noise-sized gradient (`scales`, see `noise_scales`), a gradient the loss barely sees
+    (condition over 1/u of the run's dtype), eager's own error over the flat tolerance where that
+    caps (float32), or in any dtype eager's own error of 1 or more (no correct digit: bfloat16 does
+    not cap, and XLA's running mean of a zero-mean channel, at 3.07 x eager's 4.2e11 on the H200,
+    was called a mismatch at k = 3)."""
     u, flat, c = unit_roundoff(dtype), tolerance(dtype, mode), CRITERIA.get(dtype)
     found = {}
     for n in names:
         condition = (conditions or {}).get(n, 0.0)
         eager_err = (eager_errors or {}).get(n)
-        if n.startswith("grad:") and condition * u > 1:
+        if n in (scales or {}):
+            found[n] = (f"noise-sized: its float64 norm is {1 / scales[n]:.1e} of its module's largest gradient, "
+                        f"under {dtype}'s unit roundoff {u:.1e} (zero in exact arithmetic): judged by its absolute "
+                        f"error against that gradient's norm, not by its relative error")
+        elif n.startswith("grad:") and condition * u > 1:
             found[n] = (f"the float64 gradient vanishes: a relative unit of the value moves the loss by "
                         f"{1 / condition:.1e}, under {dtype}'s unit roundoff {u:.1e}")
         elif eager_err is None or not math.isfinite(eager_err):
@@ -160,19 +185,45 @@ def ill_conditioned(names, dtype: str, mode: str, eager_errors: dict[str, float]
 
 
 def allowed_errors(names, dtype: str, mode: str, eager_errors: dict[str, float] | None,
-                   conditions: dict[str, float] | None = None, ill: dict[str, str] | None = None) -> dict[str, Bound]:
+                   conditions: dict[str, float] | None = None, ill: dict[str, str] | None = None,
+                   scales: dict[str, float] | None = None) -> dict[str, Bound]:
     """`allowed_error` for each result name; eager's errors None: the flat tolerance for all but
-    the `ill`-conditioned results."""
+    the `ill`-conditioned and noise-sized (`scales`) results."""
     return {n: allowed_error(dtype, mode, None if eager_errors is None else eager_errors.get(n),
-                             (conditions or {}).get(n, 0.0), ill=n in (ill or {})) for n in names}
+                             (conditions or {}).get(n, 0.0), ill=n in (ill or {}), scale=(scales or {}).get(n))
+            for n in names}
 
 
-def judged_bounds(names, dtype: str, mode: str, eager_errors: dict[str, float] | None,
-                  conditions: dict[str, float] | None = None) -> tuple[dict[str, str], dict[str, Bound]]:
+def noise_scales(results: dict[str, torch.Tensor | None], dtype: str) -> dict[str, float]:
+    """The noise-sized gradients of a reference's `results` (see the module docstring): a
+    parameter's gradient whose float64 norm is under `dtype`'s unit roundoff of the largest
+    gradient of the same module (`grad:<module>.<name>`; an input's gradient has no module) ->
+    that largest norm over its own (its own counted 1 where it is exactly zero, as `rel_err`
+    then measures absolutely)."""
+    norms = {n: torch.linalg.vector_norm(t.detach().double()).item() for n, t in results.items()
+             if n.startswith("grad:") and not _INPUT_GRAD.fullmatch(n) and t is not None and t.is_floating_point()}
+    u, scales = unit_roundoff(dtype), {}
+    for name, own in norms.items():
+        module = name.rpartition(".")[0]
+        largest = max((v for s, v in norms.items() if s != name and s.rpartition(".")[0] == module), default=0.0)
+        if largest > 0 and own <= u * largest:
+            scales[name] = largest / (own or 1.0)
+    return scales
+
+
+_INPUT_GRAD = re.compile(r"grad:input\d+")  # irlens.workload.eager_step's names of the inputs' gradients
+
+
+def judged_bounds(results, dtype: str, mode: str, eager_errors: dict[str, float] | None,
+                  conditions: dict[str, float] | None = None,
+                  scales: dict[str, float] | None = None) -> tuple[dict[str, str], dict[str, Bound]]:
     """How a cell is judged (compare, and the repro file of that cell): the ill-conditioned results
-    with why, and each result's bound."""
-    ill = ill_conditioned(names, dtype, mode, eager_errors, conditions)
-    return ill, allowed_errors(names, dtype, mode, eager_errors, conditions, ill)
+    with why, and each result's bound. `results`: the reference's (name -> tensor), whose
+    noise-sized gradients are found here; or the names alone, with their `scales` given."""
+    if scales is None and isinstance(results, dict):
+        scales = noise_scales(results, dtype)
+    ill = ill_conditioned(results, dtype, mode, eager_errors, conditions, scales)
+    return ill, allowed_errors(results, dtype, mode, eager_errors, conditions, ill, scales)
 
 
 def tolerance(dtype: str, mode: str) -> float:

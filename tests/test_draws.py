@@ -1,7 +1,8 @@
-"""A half-precision mismatch judged over several input draws (irlens.matrix.draws): a result a
-single draw puts past eager's bound is ok where its median error over five draws is within
-eager's median bound and no draw goes past eager's largest; a backend wrong on some draws, off
-on every draw, or with a NaN on one stays a mismatch, and a row that could not be judged so says why."""
+"""A half-precision mismatch, or a float32 one on ill-conditioned results, judged over several
+input draws (irlens.matrix.draws): a result a single draw puts past eager's bound is ok where its
+median error over five draws is within eager's median bound and no draw goes past eager's
+largest; a backend wrong on some draws, off on every draw, or with a NaN on one stays a mismatch,
+a well-conditioned float32 mismatch is not judged so, and a row that could not be judged so says why."""
 import pytest
 import torch
 
@@ -11,6 +12,7 @@ from irlens.matrix import Document, format_table
 from irlens.matrix.cell import run_cell
 from irlens.matrix.draws import DRAWS, DrawErrors, judge_draws
 from irlens.matrix.references import compute_reference
+from irlens.numerics import tolerance
 from irlens.workload import Workload, eager_step
 
 NORM_SEED = 1  # with the BatchNorm: eager's own error is not at its largest on the own inputs either
@@ -158,6 +160,36 @@ def test_a_cell_that_keeps_no_step_or_has_no_time_left_is_not_judged_over_draws_
     late = _cell(case, Pushed(reference.inputs[0], push), timeout_s=1e-3)
     assert late.status == "mismatch"
     assert "0 of 4 more draws fit in the cell's timeout" in late.reason
+
+
+class Cancelling(torch.nn.Module):
+    """A Linear, a large offset added and taken away: float32 keeps few of the output's digits, eager's
+    own error is over the flat tolerance (an ill-conditioned result), and moves with the inputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(64, 64)
+
+    def forward(self, x):
+        return (self.a(x) + 3e3) - 3e3
+
+
+def test_a_float32_mismatch_on_an_ill_conditioned_result_is_judged_over_draws():
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        wl = Workload.from_module("cancelling", Cancelling(), example_inputs=((32, 64),))
+    reference = compute_reference(wl, "fwd", "cpu", "tiny", "float32")
+    own = reference.eager_errors["out0"]
+    assert own > tolerance("float32", "fwd")  # ill-conditioned: eager itself is past the flat tolerance
+    bound = 2 * own + 1e-5  # float32's k and floor, not capped (irlens.numerics.CRITERIA)
+    row = run_cell(wl, Pushed(reference.inputs[0], ((1.02 * bound) ** 2 - own ** 2) ** 0.5), "fwd", "cpu", "tiny",
+                   "float32", reference)
+    assert "out0" in row.ill_conditioned
+    assert row.status == "ok", row.reason
+    assert row.notes["draws"]["verdict"] == "ok" and row.notes["draws"]["own_inputs"].startswith("out0: rel err ")
+    wrong = run_cell(wl, Pushed(reference.inputs[0], 0.05, nan_elsewhere=True), "fwd", "cpu", "tiny", "float32",
+                     reference)
+    assert wrong.status == "mismatch" and wrong.notes["draws"]["verdict"] == "mismatch"
 
 
 def test_a_float32_mismatch_is_not_judged_over_draws():

@@ -1,11 +1,14 @@
-"""Checks that cannot fail, and buffers a backend leaves as they were (irlens.numerics).
+"""Checks that cannot fail, results that are rounding noise, and buffers a backend leaves as they
+were (irlens.numerics).
 
 A result exactly zero in the float64 reference and in the run is vacuous: named per result; a
 row whose every output is vacuous compared nothing of the model and says so in the compare table,
 the report and the zoo page (not counted as numerics ok there), while one all-zero gradient among
 live results is a note. A train-mode BatchNorm's running statistics that a backend does not
 update are wrong values (a mismatch), judged as the buffers were before the step, never
-"missing results"."""
+"missing results". A gradient zero in exact arithmetic and rounding noise in float64 (a bias
+feeding a train-mode BatchNorm) is judged by its size beside its module's other gradients, not by
+its relative error, and named so."""
 from __future__ import annotations
 
 import importlib.util
@@ -16,10 +19,10 @@ import torch
 from irlens.backends import get_backend
 from irlens.backends.base import Backend, BackendRun
 from irlens.frontends.base import Availability
-from irlens.matrix import format_table, plan_matrix, read_document, run_plan, write_document
+from irlens.matrix import Document, format_table, plan_matrix, read_document, run_plan, write_document
 from irlens.matrix.cell import run_cell
 from irlens.matrix.references import compute_reference
-from irlens.numerics import compare_results
+from irlens.numerics import allowed_error, compare_results, noise_scales, tolerance, unit_roundoff
 from irlens.reporting import build_report, render_markdown
 from irlens.reporting.zoo_page import summarize, zoo_markdown
 from irlens.workload import Workload, run_eager
@@ -212,3 +215,65 @@ def test_a_reproducer_names_a_buffer_the_backend_did_not_update():
     assert problems == ["buffer:bn.running_mean: not updated (the backend left it as it was)"]
     problems, _ = space["check"]({"out0": t, "buffer:n": t}, {"out0": t, "buffer:n": None, "grad:w": t})
     assert problems == ["buffer:n: updated, where the reference leaves it as it was", "grad:w: missing"]
+
+
+# --- results zero in exact arithmetic and rounding noise in float64: judged by their size -----------
+
+class LinearNorm(torch.nn.Module):
+    """A Linear feeding a train-mode BatchNorm: the batch mean cancels the Linear's bias, whose
+    gradient is zero in exact arithmetic and rounding noise in float64."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.bn, self.out = torch.nn.Linear(32, 64), torch.nn.BatchNorm1d(64), torch.nn.Linear(64, 16)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.bn(self.fc(x))))
+
+
+class NoisyBias(Backend):
+    """Eager, with the Linear's bias gradient moved by `amount` (absolute, in a fixed random direction)."""
+
+    name, frontend, description = "noisy_bias", None, "eager with the bias gradient moved"
+
+    def __init__(self, amount: float):
+        self.amount = amount
+
+    def availability(self, device: str) -> Availability:
+        return Availability(True)
+
+    def run(self, inst, mode):
+        results = run_eager(inst.module, inst, mode)
+        g = results["grad:fc.bias"].double()
+        push = torch.randn(g.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+        results["grad:fc.bias"] = g + self.amount * push / push.norm()
+        return BackendRun(results, 0.0, 0.0, [])
+
+
+def test_a_bias_gradient_cancelled_by_a_train_mode_batchnorm_is_judged_by_its_size():
+    wl = Workload.from_module("linear_norm", _seeded(LinearNorm).train(), ((8, 32),))
+    reference = compute_reference(wl, "fwdbwd", "cpu", "tiny", None)
+    bias, weight = reference.results["grad:fc.bias"], reference.results["grad:fc.weight"]
+    u = unit_roundoff("float32")
+    assert bias.norm() < u * weight.norm()  # noise-sized in float64 beside the weight's gradient
+    assert list(noise_scales(reference.results, "float32")) == ["grad:fc.bias"]
+    eager = run_cell(wl, get_backend("eager"), "fwdbwd", "cpu", "tiny", None, reference)
+    assert eager.status == "ok", eager.reason
+    assert eager.ill_conditioned["grad:fc.bias"].startswith("noise-sized: its float64 norm is ")
+    eager_abs = reference.eager_errors["grad:fc.bias"] * bias.norm().item()  # eager's own float32 noise
+    # fifty times eager's noise: past the relative bound the verdicts had (noise over noise), still
+    # noise beside the weight's gradient
+    noisy = run_cell(wl, NoisyBias(50 * eager_abs), "fwdbwd", "cpu", "tiny", None, reference)
+    relative_bound = allowed_error("float32", "fwdbwd", reference.eager_errors["grad:fc.bias"],
+                                   reference.conditions["grad:fc.bias"], ill=True).value
+    assert noisy.results["grad:fc.bias"].err > relative_bound
+    assert noisy.status == "ok", noisy.reason
+    assert noisy.results["grad:fc.bias"].allowed == pytest.approx(
+        tolerance("float32", "fwdbwd") * weight.norm().item() / bias.norm().item())
+    # off by a few times the flat tolerance of the weight's gradient: wrong, whatever its relative error
+    wrong = run_cell(wl, NoisyBias(4 * tolerance("float32", "fwdbwd") * weight.norm().item()), "fwdbwd", "cpu",
+                     "tiny", None, reference)
+    assert wrong.status == "mismatch"
+    assert wrong.reason.startswith("grad:fc.bias: rel err ") and "of its module's largest gradient norm" in wrong.reason
+    table = format_table(Document(kind="compare", rows=[eager, noisy, wrong]))
+    assert "grad:fc.bias: noise-sized" in table

@@ -1,13 +1,17 @@
-"""A half-precision mismatch judged over several draws of inputs (docs/numerics.md).
+"""A half-precision mismatch, or a float32 one on ill-conditioned results, judged over several
+draws of inputs (docs/numerics.md).
 
 In bfloat16 or float16 a compiler that rounds elsewhere than eager (Inductor keeps float32 in
 its fused kernels) can land past a bound made of eager's error on one draw of inputs while, on
 the next draw, eager lands as far past the compiler's: which of the two a single draw calls the
-worse changes with the draw. So a half-precision cell whose every problem is an error past its
-bound (nothing missing, extra or misshapen, no NaN or Inf, no buffer left as it was:
-`Comparison.only_past_bound`) is judged again over DRAWS draws of inputs: the workload's own
-and DRAWS - 1 more from its own input factory (other seeds; integer, boolean, one-element and
-non-finite inputs kept as they were), each against its own float64 reference on the same
+worse changes with the draw. So does a float32 result that is ill-conditioned
+(`irlens.numerics.ill_conditioned`: a train-mode BatchNorm over two samples, whose eager float32
+error moved from 6.4e-5 to 5.2e-4 between two processes on the same inputs). So a half-precision
+cell whose every problem is an error past its bound (nothing missing, extra or misshapen, no NaN
+or Inf, no buffer left as it was: `Comparison.only_past_bound`), and a float32 one whose results
+past their bounds are all ill-conditioned (`rejudged`), is judged again over DRAWS draws of
+inputs: the workload's own and DRAWS - 1 more from its own input factory (other seeds; integer,
+boolean, one-element and non-finite inputs kept as they were), each against its own float64 reference on the same
 weights (`Reference.state`, loaded, not drawn again) with eager's own error in the dtype beside
 it, the backend's compiled step run again on each (`irlens.backends.base.keeping_step`). Each
 result is then ok when
@@ -16,6 +20,8 @@ result is then ok when
   (`irlens.numerics.allowed_error`: k x it + the floor, with the median condition), and
 - on every draw its error is within the bound made of eager's largest error over the draws: a
   backend wrong on some inputs, past anything eager did on any, is a mismatch on that draw;
+  a noise-sized gradient (judged by its size, `irlens.numerics.noise_scales`) is within its own
+  draw's bound on every draw;
 
 and every draw has every result, each finite, each buffer updated. The row's figures become the
 medians, its reason and notes say it was judged so and what the workload's own inputs alone
@@ -34,10 +40,11 @@ from typing import Callable
 import torch
 
 from irlens import call_progress
+from irlens.dtypes import HALF_DTYPES
 from irlens.matrix.records import ResultCheck
 from irlens.matrix.references import Reference, first_line, reference_of
 from irlens.matrix.row import Row
-from irlens.numerics import BUFFER, Bound, Comparison, compare_results, judged_bounds
+from irlens.numerics import BUFFER, Bound, Comparison, compare_results, judged_bounds, noise_scales
 from irlens.workload import Instance
 
 DRAWS = 5  # the workload's own inputs and four more
@@ -59,6 +66,7 @@ class DrawErrors:
     conditions: dict[str, float] = field(default_factory=dict)
     vacuous: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)  # missing, extra, misshapen, NaN or Inf, buffers not updated
+    scales: dict[str, float] = field(default_factory=dict)  # the noise-sized gradients (irlens.numerics.noise_scales)
 
 
 @dataclass
@@ -93,6 +101,9 @@ def judge_draws(draws: list[DrawErrors], dtype: str, mode: str) -> DrawsVerdict:
             continue
         conditions = [draw.conditions.get(name, 0.0) for draw in draws]
         median_err, median_eager = statistics.median(errs), statistics.median(eager)
+        if name in draws[0].scales:  # judged by its size: on each draw against that draw's own scale
+            _noise_sized(name, draws, dtype, mode, checks, problems)
+            continue
         ill, typical = _bound(name, median_eager, statistics.median(conditions), dtype, mode, f"median over {n} draws")
         checks[name] = ResultCheck(median_err, typical.value, median_eager, ill,
                                    True if all(name in draw.vacuous for draw in draws) else None)
@@ -107,10 +118,38 @@ def judge_draws(draws: list[DrawErrors], dtype: str, mode: str) -> DrawsVerdict:
     return DrawsVerdict(checks, problems)
 
 
-def _bound(name: str, eager_err: float, condition: float, dtype: str, mode: str, which: str) -> tuple[str | None, Bound]:
-    ill, bounds = judged_bounds([name], dtype, mode, {name: eager_err}, {name: condition})
+def _bound(name: str, eager_err: float, condition: float, dtype: str, mode: str, which: str,
+           scale: float | None = None) -> tuple[str | None, Bound]:
+    ill, bounds = judged_bounds([name], dtype, mode, {name: eager_err}, {name: condition},
+                                {} if scale is None else {name: scale})
     bound = bounds[name]
     return ill.get(name), Bound(bound.value, bound.why.replace("eager's ", f"eager's {which} ", 1))
+
+
+def _noise_sized(name: str, draws: list[DrawErrors], dtype: str, mode: str, checks: dict[str, ResultCheck],
+                 problems: list[str]) -> None:
+    """A noise-sized gradient over the draws: within its own draw's bound (its size against that
+    draw's scale) on every draw, where it is noise-sized on every draw; its figures the medians."""
+    not_noise = [d for d, draw in enumerate(draws) if name not in draw.scales]
+    if not_noise:
+        problems.append(f"{name}: noise-sized on the workload's own inputs, not on draw {not_noise[0]}")
+        return
+    judged = [_bound(name, draw.eager[name], 0.0, dtype, mode, f"draw {d}'s", draw.scales[name])
+              for d, draw in enumerate(draws)]
+    errs = [draw.errors[name] for draw in draws]
+    checks[name] = ResultCheck(statistics.median(errs), statistics.median(b.value for _, b in judged),
+                               statistics.median(draw.eager[name] for draw in draws), judged[0][0])
+    for d, (err, (_, bound)) in enumerate(zip(errs, judged)):
+        if not err <= bound.value:
+            problems.append(f"{name}: rel err {err:.2e} on draw {d} > {bound.why}")
+            return
+
+
+def rejudged(dtype: str, first: Comparison, ill: dict[str, str]) -> bool:
+    """Whether a mismatch is judged again over input draws: in half precision, or in float32 where
+    every result past its bound is ill-conditioned (see the module docstring)."""
+    return first.only_past_bound and (dtype in HALF_DTYPES
+                                      or (dtype == "float32" and all(n in ill for n in first.past_bound)))
 
 
 def redrawn(original, fresh) -> bool:
@@ -163,7 +202,8 @@ def run_draw(again: Callable[[], dict], inst: Instance, mode: str, reference: Re
         if old is not None and want is not None and torch.equal(value.to(old.device), old) \
                 and not torch.equal(want.to(old.dtype), old):
             cmp.problems.append(f"{name} not updated (the backend left it as it was)")
-    return DrawErrors(cmp.errors, ref.eager_errors, ref.conditions, set(cmp.vacuous), cmp.problems)
+    return DrawErrors(cmp.errors, ref.eager_errors, ref.conditions, set(cmp.vacuous), cmp.problems,
+                      noise_scales(ref.results, inst.dtype))
 
 
 def cell_time_used(started: float) -> float:
@@ -175,17 +215,19 @@ def cell_time_used(started: float) -> float:
 
 def judge_over_draws(row: Row, first: Comparison, again: Callable[[], dict] | None, inst: Instance, mode: str,
                      reference: Reference, started: float, timeout_s: float | None) -> None:
-    """Judge the half-precision mismatch `row` (its comparison on the workload's own inputs:
-    `first`) over DRAWS draws, and say so in its notes (`draws`) and reason; an ok verdict makes
-    the row ok with the median figures. `started` (time.monotonic()) and `timeout_s` (None: none)
-    are the cell's: a draw that would not fit in it is not started."""
+    """Judge the mismatch `row` (half precision, or float32 on ill-conditioned results: `rejudged`;
+    its comparison on the workload's own inputs: `first`) over DRAWS draws, and say so in its
+    notes (`draws`) and reason; an ok verdict makes the row ok with the median figures. `started`
+    (time.monotonic()) and `timeout_s` (None: none) are the cell's: a draw that would not fit in it
+    is not started."""
     if not first.only_past_bound:
         return
     if reference.eager_errors is None:
         row.notes["draws"] = {"verdict": "not judged", "why": "eager's own error is not known (the flat tolerance "
                                                              "judges)"}
         return
-    draws = [DrawErrors(first.errors, reference.eager_errors, reference.conditions, set(first.vacuous))]
+    draws = [DrawErrors(first.errors, reference.eager_errors, reference.conditions, set(first.vacuous),
+                        scales=noise_scales(reference.results, inst.dtype))]
     why_not = f"{row.label} keeps no compiled step to run on other inputs" if again is None else ""
     slowest = 0.0
     for d in range(1, DRAWS):

@@ -4,8 +4,12 @@ A `Reference` is computed once per workload x mode, from the weights and inputs 
 (rounded to its dtype), and handed to the cells with those weights and inputs: a workload whose
 weights are drawn at random when its file loads still computes on the same numbers in every
 process. It holds eager's results in float64, or where float64 cannot run (a kernel with no
-float64 version, such as a grouped matmul) in the highest precision that runs, saying why
-(`fallback`); beside them eager's own error in the run's dtype on the same numbers, and the
+float64 version, such as a grouped matmul; a graph that builds float16 tensors inside, which a
+float64 copy then mixes with float64 ones; a graph that builds its tensors on a GPU, whose
+float64 copy ran out of that GPU's memory) in the highest precision that runs, down to eager
+itself as the cells run it (the run's dtype, the instance not cast), saying why (`fallback`).
+Only where eager fails as the cells run it is there no reference (`ReferenceFailed`, naming
+every precision's failure). Beside the results eager's own error in the run's dtype on the same numbers, and the
 loss's condition, which the cells are judged with (irlens.numerics). `References` computes them
 for a plan: in this process when first asked for, or (isolated) in one worker process in the
 background, twins first, so that a cell starts as soon as its own reference is there while
@@ -14,6 +18,8 @@ or times out fails its cells, saying so.
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import gc
 import importlib.util
 import os
@@ -36,6 +42,10 @@ TWIN_PRESET = "tiny"  # a twin computes the same function at every size: checked
 REFERENCE_DTYPES = ("float64", "float32")  # a reference's precision, the highest that runs; else the run's own
 
 
+class ReferenceFailed(Exception):
+    """Eager fails in every precision, as the cells run it included: no reference."""
+
+
 @dataclass
 class Reference:
     """What the cells of one workload x mode are checked against, and the weights and inputs they run on."""
@@ -49,6 +59,8 @@ class Reference:
     eager_errors: dict[str, float] | None = None
     eager_problem: str = ""
     conditions: dict[str, float] = field(default_factory=dict)  # result name -> its condition (the loss's)
+    # eager's outputs in the run's dtype: the baseline of GraphNet's check (irlens.tolerance_ladder)
+    eager_outputs: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def pin(self, inst: Instance) -> Instance:
         inst.module.load_state_dict(self.state)
@@ -58,38 +70,42 @@ class Reference:
     def save(self, path: str) -> None:
         torch.save({"results": self.results, "state": self.state, "inputs": list(self.inputs), "dtype": self.dtype,
                     "fallback": self.fallback, "eager_errors": self.eager_errors, "eager_problem": self.eager_problem,
-                    "conditions": self.conditions}, path)
+                    "conditions": self.conditions, "eager_outputs": self.eager_outputs}, path)
 
     @classmethod
     def load(cls, path: str, device: str) -> "Reference":
         d = torch.load(path, map_location=device, weights_only=True)
         return cls(d["results"], d["state"], tuple(d["inputs"]), d["dtype"], d["fallback"], d["eager_errors"],
-                   d["eager_problem"], d["conditions"])
+                   d["eager_problem"], d["conditions"], d.get("eager_outputs", {}))
 
 
-def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None) -> Reference:
-    """Eager's results in the highest precision that runs (float64, else float32, else the run's
-    own dtype), from the same weights and inputs a backend gets (rounded to its dtype); eager's
-    own error in the run's dtype on them; the loss's condition. Out of memory is raised (the
-    worker tries elsewhere); when no precision runs, float64's failure is raised."""
-    return reference_of(wl.instantiate(preset, dtype, device), mode)
+def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None,
+                      failed: dict[str, str] | None = None) -> Reference:
+    """Eager's results in the highest precision that runs (float64, else float32, else eager as
+    the cells run it), from the same weights and inputs a backend gets (rounded to its dtype);
+    eager's own error in the run's dtype on them; the loss's condition. `failed`: precisions
+    known not to run (dtype -> why), not tried again. Out of memory is raised (the worker tries
+    elsewhere); when no precision runs, ReferenceFailed."""
+    return reference_of(wl.instantiate(preset, dtype, device), mode, failed)
 
 
-def reference_of(inst: Instance, mode: str) -> Reference:
+def reference_of(inst: Instance, mode: str, failed: dict[str, str] | None = None) -> Reference:
     """`compute_reference` of an instance's own weights and inputs (a draw of other inputs:
     irlens.matrix.draws)."""
     state = {k: v.clone() for k, v in inst.module.state_dict().items()}  # before any forward could change it
-    ref_dtype, results, fallback = highest_precision_results(inst, mode)
+    ref_dtype, results, fallback = highest_precision_results(inst, mode, failed)
     reference = Reference(results, state, inst.inputs, ref_dtype, fallback)
     if ref_dtype == inst.dtype:
         reference.eager_problem = (f"the reference is eager {ref_dtype} itself" if not fallback else
                                    f"no precision above {inst.dtype} ran")
+        reference.eager_outputs = outputs(results)
     else:
         try:
-            own = inst.cast(inst.dtype)  # a copy: the state handed to the cells stays as it was
+            own = as_run(inst)
             eager = run_eager(own.module, own, mode)
             reference.eager_errors = {n: rel_err(eager[n], r) for n, r in results.items()
                                       if r is not None and eager.get(n) is not None and eager[n].shape == r.shape}
+            reference.eager_outputs = outputs(eager)
         except torch.OutOfMemoryError:
             raise
         except Exception as e:
@@ -100,30 +116,45 @@ def reference_of(inst: Instance, mode: str) -> Reference:
     return reference
 
 
+def outputs(results: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The step's outputs among its results (`out0`, ...: not the loss, gradients or buffers)."""
+    return {n: t for n, t in results.items() if n.startswith("out") and isinstance(t, torch.Tensor)}
+
+
 def first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [""])[0]
 
 
-def highest_precision_results(inst: Instance, mode: str) -> tuple[str, dict[str, torch.Tensor], str]:
+def as_run(inst: Instance) -> Instance:
+    """A copy of the instance as the cells run it: its own module copied (a step may update its
+    buffers), nothing cast (a graph that keeps some tensors in float16 or float32 keeps them)."""
+    return dataclasses.replace(inst, module=copy.deepcopy(inst.module))
+
+
+def highest_precision_results(inst: Instance, mode: str, failed: dict[str, str] | None = None
+                              ) -> tuple[str, dict[str, torch.Tensor], str]:
     """(dtype, eager results in it, why not float64 or ""), trying REFERENCE_DTYPES above the
-    run's dtype, highest first, then the run's dtype itself."""
-    finer = [d for d in REFERENCE_DTYPES
-             if torch.finfo(TORCH_DTYPES[d]).eps < torch.finfo(TORCH_DTYPES[inst.dtype]).eps]
-    failures: list[tuple[str, Exception]] = []
+    run's dtype, highest first (but those `failed` names: dtype -> why), then eager as the cells
+    run it (`as_run`). ReferenceFailed, naming each precision's failure, where none runs."""
+    finer = [d for d in REFERENCE_DTYPES if d not in (failed or {})
+             and torch.finfo(TORCH_DTYPES[d]).eps < torch.finfo(TORCH_DTYPES[inst.dtype]).eps]
+    failures = [f"{d} failed: {why}" for d, why in (failed or {}).items()]
     for ref_dtype in [*finer, inst.dtype]:
+        as_cells_run = ref_dtype == inst.dtype
+        what = f"{ref_dtype} (eager as the cells run it)" if as_cells_run else ref_dtype
         try:
-            ref = inst.cast(ref_dtype)
+            ref = as_run(inst) if as_cells_run else inst.cast(ref_dtype)
             results = run_eager(ref.module, ref, mode)
         except torch.OutOfMemoryError:
             raise
         except Exception as e:
-            failures.append((ref_dtype, e))
-            print(f"[irlens] reference {inst.name} {mode}: eager failed in {ref_dtype}: {type(e).__name__}: "
+            failures.append(f"{what} failed: {type(e).__name__}: {first_line(e)}")
+            print(f"[irlens] reference {inst.name} {mode}: eager failed in {what}: {type(e).__name__}: "
                   f"{first_line(e)}", file=sys.stderr, flush=True)
+            if as_cells_run:
+                raise ReferenceFailed(f"eager fails in every precision: {'; '.join(failures)}") from e
             continue
-        why = "; ".join(f"{d} failed: {type(e).__name__}: {first_line(e)}" for d, e in failures)
-        return ref_dtype, results, why
-    raise failures[0][1]
+        return ref_dtype, results, "; ".join(failures)
 
 
 def loss_condition(wl: Workload, results: dict[str, torch.Tensor]) -> float:
@@ -193,10 +224,11 @@ def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtyp
     """The worker's entry point (irlens.isolation calls it by name): save the reference to `path`,
     and give the memory back before the next. With `gpu_lock` (the turns on the plan's device: a
     GPU, or the CPU) it shares the device like a cell: no timing runs beside it. Out of device
-    memory, it tries again with the GPU alone, then on the
-    CPU: float64 needs twice float32's memory (attention_manual's [B, H, S, S] scores at the
-    bench size do not fit twice over). Cells pin the reference's own weights and inputs, so they
-    compute on the same numbers."""
+    memory, it tries again with the GPU alone, then on the CPU: float64 needs twice float32's
+    memory (attention_manual's [B, H, S, S] scores at the bench size do not fit twice over). A
+    graph the CPU cannot run (one that builds its tensors on `cuda:0`) goes back to the device
+    alone below float64. Cells pin the reference's own weights and inputs, so they compute on the
+    same numbers."""
     print(f"[irlens] reference {workload} {mode}", file=sys.stderr, flush=True)
     call_progress.stage("loading the workload")
     wl = resolve_workload(workload)
@@ -216,6 +248,14 @@ def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtyp
                   f"{'the device alone' if tries[i + 1][1] is gpu_alone else tries[i + 1][0]}", file=sys.stderr, flush=True)
             gc.collect()
             torch.cuda.empty_cache()
+        except ReferenceFailed as e:
+            if where == device:
+                raise
+            call_progress.stage(f"computing the reference below float64 on {device} alone")
+            with gpu_alone(gpu_lock):
+                reference = compute_reference(wl, mode, device, preset, dtype, failed={
+                    "float64": f"out of memory on {device}, and on the CPU: {first_line(e)}"})
+            break
     reference.save(path)
     del reference
     gc.collect()
