@@ -17,8 +17,8 @@ from tracked_files import ROOT, tracked
 PATTERNS = {
     "a sitting of the work": re.compile(r"\b[Ss]essions?\b"),
     "a tracker item": re.compile(r"\b[Ii]ssues?\s+#?\d{1,3}\b|\bissue-\d"),
-    # a number after the word, unless a noun follows it (a count of workers, kernels, ...)
-    "a numbered run": re.compile(r"\b[Rr]uns?\s+#?\d+\b(?!\s+(?!and\b|or\b|to\b|of\b)[a-z])"),
+    # a number after the word, unless a noun follows it (a count of workers, kernels, ...) or a range
+    "a numbered run": re.compile(r"\b[Rr]uns?\s+#?\d+\b(?!\.\.|\s+(?!and\b|or\b|to\b|of\b)[a-z])"),
     "the agent that wrote it": re.compile(r"\bhelper(?:'s\b|\s+(?:that|who)\s+(?:had|has|was|wrote|read|ran)\b"
                                           r"|,\s+then\b)|\b(?:by|from|of)\s+(?:a|the)\s+helper\b"),
     "a lent machine kind": re.compile(r"\bnvidia-h\d{3}(?:-x\d+)?\b"),
@@ -85,6 +85,7 @@ def test_each_pattern_catches_its_words(text, what):
 
 @pytest.mark.parametrize("text", [
     f"a {R} 2 workers wide, each {R}s 1 kernel",
+    f"names need not {R} 0..N-1",
     "the help" + "er functions that read arguments; a help" + "er called twice",
     f"Lightning-AI/lightning-thunder#799, an upstream {I}",
     "nvidia-smi --query-gpu=name",
