@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from irlens import cost
+from irlens.bench_checkpoint import Checkpoint
 from irlens.bench_progress import BenchProgress
 from irlens.ceilings import Ceilings, Gemm, describe
 from irlens.ceilings_cache import driver_version
@@ -46,6 +47,7 @@ from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_p
 from irlens.matrix.compile_ahead import LOG, Log, compile_ahead
 from irlens.matrix.document import device_name, versions
 from irlens.matrix.references import References
+from irlens.matrix.row import STOPPED_PHASE
 from irlens.matrix.table import via_lines
 from irlens.models import resolve_workload
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision, describe_rows as describe_precision
@@ -77,6 +79,7 @@ class BenchConfig:
     only: dict[str, frozenset] | None = None
     compile_jobs: int = 4  # cells compiled ahead at once, before the timed runs (0: none)
     cache_dir: str | None = None  # the compilers' persistent caches and the ceilings (None: not kept)
+    cache_max_gb: float | None = None  # what the compilers' caches may hold (None: irlens.compile_caches' default)
     remeasure: bool = False  # sweep the ceilings again, whatever the cache holds
     precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.precision; --tf32: "tf32")
 
@@ -178,17 +181,20 @@ COMPILE_AHEAD = "compiling ahead"
 def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
           timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None, checkpoint=None,
           only: dict[str, frozenset] | None = None, compile_jobs: int = 0, cache_dir: Path | None = None,
-          remeasure: bool = False, precision: str = DEFAULT_PRECISION) -> Document:
+          remeasure: bool = False, precision: str = DEFAULT_PRECISION,
+          cache_max_gb: float | None = None) -> Document:
     """The bench document. First, beside each other, the work each step must do is counted in a
     worker and every cell is compiled ahead, `compile_jobs` at a time (irlens.matrix.compile_ahead;
     0: none); then the ceilings are measured (or read from the cache, irlens.ceilings_cache; every
     figure swept again with `remeasure`); then each dtype's cells run, `jobs` compiling at once and
     each timed alone. `cache_dir` holds the compilers' persistent caches and the ceilings
-    (irlens.compile_caches; None: the compilers' own, no ceilings kept). Progress, with an
-    estimate of the time left, goes to stderr (irlens.bench_progress). `budget_s` bounds the whole
-    run: cells not started in time are `unavailable` rows that say so. `checkpoint(doc)` is called
-    after each dtype. `only` ({dtype: {(workload, mode, backend)}}) runs just those cells. `precision`:
-    the float32 policy every process computes under, the ceilings' sweep included (irlens.precision)."""
+    (irlens.compile_caches, within `cache_max_gb`; None: the compilers' own, no ceilings kept).
+    Progress, with an estimate of the time left, goes to stderr (irlens.bench_progress).
+    `budget_s` bounds the whole run: cells not started in time are `unavailable` rows that say so.
+    `checkpoint(doc)` gets the document so far after the ceilings, after every row and when an
+    exception stops the run (irlens.bench_checkpoint). `only` ({dtype: {(workload, mode, backend)}})
+    runs just those cells. `precision`: the float32 policy every process computes under, the
+    ceilings' sweep included (irlens.precision)."""
     backends = backends or BENCH_BACKENDS
     dtypes = dtypes or BENCH_DTYPES
     plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True, precision=precision)
@@ -202,35 +208,43 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
         progress.plan(COMPILE_AHEAD, sum(len(p.cells()) for p in plans), compile_jobs)
     for plan in plans:
         progress.plan(f"timed {plan.dtype}", len(plan.cells()), jobs)
-    with compile_caches(cache_dir) as caches, tempfile.TemporaryDirectory(prefix="irlens-bench-") as tmp:
-        lost: dict[str, dict] = {}
-        early: dict[str, References] = {}  # with compiling ahead: the references beside the compiles
-        try:
-            with ThreadPoolExecutor(1) as background:  # the work counts beside the compiles: neither is timed
-                counting = background.submit(count_work, plans, timeout)
-                if compile_jobs:
-                    threads = worker_threads(compile_jobs + len(plans) + 1)
-                    for i, plan in enumerate(plans):
-                        os.makedirs(os.path.join(tmp, str(i)))
-                        early[plan.dtype] = References(plan, os.path.join(tmp, str(i)), timeout, check_twins=True,
-                                                       threads=threads)
-                        early[plan.dtype].start()
-                    progress.phase(COMPILE_AHEAD)
-                    log = Log(None if cache_dir is None else Path(cache_dir) / LOG, software_key(plans[0]))
-                    lost = compile_ahead(plans, timeout, compile_jobs, log, progress, compile_until)
-                    for refs in early.values():  # nothing may compute beside the ceilings' sweep and the timings
-                        refs.prepare()
-                musts, gemms = counting.result()
-            caches.merge_kernels()  # what the compiles left for nvFuser, before the timed cells' workers start
-            progress.note(f"work counted{', cells compiled ahead, references computed' if compile_jobs else ''}; "
-                          f"measuring the ceilings (bandwidth kernels; matrix products of {len(gemms)} workload "
-                          f"shapes and square sizes)")
-            measured = measure_ceilings(gemms, timeout, cache_dir, remeasure)
-            progress.note(f"ceilings: {describe(measured).replace('**', '')}")
-            result = run_timed(plans, musts, measured, progress, timeout, jobs, budget_s, started, lost, early, checkpoint)
-        finally:
-            for refs in early.values():
-                refs.close()
+    saved = Checkpoint(plans, checkpoint, started)
+    try:
+        with compile_caches(cache_dir, cache_max_gb) as caches, tempfile.TemporaryDirectory(prefix="irlens-bench-") as tmp:
+            lost: dict[str, dict] = {}
+            early: dict[str, References] = {}  # with compiling ahead: the references beside the compiles
+            try:
+                with ThreadPoolExecutor(1) as background:  # the work counts beside the compiles: neither is timed
+                    counting = background.submit(count_work, plans, timeout)
+                    if compile_jobs:
+                        threads = worker_threads(compile_jobs + len(plans) + 1)
+                        for i, plan in enumerate(plans):
+                            os.makedirs(os.path.join(tmp, str(i)))
+                            early[plan.dtype] = References(plan, os.path.join(tmp, str(i)), timeout, check_twins=True,
+                                                           threads=threads)
+                            early[plan.dtype].start()
+                        progress.phase(COMPILE_AHEAD)
+                        log = Log(None if cache_dir is None else Path(cache_dir) / LOG, software_key(plans[0]))
+                        lost = compile_ahead(plans, timeout, compile_jobs, log, progress, compile_until,
+                                             after_cell=caches.check_disk)
+                        for refs in early.values():  # nothing may compute beside the ceilings' sweep and the timings
+                            refs.prepare()
+                    musts, gemms = counting.result()
+                caches.merge_kernels()  # what the compiles left for nvFuser, before the timed cells' workers start
+                progress.note(f"work counted{', cells compiled ahead, references computed' if compile_jobs else ''}; "
+                              f"measuring the ceilings (bandwidth kernels; matrix products of {len(gemms)} workload "
+                              f"shapes and square sizes)")
+                measured = measure_ceilings(gemms, timeout, cache_dir, remeasure)
+                progress.note(f"ceilings: {describe(measured).replace('**', '')}")
+                saved.begin(measured)
+                result = run_timed(plans, musts, measured, progress, timeout, jobs, budget_s, saved, lost, early,
+                                   caches.check_disk)
+            finally:
+                for refs in early.values():
+                    refs.close()
+    except BaseException as e:  # what finished is written, the cells not run say why; then the error goes on
+        print(saved.stopped(e), file=sys.stderr, flush=True)
+        raise
     return result
 
 
@@ -245,19 +259,24 @@ def compile_deadline(budget_s: float | None) -> float | None:
 
 
 def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: BenchProgress, timeout: float, jobs: int,
-              budget_s: float | None, started: float, lost: dict, early: dict, checkpoint) -> Document:
+              budget_s: float | None, saved: Checkpoint, lost: dict, early: dict, after_row) -> Document:
     """Each dtype's cells, timed (`lost`: rows of cells not to run again; `early`: references
-    already computed), the roofline over the rows so far after each."""
+    already computed), each row added to `saved` as it finishes, then `after_row()`; the roofline
+    over the rows so far after each dtype."""
     rows: list[Row] = []
     for plan in plans:
         progress.phase(f"timed {plan.dtype}")
-        left = None if budget_s is None else max(budget_s - (time.time() - started), 0.0)
-        doc = run_plan(plan, timeout, progress=progress, jobs=jobs, budget_s=left, known=lost.get(plan.dtype),
-                       references=early.get(plan.dtype))
-        for row in doc.rows:
+        left = None if budget_s is None else max(budget_s - (time.time() - saved.started), 0.0)
+
+        def finished(cell, row: Row, plan: Plan = plan) -> None:
             row.dtype = plan.dtype
             row.must = musts[(row.workload, row.mode, plan.dtype)]
             annotate_kernels(row)
+            saved.add(plan, cell, row)
+            after_row()
+
+        doc = run_plan(plan, timeout, progress=progress, jobs=jobs, budget_s=left, known=lost.get(plan.dtype),
+                       references=early.get(plan.dtype), on_row=finished)
         rows += doc.rows
         ceilings = apply_roofline(rows, measured)  # the earlier dtypes' rows again: a raise moves their figures
         if ceilings.raised:
@@ -265,9 +284,7 @@ def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: Benc
                   file=sys.stderr)
         print(format_bench_table(doc.rows), file=sys.stderr)
         result = Document("bench", list(rows), doc.device, doc.device_name, doc.versions, doc.preset,
-                          driver=driver_version(), ceilings=ceilings.to_json(), wall_s=time.time() - started)
-        if checkpoint is not None:  # what is done so far survives a later dtype's failure
-            checkpoint(result)
+                          driver=driver_version(), ceilings=ceilings.to_json(), wall_s=time.time() - saved.started)
     return result
 
 
@@ -405,6 +422,8 @@ def _ceilings_line(part: dict, doc_reruns: int = 0) -> str:
     run = "a rerun" if part.get("rerun") else "the first run" if doc_reruns else "this run"
     where = run if part["gpu"] is None else \
         f"{run} on GPU {part['gpu']} (its rows: {' and '.join(part['dtypes'])}, {' and '.join(part['modes'])})"
+    if part["ceilings"] is None:  # it stopped before measuring them (irlens.bench_checkpoint)
+        return f"- ceilings: not measured in {where}"
     return f"- ceilings measured in {where}: {describe(Ceilings.from_json(part['ceilings']))}"
 
 
@@ -431,6 +450,8 @@ def child_argv(config: BenchConfig, dtypes: list[str], modes: list[str], json_pa
         argv += ["--cache-dir", config.cache_dir]
     if config.remeasure:
         argv += ["--remeasure"]
+    if config.cache_max_gb is not None:
+        argv += ["--cache-max-gb", str(config.cache_max_gb)]
     if config.precision == "tf32":
         argv += ["--tf32"]
     if config.rerun:
@@ -561,6 +582,8 @@ def run_configured(config: BenchConfig, command: str, previous: dict | None = No
         the parent only: a GPU's child writes just its rows, and the parent merges them)."""
         if previous is None or os.environ.get(CHILD_ENV):
             return {**doc, "commands": [command]}
+        # cells a stopped rerun did not reach keep the earlier document's rows
+        doc = {**doc, "rows": [r for r in doc["rows"] if r.get("phase") != STOPPED_PHASE]}
         if "parts" not in doc:  # one GPU: its rows as one part, like a child's
             doc = merge_parts([(config.gpus[0] if config.gpus else os.environ.get("CUDA_VISIBLE_DEVICES"), doc)])
         return {**merge_rerun(previous, doc), "commands": (previous.get("commands") or []) + [command]}
@@ -573,5 +596,5 @@ def run_configured(config: BenchConfig, command: str, previous: dict | None = No
     doc = bench(config.workloads, config.backends, config.modes, config.dtypes, "cuda", config.preset, config.timeout,
                 config.jobs, config.budget_s, checkpoint=checkpoint, only=config.only,
                 compile_jobs=config.compile_jobs, cache_dir=config.cache_dir, remeasure=config.remeasure,
-                precision=config.precision)
+                cache_max_gb=config.cache_max_gb, precision=config.precision)
     return finished(doc.to_json())

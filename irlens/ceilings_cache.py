@@ -71,7 +71,10 @@ def cached_sweep(gemms: list[Gemm], path: Path | None, remeasure: bool,
     sweep = measure(gemms, known)
     if path is None:
         return sweep, "measured in this run (no cache)"
-    save(path, sweep)
+    try:
+        save(path, sweep)
+    except OSError as e:  # a cache that cannot be written (a full disk) costs the next run a sweep, not this one
+        return sweep, f"measured in this run, not kept ({type(e).__name__}: {e})"
     if known is None:
         return sweep, f"measured in this run{' (--remeasure)' if remeasure else ''}, kept in {path}"
     new = sum(len(t) for t in sweep.timed.values()) - sum(len(t) for t in known.timed.values())

@@ -118,6 +118,7 @@ class Worker:
         fd, self._progress = tempfile.mkstemp(".json", "irlens-progress-", folder)
         os.close(fd)
         env[call_progress.PROGRESS_ENV] = self._progress
+        self._env, self._started = env, time.time()
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "irlens.isolation", *preload],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
@@ -174,13 +175,23 @@ class Worker:
         except EOFError:  # it died; the pipe closes a moment before the process is gone
             detail = self._stderr_tail(stderr_start)
             error = first_error(detail)
+            self._drop_unfinished_builds()
             raise CallFailed(prefix + describe_exit(self._proc.wait()) + (f", after: {error}" if error else ""),
                              detail) from None
         if line is None:
             self.kill()
+            self._drop_unfinished_builds()
             raise CallFailed(prefix + timed_out(timeout, progress, now, max_wait_s), self._stderr_tail(stderr_start),
                              starved=starved(timeout, progress, now, max_wait_s))
         return json.loads(line)
+
+    def _drop_unfinished_builds(self) -> None:
+        """A compile this worker ran when it was killed or crashed may have left a C++ build half
+        written, which Inductor would load in every later process (irlens.cache_upkeep)."""
+        from irlens.cache_upkeep import drop_unfinished, inductor_folders
+
+        with contextlib.suppress(OSError):
+            drop_unfinished(inductor_folders(self._env), since=self._started - 1)  # mtimes lag the clock a little
 
     def _read_line(self, deadline: float) -> bytes | None:
         """The next reply line; None at the deadline, EOFError when the worker closed its end."""

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
+import threading
 from dataclasses import dataclass
 
 from irlens.backends import BACKENDS, get_backend
 from irlens.errors import UsageError
 from irlens.matrix import Document, plan_matrix, run_plan
+from irlens.matrix.document import device_name, versions
 from irlens.matrix.row import NOT_RUN_PHASES, Row
 from irlens.models import get_workload
 from irlens.models.zoo import FAMILIES, zoo_names
@@ -125,11 +128,13 @@ def _rows_dtype(doc: Document) -> str | None:
     return dtypes.pop() if len(dtypes) == 1 else None
 
 
-def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -> Document:
+def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True, checkpoint=None) -> Document:
     """Run the zoo (its shard) through the backends; models whose library is missing get an
     `unavailable` row per backend and mode, saying what to install. The document's `commands`
     holds `command`, and `runs` which models ran, and which backends were left out and why. With
-    `cfg.fill`, only the cells that document has no ok row for (none: a document without rows)."""
+    `cfg.fill`, only the cells that document has no ok row for (none: a document without rows).
+    `checkpoint(doc)` gets the document of the rows finished so far after each row, so a run
+    stopped at any point leaves one that `--fill` completes (the cells it lacks never ran)."""
     names = zoo_models(cfg.models, cfg.family)
     if cfg.shard is not None:
         names = shard_of(names, *cfg.shard)
@@ -145,20 +150,36 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True) -
         modes = [m for m in modes if any(c[1] == m for c in cells)]
     missing = {n: get_workload(n).missing() for n in names}
     runnable = [n for n in names if not missing[n]]
+    not_installed = [Row(n, m, b, frontends[b], status="unavailable", reason=missing[n], phase="availability",
+                         preset=cfg.preset) for n in names if missing[n] for m in modes for b in backend_names
+                     if (n, m, b) in cells]
+    runs = [{"zoo": {"shard": list(cfg.shard) if cfg.shard else None, "models": names, "backends_not_run": skipped}}]
+    commands = [command] if command else None
+    done, lock = [], threading.Lock()
+
+    def finished(cell, row: Row) -> None:
+        with lock:  # the rows so far, each document written whole (irlens.matrix.write_document)
+            done.append(row)
+            checkpoint(Document("compare", [*done, *not_installed], cfg.device, device_name(cfg.device), versions(),
+                                cfg.preset, cfg.run_dtype, runs=runs, commands=commands))
+
     if runnable:
         plan = dataclasses.replace(plan_matrix(runnable, backends, modes, cfg.device, cfg.preset, cfg.run_dtype,
                                                precision=cfg.precision),
                                    only=None if cfg.fill is None else frozenset(cells))
-        doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s)
+        try:
+            doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s,
+                           on_row=None if checkpoint is None else finished)
+        except BaseException as e:
+            if checkpoint is not None:
+                print(f"irlens zoo: the run stopped at {type(e).__name__}: {e}; its document holds the {len(done)} "
+                      f"rows that finished (`irlens zoo --fill` on it runs the rest)", file=sys.stderr, flush=True)
+            raise
     else:
         plan_matrix([], backends, modes, cfg.device, cfg.preset, cfg.run_dtype, precision=cfg.precision)  # the checks
         doc = Document("compare", [], cfg.device, preset=cfg.preset, dtype=cfg.run_dtype)
-    doc.rows += [Row(n, m, b, frontends[b], status="unavailable", reason=missing[n], phase="availability",
-                     preset=cfg.preset) for n in names if missing[n] for m in modes for b in backend_names
-                 if (n, m, b) in cells]
-    doc.commands = [command] if command else None
-    doc.runs = [{"zoo": {"shard": list(cfg.shard) if cfg.shard else None, "models": names,
-                         "backends_not_run": skipped}}]
+    doc.rows += not_installed
+    doc.commands, doc.runs = commands, runs
     return doc
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from irlens.cli.command import (add_modes_option, add_preset_option, add_frontend_settings, apply_frontend_settings,
                                   backend_names, checked_csv, csv, guarded, options)
-from irlens.compile_caches import default_root
+from irlens.compile_caches import DEFAULT_MAX_GB, MAX_ENV, default_max_gb, default_root
 from irlens.errors import UsageError
 from irlens.precision import add_option as add_precision_option
 
@@ -35,6 +35,9 @@ def add_arguments(b) -> None:
     b.add_argument("--cache-dir", default=str(default_root()),
                    help="the compilers' persistent caches (Inductor/Triton kernels and autotuning, XLA executables, "
                         "nvFuser kernels) and the measured ceilings, reused run after run")
+    b.add_argument("--cache-max-gb", type=float, default=None, metavar="GB",
+                   help="what the compilers' caches may hold, the entries written longest ago removed first "
+                        f"(default: ${MAX_ENV}, else {DEFAULT_MAX_GB:g})")
     b.add_argument("--remeasure", action="store_true",
                    help="measure the ceilings again instead of reading them from the cache (they are kept per GPU, "
                         "driver and torch/triton/jax versions)")
@@ -65,6 +68,8 @@ def run(args) -> int:
     if config.jobs < 1 or config.compile_jobs < 0:
         raise UsageError(f"--jobs must be at least 1 and --compile-jobs at least 0 (got {config.jobs}, "
                          f"{config.compile_jobs})")
+    if (config.cache_max_gb if config.cache_max_gb is not None else default_max_gb()) < 0:
+        raise UsageError(f"--cache-max-gb (or ${MAX_ENV}) must be at least 0 GiB (got {config.cache_max_gb})")
     apply_frontend_settings(args)
     command = "irlens " + " ".join(sys.argv[1:])
     previous = None

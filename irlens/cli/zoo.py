@@ -86,7 +86,8 @@ def run(args) -> int:
         cfg = ZooConfig(args.models, args.family, args.backends, args.modes, args.device, args.preset, args.dtype,
                         parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s,
                         read_document(args.fill) if args.fill else None, args.fill_not_run, args.precision)
-        doc = run_zoo(cfg, command=shlex.join(["irlens", "zoo", *sys.argv[2:]]) if sys.argv[1:2] == ["zoo"] else None)
+        doc = run_zoo(cfg, command=shlex.join(["irlens", "zoo", *sys.argv[2:]]) if sys.argv[1:2] == ["zoo"] else None,
+                      checkpoint=lambda doc: [write_document(doc, p) for p in (out / "zoo.json", args.json) if p])
         if cfg.fill is not None and not doc.rows:
             skipped = doc.runs[0]["zoo"]["backends_not_run"]
             print(f"irlens zoo: {args.fill} has an ok row for every cell these options name: nothing to run "

@@ -24,6 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from irlens.cache_upkeep import warn_once
 from irlens.isolation import CallFailed, Worker, worker_env, worker_threads
 from irlens.matrix.cell import new_row, out_of_memory, refused_natively
 from irlens.matrix.execution import WORKER_PRELOAD, label
@@ -54,6 +55,8 @@ class Log:
                 self.compiled = set()
 
     def save(self) -> None:
+        """Written whole or not at all; a folder or disk that refuses it is a warning (the next run
+        compiles those cells ahead again)."""
         if self.path is None:
             return
         try:
@@ -62,8 +65,12 @@ class Log:
             every = {}
         every[self.key] = sorted(self.compiled)
         partial = self.path.with_suffix(".new")
-        partial.write_text(json.dumps(every, indent=1))
-        partial.replace(self.path)
+        try:
+            partial.write_text(json.dumps(every, indent=1))
+            partial.replace(self.path)
+        except OSError as e:
+            partial.unlink(missing_ok=True)
+            warn_once(f"the log of cells compiled ahead ({self.path})", e)
 
 
 def warm_cell_in_worker(workload: str, mode: str, backend: str, device: str, preset: str, dtype: str | None) -> dict:
@@ -97,11 +104,12 @@ def warm_cell_in_worker(workload: str, mode: str, backend: str, device: str, pre
 
 
 def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progress=None,
-                  deadline: float | None = None) -> dict[str, dict[Cell, Row]]:
+                  deadline: float | None = None, after_cell=None) -> dict[str, dict[Cell, Row]]:
     """Compile every cell of `plans` (one per dtype) that `log` does not hold, `jobs` at a time,
     each within `timeout`, none started after `deadline` (time.monotonic()). Returns, per dtype,
     the rows of the cells that must not run again (their worker crashed or hung). `progress`
-    (irlens.bench_progress) hears of each cell, and of those left to their timed turn."""
+    (irlens.bench_progress) hears of each cell, and of those left to their timed turn; `after_cell()`
+    is called after each (irlens.compile_caches.Caches.check_disk)."""
     todo = [(plan, cell) for plan in plans for cell in plan.cells()
             if cell_id(plan, cell) not in log.compiled and _runs(plan, cell)]
     # a worker serves a backend's cells in a row: its imports and its compiler's warm state are paid once
@@ -156,6 +164,8 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
             local.worker[1].close()  # what it took is freed only when its process ends
         if progress is not None:
             progress.finish()
+        if after_cell is not None:
+            after_cell()
 
     try:
         with ThreadPoolExecutor(max(1, jobs)) as pool:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import platform
+import threading
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -104,13 +106,20 @@ def read_document(path: str | Path) -> Document:
 
 def write_document(doc: Document | dict, path: str | Path) -> None:
     """The one writer of results files: strict JSON (NaN and Inf were made null by `to_json`);
-    indented when plain, compact and gzip-compressed when `path` ends in `.gz`."""
+    indented when plain, compact and gzip-compressed when `path` ends in `.gz`; the file is
+    replaced only by a complete one."""
     data = as_document(doc).to_json()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     compressed = str(path).endswith(".gz")
-    with _open(path, "w") as f:
-        json.dump(data, f, indent=None if compressed else 1, separators=(",", ":") if compressed else None,
-                  allow_nan=False)
+    # written beside, then renamed over: a run killed mid-write leaves the previous document whole
+    partial = Path(path).with_name(f".partial-{os.getpid()}-{threading.get_ident()}-{Path(path).name}")  # same suffix
+    try:
+        with _open(partial, "w") as f:
+            json.dump(data, f, indent=None if compressed else 1, separators=(",", ":") if compressed else None,
+                      allow_nan=False)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def exit_status(doc: Document) -> int:

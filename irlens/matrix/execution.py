@@ -51,7 +51,7 @@ WORKER_PRELOAD = ("irlens.matrix.cell", "irlens.backends", "irlens.frontends", "
 
 def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs: int = 1,
              isolate: bool = True, budget_s: float | None = None, known: dict[Cell, Row] | None = None,
-             references: References | None = None) -> Document:
+             references: References | None = None, on_row=None) -> Document:
     """Run a planned matrix: one row per cell, in `Plan.cells()` order. Each cell and each float64
     reference has `timeout` seconds, not counting its waits for turns on the device (up to one
     timeout per other worker, and for a cell only until the budget's end: `IsolatedRunner.max_wait_s`);
@@ -62,8 +62,9 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
     not run again (irlens.matrix.compile_ahead's). `references`: the plan's float64 references,
     already computed (isolated; the caller closes them), where the caller started them early
     (irlens.bench: beside the compiles, so none is computed beside a timing). `progress`: a bar on stderr, none, or an
-    object with `start(label)`, `finish()` and `close()` that hears of each cell. A JAX twin that
-    disagrees raises TwinMismatch before any cell runs."""
+    object with `start(label)`, `finish()` and `close()` that hears of each cell. `on_row(cell, row)`
+    hears of each row as it finishes (in the thread that ran it), so a caller can write what is done
+    so far. A JAX twin that disagrees raises TwinMismatch before any cell runs."""
     deadline = None if budget_s is None else time.monotonic() + budget_s
     if os.environ.get(WORKER_ENV):  # a user file that compares at import time, loaded by a worker
         raise RuntimeError("irlens.compare was called while a compare worker loaded a workload file; "
@@ -107,6 +108,8 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
                     row = known[cell]
                 else:
                     row = planned_row(plan, cell, refs, deadline) or runner.run(cell)
+                if on_row is not None:
+                    on_row(cell, row)
                 bar.finish()
                 return row
 

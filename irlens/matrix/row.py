@@ -43,8 +43,11 @@ STARVED_PHASE = "starved"
 # a row's phase when its cell failed before its own work, in a worker an earlier cell's CUDA error had
 # left unusable (documents written before such workers were restarted: IsolatedRunner._call)
 BROKEN_WORKER_PHASE = "broken-worker"
+# a row's phase in a document written while its run went on, or after the run stopped at an error,
+# when its cell had not finished (irlens.bench_checkpoint)
+STOPPED_PHASE = "stopped"
 # rows a later run's row for the cell replaces (irlens zoo --from)
-NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE, BROKEN_WORKER_PHASE)
+NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE, BROKEN_WORKER_PHASE, STOPPED_PHASE)
 
 
 @dataclass
