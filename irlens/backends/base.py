@@ -64,7 +64,7 @@ def with_kernels(results: dict, compile_s: float, run_us: float, mapping: Callab
     except Exception as e:  # noqa: BLE001  (any failure of the mapping; the run itself finished)
         text = str(e).strip()
         reason = f"{type(e).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
-        notes = {"kernel_mapping_traceback": traceback.format_exc()[-3000:]}
+        notes = {**kept.pop("notes", {}), "kernel_mapping_traceback": traceback.format_exc()[-3000:]}
         return BackendRun(results, compile_s, run_us, [], notes=notes, unmapped=reason, **kept)
 
 
@@ -196,21 +196,34 @@ class Backend(ABC):
         each graph compiled by this backend's `lower` at the lowering level, run as one step."""
         if self.lower is None:
             raise Unavailable(f"backend {self.name} has no lowering of the common view")
-        graphs = {step.stage.name: step.graph(LEVEL) for step in program.steps}
-        lowered = {name: self.lower(graph, inst.device, name) for name, graph in graphs.items()}
+        graphs: dict[str, Graph] = {}
+        lowered: dict[str, Any] = {}
+
+        def lowering(program_step):
+            name = program_step.stage.name
+            if name not in lowered:
+                graphs[name] = program_step.graph(LEVEL)
+                lowered[name] = self.lower(graphs[name], inst.device, name)
+            return lowered[name]
+
+        if program.runs is None:  # its graphs are known: lowered before its first call
+            for program_step in program.steps:
+                lowering(program_step)
+        # else (several Dynamo graphs) each is lowered on its first call, as the program traces it
 
         def step(program_step, inputs):
-            return lowered[program_step.stage.name](inputs)
+            return lowering(program_step)(inputs)
 
         def call() -> dict:
             return run_program(program, inst, step)
 
         results, compile_s, run_us = measure(call, inst.device)
         keep_step(call)
+        notes = {**program.notes, "lowered_graphs": len(lowered)}
         return with_kernels(results, compile_s, run_us, lambda: BackendRun(
             results, compile_s, run_us, [k for g in lowered.values() for k in g.kernels()],
-            graphs=[g for low in lowered.values() for g in low.graphs()], lowered=list(graphs.values())),
-            lowered=list(graphs.values()))
+            graphs=[g for low in lowered.values() for g in low.graphs()], lowered=list(graphs.values()), notes=notes),
+            lowered=list(graphs.values()), notes=notes)
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         """The backend's own IRs for `inst` in `mode`, in pipeline order (what it fused, the code

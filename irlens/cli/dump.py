@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from irlens.cli.command import (EXIT_OK, add_device_option, add_dtype_option, add_frontend_settings, add_preset_option,
-                                 apply_frontend_settings, backend_names, frontend_settings, guarded)
+                                 apply_frontend_settings, backend_names, frontend_settings, guarded,
+                                 output_folder)
 from irlens.errors import NoNativePath, UsageError
 from irlens.ir import LEVELS
 
@@ -44,7 +45,7 @@ def add_arguments(d) -> None:
     add_dtype_option(d)
     add_device_option(d, None)
     d.add_argument("--format", choices=["text", "json"], default="text", help="text, or JSON")
-    d.add_argument("--out", help="write to files in this folder (every stage unless --stage is given)")
+    d.add_argument("--out", type=output_folder, help="write to files in this folder (every stage unless --stage is given)")
     add_frontend_settings(d)
     add_parallel_options(d.add_argument_group("--frontend joint (the parallel path's graphs, captured for a mesh)"),
                          capture_config())
@@ -101,7 +102,9 @@ def run(args) -> int:
         except UnknownName as e:
             hint = "" if mode == "fwdbwd" else " (backward stages need --backward)"
             raise UsageError(f"{e}{hint}") from None
-        text = _render_stage(acq, stage, args, view)
+        parts = _parts(source, acq, name, view)
+        shown = [stage] if (args.stage or args.out) and name in parts else [acq.stage(p) for p in parts]
+        text = _render_parts(acq, shown, parts, args, view)
         if args.out:
             out = Path(args.out)
             out.mkdir(parents=True, exist_ok=True)
@@ -160,6 +163,28 @@ def _default_stage(source, acq, mode: str) -> str:
     if not isinstance(source, Backend):
         return source.default_stage(mode)
     return next((n for n in acq.stages if n.startswith(source.main_stage)), next(iter(acq.stages), ""))
+
+
+def _parts(source, acq, name: str, view: str) -> list[str]:
+    """The stages stage `name` stands for: where the frontend split the workload (graph breaks,
+    ThunderFX's regions), that stage of every part; else [name]."""
+    from irlens.frontends.base import Frontend
+
+    return source.stage_parts(acq, name, view) if isinstance(source, Frontend) else [name]
+
+
+def _render_parts(acq, shown: list, parts: list[str], args, view: str) -> str:
+    """The stages `shown` of the `parts` one stage stands for: a whole stage as `_render_stage`
+    shows it; parts each under a header naming it and saying which it is, or a JSON list."""
+    if parts == [shown[0].name] or (args.format == "json" and len(shown) == 1):
+        return _render_stage(acq, shown[0], args, view)
+    if args.format == "json":
+        return "[" + ",\n".join(_render_stage(acq, s, args, view) for s in shown) + "]"
+    blocks = [f"# {s.name}: {s.description}\n{_render_stage(acq, s, args, view)}" for s in shown]
+    if len(shown) < len(parts):  # one part, asked for by name
+        blocks.insert(0, f"# one of {len(parts)} parts, each a --stage of its own: {', '.join(parts)} "
+                         "(without --stage, every one is shown)")
+    return "\n\n".join(blocks)
 
 
 def _render_stage(acq, stage, args, view: str) -> str:

@@ -107,10 +107,18 @@ class Program:
     backward: Step | None = None  # runs after the loss and the outputs' cotangents are known
     # values the program supplies itself, by environment key (Dynamo's effect tokens)
     values: dict[str, torch.Tensor] = field(default_factory=dict)
+    # A program of several graphs with code between them that no graph holds (Dynamo's graph
+    # breaks): the steps of the graphs after the first, as acquired, and how it runs,
+    # `runs(inst, execute) -> results`: the workload itself, each graph's step run by `execute`
+    # where the workload reaches it (irlens.frontends.bindings.run_program calls it). None: the
+    # steps chain over the environment.
+    more: list[Step] = field(default_factory=list)
+    runs: Callable[[Instance, Callable], dict] | None = None
+    notes: dict[str, Any] = field(default_factory=dict)  # what its rows say of it (Dynamo's graph breaks)
 
     @property
     def steps(self) -> list[Step]:
-        return [self.forward] + ([self.backward] if self.backward else [])
+        return [self.forward] + ([self.backward] if self.backward else []) + self.more
 
 
 class Frontend(ABC):
@@ -132,6 +140,12 @@ class Frontend(ABC):
     @abstractmethod
     def default_stage(self, mode: str) -> str:
         """The stage `irlens dump` shows when none is asked for."""
+
+    def stage_parts(self, acq: Acquisition, stage: str, view: str) -> list[str]:
+        """The stages `irlens dump` shows for `stage` in `view` (native | common), in the order
+        the workload runs them: where the frontend split the workload (Dynamo's graph breaks,
+        ThunderFX's regions), that stage of every part; [stage] where it is whole."""
+        return [stage]
 
     def refuses(self, workload: Workload) -> str | None:
         """Why this frontend cannot take `workload` at all, known without acquiring it (a JAX

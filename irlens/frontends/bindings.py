@@ -14,6 +14,7 @@ take), which no workload holds.
 
     frontend  fwd                      fwdbwd
     dynamo    aot.forward (inference)  aot.forward -> aot.backward  (by AOTAutograd's descriptors)
+              several graphs (graph breaks): the workload under Dynamo, each graph's step where it runs
     thunder   its final forward trace  final forward -> final backward  (saved by name)
     jax       jax.jaxpr                jax.grad (one graph: outputs, loss and gradients)
 
@@ -60,6 +61,8 @@ def program_values(program: Program, inst: Instance) -> dict[str, torch.Tensor]:
 
 def run_program(program: Program, inst: Instance, execute: Executor) -> dict:
     """Run `program` on the instance's weights and inputs; returns its results by name, as `run_eager` names them."""
+    if program.runs is not None:  # several graphs with code between them: the program runs the workload itself
+        return program.runs(inst, execute)
     env = program_values(program, inst)
     _run_step(program.forward, execute, env)
     n_outputs = output_count(env)

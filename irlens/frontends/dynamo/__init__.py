@@ -7,62 +7,25 @@ mode) and, in fwdbwd mode, its backward (`aot.backward`). No decomposition table
 so the ATen graphs keep high-level ops (gelu, sdpa, native_layer_norm): decompositions are
 a backend concern.
 
-The folder owns the Dynamo frontend whole: the capture (here), what each AOT graph input and
-output is (aot.py), vmap regions (vmap.py), and the FX/ATen graphs -> common view adapter: its
+The folder owns the Dynamo frontend whole: the acquisition (here) and its capturing backend
+(capture.py), how the graphs bind to the workload (binding.py; several graphs, after graph breaks:
+graph_breaks.py), what each AOT graph input and output is (aot.py), vmap regions (vmap.py), and the FX/ATen graphs -> common view adapter: its
 walk (fx.py), name tables (names.py), how a converter reads a call (call.py), the converters by
 op family (converters/), the fallback to torch's decompositions (expansion.py, decompositions.py),
 in-place calls (mutation.py) and what FX nodes carry (meta.py).
 """
 from __future__ import annotations
 
-import functools
+import re
 
 import torch
 
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Program, Stage
-from irlens.frontends.dynamo.aot import Role, backward_roles, forward_roles
 from irlens.frontends.bindings import module_tensors
 from irlens.frontends.dynamo.binding import dynamo_input_keys, dynamo_program, fx_program
-from irlens.frontends.dynamo.fx import fx_to_graph
-from irlens.frontends.dynamo.vmap import expand_vmap
+from irlens.frontends.dynamo.capture import BACKWARD, FORWARD, GraphCapture, aot_roles, describe, fx_stage, indexed
 from irlens.ir import Graph
 from irlens.workload import MODES, Instance, as_tuple
-
-
-class GraphCapture:
-    """A Dynamo backend that keeps each Dynamo graph and its AOTAutograd forward/backward graphs."""
-
-    def __init__(self):
-        self.dynamo: list[torch.fx.GraphModule] = []
-        self.example_inputs: list[list] = []  # the tensors Dynamo called each graph with, in placeholder order
-        self.forward: dict[int, torch.fx.GraphModule] = {}
-        self.backward: dict[int, torch.fx.GraphModule] = {}
-        self.outputs: dict[int, list] = {}  # each graph's outputs on its first call (the objects themselves)
-
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs):
-        from functorch.compile import make_boxed_func
-        from torch._dynamo.backends.common import aot_autograd
-
-        index = len(self.dynamo)
-        self.dynamo.append(gm)
-        self.example_inputs.append(list(example_inputs))
-
-        def keep(graphs: dict):
-            def compiler(g: torch.fx.GraphModule, _inputs):
-                graphs[index] = g
-                return make_boxed_func(g.forward)
-
-            return compiler
-
-        compiled = aot_autograd(fw_compiler=keep(self.forward), bw_compiler=keep(self.backward))(gm, example_inputs)
-
-        @functools.wraps(compiled)  # its attributes too (how Dynamo calls it)
-        def recorded(*args):
-            outputs = compiled(*args)
-            self.outputs.setdefault(index, list(outputs))
-            return outputs
-
-        return recorded
 
 
 def returned_outputs(graph_outputs: list | None, returned: tuple, buffers: dict[str, torch.Tensor],
@@ -88,13 +51,6 @@ def returned_outputs(graph_outputs: list | None, returned: tuple, buffers: dict[
                 "returned twice, or made outside the graph): its outputs cannot be bound to them")
     reassigned = {id(b): f"buffer:{n}" for n, b in buffers.items()}
     return [f"out{i}" if i is not None else reassigned.get(id(t)) for i, t in zip(where, graph_outputs)]
-
-
-def aot_roles(capture: GraphCapture) -> dict[str, tuple[list[Role], list[Role]]]:
-    """What each input and output of each AOTAutograd graph is, by stage name (binding.py reads them)."""
-    roles = {indexed("aot.forward", i): forward_roles(g) for i, g in capture.forward.items()}
-    roles.update({indexed("aot.backward", i): backward_roles(g) for i, g in capture.backward.items()})
-    return roles
 
 
 def run_compiled(fn, inst: Instance, mode: str) -> tuple:
@@ -129,19 +85,6 @@ def _one_line(reason: str) -> str:
     return f"{lines[0]}: {explanation}" if explanation else lines[0]
 
 
-def indexed(base: str, i: int) -> str:
-    return base if i == 0 else f"{base}[{i}]"
-
-
-def fx_stage(name: str, description: str, gm: torch.fx.GraphModule, workload: str, backward: bool = False) -> Stage:
-    def to_common(level: str):
-        read = expand_vmap(gm)  # vmap regions as functorch batches them
-        return fx_to_graph(read, name=workload, frontend="dynamo", stage=name, level=level)
-
-    text = gm.print_readable(print_output=False, include_stride=False, include_device=False)
-    return Stage(name, description, text, to_common, native=gm, backward=backward)
-
-
 class DynamoFrontend(Frontend):
     name = "dynamo"
     description = "torch.compile: Dynamo's FX graphs and AOTAutograd's ATen forward/backward graphs"
@@ -172,23 +115,26 @@ class DynamoFrontend(Frontend):
                  "roles": aot_roles(capture)}
         torch._dynamo.reset()
 
-        forward = "inference graph" if mode == "fwd" else "forward graph"
-        kinds = [("dynamo.fx", dict(enumerate(capture.dynamo)), "Dynamo's FX graph: torch-level calls as traced"),
-                 ("aot.forward", capture.forward, f"AOTAutograd's ATen {forward}, no decompositions"),
-                 ("aot.backward", capture.backward, "AOTAutograd's ATen backward graph, no decompositions")]
+        n = len(capture.dynamo)
         stages: dict[str, Stage] = {}
-        for base, graphs, description in kinds:
+        for base, graphs in (("dynamo.fx", dict(enumerate(capture.dynamo))), (FORWARD, capture.forward),
+                             (BACKWARD, capture.backward)):
             for i, gm in sorted(graphs.items()):
-                if len(capture.dynamo) > 1:
-                    description_i = f"{description} (graph {i + 1} of {len(capture.dynamo)})"
-                else:
-                    description_i = description
+                description = describe(base, mode) + (f" (graph {i + 1} of {n})" if n > 1 else "")
                 name = indexed(base, i)
-                stages[name] = fx_stage(name, description_i, gm, inst.name, backward=base == "aot.backward")
-        return Acquisition(self.name, inst.name, mode, stages, notes)
+                stages[name] = fx_stage(name, description, gm, inst.name, backward=base == BACKWARD)
+        # split by graph breaks: the forward is every graph's, in the order they run
+        parts = [indexed("dynamo.fx", i) for i in range(n)] if n > 1 else None
+        return Acquisition(self.name, inst.name, mode, stages, notes, parts=parts)
 
     def default_stage(self, mode: str) -> str:
         return "dynamo.fx" if mode == "fwd" else "aot.backward"
+
+    def stage_parts(self, acq: Acquisition, stage: str, view: str) -> list[str]:
+        # after graph breaks each graph has its own stages, named `<stage>[<graph>]` from the second on
+        base = re.sub(r"\[\d+\]$", "", stage)
+        parts = [name for name in (indexed(base, i) for i in range(acq.notes.get("graphs", 1))) if name in acq.stages]
+        return parts if stage in parts else [stage]
 
     def program(self, acq: Acquisition, inst: Instance) -> Program:
         return dynamo_program(acq, inst)

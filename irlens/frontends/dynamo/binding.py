@@ -1,5 +1,6 @@
 """How Dynamo's graphs bind to the workload: AOTAutograd's forward and backward by what its
-descriptors say each input and output is, and Dynamo's own FX graph (fwd) by its placeholders."""
+descriptors say each input and output is, and Dynamo's own FX graph (fwd) by its placeholders;
+several graphs (graph breaks) by Dynamo itself (graph_breaks.py)."""
 from __future__ import annotations
 
 import torch
@@ -7,11 +8,12 @@ import torch
 from irlens.frontends.base import Acquisition, Program, Step, Unavailable
 from irlens.frontends.bindings import EFFECT, grad_key, updated_key, value_keys, workload_values
 from irlens.frontends.dynamo.aot import new_token
+from irlens.frontends.dynamo.graph_breaks import several_graphs_program
 from irlens.workload import Instance
 
 
 def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
-    """AOTAutograd's graphs of the first Dynamo graph, bound by what AOTAutograd says each of
+    """AOTAutograd's graphs of Dynamo's one graph, bound by what AOTAutograd says each of
     their inputs and outputs is (`notes["roles"]`, from its descriptors; not by position). The
     forward reads the Dynamo graph's inputs (placeholders in first-use order,
     `notes["graph_inputs"]`) and an effect token per kind of side effect it orders (the program
@@ -19,11 +21,13 @@ def dynamo_program(acq: Acquisition, inst: Instance) -> Program:
     new values of the inputs it updates in place, the outputs, then the tensors saved for the
     backward. The backward takes those and one cotangent per output (zero for an updated input's
     new value, which the loss does not read), and returns one gradient (or None) per Dynamo
-    graph input."""
-    if acq.notes.get("graphs", 1) != 1:
-        reasons = "; ".join(acq.notes.get("break_reasons") or [])
-        raise Unavailable(f"{acq.workload}: Dynamo made {acq.notes['graphs']} graphs (graph breaks"
-                          f"{': ' + reasons if reasons else ''}); a program runs one")
+    graph input. Several Dynamo graphs (graph breaks) make a program that runs the workload
+    itself (graph_breaks.py)."""
+    graphs = acq.notes.get("graphs", 1)
+    if graphs == 0:
+        raise Unavailable(f"{acq.workload}: Dynamo made no graph of it")
+    if graphs > 1:
+        return several_graphs_program(acq)
     keys = acq.notes["graph_inputs"][0]
     if keys is None:
         raise Unavailable(f"{acq.workload}: Dynamo's graph reads a tensor that is no input, parameter or buffer of "
@@ -77,8 +81,9 @@ def output_key(acq: Acquisition):
 
 def fx_program(acq: Acquisition, inst: Instance) -> dict[str, Program]:
     """In fwd mode, Dynamo's FX graph as a program of its own: it reads its inputs and returns
-    the outputs, then the inputs it updates in place."""
-    if acq.mode != "fwd":
+    the outputs, then the inputs it updates in place. None after graph breaks: the first FX
+    graph is not the workload."""
+    if acq.mode != "fwd" or acq.notes.get("graphs", 1) != 1:
         return {}
     keys = acq.notes["graph_inputs"][0]
     graph = acq.stage("dynamo.fx").common()

@@ -65,18 +65,30 @@ def trace_stages(thunder, jfn, workload: str, mode: str, prefix: str = "thunder"
     return stages
 
 
+SPLITS = "thunderfx.splits"
+
+
+def region_part(region: Region) -> str:
+    """The stage of a region that is its share of the forward: a Thunder region's acquired trace,
+    a fallback region's FX graph."""
+    return f"{region.stage_prefix}.trace[0]" if region.thunder else f"{region.stage_prefix}.fx"
+
+
 def thunderfx_stages(thunder, regions: list[Region], summary: dict, workload: str, mode: str) -> dict[str, Stage]:
     """A ThunderFX acquisition's stages: the split summary, then per region in order its traces
-    (Thunder's) or its FX graph (Inductor's)."""
-    stages = {"thunderfx.splits": Stage("thunderfx.splits", "which regions Thunder took, and why the others fell "
-                                        "back to Inductor (ThunderFX's split reasons)", split_table(summary, workload))}
-    for region in regions:
+    (Thunder's) or its FX graph (Inductor's); each region's part says which region of how many it is."""
+    stages = {SPLITS: Stage(SPLITS, "which regions Thunder took, and why the others fell back to Inductor "
+                                    "(ThunderFX's split reasons)", split_table(summary, workload))}
+    for k, region in enumerate(regions, 1):
+        which = f"region {k} of {len(regions)} ({region.key})"
         if region.thunder:
             stages.update(trace_stages(thunder, region.jitted, workload, mode, region.stage_prefix))
+            part = stages[region_part(region)]
+            part.description = f"{which}, Thunder's: {part.description}"
         else:
-            name = f"{region.stage_prefix}.fx"
-            stages[name] = fx_stage(name, "a region Thunder did not take: its FX graph, compiled by Inductor",
-                                    region.module, workload)
+            stages[region_part(region)] = fx_stage(
+                region_part(region), f"{which}, left to Inductor: its FX graph as Dynamo traced it "
+                                     f"({'; '.join(region.reasons)})", region.module, workload)
     return stages
 
 
@@ -162,12 +174,17 @@ class ThunderFrontend(Frontend):
         regions = fx.regions()
         summary = split_summary(regions, fx.graph_breaks)
         notes = {"capture": why, "splits": split_line(summary), "thunderfx": summary, **fx.graph_breaks}
-        parts = [f"{r.stage_prefix}.trace[0]" if r.thunder else f"{r.stage_prefix}.fx" for r in regions]
         return Acquisition(self.name, inst.name, mode, thunderfx_stages(thunder, regions, summary, inst.name, mode),
-                           notes, default_stage="thunderfx.splits", parts=parts)
+                           notes, default_stage=SPLITS, parts=[region_part(r) for r in regions])
 
     def default_stage(self, mode: str) -> str:
         return "thunder.trace[0]" if mode == "fwd" else "thunder.backward[0]"
+
+    def stage_parts(self, acq: Acquisition, stage: str, view: str) -> list[str]:
+        # the split's common view is its regions', in order: Thunder's traces and the FX graphs left to Inductor
+        if stage == SPLITS and view == "common" and acq.parts:
+            return acq.parts
+        return [stage]
 
     def program(self, acq: Acquisition, inst: Instance) -> Program:
         return thunder_program(acq, inst)
