@@ -86,7 +86,7 @@ class Row:
     dtype: str | None = None
     preset: str | None = None
     # the float32 precision policy its process computed under (irlens.precision: ieee, tf32); None in
-    # documents written before irlens recorded it, and in rows of cells that never reached a worker's start
+    # documents written before irlens recorded it, and in rows made outside a run (the zoo's missing libraries)
     precision: str | None = None
     device_timing: DeviceTiming | None = None  # the step's device profile (bench)
     # a backend run through the common view's lowering of another frontend's graphs, its own
