@@ -22,7 +22,14 @@ from irlens.cli.command import HelpFormatter
 COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "repro", "conformance", "train", "zoo", "expected")
 
 
-class SubcommandParser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """Bad arguments are one line (what is wrong, and where the help is), not the usage first."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+class SubcommandParser(Parser):
     """A subcommand's parser whose arguments are added by `add_arguments(parser)` on first use
     (parsing it, or showing its help)."""
 
@@ -53,7 +60,7 @@ def command_module(name: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="irlens", description="One workload through Dynamo, Thunder and JAX: IRs, fusions, numerics and timings.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=SubcommandParser)
     for name in COMMANDS:

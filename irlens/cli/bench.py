@@ -5,7 +5,8 @@ import sys
 from pathlib import Path
 
 from irlens.cli.command import (add_modes_option, add_preset_option, add_frontend_settings, apply_frontend_settings,
-                                  backend_names, checked_csv, csv, guarded, options)
+                                  backend_names, checked_csv, csv, guarded, non_negative_int, options,
+                                  output_file, output_folder, positive_float, positive_int)
 from irlens.compile_caches import DEFAULT_MAX_GB, MAX_ENV, default_max_gb, default_root
 from irlens.errors import UsageError
 from irlens.precision import add_option as add_precision_option
@@ -25,14 +26,14 @@ def add_arguments(b) -> None:
     b.add_argument("--dtypes", type=checked_csv(COMPUTE_DTYPES), default=None, metavar="DTYPES",
                    help=f"comma-separated, of: {', '.join(COMPUTE_DTYPES)}; default: bfloat16,float32")
     add_preset_option(b, "bench")
-    b.add_argument("--json", default=None, help="write the results document here")
-    b.add_argument("--md", default=None, help="write the results page (Markdown + SVG plots) here")
-    b.add_argument("--timeout", type=float, default=600.0, help="seconds per cell, and per float64 reference")
-    b.add_argument("--jobs", type=int, default=1, help="cells compiled in parallel (device timings never overlap)")
-    b.add_argument("--compile-jobs", type=int, default=4,
+    b.add_argument("--json", type=output_file, default=None, help="write the results document here")
+    b.add_argument("--md", type=output_file, default=None, help="write the results page (Markdown + SVG plots) here")
+    b.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per cell, and per float64 reference")
+    b.add_argument("--jobs", type=positive_int, default=1, help="cells compiled in parallel (device timings never overlap)")
+    b.add_argument("--compile-jobs", type=non_negative_int, default=4,
                    help="before the timed runs, every cell compiled ahead in this many worker processes at once, "
                         "filling the compilers' caches (0: no compiling ahead)")
-    b.add_argument("--cache-dir", default=str(default_root()),
+    b.add_argument("--cache-dir", type=output_folder, default=str(default_root()),
                    help="the compilers' persistent caches (Inductor/Triton kernels and autotuning, XLA executables, "
                         "nvFuser kernels) and the measured ceilings, reused run after run")
     b.add_argument("--cache-max-gb", type=float, default=None, metavar="GB",
@@ -41,7 +42,7 @@ def add_arguments(b) -> None:
     b.add_argument("--remeasure", action="store_true",
                    help="measure the ceilings again instead of reading them from the cache (they are kept per GPU, "
                         "driver and torch/triton/jax versions)")
-    b.add_argument("--budget-s", type=float, default=None,
+    b.add_argument("--budget-s", type=positive_float, default=None,
                    help="stop starting cells after this many seconds; the rest are rows saying they did not run")
     b.add_argument("--gpus", type=csv, default=None,
                    help="GPU indices (e.g. 0,1,2,3): the dtype x mode parts of the matrix are shared out over "
@@ -65,9 +66,6 @@ def run(args) -> int:
         raise UsageError("irlens bench needs a CUDA GPU (device timing and ceilings); torch sees none here. "
                          "Use `irlens compare` on the CPU.")
     config = options(BenchConfig, args)
-    if config.jobs < 1 or config.compile_jobs < 0:
-        raise UsageError(f"--jobs must be at least 1 and --compile-jobs at least 0 (got {config.jobs}, "
-                         f"{config.compile_jobs})")
     if (config.cache_max_gb if config.cache_max_gb is not None else default_max_gb()) < 0:
         raise UsageError(f"--cache-max-gb (or ${MAX_ENV}) must be at least 0 GiB (got {config.cache_max_gb})")
     apply_frontend_settings(args)

@@ -10,8 +10,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import math
 import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Callable, TypeVar
 
 from irlens.errors import UsageError
@@ -53,8 +56,74 @@ def options(cls: type[T], args) -> T:
 
 
 def csv(text: str) -> list[str]:
-    """A comma-separated option value as a list."""
-    return [t for t in (s.strip() for s in text.split(",")) if t]
+    """A comma-separated option value as a list; an empty one is an error (an unset shell variable
+    must not mean "all of them")."""
+    items = [t for t in (s.strip() for s in text.split(",")) if t]
+    if not items:
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing: give one name or more, comma-separated "
+                                         "(leave the option out for the default)")
+    return items
+
+
+csv.__name__ = "list"  # argparse names the type in its message
+
+
+def number_type(kind: type, zero_ok: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite `kind` (int or float) above zero (or, `zero_ok`, at least zero)."""
+    what = f"{'a non-negative' if zero_ok else 'a positive'} {'whole number' if kind is int else 'number'}"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+positive_int = number_type(int)
+non_negative_int = number_type(int, zero_ok=True)
+positive_float = number_type(float)
+
+
+def _writable_below(path: Path) -> None:
+    """`path` (missing) can be made: its nearest existing ancestor is a folder this process may
+    create entries in (tried, not inferred from permission bits: root passes those everywhere)."""
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {path}: {parent} is a file, not a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".irlens-probe-", dir=parent))
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"cannot write {path}: {e.strerror} in {parent}") from None
+
+
+def output_file(text: str) -> str:
+    """An argparse type: a file the command will write (made with its folders), checked before any work."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise argparse.ArgumentTypeError(f"cannot write {text}: permission denied")
+    else:
+        _writable_below(path)
+    return text
+
+
+def output_folder(text: str) -> str:
+    """An argparse type: a folder the command will write files into (made if missing), checked before any work."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+    _writable_below(path / "x")
+    return text
 
 
 class HelpFormatter(argparse.HelpFormatter):

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irlens.cli.command import (add_device_option, add_dtype_option, add_modes_option, add_preset_option,
-                                 add_frontend_settings, apply_frontend_settings, backend_names, csv, guarded, options)
+                                 add_frontend_settings, apply_frontend_settings, backend_names, csv, guarded, options,
+                                 output_file, positive_float, positive_int)
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, add_option as add_precision_option
 
 HELP = "run workloads through every backend; check numerics; list kernels"
@@ -22,10 +23,10 @@ def add_arguments(c) -> None:
     add_modes_option(c)
     add_preset_option(c)
     add_dtype_option(c)
-    c.add_argument("--json", default=None, help="write the full results to this file (.json, or .json.gz compressed)")
-    c.add_argument("--timeout", type=float, default=300.0,
+    c.add_argument("--json", type=output_file, default=None, help="write the full results to this file (.json, or .json.gz compressed)")
+    c.add_argument("--timeout", type=positive_float, default=300.0,
                    help="seconds per cell, and per float64 reference, before it counts as failed")
-    c.add_argument("--jobs", type=int, default=1, help="cells run in parallel")
+    c.add_argument("--jobs", type=positive_int, default=1, help="cells run in parallel")
     c.add_argument("--cross", action="store_true",
                    help="the frontend x backend grid: graphs acquired by dynamo/thunder/jax, executed by inductor/nvfuser/xla")
     add_precision_option(c)

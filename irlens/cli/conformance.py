@@ -12,7 +12,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from irlens.cli.command import EXIT_FAIL, EXIT_OK, csv, guarded
+from irlens.cli.command import EXIT_FAIL, EXIT_OK, csv, guarded, output_file, positive_float, positive_int
 from irlens.conformance.config import DEFAULT_TIMEOUT_S, RTOL, SweepConfig
 
 HELP = "sweep op corpora (OpInfo, lax, jax.numpy) through the frontends; is each op's common view faithful?"
@@ -27,13 +27,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("-k", dest="patterns", action="append", default=[], metavar="REGEX",
                         help="only cases whose id (corpus:op:dtype#sample, e.g. opinfo:div.floor_rounding:float32#0) "
                              "matches; repeat for more")
-    parser.add_argument("--limit", type=int, default=None, help="at most this many cases of each corpus")
-    parser.add_argument("--samples", type=int, default=1, help="samples per op and dtype")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per case and frontend")
-    parser.add_argument("--rtol", type=float, default=RTOL, help="norm-wise relative tolerance for float64 results")
-    parser.add_argument("--json", default=None, help="write every record and the summary here (.json or .json.gz)")
-    parser.add_argument("--md", default=None, help="write the results page (Markdown) here")
+    parser.add_argument("--limit", type=positive_int, default=None, help="at most this many cases of each corpus")
+    parser.add_argument("--samples", type=positive_int, default=1, help="samples per op and dtype")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    parser.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT_S, help="seconds per case and frontend")
+    parser.add_argument("--rtol", type=positive_float, default=RTOL, help="norm-wise relative tolerance for float64 results")
+    parser.add_argument("--json", type=output_file, default=None, help="write every record and the summary here (.json or .json.gz)")
+    parser.add_argument("--md", type=output_file, default=None, help="write the results page (Markdown) here")
     parser.add_argument("--in-process", action="store_true",
                         help="run the cases in this process: no timeouts, no crash isolation (debugging)")
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from irlens.cli.command import add_device_option, add_dtype_option, add_preset_option, backend_names, guarded
+from irlens.cli.command import (add_device_option, add_dtype_option, add_preset_option, backend_names, guarded,
+                                 positive_float)
 
 HELP = "annotate one kernel: ops fused, reads/writes, reductions, source"
 
@@ -20,7 +21,7 @@ def add_arguments(e) -> None:
     add_preset_option(e)
     add_device_option(e)
     add_dtype_option(e)
-    e.add_argument("--timeout", type=float, default=300.0, help="seconds for the run (in a worker process, as a compare cell)")
+    e.add_argument("--timeout", type=positive_float, default=300.0, help="seconds for the run (in a worker process, as a compare cell)")
 
 
 @guarded

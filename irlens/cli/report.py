@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from irlens.cli.command import add_modes_option, csv, guarded
+from irlens.cli.command import add_modes_option, csv, guarded, output_folder
 
 HELP = "HTML + Markdown report contrasting what each backend fused and what it cost"
 
@@ -13,7 +13,7 @@ def add_arguments(r) -> None:
     r.add_argument("--from", dest="from_", nargs="+", action="extend", default=[], metavar="RESULTS_JSON",
                    help="compare/bench/cross result files, merged (`--from a.json b.json` or `--from a.json --from "
                         "b.json`: the shards of a split run); default: run the CPU tiny matrix now")
-    r.add_argument("--out", default="irlens-report", help="output folder (default: irlens-report)")
+    r.add_argument("--out", type=output_folder, default="irlens-report", help="output folder (default: irlens-report)")
     r.add_argument("--workloads", type=csv, default=None,
                    help="with --from: draw only these workloads' rows; without: the workloads of the matrix run")
     r.add_argument("--backends", type=csv, default=None,

@@ -13,7 +13,8 @@ import json
 import os
 
 from irlens.cli.command import (EXIT_FAIL, EXIT_OK, add_device_option, add_dtype_option, add_preset_option,
-                                 backend_names, error, guarded)
+                                 backend_names, error, guarded, non_negative_int, output_file, output_folder,
+                                 positive_float)
 
 HELP = ("a standalone reproducer of one cell; --reduce: the smallest graph that still fails; --slow: timed, with its "
         "dominant kernel")
@@ -30,22 +31,22 @@ def add_arguments(p) -> None:
     add_dtype_option(p)
     add_device_option(p)
     add_preset_option(p)
-    p.add_argument("--out", default="irlens-repro", help="folder for the files")
+    p.add_argument("--out", type=output_folder, default="irlens-repro", help="folder for the files")
     p.add_argument("--reduce", action="store_true",
                    help="also shrink a failing cell's graph to the smallest that fails the same way, and write its file")
     p.add_argument("--slow", action="store_true",
                    help="a timed file, with the kernel that dominates the cell's time and its source beside it")
-    p.add_argument("--budget-s", type=float, default=600.0,
+    p.add_argument("--budget-s", type=positive_float, default=600.0,
                    help="seconds the reducer may spend trying smaller graphs; then the smallest that failed the same "
                         "way is the result")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per run of a file or a candidate")
-    p.add_argument("--embed-max", type=int, default=EMBED_MAX,
+    p.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per run of a file or a candidate")
+    p.add_argument("--embed-max", type=non_negative_int, default=EMBED_MAX,
                    help="tensors of at most this many elements are embedded exactly, larger ones regenerated from "
                         "a seed")
     p.add_argument("--no-run", dest="run", action="store_false",
                    help="write the cell's file without running it (a reduction still runs its candidates and the "
                         "files it writes)")
-    p.add_argument("--json", default=None, help="write what happened (outcomes, the reduction's tries) to this file")
+    p.add_argument("--json", type=output_file, default=None, help="write what happened (outcomes, the reduction's tries) to this file")
 
 
 @guarded

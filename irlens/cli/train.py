@@ -8,7 +8,7 @@ import dataclasses
 import json
 import sys
 
-from irlens.cli.command import EXIT_OK, EXIT_USAGE, guarded
+from irlens.cli.command import EXIT_OK, EXIT_USAGE, guarded, output_folder, positive_float, positive_int
 from irlens.errors import UsageError
 
 HELP = "the joint-graph parallel training path (irlens train --help)"
@@ -49,9 +49,9 @@ def add_parallel_options(parser, d) -> None:
     from irlens.parallel.passes import GRAPH_PASSES, JOINT_PASSES
 
     p, t = d.parallelism, d.training
-    parser.add_argument("--dp-shard", type=int, default=p.dp_shard, help=f"SimpleFSDP degree (default: {p.dp_shard})")
-    parser.add_argument("--tp", type=int, default=p.tp, help=f"tensor-parallel degree (default: {p.tp})")
-    parser.add_argument("--ep", type=int, default=p.ep,
+    parser.add_argument("--dp-shard", type=positive_int, default=p.dp_shard, help=f"SimpleFSDP degree (default: {p.dp_shard})")
+    parser.add_argument("--tp", type=positive_int, default=p.tp, help=f"tensor-parallel degree (default: {p.tp})")
+    parser.add_argument("--ep", type=positive_int, default=p.ep,
                         help=f"expert-parallel degree (MoE models; its ranks are dp-shard ranks: must divide "
                              f"--dp-shard) (default: {p.ep})")
     parser.add_argument("--sequence-parallel", default=p.sequence_parallel, action=argparse.BooleanOptionalAction,
@@ -81,26 +81,26 @@ def add_arguments(t) -> None:
                    help=f"llama3:<preset> ({', '.join(LLAMA3_PRESETS)}) or deepseek_v3:<preset> "
                         f"({', '.join(DEEPSEEK_PRESETS)})")
     add_parallel_options(t, d)
-    t.add_argument("--steps", type=int, default=d.training.steps, help="training steps")
+    t.add_argument("--steps", type=positive_int, default=d.training.steps, help="training steps")
     t.add_argument("--mode", choices=config.EXECUTIONS, default=d.compile.mode,
                    help="eager: the DTensor model op by op; compiled: the joint graph, its passes, compiled")
     t.add_argument("--device", choices=("cpu", "cuda"), default=d.training.device,
                    help="cpu: gloo ranks; cuda: NCCL, one GPU per rank")
-    t.add_argument("--batch-size", type=int, default=d.training.batch_size,
+    t.add_argument("--batch-size", type=positive_int, default=d.training.batch_size,
                    help="sequences per data-parallel rank (default: the preset's; 8 for llama3:1B, 1 for llama3:8B)")
-    t.add_argument("--seq-len", type=int, default=None, help="default: the preset's")
-    t.add_argument("--n-layers", type=int, default=None,
+    t.add_argument("--seq-len", type=positive_int, default=None, help="default: the preset's")
+    t.add_argument("--n-layers", type=positive_int, default=None,
                    help="default: the preset's (e.g. llama3:8B --n-layers 4 fits one H100)")
-    t.add_argument("--lr", type=float, default=d.optimizer.lr, help="AdamW learning rate")
+    t.add_argument("--lr", type=positive_float, default=d.optimizer.lr, help="AdamW learning rate")
     t.add_argument("--seed", type=int, default=d.training.seed, help="seed of the weights and the token data")
-    t.add_argument("--checkpoint", default=None, metavar="DIR", help="save here after the last step")
+    t.add_argument("--checkpoint", type=output_folder, default=None, metavar="DIR", help="save here after the last step")
     t.add_argument("--resume", action="store_true", help="start from the checkpoint in --checkpoint")
     t.add_argument("--reduce-dtype", choices=tuple(config.REDUCE_DTYPES), default=d.training.reduce_dtype,
                    help="dtype of the gradient reduce-scatter over dp ranks (default float32)")
-    t.add_argument("--profile", nargs="?", const="irlens-profile", default=None, metavar="DIR",
+    t.add_argument("--profile", type=output_folder, nargs="?", const="irlens-profile", default=None, metavar="DIR",
                    help="profile the last --profile-steps steps: traces (Perfetto) to DIR (default "
                         "irlens-profile), the step time's breakdown printed and in the summary")
-    t.add_argument("--profile-steps", type=int, default=d.profiling.steps, metavar="N",
+    t.add_argument("--profile-steps", type=positive_int, default=d.profiling.steps, metavar="N",
                    help="with --profile: how many of the last steps are profiled")
 
 

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from irlens.cli.command import (add_device_option, add_modes_option, add_preset_option, add_frontend_settings,
-                                 apply_frontend_settings, csv, guarded)
+                                 apply_frontend_settings, csv, guarded, output_file, output_folder,
+                                 positive_float, positive_int)
 from irlens.precision import add_option as add_precision_option
 
 HELP = "the model zoo (transformers, timm) through every stack: pass rates, unknown ops, breaks, kernels, speedups"
@@ -33,15 +34,15 @@ def add_arguments(p) -> None:
     p.add_argument("--shard", default=None, metavar="K/N",
                    help="run shard K of N (0 <= K < N): every N-th model of the sorted names from the K-th "
                         "(default: all of them)")
-    p.add_argument("--jobs", type=int, default=1, help="cells run in parallel (default: 1); on a GPU a "
+    p.add_argument("--jobs", type=positive_int, default=1, help="cells run in parallel (default: 1); on a GPU a "
                    "timing waits until every other cell's compile has ended: a few compile-heavy cells per GPU "
                    "(Thunder, nvFuser), more for quick ones")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per cell and per float64 reference (default: 300)")
-    p.add_argument("--budget-s", type=float, default=None,
+    p.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per cell and per float64 reference (default: 300)")
+    p.add_argument("--budget-s", type=positive_float, default=None,
                    help="cells not started within this many seconds are `unavailable` rows saying so (a call with a "
                         "time limit still ends with a whole document); default: no budget")
-    p.add_argument("--out", default="irlens-zoo", help="folder for zoo.md, zoo.json, report.html (default: irlens-zoo)")
-    p.add_argument("--json", default=None, help="also write the document here (.json or .json.gz; default: only OUT/zoo.json)")
+    p.add_argument("--out", type=output_folder, default="irlens-zoo", help="folder for zoo.md, zoo.json, report.html (default: irlens-zoo)")
+    p.add_argument("--json", type=output_file, default=None, help="also write the document here (.json or .json.gz; default: only OUT/zoo.json)")
     p.add_argument("--from", dest="from_", nargs="+", action="extend", default=[], metavar="RESULTS_JSON",
                    help="rebuild the summary from these documents (merged: a split run's shards) instead of running (default: run)")
     p.add_argument("--rerun", action="store_true",
