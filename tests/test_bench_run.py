@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -229,6 +230,55 @@ def test_compiling_ahead_stops_at_its_share_of_the_budget(tmp_path, monkeypatch,
     assert "compiling ahead stopped at its share of the time budget: 2 of 2 cells compile in their timed turn" in log
     assert not re.search(r"compiling ahead: \d/\d cells", log)
     assert not any(json.loads((cache / "compiled-ahead.json").read_text()).values())  # nothing compiled ahead
+
+
+@pytest.mark.slow
+def test_a_bench_stopped_by_an_error_keeps_its_rows_and_a_rerun_completes_it(tmp_path, monkeypatch, capfd):
+    """The GPU run that lost 5 minutes of results to one OSError: now the document is written from
+    the ceilings on and after every row; an error stops the run with the rows that finished and
+    one not-run row per cell left, naming the error; `--rerun` on it runs those cells alone and
+    puts their rows in place."""
+    import errno
+
+    import irlens.bench
+    from irlens.bench import BenchConfig, bench, merge_parts, merge_rerun, restrict_to_rerun
+    from irlens.matrix import read_document, write_document
+    from irlens.matrix.row import STOPPED_PHASE
+
+    _stub_ceilings(monkeypatch)
+    path, finished_rows = tmp_path / "bench.json", []
+    real = irlens.bench.annotate_kernels
+
+    def save(doc) -> None:
+        write_document(doc, path)
+        finished_rows.append(sum(r.phase != STOPPED_PHASE for r in doc.rows))
+
+    def annotate(row) -> None:  # the run's own work fails after the inductor cell: a disk that filled
+        if row.backend == "inductor":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(row)
+
+    monkeypatch.setattr(irlens.bench, "annotate_kernels", annotate)
+    matrix = (["gelu"], ["eager", "inductor"], ["fwd"], ["float32"])
+    with pytest.raises(OSError):
+        bench(*matrix, device="cpu", preset="tiny", timeout=300, checkpoint=save, cache_dir=tmp_path / "cache")
+    assert ("irlens bench: the run stopped at OSError: [Errno 28] No space left on device; its document written with "
+            "the 1 rows that finished and 1 not run") in capfd.readouterr().err
+    assert finished_rows == [0, 1, 1]  # at the ceilings, after the eager row, at the error
+    stopped = read_document(path)
+    assert [(r.backend, r.status, r.phase) for r in stopped.rows] == [("eager", "ok", ""),
+                                                                      ("inductor", "unavailable", STOPPED_PHASE)]
+    assert stopped.rows[1].reason == "not run: the run stopped at OSError: [Errno 28] No space left on device"
+    assert stopped.rows[0].must is not None and stopped.ceilings is not None  # a bench row, against its ceilings
+
+    monkeypatch.setattr(irlens.bench, "annotate_kernels", real)
+    config, previous = BenchConfig(*matrix, preset="tiny"), stopped.to_json()
+    assert restrict_to_rerun(config, previous) and config.only == {"float32": frozenset({("gelu", "fwd", "inductor")})}
+    rerun = bench(config.workloads, config.backends, config.modes, config.dtypes, "cpu", "tiny", 300, only=config.only,
+                  cache_dir=tmp_path / "cache").to_json()
+    assert [(r["backend"], r["status"]) for r in rerun["rows"]] == [("inductor", "ok")]
+    whole = merge_rerun(previous, merge_parts([(None, rerun)]))
+    assert [(r["backend"], r["status"]) for r in whole["rows"]] == [("eager", "ok"), ("inductor", "ok")]
 
 
 # --- the check against Nsight Compute's counters: everything but ncu itself -------------------------
