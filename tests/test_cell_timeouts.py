@@ -139,6 +139,9 @@ from irlens import call_progress
 from irlens.gpu_turns import sharing_gpu, timing_turn
 from irlens.isolation import TURNS_ENV
 
+def started():  # returns once the worker is ready: its start imports torch (irlens.precision), seconds
+    return True
+
 def timed():
     with sharing_gpu(os.environ[TURNS_ENV]):
         call_progress.stage("timing")
@@ -174,6 +177,7 @@ def test_a_call_waits_uncounted_only_up_to_its_cap(tmp_path, max_wait_s):
     with long_sharer(lock, hold_after_wait_s=30.0):
         worker = _waiter(tmp_path, lock)
         try:
+            worker.call("waiter:started", {}, 60.0)  # the call alone is timed, not the worker's start
             start = time.monotonic()
             with pytest.raises(CallFailed) as failure:
                 worker.call("waiter:timed", {}, 1.0, max_wait_s=max_wait_s)
