@@ -7,6 +7,15 @@ import torch
 from irlens.ops._torch import jnp, lax, torch_dtype
 from irlens.ops.core import CREATION, Attr, declare, lowering, meaning
 
+
+def _jax_dtype(name: str):
+    """The dtype JAX makes of `name`: int64 is int32 unless jax_enable_x64 is on. Asked for by
+    that name, JAX warns of the truncation at every call; the lowering's result is the same."""
+    import jax
+
+    return jax.dtypes.canonicalize_dtype(jnp().dtype(name))
+
+
 full = declare("full", CREATION, "", shape=Attr("ints"), value=Attr("number"), dtype=Attr("dtype"),
                doc="a tensor of `shape` filled with value")
 
@@ -18,7 +27,7 @@ def _full(a):
 
 @lowering(full, "jax")
 def _full_jax(a):
-    return jnp().full(tuple(a["shape"]), a["value"], jnp().dtype(a["dtype"]))
+    return jnp().full(tuple(a["shape"]), a["value"], _jax_dtype(a["dtype"]))
 
 
 empty = declare("empty", CREATION, "", shape=Attr("ints"), dtype=Attr("dtype"),
@@ -32,7 +41,7 @@ def _empty(a):
 
 @lowering(empty, "jax")
 def _empty_jax(a):
-    return jnp().zeros(tuple(a["shape"]), jnp().dtype(a["dtype"]))
+    return jnp().zeros(tuple(a["shape"]), _jax_dtype(a["dtype"]))
 
 
 iota = declare("iota", CREATION, "", shape=Attr("ints"), dim=Attr("int", 0), dtype=Attr("dtype", "int64"),
@@ -51,7 +60,7 @@ def _iota(a):
 
 @lowering(iota, "jax")
 def _iota_jax(a):
-    return lax().broadcasted_iota(jnp().dtype(a["dtype"]), tuple(a["shape"]), a["dim"])
+    return lax().broadcasted_iota(_jax_dtype(a["dtype"]), tuple(a["shape"]), a["dim"])
 
 
 rand = declare("rand", CREATION, "", shape=Attr("ints"), dtype=Attr("dtype"),
@@ -85,4 +94,4 @@ def _constant(a):
 
 @lowering(constant, "jax")
 def _constant_jax(a):
-    return jnp().asarray(a["values"], jnp().dtype(a["dtype"])).reshape(tuple(a["shape"]))
+    return jnp().asarray(a["values"], _jax_dtype(a["dtype"])).reshape(tuple(a["shape"]))
