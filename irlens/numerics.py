@@ -169,9 +169,9 @@ def ill_conditioned(names, dtype: str, mode: str, eager_errors: dict[str, float]
         condition = (conditions or {}).get(n, 0.0)
         eager_err = (eager_errors or {}).get(n)
         if n in (scales or {}):
-            found[n] = (f"noise-sized: its float64 norm is {1 / scales[n]:.1e} of its module's largest gradient, "
-                        f"under {dtype}'s unit roundoff {u:.1e} (zero in exact arithmetic): judged by its absolute "
-                        f"error against that gradient's norm, not by its relative error")
+            found[n] = (f"noise-sized: the float64 gradient vanishes beside its module's largest gradient "
+                        f"({1 / scales[n]:.1e} of its norm, under {dtype}'s unit roundoff {u:.1e}): judged by its "
+                        f"absolute error against that norm, not by its relative error")
         elif n.startswith("grad:") and condition * u > 1:
             found[n] = (f"the float64 gradient vanishes: a relative unit of the value moves the loss by "
                         f"{1 / condition:.1e}, under {dtype}'s unit roundoff {u:.1e}")
