@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import hashlib
 import math
 import os
 import sys
@@ -35,7 +36,7 @@ def guarded(run: Callable[..., int]) -> Callable[..., int]:
         try:
             return run(args)
         except (UsageError, Unavailable) as e:
-            error(str(e))
+            error(str(e) + reference_hint(e, getattr(args, "workloads", None)))
             return EXIT_USAGE
         except KeyboardInterrupt:
             error("interrupted")
@@ -47,6 +48,36 @@ def guarded(run: Callable[..., int]) -> Callable[..., int]:
             return EXIT_FAIL
 
     return wrapper
+
+
+def read_documents(paths: list[str]) -> list:
+    """The results documents `--from` names, each once: a file given twice (or two files with the
+    same bytes) would count every row twice."""
+    from irlens.matrix import read_document
+
+    seen, docs = set(), []
+    for path in paths:
+        key = hashlib.sha256(Path(path).read_bytes()).hexdigest() if Path(path).is_file() else path
+        if key in seen:
+            print(f"irlens: {path} is a document given already: read once", file=sys.stderr)
+            continue
+        seen.add(key)
+        docs.append(read_document(path))
+    return docs
+
+
+def reference_hint(e: Exception, names: list[str] | None) -> str:
+    """For an unknown workload named after a `path/to/file.py:NAME` in one comma list: how to
+    take several from one file (a bare name is always a built-in's)."""
+    from irlens.registry import UnknownName
+
+    if not isinstance(e, UnknownName) or e.kind != "workload" or not names or e.name not in names:
+        return ""
+    before = [n for n in names[:names.index(e.name)] if ":" in n]
+    if not before:
+        return ""
+    target = before[-1].rpartition(":")[0]
+    return f" (a name after a comma is a built-in's: for several from one file write {before[-1]},{target}:{e.name})"
 
 
 def options(cls: type[T], args) -> T:

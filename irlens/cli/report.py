@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from irlens.cli.command import add_modes_option, csv, guarded, output_folder
+from irlens.cli.command import add_modes_option, csv, guarded, output_folder, read_documents
 
 HELP = "HTML + Markdown report contrasting what each backend fused and what it cost"
 
@@ -23,10 +23,10 @@ def add_arguments(r) -> None:
 
 @guarded
 def run(args) -> int:
-    from irlens.matrix import plan_matrix, read_document, run_plan
+    from irlens.matrix import plan_matrix, run_plan
     from irlens.reporting import only_workloads, write_report
 
-    docs = [read_document(path) for path in args.from_ or []]
+    docs = read_documents(args.from_)
     if docs and getattr(args, "workloads", None):
         docs = only_workloads(docs, args.workloads)
     elif not docs:
