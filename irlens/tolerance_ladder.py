@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 
 LEVELS = tuple(range(-10, 1))  # the numeric tolerance levels t <= 0 GraphNet's plots span
+NOTE = "graphnet_t"  # a row's note holding its passing_level against eager (irlens.matrix.cell)
 ABOVE_ZERO = 1  # passing_level of results that fail even at t = 0: an accuracy error (code 1)
 
 # dtype -> (a, r): atol(t) = 10^(a t), rtol(t) = 10^(r t) (GraphNet's tables 1 and 2)
