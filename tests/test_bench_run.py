@@ -2,7 +2,7 @@
 compiled ahead in parallel workers, the compilers' caches reused from run to run, its progress
 with an estimate of the time left. Everything here runs on the CPU (a bench on the CPU, with the
 ceilings' worker call stubbed: they need a GPU); the GPU measurement is
-`scripts/gpu_results.sh bench-cold-warm`."""
+`scripts/gpu_jobs.sh bench-cold-warm`."""
 from __future__ import annotations
 
 import io

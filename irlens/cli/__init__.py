@@ -44,7 +44,9 @@ class SubcommandParser(Parser):
 
     def parse_known_args(self, args=None, namespace=None):
         self._complete()
-        return super().parse_known_args(args, namespace)
+        from irlens.runs.plan import expand  # `--config NAME`: a named configuration's arguments first
+
+        return super().parse_known_args(expand(self, args), namespace)
 
     def format_help(self) -> str:
         self._complete()

@@ -10,10 +10,17 @@ HELP = "workloads, frontends and backends, and whether each is available here"
 
 def add_arguments(p) -> None:
     p.add_argument("--format", choices=["text", "json"], default="text", help="a table, or JSON")
+    p.add_argument("--configs", action="store_true",
+                   help="the named run configurations instead (irlens bench|zoo|compare --config NAME)")
 
 
 @guarded
 def run(args) -> int:
+    if args.configs:
+        from irlens.runs.plan import listing
+
+        print(listing(args.format == "json"))
+        return EXIT_OK
     from irlens.backends import BACKENDS
     from irlens.frontends import FRONTENDS
     from irlens.models import get_workload, workload_names
