@@ -55,6 +55,7 @@ from irlens.matrix.records import KernelRecord, StepWork
 from irlens.reporting.records import kernel_stage, launches_of
 from irlens.reporting.roofline import apply_roofline
 from irlens.workload import run_eager
+from irlens.wording import plural
 
 BENCH_BACKENDS = ["eager", "inductor", "nvfuser", "xla"]
 CHILD_ENV = "IRLENS_BENCH_CHILD"  # set for the per-GPU runs of `--gpus`
@@ -349,7 +350,7 @@ def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -
         "each is raised to the best rate any kernel of the run was timed at (GB/s; TFLOP/s per dtype) where that "
         "stays within the vendor's dense figure for the device, which stands beside each (no raise where it is "
         "unknown)",
-        f"- {len(doc.rows)} rows, {ok} ok; preset `{doc.preset}`; wall time {doc.wall_s / 60:.1f} min",
+        f"- {plural(len(doc.rows), 'row')}, {ok} ok; preset `{doc.preset}`; wall time {doc.wall_s / 60:.1f} min",
         f"- precision: {describe_precision(doc.rows, doc.device)}",
         f"- repeatability: each row's device time is the median of 15 profiled steps (cold L2), measured twice; "
         f"the two medians differ by at most {100 * max(spreads, default=0):.2f}% "

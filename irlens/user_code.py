@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from irlens.errors import UsageError
 from irlens.registry import Registry, UnknownName
 from irlens.workload import WORKLOADS, Workload
+from irlens.wording import article
 
 T = TypeVar("T")
 
@@ -59,7 +60,7 @@ def resolve(name_or_ref: str, registry: Registry[T], kind: type, declare: str) -
         return registry.get(name_or_ref)
     obj = load_object(name_or_ref, kind)
     if not isinstance(obj, kind):
-        raise BadReference(f"{name_or_ref} is a {type(obj).__name__}, not an irlens {kind.__name__} ({declare})")
+        raise BadReference(f"{name_or_ref} is {article(type(obj).__name__)}, not an irlens {kind.__name__} ({declare})")
     return obj
 
 

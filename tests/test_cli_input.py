@@ -154,3 +154,43 @@ def test_top_level_help_does_not_import_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr
     assert "compare" in done.stdout and "zoo" in done.stdout
+
+
+def test_counted_nouns_and_articles():
+    from irlens.wording import article, plural
+
+    assert [plural(n, "row") for n in (0, 1, 2)] == ["0 rows", "1 row", "2 rows"]
+    assert plural(1, "model") == "1 model" and plural(2, "graph", "graphs of it") == "2 graphs of it"
+    assert [article(w) for w in ("int", "float", "Workload", "object")] == ["an int", "a float", "a Workload",
+                                                                          "an object"]
+
+
+def test_a_reference_to_something_else_names_its_type_with_the_right_article(capsys, tmp_path):
+    ref = tmp_path / "user.py"
+    ref.write_text("x = 3\n")
+    assert f"{ref}:x is an int, not an irlens Workload" in one_line_error(capsys, ["compare", "--workloads", f"{ref}:x"])
+
+
+def test_the_mode_notes_say_batchnorm_only_where_buffers_are_updated():
+    from irlens.matrix import Document
+    from irlens.matrix.records import ResultCheck
+    from irlens.matrix.row import Row
+    from irlens.matrix.table import format_table
+
+    plain = Row("rmsnorm", "fwd", "eager", None, status="ok", module_mode="train")
+    text = format_table(Document("compare", [plain], "cpu", "cpu", {}, "tiny"))
+    assert "in train mode: rmsnorm" in text and "BatchNorm" not in text and "buffer:" not in text
+    batchnorm = Row("resnet", "fwd", "eager", None, status="ok", module_mode="train",
+                    results={"out0": ResultCheck(0.0, 1e-5), "buffer:bn.running_mean": ResultCheck(0.0, 1e-5)})
+    text = format_table(Document("compare", [plain, batchnorm], "cpu", "cpu", {}, "tiny"))
+    assert "in train mode: resnet, rmsnorm" in text
+    assert "buffers the step updates in place are results too (buffer:<name>): resnet" in text
+
+
+def test_the_page_of_an_empty_shard_says_nothing_it_does_not_know():
+    from irlens.matrix import Document
+    from irlens.reporting.zoo_page import zoo_markdown
+
+    page = zoo_markdown(Document("compare", [], "cpu", preset="tiny"))
+    assert "Device: cpu; preset tiny" in page and "(None)" not in page
+    assert "0 models." in page and "Versions: none recorded (no cell ran)." in page and "Versions: ." not in page

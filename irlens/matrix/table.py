@@ -9,6 +9,7 @@ from collections import Counter
 from irlens.matrix.document import Document
 from irlens.matrix.row import Row
 from irlens.timing import UNSTEADY_SPREAD, unsteady
+from irlens.wording import plural
 
 FALLBACK_MARK = "†"  # judged against a reference below float64
 UNSTEADY_MARK = "!"  # the timed steps spread above UNSTEADY_SPREAD
@@ -90,21 +91,24 @@ def format_table(doc: Document) -> str:
     notes += module_mode_lines(doc.rows)
     shaky = [r for r in doc.rows if r.ran and unsteady(r.run_spread)]
     if shaky:
-        notes.append(f"{UNSTEADY_MARK} unsteady timing ({len(shaky)} rows): the timed steps' interquartile range is "
+        notes.append(f"{UNSTEADY_MARK} unsteady timing ({plural(len(shaky), 'row')}): the timed steps' interquartile range is "
                      f"above {UNSTEADY_SPREAD:.0%} of their median")
     return "\n".join(out + ([""] + notes if notes else []) + unknown_lines(doc))
 
 
 def module_mode_lines(rows: list[Row]) -> list[str]:
     """The workloads not in eval mode: in train mode, or mixed (a module handed over in train mode
-    around submodules in eval mode: each submodule computes in its own mode)."""
+    around submodules in eval mode: each submodule computes in its own mode); and those whose step
+    updates buffers in place (BatchNorm's running statistics in train mode), which are results."""
     lines = []
-    for mode, what in (("train", "in train mode (BatchNorm normalizes by the batch; its updated buffers are results, "
-                                 "buffer:<name>)"),
+    for mode, what in (("train", "in train mode"),
                        ("mixed", "submodules in train mode and in eval mode, each run in its own (as handed over)")):
         names = sorted({r.workload for r in rows if r.module_mode == mode})
         if names:
             lines.append(f"{what}: {', '.join(names)}")
+    updated = sorted({r.workload for r in rows if any(k.startswith("buffer:") for k in r.results)})
+    if updated:
+        lines.append(f"buffers the step updates in place are results too (buffer:<name>): {', '.join(updated)}")
     return lines
 
 

@@ -24,6 +24,7 @@ from irlens.precision import describe_rows as describe_precision
 from irlens.matrix.table import (DRAWS_MARK, VACUOUS_MARK, draws_lines, ill_conditioned_lines, module_mode_lines,
                                  vacuous_lines)
 from irlens.workload import MODES
+from irlens.wording import plural
 
 # packages whose frames make a failure upstream's (the innermost frame of its traceback)
 UPSTREAM = ("torch", "thunder", "jax", "jaxlib", "nvfuser", "nvfuser_direct", "nvfuser_common", "triton", "transformers",
@@ -239,11 +240,12 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
     """The summary page; `repros`: signature -> the reproducer file written for it."""
     gpu = str(doc.device or "").startswith("cuda")
     # a merged document's device already names each run's machine
-    device = doc.device if doc.device_name and doc.device_name in str(doc.device) else f"{doc.device} ({doc.device_name})"
+    device = doc.device if not doc.device_name or doc.device_name in str(doc.device) else f"{doc.device} ({doc.device_name})"
     versions = ", ".join(f"{k} {v}" for k, v in (doc.versions or {}).items() if v and k not in ("python", "platform"))
     lines = ["# The zoo through every stack", "",
              f"Device: {device}; preset {doc.preset}; dtype {doc.dtype or row_dtypes(doc)}; "
-             f"{len({r.workload for r in doc.rows})} models.", f"Versions: {versions}.",
+             f"{plural(len({r.workload for r in doc.rows}), 'model')}.",
+             f"Versions: {versions or 'none recorded (no cell ran)'}.",
              f"Precision: {describe_precision(doc.rows, doc.device)}.", ""]
     if doc.commands:
         lines += ["Made by:", "", *[f"    {c}" for c in doc.commands], ""]
@@ -270,12 +272,12 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
                    "irlens or unknown")
             models = ", ".join(sorted({r.workload for r in rows}))
             repro = (repros or {}).get(sig)
-            lines.append(f"- **{sig}** — {who}; {len(rows)} rows: {models}" + (f"; reproducer: `{repro}`" if repro else ""))
+            lines.append(f"- **{sig}** — {who}; {plural(len(rows), 'row')}: {models}" + (f"; reproducer: `{repro}`" if repro else ""))
         lines.append("")
     not_run = by_kind(doc.rows, ("unavailable",))
     if not_run:  # every n/a of the table, and why
         lines += ["## Not run", "", "The n/a cells, each reason once, with the models it hit.", ""]
-        lines += [f"- **{sig}** — {len(rows)} rows: {', '.join(sorted({r.workload for r in rows}))}"
+        lines += [f"- **{sig}** — {plural(len(rows), 'row')}: {', '.join(sorted({r.workload for r in rows}))}"
                   for sig, rows in not_run.items()]
         lines.append("")
     notes = ill_conditioned_lines(doc) + draws_lines(doc.rows) + vacuous_lines(doc.rows)

@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 import torch
 
 from irlens.repro.tensors import CONST_PREFIX
+from irlens.wording import article
 
 # Names FX-generated code may use unqualified, and how a file defines them.
 _PREAMBLE = {
@@ -103,7 +104,7 @@ def _constants_as_parameters(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor
         for part in str(node.target).split("."):
             value = getattr(value, part)
         if not isinstance(value, torch.Tensor):
-            raise NotExpressible(f"the graph reads {node.target}, a {type(value).__name__}, not a tensor")
+            raise NotExpressible(f"the graph reads {node.target}, {article(type(value).__name__)}, not a tensor")
         where = last[-1].next if last else next(iter(graph.nodes))
         with graph.inserting_before(where):
             placeholder = graph.placeholder(str(node.target).replace(".", "_"))
