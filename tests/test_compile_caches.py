@@ -272,19 +272,27 @@ COMPILE = textwrap.dedent('''
 @pytest.mark.slow
 def test_an_empty_library_left_in_inductors_cache_breaks_compiles_until_removed(tmp_path):
     """The CPU's failure: a cell timed out in Inductor's C++ build left 0-byte .so files, and every
-    later compile of that graph failed with `file too short`. The sweep a run does after a killed
-    worker (and before a bench) removes them; the compile then builds again and computes right."""
+    later compile of that graph failed with `file too short`. An empty probe of the CPU's vector
+    instructions is worse: the next compile silently builds other (unvectorized) code. The sweep a
+    run does after a killed worker (and before a bench) removes both; the compile then builds the
+    same code as at first, and computes right."""
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path), "TORCHINDUCTOR_FX_GRAPH_CACHE": "0"}
 
     def run() -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=600)
 
+    def libraries() -> list[Path]:
+        return sorted(tmp_path.rglob("*.main.so"))
+
     assert run().stdout.strip() == "ok"
-    built = [p for p in tmp_path.rglob("*.so")]
-    assert built
+    built, probes = libraries(), sorted(set(tmp_path.rglob("*.so")) - set(libraries()))
+    assert built and probes
     for path in built:
         path.write_bytes(b"")
     broken = run()
     assert broken.returncode != 0 and "file too short" in broken.stderr
-    assert sorted(cache_upkeep.drop_unfinished([tmp_path])) == sorted(built)
+    for path in probes:
+        path.write_bytes(b"")
+    assert sorted(cache_upkeep.drop_unfinished([tmp_path])) == sorted(built + probes)
     assert run().stdout.strip() == "ok"
+    assert libraries() == built and all(p.stat().st_size for p in built + probes)
