@@ -296,3 +296,32 @@ def test_an_empty_library_left_in_inductors_cache_breaks_compiles_until_removed(
     assert sorted(cache_upkeep.drop_unfinished([tmp_path])) == sorted(built + probes)
     assert run().stdout.strip() == "ok"
     assert libraries() == built and all(p.stat().st_size for p in built + probes)
+
+
+# --- the zoo's document, written after every row ---------------------------------------------------
+
+def test_a_zoo_run_stopped_after_a_row_leaves_that_row_for_fill(tmp_path, monkeypatch, capsys):
+    """run_zoo hands each finished row to its checkpoint (irlens zoo writes zoo.json there, whole
+    or not at all): a run stopped after one row leaves a document of that row, and `--fill` on it
+    picks exactly the cells that had not run. The matrix run itself is replaced by one that
+    finishes a row and is then interrupted (a real zoo cell takes minutes on this CPU)."""
+    import irlens.zoo_run
+    from irlens.matrix import Row, read_document, write_document
+    from irlens.zoo_run import ZooConfig, fill_cells, run_zoo
+
+    def interrupted(plan, *args, on_row=None, **kwargs):
+        cell = plan.cells()[0]
+        on_row(cell, Row(plan.workloads[cell.workload].name, cell.mode, plan.backends[cell.backend].name, None,
+                         status="ok", preset=plan.preset))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(irlens.zoo_run, "run_plan", interrupted)
+    path = tmp_path / "zoo.json"
+    cfg = ZooConfig(models=["hf_llama"], backends=["eager", "inductor"], modes=["fwd"])
+    with pytest.raises(KeyboardInterrupt):
+        run_zoo(cfg, progress=False, checkpoint=lambda doc: write_document(doc, path))
+    assert "irlens zoo: the run stopped at KeyboardInterrupt: ; its document holds the 1 rows that finished" \
+        in capsys.readouterr().err
+    doc = read_document(path)
+    assert [(r.workload, r.mode, r.backend, r.status) for r in doc.rows] == [("hf_llama", "fwd", "eager", "ok")]
+    assert fill_cells(doc, ["hf_llama"], ["inductor"], ["fwd"], "cpu", "tiny", None) == {("hf_llama", "fwd", "inductor")}
