@@ -290,7 +290,13 @@ def canonical_dtype(dtype: Any) -> str:
 
 
 def _fmt_arg(a: Arg) -> str:
-    return a if isinstance(a, str) else repr(a)
+    if isinstance(a, str):
+        return a
+    if a is None or isinstance(a, (bool, int, float, complex, list, tuple)):
+        return repr(a)
+    # an opaque object the graph passes on (the joint graph's process group, saved for the
+    # backward): its class, not its address
+    return f"<{(getattr(a, 'script_class_name', None) or type(a).__name__).rsplit('.', 1)[-1]}>"
 
 
 def _fmt_attr(v: Any) -> str:

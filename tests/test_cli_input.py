@@ -194,3 +194,15 @@ def test_the_page_of_an_empty_shard_says_nothing_it_does_not_know():
     page = zoo_markdown(Document("compare", [], "cpu", preset="tiny"))
     assert "Device: cpu; preset tiny" in page and "(None)" not in page
     assert "0 models." in page and "Versions: none recorded (no cell ran)." in page and "Versions: ." not in page
+
+
+def test_an_opaque_object_a_graph_returns_prints_as_its_class():
+    """The joint graph returns its device mesh for the backward (`irlens dump llama3 --frontend
+    joint`): its class, not `FakeScriptObject object at 0x...`."""
+    from torch._library.fake_class_registry import FakeScriptObject
+
+    from irlens.ir import Graph
+
+    mesh = FakeScriptObject(object(), "__torch__.torch.classes.c10d.DeviceMesh", None)
+    text = Graph("g", "joint", "joint.joint", "composite", [], [], ["x", mesh, None, 2]).to_text()
+    assert "return x, <DeviceMesh>, None, 2" in text and "object at 0x" not in text
