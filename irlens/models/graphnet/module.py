@@ -16,6 +16,9 @@ std is 0.
 from __future__ import annotations
 
 import functools
+import hashlib
+import sys
+import types
 from pathlib import Path
 
 import torch
@@ -60,9 +63,13 @@ def draw(meta: TensorMeta, gen: torch.Generator | None = None) -> torch.Tensor:
 @functools.lru_cache(maxsize=16)
 def graph_class(source: str, filename: str, device: str) -> type[nn.Module]:
     """model.py's GraphModule, its device constants naming `device` (compiled once per source and device)."""
-    namespace: dict = {"__name__": f"irlens_graphnet_{abs(hash(filename)):x}"}
-    exec(compile(for_device(source, torch.device(device)), filename, "exec"), namespace)  # noqa: S102
-    return namespace["GraphModule"]
+    # a module in sys.modules: Dynamo looks the class's module up by name
+    name = f"irlens_graphnet_{hashlib.sha1(f'{filename}:{device}'.encode()).hexdigest()[:12]}"
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    exec(compile(for_device(source, torch.device(device)), filename, "exec"), module.__dict__)  # noqa: S102
+    sys.modules[name] = module
+    return module.GraphModule
 
 
 class GraphNetModule(nn.Module):

@@ -1,0 +1,88 @@
+"""`irlens graphnet`: GraphNet's samples (a clone of PaddlePaddle/GraphNet) through every stack,
+fwd and fwd+bwd, as `irlens zoo` runs the zoo; the page (Markdown on stdout and in OUT/graphnet.md)
+adds pass rates per source and GraphNet's S(t) and ES(t) per stack beside irlens's verdict, the
+document goes to OUT/graphnet.json, the HTML report to OUT/report.html; `--shard K/N` runs a share,
+`--from` rebuilds the page from documents (a split run's shards). Exit 1 when a row mismatches or
+fails; 2 on bad input (a root with no sample, an unknown source, a bad option)."""
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from irlens.cli.command import add_device_option, add_modes_option, csv, guarded
+
+HELP = "GraphNet's samples through every stack: pass rates per source, GraphNet's S(t)/ES(t) beside irlens's verdict"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--root", default=None, help="a GraphNet clone (or its samples/ folder, or one source's folder)")
+    p.add_argument("--sources", type=csv, default=None,
+                   help="comma-separated sources, the folders under samples/ (default: all)")
+    p.add_argument("--max-elements", type=int, default=None,
+                   help="only samples whose inputs and weights hold at most this many elements, from their meta "
+                        "(default: any)")
+    p.add_argument("--max-bytes", type=int, default=None,
+                   help="only samples whose inputs and weights take at most this many bytes (default: any)")
+    p.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="a random draw of N of the selected samples (default: all of them)")
+    p.add_argument("--seed", type=int, default=0, help="the draw's seed (default: 0)")
+    p.add_argument("--shard", default=None, metavar="K/N",
+                   help="run shard K of N (0 <= K < N) of the selection: every N-th sample from the K-th")
+    p.add_argument("--backends", type=csv, default=None,
+                   help="comma-separated (default: every backend available on the device)")
+    add_modes_option(p)
+    add_device_option(p)
+    from irlens.dtypes import COMPUTE_DTYPES
+
+    p.add_argument("--dtype", choices=COMPUTE_DTYPES, default=None,
+                   help="compute dtype (default: each sample's own, the one most of its elements have)")
+    p.add_argument("--jobs", type=int, default=1, help="cells run in parallel (default: 1)")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds per cell and per float64 reference (default: 300)")
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="cells not started within this many seconds are `unavailable` rows saying so (default: none)")
+    p.add_argument("--out", default="irlens-graphnet",
+                   help="folder for graphnet.md, graphnet.json, report.html (default: irlens-graphnet)")
+    p.add_argument("--json", default=None, help="also write the document here (.json or .json.gz)")
+    p.add_argument("--from", dest="from_", nargs="+", action="extend", default=[], metavar="RESULTS_JSON",
+                   help="rebuild the page from these documents (merged: a split run's shards) instead of running")
+    p.add_argument("--rerun", action="store_true",
+                   help="with --from: a cell several documents hold takes the last one's row (default: an error)")
+
+
+@guarded
+def run(args) -> int:
+    from irlens.errors import UsageError
+    from irlens.graphnet.corpus import GraphNetConfig, run_corpus
+    from irlens.graphnet.page import graphnet_markdown
+    from irlens.matrix import exit_status, read_document, write_document
+    from irlens.reporting import write_report
+    from irlens.zoo_run import merge_shards, parse_shard
+
+    if args.rerun and not args.from_:
+        raise UsageError("--rerun joins documents: give them with --from")
+    if bool(args.from_) == bool(args.root):
+        raise UsageError("give --root (a GraphNet clone) to run samples, or --from documents to rebuild the page")
+    for flag in ("max_elements", "max_bytes", "sample", "jobs"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            raise UsageError(f"--{flag.replace('_', '-')} takes a positive whole number, not {getattr(args, flag)}")
+    out = Path(args.out)
+    if args.from_:
+        doc = merge_shards([read_document(path) for path in args.from_], rerun=args.rerun)
+    else:
+        cfg = GraphNetConfig(Path(args.root), args.sources, args.max_elements, args.max_bytes, args.sample, args.seed,
+                             parse_shard(args.shard) if args.shard else None, args.backends, args.modes, args.device,
+                             args.dtype, args.jobs, args.timeout, args.budget_s)
+        command = shlex.join(["irlens", "graphnet", *sys.argv[2:]]) if sys.argv[1:2] == ["graphnet"] else None
+        doc = run_corpus(cfg, command=command)
+    page = graphnet_markdown(doc)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "graphnet.md").write_text(page)
+    write_document(doc, out / "graphnet.json")
+    if args.json:
+        write_document(doc, args.json)
+    paths = write_report([doc], out, frontends=False)
+    print(page)
+    print(f"wrote {out / 'graphnet.md'}, {out / 'graphnet.json'}, {paths['html']}", file=sys.stderr)
+    return exit_status(doc)
