@@ -19,7 +19,8 @@ from typing import Callable
 
 from irlens.cli.command import HelpFormatter
 
-COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "repro", "conformance", "train", "zoo", "expected")
+COMMANDS = ("list", "dump", "compare", "bench", "report", "explain", "repro", "conformance", "train", "zoo", "graphnet",
+            "expected")
 
 
 class Parser(argparse.ArgumentParser):
