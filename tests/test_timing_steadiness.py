@@ -89,7 +89,7 @@ def test_an_unsteady_row_says_so_in_the_table_and_the_report():
     doc = Document("compare", [_row("eager", 52.0, 0.05), _row("inductor", 31986.0, 3.0)], "cpu", "test CPU",
                    preset="tiny")
     table = format_table(doc)
-    assert "31986.0!" in table and "52.0!" not in table and "unsteady timing (1 rows)" in table
+    assert "31986.0!" in table and "52.0!" not in table and "unsteady timing (1 row)" in table
     assert f"{UNSTEADY_SPREAD:.0%}" in table
     back = Document.from_json(doc.to_json())
     assert [r.run_spread for r in back.rows] == [0.05, 3.0]
