@@ -7,7 +7,6 @@ from pathlib import Path
 from irlens.cli.command import (add_modes_option, add_preset_option, add_frontend_settings, apply_frontend_settings,
                                   backend_names, checked_csv, csv, guarded, non_negative_int, options,
                                   output_file, output_folder, positive_float, positive_int)
-from irlens.compile_caches import DEFAULT_MAX_GB, MAX_ENV, default_max_gb, default_root
 from irlens.errors import UsageError
 from irlens.precision import add_option as add_precision_option
 from irlens.runs.plan import add_option as add_config_option
@@ -16,6 +15,7 @@ HELP = "the matrix on a GPU: device time per row beside measured bandwidth/flop 
 
 
 def add_arguments(b) -> None:
+    from irlens.compile_caches import DEFAULT_MAX_GB, MAX_ENV, default_root  # imports torch: not for `irlens --help`
     from irlens.dtypes import COMPUTE_DTYPES
 
     b.add_argument("--workloads", type=csv, default=None,
@@ -60,6 +60,7 @@ def add_arguments(b) -> None:
 def run(args) -> int:
     import torch
 
+    from irlens.compile_caches import MAX_ENV, default_max_gb
     from irlens.bench import BenchConfig, format_bench_table, restrict_to_rerun, run_configured, write_results_page
     from irlens.isolation import CallFailed
     from irlens.matrix import Document, exit_status, read_document, write_document

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from irlens.cli.command import (add_device_option, add_modes_option, add_preset_option, add_frontend_settings,
                                  apply_frontend_settings, csv, guarded, output_file, output_folder,
-                                 positive_float, positive_int)
+                                 positive_float, positive_int, read_documents)
 from irlens.precision import add_option as add_precision_option
 from irlens.runs.plan import add_option as add_config_option
 
@@ -70,7 +70,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from irlens.errors import UsageError
     from irlens.matrix import exit_status, read_document, write_document
-    from irlens.reporting import write_report
+    from irlens.reporting import only_workloads, write_report
     from irlens.reporting.zoo_page import zoo_markdown
     from irlens.zoo_repro import write_repros
     from irlens.zoo_run import ZooConfig, merge_shards, parse_shard, run_zoo
@@ -84,7 +84,9 @@ def run(args) -> int:
         raise UsageError("--fill-not-run narrows --fill: give the document with --fill")
     out = Path(args.out)
     if args.from_:
-        doc = merge_shards([read_document(path) for path in args.from_], rerun=args.rerun)
+        doc = merge_shards(read_documents(args.from_), rerun=args.rerun)
+        if args.models:  # the page of these models alone (a name the documents lack: UsageError)
+            doc = only_workloads([doc], args.models)[0]
     else:
         cfg = ZooConfig(args.models, args.family, args.backends, args.modes, args.device, args.preset, args.dtype,
                         parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s,
