@@ -80,36 +80,6 @@ def reference_hint(e: Exception, names: list[str] | None) -> str:
     return f" (a name after a comma is a built-in's: for several from one file write {before[-1]},{target}:{e.name})"
 
 
-def read_documents(paths: list[str]) -> list:
-    """The results documents `--from` names, each once: a file given twice (or two files with the
-    same bytes) would count every row twice."""
-    from irlens.matrix import read_document
-
-    seen, docs = set(), []
-    for path in paths:
-        key = hashlib.sha256(Path(path).read_bytes()).hexdigest() if Path(path).is_file() else path
-        if key in seen:
-            print(f"irlens: {path} is a document given already: read once", file=sys.stderr)
-            continue
-        seen.add(key)
-        docs.append(read_document(path))
-    return docs
-
-
-def reference_hint(e: Exception, names: list[str] | None) -> str:
-    """For an unknown workload named after a `path/to/file.py:NAME` in one comma list: how to
-    take several from one file (a bare name is always a built-in's)."""
-    from irlens.registry import UnknownName
-
-    if not isinstance(e, UnknownName) or e.kind != "workload" or not names or e.name not in names:
-        return ""
-    before = [n for n in names[:names.index(e.name)] if ":" in n]
-    if not before:
-        return ""
-    target = before[-1].rpartition(":")[0]
-    return f" (a name after a comma is a built-in's: for several from one file write {before[-1]},{target}:{e.name})"
-
-
 def options(cls: type[T], args) -> T:
     """The dataclass `cls` filled from parsed arguments (a field the namespace lacks keeps its default)."""
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
