@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from irlens import cli
+from irlens.backends import get_backend
 from irlens.cross import run_grid
+from irlens.errors import NoNativePath
 from irlens.frontends import get_frontend
 from irlens.frontends.bindings import program_for, run_program
 from irlens.frontends.thunder.capture import CAPTURE_ENV
@@ -88,6 +90,21 @@ def test_other_inputs_trace_the_graphs_again():
     assert len(set(stages)) > GRAPHS  # traced again: graphs past the first three
 
 
+def test_past_dynamo_s_recompile_limit_the_program_fails_rather_than_run_eagerly():
+    inst, acq = acquired("fwd")
+    program = program_for(acq, inst)
+    wide = inst.cast("float64")
+    x = wide.inputs[0]
+
+    def execute(step, xs):
+        return interpret(step.graph(LEVEL), xs)
+
+    with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):
+        for k in range(1, 2 * torch._dynamo.config.recompile_limit):
+            wide.inputs = (x * k,)  # another `.item()` each time: Dynamo compiles the later graphs again
+            run_program(program, wide, execute)
+
+
 @pytest.fixture(scope="module")
 def xla_doc() -> dict:
     return run_matrix([REF], ["xla"], list(MODES), progress=False, isolate=False)
@@ -115,6 +132,20 @@ def test_an_op_the_lowering_lacks_in_a_later_graph_is_named(monkeypatch):
     monkeypatch.setattr(jax_lowering, "SUPPORTED", jax_lowering.SUPPORTED - {"tanh"})  # graph 2 holds the tanh
     (row,) = run_matrix([REF], ["xla"], ["fwd"], progress=False, isolate=False)["rows"]
     assert row["status"] == "unavailable" and row["reason"] == "the jax lowering does not support: tanh"
+
+
+@pytest.mark.gpu
+def test_nvfuser_lowers_every_graph_where_thunder_cannot(monkeypatch):
+    def no_thunder(inst, mode):
+        raise NoNativePath("Thunder cannot trace it (simulated)")
+
+    monkeypatch.setattr(get_backend("nvfuser"), "run", no_thunder)
+    doc = run_matrix([REF], ["nvfuser"], list(MODES), device="cuda", progress=False, isolate=False)
+    for row in doc["rows"]:
+        assert row["status"] == "ok", f"{row['mode']}: {row['reason']}\n{row['detail']}"
+        assert row["via"] == "dynamo" and row["notes"]["dynamo_graphs"] == GRAPHS
+        forward = {k["stage"] for k in row["kernels"] if k["stage"].startswith("aot.forward")}
+        assert forward == {"aot.forward", "aot.forward[1]", "aot.forward[2]"}
 
 
 def test_the_cross_grid_runs_dynamo_s_graphs_on_each_lowering():

@@ -12,7 +12,8 @@ updates and saved tensors, autograd the loss's backward, and `run_eager` names t
 The graphs are traced again on the program's first call, not taken from the acquisition: a value
 the Python reads from one graph (`.item()`) is a constant of the next (Dynamo specializes on
 it), and it must be the executed graph's value, not eager's. A graph Dynamo compiles again later
-(a guard failed on other values) is one more step, executed the same way.
+(a guard failed on other values) is one more step, executed the same way; past Dynamo's
+recompile limit the program fails rather than run a frame eagerly.
 """
 from __future__ import annotations
 
@@ -65,7 +66,9 @@ class UnderDynamo:
             torch._dynamo.reset()  # traced afresh: no earlier compile's code or guards (nor its recompile count)
             capture = GraphCapture(lambda name, gm: _executed(execute, _traced_step(name, gm, inst.name, self.mode)))
             self._compiled[key] = inst, torch.compile(inst.module, backend=capture, dynamic=False)
-        return run_eager(self._compiled[key][1], inst, self.mode)
+        # past Dynamo's recompile limit a frame would run eagerly, not through the executor: an error instead
+        with torch._dynamo.config.patch(fail_on_recompile_limit_hit=True):
+            return run_eager(self._compiled[key][1], inst, self.mode)
 
 
 def _traced_step(name: str, gm: torch.fx.GraphModule, workload: str, mode: str) -> Step:
