@@ -3,7 +3,8 @@
 A cell is a workload x mode x acquiring frontend (dynamo, thunder, jax) x executing backend
 (every backend with a lowering of the common view: inductor, nvfuser, xla). It acquires the
 workload with the frontend, takes the program its common views make (`irlens.frontends.bindings`:
-forward graph, and in fwdbwd the backward graph fed by the forward's saved tensors), compiles
+forward graph, and in fwdbwd the backward graph fed by the forward's saved tensors; after
+Dynamo's graph breaks, every graph, with the code between them run as Dynamo runs it), compiles
 each graph's primitive view with the backend's lowering (`Backend.lower`), runs the chain, and
 checks the named results against the same float64 reference and tolerances as `irlens compare`.
 The grid is a matrix plan with frontends (irlens.matrix): its cells run in worker processes
