@@ -51,7 +51,7 @@ def add_arguments(p) -> None:
 
 @guarded
 def run(args) -> int:
-    from irlens.repro.cell import CellSpec
+    from irlens.matrix.spec import CellSpec
     from irlens.repro.pipeline import ReproFailed, repro
 
     spec = CellSpec(args.workload, args.backend, args.mode, args.dtype, args.device, args.preset)

@@ -9,14 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irlens.backends import BACKENDS, Backend, get_backend
-from irlens.dtypes import COMPUTE_DTYPES
 from irlens.errors import UsageError
+from irlens.matrix.spec import validate_coordinates
 from irlens.models import resolve_workload, workload_names
-from irlens.precision import DEFAULT as DEFAULT_PRECISION, check as check_precision
+from irlens.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.user_code import absolute_reference, reference_of
-from irlens.workload import MODES, PRESETS, WORKLOADS, MissingLibrary, Workload
-
-DEVICES = ("cpu", "cuda")
+from irlens.workload import MODES, WORKLOADS, MissingLibrary, Workload
 
 
 @dataclass(frozen=True)
@@ -79,11 +77,6 @@ def workload_key(item: str | Workload) -> str:
     return absolute_reference(item)
 
 
-def check_choice(kind: str, value: str, choices) -> None:
-    if value not in choices:
-        raise UsageError(f"unknown {kind} {value!r}; choose from: {', '.join(choices)}")
-
-
 def plan_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", preset: str = "tiny",
                 dtype: str | None = None, device_timing: bool = False, precision: str = DEFAULT_PRECISION) -> Plan:
     """Resolve and validate every argument; raises a UsageError (UnknownName, BadReference, ...)
@@ -92,15 +85,9 @@ def plan_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", 
     import torch
 
     modes = split(modes) or list(MODES)
-    for mode in modes:
-        check_choice("mode", mode, MODES)
-    check_choice("device", device.split(":")[0], DEVICES)
+    validate_coordinates(modes, device, preset, dtype, precision)
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"device {device!r} asked for, but torch sees no CUDA device here")
-    check_choice("preset", preset, PRESETS)
-    if dtype is not None:
-        check_choice("dtype", dtype, COMPUTE_DTYPES)
-    check_precision(precision)
     resolved = {}
     for item in _workload_items(workloads):
         wl = item if isinstance(item, Workload) else resolve_workload(item)

@@ -11,7 +11,7 @@ worker), `nvfuser_regions` (Thunder's own nvFuser regions, for a crash), `jax_so
 as code), `tensors` (values as code), `pipeline` (the command from start to end); the
 command's options are `irlens.cli.repro`. Importing the package is cheap; the API loads on first use.
 """
-_API = {"CellSpec": "irlens.repro.cell", "Outcome": "irlens.repro.cell", "ReproResult": "irlens.repro.pipeline",
+_API = {"CellSpec": "irlens.matrix.spec", "Outcome": "irlens.repro.cell", "ReproResult": "irlens.repro.pipeline",
         "repro": "irlens.repro.pipeline"}
 __all__ = list(_API)
 

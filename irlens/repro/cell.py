@@ -1,4 +1,4 @@
-"""A cell to reproduce, and how a run of something ended (`Outcome`).
+"""How a run of a cell to reproduce (irlens.matrix.spec.CellSpec) ended: `Outcome`.
 
 An outcome has a status class (ok, mismatch, exception, crash, timeout) and the first line of
 its error: an exception's `Type: message`, a crash's first error line on stderr (see
@@ -18,42 +18,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from irlens.dtypes import COMPUTE_DTYPES
-from irlens.errors import UsageError
 from irlens.isolation import CallFailed, cuda_fault, describe_exit, first_error, stderr_excerpt
-from irlens.workload import MODES, PRESETS
 
 STATUSES = ("ok", "mismatch", "exception", "crash", "timeout", "reference")  # reference: a file's float64 run failed
 FAILURES = ("mismatch", "exception", "crash", "timeout")
-
-
-@dataclass(frozen=True)
-class CellSpec:
-    workload: str  # a built-in name or path/to/file.py:NAME
-    backend: str  # a registered name or path/to/file.py:NAME (a Backend instance)
-    mode: str = "fwd"
-    dtype: str | None = None  # None: the workload's own
-    device: str = "cpu"
-    preset: str = "tiny"
-
-    def validate(self) -> None:
-        """Raise UsageError on a mode, dtype, device or preset that does not exist."""
-        for kind, value, choices in (("mode", self.mode, MODES), ("preset", self.preset, PRESETS),
-                                     ("device", self.device.split(":")[0], ("cpu", "cuda"))):
-            if value not in choices:
-                raise UsageError(f"unknown {kind} {value!r}; choose from: {', '.join(choices)}")
-        if self.dtype is not None and self.dtype not in COMPUTE_DTYPES:
-            raise UsageError(f"unknown dtype {self.dtype!r}; choose from: {', '.join(COMPUTE_DTYPES)}")
-
-    def label(self, dtype: str, name: str | None = None, backend: str | None = None) -> str:
-        """`name` and `backend`: the workload's and the backend's names where the spec holds references."""
-        return (f"{name or self.workload} {self.mode} {dtype} on {self.device} through {backend or self.backend} "
-                f"(preset {self.preset})")
-
-    def command(self) -> str:
-        dtype = f" --dtype {self.dtype}" if self.dtype else ""
-        return (f"irlens repro {self.workload} --backend {self.backend} --mode {self.mode}{dtype} "
-                f"--device {self.device} --preset {self.preset}")
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 
 from irlens.frontends.bindings import value_keys, workload_values
+from irlens.matrix.spec import CellSpec
 from irlens.numerics import judged_bounds, tolerance
-from irlens.repro.cell import CellSpec
 from irlens.repro.emit import JaxSection, ReproFile, TorchModel
 from irlens.repro.paths import ReproPath
 from irlens.repro.tensors import EMBED_MAX

@@ -22,7 +22,7 @@ import os
 import sys
 import textwrap
 
-from irlens.repro.cell import CellSpec
+from irlens.matrix.spec import CellSpec
 
 
 def record(spec: dict, directory: str, embed_max: int) -> dict:

@@ -17,7 +17,8 @@ from typing import Callable
 from irlens.errors import UsageError
 from irlens.isolation import CallFailed
 from irlens.numerics import tolerance
-from irlens.repro.cell import CellSpec, Outcome, run_file, worker_failure
+from irlens.matrix.spec import CellSpec
+from irlens.repro.cell import Outcome, run_file, worker_failure
 from irlens.repro.reduce import Runner
 from irlens.repro.tensors import EMBED_MAX
 from irlens.user_code import absolute_reference
@@ -98,7 +99,7 @@ def repro(spec: CellSpec, out: str, *, reduce: bool = False, slow: bool = False,
         log(f"[repro] writing {result.cell_file}")
         try:
             runner.call("irlens.repro.worker:write_cell_file", dict(
-                spec=dataclasses.asdict(spec), out=result.cell_file, notes=notes, embed_max=embed_max, timed=slow))
+                spec=spec.to_json(), out=result.cell_file, notes=notes, embed_max=embed_max, timed=slow))
         except CallFailed as e:
             raise ReproFailed(f"the cell's file could not be written: {worker_failure(e)}") from None
         if run:
@@ -119,7 +120,7 @@ def repro(spec: CellSpec, out: str, *, reduce: bool = False, slow: bool = False,
 def _dominant_kernel(runner, spec: CellSpec, out: str, log) -> dict:
     log("[repro] running the cell to find the kernel that dominates its time ...")
     try:
-        return runner.call("irlens.repro.worker:dominant_kernel", dict(spec=dataclasses.asdict(spec), directory=out))
+        return runner.call("irlens.repro.worker:dominant_kernel", dict(spec=spec.to_json(), directory=out))
     except CallFailed as e:
         return {"reason": f"the cell did not run: {worker_failure(e)}"}
 

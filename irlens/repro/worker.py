@@ -6,11 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from irlens.repro.cell import CellSpec
-
-
-def _spec(spec: dict) -> CellSpec:
-    return CellSpec(**spec)
+from irlens.matrix.spec import CellSpec
 
 
 def write_cell_file(spec: dict, out: str, notes: list[str], embed_max: int, timed: bool) -> None:
@@ -18,7 +14,7 @@ def write_cell_file(spec: dict, out: str, notes: list[str], embed_max: int, time
     from irlens.repro.cell_file import cell_file
     from irlens.repro.paths import find_backend
 
-    s = _spec(spec)
+    s = CellSpec.from_json(spec)
     path = find_backend(s.backend)[1]
     print(f"[irlens] repro: writing the file of {s.label(s.dtype or 'its dtype', backend=path.name)}", file=sys.stderr,
           flush=True)
@@ -47,7 +43,7 @@ def dominant_kernel(spec: dict, directory: str) -> dict:
     from irlens.timing import recording_device_time
     from irlens.models import resolve_workload
 
-    s = _spec(spec)
+    s = CellSpec.from_json(spec)
     backend, _ = find_backend(s.backend)
     inst = resolve_workload(s.workload).instantiate(s.preset, s.dtype, s.device)
     run = backend.run(inst, s.mode)  # Inductor and nvFuser time their own kernels

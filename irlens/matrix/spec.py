@@ -1,0 +1,82 @@
+"""One cell, as it travels: from the plan (or `irlens repro`, `irlens explain`) to a worker and back.
+
+A `CellSpec` names everything a process needs to run a cell: the workload's key (a built-in name
+or a `path/to/file.py:NAME` reference a worker resolves), the backend's, the acquiring frontend of
+a cross cell, mode, device, preset, dtype, the float32 precision policy and its timing settings.
+`validate` is the one check of its coordinates; `to_json`/`from_json` are how it crosses a process
+boundary (the worker's entry point: `irlens.cell_entry.run_spec`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from irlens.dtypes import COMPUTE_DTYPES
+from irlens.errors import UsageError
+from irlens.json_values import BadDocument, read_record
+from irlens.precision import DEFAULT as DEFAULT_PRECISION, check as check_precision
+from irlens.workload import MODES, PRESETS
+
+DEVICES = ("cpu", "cuda")
+ENTRY = "irlens.cell_entry:run_spec"  # the worker's one entry point for a cell (irlens.isolation calls it by name)
+
+
+def check_choice(kind: str, value: str, choices) -> None:
+    if value not in choices:
+        raise UsageError(f"unknown {kind} {value!r}; choose from: {', '.join(choices)}")
+
+
+def validate_coordinates(modes: Sequence[str], device: str, preset: str, dtype: str | None, precision: str) -> None:
+    """Raise a UsageError naming the first of them that does not exist (a device by its family: cuda:1 is cuda)."""
+    for mode in modes:
+        check_choice("mode", mode, MODES)
+    check_choice("device", device.split(":")[0], DEVICES)
+    check_choice("preset", preset, PRESETS)
+    if dtype is not None:
+        check_choice("dtype", dtype, COMPUTE_DTYPES)
+    check_precision(precision)
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    workload: str  # a built-in name or path/to/file.py:NAME (`<object>:NAME`: a Workload only this process has)
+    backend: str  # a registered name or path/to/file.py:NAME (a Backend instance)
+    mode: str = "fwd"
+    dtype: str | None = None  # None: the workload's own
+    device: str = "cpu"
+    preset: str = "tiny"
+    frontend: str | None = None  # a cross cell: the frontend whose graphs the backend executes; None: its own
+    precision: str = DEFAULT_PRECISION  # the float32 policy its processes compute under (irlens.precision)
+    # how long it may run: not which cell it is (a cell compiled ahead under one timeout is timed under another)
+    timeout_s: float | None = field(default=None, compare=False)
+    device_timing: bool = False  # also time its kernels on the device (CUDA; `irlens bench`)
+
+    def validate(self) -> None:
+        """Raise a UsageError on a mode, device, preset, dtype or precision policy that does not exist."""
+        validate_coordinates((self.mode,), self.device, self.preset, self.dtype, self.precision)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d, where: str = "the cell") -> "CellSpec":
+        """The spec `to_json` wrote; a BadDocument naming the field that is missing, unknown, of
+        the wrong type or not one of its choices."""
+        spec = read_record(cls, d, where, required=("workload", "backend"))
+        try:
+            spec.validate()
+        except UsageError as e:
+            raise BadDocument(f"{where}: {e}") from None
+        return spec
+
+    def label(self, dtype: str, name: str | None = None, backend: str | None = None) -> str:
+        """`name` and `backend`: the workload's and the backend's names where the spec holds references."""
+        return (f"{name or self.workload} {self.mode} {dtype} on {self.device} through {backend or self.backend} "
+                f"(preset {self.preset})")
+
+    def command(self) -> str:
+        """The `irlens repro` command line of this cell."""
+        dtype = f" --dtype {self.dtype}" if self.dtype else ""
+        return (f"irlens repro {self.workload} --backend {self.backend} --mode {self.mode}{dtype} "
+                f"--device {self.device} --preset {self.preset}")
