@@ -16,7 +16,8 @@ HELP = "GraphNet's samples through every stack: pass rates per source, GraphNet'
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--root", default=None, help="a GraphNet clone (or its samples/ folder, or one source's folder)")
+    p.add_argument("--root", default=None, help="a GraphNet clone (or its samples/ folder, or one source's folder) to run; default: none, "
+                        "then --from rebuilds a page")
     p.add_argument("--sources", type=csv, default=None,
                    help="comma-separated sources, the folders under samples/ (default: all)")
     p.add_argument("--max-elements", type=int, default=None,
@@ -28,7 +29,8 @@ def add_arguments(p) -> None:
                    help="a random draw of N of the selected samples (default: all of them)")
     p.add_argument("--seed", type=int, default=0, help="the draw's seed (default: 0)")
     p.add_argument("--shard", default=None, metavar="K/N",
-                   help="run shard K of N (0 <= K < N) of the selection: every N-th sample from the K-th")
+                   help="run shard K of N (0 <= K < N) of the selection: every N-th sample from the K-th "
+                        "(default: all of them)")
     p.add_argument("--backends", type=csv, default=None,
                    help="comma-separated (default: every backend available on the device)")
     add_modes_option(p)
@@ -44,9 +46,10 @@ def add_arguments(p) -> None:
                    help="cells not started within this many seconds are `unavailable` rows saying so (default: none)")
     p.add_argument("--out", default="irlens-graphnet",
                    help="folder for graphnet.md, graphnet.json, report.html (default: irlens-graphnet)")
-    p.add_argument("--json", default=None, help="also write the document here (.json or .json.gz)")
+    p.add_argument("--json", default=None, help="also write the document here (.json or .json.gz; default: only OUT/graphnet.json)")
     p.add_argument("--from", dest="from_", nargs="+", action="extend", default=[], metavar="RESULTS_JSON",
-                   help="rebuild the page from these documents (merged: a split run's shards) instead of running")
+                   help="rebuild the page from these documents (merged: a split run's shards) instead of running "
+                        "(default: run)")
     p.add_argument("--rerun", action="store_true",
                    help="with --from: a cell several documents hold takes the last one's row (default: an error)")
 
