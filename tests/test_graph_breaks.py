@@ -15,7 +15,7 @@ from irlens.backends import get_backend
 from irlens.cross import run_grid
 from irlens.errors import NoNativePath
 from irlens.frontends import get_frontend
-from irlens.frontends.bindings import program_for, run_program
+from irlens.frontends.bindings import program_for, run_program, stage_programs
 from irlens.frontends.thunder.capture import CAPTURE_ENV
 from irlens.interpret import interpret
 from irlens.lowering import LEVEL
@@ -68,6 +68,11 @@ def test_the_interpreter_runs_every_graph_with_the_python_between(mode):
     assert [s.stage.name for s in program.steps][::per_graph] == ["aot.forward", "aot.forward[1]", "aot.forward[2]"]
     wide = inst.cast("float64")  # float64 throughout: the interpreted graphs' floats are what the Python reads
     assert_matches_eager(interpreted(program, wide), wide, mode)
+
+
+def test_the_first_fx_graph_is_not_offered_as_a_program_of_the_whole():
+    inst, acq = acquired("fwd")
+    assert list(stage_programs(acq, inst)) == ["aot.forward"]  # the program of every graph, named by its first
 
 
 def test_other_inputs_trace_the_graphs_again():
@@ -153,6 +158,19 @@ def test_the_cross_grid_runs_dynamo_s_graphs_on_each_lowering():
     for row in doc.rows:
         assert row.status == "ok", f"{row.backend}: {row.reason}\n{row.detail}"
         assert [g.stage for g in row.lowered] == ["aot.forward", "aot.forward[1]", "aot.forward[2]"]
+
+
+def test_the_reducer_gets_every_graph_as_the_program_runs_it(tmp_path):
+    """`irlens repro`'s cases (irlens.repro.cases): one per graph, forward then the backward in
+    autograd's order, each with the values its inputs had there."""
+    from irlens.repro.cases import Case, prepare
+
+    cases = [Case(**c) for c in prepare(REF, "dynamo", "fwdbwd", None, "cpu", "tiny", str(tmp_path))]
+    assert [c.stage for c in cases] == ["aot.forward", "aot.forward[1]", "aot.forward[2]",
+                                        "aot.backward[2]", "aot.backward[1]", "aot.backward"]
+    for case in cases:
+        graph, values = case.graph(), torch.load(case.values_path, weights_only=True)
+        assert [t.name for t in graph.inputs] == list(values), case.stage
 
 
 # --- irlens dump: every graph -------------------------------------------------------------------

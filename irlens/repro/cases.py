@@ -87,24 +87,25 @@ def save_case(graph: Graph, inputs: dict, stage: str, graph_path: str, values_pa
 
 def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: str, preset: str,
             directory: str) -> list[dict]:
-    """Write one Case per step of the program into `directory`; returns them as JSON."""
-    from irlens.frontends.bindings import add_loss_and_cotangents, program_for, program_values
+    """Write one Case per step of the program into `directory`, in the order the program runs
+    them (after Dynamo's graph breaks, each graph as the program traces it); returns them as JSON."""
+    from irlens.frontends.bindings import program_for, run_program
     from irlens.frontends import get_frontend
     from irlens.lowering import LEVEL
     from irlens.models import resolve_workload
 
     inst = resolve_workload(workload).instantiate(preset, dtype, device)
     program = program_for(get_frontend(frontend).acquire(inst, mode), inst)
-    env = program_values(program, inst)
     cases = []
-    for index, step in enumerate(program.steps):
-        if step is program.backward:
-            add_loss_and_cotangents(inst, env)
+
+    def saved(step, values: list) -> list:  # the program's executor: each graph saved as a case, then computed
         graph = step.graph(LEVEL)
-        inputs = {t.name: declared(env[k], t.dtype) for k, t in zip(step.inputs, graph.inputs)}
-        values = all_values(graph, [inputs[t.name] for t in graph.inputs], device)
-        env.update({k: values[name] for k, name in zip(step.outputs, graph.outputs)
-                    if k is not None and isinstance(name, str)})
+        inputs = {t.name: declared(v, t.dtype) for t, v in zip(graph.inputs, values)}
+        computed = all_values(graph, [inputs[t.name] for t in graph.inputs], device)
+        index = len(cases)
         cases.append(save_case(graph, inputs, step.stage.name, os.path.join(directory, f"case{index}.json"),
                                os.path.join(directory, f"case{index}.values.pt")))
+        return [computed[name] if isinstance(name, str) else name for name in graph.outputs]
+
+    run_program(program, inst, saved)
     return cases
