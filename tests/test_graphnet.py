@@ -13,6 +13,7 @@ from irlens.graphnet.corpus import GraphNetConfig, find_samples, select
 from irlens.models import resolve_workload
 from irlens.models.graphnet import BadSample, read_meta, sample_workload
 from irlens.models.graphnet.devices import for_device
+from irlens.models.graphnet.meta import sizes
 from tests.graphnet_samples import EMBEDDING_META, LINEAR_META, embedding_int, linear_cuda, meta_text, write_sample
 
 
@@ -21,6 +22,7 @@ def test_meta_sizes_without_running(tmp_path):
     assert meta.elements == 3 * 5 + 4 * 5 + 4 + 4
     assert meta.bytes == 4 * meta.elements
     assert meta.tensors["L_self_parameters_bias_"].data == (0.5, -0.25, 0.0, 1.0)
+    assert sizes(meta.path) == (meta.elements, meta.bytes)  # the corpus's quick read of the same files
 
 
 def test_weights_are_parameters_and_buffers_inputs_are_arguments(tmp_path):

@@ -20,8 +20,8 @@ from irlens.backends import get_backend
 from irlens.errors import UsageError
 from irlens.matrix import Document, plan_matrix, run_plan
 from irlens.matrix.row import Row
-from irlens.models.graphnet import (PREFIX, SAMPLES, BadSample, missing_files, read_meta, sample_dirs,
-                                    sample_workload)
+from irlens.models.graphnet import PREFIX, SAMPLES, BadSample, missing_files, sample_dirs, sample_workload
+from irlens.models.graphnet.meta import sizes
 from irlens.workload import MODES
 from irlens.zoo_run import shard_of, zoo_backends
 
@@ -83,8 +83,7 @@ def find_samples(root: Path) -> list[Sample]:
             sample.problem = f"missing from this copy: {', '.join(missing)}"
         else:
             try:
-                meta = read_meta(d)
-                sample.elements, sample.bytes = meta.elements, meta.bytes
+                sample.elements, sample.bytes = sizes(d)
             except BadSample as e:
                 sample.problem = str(e)
         found.append(sample)

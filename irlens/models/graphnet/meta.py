@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +88,30 @@ def read_meta(path: Path) -> SampleMeta:
             for t in _tensors(path / file):
                 tensors[t.name] = t
     return SampleMeta(path, tensors)
+
+
+_SHAPE = re.compile(r"^\s+shape = \[([^\]]*)\]", re.M)
+_DTYPE = re.compile(r"^\s+dtype = [\"'](?:torch\.)?([a-z0-9_]+)[\"']", re.M)
+
+
+def sizes(path: Path) -> tuple[int, int]:
+    """(elements, bytes) of the tensors the meta files describe, read from their `shape` and `dtype`
+    lines alone: a corpus of thousands of samples holds hundreds of MB of meta, which `read_meta`
+    parses whole. BadSample where the lines do not pair up or name an unknown dtype."""
+    elements = nbytes = 0
+    for file in (WEIGHT_META, INPUT_META):
+        if not (Path(path) / file).is_file():
+            continue
+        text = (Path(path) / file).read_text()
+        shapes, dtypes = _SHAPE.findall(text), _DTYPE.findall(text)
+        if len(shapes) != len(dtypes) or len(shapes) != text.count("\nclass ") + text.startswith("class "):
+            raise BadSample(f"{Path(path) / file}: its classes do not each give one shape and one dtype")
+        for shape, dtype in zip(shapes, dtypes):
+            if dtype not in TORCH_DTYPES:
+                raise BadSample(f"{Path(path) / file}: unknown dtype 'torch.{dtype}'")
+            n = math.prod(int(d) for d in shape.split(",") if d.strip())
+            elements, nbytes = elements + n, nbytes + n * TORCH_DTYPES[dtype].itemsize
+    return elements, nbytes
 
 
 def read_source(path: Path) -> str:
