@@ -270,8 +270,7 @@ def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: Benc
         left = None if budget_s is None else max(budget_s - (time.time() - saved.started), 0.0)
 
         def finished(cell, row: Row, plan: Plan = plan) -> None:
-            row.dtype = plan.dtype
-            row.must = musts[(row.workload, row.mode, plan.dtype)]
+            row.dtype, row.must = plan.dtype, musts[(row.workload, row.mode, plan.dtype)]
             annotate_kernels(row)
             saved.add(plan, cell, row)
             after_row()

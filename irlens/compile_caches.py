@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import sys
 import uuid
 from pathlib import Path
@@ -94,7 +95,10 @@ class Caches:
         """nvFuser kernels this run's workers compiled, added to the shared database (call it
         when none of them runs); how many. A merge that fails is a warning, and the database is
         off for the rest of the run; the workers' copies are removed either way."""
-        if self.root is None or not os.environ.get(NVFUSER_RUN_ENV):
+        if self.root is None:
+            return 0
+        if not os.environ.get(NVFUSER_RUN_ENV):  # turned off during the run: its copies are not kept
+            shutil.rmtree(self.root / "nvfuser" / kernel_db.RUNS / self.run, ignore_errors=True)
             return 0
         try:
             return kernel_db.merge(self.root / "nvfuser", self.run)

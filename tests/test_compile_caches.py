@@ -7,7 +7,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
