@@ -16,7 +16,6 @@ from irlens.cross import run_grid
 from irlens.errors import NoNativePath
 from irlens.frontends import get_frontend
 from irlens.frontends.bindings import program_for, run_program, stage_programs
-from irlens.frontends.thunder.capture import CAPTURE_ENV
 from irlens.interpret import interpret
 from irlens.lowering import LEVEL
 from irlens.matrix import run_matrix
@@ -222,8 +221,7 @@ def region_headers(out: str) -> list[tuple[str, str, str]]:
     return re.findall(r"^# (\S+): region \d of \d \((\S+)\), (Thunder's|left to Inductor)", out, re.M)
 
 
-def test_thunderfx_common_view_shows_each_region(capsys, monkeypatch):
-    monkeypatch.delenv(CAPTURE_ENV, raising=False)
+def test_thunderfx_common_view_shows_each_region(capsys):
     out = dump(capsys, "tests/thunderfx_models.py:erfcx_between", "--frontend", "thunder", "--thunder-capture",
                "thunderfx", "--view", "common")
     assert region_headers(out) == [("thunderfx.g0.thunder_0.trace[0]", "g0.thunder_0", "Thunder's"),
@@ -235,17 +233,15 @@ def test_thunderfx_common_view_shows_each_region(capsys, monkeypatch):
 
 
 @pytest.mark.slow
-def test_thunderfx_common_view_of_a_model_thunder_jit_cannot_trace(capsys, monkeypatch):
+def test_thunderfx_common_view_of_a_model_thunder_jit_cannot_trace(capsys):
     """transformers' Llama: thunder.jit fails on it, ThunderFX takes it (tests/thunderfx_models.py)."""
-    monkeypatch.delenv(CAPTURE_ENV, raising=False)
     out = dump(capsys, "tests/thunderfx_models.py:llama", "--frontend", "thunder", "--view", "common")
     regions = region_headers(out)
     assert len(regions) >= 2 and {taken for _, _, taken in regions} == {"Thunder's", "left to Inductor"}
     assert out.count("\ngraph tiny_llama [") == len(regions) and "unknown:" not in out
 
 
-def test_a_split_s_native_view_is_still_its_summary(capsys, monkeypatch):
-    monkeypatch.delenv(CAPTURE_ENV, raising=False)
+def test_a_split_s_native_view_is_still_its_summary(capsys):
     out = dump(capsys, "tests/thunderfx_models.py:erfcx_between", "--frontend", "thunder", "--thunder-capture",
                "thunderfx")
     assert out.startswith("ThunderFX split erfcx_between into 3 region(s)") and not region_headers(out)
