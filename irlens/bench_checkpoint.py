@@ -17,8 +17,8 @@ from irlens.ceilings_cache import driver_version
 from irlens.matrix import Document, Plan, Row
 from irlens.matrix.document import device_name, versions
 from irlens.matrix.execution import cell_row
-from irlens.matrix.plan import Cell
 from irlens.matrix.row import STOPPED_PHASE
+from irlens.matrix.spec import CellSpec
 from irlens.reporting.roofline import apply_roofline
 
 NOT_REACHED = "not run: the run had not reached it when this document was written"
@@ -29,7 +29,7 @@ class Checkpoint:
 
     def __init__(self, plans: list[Plan], save, started: float):
         self.plans, self.save, self.started = plans, save, started
-        self.finished: dict[tuple[str, Cell], Row] = {}
+        self.finished: dict[tuple[str, CellSpec], Row] = {}
         self.measured: Ceilings | None = None
         self._header: tuple | None = None
         self._lock = threading.RLock()  # a document is made and written under it: the last one written is the newest
@@ -39,7 +39,7 @@ class Checkpoint:
         self.measured = measured
         self.write()
 
-    def add(self, plan: Plan, cell: Cell, row: Row) -> None:
+    def add(self, plan: Plan, cell: CellSpec, row: Row) -> None:
         """A finished row (annotated: its dtype, its work, its kernels' times), then the document."""
         with self._lock:
             self.finished[(plan.dtype, cell)] = row
@@ -76,7 +76,7 @@ class Checkpoint:
                 f"rows that finished and {cells - done} not run (`irlens bench --rerun` on it runs them)")
 
 
-def _not_run(plan: Plan, cell: Cell, reason: str) -> Row:
+def _not_run(plan: Plan, cell: CellSpec, reason: str) -> Row:
     row = cell_row(plan, cell).unavailable(STOPPED_PHASE, reason)
     row.dtype, row.preset = plan.dtype, plan.preset
     return row

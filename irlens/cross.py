@@ -25,14 +25,12 @@ from __future__ import annotations
 import dataclasses
 
 from irlens.backends import BACKENDS, get_backend
+from irlens.cell_entry import run_spec
 from irlens.frontends import get_frontend
-from irlens.ir import jsonable
 from irlens.matrix import DEFAULT_TIMEOUT_S, Document, Plan, plan_matrix, run_plan
-from irlens.matrix.cell import run_cell
 from irlens.matrix.plan import split
 from irlens.matrix.references import Reference
-from irlens.matrix.row import CROSS
-from irlens.models import resolve_workload
+from irlens.matrix.spec import CellSpec
 from irlens.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.registry import UnknownName
 
@@ -76,10 +74,8 @@ def run_cross(workloads=None, modes=None, device: str = "cpu", preset: str = "ti
 def cell(workload: str, acquired_by: str, executed_by: str, mode: str, device: str, preset: str,
          dtype: str | None, reference_path: str | None, reference: Reference | None = None) -> dict:
     """One cell in this process, as its JSON row; every exception becomes the row's status."""
-    reference = reference or Reference.load(reference_path, device)
-    row = run_cell(resolve_workload(workload), get_backend(executed_by), mode, device, preset, dtype, reference,
-                   frontend=acquired_by, workload_key=workload, reference_path=reference_path)
-    return jsonable(row.to_json(CROSS), finite=True)
+    spec = CellSpec(workload, executed_by, mode, dtype, device, preset, frontend=acquired_by)
+    return run_spec(spec.to_json(), "cross", reference_path=reference_path, reference=reference)
 
 
 def format_grid(doc: Document) -> str:

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from irlens.backends import Backend
 from irlens.errors import UsageError
 from irlens.ir import Graph, Kernel, Node, TensorMeta
+from irlens.matrix.spec import ENTRY, CellSpec
 from irlens.ops import REDUCTION, category
+from irlens.workload import Workload
 
 # Composite ops that reduce inside: the dim attribute they reduce over.
 REDUCING_COMPOSITES = {"softmax": "dim", "log_softmax": "dim", "mean": "dims", "var": "dims",
@@ -197,9 +200,6 @@ def find_kernel(kernels: list[Kernel], key: str | int) -> int:
 
 # --- the run: in a worker, as a compare cell runs -------------------------------------------------
 
-WORKER_ENTRY = "irlens.explain:backend_run_in_worker"
-
-
 @dataclass
 class ExplainedRun:
     """What `explain_run` reads of a backend's run (a BackendRun has the same fields)."""
@@ -211,31 +211,24 @@ class ExplainedRun:
     threads: int
 
 
-def backend_run_in_worker(workload: str, backend: str, mode: str, device: str, preset: str,
-                          dtype: str | None) -> dict:
-    """(in a worker) One run of `workload` through `backend`, as JSON: its kernels with their source."""
+def backend_run_record(spec: CellSpec, wl: Workload, backend: Backend) -> dict:
+    """(a worker: irlens.cell_entry's `explain`) One run of the cell, as JSON: its kernels with their source."""
     import torch
 
-    from irlens.backends import get_backend
-    from irlens.models import resolve_workload
-
-    inst = resolve_workload(workload).instantiate(preset, dtype, device)
-    run = get_backend(backend).run(inst, mode)  # a name, or a path/to/file.py:NAME reference
+    run = backend.run(wl.instantiate(spec.preset, spec.dtype, spec.device), spec.mode)
     return {"kernels": [k.to_json(with_source=True) for k in run.kernels], "graphs": [g.to_json() for g in run.graphs],
             "unmapped": run.unmapped, "run_us": run.run_us, "threads": torch.get_num_threads()}
 
 
-def run_as_compare_does(workload: str, backend: str, mode: str, device: str, preset: str, dtype: str | None,
-                        timeout: float) -> ExplainedRun:
-    """The backend's run in a worker process whose thread pools are sized as `irlens compare
-    --jobs 1` sizes its workers' (`isolation.worker_threads`): so a kernel's time here is the one
-    compare and its report give, not a reading of this process's pools fighting over the cores."""
+def run_as_compare_does(spec: CellSpec) -> ExplainedRun:
+    """The cell's run (within `spec.timeout_s`) in a worker process whose thread pools are sized as
+    `irlens compare --jobs 1` sizes its workers' (`isolation.worker_threads`): so a kernel's time here
+    is the one compare and its report give, not a reading of this process's pools fighting over the cores."""
     from irlens.isolation import WorkerSession, worker_threads
     from irlens.matrix.records import KernelRecord
 
-    with WorkerSession(("irlens.explain", "irlens.backends", "irlens.models"), threads=worker_threads(2)) as session:
-        record = session.call(WORKER_ENTRY, {"workload": workload, "backend": backend, "mode": mode, "device": device,
-                                             "preset": preset, "dtype": dtype}, timeout)
+    with WorkerSession(("irlens.cell_entry", "irlens.backends", "irlens.models"), threads=worker_threads(2)) as session:
+        record = session.call(ENTRY, {"spec": spec.to_json(), "what": "explain"}, spec.timeout_s)
     return ExplainedRun([KernelRecord.from_json(k, "the explain worker's kernel") for k in record["kernels"]],
                         [Graph.from_json(g) for g in record["graphs"]], record["unmapped"], record["run_us"],
                         record["threads"])

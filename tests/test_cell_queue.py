@@ -4,11 +4,11 @@ same, next reference."""
 import threading
 
 from irlens.matrix.cell_queue import CellQueue
-from irlens.matrix.plan import Cell
+from irlens.matrix.spec import CellSpec
 
 WORKLOADS, BACKENDS = ("a", "b", "c"), ("eager", "inductor", "xla")
 # a run's order: backend-major (a worker serves consecutive cells of one backend)
-ORDER = [Cell(w, "fwd", b) for b in BACKENDS for w in WORKLOADS]
+ORDER = [CellSpec(w, b) for b in BACKENDS for w in WORKLOADS]
 
 
 def queue(ready: set[str]) -> CellQueue:
@@ -24,7 +24,7 @@ def test_waiting_threads_all_wait_for_the_first_reference():
 
 def test_a_waiting_thread_keeps_its_worker():
     q = queue(ready=set())
-    assert q.take(Cell("c", "fwd", "inductor")) == Cell("a", "fwd", "inductor")  # the next reference, same backend
+    assert q.take(CellSpec("c", "inductor")) == CellSpec("a", "inductor")  # the next reference, same backend
 
 
 def test_a_closed_queue_hands_out_nothing():
@@ -36,10 +36,10 @@ def test_a_closed_queue_hands_out_nothing():
 def test_a_ready_cell_of_the_threads_own_backend_comes_first():
     q = queue(ready={"a", "b"})
     first = q.take()
-    assert first == Cell("a", "fwd", "eager")
-    assert q.take(first) == Cell("b", "fwd", "eager")  # the same worker: no new process
-    assert q.take(Cell("b", "fwd", "eager")) == Cell("a", "fwd", "inductor")  # eager's c not ready: another ready one
-    assert q.take(Cell("a", "fwd", "xla")) == Cell("a", "fwd", "xla")
+    assert first == CellSpec("a", "eager")
+    assert q.take(first) == CellSpec("b", "eager")  # the same worker: no new process
+    assert q.take(CellSpec("b", "eager")) == CellSpec("a", "inductor")  # eager's c not ready: another ready one
+    assert q.take(CellSpec("a", "xla")) == CellSpec("a", "xla")
 
 
 def test_every_cell_is_taken_once_by_concurrent_threads():

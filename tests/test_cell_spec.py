@@ -70,3 +70,31 @@ def test_the_stacks_and_the_spec_import_no_orchestration():
     assert {m: t for m, t in stacks.items() if t} == {}
     assert edges["irlens.matrix.spec"] <= {"irlens.dtypes", "irlens.errors", "irlens.json_values", "irlens.precision",
                                            "irlens.workload"}
+
+
+def test_the_plans_specs_are_what_the_command_line_asked_for():
+    """`irlens compare` as its parser reads it, planned as the command plans it: one spec per
+    workload x mode x backend, each carrying every setting given, and each one the worker reads back."""
+    from irlens.cli import build_parser
+    from irlens.cli.command import options
+    from irlens.cli.compare import CompareOptions
+    from irlens.matrix import plan_matrix
+
+    args = build_parser().parse_args(["compare", "--workloads", "gelu,block", "--backends", "eager,inductor",
+                                      "--mode", "fwdbwd", "--dtype", "bfloat16", "--preset", "bench", "--tf32",
+                                      "--timeout", "42"])
+    o = options(CompareOptions, args)
+    plan = plan_matrix(o.workloads, o.backends, o.modes, o.device, o.preset, o.dtype, precision=o.precision)
+    cells = plan.cells(o.timeout)
+    assert [c.to_json() for c in cells] == [
+        CellSpec(w, b, "fwdbwd", "bfloat16", "cpu", "bench", precision="tf32", timeout_s=42.0).to_json()
+        for w in ("gelu", "block") for b in ("eager", "inductor")]
+    assert [CellSpec.from_json(json.loads(json.dumps(c.to_json()))) for c in cells] == cells
+
+
+def test_a_cross_plans_specs_name_the_acquiring_frontend():
+    from irlens.cross import plan_cross
+
+    cells = plan_cross(["gelu"], ["fwd"], acquired_by=["dynamo", "jax"], executed_by=["inductor"]).cells()
+    assert [(c.workload, c.frontend, c.backend, c.mode) for c in cells] == [("gelu", "dynamo", "inductor", "fwd"),
+                                                                            ("gelu", "jax", "inductor", "fwd")]

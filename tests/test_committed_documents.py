@@ -54,7 +54,7 @@ def test_a_committed_document_reads_as_typed_records(name):
 
 
 def test_result_checks_cross_from_a_worker_and_into_a_document_the_same():
-    """A worker's row (irlens.matrix.cell.cell_in_worker) and a document both write NaN/Inf as null:
+    """A worker's row (irlens.matrix.cell.cell_record) and a document both write NaN/Inf as null:
     each reads back as inf, not as a result that was not compared."""
     from irlens.ir import jsonable
     from irlens.matrix.row import COMPARE, Row

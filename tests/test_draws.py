@@ -9,7 +9,7 @@ import torch
 from irlens.backends.base import Backend, BackendRun, keep_step, measure
 from irlens.frontends.base import Availability
 from irlens.matrix import Document, format_table
-from irlens.matrix.cell import run_cell
+from cell_runs import run_in_process
 from irlens.matrix.draws import DRAWS, DrawErrors, judge_draws
 from irlens.matrix.references import compute_reference
 from irlens.numerics import tolerance
@@ -125,7 +125,7 @@ def case(request):
 
 def _cell(case, backend: Backend, timeout_s: float | None = None):
     wl, reference, _ = case
-    return run_cell(wl, backend, "fwd", "cpu", "tiny", None, reference, timeout_s=timeout_s)
+    return run_in_process(wl, backend, "fwd", "cpu", "tiny", None, reference, timeout_s=timeout_s)
 
 
 def test_a_cell_past_its_bound_on_its_own_inputs_alone_is_ok_over_the_draws_and_says_so(case):
@@ -182,12 +182,12 @@ def test_a_float32_mismatch_on_an_ill_conditioned_result_is_judged_over_draws():
     own = reference.eager_errors["out0"]
     assert own > tolerance("float32", "fwd")  # ill-conditioned: eager itself is past the flat tolerance
     bound = 2 * own + 1e-5  # float32's k and floor, not capped (irlens.numerics.CRITERIA)
-    row = run_cell(wl, Pushed(reference.inputs[0], ((1.02 * bound) ** 2 - own ** 2) ** 0.5), "fwd", "cpu", "tiny",
+    row = run_in_process(wl, Pushed(reference.inputs[0], ((1.02 * bound) ** 2 - own ** 2) ** 0.5), "fwd", "cpu", "tiny",
                    "float32", reference)
     assert "out0" in row.ill_conditioned
     assert row.status == "ok", row.reason
     assert row.notes["draws"]["verdict"] == "ok" and row.notes["draws"]["own_inputs"].startswith("out0: rel err ")
-    wrong = run_cell(wl, Pushed(reference.inputs[0], 0.05, nan_elsewhere=True), "fwd", "cpu", "tiny", "float32",
+    wrong = run_in_process(wl, Pushed(reference.inputs[0], 0.05, nan_elsewhere=True), "fwd", "cpu", "tiny", "float32",
                      reference)
     assert wrong.status == "mismatch" and wrong.notes["draws"]["verdict"] == "mismatch"
 
@@ -195,5 +195,5 @@ def test_a_float32_mismatch_on_an_ill_conditioned_result_is_judged_over_draws():
 def test_a_float32_mismatch_is_not_judged_over_draws():
     wl = _workload()
     reference = compute_reference(wl, "fwd", "cpu", "tiny", "float32")
-    row = run_cell(wl, Pushed(reference.inputs[0], 0.05), "fwd", "cpu", "tiny", "float32", reference)
+    row = run_in_process(wl, Pushed(reference.inputs[0], 0.05), "fwd", "cpu", "tiny", "float32", reference)
     assert row.status == "mismatch" and "draws" not in row.notes

@@ -12,7 +12,7 @@ import torch
 from irlens.backends import get_backend
 from irlens.backends.base import Backend, BackendRun
 from irlens.frontends.base import Availability
-from irlens.matrix.cell import run_cell
+from cell_runs import run_in_process
 from irlens.matrix.references import compute_reference
 from irlens.workload import Workload, run_eager
 
@@ -57,7 +57,7 @@ def test_a_bfloat16_mismatch_that_rounding_as_eager_fixes_says_so_and_stays_a_mi
     wl = _workload()
     reference = compute_reference(wl, "fwd", "cpu", "tiny", "bfloat16")
     backend = OffUnlessRounding()
-    row = run_cell(wl, backend, "fwd", "cpu", "tiny", "bfloat16", reference)
+    row = run_in_process(wl, backend, "fwd", "cpu", "tiny", "bfloat16", reference)
     assert row.status == "mismatch" and backend.runs == 2
     assert "with eager's roundings (off_unless_rounding asked to round" in row.reason
     assert "it is within the bound" in row.notes["eager_roundings"]
@@ -67,12 +67,12 @@ def test_a_mismatch_rounding_does_not_fix_says_that_and_float32_is_not_rerun():
     wl = _workload()
     reference = compute_reference(wl, "fwd", "cpu", "tiny", "bfloat16")
     honest = OffUnlessRounding(honest=True)
-    row = run_cell(wl, honest, "fwd", "cpu", "tiny", "bfloat16", reference)
+    row = run_in_process(wl, honest, "fwd", "cpu", "tiny", "bfloat16", reference)
     assert row.status == "mismatch" and honest.runs == 2
     assert row.notes["eager_roundings"].startswith("with eager's roundings too: out0: rel err")
     for backend in (OffUnlessRounding(), OffUnlessRounding(rounding=False)):
         dtype = "float32" if backend.rounding else "bfloat16"
-        row = run_cell(wl, backend, "fwd", "cpu", "tiny", dtype, compute_reference(wl, "fwd", "cpu", "tiny", dtype))
+        row = run_in_process(wl, backend, "fwd", "cpu", "tiny", dtype, compute_reference(wl, "fwd", "cpu", "tiny", dtype))
         assert row.status == "mismatch" and backend.runs == 1 and "eager_roundings" not in row.notes
 
 
@@ -87,7 +87,7 @@ class FailsRounding(OffUnlessRounding):
 
 def test_a_recheck_that_fails_leaves_the_mismatch_and_says_why():
     wl = _workload()
-    row = run_cell(wl, FailsRounding(), "fwd", "cpu", "tiny", "bfloat16",
+    row = run_in_process(wl, FailsRounding(), "fwd", "cpu", "tiny", "bfloat16",
                    compute_reference(wl, "fwd", "cpu", "tiny", "bfloat16"))
     assert row.status == "mismatch" and row.reason.startswith("out0: rel err")
     assert row.notes["eager_roundings"] == ("the recheck with eager's roundings failed: RuntimeError: "

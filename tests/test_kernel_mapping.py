@@ -61,12 +61,12 @@ def test_a_cell_whose_kernels_cannot_be_mapped_keeps_its_verdict_in_every_output
 
 def _gelu_row(backend_name: str):
     from irlens.backends import get_backend
-    from irlens.matrix.cell import run_cell
+    from cell_runs import run_in_process
     from irlens.matrix.references import compute_reference
     from irlens.models import get_workload
 
     wl = get_workload("gelu")
-    return run_cell(wl, get_backend(backend_name), "fwd", "cpu", "tiny", None,
+    return run_in_process(wl, get_backend(backend_name), "fwd", "cpu", "tiny", None,
                     compute_reference(wl, "fwd", "cpu", "tiny", None))
 
 

@@ -18,7 +18,7 @@ from irlens.backends import get_backend
 from irlens.backends.base import Backend, BackendRun
 from irlens.frontends.base import Availability
 from irlens.matrix import Document, format_table
-from irlens.matrix.cell import run_cell
+from cell_runs import run_in_process
 from irlens.matrix.references import Reference, ReferenceFailed, compute_reference, reference_in_worker
 from irlens.numerics import rel_err, tolerance
 from irlens.workload import Workload, run_eager
@@ -68,11 +68,11 @@ def test_a_graph_with_float16_inside_is_judged_against_eager_as_the_cells_run_it
     assert reference.dtype == "float32" and reference.eager_errors is None
     assert reference.fallback.startswith("float64 failed: RuntimeError: ")
     assert reference.inputs[1].dtype == torch.float16
-    eager = run_cell(wl, get_backend("eager"), mode, "cpu", "tiny", "float32", reference)
+    eager = run_in_process(wl, get_backend("eager"), mode, "cpu", "tiny", "float32", reference)
     assert eager.status == "ok", eager.reason
     assert eager.reference_dtype == "float32" and eager.reference_fallback == reference.fallback
     assert eager.allowed == tolerance("float32", mode)  # eager's own error is not known: the flat tolerance
-    off = run_cell(wl, Pushed(10 * tolerance("float32", mode)), mode, "cpu", "tiny", "float32", reference)
+    off = run_in_process(wl, Pushed(10 * tolerance("float32", mode)), mode, "cpu", "tiny", "float32", reference)
     assert off.status == "mismatch" and off.reason.startswith("out0: rel err ")
     table = format_table(Document(kind="compare", rows=[eager, off]))
     assert "judged against eager float32, not float64" in table and "float64 failed: RuntimeError" in table
@@ -119,7 +119,7 @@ def test_a_graph_failing_only_in_float64_keeps_a_half_precision_run_judged_again
         wl = Workload.from_module("no_double", NoDouble(), ((8, 32),), dtype="bfloat16")
     reference = compute_reference(wl, "fwd", "cpu", "tiny", None)
     assert reference.dtype == "float32" and reference.fallback == "float64 failed: RuntimeError: no float64 kernel"
-    eager = run_cell(wl, get_backend("eager"), "fwd", "cpu", "tiny", None, reference)
+    eager = run_in_process(wl, get_backend("eager"), "fwd", "cpu", "tiny", None, reference)
     assert eager.status == "ok" and 0 < eager.eager_err == eager.results["out0"].eager_err
     assert eager.reference_dtype == "float32"
 

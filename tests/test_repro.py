@@ -128,11 +128,11 @@ def reduced(tmp_path_factory):
 
 
 def cell_row(backend: Backend, mode: str = "fwd"):
-    from irlens.matrix.cell import run_cell
+    from cell_runs import run_in_process
     from irlens.matrix.references import compute_reference
 
     reference = compute_reference(tanh_exp, mode, "cpu", "tiny", None)
-    return run_cell(tanh_exp, backend, mode, "cpu", "tiny", None, reference)
+    return run_in_process(tanh_exp, backend, mode, "cpu", "tiny", None, reference)
 
 
 # --- the pieces ----------------------------------------------------------------------------

@@ -307,12 +307,12 @@ def test_kernels_above_the_ceiling_are_flagged_in_every_output(tmp_path):
     them (and high enough that they do not): flagged in the row's JSON, the bench table, the
     report's kernel table, and left out of its charts; none flagged where none exceed."""
     from irlens.backends import get_backend
-    from irlens.matrix.cell import run_cell
+    from cell_runs import run_in_process
     from irlens.matrix.references import compute_reference
 
     wl = resolve_workload("tinyhead")
     ref = compute_reference(wl, "fwd", "cpu", "tiny", "float32")
-    row = run_cell(wl, get_backend("inductor"), "fwd", "cpu", "tiny", "float32", ref)
+    row = run_in_process(wl, get_backend("inductor"), "fwd", "cpu", "tiny", "float32", ref)
     assert row.status == "ok" and all(k.bytes for k in row.kernels)
     row.dtype = "float32"
     for memory_gbps, flagged in ((1e-6, len(row.kernels)), (1e9, 0)):

@@ -20,7 +20,7 @@ from irlens.backends import get_backend
 from irlens.backends.base import Backend, BackendRun
 from irlens.frontends.base import Availability
 from irlens.matrix import Document, format_table, plan_matrix, read_document, run_plan, write_document
-from irlens.matrix.cell import run_cell
+from cell_runs import run_in_process
 from irlens.matrix.references import compute_reference
 from irlens.numerics import allowed_error, compare_results, noise_scales, tolerance, unit_roundoff
 from irlens.reporting import build_report, render_markdown
@@ -130,14 +130,14 @@ def test_a_buffer_the_backend_did_not_update_is_a_wrong_value_not_missing_output
     wl = _bn_workload()
     reference = compute_reference(wl, mode, "cpu", "tiny", None)
     assert {"buffer:1.running_mean", "buffer:1.running_var"} <= set(reference.results)
-    row = run_cell(wl, FrozenStatistics(), mode, "cpu", "tiny", None, reference)
+    row = run_in_process(wl, FrozenStatistics(), mode, "cpu", "tiny", None, reference)
     assert row.status == "mismatch" and "missing" not in row.reason
     assert ("buffer:1.running_mean, buffer:1.running_var not updated (the backend left them as they were): "
             "rel err up to ") in row.reason
     # judged as the values the buffers had before the step: the initial zeros are 100 % off
     assert row.results["buffer:1.running_mean"].err == 1.0
     assert row.results["buffer:1.num_batches_tracked"].err == 0.0  # the count it did update
-    eager = run_cell(wl, get_backend("eager"), mode, "cpu", "tiny", None, reference)
+    eager = run_in_process(wl, get_backend("eager"), mode, "cpu", "tiny", None, reference)
     assert eager.status == "ok", eager.reason
 
 
@@ -257,13 +257,13 @@ def test_a_bias_gradient_cancelled_by_a_train_mode_batchnorm_is_judged_by_its_si
     u = unit_roundoff("float32")
     assert bias.norm() < u * weight.norm()  # noise-sized in float64 beside the weight's gradient
     assert list(noise_scales(reference.results, "float32")) == ["grad:fc.bias"]
-    eager = run_cell(wl, get_backend("eager"), "fwdbwd", "cpu", "tiny", None, reference)
+    eager = run_in_process(wl, get_backend("eager"), "fwdbwd", "cpu", "tiny", None, reference)
     assert eager.status == "ok", eager.reason
     assert eager.ill_conditioned["grad:fc.bias"].startswith("noise-sized: the float64 gradient vanishes beside ")
     eager_abs = reference.eager_errors["grad:fc.bias"] * bias.norm().item()  # eager's own float32 noise
     # fifty times eager's noise: past the relative bound the verdicts had (noise over noise), still
     # noise beside the weight's gradient
-    noisy = run_cell(wl, NoisyBias(50 * eager_abs), "fwdbwd", "cpu", "tiny", None, reference)
+    noisy = run_in_process(wl, NoisyBias(50 * eager_abs), "fwdbwd", "cpu", "tiny", None, reference)
     relative_bound = allowed_error("float32", "fwdbwd", reference.eager_errors["grad:fc.bias"],
                                    reference.conditions["grad:fc.bias"], ill=True).value
     assert noisy.results["grad:fc.bias"].err > relative_bound
@@ -271,7 +271,7 @@ def test_a_bias_gradient_cancelled_by_a_train_mode_batchnorm_is_judged_by_its_si
     assert noisy.results["grad:fc.bias"].allowed == pytest.approx(
         tolerance("float32", "fwdbwd") * weight.norm().item() / bias.norm().item())
     # off by a few times the flat tolerance of the weight's gradient: wrong, whatever its relative error
-    wrong = run_cell(wl, NoisyBias(4 * tolerance("float32", "fwdbwd") * weight.norm().item()), "fwdbwd", "cpu",
+    wrong = run_in_process(wl, NoisyBias(4 * tolerance("float32", "fwdbwd") * weight.norm().item()), "fwdbwd", "cpu",
                      "tiny", None, reference)
     assert wrong.status == "mismatch"
     assert wrong.reason.startswith("grad:fc.bias: rel err ") and "of its module's largest gradient norm" in wrong.reason

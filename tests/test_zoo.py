@@ -22,7 +22,7 @@ from irlens.errors import UsageError
 from irlens.frontends.base import Availability
 from irlens.interpret import interpret
 from irlens.matrix import Document, plan_matrix, read_document, run_plan, write_document
-from irlens.matrix.cell import run_cell
+from cell_runs import run_in_process
 from irlens.matrix.execution import BUDGET_PHASE, STARVED_PHASE
 from irlens.matrix.references import compute_reference, gradient_conditions
 from irlens.matrix.records import ResultCheck
@@ -213,13 +213,13 @@ def test_an_ill_conditioned_check_judges_against_eager_and_still_catches_a_backe
     is one off on a well-conditioned result."""
     wl = _bn_workload()
     reference = compute_reference(wl, "fwdbwd", "cpu", "tiny", None)
-    eager = run_cell(wl, get_backend_eager(), "fwdbwd", "cpu", "tiny", None, reference)
+    eager = run_in_process(wl, get_backend_eager(), "fwdbwd", "cpu", "tiny", None, reference)
     assert eager.status == "ok", eager.reason
     assert "vanishes" in eager.results["grad:0.bias"].ill_conditioned
     assert eager.results["grad:0.bias"].err > 1e-3  # float32 noise against a true zero: no flat tolerance holds
-    off_bias = run_cell(wl, _Perturbed("grad:0.bias", 1e-3), "fwdbwd", "cpu", "tiny", None, reference)
+    off_bias = run_in_process(wl, _Perturbed("grad:0.bias", 1e-3), "fwdbwd", "cpu", "tiny", None, reference)
     assert off_bias.status == "mismatch" and "grad:0.bias" in off_bias.reason
-    off_weight = run_cell(wl, _Perturbed("grad:0.weight", 1e-3), "fwdbwd", "cpu", "tiny", None, reference)
+    off_weight = run_in_process(wl, _Perturbed("grad:0.weight", 1e-3), "fwdbwd", "cpu", "tiny", None, reference)
     assert off_weight.status == "mismatch" and "grad:0.weight" in off_weight.reason
 
 
@@ -556,7 +556,7 @@ def test_a_model_inductor_captured_then_failed_running_counts_as_acquired(monkey
     monkeypatch.setattr(inductor, "measure", compile_then_fail)
     wl = Workload.from_module("mlp", torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), ((2, 4),))
     reference = compute_reference(wl, "fwd", "cpu", "tiny", None)
-    row = run_cell(wl, get_backend("inductor"), "fwd", "cpu", "tiny", None, reference)
+    row = run_in_process(wl, get_backend("inductor"), "fwd", "cpu", "tiny", None, reference)
     assert row.status == "failed" and row.phase == "run" and "last dimension" in row.reason
     assert row.graphs and row.notes["acquired_graphs"] == len(row.graphs)
     stripped = dataclasses.replace(row, graphs={})  # a committed page keeps no graphs: the note counts

@@ -29,6 +29,7 @@ def run(args) -> int:
     from irlens.backends import get_backend
     from irlens.explain import explain_run, run_as_compare_does
     from irlens.frontends.base import Unavailable
+    from irlens.matrix.spec import CellSpec
     from irlens.models import resolve_workload
     from irlens.user_code import absolute_reference
 
@@ -41,8 +42,8 @@ def run(args) -> int:
     print(f"irlens explain: running {wl.name} ({args.preset}, {inst.dtype}, {args.mode}) through {backend.name} on "
           f"{args.device} in a worker, as irlens compare runs a cell ...", file=sys.stderr)
     # a backend's own failure is no usage error: exit 1
-    run = run_as_compare_does(absolute_reference(args.workload), absolute_reference(args.backend), args.mode,
-                              args.device, args.preset, args.dtype, args.timeout)
+    run = run_as_compare_does(CellSpec(absolute_reference(args.workload), absolute_reference(args.backend), args.mode,
+                                       args.dtype, args.device, args.preset, timeout_s=args.timeout))
     threads = f"{run.threads} thread{'s' if run.threads > 1 else ''}"
     context = f"{wl.name} {args.mode} ({args.preset}, {inst.dtype}, {args.device}, {threads})"
     print(explain_run(run, backend.name, args.kernel, context))

@@ -1,7 +1,8 @@
 """The comparison matrix: every workload x mode x backend (the cross grid: x acquiring
 frontend), each cell run in a worker process and checked against a float64 reference.
 
-    plan.py        Plan, Cell, plan_matrix: every bad argument is found before anything runs
+    spec.py        CellSpec: one cell as it travels (to a worker and back), the one check of its coordinates
+    plan.py        Plan, plan_matrix: every bad argument is found before anything runs; its cells as CellSpecs
     references.py  the float64 references and the JAX twins' checks
     cell.py        one cell, in this process or in a worker: its Row
     execution.py   run_plan: workers, timeouts, GPU turns, progress
@@ -14,11 +15,12 @@ frontend), each cell run in a worker process and checked against a float64 refer
 """
 from irlens.matrix.document import Document, as_document, exit_status, read_document, write_document
 from irlens.matrix.execution import DEFAULT_TIMEOUT_S, execute, run_plan
-from irlens.matrix.plan import Cell, Plan, plan_matrix
+from irlens.matrix.plan import Plan, plan_matrix
 from irlens.matrix.row import RAN, STATUSES, BadDocument, Row
+from irlens.matrix.spec import CellSpec
 from irlens.matrix.table import format_table
 
-__all__ = ["Cell", "Plan", "plan_matrix", "run_plan", "execute", "run_matrix", "Row", "RAN", "STATUSES", "Document",
+__all__ = ["CellSpec", "Plan", "plan_matrix", "run_plan", "execute", "run_matrix", "Row", "RAN", "STATUSES", "Document",
            "as_document", "BadDocument", "read_document", "write_document", "exit_status", "format_table", "DEFAULT_TIMEOUT_S"]
 
 

@@ -4,12 +4,12 @@ A compare cell runs the workload through a backend's own frontend (`Backend.run`
 cell acquires it with another frontend and runs that frontend's program through the backend's
 lowering (`Backend.run_program`). Every exception becomes a row: `unavailable` for a missing
 library, device, twin or op, `failed` for anything else, naming the phase it happened in.
-`cell_in_worker` is the same, called by name in a worker process (irlens.isolation).
+`cell_record` is the same in a worker process (the `cell` purpose of irlens.cell_entry.run_spec).
 """
 from __future__ import annotations
 
 import contextlib
-import functools
+import dataclasses
 import gc
 import sys
 import time
@@ -18,7 +18,7 @@ from collections import Counter
 
 import torch
 
-from irlens.backends import Backend, get_backend
+from irlens.backends import Backend
 from irlens.backends.base import BackendRun, KeptStep, keeping_step
 from irlens import call_progress, precision
 from irlens.dtypes import HALF_DTYPES
@@ -32,8 +32,8 @@ from irlens.lowering import LEVEL
 from irlens.matrix.draws import cell_time_used, judge_over_draws, rejudged
 from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
 from irlens.matrix.references import Reference, first_line
-from irlens.matrix.row import Row
-from irlens.models import resolve_workload
+from irlens.matrix.row import CROSS, Row
+from irlens.matrix.spec import CellSpec
 from irlens.numerics import Comparison, compare_results, judged_bounds, tolerance
 from irlens.ops import is_compute
 from irlens.timing import HostTiming, recording_device_time, recording_host_time
@@ -60,32 +60,29 @@ def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = No
     return Row(wl.name, mode, backend.name, frontend, native=frontend == backend.frontend, precision=precision.current())
 
 
-def run_cell(wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
-             reference: Reference, device_timing: bool = False, timing_lock: str | None = None,
-             alone: bool = False, frontend: str | None = None, workload_key: str | None = None,
-             reference_path: str | None = None, timeout_s: float | None = None) -> Row:
-    """Run one cell in this process. With `device_timing`, the backend's steady-state step is also
-    timed on the device (irlens.timing); with `timing_lock`, the cell shares the device (a GPU,
-    or the CPU) with other workers, has it alone while it is timed, and with `alone` throughout. With `frontend`,
-    a cross cell: `workload_key` (and `reference_path`, where the reference came from a file)
-    key the acquisition, which consecutive cells share. `timeout_s`: the cell's own (its worker's),
+def run_cell(spec: CellSpec, wl: Workload, backend: Backend, reference: Reference, timing_lock: str | None = None,
+             alone: bool = False, reference_path: str | None = None) -> Row:
+    """Run one cell in this process: `wl` and `backend` are `spec`'s, resolved. With
+    `spec.device_timing`, the backend's steady-state step is also timed on the device (irlens.timing);
+    with `timing_lock`, the cell shares the device (a GPU, or the CPU) with other workers, has it
+    alone while it is timed, and with `alone` throughout. With `spec.frontend`, a cross cell: the
+    spec's coordinates (and `reference_path`, where the reference came from a file) key the
+    acquisition, which consecutive cells share. `spec.timeout_s`: the cell's own (its worker's),
     which a mismatch's draws must fit in (irlens.matrix.draws)."""
     started = time.monotonic()
     if "torch._dynamo" in sys.modules:
         torch._dynamo.reset()  # a previous cell's compiled code and guards must not leak into this one
-    row = new_row(wl, mode, backend, frontend)
+    row = new_row(wl, spec.mode, backend, spec.frontend)
     with gpu_alone(timing_lock) if alone else sharing_gpu(timing_lock):
-        if frontend is None:
+        if spec.frontend is None:
             with keeping_step() as kept:  # a mismatch judged over draws runs the compiled step on other inputs
-                return _run_native(row, wl, backend, mode, device, preset, dtype, reference, device_timing,
-                                   timing_lock, started, timeout_s, kept)
-        return _run_lowered(row, workload_key or wl.name, backend, mode, frontend, device, preset, dtype, reference,
-                            reference_path)
+                return _run_native(row, spec, wl, backend, reference, timing_lock, started, kept)
+        return _run_lowered(row, spec, wl, backend, reference, reference_path)
 
 
-def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,
-                reference: Reference, device_timing: bool, timing_lock: str | None, started: float,
-                timeout_s: float | None, kept: KeptStep) -> Row:
+def _run_native(row: Row, spec: CellSpec, wl: Workload, backend: Backend, reference: Reference,
+                timing_lock: str | None, started: float, kept: KeptStep) -> Row:
+    mode, device, timeout_s = spec.mode, spec.device, spec.timeout_s
     phase = "availability"
     try:
         available = backend.availability(device)
@@ -93,13 +90,13 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
             return row.unavailable("", available.reason)
         phase = "instantiate"
         call_progress.stage("instantiating")
-        inst = reference.pin(wl.instantiate(preset, dtype, device))
-        row.tol, row.dtype, row.preset = tolerance(inst.dtype, mode), inst.dtype, preset
+        inst = reference.pin(wl.instantiate(spec.preset, spec.dtype, device))
+        row.tol, row.dtype, row.preset = tolerance(inst.dtype, mode), inst.dtype, spec.preset
         row.module_mode = inst.module_mode
         phase = "run"
 
         def timed(step):
-            with recording_device_time(timing_lock) if device_timing else contextlib.nullcontext() as recorder, \
+            with recording_device_time(timing_lock) if spec.device_timing else contextlib.nullcontext() as recorder, \
                     recording_host_time() as host:
                 run = step()
             if recorder is not None and recorder.timing is not None:
@@ -130,7 +127,7 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
                 row.notes["eager_roundings"] = (f"not rechecked with eager's roundings: past {RECHECK_BY:.0%} of the "
                                                 f"cell's timeout ({timeout_s:.0f} s), a recompile would not fit")
             else:
-                _recheck_with_eager_roundings(row, backend, wl, mode, device, preset, dtype, reference)
+                _recheck_with_eager_roundings(row, spec, wl, backend, reference)
         row.graphs = {g.stage: g for g in run.graphs}  # what the kernels' node ids refer to (the fusion map)
         row.coverage = kernel_coverage(run.kernels, run.graphs) if run.graphs else None
         return row
@@ -147,8 +144,8 @@ def _run_native(row: Row, wl: Workload, backend: Backend, mode: str, device: str
         return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", "".join(traceback.format_exception(inner))[-3000:])
 
 
-def _recheck_with_eager_roundings(row: Row, backend: Backend, wl: Workload, mode: str, device: str, preset: str,
-                                  dtype: str | None, reference: Reference) -> None:
+def _recheck_with_eager_roundings(row: Row, spec: CellSpec, wl: Workload, backend: Backend,
+                                  reference: Reference) -> None:
     """A half-precision mismatch of a backend that can round where eager rounds (Backend.eager_roundings):
     the cell again, so rounding, on a fresh instance (a train-mode model's statistics start over).
     Its verdict is added to the reason and the notes; the row's own verdict stands (a recheck that
@@ -160,10 +157,10 @@ def _recheck_with_eager_roundings(row: Row, backend: Backend, wl: Workload, mode
     if "torch._dynamo" in sys.modules:
         torch._dynamo.reset()
     try:
-        inst = reference.pin(wl.instantiate(preset, dtype, device))
+        inst = reference.pin(wl.instantiate(spec.preset, spec.dtype, spec.device))
         with rounding:
-            again = backend.run(inst, mode)
-        probe = new_row(wl, mode, backend, None)
+            again = backend.run(inst, spec.mode)
+        probe = new_row(wl, spec.mode, backend, None)
         _check(probe, again, reference, inst.dtype)
     except Exception as e:
         verdict = f"the recheck with eager's roundings failed: {type(e).__name__}: {first_line(e)}"
@@ -192,15 +189,15 @@ def via_program(row: Row, backend: Backend, inst: Instance, mode: str, why: NoNa
     return program_for(get_frontend(backend.via).acquire(inst, mode), inst)
 
 
-def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, frontend: str, device: str, preset: str,
-                 dtype: str | None, reference: Reference, reference_path: str | None) -> Row:
+def _run_lowered(row: Row, spec: CellSpec, wl: Workload, backend: Backend, reference: Reference,
+                 reference_path: str | None) -> Row:
     phase = "acquire"
     try:
         call_progress.stage("acquiring")
-        inst, program = acquired_program(workload_key, mode, frontend, device, preset, dtype, reference_path)
+        inst, program = acquired_program(spec, wl, reference_path)
         row.module_mode = inst.module_mode
         phase = "run"
-        row.tol = tolerance(inst.dtype, mode)
+        row.tol = tolerance(inst.dtype, spec.mode)
         call_progress.stage("compiling")
         with recording_host_time() as host:
             run = backend.run_program(inst, program)
@@ -217,19 +214,31 @@ def _run_lowered(row: Row, workload_key: str, backend: Backend, mode: str, front
         return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", traceback.format_exc()[-3000:])
 
 
-@functools.lru_cache(maxsize=8)
-def acquired_program(workload: str, mode: str, frontend: str, device: str, preset: str, dtype: str | None,
-                     reference_path: str | None) -> tuple[Instance, Program]:
-    """(instance, program) per workload x mode x frontend: a worker serves a frontend's cells in a
-    row, and they share one acquisition. Raises Unavailable for a frontend that cannot run here."""
-    inst = resolve_workload(workload).instantiate(preset, dtype, device)
+ACQUISITIONS_KEPT = 8
+_acquisitions: dict[tuple[CellSpec, str | None], tuple[Instance, Program]] = {}
+
+
+def acquired_program(spec: CellSpec, wl: Workload, reference_path: str | None) -> tuple[Instance, Program]:
+    """(instance, program) per workload x mode x frontend (`wl` is `spec.workload`, resolved): a
+    worker serves a frontend's cells in a row, and they share one acquisition, whatever their
+    backend. Raises Unavailable for a frontend that cannot run here."""
+    key = (dataclasses.replace(spec, backend=""), reference_path)
+    if key not in _acquisitions:
+        if len(_acquisitions) >= ACQUISITIONS_KEPT:
+            del _acquisitions[next(iter(_acquisitions))]  # the oldest: the frontend's cells come in a row
+        _acquisitions[key] = _acquire(spec, wl, reference_path)
+    return _acquisitions[key]
+
+
+def _acquire(spec: CellSpec, wl: Workload, reference_path: str | None) -> tuple[Instance, Program]:
+    inst = wl.instantiate(spec.preset, spec.dtype, spec.device)
     if reference_path is not None:
-        Reference.load(reference_path, device).pin(inst)
-    fe = get_frontend(frontend)
+        Reference.load(reference_path, spec.device).pin(inst)
+    fe = get_frontend(spec.frontend)
     available = fe.availability()
     if not available:
-        raise Unavailable(f"frontend {frontend}: {available.reason}")
-    return inst, program_for(fe.acquire(inst, mode), inst)
+        raise Unavailable(f"frontend {spec.frontend}: {available.reason}")
+    return inst, program_for(fe.acquire(inst, spec.mode), inst)
 
 
 def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: HostTiming | None = None) -> Comparison:
@@ -278,26 +287,32 @@ def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> Coverage:
                     unknown=[f"{stage}:{n.id} ({n.native or n.op})" for stage, n in nodes if n.is_unknown])
 
 
-def cell_in_worker(workload: str, mode: str, backend: str, device: str, preset: str, dtype: str | None,
-                   reference_path: str, frontend: str | None = None, device_timing: bool = False,
-                   timing_lock: str | None = None, alone: bool = False, timeout_s: float | None = None) -> dict:
-    """The worker's entry point (irlens.isolation calls it by name): one cell, its Row as a record."""
-    call_progress.stage("loading the workload and its reference")
-    wl, chosen = resolve_workload(workload), get_backend(backend)
-    what = f"{wl.name} {chosen.name}" if frontend is None else f"cross {wl.name} {frontend}->{chosen.name}"
-    print(f"[irlens] {what} {mode}", file=sys.stderr, flush=True)
-    reference = Reference.load(reference_path, device)
+def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: str, timing_lock: str | None = None,
+                alone: bool = False) -> dict:
+    """(a worker: irlens.cell_entry's `cell`) One cell against the reference in `reference_path`, its Row as a record."""
+    call_progress.stage("loading its reference")
+    what = f"{wl.name} {backend.name}" if spec.frontend is None else f"cross {wl.name} {spec.frontend}->{backend.name}"
+    print(f"[irlens] {what} {spec.mode}", file=sys.stderr, flush=True)
+    reference = Reference.load(reference_path, spec.device)
     try:
-        row = run_cell(wl, chosen, mode, device, preset, dtype, reference, device_timing, timing_lock, alone,
-                       frontend, workload, reference_path, timeout_s)
+        row = run_cell(spec, wl, backend, reference, timing_lock, alone, reference_path)
         return jsonable(row.to_record(), finite=True)
     finally:
         # a worker waiting for its next cell holds no cached device memory: a cell beside it, or one
         # run again alone after running out, gets what this one used
         del reference
         gc.collect()
-        if device.startswith("cuda"):
+        if spec.device.startswith("cuda"):
             torch.cuda.empty_cache()
+
+
+def cross_row(spec: CellSpec, wl: Workload, backend: Backend, reference_path: str | None = None,
+              reference: Reference | None = None) -> dict:
+    """(irlens.cell_entry's `cross`, in this process) A cross cell, as the cross grid's JSON row;
+    every exception becomes the row's status."""
+    reference = reference or Reference.load(reference_path, spec.device)
+    row = run_cell(spec, wl, backend, reference, reference_path=reference_path)
+    return jsonable(row.to_json(CROSS), finite=True)
 
 
 _OUT_OF_MEMORY = ("out of memory", "resource_exhausted", "outofmemoryerror")

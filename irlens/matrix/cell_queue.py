@@ -14,12 +14,12 @@ from __future__ import annotations
 import threading
 from typing import Callable, Hashable
 
-from irlens.matrix.plan import Cell
+from irlens.matrix.spec import CellSpec
 
 
 class CellQueue:
-    def __init__(self, cells: list[Cell], worker_key: Callable[[Cell], Hashable], ready: Callable[[Cell], bool],
-                 rank: Callable[[Cell], int]):
+    def __init__(self, cells: list[CellSpec], worker_key: Callable[[CellSpec], Hashable],
+                 ready: Callable[[CellSpec], bool], rank: Callable[[CellSpec], int]):
         """`cells` in the run's order; `worker_key`: the worker a cell runs in (cells of one key share
         one); `ready`: whether its reference is there; `rank`: where its reference comes in the order
         they are computed."""
@@ -27,7 +27,7 @@ class CellQueue:
         self._worker_key, self._ready, self._rank = worker_key, ready, rank
         self._lock = threading.Lock()
 
-    def take(self, previous: Cell | None = None) -> Cell | None:
+    def take(self, previous: CellSpec | None = None) -> CellSpec | None:
         """The next cell for a thread whose last cell was `previous`; None when none is left."""
         with self._lock:
             if not self._left:

@@ -24,20 +24,22 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from irlens.backends import Backend
 from irlens.cache_upkeep import warn_once
 from irlens.isolation import CallFailed, Worker, worker_env, worker_threads
 from irlens.matrix.cell import new_row, out_of_memory, refused_natively
 from irlens.matrix.execution import WORKER_PRELOAD, label
-from irlens.matrix.plan import Cell, Plan
+from irlens.matrix.plan import Plan
 from irlens.matrix.row import Row
+from irlens.matrix.spec import ENTRY, CellSpec
+from irlens.workload import Workload
 
-ENTRY = "irlens.matrix.compile_ahead:warm_cell_in_worker"
 LOG = "compiled-ahead.json"
 
 
-def cell_id(plan: Plan, cell: Cell) -> str:
+def cell_id(plan: Plan, cell: CellSpec) -> str:
     return "/".join((plan.workloads[cell.workload].name, cell.mode, plan.backends[cell.backend].name,
-                     plan.dtype or "default", plan.preset, plan.device))
+                     cell.dtype or "default", cell.preset, cell.device))
 
 
 class Log:
@@ -73,25 +75,23 @@ class Log:
             warn_once(f"the log of cells compiled ahead ({self.path})", e)
 
 
-def warm_cell_in_worker(workload: str, mode: str, backend: str, device: str, preset: str, dtype: str | None) -> dict:
-    """The worker's entry point (irlens.isolation calls it by name): compile and run one cell,
-    check nothing; {"status": ok | unavailable | failed, "reason"}."""
+def warm_cell(spec: CellSpec, wl: Workload, backend: Backend) -> dict:
+    """(a worker: irlens.cell_entry's `warm`) Compile and run one cell, check nothing;
+    {"status": ok | unavailable | failed, "reason"}."""
     import torch
 
-    from irlens.backends import get_backend
     from irlens.frontends.base import Unavailable
-    from irlens.models import resolve_workload
     from irlens.workload import NoJaxTwin
 
-    chosen = get_backend(backend)
-    print(f"[irlens] compile ahead: {workload} {chosen.name} {mode} {dtype}", file=sys.stderr, flush=True)
+    print(f"[irlens] compile ahead: {spec.workload} {backend.name} {spec.mode} {spec.dtype}", file=sys.stderr,
+          flush=True)
     try:
-        available = chosen.availability(device)
+        available = backend.availability(spec.device)
         if not available:
             return {"status": "unavailable", "reason": available.reason}
         if "torch._dynamo" in sys.modules:
             torch._dynamo.reset()
-        chosen.run(resolve_workload(workload).instantiate(preset, dtype, device), mode)
+        backend.run(wl.instantiate(spec.preset, spec.dtype, spec.device), spec.mode)
         return {"status": "ok", "reason": ""}
     except (Unavailable, NoJaxTwin) as e:
         return {"status": "unavailable", "reason": str(e)}
@@ -99,18 +99,18 @@ def warm_cell_in_worker(workload: str, mode: str, backend: str, device: str, pre
         return {"status": "failed", "reason": f"{type(e).__name__}: {e}"}
     finally:
         gc.collect()
-        if device.startswith("cuda"):
+        if spec.device.startswith("cuda"):
             torch.cuda.empty_cache()
 
 
 def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progress=None,
-                  deadline: float | None = None, after_cell=None) -> dict[str, dict[Cell, Row]]:
+                  deadline: float | None = None, after_cell=None) -> dict[str, dict[CellSpec, Row]]:
     """Compile every cell of `plans` (one per dtype) that `log` does not hold, `jobs` at a time,
     each within `timeout`, none started after `deadline` (time.monotonic()). Returns, per dtype,
     the rows of the cells that must not run again (their worker crashed or hung). `progress`
     (irlens.bench_progress) hears of each cell, and of those left to their timed turn; `after_cell()`
     is called after each (irlens.compile_caches.Caches.check_disk)."""
-    todo = [(plan, cell) for plan in plans for cell in plan.cells()
+    todo = [(plan, cell) for plan in plans for cell in plan.cells(timeout)
             if cell_id(plan, cell) not in log.compiled and _runs(plan, cell)]
     # a worker serves a backend's cells in a row: its imports and its compiler's warm state are paid once
     todo.sort(key=lambda pc: list(pc[0].backends).index(pc[1].backend))
@@ -118,10 +118,10 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
         progress.expect(len(todo))
     local, workers, lock = threading.local(), [], threading.Lock()
     threads = worker_threads(jobs)
-    lost: dict[str, dict[Cell, Row]] = {}
-    late: list[Cell] = []
+    lost: dict[str, dict[CellSpec, Row]] = {}
+    late: list[CellSpec] = []
 
-    def worker(plan: Plan, cell: Cell) -> Worker:
+    def worker(plan: Plan, cell: CellSpec) -> Worker:
         """This thread's worker; a new one for another backend (it may need its own environment)."""
         backend = plan.backends[cell.backend]
         current = getattr(local, "worker", None)
@@ -135,7 +135,7 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
             workers.append(fresh)
         return fresh
 
-    def run(item: tuple[Plan, Cell]) -> None:
+    def run(item: tuple[Plan, CellSpec]) -> None:
         plan, cell = item
         backend = plan.backends[cell.backend]
         if deadline is not None and time.monotonic() > deadline:
@@ -144,11 +144,9 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
             return
         if progress is not None:
             progress.start(f"{label(plan, cell)} · {plan.dtype}")
-        kwargs = dict(workload=cell.workload, mode=cell.mode, backend=cell.backend, device=plan.device,
-                      preset=plan.preset, dtype=plan.dtype)
         serving = worker(plan, cell)
         try:
-            reply = serving.call(ENTRY, kwargs, timeout)
+            reply = serving.call(ENTRY, {"spec": cell.to_json(), "what": "warm"}, timeout)
             if reply["status"] == "ok" and ":" not in cell.workload:  # built-ins only (see Log)
                 with lock:
                     log.compiled.add(cell_id(plan, cell))
@@ -181,7 +179,7 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
     return lost
 
 
-def _runs(plan: Plan, cell: Cell) -> bool:
+def _runs(plan: Plan, cell: CellSpec) -> bool:
     """Whether the cell compiles anything: not where the backend's own frontend refuses the
     workload (a JAX backend needs the workload's JAX twin)."""
     return not (cell.frontend is None and refused_natively(plan.workloads[cell.workload], plan.backends[cell.backend]))

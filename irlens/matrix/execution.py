@@ -39,18 +39,18 @@ from irlens.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, Worker, work
 from irlens.matrix.cell import new_row, out_of_memory, refused_natively, run_cell
 from irlens.matrix.cell_queue import CellQueue
 from irlens.matrix.document import Document, device_name, versions
-from irlens.matrix.plan import Cell, Plan
+from irlens.matrix.plan import Plan
 from irlens.matrix.references import References
 from irlens.matrix.row import BUDGET_PHASE, STARVED_PHASE, Row
+from irlens.matrix.spec import ENTRY, CellSpec
 
 DEFAULT_TIMEOUT_S = 300.0
-CELL_ENTRY = "irlens.matrix.cell:cell_in_worker"
 # imported before a worker says it is ready, so that they do not count against a cell's timeout
-WORKER_PRELOAD = ("irlens.matrix.cell", "irlens.backends", "irlens.frontends", "irlens.models")
+WORKER_PRELOAD = ("irlens.cell_entry", "irlens.backends", "irlens.frontends", "irlens.models")
 
 
 def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs: int = 1,
-             isolate: bool = True, budget_s: float | None = None, known: dict[Cell, Row] | None = None,
+             isolate: bool = True, budget_s: float | None = None, known: dict[CellSpec, Row] | None = None,
              references: References | None = None, on_row=None) -> Document:
     """Run a planned matrix: one row per cell, in `Plan.cells()` order. Each cell and each float64
     reference has `timeout` seconds, not counting its waits for turns on the device (up to one
@@ -90,7 +90,7 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
             elif plan.device_timing:  # in this process: all float64 work first, none of it beside a timing
                 refs.prepare()
             refs.check_twins_agree()
-            cells = plan.cells()
+            cells = plan.cells(timeout if isolate else None)  # in this process a cell has no timeout
             if plan.device_timing and not isolate and plan.device.startswith("cuda"):
                 torch.cuda.empty_cache()
             bar = progress if hasattr(progress, "start") else Progress(len(cells), bool(progress))
@@ -99,7 +99,7 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
             # a worker serves consecutive cells of one backend (one acquiring frontend)
             order = sorted(cells, key=lambda cell: worker_key(plan, cell))
 
-            def run(cell: Cell) -> Row:
+            def run(cell: CellSpec) -> Row:
                 bar.start(label(plan, cell))
                 if deadline is not None and time.monotonic() > deadline:
                     row = cell_row(plan, cell).unavailable(BUDGET_PHASE,
@@ -119,7 +119,7 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
                                       lambda c: c in (known or {}) or refs.is_ready(c.workload, c.mode),
                                       lambda c: refs.rank(c.workload, c.mode))
 
-                    def serve(_) -> dict[Cell, Row]:
+                    def serve(_) -> dict[CellSpec, Row]:
                         rows, cell = {}, queue.take()
                         try:
                             while cell is not None:
@@ -168,16 +168,16 @@ def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = Tru
     return run_plan(plan, timeout, progress, jobs, isolate, budget_s).to_json()
 
 
-def worker_key(plan: Plan, cell: Cell) -> int:
+def worker_key(plan: Plan, cell: CellSpec) -> int:
     """Cells with the same key share a worker: a backend's, or in the cross grid a frontend's."""
     return plan.frontends.index(cell.frontend) if cell.frontend else list(plan.backends).index(cell.backend)
 
 
-def cell_row(plan: Plan, cell: Cell) -> Row:
+def cell_row(plan: Plan, cell: CellSpec) -> Row:
     return new_row(plan.workloads[cell.workload], cell.mode, plan.backends[cell.backend], cell.frontend)
 
 
-def label(plan: Plan, cell: Cell) -> str:
+def label(plan: Plan, cell: CellSpec) -> str:
     backend = plan.backends[cell.backend].name
     through = backend if cell.frontend is None else f"{cell.frontend} \u2192 {backend}"
     return f"{plan.workloads[cell.workload].name} \u00b7 {through} \u00b7 {cell.mode}"
@@ -188,7 +188,7 @@ def starved_reason(timed_out: str) -> str:
     return f"not measured: {timed_out}: the run's other cells held the device (fewer cells at once: --jobs)"
 
 
-def planned_row(plan: Plan, cell: Cell, refs: References, deadline: float | None = None) -> Row | None:
+def planned_row(plan: Plan, cell: CellSpec, refs: References, deadline: float | None = None) -> Row | None:
     """The row a cell gets without running: a backend that does not run on the device, or a
     workload its own frontend refuses (a JAX backend and no JAX twin) where it has no lowering to
     run Dynamo's graphs instead (irlens.matrix.cell.via_program) (unavailable, whatever the
@@ -256,11 +256,10 @@ class InProcessRunner:
     def __init__(self, plan: Plan, refs: References):
         self.plan, self.refs = plan, refs
 
-    def run(self, cell: Cell) -> Row:
+    def run(self, cell: CellSpec) -> Row:
         p = self.plan
-        return run_cell(p.workloads[cell.workload], p.backends[cell.backend], cell.mode, p.device, p.preset, p.dtype,
-                        self.refs.get(cell.workload, cell.mode).reference, p.device_timing, frontend=cell.frontend,
-                        workload_key=cell.workload)
+        return run_cell(cell, p.workloads[cell.workload], p.backends[cell.backend],
+                        self.refs.get(cell.workload, cell.mode).reference)
 
     def close(self) -> None:
         pass
@@ -280,7 +279,7 @@ class IsolatedRunner:
         self._workers: list[Worker] = []
         self._lock = threading.Lock()
 
-    def _worker(self, cell: Cell) -> Worker:
+    def _worker(self, cell: CellSpec) -> Worker:
         key = worker_key(self.plan, cell)
         current = getattr(self._local, "worker", None)
         if current is not None and current[0] == key and current[1].alive:
@@ -294,12 +293,10 @@ class IsolatedRunner:
             self._workers.append(worker)
         return worker
 
-    def run(self, cell: Cell) -> Row:
+    def run(self, cell: CellSpec) -> Row:
         p = self.plan
-        kwargs = dict(workload=cell.workload, mode=cell.mode, backend=cell.backend, frontend=cell.frontend,
-                      device=p.device, preset=p.preset, dtype=p.dtype,
-                      reference_path=self.refs.get(cell.workload, cell.mode).path, device_timing=p.device_timing,
-                      timing_lock=self.timing_lock, timeout_s=self.timeout)
+        kwargs = dict(spec=cell.to_json(), what="cell", reference_path=self.refs.get(cell.workload, cell.mode).path,
+                      timing_lock=self.timing_lock)
         row = self._call(cell, kwargs)
         if p.device_timing and out_of_memory(row):
             # out of memory beside the other workers' cells: once more with the GPU alone, in a
@@ -320,10 +317,10 @@ class IsolatedRunner:
         wait = self.timeout * self.jobs
         return wait if self.deadline is None else max(0.0, min(wait, self.deadline - time.monotonic()))
 
-    def _call(self, cell: Cell, kwargs: dict) -> Row:
+    def _call(self, cell: CellSpec, kwargs: dict) -> Row:
         worker = self._worker(cell)
         try:
-            return Row.from_record(worker.call(CELL_ENTRY, kwargs, self.timeout, self.max_wait_s()))
+            return Row.from_record(worker.call(ENTRY, kwargs, self.timeout, self.max_wait_s()))
         except CallFailed as e:
             # a cell's own failures come back as rows: what escaped it broke the worker's state, e.g. a
             # CUDA context a kernel's illegal memory access left unusable, which the next cells would

@@ -2,7 +2,8 @@
 
 A `Plan` is the resolved matrix: its workloads (by the key a worker process resolves them
 with), backends, modes, device, preset, dtype and float32 precision policy, and for the cross
-grid the frontends whose graphs the backends execute. `Plan.cells()` lists what runs, one `Cell` per row.
+grid the frontends whose graphs the backends execute. `Plan.cells()` lists what runs, one complete
+`CellSpec` (irlens.matrix.spec) per row.
 """
 from __future__ import annotations
 
@@ -10,19 +11,11 @@ from dataclasses import dataclass
 
 from irlens.backends import BACKENDS, Backend, get_backend
 from irlens.errors import UsageError
-from irlens.matrix.spec import validate_coordinates
+from irlens.matrix.spec import CellSpec, validate_coordinates
 from irlens.models import resolve_workload, workload_names
 from irlens.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.user_code import absolute_reference, reference_of
 from irlens.workload import MODES, WORKLOADS, MissingLibrary, Workload
-
-
-@dataclass(frozen=True)
-class Cell:
-    workload: str  # a built-in name or a reference a worker can resolve (Plan.workloads' key)
-    mode: str
-    backend: str  # a registered name or a reference (Plan.backends' key)
-    frontend: str | None = None  # the cross grid: the frontend whose graphs the backend executes; None: its own
 
 
 @dataclass
@@ -51,12 +44,17 @@ class Plan:
         """Whether a worker process can resolve every workload."""
         return not any(k.startswith("<object>:") for k in self.workloads)
 
-    def cells(self) -> list[Cell]:
-        """In document order: workload, mode, (frontend,) backend."""
+    def cells(self, timeout_s: float | None = None) -> list[CellSpec]:
+        """In document order: workload, mode, (frontend,) backend; each (its workload and backend by
+        their keys) with the plan's device, preset, dtype, precision and device timing, and `timeout_s`."""
+        def spec(w: str, m: str, b: str, f: str | None = None) -> CellSpec:
+            return CellSpec(w, b, m, self.dtype, self.device, self.preset, f, self.precision, timeout_s,
+                            self.device_timing)
+
         if self.frontends is not None:
-            return [Cell(w, m, b, f) for w in self.workloads for m in self.modes for f in self.frontends
+            return [spec(w, m, b, f) for w in self.workloads for m in self.modes for f in self.frontends
                     for b in self.backends]
-        return [Cell(w, m, b) for w in self.workloads for m in self.modes for b in self.backends
+        return [spec(w, m, b) for w in self.workloads for m in self.modes for b in self.backends
                 if self.only is None or (self.workloads[w].name, m, self.backends[b].name) in self.only]
 
 

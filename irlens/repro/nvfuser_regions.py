@@ -22,26 +22,26 @@ import os
 import sys
 import textwrap
 
+from irlens.backends import Backend
 from irlens.matrix.spec import CellSpec
+from irlens.workload import Workload
 
 
-def record(spec: dict, directory: str, embed_max: int) -> dict:
-    """The worker's entry point: run the cell through Thunder + nvFuser with the flight recorder
-    writing into `directory`. Returns how many regions ran, if the run ends at all."""
+def record(s: CellSpec, wl: Workload, backend: Backend, directory: str, embed_max: int) -> dict:
+    """(a worker: irlens.cell_entry's `record`) Run the cell through Thunder with `backend`'s (nvFuser's)
+    executors and the flight recorder writing into `directory`. Returns how many regions ran, if the
+    run ends at all."""
     import torch
 
-    from irlens.backends import get_backend
     from irlens.frontends.thunder import import_thunder_or_raise
     from irlens.repro.tensors import tensor_source
-    from irlens.models import resolve_workload
     from irlens.workload import as_tuple
 
-    s = CellSpec(**spec)
     thunder = import_thunder_or_raise()
     from thunder.executors.nvfuserex_impl import FusionDefinitionWrapper
 
-    inst = resolve_workload(s.workload).instantiate(s.preset, s.dtype, s.device)
-    jfn = thunder.jit(inst.module, executors=get_backend("nvfuser").executors(thunder))
+    inst = wl.instantiate(s.preset, s.dtype, s.device)
+    jfn = thunder.jit(inst.module, executors=backend.executors(thunder))
     train = s.mode == "fwdbwd"
     inputs = inst.fresh_inputs(requires_grad=train)
     try:  # the regions as common-view nodes, for the finer reduction; the recording does not depend on them

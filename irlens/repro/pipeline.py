@@ -16,8 +16,8 @@ from typing import Callable
 
 from irlens.errors import UsageError
 from irlens.isolation import CallFailed
+from irlens.matrix.spec import ENTRY, CellSpec
 from irlens.numerics import tolerance
-from irlens.matrix.spec import CellSpec
 from irlens.repro.cell import Outcome, run_file, worker_failure
 from irlens.repro.reduce import Runner
 from irlens.repro.tensors import EMBED_MAX
@@ -203,10 +203,12 @@ def _native_region(spec: CellSpec, out: str, stem: str, result: ReproResult, tmp
     directory = os.path.join(tmp, "regions")
     os.makedirs(directory)
     log("[repro] running the cell again, recording each nvFuser region before it runs ...")
-    worker = Worker(preload=("irlens.repro.nvfuser_regions", "irlens.backends", "irlens.models"))
+    worker = Worker(preload=("irlens.cell_entry", "irlens.backends", "irlens.models"))
+    # the cell as Thunder runs it with nvFuser's executors, whatever backend runs its path in a file
+    recorded_cell = dataclasses.replace(spec, backend="nvfuser")
     try:
-        ran = worker.call("irlens.repro.nvfuser_regions:record", dict(spec=dataclasses.asdict(spec),
-                          directory=directory, embed_max=embed_max), timeout)
+        ran = worker.call(ENTRY, dict(spec=recorded_cell.to_json(), what="record", directory=directory,
+                                      embed_max=embed_max), timeout)
         recorded = Outcome("ok", "", f"{ran['regions']} regions ran")
     except CallFailed as e:
         recorded = worker_failure(e)

@@ -1,0 +1,36 @@
+"""The one entry point of a worker that runs a cell: `run_spec(spec, what, **runtime)`.
+
+`spec` is a `CellSpec.to_json()` (irlens.matrix.spec); `what` is what to do with the cell; `runtime`
+holds what only that call knows (the reference's file, the device turns' lock, a folder to write
+into). The workload and the backend are resolved here, once, and handed to the purpose:
+
+    cell     a compare or cross cell against its float64 reference: its Row as a record (irlens.matrix.cell)
+    cross    a cross cell in this process: the cross grid's JSON row (irlens.cross.cell)
+    warm     compiled and run once, nothing checked (irlens.matrix.compile_ahead)
+    explain  one run's kernels with their source (irlens.explain)
+    record   Thunder's nvFuser regions written down as they run (irlens.repro.nvfuser_regions)
+
+irlens.isolation reaches it by name (`irlens.matrix.spec.ENTRY`).
+"""
+from __future__ import annotations
+
+from irlens import call_progress
+from irlens.backends import get_backend
+from irlens.explain import backend_run_record
+from irlens.matrix.cell import cell_record, cross_row
+from irlens.matrix.compile_ahead import warm_cell
+from irlens.matrix.spec import CellSpec
+from irlens.models import resolve_workload
+from irlens.repro.nvfuser_regions import record
+
+PURPOSES = {"cell": cell_record, "cross": cross_row, "warm": warm_cell, "explain": backend_run_record,
+            "record": record}
+
+
+def run_spec(spec: dict, what: str, **runtime) -> dict:
+    """Do `what` (one of PURPOSES) with the cell `spec`, its names resolved once; the purpose's JSON reply."""
+    if what not in PURPOSES:
+        raise ValueError(f"no purpose {what!r} for a cell; one of: {', '.join(PURPOSES)}")
+    cell = CellSpec.from_json(spec, f"the {what} cell")
+    call_progress.stage("loading the workload")
+    return PURPOSES[what](cell, resolve_workload(cell.workload), get_backend(cell.backend), **runtime)
