@@ -228,7 +228,8 @@ def test_thunderfx_common_view_shows_each_region(capsys):
                                    ("thunderfx.g0.inductor_1.fx", "g0.inductor_1", "left to Inductor"),
                                    ("thunderfx.g0.thunder_2.trace[0]", "g0.thunder_2", "Thunder's")]
     assert "only has an automatic torch fallback in thunder" in out  # why the Inductor region is one
-    ops = [re.findall(r"^  \S+: \S+ = (\w+)\(", block, re.M) for block in re.split(r"^# thunderfx\..*$", out, flags=re.M)[1:]]
+    blocks = re.split(r"^# thunderfx\..*$", out, flags=re.M)[1:]
+    ops = [re.findall(r"^  \S+: \S+ = (\w+)\(", block, re.M) for block in blocks]
     assert ops == [["linear", "sin"], ["erfcx"], ["mul"]]
 
 

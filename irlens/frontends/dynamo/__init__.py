@@ -9,10 +9,11 @@ a backend concern.
 
 The folder owns the Dynamo frontend whole: the acquisition (here) and its capturing backend
 (capture.py), how the graphs bind to the workload (binding.py; several graphs, after graph breaks:
-graph_breaks.py), what each AOT graph input and output is (aot.py), vmap regions (vmap.py), and the FX/ATen graphs -> common view adapter: its
-walk (fx.py), name tables (names.py), how a converter reads a call (call.py), the converters by
-op family (converters/), the fallback to torch's decompositions (expansion.py, decompositions.py),
-in-place calls (mutation.py) and what FX nodes carry (meta.py).
+graph_breaks.py), what each AOT graph input and output is (aot.py), vmap regions (vmap.py), and
+the FX/ATen graphs -> common view adapter: its walk (fx.py), name tables (names.py), how a
+converter reads a call (call.py), the converters by op family (converters/), the fallback to
+torch's decompositions (expansion.py, decompositions.py), in-place calls (mutation.py) and what
+FX nodes carry (meta.py).
 """
 from __future__ import annotations
 
