@@ -32,7 +32,7 @@ from irlens.registry import Registry
 
 MODES = ("fwd", "fwdbwd")  # what one step computes: the outputs, or also the loss and its gradients
 PRESETS = ("tiny", "bench")
-CORPUS = "corpus"  # the tag of the corpus of ordinary model code (irlens/models/, tests/test_corpus.py)
+CORPUS = "corpus"  # the tag of the corpus of ordinary model code (irlens/models/, tests/integration/test_corpus.py)
 ZOO = "zoo"  # the tag of the zoo of real models (irlens/models/zoo/, `irlens zoo`)
 
 

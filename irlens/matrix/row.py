@@ -17,7 +17,7 @@ record per result in `Row.results`, are written as maps, result name -> value (`
 `per_result_eager`, `per_result_allowed`, `ill_conditioned`, `vacuous`: `records.CHECK_MAPS`).
 
 A field added later goes in `OPTIONAL` (None until set, written only then), so documents
-written before it read back, and write again, unchanged (tests/test_report.py checks the
+written before it read back, and write again, unchanged (tests/integration/test_report.py checks the
 committed GPU results).
 """
 from __future__ import annotations

@@ -34,12 +34,12 @@ from irlens.models import tinyhead  # noqa: E402, F401
 from irlens.models import attention  # noqa: E402, F401
 from irlens.models import block  # noqa: E402, F401
 from irlens.models import minigpt  # noqa: E402, F401
-# the corpus of ordinary model code (tagged "corpus"; tests/test_corpus.py)
+# the corpus of ordinary model code (tagged "corpus"; tests/integration/test_corpus.py)
 from irlens.models import llama  # noqa: E402, F401
 from irlens.models import lm  # noqa: E402, F401
 from irlens.models import masked_attention  # noqa: E402, F401
 from irlens.models import moe  # noqa: E402, F401
 from irlens.models import mamba  # noqa: E402, F401
 from irlens.models import prenorm  # noqa: E402, F401
-# real models from transformers and timm (tagged "zoo"; an optional extra: `irlens zoo`, tests/test_zoo.py)
+# real models from transformers and timm (tagged "zoo"; an optional extra: `irlens zoo`, tests/integration/test_zoo.py)
 from irlens.models import zoo  # noqa: E402, F401

@@ -71,13 +71,14 @@ add(Zoo(name="zoo-gpu-bf16-fill", description="the cells the committed H200 zoo 
 # --- GPU test subsets. CUPTI takes one subscriber per process: the Thunder facts need nvFuser's own
 # profiler, Inductor's kernel timing torch's, so each group runs in a pytest process of its own
 
-NVFUSER_TESTS = ("tests/test_compare_thunder_facts.py", "tests/test_thunder.py")
-INDUCTOR_TESTS = ("tests/test_compare_inductor_facts.py",)
-ROOFLINE_TESTS = ("tests/test_roofline_gpu.py",)
-PARALLEL_TESTS = ("tests/test_parallel.py",)
+NVFUSER_TESTS = ("tests/integration/test_compare_thunder_facts.py", "tests/integration/test_thunder.py")
+INDUCTOR_TESTS = ("tests/integration/test_compare_inductor_facts.py",)
+ROOFLINE_TESTS = ("tests/gpu/test_roofline_gpu.py",)
+PARALLEL_TESTS = ("tests/integration/test_parallel.py",)
 add(GpuTests(name="gpu-tests", description="the GPU-marked tests but the groups with a configuration of their own, "
           "4 processes", files=("tests",), workers=4,
-          ignore=(*NVFUSER_TESTS, *INDUCTOR_TESTS, *ROOFLINE_TESTS, *PARALLEL_TESTS, "tests/test_parallel_moe.py")))
+          ignore=(*NVFUSER_TESTS, *INDUCTOR_TESTS, *ROOFLINE_TESTS, *PARALLEL_TESTS,
+                  "tests/integration/test_parallel_moe.py")))
 add(GpuTests(name="gpu-tests-nvfuser", description="the Thunder facts and Thunder's GPU tests (nvFuser's profiler)",
           files=NVFUSER_TESTS))
 add(GpuTests(name="gpu-tests-inductor", description="the Inductor facts (torch's kernel timing)", files=INDUCTOR_TESTS))
@@ -85,9 +86,10 @@ add(GpuTests(name="gpu-tests-roofline", description="the roofline's checks: Nsig
           "bench; they time kernels, so alone on their GPU", files=ROOFLINE_TESTS))
 add(GpuTests(name="gpu-tests-parallel", description="the parallel path's one-GPU tests", files=PARALLEL_TESTS))
 add(GpuTests(name="gpu-tests-tp", description="2 GPUs: sequence parallelism and async TP against eager on 2 NCCL "
-          "ranks, with the real fused ops", files=("tests/test_parallel_tp.py",)))
+          "ranks, with the real fused ops", files=("tests/integration/test_parallel_tp.py",)))
 add(GpuTests(name="gpu-tests-lowering", description="the JAX HLO reader's GPU forms and the lowerings on a GPU",
-          files=("tests/test_jax_gpu_calls.py", "tests/test_lowering_ops.py", "tests/test_jax.py")))
+          files=("tests/integration/test_jax_gpu_calls.py", "tests/integration/test_lowering_ops.py",
+                 "tests/integration/test_jax.py")))
 
 # --- the parallel path's tables (scripts/parallel_table.py), each within 9 minutes on its GPUs
 

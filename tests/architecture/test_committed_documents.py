@@ -1,0 +1,72 @@
+"""Every JSON file committed as a result (the result sets under docs/results, the test fixtures
+under tests/data) is either a results document that the typed reader reads (rows of typed records,
+written and read again the same), or a file of another kind named here. A new results file that no
+longer reads fails, and so does a file of a new kind until it is named."""
+import gzip
+import json
+from fnmatch import fnmatch
+from pathlib import Path
+
+import pytest
+
+from irlens.ir import Graph
+from irlens.matrix import Document, read_document
+from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
+
+ROOT = Path(__file__).resolve().parents[2]
+PLACES = [ROOT / "docs" / "results", ROOT / "tests" / "data"]
+
+# files of other kinds (paths from the repository root), each with what writes it
+OTHER_KINDS = {
+    "docs/results/conformance-*.json.gz": "irlens conformance --json",
+    "docs/results/parallel-*.json": "scripts/parallel_table.py",
+    "docs/results/parallel-*-logs/*/summary.json": "irlens train --profile DIR (the run's summary)",
+    "docs/results/parallel-*-logs/*/trace-rank*.json.gz": "irlens train --profile (torch.profiler's trace)",
+    "docs/results/*/repro.json": "irlens repro --json",  # fnmatch's * crosses folders: any depth
+    "docs/results/nvfuser-minigpt-probe/*.json": "scripts/nvfuser_minigpt_probe.py",
+}
+FILES = sorted(p.relative_to(ROOT).as_posix() for place in PLACES for p in place.rglob("*.json*"))
+DOCUMENTS = [f for f in FILES if not any(fnmatch(f, pattern) for pattern in OTHER_KINDS)]
+
+
+def test_the_committed_files_are_results_documents_or_of_a_named_kind():
+    assert len(DOCUMENTS) >= 10  # the GPU runs, the zoo, the reproducer's cells
+    assert any(f.startswith("docs/results/") for f in DOCUMENTS) and any(f.startswith("tests/data/") for f in DOCUMENTS)
+    for pattern in OTHER_KINDS:  # each named kind still has a file
+        assert any(fnmatch(f, pattern) for f in FILES), pattern
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_a_committed_document_reads_as_typed_records(name):
+    doc = read_document(ROOT / name)
+    data = json.loads(gzip.open(ROOT / name).read() if name.endswith(".gz") else (ROOT / name).read_text())
+    assert len(doc.rows) == len(data["rows"]) > 0
+    for row in doc.rows:
+        assert all(isinstance(k, KernelRecord) for k in row.kernels)
+        assert all(isinstance(c, ResultCheck) for c in row.results.values())
+        assert all(isinstance(g, Graph) for g in row.graphs.values())
+        assert all(isinstance(g, LoweredGraph) for g in row.lowered)
+        assert row.coverage is None or isinstance(row.coverage, Coverage)
+    for row, raw in zip(doc.rows, data["rows"]):  # each result's error where the document has one
+        assert {n: c.err for n, c in row.results.items() if c.err is not None and c.err != float("inf")} == {
+            n: e for n, e in raw.get("per_result", {}).items() if e is not None}
+    assert Document.from_json(doc.to_json()).rows == doc.rows
+
+
+def test_result_checks_cross_from_a_worker_and_into_a_document_the_same():
+    """A worker's row (irlens.matrix.cell.cell_record) and a document both write NaN/Inf as null:
+    each reads back as inf, not as a result that was not compared."""
+    from irlens.ir import jsonable
+    from irlens.matrix.row import COMPARE, Row
+
+    inf = float("inf")
+    results = {"out0": ResultCheck(inf, 1e-4, 2e-7), "loss": ResultCheck(3e-5, 1e-4, inf, "vanishes"),
+               "grad:w": ResultCheck(None, None, 1e-6)}  # missing from the backend's results
+    row = Row("w", "fwdbwd", "inductor", "dynamo", "mismatch", results=results)
+    assert Row.from_record(jsonable(row.to_record(), finite=True)).results == results
+    written = Document("compare", [row]).to_json()["rows"][0]
+    assert written["per_result"] == {"out0": None, "loss": 3e-5}
+    assert written["per_result_eager"] == {"out0": 2e-7, "loss": None, "grad:w": 1e-6}
+    assert written["ill_conditioned"] == {"loss": "vanishes"}
+    assert Row.from_json(written, COMPARE).results == results
+    assert row.decisive_result == "out0"

@@ -1,0 +1,68 @@
+"""The package's shape holds: no import circle (lazy imports included) between modules or between
+subpackages, no module importing another's private names, and no submodule that would hide an
+API function of the same name."""
+from __future__ import annotations
+
+import ast
+
+from tests.support.import_graph import import_edges, imports, modules, reach
+
+
+def on_a_circle(edges: dict[str, set[str]]) -> list[str]:
+    """The nodes that reach themselves."""
+    return [m for m in edges if m in reach(edges, m)]
+
+
+def package_of(module: str) -> str:
+    """irlens.frontends.dynamo.fx -> irlens.frontends; a top-level module is a package of its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_no_import_circle():
+    assert on_a_circle(import_edges(modules())) == [], "modules on an import circle"
+
+
+def test_no_package_circle():
+    """irlens' subpackages (frontends, backends, matrix, reporting, ...; each top-level module
+    alone) import one another one way only: no tie hides behind a late import."""
+    why: dict[tuple[str, str], list[str]] = {}
+    for m, targets in import_edges(modules()).items():
+        for t in targets:
+            if package_of(m) != package_of(t):
+                why.setdefault((package_of(m), package_of(t)), []).append(f"{m} -> {t}")
+    edges: dict[str, set[str]] = {}
+    for a, b in why:
+        edges.setdefault(a, set()).add(b)
+    ties = [line for (a, b), lines in sorted(why.items()) if a in reach(edges, b) for line in lines]
+    assert on_a_circle(edges) == [], f"imports that close a circle of packages: {ties}"
+
+
+def test_no_private_names_across_modules():
+    known = modules()
+    private = [f"{m}: from {module} import {name}" for m, path in known.items()
+               for module, name in imports(path, known)
+               if name.startswith("_") and not name.startswith("__") and module != m]
+    assert private == []
+
+
+def test_no_submodule_hides_an_api_function():
+    from irlens import api
+
+    assert not {m.split(".")[1] for m in modules() if "." in m} & set(api.__all__)
+
+
+def test_no_code_outside_the_frontends_names_one():
+    """Outside irlens/frontends/ a frontend is reached through its hooks or a name it was given
+    (a plan's, a backend's `via`), never by a name written in the code: `get_frontend("dynamo")`."""
+    named = []
+    for m, path in modules().items():
+        if m.startswith("irlens.frontends"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
+                continue
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id == "get_frontend") or (
+                    isinstance(func, ast.Attribute) and func.attr == "get" and getattr(func.value, "id", "") == "FRONTENDS"):
+                named.append(f"{m}:{node.lineno}: {ast.unparse(node)}")
+    assert named == []

@@ -1,0 +1,154 @@
+"""GraphNet's samples as workloads: the meta read, weights as parameters, a graph built on cuda:0
+running on the CPU, the corpus command's selection and exit codes, and a compare on a sample."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from irlens.cli import main
+from irlens.graphnet.corpus import GraphNetConfig, find_samples, select
+from irlens.models import resolve_workload
+from irlens.models.graphnet import BadSample, read_meta, sample_workload
+from irlens.models.graphnet.devices import for_device
+from irlens.models.graphnet.meta import sizes
+from tests.support.graphnet_samples import EMBEDDING_META, LINEAR_META, embedding_int, linear_cuda, meta_text, write_sample
+
+
+def test_meta_sizes_without_running(tmp_path):
+    meta = read_meta(linear_cuda(tmp_path / "s"))
+    assert meta.elements == 3 * 5 + 4 * 5 + 4 + 4
+    assert meta.bytes == 4 * meta.elements
+    assert meta.tensors["L_self_parameters_bias_"].data == (0.5, -0.25, 0.0, 1.0)
+    assert sizes(meta.path) == (meta.elements, meta.bytes)  # the corpus's quick read of the same files
+
+
+def test_weights_are_parameters_and_buffers_inputs_are_arguments(tmp_path):
+    inst = sample_workload(linear_cuda(tmp_path / "s")).instantiate("tiny", None, "cpu")
+    assert set(inst.params()) == {"L_self_parameters_weight_", "L_self_parameters_bias_"}
+    assert set(inst.buffers()) == {"L_self_buffers_scale_"}
+    assert [tuple(t.shape) for t in inst.inputs] == [(3, 5)]
+    assert inst.params()["L_self_parameters_bias_"].tolist() == [0.5, -0.25, 0.0, 1.0]  # `data` where given
+    assert inst.buffers()["L_self_buffers_scale_"].min() >= 0.75  # clamped to min_val
+
+
+def test_a_graph_built_on_cuda_runs_on_the_cpu_and_computes_what_it_says(tmp_path):
+    inst = resolve_workload(f"graphnet:{linear_cuda(tmp_path / 's')}").instantiate("tiny", None, "cpu")
+    (out,) = inst.module(*inst.inputs)
+    p, b = inst.params(), inst.buffers()
+    x, w, bias, scale = (t.detach().double() for t in (inst.inputs[0], p["L_self_parameters_weight_"],
+                                                          p["L_self_parameters_bias_"], b["L_self_buffers_scale_"]))
+    expected = torch.tanh(x @ w.T + bias) * scale + torch.arange(4, dtype=torch.float64)
+    assert out.device.type == "cpu"
+    torch.testing.assert_close(out.double(), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_device_constants_follow_the_run(tmp_path):
+    source = for_device((linear_cuda(tmp_path / "s") / "model.py").read_text(), torch.device("cpu"))
+    assert "cuda" not in source and source.count("device('cpu')") == 2
+    assert "'cuda:1'" in for_device('x.to("cuda:0")\ny = "cuda"\nz = "cudax"', torch.device("cuda:1"))
+    assert for_device('y = "cuda"', torch.device("cpu")).strip() == "y = 'cpu'"
+
+
+def test_int_inputs_are_drawn_in_their_range_and_get_no_gradient(tmp_path):
+    inst = sample_workload(embedding_int(tmp_path / "e")).instantiate("tiny", None, "cpu")
+    (ids,) = inst.inputs
+    assert ids.dtype == torch.int64 and 3 <= int(ids.min()) and int(ids.max()) <= 9
+    assert inst.grad_input_indices() == []
+    assert set(inst.params()) == {"L_self_modules_emb_parameters_weight_"}
+
+
+def test_a_sample_keeps_its_own_dtype(tmp_path):
+    half = {n: (shape, "torch.float16" if dtype == "torch.float32" else dtype, extra)
+            for n, (shape, dtype, extra) in EMBEDDING_META.items()}
+    wl = sample_workload(write_sample(tmp_path / "h", (embedding_int(tmp_path / "e") / "model.py").read_text(), half))
+    assert wl.dtype == "float16"
+
+
+@pytest.mark.parametrize("break_it, words", [
+    (lambda d: (d / "weight_meta.py").unlink(), "no weight_meta.py"),
+    (lambda d: (d / "weight_meta.py").write_text(meta_text({**LINEAR_META, "L_x_": ([3, 5], "torch.float17", {})})),
+     "unknown dtype 'torch.float17'"),
+    (lambda d: (d / "weight_meta.py").write_text(meta_text({k: v for k, v in LINEAR_META.items() if k != "L_x_"})),
+     "forward takes L_x_"),
+    (lambda d: (d / "model.py").write_text("class Other:\n    pass\n"), "defines no class GraphModule"),
+])
+def test_a_malformed_sample_is_bad_input(tmp_path, capsys, break_it, words):
+    sample = linear_cuda(tmp_path / "s")
+    break_it(sample)
+    with pytest.raises(BadSample, match=words.replace("(", r"\(")):
+        sample_workload(sample)
+    assert main(["compare", "--workloads", f"graphnet:{sample}", "--backends", "eager", "--mode", "fwd"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+
+
+def test_a_folder_that_is_not_a_sample_is_bad_input(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert main(["compare", "--workloads", f"graphnet:{tmp_path / 'empty'}", "--mode", "fwd"]) == 2
+    assert main(["graphnet", "--root", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
+    assert main(["graphnet", "--root", str(tmp_path / "nonesuch"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and "not a GraphNet sample" in err[0] and "no GraphNet sample under it" in err[1]
+
+
+def corpus(root):
+    """samples/timm/{a,b}, samples/transformers-auto-model/org/e, and one lacking its model's meta."""
+    linear_cuda(root / "samples" / "timm" / "a")
+    linear_cuda(root / "samples" / "timm" / "b")
+    embedding_int(root / "samples" / "transformers-auto-model" / "org" / "e")
+    gone = linear_cuda(root / "samples" / "timm" / "c")
+    (gone / "weight_meta.py").unlink()
+    return root
+
+
+def test_selection_by_source_size_draw_and_shard(tmp_path, capsys):
+    found = find_samples(corpus(tmp_path))
+    assert {(s.path.name, s.source) for s in found} == {("a", "timm"), ("b", "timm"), ("c", "timm"),
+                                                      ("e", "transformers-auto-model")}
+    assert [s.problem for s in found if s.path.name == "c"] == ["missing from this copy: weight_meta.py"]
+    cfg = GraphNetConfig(tmp_path)
+    names = lambda **kw: [s.path.name for s in select(found, GraphNetConfig(tmp_path, **kw))]  # noqa: E731
+    assert names(sources=["transformers-auto-model"]) == ["e"]
+    assert names(max_elements=42) == ["c"]  # the linear ones hold 43 elements; c's size is not known
+    assert names(max_elements=43) == ["a", "b", "c"]  # the embedding's: 12 + 80
+    assert names(max_elements=100) == ["a", "b", "c", "e"]
+    assert names(max_bytes=4 * 80 + 12 * 8 - 1) == ["a", "b", "c"]
+    drawn = names(sample=2, seed=5)
+    assert len(drawn) == 2 and drawn == names(sample=2, seed=5)
+    assert sorted(names(shard=(0, 2)) + names(shard=(1, 2))) == names()
+    assert select(found, cfg) == found
+    assert main(["graphnet", "--root", str(tmp_path), "--sources", "nonesuch", "--out", str(tmp_path / "o")]) == 2
+    assert "choose from: timm, transformers-auto-model" in capsys.readouterr().err
+
+
+def test_a_corpus_run_keeps_a_row_for_every_sample(tmp_path):
+    out = tmp_path / "out"
+    status = main(["graphnet", "--root", str(corpus(tmp_path / "gn")), "--sources", "timm", "--backends", "eager",
+                   "--mode", "fwd", "--out", str(out)])
+    doc = json.loads((out / "graphnet.json").read_text())
+    rows = {r["workload"].rsplit("/", 1)[-1]: r for r in doc["rows"]}
+    assert status == 0  # a copy's missing files are not a failure of any stack
+    assert rows["a"]["status"] == rows["b"]["status"] == "ok"
+    assert rows["c"]["status"] == "unavailable" and "missing from this copy" in rows["c"]["reason"]
+    page = (out / "graphnet.md").read_text()
+    assert "| timm | eager | fwd | 2/2 (100 %) |" in page and "## Not run" in page
+
+
+def test_compare_runs_a_sample_through_the_stacks_to_ok(tmp_path):
+    """eager, Inductor and XLA (through the lowering of Dynamo's graphs) on the CPU, fwd and fwd+bwd:
+    each ok against the float64 reference, and each row holds GraphNet's check against eager."""
+    sample = linear_cuda(tmp_path / "s")
+    out = tmp_path / "doc.json"
+    assert main(["compare", "--workloads", f"graphnet:{sample}", "--backends", "eager,inductor,xla",
+                 "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert {(r["backend"], r["mode"], r["status"]) for r in rows} == {
+        (b, m, "ok") for b in ("eager", "inductor", "xla") for m in ("fwd", "fwdbwd")}
+    assert {r["backend"] for r in rows if r["mode"] == "fwdbwd" and "grad:L_self_parameters_weight_" in r["per_result"]} \
+        == {"eager", "inductor", "xla"}
+    levels = {r["backend"]: r["notes"]["graphnet_t"] for r in rows if r["mode"] == "fwd"}
+    assert levels["eager"] == -10 and all(-10 <= t <= -4 for t in levels.values())
+    assert all(math.isfinite(r["max_rel_err"]) for r in rows)
