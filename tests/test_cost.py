@@ -75,6 +75,7 @@ def _stub_ceilings(monkeypatch, ceilings: Ceilings) -> None:
         if fn == "irlens.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout))
 
 
+@pytest.mark.slow
 def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch):
     # every instantiation of a workload (work counts, references, cells) must happen in a worker, none here
     here = []
@@ -109,6 +110,7 @@ def test_roofline_picks_the_binding_ceiling():
     assert roofline(row, None, c) is None  # the work could not be counted
 
 
+@pytest.mark.slow
 def test_bench_over_two_gpus_keeps_each_gpus_ceilings(monkeypatch, tmp_path):
     # `irlens bench --gpus 0,1,2,3`: each GPU's share runs with its own measured ceilings; the merged
     # document and page keep every row with its GPU's ceilings
@@ -134,6 +136,7 @@ def test_bench_over_two_gpus_keeps_each_gpus_ceilings(monkeypatch, tmp_path):
     assert "on GPU 1 (its rows: float32, fwd): memory **2000 GB/s**" in page
 
 
+@pytest.mark.slow
 def test_bench_rerun_runs_only_the_rows_not_ok_and_replaces_them(monkeypatch, tmp_path):
     # `irlens bench --rerun h200.json`: the rows that failed or did not run, and only those, run
     # again; the document keeps every other row with its first run's GPU and ceilings

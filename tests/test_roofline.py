@@ -121,7 +121,8 @@ def _read_written(callee, args, params, size) -> tuple[int, int]:
     return sum(reads.values()), sum(writes.values())
 
 
-@pytest.mark.parametrize("workload,mode,dtype", [("block", "fwdbwd", "float32"), ("tinyhead", "fwdbwd", "bfloat16")])
+@pytest.mark.parametrize("workload,mode,dtype", [pytest.param("block", "fwdbwd", "float32", marks=pytest.mark.slow),
+                                                    ("tinyhead", "fwdbwd", "bfloat16")])
 def test_inductor_kernel_bytes_are_its_argument_buffers(workload, mode, dtype):
     """The bytes irlens charges each C++ kernel and extern GEMM are the sizes of the buffers the
     call passes, each once: read where the kernel's signature takes a const pointer, written
@@ -413,6 +414,7 @@ def test_the_report_and_the_bench_page_name_the_kernel_a_ceiling_was_raised_by(t
 
 # --- one definition of a kernel launch --------------------------------------------------------
 
+@pytest.mark.slow
 def test_launches_per_step_have_one_definition_on_the_cpu():
     """kernel_count is the launches a step makes: Inductor's wrapper calls (extern ones
     included), XLA's launching ENTRY instructions, the Inductor modules' calls for

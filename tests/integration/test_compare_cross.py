@@ -19,6 +19,7 @@ from irlens.matrix import Document
 from irlens.matrix.references import compute_reference
 from irlens.models import get_workload
 from irlens.workload import MODES
+from tests.support.slow_cases import marked_slow
 
 
 @functools.cache
@@ -32,8 +33,9 @@ def run(workload: str, acquired_by: str, executed_by: str, mode: str, device: st
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("workload", ["gelu", "block"])
-@pytest.mark.parametrize("acquired_by, executed_by", [("jax", "inductor"), ("dynamo", "xla")])
+@pytest.mark.parametrize("acquired_by, executed_by, workload", marked_slow(
+    [(*stacks, w) for stacks in [("jax", "inductor"), ("dynamo", "xla")] for w in ["gelu", "block"]],
+    {("jax", "inductor", "block")}))
 def test_graphs_of_one_stack_run_on_another_backend(acquired_by, executed_by, workload, mode):
     row = run(workload, acquired_by, executed_by, mode)
     assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
@@ -245,9 +247,8 @@ class _FakeNvFuser:
             return False
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("workload", ["gelu", "block"])
-@pytest.mark.parametrize("acquired_by", ["dynamo", "jax"])
+@pytest.mark.parametrize("acquired_by, workload, mode", marked_slow(
+    [(a, w, m) for m in MODES for w in ["gelu", "block"] for a in ["dynamo", "jax"]], {("dynamo", "block", "fwdbwd")}))
 def test_nvfuser_lowering_regions_compute_the_graph(monkeypatch, acquired_by, workload, mode):
     """jax's graphs hold size-1 dims in region inputs (block) and literal-only nodes torch
     computes as 0-d CPU tensors (gelu fwdbwd): both reach nvFuser as inputs."""

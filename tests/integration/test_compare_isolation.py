@@ -239,6 +239,7 @@ def test_worker_dies_with_its_parent_even_mid_call():
             os.killpg(worker, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_a_reference_out_of_gpu_memory_is_computed_on_the_cpu(monkeypatch, tmp_path):
     # float64 needs twice float32's memory: a reference that does not fit on the GPU falls back
     # to the CPU, with the weights and inputs the cells will be pinned to
@@ -265,6 +266,7 @@ def test_a_reference_out_of_gpu_memory_is_computed_on_the_cpu(monkeypatch, tmp_p
     assert ref.results["out0"].dtype == torch.float64 and ref.results["out0"].shape == (16, 600)
 
 
+@pytest.mark.slow
 def test_a_timed_cell_out_of_memory_beside_others_runs_again_alone():
     plan = cmp.plan_matrix(["gelu", "tinyhead"], [ref("OOM")], ["fwd"], "cpu", "tiny", None, device_timing=True)
     doc = cmp.execute(plan, timeout=60.0, progress=False, jobs=2)
@@ -302,6 +304,7 @@ def test_a_crash_reports_its_first_error_not_only_the_teardown(tmp_path):
     assert head.startswith("RuntimeError: CUDA error") and tail.rstrip().endswith("~CompiledKernel()")
 
 
+@pytest.mark.slow
 def test_on_a_shared_gpu_a_jax_cells_worker_ends_with_it():
     # XLA keeps the device memory it took until its process ends (Backend.keeps_device_memory):
     # timed cells share the GPU, so each of its cells gets a fresh worker; other backends'

@@ -107,7 +107,7 @@ def test_ill_conditioned_loss_is_ok_everywhere_eager_included():
     assert "baseline" in format_table(Document.from_json(doc)).splitlines()[2]
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("dtype", [pytest.param("bfloat16", marks=pytest.mark.slow), "float32"])
 def test_a_compiled_module_skewed_by_1_5_percent_is_a_mismatch(dtype):
     doc = irlens.compare(SKEWED, backends=["eager", "inductor"], dtype=dtype, isolate=False)
     rows = {(r["backend"], r["mode"]): r for r in doc["rows"]}

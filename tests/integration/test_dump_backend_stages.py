@@ -310,6 +310,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_xla_cpu_dump_compile_of_block_fwdbwd_bf16_does_not_crash():
     """With emitter dumping, jaxlib 0.10.2's CPU compiler crashed in most such compiles (SIGSEGV
     or abort), losing `irlens dump`'s output; the CPU's LLVM IR is dumped without it. In a child

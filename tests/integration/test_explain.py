@@ -70,6 +70,7 @@ def test_explain_main_usage_errors(capsys):
     assert "no-such-workload" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_explain_eager_says_it_has_no_kernels(capsys):
     assert explain_main(_args("eager")) == 0
     assert "eager runs op by op" in capsys.readouterr().out

@@ -16,6 +16,7 @@ from irlens.numerics import compare_results
 from irlens.workload import MODES
 
 from tests.support.workload_cache import acquired, instance, reference
+from tests.support.slow_cases import marked_slow
 
 FRONTENDS = ("dynamo", "thunder", "jax")
 # torch's graphs hold float64-exact constants: only reassociation differs. jaxprs hold their
@@ -28,8 +29,8 @@ def interpreted(level: str):
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", workload_names())
+@pytest.mark.parametrize("name, mode", marked_slow([(n, m) for m in MODES for n in workload_names()],
+                                                   {("minigpt", "fwdbwd")}))
 def test_common_views_reproduce_the_workload(name, mode, frontend):
     """Each program (fwd: every forward stage; fwdbwd: forward -> loss -> backward), at both levels."""
     acq = acquired(name, mode, frontend)

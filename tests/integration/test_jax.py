@@ -19,6 +19,7 @@ from irlens.models import workload_names
 from irlens.workload import NoJaxTwin, Workload
 
 from tests.support.workload_cache import acquired as cached_acquisition, instance
+from tests.support.slow_cases import marked_slow
 
 MODES = ("fwd", "fwdbwd")
 STAGES = {"fwd": ["jax.jaxpr", "jax.stablehlo", "jax.hlo"], "fwdbwd": ["jax.jaxpr", "jax.grad", "jax.stablehlo", "jax.hlo"]}
@@ -42,7 +43,7 @@ def _assert_well_formed(g: Graph) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", workload_names())
+@pytest.mark.parametrize("name", marked_slow(workload_names(), {"minigpt"}))
 def test_jax_stages_dump(name, mode):
     acq = acquired(name, mode)
     assert list(acq.stages) == STAGES[mode]

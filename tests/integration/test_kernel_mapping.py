@@ -32,6 +32,7 @@ UNMAPPABLE = UnmappableThunder()
 UNMAPPABLE_REF = f"{__file__}:UNMAPPABLE"
 
 
+@pytest.mark.slow
 def test_a_cell_whose_kernels_cannot_be_mapped_keeps_its_verdict_in_every_output(tmp_path, capsys):
     from irlens.cli import main
 

@@ -140,7 +140,7 @@ def test_sequence_parallel_replaces_the_activation_all_reduces():
     assert set(record.after.bucket_bytes["all_reduce"]) == {64 * 2}  # dim 64 in bf16
 
 
-@pytest.mark.parametrize("batch_size", [1, 2])
+@pytest.mark.parametrize("batch_size", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_async_tp_fuses_the_sequence_parallel_pairs(batch_size):
     """At one or several sequences per rank (the gather over the sequence has two forms). Forward: every all-gather feeding the column-wise linears (and the output projection) and
     every row-wise matmul feeding a reduce-scatter become fused ops. Backward: the gathers of the

@@ -241,9 +241,9 @@ def test_a_cuda_fault_is_one_failure_however_it_surfaced():
 # --- injected faults: the file reproduces the cell, the reducer finds the one op ---------------
 
 @pytest.mark.parametrize("fault, status, line, exit_status", [
-    ("raise-tanh", "exception", "RuntimeError: injected fault: tanh", 2),
+    pytest.param("raise-tanh", "exception", "RuntimeError: injected fault: tanh", 2, marks=pytest.mark.slow),
     ("perturb-exp", "mismatch", "", 1),
-    ("crash-tanh", "crash", "crashed (SIGSEGV)", -11),
+    pytest.param("crash-tanh", "crash", "crashed (SIGSEGV)", -11, marks=pytest.mark.slow),
 ])
 def test_reducer_finds_the_broken_op_and_the_files_reproduce_it_in_a_fresh_process(reduced, fault, status, line,
                                                                                        exit_status):
@@ -308,6 +308,7 @@ def test_cli_repro_bad_input_exits_2_with_the_choices(tmp_path, capsys):
 
 # --- each path's files, on cells and graphs that are ok -----------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workload, backend, mode, dtype", [
     ("tinyhead", "xla", "fwdbwd", "bfloat16"),
     ("gelu", "thunder+torchcompile", "fwd", "float32"),
@@ -364,6 +365,7 @@ def test_graph_files_run_ok_through_each_path(tmp_path, backend):
     assert ("def jax_program(" in open(out).read()) == (backend == "xla")
 
 
+@pytest.mark.slow
 def test_slow_file_is_timed_and_names_its_dominant_kernel_with_its_source(tmp_path):
     from irlens.repro import CellSpec, repro
 

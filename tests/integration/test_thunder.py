@@ -15,6 +15,7 @@ from irlens.models import get_workload, workload_names
 from irlens.workload import MODES
 
 from tests.support.workload_cache import acquired as cached_acquisition
+from tests.support.slow_cases import marked_slow
 
 pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reason="lightning-thunder not importable")
 
@@ -36,7 +37,7 @@ def test_frontend_is_registered():
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", workload_names())
+@pytest.mark.parametrize("name", marked_slow(workload_names(), {"minigpt"}))
 def test_every_stage_dumps(name, mode):
     acq = acquire(name, mode)
     assert acq.stages, "no stages"

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from irlens.frontends import get_frontend
 from irlens.interpret import interpret
 from irlens.frontends.thunder import ops as thunder_ops, trace as thunder_trace
+from tests.support.slow_cases import marked_slow
 
 pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reason="lightning-thunder not importable")
 
@@ -353,7 +354,7 @@ def test_every_table_entry_is_walked():
     assert walked <= set(thunder_ops.TABLE), sorted(walked - set(thunder_ops.TABLE))
 
 
-@pytest.mark.parametrize("family", ["prims", "torch", "unchecked", "trace_only"])
+@pytest.mark.parametrize("family", marked_slow(["prims", "torch", "unchecked", "trace_only"], {"prims", "torch"}))
 def test_each_call_becomes_its_entrys_op(family):
     """In the acquired trace, each call's symbol is the sample's key and became its entry's op,
     with no expansion: the entry carried every argument."""
@@ -368,7 +369,7 @@ def test_each_call_becomes_its_entrys_op(family):
 
 @pytest.mark.parametrize("level", ["composite", "primitive"])
 @pytest.mark.parametrize("which", [0, -1])
-@pytest.mark.parametrize("family", ["prims", "torch", "unmappable", "trace_only"])
+@pytest.mark.parametrize("family", marked_slow(["prims", "torch", "unmappable", "trace_only"], {"prims"}))
 def test_the_interpreter_reproduces_every_call(family, which, level):
     _, _, traces = traced(family)
     graph = thunder_trace.trace_to_graph(traces[which], name=family, stage=f"trace[{which}]", level=level)

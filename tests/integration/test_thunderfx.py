@@ -297,6 +297,7 @@ def test_a_transformers_model_goes_through_thunderfx(workload, mode):
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_a_timm_cnn_fwdbwd_splits_off_what_thunder_has_no_gradient_for():
     """thunder.jit with the torchcompile executor has no gradient for adaptive_avg_pool2d: the
     region holding it fails on its first call and is split again, that op going to Inductor."""

@@ -122,6 +122,7 @@ def check(verdicts: dict) -> None:
     print(listing)
 
 
+@pytest.mark.slow
 def test_tinyhead_rows_read_what_torch_benchmark_reads():
     """Every CPU backend's row of one workload, in both modes, with compare's worker thread count."""
     check(rows_of("tinyhead", worker_threads(2)))

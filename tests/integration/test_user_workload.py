@@ -263,6 +263,7 @@ def test_a_missing_module_is_named_as_such(tmp_path, capsys):
         in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_hanging_forward_ends_with_the_timeout_the_reference_included(tmp_path):
     """The float64 reference obeys `--timeout` like the cells: a forward that never returns costs
     the timeout once (not the reference's own minutes), and its cells fail saying why."""
