@@ -10,6 +10,7 @@ from irlens.cli.command import (add_modes_option, add_preset_option, add_fronten
 from irlens.errors import UsageError
 from irlens.precision import add_option as add_precision_option
 from irlens.runs.plan import add_option as add_config_option
+from irlens.wording import plural
 
 HELP = "the matrix on a GPU: device time per row beside measured bandwidth/flop ceilings"
 
@@ -61,7 +62,8 @@ def run(args) -> int:
     import torch
 
     from irlens.compile_caches import MAX_ENV, default_max_gb
-    from irlens.bench import BenchConfig, format_bench_table, restrict_to_rerun, run_configured, write_results_page
+    from irlens.bench import BenchConfig, restrict_to_rerun, run_configured
+    from irlens.reporting.bench_page import format_bench_table, write_results_page
     from irlens.isolation import CallFailed
     from irlens.matrix import Document, exit_status, read_document, write_document
 
@@ -83,7 +85,7 @@ def run(args) -> int:
             print(f"irlens bench: every row of {config.rerun} that these options name is ok: nothing to run again",
                   file=sys.stderr)
             return 0
-        print(f"irlens bench: running again {sum(map(len, config.only.values()))} rows of {config.rerun} that are "
+        print(f"irlens bench: running again {plural(sum(map(len, config.only.values())), 'row')} of {config.rerun} "
               f"not ok", file=sys.stderr)
     save = (lambda doc: write_document(doc, args.json)) if args.json else None
     try:
