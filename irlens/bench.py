@@ -37,6 +37,7 @@ from pathlib import Path
 from irlens import cost
 from irlens.bench_checkpoint import Checkpoint
 from irlens.bench_progress import BenchProgress
+from irlens.bench_time import CEILINGS, WAITING, time_spent
 from irlens.ceilings import Ceilings, Gemm, describe
 from irlens.ceilings_cache import driver_version
 from irlens.compile_caches import compile_caches
@@ -48,14 +49,13 @@ from irlens.matrix.compile_ahead import LOG, Log, compile_ahead
 from irlens.matrix.document import device_name, versions
 from irlens.matrix.references import References
 from irlens.matrix.row import STOPPED_PHASE
-from irlens.matrix.table import via_lines
 from irlens.models import resolve_workload
-from irlens.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision, describe_rows as describe_precision
+from irlens.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision
 from irlens.matrix.records import KernelRecord, StepWork
-from irlens.reporting.records import kernel_stage, launches_of
+from irlens.reporting.bench_page import format_bench_table, run_parts
+from irlens.reporting.records import kernel_stage
 from irlens.reporting.roofline import apply_roofline
 from irlens.workload import run_eager
-from irlens.wording import plural
 
 BENCH_BACKENDS = ["eager", "inductor", "nvfuser", "xla"]
 CHILD_ENV = "IRLENS_BENCH_CHILD"  # set for the per-GPU runs of `--gpus`
@@ -85,13 +85,14 @@ class BenchConfig:
     precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.precision; --tf32: "tf32")
 
 
-def step_flops(wl, mode: str, preset: str, device: str) -> tuple[int, list[Gemm]]:
+def step_flops(wl, mode: str, preset: str, device: str) -> tuple[int, int, list[Gemm]]:
     """Flops one step of `wl` must do, from the graphs of the frontend that counts work
-    (`Frontend.work_graphs`: composite level, so causal attention counts its unmasked half), and
-    the matrix products among them. The same in every dtype."""
+    (`Frontend.work_graphs`: composite level, so causal attention counts its unmasked half), the
+    exact (matmul) part of them, and the matrix products among them. The same in every dtype."""
     counting = work_frontend()
     graphs = counting.work_graphs(counting.acquire(wl.instantiate(preset, "bfloat16", device), mode))
-    return sum(cost.graph_flops(g) for g in graphs), [gemm for g in graphs for gemm in cost.gemm_shapes(g)]
+    return (sum(cost.graph_flops(g) for g in graphs), sum(cost.graph_flops(g, matmul_only=True) for g in graphs),
+            [gemm for g in graphs for gemm in cost.gemm_shapes(g)])
 
 
 def step_bytes(wl, mode: str, preset: str, dtype: str, device: str) -> int:
@@ -101,14 +102,15 @@ def step_bytes(wl, mode: str, preset: str, dtype: str, device: str) -> int:
 
 
 def work_in_worker(workload: str, modes: list[str], dtypes: list[str], preset: str, device: str) -> dict:
-    """The worker's entry point (irlens.isolation calls it by name): {mode: {"flops": n,
+    """The worker's entry point (irlens.isolation calls it by name): {mode: {"flops": n, "matmul_flops": n,
     "bytes": {dtype: n}, "gemms": [[batch, m, n, k], ...]}} for one workload, flops counted once
     for all dtypes."""
     wl = resolve_workload(workload)
     work = {}
     for mode in modes:
-        flops, gemms = step_flops(wl, mode, preset, device)
-        work[mode] = {"flops": flops, "gemms": [[g.batch, g.m, g.n, g.k] for g in dict.fromkeys(gemms)],
+        flops, matmul_flops, gemms = step_flops(wl, mode, preset, device)
+        work[mode] = {"flops": flops, "matmul_flops": matmul_flops,
+                      "gemms": [[g.batch, g.m, g.n, g.k] for g in dict.fromkeys(gemms)],
                       "bytes": {dtype: step_bytes(wl, mode, preset, dtype, device) for dtype in dtypes}}
     return work
 
@@ -131,7 +133,8 @@ def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, 
             for mode in plan.modes:
                 gemms.update(dict.fromkeys(tuple(g) for g in work.get(mode, {}).get("gemms", [])))
                 for dtype in dtypes:
-                    musts[(wl.name, mode, dtype)] = (StepWork(work[mode]["bytes"][dtype], work[mode]["flops"])
+                    musts[(wl.name, mode, dtype)] = (StepWork(work[mode]["bytes"][dtype], work[mode]["flops"],
+                                                              work[mode]["matmul_flops"])
                                                      if mode in work else None)
     return musts, [Gemm(*g) for g in gemms]
 
@@ -173,7 +176,7 @@ def annotate_kernels(row: Row) -> None:
     for k in row.kernels:
         stage = kernel_stage(k, graphs)
         if stage is not None:
-            k.flops = cost.kernel_flops(k, graphs[stage])
+            k.flops, k.matmul_flops = (cost.kernel_flops(k, graphs[stage], exact) for exact in (False, True))
 
 
 COMPILE_AHEAD = "compiling ahead"
@@ -228,6 +231,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
                         log = Log(None if cache_dir is None else Path(cache_dir) / LOG, software_key(plans[0]))
                         lost = compile_ahead(plans, timeout, compile_jobs, log, progress, compile_until,
                                              after_cell=caches.check_disk)
+                        progress.step(WAITING)
                         for refs in early.values():  # nothing may compute beside the ceilings' sweep and the timings
                             refs.prepare()
                     musts, gemms = counting.result()
@@ -235,11 +239,13 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
                 progress.note(f"work counted{', cells compiled ahead, references computed' if compile_jobs else ''}; "
                               f"measuring the ceilings (bandwidth kernels; matrix products of {len(gemms)} workload "
                               f"shapes and square sizes)")
+                progress.step(CEILINGS)
                 measured = measure_ceilings(gemms, timeout, cache_dir, remeasure)
                 progress.note(f"ceilings: {describe(measured).replace('**', '')}")
                 saved.begin(measured)
                 result = run_timed(plans, musts, measured, progress, timeout, jobs, budget_s, saved, lost, early,
                                    caches.check_disk)
+                result.time_spent = time_spent(progress)
             finally:
                 for refs in early.values():
                     refs.close()
@@ -300,143 +306,6 @@ def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: st
     `compile_jobs`, `cache_dir`, `remeasure`."""
     return bench(workloads, backends, modes, dtypes, device, preset, timeout, jobs, budget_s, only=only,
                  **options).to_json()
-
-
-# --- the results page ----------------------------------------------------------------------
-
-def _f(value, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
-def format_bench_table(rows: list[Row]) -> str:
-    head = ("| workload | mode | dtype | backend | status | device µs | repeat Δ | GB/s | TFLOP/s | % of ceiling "
-            "| kernels > 100 % | launches | distinct kernels |")
-    lines = [head, "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        t, rf = r.device_timing, r.roofline
-        if rf and rf.model_error:
-            pct = f"**{rf.pct_of_ceiling:.0f} ✗ model error**"
-        else:
-            pct = f"{rf.pct_of_ceiling:.0f} ({rf.bound})" if rf else "-"
-        spread = f"{100 * t.repeat_spread:.1f}%" if t else "-"
-        status = r.status if r.status == "ok" else f"{r.status}: {r.reason.splitlines()[0][:90] if r.reason else ''}"
-        flagged = rf.kernels_flagged if rf else None
-        lines.append(f"| {r.workload} | {r.mode} | {r.dtype} | {r.label} | {status} | "
-                     f"{_f(t and t.device_us, '.1f')} | {spread} | {_f(rf and rf.gbps, '.0f')} | "
-                     f"{_f(rf and rf.tflops, '.1f')} | {pct} | {f'**{flagged} ✗**' if flagged else _f(flagged, 'd')} | "
-                     f"{_f(launches_of(r), 'd')} | {_f(t and t.kernel_names, 'd')} |")
-    return "\n".join(lines)
-
-
-def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -> list[Path]:
-    """The Markdown page, and one SVG per dtype x mode x measure beside it."""
-    from irlens.reporting.plots import bar_chart
-
-    doc = Document.from_json(doc)
-    v = doc.versions
-    spreads = [r.device_timing.repeat_spread for r in doc.rows if r.device_timing]
-    ok = sum(r.status == "ok" for r in doc.rows)
-    parts = [
-        f"# GPU comparison: {doc.device_name}",
-        "",
-        *_produced_by(doc, command, json_name),
-        "",
-        f"- device: {doc.device_name}, driver {doc.driver}; torch {v.get('torch')}, triton {v.get('triton')}, "
-        f"jax {v.get('jax')}/{v.get('jaxlib')}, thunder {v.get('thunder')}, python {v.get('python')}",
-        *(_ceilings_line(part, doc.reruns or 0) for part in _parts(doc)),
-        "- ceilings: memory bandwidth is the best of a copy, a read-only and a write-only kernel over buffers of "
-        "256 MiB to 2 GiB; a matmul rate is the best of a sweep of square sizes and the workloads' own GEMM shapes; "
-        "each is raised to the best rate any kernel of the run was timed at (GB/s; TFLOP/s per dtype) where that "
-        "stays within the vendor's dense figure for the device, which stands beside each (no raise where it is "
-        "unknown)",
-        f"- {plural(len(doc.rows), 'row')}, {ok} ok; preset `{doc.preset}`; wall time {doc.wall_s / 60:.1f} min",
-        f"- precision: {describe_precision(doc.rows, doc.device)}",
-        f"- repeatability: each row's device time is the median of 15 profiled steps (cold L2), measured twice; "
-        f"the two medians differ by at most {100 * max(spreads, default=0):.2f}% "
-        f"(median {100 * sorted(spreads)[len(spreads) // 2] if spreads else 0:.2f}%)",
-        "- device µs: sum of the step's kernel durations (CUPTI via torch.profiler, the same for every backend); "
-        "GB/s and TFLOP/s: the bytes the step must move and flops it must do (irlens.cost, from the common view) "
-        "over that time; % of ceiling: max(bytes/memory bandwidth, flops/matmul rate) over the time, and which bound.",
-        "- a figure above 100 % of ceiling is not a speed: it is marked **✗ model error** and left out of the charts. "
-        "`kernels > 100 %` counts the row's kernels whose own figure (what each touches of the buffers it reads and "
-        "writes, the flops of the nodes it computes, its own launch's time) is above 100 %, even counting only the "
-        "bytes beyond the L2's size for a kernel faster than DRAM (`via_l2` in the JSON); the JSON gives each "
-        "one's reason.",
-        "- launches: the device launches (kernels, memsets, memcpys) the profiler records in one step, the same "
-        "count for every backend, eager included (one kernel launched twice counts twice); distinct kernels: "
-        "how many different names among them.",
-        "",
-    ]
-    figures = []
-    for dtype in sorted({r.dtype for r in doc.rows}):
-        for mode in ("fwd", "fwdbwd"):
-            rows = [r for r in doc.rows if r.dtype == dtype and r.mode == mode]
-            if not rows:
-                continue
-            parts.append(f"## {dtype}, {mode}\n")
-            for measure, key, unit in (("GB/s", "gbps", ""), ("% of ceiling", "pct_of_ceiling", " %")):
-                name = f"{md_path.stem}-{dtype}-{mode}-{key}.svg"
-                charts = []
-                for wl in dict.fromkeys(r.workload for r in rows):
-                    items = [(r.label, _charted(r, key)) for r in rows if r.workload == wl]
-                    charts.append(bar_chart(f"{wl}: {measure}", items, "{:.0f}", unit, missing="no timing"))
-                path = md_path.parent / name
-                path.write_text(_stack_svgs(charts))
-                figures.append(path)
-                parts.append(f"![{measure}, {dtype}, {mode}]({name})\n")
-            parts.append(format_bench_table(rows))
-            parts.append("")
-            parts += [f"- {line}" for line in via_lines(rows)] + ([""] if any(r.via for r in rows) else [])
-    md_path.write_text("\n".join(parts) + "\n")
-    return [md_path, *figures]
-
-
-def _charted(row: Row, key: str) -> float | str | None:
-    """A row's figure for a chart: its value, "model error" where its % of ceiling is above 100
-    (neither its GB/s nor its % is then a speed), None without one."""
-    roofline = row.roofline
-    if roofline is None:
-        return None
-    return "model error (above 100 % of ceiling)" if roofline.model_error else getattr(roofline, key)
-
-
-def _produced_by(doc: Document, command: str, json_name: str) -> list[str]:
-    results = f"(results: [`{json_name}`]({json_name}))"
-    earlier = (doc.commands or [])[:-1]
-    if not earlier and not doc.reruns:
-        return [f"Produced by `{command}` {results}."]
-    lines = [f"`{c}`, then" for c in earlier] or ["an earlier run (its command was not recorded in its document), then"]
-    lines[0] = "Produced by " + lines[0]
-    count = doc.reruns or 1
-    reruns = "the last one" if count == 1 else f"the last {count}"
-    return lines + [f"`{command}` {results}; {reruns} ran again the rows that were not ok and replaced them "
-                    f"(with the GPU and ceilings of the rerun that measured them)."]
-
-
-def _parts(doc: Document) -> list[dict]:
-    """The document's runs, one per GPU: {"gpu", "dtypes", "modes", "ceilings"}; a single-GPU run is one part."""
-    return doc.parts or [{"gpu": None, "dtypes": [], "modes": [], "ceilings": doc.ceilings}]
-
-
-def _ceilings_line(part: dict, doc_reruns: int = 0) -> str:
-    run = "a rerun" if part.get("rerun") else "the first run" if doc_reruns else "this run"
-    where = run if part["gpu"] is None else \
-        f"{run} on GPU {part['gpu']} (its rows: {' and '.join(part['dtypes'])}, {' and '.join(part['modes'])})"
-    if part["ceilings"] is None:  # it stopped before measuring them (irlens.bench_checkpoint)
-        return f"- ceilings: not measured in {where}"
-    return f"- ceilings measured in {where}: {describe(Ceilings.from_json(part['ceilings']))}"
-
-
-def _stack_svgs(svgs: list[str]) -> str:
-    """Several small charts under one another, as one SVG file."""
-    y, body, width = 0, [], 0
-    for svg in svgs:
-        w, h = (float(x) for x in re.search(r'width="([\d.]+)" height="([\d.]+)"', svg).groups())
-        inner = svg[svg.index(">") + 1: svg.rindex("</svg>")]
-        body.append(f'<g transform="translate(0,{y})">{inner}</g>')
-        y, width = y + h + 8, max(width, w)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{y:.0f}" '
-            f'font-family="Helvetica, Arial, sans-serif" font-size="11">' + "".join(body) + "</svg>")
 
 
 # --- several GPUs: one child run per GPU -------------------------------------------------------
@@ -567,7 +436,7 @@ def merge_rerun(previous: dict, rerun: dict) -> dict:
     key = lambda r: (r.workload, r.mode, r.dtype, r.backend)  # noqa: E731
     fresh = {key(r): r for r in new.rows}
     return dataclasses.replace(
-        old, parts=_parts(old) + [{**p, "rerun": True} for p in new.parts], rows=[fresh.get(key(r), r) for r in old.rows],
+        old, parts=run_parts(old) + [{**p, "rerun": True} for p in new.parts], rows=[fresh.get(key(r), r) for r in old.rows],
         reruns=(old.reruns or 0) + 1, wall_s=old.wall_s + new.wall_s,
         missing=(old.missing or []) + (new.missing or [])).to_json()
 

@@ -6,6 +6,10 @@ cells done, the run's time so far and an estimate of the time left. The estimate
 phases not finished, the cells still to run times the mean time of a finished cell of that
 phase (a phase with none finished yet borrows the mean of every cell finished so far), over its
 width. Steps that are no cells (the ceilings, the work counts) print a line when they end.
+
+It also keeps where the time went: when each phase and step began (`timeline`, seconds since
+the start) and when each cell ran, with its group (the backend a compile ahead served), for the
+bench document's `time_spent` (irlens.bench_time).
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ class Phase:
     cells: int
     width: int = 1  # cells at once
     seconds: list[float] = field(default_factory=list)  # of each finished cell
+    runs: list[tuple[str | None, float, float]] = field(default_factory=list)  # (group, began, ended) of each
 
     @property
     def left(self) -> int:
@@ -42,7 +47,8 @@ class BenchProgress:
         self.started = clock()
         self.phases: dict[str, Phase] = {}
         self.current: Phase | None = None
-        self._begun: dict[int, tuple[float, str]] = {}  # thread -> when its cell began, and which
+        self.timeline: list[tuple[str, float]] = []  # (phase or step, when it began)
+        self._begun: dict[int, tuple[float, str, str | None]] = {}  # thread -> when its cell began, which, its group
         self._lock = threading.Lock()
 
     def plan(self, name: str, cells: int, width: int = 1) -> None:
@@ -51,10 +57,18 @@ class BenchProgress:
 
     def phase(self, name: str) -> None:
         """Enter a planned phase; the one before is over (none of its cells is left)."""
+        self._enter(name, self.phases[name])
+
+    def step(self, name: str) -> None:
+        """Begin a step that is no phase of cells (waiting, measuring); the phase before is over."""
+        self._enter(name, None)
+
+    def _enter(self, name: str, phase: Phase | None) -> None:
         with self._lock:
             if self.current is not None:
                 self.current.cells = len(self.current.seconds)
-            self.current = self.phases[name]
+            self.current = phase
+            self.timeline.append((name, self.clock() - self.started))
 
     def expect(self, cells: int) -> None:
         """The current phase runs this many cells after all (some needed no run)."""
@@ -85,9 +99,9 @@ class BenchProgress:
         with self._lock:
             self.line(text)
 
-    def start(self, label: str) -> None:
+    def start(self, label: str, group: str | None = None) -> None:
         with self._lock:
-            self._begun[threading.get_ident()] = (self.clock(), label)
+            self._begun[threading.get_ident()] = (self.clock(), label, group)
 
     def finish(self) -> None:
         with self._lock:
@@ -95,8 +109,10 @@ class BenchProgress:
             phase = self.current
             if phase is None or begun is None:
                 return
-            seconds = self.clock() - begun[0]
+            now = self.clock()
+            seconds = now - begun[0]
             phase.seconds.append(seconds)
+            phase.runs.append((begun[2], begun[0] - self.started, now - self.started))
             self.line(f"{phase.name}: {len(phase.seconds)}/{phase.cells} cells ({begun[1]}: {seconds:.0f} s)")
 
     def close(self) -> None:

@@ -6,6 +6,11 @@ primitive expansion costs, except that causal attention needs only the unmasked 
 score matmuls. A kernel does the flops of the nodes it computes, recomputed ones included; the
 second kernel of a split reduction only adds up the first one's partial results.
 
+Only the matmul flops are exact. The elementwise and reduction counts estimate the work, not the
+instructions (against Nsight Compute's instruction counts, fused elementwise kernels are off by
+-95 % to +601 %): `matmul_only` counts the exact part alone, and a compute bound is judged on it
+(irlens.reporting.ceiling).
+
 A kernel's bytes do not come from here: they are the buffers the kernel itself reads and
 writes, read from the backend's own records (`Kernel.bytes`: Inductor's wrapper code, XLA's
 optimized HLO, Thunder's regions and nvFuser's segments). The common view says what values
@@ -36,21 +41,23 @@ def matmul_flops(node: Node, values: dict[str, TensorMeta]) -> int:
     return 2 * _numel(out.shape) * k
 
 
-def node_flops(node: Node, values: dict[str, TensorMeta]) -> int:
+def node_flops(node: Node, values: dict[str, TensorMeta], matmul_only: bool = False) -> int:
     cat = ops.category(node.op)
     if cat == ops.MATMUL:
         return matmul_flops(node, values)
+    if cat == ops.COMPOSITE:
+        return _composite_flops(node, values, matmul_only)
+    if matmul_only:
+        return 0
     if cat == ops.ELEMENTWISE:
         return sum(_numel(o.shape) for o in node.outputs)
     if cat == ops.REDUCTION:
         ins = [values[x] for x in node.value_inputs() if x in values]
         return sum(_numel(t.shape) for t in ins)
-    if cat == ops.COMPOSITE:
-        return _composite_flops(node, values)
     return 0
 
 
-def _composite_flops(node: Node, values: dict[str, TensorMeta]) -> int:
+def _composite_flops(node: Node, values: dict[str, TensorMeta], matmul_only: bool) -> int:
     from irlens.decompose import to_primitive
 
     ins = [values[x] for x in node.value_inputs() if x in values]
@@ -59,28 +66,29 @@ def _composite_flops(node: Node, values: dict[str, TensorMeta]) -> int:
     causal = node.op in ("sdpa", "sdpa_backward") and node.attrs.get("is_causal")
     total = 0
     for n in g.nodes:
-        f = node_flops(n, vals)
+        f = node_flops(n, vals, matmul_only)
         total += f // 2 if causal and n.op == "matmul" else f
     return total
 
 
-def graph_flops(graph: Graph) -> int:
+def graph_flops(graph: Graph, matmul_only: bool = False) -> int:
     values = graph.values()
-    return sum(node_flops(n, values) for n in graph.nodes)
+    return sum(node_flops(n, values, matmul_only) for n in graph.nodes)
 
 
 # a split reduction's partial results: float32, as Inductor accumulates
 PARTIAL_ITEMSIZE = 4
 
 
-def kernel_flops(kernel: Kernel, graph: Graph) -> int:
+def kernel_flops(kernel: Kernel, graph: Graph, matmul_only: bool = False) -> int:
     """Flops a kernel does: those of the nodes it covers and those it recomputes (0 for a kernel
     that covers no compute node: a copy, a layout change); the second kernel of a split
-    reduction (`Kernel.combines`) adds up the partial results it reads, one flop each."""
+    reduction (`Kernel.combines`) adds up the partial results it reads, one flop each (an
+    estimate: not counted with `matmul_only`)."""
     inside = set(kernel.node_ids) | set(kernel.recompute)
     values = graph.values()
-    partials = (kernel.bytes_read or 0) // PARTIAL_ITEMSIZE if kernel.combines else 0
-    return sum(node_flops(n, values) for n in graph.nodes if n.id in inside) + partials
+    partials = (kernel.bytes_read or 0) // PARTIAL_ITEMSIZE if kernel.combines and not matmul_only else 0
+    return sum(node_flops(n, values, matmul_only) for n in graph.nodes if n.id in inside) + partials
 
 
 def gemm_shapes(graph: Graph) -> list[Gemm]:

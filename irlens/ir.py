@@ -243,6 +243,9 @@ class Kernel:
     # reductions whose partial results it adds up (the second kernel of a split reduction): it
     # reads the first kernel's partials, not the reduction's input, and recomputes nothing
     combines: list[str] = field(default_factory=list)
+    # the exact part of `flops`: its matrix products' 2·m·n·k (the rest is an estimate: irlens.cost);
+    # None where not counted apart (documents written before)
+    matmul_flops: int | None = None
 
     def set_io(self, read: int | None, written: int | None) -> None:
         """Set the bytes from what the kernel reads and writes (None: not known)."""

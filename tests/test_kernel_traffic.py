@@ -15,7 +15,7 @@ import pytest
 
 from irlens.backends.inductor.accesses import touch_bounds
 from irlens.backends.inductor.code import mark_combining_stages, read_launches
-from irlens.bench import format_bench_table, write_results_page
+from irlens.reporting.bench_page import format_bench_table, write_results_page
 from irlens.ceilings import Ceilings
 from irlens.cost import kernel_flops
 from irlens.ir import Graph, TensorMeta

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from irlens.backends import get_backend
 from irlens.backends.base import Backend
-from irlens.bench import format_bench_table
+from irlens.reporting.bench_page import format_bench_table
 from irlens.errors import NoNativePath
 from irlens.frontends.base import Availability
 from irlens.matrix import Document, run_matrix

@@ -143,7 +143,7 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
                 late.append(cell)
             return
         if progress is not None:
-            progress.start(f"{label(plan, cell)} · {plan.dtype}")
+            progress.start(f"{label(plan, cell)} · {plan.dtype}", backend.name)
         serving = worker(plan, cell)
         try:
             reply = serving.call(ENTRY, {"spec": cell.to_json(), "what": "warm"}, timeout)

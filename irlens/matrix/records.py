@@ -20,7 +20,7 @@ from irlens.ir import Graph, Kernel
 from irlens.json_values import BadDocument, read_record, read_value
 
 # written only when set: added after the first documents, or set by `irlens bench` alone
-_LATER = ("bytes_read", "bytes_written", "combines", "pct_of_ceiling", "bound", "model_error", "via_l2")
+_LATER = ("bytes_read", "bytes_written", "combines", "matmul_flops", "pct_of_ceiling", "bound", "model_error", "via_l2")
 
 
 @dataclass
@@ -52,10 +52,11 @@ class StepWork:
     """What one step must move and do, counted once from the common view (irlens.cost)."""
 
     bytes: int
-    flops: int
+    flops: int  # all of them: matmul flops are exact, the rest an estimate (irlens.cost)
+    matmul_flops: int | None = None  # the exact part; None in documents written before it was counted
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
     @classmethod
     def from_json(cls, d: Any, where: str = "must") -> "StepWork":
@@ -74,6 +75,7 @@ class RowRoofline:
     bound: str  # memory | compute
     model_error: str | None = None
     kernels_flagged: int | None = None  # None in documents written before kernels were judged
+    matmul_tflops: float | None = None  # the exact part of `tflops` (matrix products); None: not told apart
 
     def to_json(self) -> dict:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}

@@ -13,7 +13,7 @@ from irlens.precision import describe_rows as describe_precision
 from irlens.matrix.table import (DRAWS_MARK, FALLBACK_MARK, UNSTEADY_MARK, VACUOUS_MARK, error_figures, run_figure,
                                  status_text, vacuous_lines, via_lines)
 from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Text
-from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
+from irlens.reporting.ceiling import backend_pct, ceiling_for, flops_estimated, judge
 from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_svg
 from irlens.reporting.plots import bar_chart
 from irlens.reporting.records import first_line, group_rows, kernel_stage, launches_of
@@ -140,8 +140,10 @@ def _workload_section(workload: str, mode: str, variant: str, rows: list[Row], c
         kernels = Section("Kernels", anchor(key, "kernels"), [Text([
             "Bytes: what each kernel itself touches of the buffers it reads and writes (its arguments, operands "
             "and results), each counted once. Flops: those of the common-view nodes it computes or recomputes; 0 "
-            "for a kernel that computes none (a copy), '-' where its nodes are not known. % of ceiling: ideal time "
-            "(the larger of bytes / memory bandwidth and flops / matmul rate) over its measured time; (L2): faster "
+            "for a kernel that computes none (a copy), '-' where its nodes are not known; a matrix product's are "
+            "exact, 'est.' marks a count that holds others (one flop per op and element, not instructions). % of "
+            "ceiling: ideal time (the larger of bytes / memory bandwidth and exact flops / matmul rate) over its "
+            "measured time; (L2): faster "
             "than DRAM for all its bytes, so the figure counts those beyond the L2's size; a figure above 100 % "
             "even so is not a speed and is marked as a model error, with the reason under the table."])])
         for r in ran:
@@ -201,11 +203,11 @@ def _kernel_table(row: Row, ceiling, dtype: str) -> list[Table | Text]:
     errors = []
     for i, k in enumerate(kernels):
         stage = kernel_stage(k, graphs)
-        verdict = judge(k, ceiling, dtype)
+        verdict, estimated = judge(k, ceiling, dtype), flops_estimated(k.flops, k.matmul_flops)
         pct = fmt(verdict.pct, ".1f") + (" model error" if verdict.model_error else " (L2)" if verdict.via_l2 else "")
         table.rows.append([f"k{i}", k.name, k.kind, str(len(k.node_ids)), op_summary(k, graphs.get(stage) if stage else None),
                            str(len(k.recompute)) if k.recompute else "", fmt(k.time_us, ".2f"),
-                           fmt(k.bytes, ",d"), fmt(k.flops, ",d"), pct])
+                           fmt(k.bytes, ",d"), fmt(k.flops, ",d") + (" est." if estimated else ""), pct])
         table.swatches.append(kernel_color(i) if graphs else None)
         if verdict.model_error:
             table.flagged.add((i, len(header) - 1))

@@ -13,6 +13,10 @@ DRAM ceiling does not bound a kernel that reads what the kernel before it left i
 figure counts only the bytes beyond the L2's size, and says so. Above 100 % even then, the
 roofline model is wrong for that kernel (its bytes or flops are over-counted), and the figure
 is flagged as a model error in every output, never shown as a speed.
+
+Only exact flops count toward a compute bound: a matrix product's 2·m·n·k. The flops of
+elementwise ops and reductions are an estimate (irlens.cost: one per op and element, not the
+instructions a kernel runs), shown as one and never enough to make a kernel or a step compute-bound.
 """
 from __future__ import annotations
 
@@ -73,13 +77,24 @@ def dram_bytes(nbytes: int | None, l2_bytes: int | None) -> int | None:
     return None if nbytes is None else max(nbytes - (l2_bytes or 0), 0)
 
 
+def exact_flops(flops: int | None, matmul_flops: int | None) -> int:
+    """The flops a compute bound is judged on: the matmul part where it was counted apart, else
+    (documents written before) all of them, as they were judged then."""
+    return (flops or 0) if matmul_flops is None else matmul_flops
+
+
+def flops_estimated(flops: int | None, matmul_flops: int | None) -> bool:
+    """Whether a flop count holds estimated (not matmul) flops, or may: not counted apart."""
+    return bool(flops) and (matmul_flops is None or flops > matmul_flops)
+
+
 def ideal_us(kernel: Kernel, ceiling: Ceiling, dtype: str, nbytes: int | None = None) -> tuple[float, str] | None:
     """(ideal µs, bound) of the kernel's bytes (or `nbytes` of them) and flops; None for a kernel
     with neither counted."""
     if kernel.bytes is None and kernel.flops is None:
         return None
     memory = ((kernel.bytes if nbytes is None else nbytes) or 0) / ceiling.bandwidth
-    compute = (kernel.flops or 0) / ceiling.peak(dtype)
+    compute = exact_flops(kernel.flops, kernel.matmul_flops) / ceiling.peak(dtype)
     return max(memory, compute) * 1e6, "memory" if memory >= compute else "compute"
 
 

@@ -6,9 +6,11 @@ so far, and `recompute` runs it again over a stored document (the sweep's figure
 the ceilings' `raised`, so it gives the same figures, and brings older documents to this rule).
 
 A row's % of ceiling is ideal time / device time, ideal = max(bytes / memory bandwidth,
-flops / matmul rate of its dtype); `bound` says which term is larger. A kernel's is the same
-over its own bytes, flops and launch time (irlens.reporting.ceiling, which also says why a
-figure above 100 % is a model error).
+exact flops / matmul rate of its dtype); `bound` says which term is larger. Exact flops are the
+matrix products' (irlens.reporting.ceiling.exact_flops): the estimated elementwise flops count in
+TFLOP/s, shown as an estimate, but never make a row or a kernel compute-bound, nor raise a
+ceiling. A kernel's is the same over its own bytes, flops and launch time
+(irlens.reporting.ceiling, which also says why a figure above 100 % is a model error).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import json
 from irlens.ceilings import Ceilings, Seen, raised_to, swept
 from irlens.matrix import Document, Row
 from irlens.matrix.records import RowRoofline, StepWork
-from irlens.reporting.ceiling import ceiling_for, dram_bytes, judge, model_error
+from irlens.reporting.ceiling import ceiling_for, dram_bytes, exact_flops, judge, model_error
 
 
 def roofline(row: Row, must: StepWork | None, ceilings: Ceilings) -> RowRoofline | None:
@@ -29,10 +31,11 @@ def roofline(row: Row, must: StepWork | None, ceilings: Ceilings) -> RowRoofline
         return None
     seconds = timing.device_us * 1e-6
     peak = (ceilings.peak_tflops(row.dtype or "float32") or ceilings.peak_tflops("float32")) * 1e12
-    memory_s, compute_s = must.bytes / (ceilings.memory_gbps * 1e9), must.flops / peak
+    memory_s, compute_s = must.bytes / (ceilings.memory_gbps * 1e9), exact_flops(must.flops, must.matmul_flops) / peak
     pct, bound = 100.0 * max(memory_s, compute_s) / seconds, "memory" if memory_s >= compute_s else "compute"
     return RowRoofline(gbps=must.bytes / seconds / 1e9, tflops=must.flops / seconds / 1e12, pct_of_ceiling=pct,
-                       bound=bound, model_error=model_error(pct, bound))
+                       bound=bound, model_error=model_error(pct, bound),
+                       matmul_tflops=None if must.matmul_flops is None else must.matmul_flops / seconds / 1e12)
 
 
 def judge_kernels(row: Row, ceilings: Ceilings | None) -> None:
@@ -49,7 +52,7 @@ def judge_kernels(row: Row, ceilings: Ceilings | None) -> None:
 def kernel_rates(row: Row, ceilings: Ceilings) -> list[Seen]:
     """The rates the row's timed kernels ran at: GB/s of the bytes they must have moved through
     DRAM (all but the L2's size: an L2-served kernel shows nothing of DRAM), TFLOP/s of their
-    flops (held to the matmul ceiling of the row's dtype). Only rows that are ok count."""
+    exact flops (held to the matmul ceiling of the row's dtype). Only rows that are ok count."""
     if row.status != "ok":
         return []
     seen = []
@@ -60,8 +63,9 @@ def kernel_rates(row: Row, ceilings: Ceilings) -> list[Seen]:
         by = f"{k.name} in {row.workload} {row.mode} {row.label}"
         if dram_bytes(k.bytes, ceilings.l2_bytes):
             seen.append(Seen("memory", dram_bytes(k.bytes, ceilings.l2_bytes) / us / 1e3, f"{by} ({row.dtype})"))
-        if k.flops:
-            seen.append(Seen(ceilings.matmul_key(row.dtype or "float32"), k.flops / us / 1e6, by))
+        if exact_flops(k.flops, k.matmul_flops):
+            seen.append(Seen(ceilings.matmul_key(row.dtype or "float32"),
+                             exact_flops(k.flops, k.matmul_flops) / us / 1e6, by))
     return seen
 
 
