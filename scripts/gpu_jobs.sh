@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU jobs of more than one command, each command a named configuration (`irlens list --configs`,
-# docs/configs.md); one command alone needs no job: `python -m irlens.runs NAME`. Run from the
+# docs/configs.md); one command alone needs no job: `python -m irlens.cli.configs NAME`. Run from the
 # repository root with the GPU environment active. The configurations write under $IRLENS_RESULTS
 # (default results-gpu/), and so does this script: a log per command and, in times.txt, each
 # command's exit status and wall time.
@@ -21,7 +21,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 run() {  # a configuration: its NAME, the name of its log, then arguments that replace its own
   local name=$1 log=$2 t0=$SECONDS
   shift 2
-  python -m irlens.runs "$name" "$@" > "$R/$log.log" 2>&1
+  python -m irlens.cli.configs "$name" "$@" > "$R/$log.log" 2>&1
   echo "$log: rc=$? wall $((SECONDS - t0)) s" | tee -a "$R/times.txt"
 }
 

@@ -45,7 +45,7 @@ class SubcommandParser(Parser):
 
     def parse_known_args(self, args=None, namespace=None):
         self._complete()
-        from irlens.runs.plan import expand  # `--config NAME`: a named configuration's arguments first
+        from irlens.cli.configs.plan import expand  # `--config NAME`: a named configuration's arguments first
 
         return super().parse_known_args(expand(self, args), namespace)
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from irlens.cli.command import (add_modes_option, add_preset_option, add_frontend_settings, apply_frontend_settings,
-                                  backend_names, checked_csv, csv, guarded, non_negative_int, options,
+from irlens.cli.command import (add_config_option, add_modes_option, add_preset_option, add_frontend_settings,
+                                  apply_frontend_settings, backend_names, checked_csv, csv, guarded, non_negative_int,
+                                  options,
                                   output_file, output_folder, positive_float, positive_int)
 from irlens.errors import UsageError
 from irlens.precision import add_option as add_precision_option
-from irlens.runs.plan import add_option as add_config_option
 from irlens.wording import plural
 
 HELP = "the matrix on a GPU: device time per row beside measured bandwidth/flop ceilings"
@@ -54,7 +54,7 @@ def add_arguments(b) -> None:
                         "other options name), and write it with those rows replaced")
     add_precision_option(b)
     add_frontend_settings(b)
-    add_config_option(b, "bench")
+    add_config_option(b)
 
 
 @guarded

@@ -242,3 +242,11 @@ def apply_frontend_settings(args) -> None:
     for _, dest, setting in frontend_settings():
         if getattr(args, dest, None) is not None:
             setting.apply(getattr(args, dest))
+
+
+def add_config_option(parser) -> None:
+    """`--config NAME` (irlens.cli.configs, read before parsing: `irlens.cli.SubcommandParser`)."""
+    parser.add_argument("--config", metavar="NAME",
+                        help="run a named configuration (`irlens list --configs` says what each runs): its "
+                             "options, then the ones given beside it, which override its own; default: none, the "
+                             "options given alone")

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irlens.cli.command import (add_device_option, add_dtype_option, add_modes_option, add_preset_option,
+from irlens.cli.command import (add_config_option, add_device_option, add_dtype_option, add_modes_option, add_preset_option,
                                  add_frontend_settings, apply_frontend_settings, backend_names, csv, guarded, options,
                                  output_file, positive_float, positive_int)
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, add_option as add_precision_option
-from irlens.runs.plan import add_option as add_config_option
 
 HELP = "run workloads through every backend; check numerics; list kernels"
 
@@ -32,7 +31,7 @@ def add_arguments(c) -> None:
                    help="the frontend x backend grid: graphs acquired by dynamo/thunder/jax, executed by inductor/nvfuser/xla")
     add_precision_option(c)
     add_frontend_settings(c)
-    add_config_option(c, "compare")
+    add_config_option(c)
 
 
 @dataclass

@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
 @guarded
 def run(args) -> int:
     if args.configs:
-        from irlens.runs.plan import listing
+        from irlens.cli.configs.plan import listing
 
         print(listing(args.format == "json"))
         return EXIT_OK

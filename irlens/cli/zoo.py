@@ -10,11 +10,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from irlens.cli.command import (add_device_option, add_modes_option, add_preset_option, add_frontend_settings,
+from irlens.cli.command import (add_config_option, add_device_option, add_modes_option, add_preset_option,
+                                 add_frontend_settings,
                                  apply_frontend_settings, csv, guarded, output_file, output_folder,
                                  positive_float, positive_int, read_documents)
 from irlens.precision import add_option as add_precision_option
-from irlens.runs.plan import add_option as add_config_option
 
 HELP = "the model zoo (transformers, timm) through every stack: pass rates, unknown ops, breaks, kernels, speedups"
 
@@ -63,7 +63,7 @@ def add_arguments(p) -> None:
                    help="write an `irlens repro` file for each kind of failure that is upstream's (OUT/repro/)")
     add_precision_option(p)
     add_frontend_settings(p)
-    add_config_option(p, "zoo")
+    add_config_option(p)
 
 
 @guarded

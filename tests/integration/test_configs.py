@@ -1,4 +1,4 @@
-"""Named run configurations (irlens.runs): each one's command line parses with its program's own
+"""Named run configurations (irlens.cli.configs): each one's command line parses with its program's own
 parser into the configuration's fields; `--config NAME` puts them first and the options given beside
 it replace them; a bad name is one line and exit 2; the plan printed first names the command line and
 the expected time, a figure that agrees with the committed run it cites."""
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from irlens.cli import build_parser, main
-from irlens.runs import CONFIGS
-from irlens.runs.__main__ import main as runs_main
-from irlens.runs.kinds import OUTPUTS, RESULTS_ENV, GpuTests, IrlensCommand, Table
+from irlens.cli.configs import CONFIGS
+from irlens.cli.configs.__main__ import main as runs_main
+from irlens.cli.configs.kinds import OUTPUTS, RESULTS_ENV, GpuTests, IrlensCommand, Table
 
 ROOT = Path(__file__).resolve().parents[2]
 IRLENS = [c for c in CONFIGS.values() if isinstance(c, IrlensCommand)]

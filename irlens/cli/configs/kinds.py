@@ -11,6 +11,7 @@ results folder, $IRLENS_RESULTS (default: results-gpu).
 from __future__ import annotations
 
 import argparse
+import importlib
 import functools
 import os
 from dataclasses import dataclass, fields
@@ -63,9 +64,8 @@ class CommandOptions(argparse.ArgumentParser):
     def __init__(self, command: str):
         super().__init__(prog=f"irlens {command}", add_help=False)
         self.actions: dict[str, argparse.Action] = {}
-        from irlens.cli import command_module
-
-        command_module(command).add_arguments(self)
+        # the subcommand's module by name, as irlens.cli.command_module does (that module imports this one)
+        importlib.import_module(f"irlens.cli.{command}").add_arguments(self)
 
     def add_argument(self, *args, **kwargs):
         action = super().add_argument(*args, **{**kwargs, "default": argparse.SUPPRESS})

@@ -1,9 +1,9 @@
 """The named configurations: `irlens bench --config NAME` (zoo, compare alike), `python -m
-irlens.runs NAME` for any of them, `irlens list --configs` for the list. Adding one is one entry."""
+irlens.cli.configs NAME` for any of them, `irlens list --configs` for the list. Adding one is one entry."""
 from __future__ import annotations
 
 from irlens.registry import Registry
-from irlens.runs.kinds import Bench, Compare, GpuTests, RunConfig, Table, Zoo
+from irlens.cli.configs.kinds import Bench, Compare, GpuTests, RunConfig, Table, Zoo
 
 CONFIGS: Registry[RunConfig] = Registry("configuration")
 add = CONFIGS.register

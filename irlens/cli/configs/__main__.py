@@ -1,4 +1,4 @@
-"""`python -m irlens.runs NAME [ARGS...]`: any configuration by name, ARGS after its own (an irlens
+"""`python -m irlens.cli.configs NAME [ARGS...]`: any configuration by name, ARGS after its own (an irlens
 command's replace the configuration's; pytest and the table script take the last of a repeated option).
 An irlens configuration runs as `irlens COMMAND --config NAME ARGS`; the others print their plan first."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import os
 import sys
 
 from irlens.errors import UsageError
-from irlens.runs.catalog import CONFIGS
-from irlens.runs.kinds import IrlensCommand
-from irlens.runs.plan import plan
+from irlens.cli.configs.catalog import CONFIGS
+from irlens.cli.configs.kinds import IrlensCommand
+from irlens.cli.configs.plan import plan
 
 
 def main(argv: list[str]) -> int:
@@ -19,7 +19,7 @@ def main(argv: list[str]) -> int:
     try:
         config = CONFIGS[argv[0]]
     except UsageError as e:
-        print(f"python -m irlens.runs: error: {e}", file=sys.stderr)
+        print(f"python -m irlens.cli.configs: error: {e}", file=sys.stderr)
         return 2
     if isinstance(config, IrlensCommand):
         line = ["irlens", config.command, "--config", config.name, *argv[1:]]

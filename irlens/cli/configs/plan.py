@@ -8,16 +8,8 @@ import sys
 
 from irlens.errors import UsageError
 from irlens.registry import UnknownName
-from irlens.runs.catalog import CONFIGS
-from irlens.runs.kinds import IrlensCommand, RunConfig, command_options
-
-
-def add_option(parser, command: str) -> None:
-    names = [c.name for c in CONFIGS.values() if getattr(c, "command", None) == command]
-    parser.add_argument("--config", metavar="NAME",
-                        help=f"run a named configuration ({', '.join(names)}; `irlens list --configs` says what "
-                             "each runs): its options, then the ones given beside it, which override its own; "
-                             "default: none, the options given alone")
+from irlens.cli.configs.catalog import CONFIGS
+from irlens.cli.configs.kinds import IrlensCommand, RunConfig, command_options
 
 
 def config_name(args: list[str]) -> tuple[str | None, list[str]]:
@@ -82,6 +74,6 @@ def listing(as_json: bool) -> str:
              "expected_s": c.expected_s, "expected": c.expected()} for c in CONFIGS.values()]
     if as_json:
         return json.dumps({"configs": rows}, indent=1)
-    return "configurations (irlens bench|zoo|compare --config NAME; any of them: python -m irlens.runs NAME):\n" + \
+    return "configurations (irlens bench|zoo|compare --config NAME; any of them: python -m irlens.cli.configs NAME):\n" + \
         "\n".join(f"  {r['name']:<30} {r['description']}\n  {'':<30} $ {r['command']}\n"
                   f"  {'':<30} expected: {r['expected']}" for r in rows)
