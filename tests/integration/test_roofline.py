@@ -309,7 +309,7 @@ def test_kernels_above_the_ceiling_are_flagged_in_every_output(tmp_path):
     them (and high enough that they do not): flagged in the row's JSON, the bench table, the
     report's kernel table, and left out of its charts; none flagged where none exceed."""
     from irlens.backends import get_backend
-    from cell_runs import run_in_process
+    from tests.support.cell_runs import run_in_process
     from irlens.matrix.references import compute_reference
 
     wl = resolve_workload("tinyhead")
@@ -337,7 +337,7 @@ def test_kernels_above_the_ceiling_are_flagged_in_every_output(tmp_path):
 
 # An H100 bench (bf16): its sweep measured 753 TFLOP/s, while CUPTI timed cuBLAS's products in
 # the workloads at up to 861, all below the vendor's 989; 23 kernels were flagged as written
-H100_BENCH = Path(__file__).parent / "data" / "h100-single1.json.gz"
+H100_BENCH = Path(__file__).parents[1] / "data" / "h100-single1.json.gz"
 
 
 def _rates(doc: Document) -> list[tuple[float, float, str]]:

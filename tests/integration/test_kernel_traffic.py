@@ -23,7 +23,7 @@ from irlens.matrix import Document, read_document
 from irlens.reporting.ceiling import above_100
 from irlens.reporting.roofline import recompute
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 H200_BENCH = DATA / "h200-bench.json.gz"  # 4 x H200, 2026-11-21: 112 rows, kernels with their post-grad graphs
 
 
