@@ -29,6 +29,7 @@ from irlens.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.reporting import merge_documents
 from irlens.reporting.zoo_page import with_eager_base
 from irlens.workload import MODES
+from irlens.wording import plural
 
 
 @dataclass
@@ -155,13 +156,8 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True, c
                      if (n, m, b) in cells]
     runs = [{"zoo": {"shard": list(cfg.shard) if cfg.shard else None, "models": names, "backends_not_run": skipped}}]
     commands = [command] if command else None
-    done, lock = [], threading.Lock()
-
-    def finished(cell, row: Row) -> None:
-        with lock:  # the rows so far, each document written whole (irlens.matrix.write_document)
-            done.append(row)
-            checkpoint(Document("compare", [*done, *not_installed], cfg.device, device_name(cfg.device), versions(),
-                                cfg.preset, cfg.run_dtype, runs=runs, commands=commands))
+    done: list[Row] = []
+    on_row = rows_checkpoint(checkpoint, done, not_installed, cfg.device, cfg.preset, cfg.run_dtype, runs, commands)
 
     if runnable:
         plan = dataclasses.replace(plan_matrix(runnable, backends, modes, cfg.device, cfg.preset, cfg.run_dtype,
@@ -169,11 +165,12 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True, c
                                    only=None if cfg.fill is None else frozenset(cells))
         try:
             doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s,
-                           on_row=None if checkpoint is None else finished)
+                           on_row=on_row)
         except BaseException as e:
             if checkpoint is not None:
-                print(f"irlens zoo: the run stopped at {type(e).__name__}: {e}; its document holds the {len(done)} "
-                      f"rows that finished (`irlens zoo --fill` on it runs the rest)", file=sys.stderr, flush=True)
+                print(f"irlens zoo: the run stopped at {type(e).__name__}: {e}; its document holds the "
+                      f"{plural(len(done), 'row')} that finished (`irlens zoo --fill` on it runs the rest)",
+                      file=sys.stderr, flush=True)
             raise
     else:
         plan_matrix([], backends, modes, cfg.device, cfg.preset, cfg.run_dtype, precision=cfg.precision)  # the checks
@@ -181,6 +178,23 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True, c
     doc.rows += not_installed
     doc.commands, doc.runs = commands, runs
     return doc
+
+
+def rows_checkpoint(checkpoint, done: list[Row], other_rows: list[Row], device: str, preset: str,
+                    dtype: str | None, runs: list, commands: list | None):
+    """A run_plan `on_row` that appends each finished row to `done` and hands `checkpoint` the
+    document of those rows and `other_rows` (rows made without running), written whole each time;
+    None without a checkpoint."""
+    if checkpoint is None:
+        return None
+    lock = threading.Lock()
+
+    def finished(cell, row: Row) -> None:
+        with lock:
+            done.append(row)
+            checkpoint(Document("compare", [*done, *other_rows], device, device_name(device), versions(), preset,
+                                dtype, runs=runs, commands=commands))
+    return finished
 
 
 def merge_shards(docs: list[Document], rerun: bool = False) -> Document:

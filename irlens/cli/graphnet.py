@@ -10,7 +10,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from irlens.cli.command import add_device_option, add_modes_option, csv, guarded
+from irlens.cli.command import (add_device_option, add_modes_option, csv, guarded, output_file, output_folder,
+                                 positive_float, positive_int, read_documents)
+from irlens.precision import add_option as add_precision_option
 
 HELP = "GraphNet's samples through every stack: pass rates per source, GraphNet's S(t)/ES(t) beside irlens's verdict"
 
@@ -20,12 +22,12 @@ def add_arguments(p) -> None:
                         "then --from rebuilds a page")
     p.add_argument("--sources", type=csv, default=None,
                    help="comma-separated sources, the folders under samples/ (default: all)")
-    p.add_argument("--max-elements", type=int, default=None,
+    p.add_argument("--max-elements", type=positive_int, default=None,
                    help="only samples whose inputs and weights hold at most this many elements, from their meta "
                         "(default: any)")
-    p.add_argument("--max-bytes", type=int, default=None,
+    p.add_argument("--max-bytes", type=positive_int, default=None,
                    help="only samples whose inputs and weights take at most this many bytes (default: any)")
-    p.add_argument("--sample", type=int, default=None, metavar="N",
+    p.add_argument("--sample", type=positive_int, default=None, metavar="N",
                    help="a random draw of N of the selected samples (default: all of them)")
     p.add_argument("--seed", type=int, default=0, help="the draw's seed (default: 0)")
     p.add_argument("--shard", default=None, metavar="K/N",
@@ -39,19 +41,20 @@ def add_arguments(p) -> None:
 
     p.add_argument("--dtype", choices=COMPUTE_DTYPES, default=None,
                    help="compute dtype (default: each sample's own, the one most of its elements have)")
-    p.add_argument("--jobs", type=int, default=1, help="cells run in parallel (default: 1)")
-    p.add_argument("--timeout", type=float, default=300.0,
+    p.add_argument("--jobs", type=positive_int, default=1, help="cells run in parallel (default: 1)")
+    p.add_argument("--timeout", type=positive_float, default=300.0,
                    help="seconds per cell and per float64 reference (default: 300)")
-    p.add_argument("--budget-s", type=float, default=None,
+    p.add_argument("--budget-s", type=positive_float, default=None,
                    help="cells not started within this many seconds are `unavailable` rows saying so (default: none)")
-    p.add_argument("--out", default="irlens-graphnet",
+    p.add_argument("--out", type=output_folder, default="irlens-graphnet",
                    help="folder for graphnet.md, graphnet.json, report.html (default: irlens-graphnet)")
-    p.add_argument("--json", default=None, help="also write the document here (.json or .json.gz; default: only OUT/graphnet.json)")
+    p.add_argument("--json", type=output_file, default=None, help="also write the document here (.json or .json.gz; default: only OUT/graphnet.json)")
     p.add_argument("--from", dest="from_", nargs="+", action="extend", default=[], metavar="RESULTS_JSON",
                    help="rebuild the page from these documents (merged: a split run's shards) instead of running "
                         "(default: run)")
     p.add_argument("--rerun", action="store_true",
                    help="with --from: a cell several documents hold takes the last one's row (default: an error)")
+    add_precision_option(p)
 
 
 @guarded
@@ -67,18 +70,17 @@ def run(args) -> int:
         raise UsageError("--rerun joins documents: give them with --from")
     if bool(args.from_) == bool(args.root):
         raise UsageError("give --root (a GraphNet clone) to run samples, or --from documents to rebuild the page")
-    for flag in ("max_elements", "max_bytes", "sample", "jobs"):
-        if getattr(args, flag) is not None and getattr(args, flag) < 1:
-            raise UsageError(f"--{flag.replace('_', '-')} takes a positive whole number, not {getattr(args, flag)}")
     out = Path(args.out)
     if args.from_:
-        doc = merge_shards([read_document(path) for path in args.from_], rerun=args.rerun)
+        doc = merge_shards(read_documents(args.from_), rerun=args.rerun)
     else:
         cfg = GraphNetConfig(Path(args.root), args.sources, args.max_elements, args.max_bytes, args.sample, args.seed,
                              parse_shard(args.shard) if args.shard else None, args.backends, args.modes, args.device,
-                             args.dtype, args.jobs, args.timeout, args.budget_s)
+                             args.dtype, args.jobs, args.timeout, args.budget_s, args.precision)
         command = shlex.join(["irlens", "graphnet", *sys.argv[2:]]) if sys.argv[1:2] == ["graphnet"] else None
-        doc = run_corpus(cfg, command=command)
+        out.mkdir(parents=True, exist_ok=True)
+        doc = run_corpus(cfg, command=command,  # written after every row: a stopped run keeps what finished
+                         checkpoint=lambda doc: [write_document(doc, p) for p in (out / "graphnet.json", args.json) if p])
     page = graphnet_markdown(doc)
     out.mkdir(parents=True, exist_ok=True)
     (out / "graphnet.md").write_text(page)

@@ -23,7 +23,8 @@ from irlens.matrix.row import Row
 from irlens.models.graphnet import PREFIX, SAMPLES, BadSample, missing_files, sample_dirs, sample_workload
 from irlens.models.graphnet.meta import sizes
 from irlens.workload import MODES
-from irlens.zoo_run import shard_of, zoo_backends
+from irlens.precision import DEFAULT as DEFAULT_PRECISION
+from irlens.zoo_run import rows_checkpoint, shard_of, zoo_backends
 
 # a sample's inputs and weights take this many times their float64 size at most on the device: the
 # float64 reference's copy, the run's, eager's results and the backend's (a bound, not a measurement)
@@ -59,6 +60,7 @@ class GraphNetConfig:
     jobs: int = 1
     timeout: float = 300.0
     budget_s: float | None = None
+    precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.precision; --tf32: "tf32")
 
 
 def samples_root(root: Path) -> Path:
@@ -130,9 +132,11 @@ def too_large(sample: Sample, device: str) -> str:
             f"{MEMORY_FACTOR} float64 copies of them ({need / 2**30:.1f} GiB) over its {have / 2**30:.1f} GiB")
 
 
-def run_corpus(cfg: GraphNetConfig, command: str | None = None, progress: bool = True) -> Document:
+def run_corpus(cfg: GraphNetConfig, command: str | None = None, progress: bool = True, checkpoint=None) -> Document:
     """Run the selected samples; see the module docstring. The document's `runs` names the root,
-    the selection and the backends left out."""
+    the selection and the backends left out. `checkpoint(doc)` gets the document of the rows
+    finished so far after each row (the samples that cannot run included), so a run stopped at any
+    point leaves one whose page shows what finished."""
     chosen = select(find_samples(cfg.root), cfg)
     if not chosen:
         raise UsageError(f"no sample under {cfg.root} matches the selection")
@@ -153,11 +157,14 @@ def run_corpus(cfg: GraphNetConfig, command: str | None = None, progress: bool =
                      for m in modes for b in frontends]
         else:
             runnable.append(s.name)
-    plan = plan_matrix(runnable, backends, modes, cfg.device, "tiny", cfg.dtype)
-    doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s) if runnable else \
-        Document("compare", [], cfg.device, preset="tiny", dtype=cfg.dtype)
+    commands = [command] if command else None
+    runs = [{"graphnet": {"root": str(Path(cfg.root).resolve()), "samples": [s.name for s in chosen],
+                          "shard": list(cfg.shard) if cfg.shard else None, "backends_not_run": skipped}}]
+
+    plan = plan_matrix(runnable, backends, modes, cfg.device, "tiny", cfg.dtype, precision=cfg.precision)
+    on_row = rows_checkpoint(checkpoint, [], rows, cfg.device, "tiny", cfg.dtype, runs, commands)
+    doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s, on_row=on_row) \
+        if runnable else Document("compare", [], cfg.device, preset="tiny", dtype=cfg.dtype)
     doc.rows += rows
-    doc.commands = [command] if command else None
-    doc.runs = [{"graphnet": {"root": str(Path(cfg.root).resolve()), "samples": [s.name for s in chosen],
-                              "shard": list(cfg.shard) if cfg.shard else None, "backends_not_run": skipped}}]
+    doc.commands, doc.runs = commands, runs
     return doc

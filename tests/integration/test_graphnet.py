@@ -152,3 +152,24 @@ def test_compare_runs_a_sample_through_the_stacks_to_ok(tmp_path):
     levels = {r["backend"]: r["notes"]["graphnet_t"] for r in rows if r["mode"] == "fwd"}
     assert levels["eager"] == -10 and all(-10 <= t <= -4 for t in levels.values())
     assert all(math.isfinite(r["max_rel_err"]) for r in rows)
+
+
+def test_a_stopped_corpus_run_leaves_the_rows_that_finished(tmp_path):
+    """The document is written after every row: a run stopped after its first row (here by the
+    checkpoint itself) leaves that row beside the rows of the samples that could not run."""
+    from irlens.graphnet.corpus import run_corpus
+
+    written = []
+
+    def checkpoint(doc):
+        written.append([(r.workload.rsplit("/", 1)[-1], r.status) for r in doc.rows])
+        if len(written) == 1:
+            raise KeyboardInterrupt
+
+    cfg = GraphNetConfig(corpus(tmp_path / "gn"), sources=["timm"], backends=["eager"], modes=["fwd"])
+    with pytest.raises(KeyboardInterrupt):
+        run_corpus(cfg, progress=False, checkpoint=checkpoint)
+    assert len(written) == 1
+    ran = [row for row in written[0] if row[0] in ("a", "b")]
+    assert len(ran) == 1 and ran[0][1] == "ok"
+    assert ("c", "unavailable") in written[0]
