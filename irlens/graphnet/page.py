@@ -10,6 +10,7 @@ from irlens.matrix.document import Document
 from irlens.models.graphnet import label
 from irlens.reporting.zoo_page import by_kind, failures, model_table, stack_table, summarize, timed_out, with_eager_base
 from irlens.tolerance_ladder import ABOVE_ZERO
+from irlens.wording import plural
 
 CHECK_LEVEL = -5  # GraphNet's reference point: atol 1e-5, rtol 1.3e-6 in float32 (PyTorch's testing defaults)
 
@@ -106,11 +107,11 @@ def graphnet_markdown(doc: Document) -> str:
         lines += ["## Failures", "", "Each kind once, with the samples it hit; upstream: the innermost frame of its "
                   "traceback is in that package.", ""]
         lines += [f"- **{sig}** — {f'upstream ({up})' if up else 'a time limit' if timed_out(rows[0]) else 'irlens or unknown'}"
-                  f"; {len(rows)} rows: {', '.join(sorted({r.workload for r in rows}))}" for sig, rows, up in found]
+                  f"; {plural(len(rows), 'row')}: {', '.join(sorted({r.workload for r in rows}))}" for sig, rows, up in found]
         lines.append("")
     not_run = by_kind(page.rows, ("unavailable",))
     if not_run:
-        lines += ["## Not run", "", *[f"- **{sig}** — {len(rows)} rows: {', '.join(sorted({r.workload for r in rows}))}"
+        lines += ["## Not run", "", *[f"- **{sig}** — {plural(len(rows), 'row')}: {', '.join(sorted({r.workload for r in rows}))}"
                                       for sig, rows in not_run.items()], ""]
     return "\n".join(lines)
 
