@@ -225,7 +225,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
                         for i, plan in enumerate(plans):
                             os.makedirs(os.path.join(tmp, str(i)))
                             early[plan.dtype] = References(plan, os.path.join(tmp, str(i)), timeout, check_twins=True,
-                                                           threads=threads)
+                                                           threads=threads, after=next(reversed(early.values()), None))
                             early[plan.dtype].start()
                         progress.phase(COMPILE_AHEAD)
                         log = Log(None if cache_dir is None else Path(cache_dir) / LOG, software_key(plans[0]))

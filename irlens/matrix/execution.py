@@ -8,7 +8,8 @@ takes the next cell whose reference is ready, of its worker's backend where it c
 
 Where device work happens: isolated (the default), nowhere in this process. One worker
 computes every reference into a file and checks the JAX twins, in the background (cells start
-as soon as their own reference is there); cell workers load the files. On a GPU, the memory
+as soon as their own reference is there); cell workers load the files, and a file goes when the
+last cell of its workload x mode has finished (irlens.matrix.references says how the disk is kept). On a GPU, the memory
 torch's and JAX's allocators keep after any work in this process would otherwise starve the
 cell workers. In-process (`isolate=False`, for tests and unpicklable workloads) everything
 runs here, without timeouts.
@@ -110,9 +111,11 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
                     row = planned_row(plan, cell, refs, deadline) or runner.run(cell)
                 if on_row is not None:
                     on_row(cell, row)
+                refs.finished(cell.workload, cell.mode)  # the last cell of its key: its reference file goes
                 bar.finish()
                 return row
 
+            refs.serving()
             try:
                 if isolate:  # each thread takes the next cell whose reference is ready (irlens.matrix.cell_queue)
                     queue = CellQueue(order, lambda c: worker_key(plan, c),

@@ -15,9 +15,17 @@ for a plan: in this process when first asked for, or (isolated) in one worker pr
 background, twins first, so that a cell starts as soon as its own reference is there while
 costly ones are still being computed. Each reference obeys the run's timeout; one that fails
 or times out fails its cells, saying so.
+
+Isolated, the files are what fills a run's disk (float64 results and gradients at the bench size
+take GBs each): a file goes as soon as the last cell of its workload x mode has finished
+(`References.finished`), and a reference is saved only where it leaves `MIN_FREE_BYTES` free on
+the folder's disk. One that does not fit waits, within its timeout, while references the running
+cells will release are held; else (nothing to wait for: no cell is running yet) its cells fail
+with the reason (`NoRoom`).
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import gc
@@ -26,11 +34,14 @@ import os
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
 from irlens import call_progress
+from irlens.cache_upkeep import MIN_FREE_BYTES, GiB, disk_free
 from irlens.dtypes import TORCH_DTYPES
 from irlens.gpu_turns import gpu_alone, sharing_gpu
 from irlens.matrix.plan import Plan
@@ -42,8 +53,16 @@ TWIN_PRESET = "tiny"  # a twin computes the same function at every size: checked
 REFERENCE_DTYPES = ("float64", "float32")  # a reference's precision, the highest that runs; else the run's own
 
 
+ROOM_POLL_S = 2.0  # how often a reference that waits for disk looks again
+ROOM_WAIT_SHARE = 0.8  # the share of a reference's timeout it may have spent when it gives up waiting for disk
+
+
 class ReferenceFailed(Exception):
     """Eager fails in every precision, as the cells run it included: no reference."""
+
+
+class NoRoom(Exception):
+    """Saving the reference would leave its disk nearly full: its cells fail, the run goes on."""
 
 
 @dataclass
@@ -66,6 +85,11 @@ class Reference:
         inst.module.load_state_dict(self.state)
         inst.inputs = self.inputs
         return inst
+
+    def nbytes(self) -> int:
+        """About what `save` writes: the bytes of its tensors."""
+        tensors = [*self.results.values(), *self.state.values(), *self.inputs, *self.eager_outputs.values()]
+        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
     def save(self, path: str) -> None:
         torch.save({"results": self.results, "state": self.state, "inputs": list(self.inputs), "dtype": self.dtype,
@@ -220,7 +244,7 @@ def twin_in_worker(workload: str, device: str, dtype: str | None, gpu_lock: str 
 
 
 def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtype: str | None, path: str,
-                        gpu_lock: str | None = None) -> None:
+                        gpu_lock: str | None = None, room_wait_s: float = 0.0) -> None:
     """The worker's entry point (irlens.isolation calls it by name): save the reference to `path`,
     and give the memory back before the next. With `gpu_lock` (the turns on the plan's device: a
     GPU, or the CPU) it shares the device like a cell: no timing runs beside it. Out of device
@@ -228,7 +252,8 @@ def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtyp
     memory (attention_manual's [B, H, S, S] scores at the bench size do not fit twice over). A
     graph the CPU cannot run (one that builds its tensors on `cuda:0`) goes back to the device
     alone below float64. Cells pin the reference's own weights and inputs, so they compute on the
-    same numbers."""
+    same numbers. It is saved only where its disk keeps MIN_FREE_BYTES, waiting for room until
+    `room_wait_s` of the call counted (`save_with_room`)."""
     print(f"[irlens] reference {workload} {mode}", file=sys.stderr, flush=True)
     call_progress.stage("loading the workload")
     wl = resolve_workload(workload)
@@ -256,11 +281,46 @@ def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtyp
                 reference = compute_reference(wl, mode, device, preset, dtype, failed={
                     "float64": f"out of memory on {device}, and on the CPU: {first_line(e)}"})
             break
-    reference.save(path)
+    save_with_room(reference, path, room_wait_s)
     del reference
     gc.collect()
     if device.startswith("cuda"):
         torch.cuda.empty_cache()
+
+
+def save_with_room(reference: Reference, path: str, wait_s: float) -> None:
+    """Save `reference` to `path` once its disk keeps MIN_FREE_BYTES after it, waiting (polling),
+    while other references in its folder are held, for them to be released, until `wait_s` of the
+    call counted against its timeout; NoRoom, naming the sizes, where it does not fit by then, or
+    where the save itself runs out of disk (other writers share it), its partial file removed."""
+    needs = reference.nbytes()
+    while (free := disk_free(Path(path).parent)) - needs < MIN_FREE_BYTES:
+        spent = call_progress.counted_s()  # None: not in a worker, no timeout to wait within
+        if spent is None or spent + ROOM_POLL_S > wait_s or not others_held(path):
+            raise NoRoom(f"not enough disk for the float64 reference: needs {needs / GiB:.1f} GiB, "
+                         f"{free / GiB:.1f} GiB free (irlens keeps {MIN_FREE_BYTES / GiB:.0f} GiB free)")
+        call_progress.stage("waiting for disk to save the float64 reference")
+        time.sleep(ROOM_POLL_S)
+    try:
+        reference.save(path)
+    except OSError as e:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+        raise NoRoom(f"not enough disk for the float64 reference: needs {needs / GiB:.1f} GiB, saving it failed: "
+                     f"{e}") from e
+
+
+def others_held(path: str) -> bool:
+    """Whether other reference files are in `path`'s folder: each goes when its last cell has finished."""
+    folder, own = os.path.split(path)
+    return any(name.startswith("reference") and name != own for name in os.listdir(folder or "."))
+
+
+def failure_reason(e) -> str:
+    """What the cells of a reference the worker failed to compute (a CallFailed) say."""
+    prefix = f"{NoRoom.__name__}: "
+    return (e.reason.removeprefix(prefix) if e.reason.startswith(prefix)
+            else f"the float64 eager reference failed: {e.reason}")
 
 
 @dataclass
@@ -280,13 +340,19 @@ class References:
     (a GPU, or the CPU) like a cell (irlens.gpu_turns), and up to `max_wait_s` of a call's waits
     for them do not count against its timeout. Past `deadline` (time.monotonic(): a run's budget)
     no reference starts: no cell that needs one starts then either, and the worker would only take
-    turns from the cells still running."""
+    turns from the cells still running. Its worker starts computing once the worker of `after` (the
+    references of an earlier dtype) is done: on a disk that does not hold both, the earlier keeps
+    its room."""
 
     def __init__(self, plan: Plan, directory: str | None, timeout: float, check_twins: bool = False,
                  gpu_lock: str | None = None, threads: int | None = None, max_wait_s: float = 0.0,
-                 deadline: float | None = None):
+                 deadline: float | None = None, after: "References | None" = None):
         self.plan, self.directory, self.timeout, self.check_twins = plan, directory, timeout, check_twins
         self.gpu_lock, self.threads, self.max_wait_s, self.deadline = gpu_lock, threads, max_wait_s, deadline
+        self.after = after
+        self._left = Counter((c.workload, c.mode) for c in plan.cells())  # per key: its cells not finished
+        self._serving = False  # cells are running: a reference without room may wait for the files they release
+        self._done = threading.Event()  # the worker has stopped (or will never start)
         self._cache: dict[tuple[str, str], Entry] = {}
         self._twins: dict[str, str] = {}
         self._ready: dict[tuple[str, str], threading.Event] = {}
@@ -370,6 +436,26 @@ class References:
             self._worker = threading.Thread(target=self._compute_in_worker, args=(keys,), daemon=True)
             self._worker.start()
 
+    def serving(self) -> None:
+        """The plan's cells run from now on: a reference that waits for disk may wait for the files
+        their last cells release."""
+        self._serving = True
+
+    def finished(self, workload: str, mode: str) -> None:
+        """A cell of the workload x mode has finished: after the last, its file goes."""
+        key = (workload, mode)
+        with self._lock:
+            self._left[key] -= 1
+            entry = self._cache.get(key) if self._left[key] == 0 else None
+        if entry is not None:
+            self._release(entry)
+
+    def _release(self, entry: Entry) -> None:
+        if entry.path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(entry.path)
+            entry.path = None
+
     def close(self) -> None:
         """Stop the background worker (its process killed mid-call) and wait for its thread, so
         nothing writes into `directory` after this returns (a run that stops early, a twin that
@@ -380,6 +466,7 @@ class References:
             session.close()
         if self._worker is not None:
             self._worker.join()
+        self._done.set()
 
     def _keys(self) -> list[tuple[str, str]]:
         return list(dict.fromkeys((c.workload, c.mode) for c in self.plan.cells()))
@@ -406,6 +493,9 @@ class References:
 
         p = self.plan
         try:
+            while self.after is not None and not self.after._done.wait(1.0):
+                if self._stop.is_set():
+                    return
             with WorkerSession(preload=(__name__, "irlens.models"), turns=self.gpu_lock,
                                threads=self.threads) as worker:
                 self._session = worker
@@ -426,13 +516,20 @@ class References:
                         return
                     path = os.path.join(self.directory, f"reference{i}.pt")
                     kwargs = dict(workload=workload, mode=mode, device=p.device, preset=p.preset, dtype=p.dtype,
-                                  path=path, gpu_lock=self.gpu_lock)
+                                  path=path, gpu_lock=self.gpu_lock,
+                                  room_wait_s=ROOM_WAIT_SHARE * self.timeout if self._serving else 0.0)
                     try:
                         worker.call(f"{__name__}:reference_in_worker", kwargs, self.timeout, self.max_wait_s)
-                        self._cache[(workload, mode)] = Entry(None, path, "")
+                        entry = Entry(None, path, "")
                     except CallFailed as e:
-                        worker.close()  # as above (a CUDA error would fail every later reference)
-                        self._cache[(workload, mode)] = Entry(None, None, f"the float64 eager reference failed: {e.reason}")
+                        if not e.reason.startswith(f"{NoRoom.__name__}: "):
+                            worker.close()  # as above (a CUDA error would fail every later reference)
+                        entry = Entry(None, None, failure_reason(e))
+                    with self._lock:
+                        self._cache[(workload, mode)] = entry
+                        unneeded = self._left[(workload, mode)] <= 0  # its cells went without it (the budget)
+                    if unneeded:
+                        self._release(entry)
                     self._ready[(workload, mode)].set()
         finally:  # whatever stopped this thread, nobody may wait forever
             for workload in self._twinned():
@@ -445,6 +542,7 @@ class References:
                                         if late else
                                         Entry(None, None, "the float64 reference was not computed: its worker stopped"))
                 self._ready[key].set()
+            self._done.set()
 
     def _past_deadline(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
