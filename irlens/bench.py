@@ -1,7 +1,7 @@
 """`irlens bench`: the comparison matrix on a GPU, timed on the device, beside the hardware's ceilings.
 
 Every cell is a compare cell (isolated, numerics checked against float64) whose steady-state
-step is also timed on the device (irlens.timing: CUPTI kernel times, cold L2, two batches).
+step is also timed on the device (irlens.runtime.timing: CUPTI kernel times, cold L2, two batches).
 Per workload x mode x dtype, the bytes the step must move and the flops it must do come from
 the common view (irlens.cost), once for all backends, so every backend is measured against
 the same work. The ceilings (irlens.ceilings: the best of several bandwidth kernels, the best
@@ -15,7 +15,7 @@ the charts. Before the timed cells, every cell is compiled ahead in parallel wor
 compilers' persistent caches (irlens.matrix.compile_ahead, irlens.compile_caches).
 
 This process does no GPU work: the work counts, the ceilings, the compiles ahead, the references
-and the cells run in worker processes (irlens.isolation), so each cell worker has the whole GPU's
+and the cells run in worker processes (irlens.runtime.isolation), so each cell worker has the whole GPU's
 memory.
 
 A row's % of ceiling (irlens.reporting.roofline) is ideal time / device time. Its launches are the
@@ -43,7 +43,7 @@ from irlens.ceilings_cache import driver_version
 from irlens.compile_caches import compile_caches
 from irlens.frontends import work_frontend
 from irlens.ir import Kernel
-from irlens.isolation import CallFailed, WorkerSession, worker_env, worker_threads
+from irlens.runtime.isolation import CallFailed, WorkerSession, worker_env, worker_threads
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
 from irlens.matrix.compile_ahead import LOG, Log, compile_ahead
 from irlens.matrix.document import device_name, versions
@@ -102,7 +102,7 @@ def step_bytes(wl, mode: str, preset: str, dtype: str, device: str) -> int:
 
 
 def work_in_worker(workload: str, modes: list[str], dtypes: list[str], preset: str, device: str) -> dict:
-    """The worker's entry point (irlens.isolation calls it by name): {mode: {"flops": n, "matmul_flops": n,
+    """The worker's entry point (irlens.runtime.isolation calls it by name): {mode: {"flops": n, "matmul_flops": n,
     "bytes": {dtype: n}, "gemms": [[batch, m, n, k], ...]}} for one workload, flops counted once
     for all dtypes."""
     wl = resolve_workload(workload)

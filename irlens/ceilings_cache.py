@@ -82,7 +82,7 @@ def cached_sweep(gemms: list[Gemm], path: Path | None, remeasure: bool,
 
 
 def measure_in_worker(gemms: list[list[int]], cache_dir: str | None = None, remeasure: bool = False) -> dict:
-    """The worker's entry point (irlens.isolation calls it by name): {"ceilings": the run's
+    """The worker's entry point (irlens.runtime.isolation calls it by name): {"ceilings": the run's
     ceilings as JSON, "source": where they came from} on the current CUDA device."""
     import torch
 

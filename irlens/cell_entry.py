@@ -10,11 +10,11 @@ into). The workload and the backend are resolved here, once, and handed to the p
     explain  one run's kernels with their source (irlens.explain)
     record   Thunder's nvFuser regions written down as they run (irlens.repro.nvfuser_regions)
 
-irlens.isolation reaches it by name (`irlens.matrix.spec.ENTRY`).
+irlens.runtime.isolation reaches it by name (`irlens.matrix.spec.ENTRY`).
 """
 from __future__ import annotations
 
-from irlens import call_progress
+from irlens.runtime import call_progress
 from irlens.backends import get_backend
 from irlens.explain import backend_run_record
 from irlens.matrix.cell import cell_record, cross_row

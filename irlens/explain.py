@@ -224,7 +224,7 @@ def run_as_compare_does(spec: CellSpec) -> ExplainedRun:
     """The cell's run (within `spec.timeout_s`) in a worker process whose thread pools are sized as
     `irlens compare --jobs 1` sizes its workers' (`isolation.worker_threads`): so a kernel's time here
     is the one compare and its report give, not a reading of this process's pools fighting over the cores."""
-    from irlens.isolation import WorkerSession, worker_threads
+    from irlens.runtime.isolation import WorkerSession, worker_threads
     from irlens.matrix.records import KernelRecord
 
     with WorkerSession(("irlens.cell_entry", "irlens.backends", "irlens.models"), threads=worker_threads(2)) as session:

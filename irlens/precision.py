@@ -10,7 +10,7 @@ cuBLAS matmuls do not, and XLA's dots and convolutions follow `jax_default_matmu
   tf32  TF32 on for all of them: cuBLAS, cuDNN, Inductor ("high"), XLA at "tensorfloat32"
 
 `apply(policy)` sets it in this process and in every worker started after it: the environment
-carries it (ENV) and irlens.isolation applies it as a worker starts, before the worker imports
+carries it (ENV) and irlens.runtime.isolation applies it as a worker starts, before the worker imports
 anything else. `current()` is the policy this process applied (a Row records it).
 """
 from __future__ import annotations

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from irlens.timing import unsteady
+from irlens.runtime.timing import unsteady
 
 SMALL = "moe_topk,embedding,mamba_conv,llama_rmsnorm,llama_swiglu,layernorm_linear"  # the corpus's small workloads
 

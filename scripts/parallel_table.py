@@ -11,7 +11,7 @@ MODIFIER changes one setting (MODIFIERS: `no_sp`, `bf16_reduce`, `layersN`); `@B
 size B (sequences per data-parallel rank). `--table NAME` takes a preset (TABLES: the model, the
 rows in order of importance, steps and time limits), made to finish within 9 minutes on its
 GPUs. Each row is a TrainConfig (irlens.parallel.config: the table's settings, then the row's),
-run in its own worker process (irlens.isolation: it gets the config's JSON, and spawns the ranks)
+run in its own worker process (irlens.runtime.isolation: it gets the config's JSON, and spawns the ranks)
 with a time limit, so a crash or hang costs that row only; its full log is kept beside the
 output. A row whose pass cannot run on the machine (async TP without symmetric memory) is "not
 run" with `irlens train`'s reason. With `--profile`, every row profiles its last 2 steps
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from irlens.isolation import CallFailed, Worker
+from irlens.runtime.isolation import CallFailed, Worker
 from irlens.parallel.config import CompileConfig, ModelConfig, ParallelismConfig, TrainConfig, TrainingConfig
 
 

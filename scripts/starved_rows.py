@@ -1,6 +1,6 @@
 """Rewrite a zoo document written before irlens told starved cells apart (commit da1b845 on): a
 failed row whose timeout reason shows it was killed for waits on device turns that counted
-(irlens.isolation.starved, read back from the reason's figures) becomes the `unavailable` row in
+(irlens.runtime.isolation.starved, read back from the reason's figures) becomes the `unavailable` row in
 STARVED_PHASE irlens writes now, which a join replaces with another run's row for the cell.
 
     python scripts/starved_rows.py IN.json OUT.json.gz
@@ -9,8 +9,8 @@ import dataclasses
 import re
 import sys
 
-from irlens.call_progress import Progress
-from irlens.isolation import starved
+from irlens.runtime.call_progress import Progress
+from irlens.runtime.isolation import starved
 from irlens.matrix import read_document, write_document
 from irlens.matrix.execution import STARVED_PHASE, starved_reason
 

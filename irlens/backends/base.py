@@ -13,14 +13,14 @@ from typing import Any, Callable
 
 import torch
 
-from irlens import call_progress
+from irlens.runtime import call_progress
 from irlens.frontends.base import Availability, Program, Stage, Unavailable
 from irlens.frontends.bindings import run_program
 from irlens.ir import Graph, Kernel
 from irlens.lowering import LEVEL
 from irlens.registry import Registry
-from irlens.gpu_turns import timing_turn
-from irlens.timing import active_recorder, record_host_times
+from irlens.runtime.gpu_turns import timing_turn
+from irlens.runtime.timing import active_recorder, record_host_times
 from irlens.workload import Instance, Step
 
 
@@ -117,7 +117,7 @@ def measure(step: Step | Callable[[], Any], device: str, min_repeats: int = 5, m
     minus one steady-state run; run_us is the median of at least `min_repeats` synchronized
     steady-state calls, more (up to `max_repeats`) while they fit in `budget_s`: a call of tens of
     µs is read hundreds of times, as a timer's blocks would, not 20. Timed with the device alone where
-    workers take turns on it (irlens.gpu_turns; the calls' times go to `recording_host_time`).
+    workers take turns on it (irlens.runtime.gpu_turns; the calls' times go to `recording_host_time`).
     """
     if not isinstance(step, Step):
         whole = step

@@ -64,7 +64,7 @@ def run(args) -> int:
     from irlens.compile_caches import MAX_ENV, default_max_gb
     from irlens.bench import BenchConfig, restrict_to_rerun, run_configured
     from irlens.reporting.bench_page import format_bench_table, write_results_page
-    from irlens.isolation import CallFailed
+    from irlens.runtime.isolation import CallFailed
     from irlens.matrix import Document, exit_status, read_document, write_document
 
     if not torch.cuda.is_available():

@@ -1,7 +1,7 @@
 """The sweep: every case of the chosen corpora through each frontend that takes it, each
 (case, frontend) in a worker process with a timeout, the records gathered into one document.
 
-Workers (`irlens.isolation.WorkerSession`, one per job) serve cases one after another and are
+Workers (`irlens.runtime.isolation.WorkerSession`, one per job) serve cases one after another and are
 started again after a crash or a timeout. Thunder can wedge a process after some failed
 traces, so that every later case times out: a case that times out or crashes in a worker that
 had served earlier cases runs once more in a fresh one, and only its second failure counts.
@@ -24,7 +24,7 @@ from irlens.conformance.config import BadConfig, SweepConfig
 from irlens.conformance.corpora import corpus_names, get_corpus
 from irlens.conformance.corpus import Case
 from irlens.conformance.summary import one_word, summarize
-from irlens.isolation import CallFailed, WorkerSession, resolve_function
+from irlens.runtime.isolation import CallFailed, WorkerSession, resolve_function
 from irlens.registry import UnknownName
 
 CHECK = "irlens.conformance.check"

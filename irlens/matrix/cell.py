@@ -20,13 +20,14 @@ import torch
 
 from irlens.backends import Backend
 from irlens.backends.base import BackendRun, KeptStep, keeping_step
-from irlens import call_progress, precision
+from irlens import precision
+from irlens.runtime import call_progress
 from irlens.dtypes import HALF_DTYPES
 from irlens.errors import CaptureFailed, NoNativePath
 from irlens.frontends import FRONTENDS, get_frontend
 from irlens.frontends.base import NoProgram, Program, Unavailable
 from irlens.frontends.bindings import program_for
-from irlens.gpu_turns import gpu_alone, sharing_gpu
+from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu
 from irlens.ir import Graph, Kernel, jsonable
 from irlens.lowering import LEVEL
 from irlens.matrix.draws import cell_time_used, judge_over_draws, rejudged
@@ -36,7 +37,7 @@ from irlens.matrix.row import CROSS, Row
 from irlens.matrix.spec import CellSpec
 from irlens.numerics import Comparison, compare_results, judged_bounds, tolerance
 from irlens.ops import is_compute
-from irlens.timing import HostTiming, recording_device_time, recording_host_time
+from irlens.runtime.timing import HostTiming, recording_device_time, recording_host_time
 from irlens.tolerance_ladder import NOTE as GRAPHNET_NOTE, passing_level
 from irlens.workload import Instance, MissingLibrary, Workload
 
@@ -63,7 +64,7 @@ def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = No
 def run_cell(spec: CellSpec, wl: Workload, backend: Backend, reference: Reference, timing_lock: str | None = None,
              alone: bool = False, reference_path: str | None = None) -> Row:
     """Run one cell in this process: `wl` and `backend` are `spec`'s, resolved. With
-    `spec.device_timing`, the backend's steady-state step is also timed on the device (irlens.timing);
+    `spec.device_timing`, the backend's steady-state step is also timed on the device (irlens.runtime.timing);
     with `timing_lock`, the cell shares the device (a GPU, or the CPU) with other workers, has it
     alone while it is timed, and with `alone` throughout. With `spec.frontend`, a cross cell: the
     spec's coordinates (and `reference_path`, where the reference came from a file) key the

@@ -1,6 +1,6 @@
 """Compiling a bench's cells ahead of their timed runs, many at once.
 
-A timed cell has the GPU to itself (irlens.gpu_turns): another cell compiling beside it would
+A timed cell has the GPU to itself (irlens.runtime.gpu_turns): another cell compiling beside it would
 disturb its kernels, so its compile waits for the timing and the timing for the compiles. Each
 timed cell compiles too, but first every cell of the run is compiled and run once in `jobs`
 worker processes side by side, nothing timed and nothing checked: what that leaves are the
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from irlens.backends import Backend
 from irlens.cache_upkeep import warn_once
-from irlens.isolation import CallFailed, Worker, worker_env, worker_threads
+from irlens.runtime.isolation import CallFailed, Worker, worker_env, worker_threads
 from irlens.matrix.cell import new_row, out_of_memory, refused_natively
 from irlens.matrix.execution import WORKER_PRELOAD, label
 from irlens.matrix.plan import Plan

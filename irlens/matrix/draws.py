@@ -39,7 +39,7 @@ from typing import Callable
 
 import torch
 
-from irlens import call_progress
+from irlens.runtime import call_progress
 from irlens.dtypes import HALF_DTYPES
 from irlens.matrix.records import ResultCheck
 from irlens.matrix.references import Reference, first_line, reference_of
@@ -207,7 +207,7 @@ def run_draw(again: Callable[[], dict], inst: Instance, mode: str, reference: Re
 
 
 def cell_time_used(started: float) -> float:
-    """Seconds of the cell that count against its timeout: its worker's call's (irlens.call_progress,
+    """Seconds of the cell that count against its timeout: its worker's call's (irlens.runtime.call_progress,
     the worker's load included, its waits for device turns not), else since `started`."""
     counted = call_progress.counted_s()
     return time.monotonic() - started if counted is None else counted

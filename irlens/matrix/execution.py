@@ -14,7 +14,7 @@ torch's and JAX's allocators keep after any work in this process would otherwise
 cell workers. In-process (`isolate=False`, for tests and unpicklable workloads) everything
 runs here, without timeouts.
 
-Workers take turns on the device (irlens.gpu_turns; on a CPU run, the CPU): they share it
+Workers take turns on the device (irlens.runtime.gpu_turns; on a CPU run, the CPU): they share it
 while they start, compile, run and compute references, and each timing has it alone, so no
 timed step shares its cores (or its GPU) with irlens's own work. Their thread pools are sized so
 that all of them at once fit the cores (`isolation.worker_threads`; the document says how many). Timed on the device
@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from irlens import precision
-from irlens.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, Worker, worker_env, worker_threads
+from irlens.runtime.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, Worker, worker_env, worker_threads
 from irlens.matrix.cell import new_row, out_of_memory, refused_natively, run_cell
 from irlens.matrix.cell_queue import CellQueue
 from irlens.matrix.document import Document, device_name, versions
@@ -75,7 +75,7 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
                          "run it with isolate=False or declare it at the top level of a file")
     precision.apply(plan.precision)  # before any worker starts: they inherit it
     with tempfile.TemporaryDirectory(prefix="irlens-matrix-") as tmp:
-        # the device turns (irlens.gpu_turns): every worker shares the device, a timing has it alone;
+        # the device turns (irlens.runtime.gpu_turns): every worker shares the device, a timing has it alone;
         # in this process one thing runs at a time
         lock = os.path.join(tmp, "device-turns.lock") if isolate else None
         # the cell workers and the reference worker compute at once: their pools fit the cores together
@@ -272,7 +272,7 @@ class IsolatedRunner:
     """Runs cells in worker processes: one per thread, restarted on a crash, a hang, an error out of the
     cell's entry (its own failures are rows) or a new backend
     (a cross grid: a new acquiring frontend). A cell's waits for turns on the device do not count
-    against its timeout (irlens.call_progress), up to `max_wait_s()`."""
+    against its timeout (irlens.runtime.call_progress), up to `max_wait_s()`."""
 
     def __init__(self, plan: Plan, refs: References, timeout: float, timing_lock: str | None, threads: int | None = None,
                  jobs: int = 1, deadline: float | None = None):

@@ -1,7 +1,7 @@
 """The records a Row holds besides plain values: its kernels, each result's check against the
 reference, how the kernels cover the graphs, the graphs themselves, the lowered graphs of a
 cross row, the notes irlens reads, the work a step must do and the step's roofline figures (the
-device profile is `irlens.timing.DeviceTiming`).
+device profile is `irlens.runtime.timing.DeviceTiming`).
 
 Each is written as the JSON it always was, and read back checked field by field
 (`irlens.json_values`: a bad field is a usage error naming the file, row and field). A field

@@ -40,10 +40,10 @@ from pathlib import Path
 
 import torch
 
-from irlens import call_progress
+from irlens.runtime import call_progress
 from irlens.cache_upkeep import MIN_FREE_BYTES, GiB, disk_free
 from irlens.dtypes import TORCH_DTYPES
-from irlens.gpu_turns import gpu_alone, sharing_gpu
+from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu
 from irlens.matrix.plan import Plan
 from irlens.models import resolve_workload
 from irlens.numerics import TwinMismatch, check_jax_twin, rel_err
@@ -245,7 +245,7 @@ def twin_in_worker(workload: str, device: str, dtype: str | None, gpu_lock: str 
 
 def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtype: str | None, path: str,
                         gpu_lock: str | None = None, room_wait_s: float = 0.0) -> None:
-    """The worker's entry point (irlens.isolation calls it by name): save the reference to `path`,
+    """The worker's entry point (irlens.runtime.isolation calls it by name): save the reference to `path`,
     and give the memory back before the next. With `gpu_lock` (the turns on the plan's device: a
     GPU, or the CPU) it shares the device like a cell: no timing runs beside it. Out of device
     memory, it tries again with the GPU alone, then on the CPU: float64 needs twice float32's
@@ -337,7 +337,7 @@ class References:
     for. Isolated, one worker computes them into files in `directory`, in the background from
     the first `start` or `get` on (the twins first, the check waits for them), each call within
     `timeout`; `get` waits for its own. With `gpu_lock`, the worker takes its turns on the device
-    (a GPU, or the CPU) like a cell (irlens.gpu_turns), and up to `max_wait_s` of a call's waits
+    (a GPU, or the CPU) like a cell (irlens.runtime.gpu_turns), and up to `max_wait_s` of a call's waits
     for them do not count against its timeout. Past `deadline` (time.monotonic(): a run's budget)
     no reference starts: no cell that needs one starts then either, and the worker would only take
     turns from the cells still running. Its worker starts computing once the worker of `after` (the
@@ -489,7 +489,7 @@ class References:
             return f"cannot check the JAX twin of workload {p.workloads[workload].name!r}: {type(e).__name__}: {e}"
 
     def _compute_in_worker(self, keys: list[tuple[str, str]]) -> None:
-        from irlens.isolation import CallFailed, WorkerSession
+        from irlens.runtime.isolation import CallFailed, WorkerSession
 
         p = self.plan
         try:

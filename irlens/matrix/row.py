@@ -12,7 +12,7 @@ and which field is missing or unknown.
 Every field is read back as the type it declares (irlens.json_values): a number that is not one,
 a kernel without a name, is a BadDocument (exit 2) naming the file, the row and the field. The
 nested records are `irlens.matrix.records` (kernels, result checks, coverage, graphs, notes, the
-work a step must do, its roofline) and `irlens.timing.DeviceTiming`. The result checks, one
+work a step must do, its roofline) and `irlens.runtime.timing.DeviceTiming`. The result checks, one
 record per result in `Row.results`, are written as maps, result name -> value (`per_result`,
 `per_result_eager`, `per_result_allowed`, `ill_conditioned`, `vacuous`: `records.CHECK_MAPS`).
 
@@ -30,7 +30,7 @@ from typing import Any
 from irlens.json_values import BadDocument, read_value, to_plain, type_hints
 from irlens.matrix.records import (CHECK_MAPS, Coverage, KernelRecord, LoweredGraph, Notes, ResultCheck, RowRoofline,
                                    StageGraph, StepWork, checks_from_json, checks_to_json)
-from irlens.timing import DeviceTiming
+from irlens.runtime.timing import DeviceTiming
 
 STATUSES = ("ok", "mismatch", "failed", "unavailable")
 RAN = ("ok", "mismatch")  # statuses whose row has results, timings and kernels
@@ -75,7 +75,7 @@ class Row:
     # what ran
     compile_s: float | None = None
     run_us: float | None = None  # host wall time of one steady-state step (median)
-    run_spread: float | None = None  # the steps' interquartile range / median (irlens.timing.HostTiming)
+    run_spread: float | None = None  # the steps' interquartile range / median (irlens.runtime.timing.HostTiming)
     # what the backend launched (bench adds each one's launch time_us, flops and its verdict against the ceilings)
     kernels: list[KernelRecord] = field(default_factory=list)
     kernel_count: int | None = None  # kernel launches the generated code makes per step (BackendRun.launch_count)

@@ -19,7 +19,7 @@ from irlens.precision import DEFAULT as DEFAULT_PRECISION, check as check_precis
 from irlens.workload import MODES, PRESETS
 
 DEVICES = ("cpu", "cuda")
-ENTRY = "irlens.cell_entry:run_spec"  # the worker's one entry point for a cell (irlens.isolation calls it by name)
+ENTRY = "irlens.cell_entry:run_spec"  # the worker's one entry point for a cell (irlens.runtime.isolation calls it by name)
 
 
 def check_choice(kind: str, value: str, choices) -> None:

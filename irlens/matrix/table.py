@@ -8,7 +8,7 @@ from collections import Counter
 
 from irlens.matrix.document import Document
 from irlens.matrix.row import Row
-from irlens.timing import UNSTEADY_SPREAD, unsteady
+from irlens.runtime.timing import UNSTEADY_SPREAD, unsteady
 from irlens.wording import plural
 
 FALLBACK_MARK = "†"  # judged against a reference below float64

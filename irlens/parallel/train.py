@@ -225,6 +225,6 @@ def run_training(tc: TrainConfig) -> dict:
 
 
 def training_in_worker(config: dict) -> dict:
-    """A worker's entry point (irlens.isolation calls it by name): `run_training` of the TrainConfig
+    """A worker's entry point (irlens.runtime.isolation calls it by name): `run_training` of the TrainConfig
     whose JSON (`TrainConfig.to_json`) is `config`."""
     return run_training(TrainConfig.from_json(config))

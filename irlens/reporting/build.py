@@ -18,7 +18,7 @@ from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_s
 from irlens.reporting.plots import bar_chart
 from irlens.reporting.records import first_line, group_rows, kernel_stage, launches_of
 from irlens.reporting.splits import split_sections
-from irlens.timing import unsteady
+from irlens.runtime.timing import unsteady
 
 def build_report(doc: Document, frontend_table: Table | None = None) -> Report:
     rows = doc.rows

@@ -17,7 +17,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
-from irlens.isolation import cuda_fault
+from irlens.runtime.isolation import cuda_fault
 from irlens.matrix.document import Document
 from irlens.matrix.row import Row
 from irlens.precision import describe_rows as describe_precision

@@ -2,7 +2,7 @@
 
 An outcome has a status class (ok, mismatch, exception, crash, timeout) and the first line of
 its error: an exception's `Type: message`, a crash's first error line on stderr (see
-`irlens.isolation.first_error`), or the signal. Two failures are the same failure when both
+`irlens.runtime.isolation.first_error`), or the signal. Two failures are the same failure when both
 agree; numbers in the line are not compared (a shape in a message shrinks with the graph).
 
 A CUDA fault (an illegal memory access, a device-side assert, ...) is one failure however it
@@ -18,7 +18,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from irlens.isolation import CallFailed, cuda_fault, describe_exit, first_error, stderr_excerpt
+from irlens.runtime.isolation import CallFailed, cuda_fault, describe_exit, first_error, stderr_excerpt
 
 STATUSES = ("ok", "mismatch", "exception", "crash", "timeout", "reference")  # reference: a file's float64 run failed
 FAILURES = ("mismatch", "exception", "crash", "timeout")
@@ -37,7 +37,7 @@ class Outcome:
 
     @property
     def cuda_fault(self) -> str | None:
-        """The CUDA fault this failure is (its name in irlens.isolation.CUDA_FAULTS), if it is one."""
+        """The CUDA fault this failure is (its name in irlens.runtime.isolation.CUDA_FAULTS), if it is one."""
         if self.status not in ("crash", "exception"):
             return None
         return cuda_fault(f"{self.first_line}\n{self.detail}")
@@ -73,7 +73,7 @@ def exception_outcome(e: BaseException, detail: str = "") -> Outcome:
 
 def crash_line(exit_text: str) -> str:
     """`crashed (SIGSEGV)` / `exited with status 1`, from a worker's or a process's exit as
-    `irlens.isolation.describe_exit` words it."""
+    `irlens.runtime.isolation.describe_exit` words it."""
     found = re.search(r"(crashed \([\w ]+\)|exited with status -?\d+)", exit_text)
     return found.group(1) if found else exit_text
 

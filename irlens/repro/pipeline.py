@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from irlens.errors import UsageError
-from irlens.isolation import CallFailed
+from irlens.runtime.isolation import CallFailed
 from irlens.matrix.spec import ENTRY, CellSpec
 from irlens.numerics import tolerance
 from irlens.repro.cell import Outcome, run_file, worker_failure
@@ -197,7 +197,7 @@ def _native_region(spec: CellSpec, out: str, stem: str, result: ReproResult, tmp
     """Phase 0 for an nvFuser crash: the cell again with the flight recorder (`nvfuser_regions`);
     the region that never finished, as a standalone nvFuser script. Returns it as a reducer Case
     (None where the traces do not name it)."""
-    from irlens.isolation import Worker
+    from irlens.runtime.isolation import Worker
     from irlens.repro import nvfuser_regions
 
     directory = os.path.join(tmp, "regions")

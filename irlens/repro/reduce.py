@@ -24,7 +24,7 @@ from typing import Callable
 
 from irlens.ir import Graph
 from irlens.repro.cases import Case
-from irlens.isolation import CallFailed, Worker
+from irlens.runtime.isolation import CallFailed, Worker
 from irlens.repro.cell import Outcome, worker_failure
 from irlens.repro.graphs import dimension_sizes, shape_problem, shrink, size_text, subgraph
 

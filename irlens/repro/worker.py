@@ -1,4 +1,4 @@
-"""The work `irlens repro` does in worker processes (`irlens.isolation`): everything that runs the
+"""The work `irlens repro` does in worker processes (`irlens.runtime.isolation`): everything that runs the
 workload or touches a device, so that the command's own process holds no device memory and
 survives what a backend does."""
 from __future__ import annotations
@@ -40,7 +40,7 @@ def dominant_kernel(spec: dict, directory: str) -> dict:
     that took the most time into `directory`. Returns {"name", "time_us", "share", "kind",
     "source_file", "kernels"} or {"reason"} when no kernel has a time."""
     from irlens.repro.paths import find_backend
-    from irlens.timing import recording_device_time
+    from irlens.runtime.timing import recording_device_time
     from irlens.models import resolve_workload
 
     s = CellSpec.from_json(spec)

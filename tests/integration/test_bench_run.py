@@ -20,7 +20,7 @@ from irlens.bench_progress import BenchProgress
 from irlens.ceilings import Gemm, Sweep
 from irlens.ceilings_cache import cache_key, cached_sweep
 from irlens.compile_caches import NVFUSER_DB_ENV, NVFUSER_RUN_ENV, cache_env, compile_caches
-from irlens.isolation import WorkerSession
+from irlens.runtime.isolation import WorkerSession
 
 
 def _stub_ceilings(monkeypatch) -> None:

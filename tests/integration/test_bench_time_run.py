@@ -5,7 +5,7 @@ import pytest
 from irlens.bench import COMPILE_AHEAD, run_bench
 from irlens.bench_time import CEILINGS, WAITING
 from irlens.ceilings import Sweep
-from irlens.isolation import WorkerSession
+from irlens.runtime.isolation import WorkerSession
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""A cell's timeout counts its own work, not its waits for a turn on the device (irlens.call_progress):
+"""A cell's timeout counts its own work, not its waits for a turn on the device (irlens.runtime.call_progress):
 a quick cell's timing that waits behind long sharers still finishes, and a cell that hangs says
 which stage it hung in. A cell whose float64 reference is not ready within a run's time budget
 does not start.
@@ -16,7 +16,7 @@ import time
 import pytest
 
 import irlens.matrix as cmp
-from irlens.isolation import CallFailed, Worker, worker_env
+from irlens.runtime.isolation import CallFailed, Worker, worker_env
 from irlens.matrix import execution
 from irlens.matrix.execution import BUDGET_PHASE
 from irlens.matrix.row import Row
@@ -135,9 +135,9 @@ def test_a_cell_whose_reference_is_not_ready_within_the_budget_does_not_start(tm
 
 WAITER = """
 import os
-from irlens import call_progress
-from irlens.gpu_turns import sharing_gpu, timing_turn
-from irlens.isolation import TURNS_ENV
+from irlens.runtime import call_progress
+from irlens.runtime.gpu_turns import sharing_gpu, timing_turn
+from irlens.runtime.isolation import TURNS_ENV
 
 def started():  # returns once the worker is ready: its start imports torch (irlens.precision), seconds
     return True
@@ -270,8 +270,8 @@ def test_a_worker_an_error_escaped_a_cell_of_is_not_given_the_next_cell(tmp_path
     (0.0, 0.0, 0.0, False),      # no wait at all: its own work took the timeout (a hang, a long compile)
 ])
 def test_a_timeout_is_starved_when_counted_waits_took_it(waited_s, waiting_for_s, max_wait_s, want):
-    from irlens.call_progress import Progress
-    from irlens.isolation import starved
+    from irlens.runtime.call_progress import Progress
+    from irlens.runtime.isolation import starved
 
     now = 1000.0
     progress = Progress("compiling", now - 100.0, waited_s, now - waiting_for_s if waiting_for_s else None,
@@ -331,7 +331,7 @@ def test_compiling_ahead_gives_no_cell_to_a_worker_an_error_escaped_a_cell_of(tm
 def test_the_references_worker_is_replaced_after_a_failed_reference(tmp_path, monkeypatch):
     """A reference that failed in its worker leaves the next reference a new worker (a CUDA error
     there would fail every later reference, each blamed on its own model)."""
-    import irlens.isolation
+    import irlens.runtime.isolation
     from irlens.matrix.references import References
 
     (tmp_path / "workload.py").write_text(WORKLOAD)
@@ -342,7 +342,7 @@ def test_the_references_worker_is_replaced_after_a_failed_reference(tmp_path, mo
         started.append(FakeWorker(CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered")))
         return started[-1]
 
-    monkeypatch.setattr(irlens.isolation, "Worker", failing)
+    monkeypatch.setattr(irlens.runtime.isolation, "Worker", failing)
     refs = References(plan, str(tmp_path), 60.0)
     try:
         refs.start()

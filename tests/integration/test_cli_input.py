@@ -82,16 +82,16 @@ def test_a_worker_closed_by_another_thread_fails_the_call_as_a_call_failure():
     """A run that stops early (a JAX twin that disagrees) closes the reference worker while its
     thread may be about to call it: that call must fail as CallFailed, not raise from the
     closed pipe in the thread."""
-    from irlens.isolation import CallFailed, Worker
+    from irlens.runtime.isolation import CallFailed, Worker
 
     worker = Worker()
-    assert worker.call("irlens.isolation:cpu_cores", {}, timeout=120) >= 1
+    assert worker.call("irlens.runtime.isolation:cpu_cores", {}, timeout=120) >= 1
     worker.close()
     raised: list[BaseException] = []
 
     def call():
         try:
-            worker.call("irlens.isolation:cpu_cores", {}, timeout=120)
+            worker.call("irlens.runtime.isolation:cpu_cores", {}, timeout=120)
         except BaseException as e:  # noqa: BLE001  (what the thread would die of)
             raised.append(e)
 

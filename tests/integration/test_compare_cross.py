@@ -283,7 +283,7 @@ def test_nvfuser_lowering_sums_half_precision_in_float32(monkeypatch):
 def test_nvfuser_lowering_skips_its_profiler_once_torch_profiler_holds_cupti(monkeypatch):
     """CUPTI takes one subscriber: nvFuser's profiler started after torch.profiler ends the process."""
     import irlens.backends.thunder.lower as nvfuser_lowering
-    import irlens.timing as timing
+    import irlens.runtime.timing as timing
 
     started = []
 

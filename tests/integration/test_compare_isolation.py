@@ -20,11 +20,11 @@ import pytest
 import torch
 
 import irlens.matrix as cmp
-from irlens import gpu_turns
+from irlens.runtime import gpu_turns
 from irlens.backends.base import Backend, BackendRun
 from irlens.cli.compare import run as compare_main
 from irlens.frontends.base import Availability
-from irlens.isolation import worker_env
+from irlens.runtime.isolation import worker_env
 from irlens.matrix import references
 from irlens.matrix.cell import out_of_memory
 from irlens.matrix.row import COMPARE, Row
@@ -216,7 +216,7 @@ def _live_group_members(pgid: int) -> list[int]:
 
 def test_worker_dies_with_its_parent_even_mid_call():
     # The parent is killed (as `timeout` does) while its worker is busy with a subprocess.
-    script = ("from irlens.isolation import Worker\n"
+    script = ("from irlens.runtime.isolation import Worker\n"
               "w = Worker()\n"
               "print(w.call('os:getpid', {}, 60), flush=True)\n"
               "w.call('subprocess:run', {'args': ['sleep', '600']}, 600)\n")
@@ -281,7 +281,7 @@ def test_a_timed_cell_out_of_memory_beside_others_runs_again_alone():
 def test_a_crash_reports_its_first_error_not_only_the_teardown(tmp_path):
     # nvFuser on a GPU: an illegal memory access, then thousands of characters of C++ frames
     # while its destructors abort on the dead context; the row must name the cause
-    from irlens.isolation import CallFailed, Worker
+    from irlens.runtime.isolation import CallFailed, Worker
 
     (tmp_path / "crashy.py").write_text(
         "import os, sys\n"
@@ -321,7 +321,7 @@ def test_on_a_shared_gpu_a_jax_cells_worker_ends_with_it():
 
 
 def test_first_error_of_a_cpp_exception_that_ended_the_process():
-    from irlens.isolation import first_error
+    from irlens.runtime.isolation import first_error
 
     stderr = ("[irlens] minigpt nvfuser fwdbwd\n"
               "terminate called after throwing an instance of 'nvfuser::nvfError'\n"

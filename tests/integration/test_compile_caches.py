@@ -18,7 +18,7 @@ import pytest
 from irlens import cache_upkeep
 from irlens.backends.thunder import kernel_db
 from irlens.compile_caches import NVFUSER_RUN_ENV, compile_caches
-from irlens.isolation import CallFailed, Worker
+from irlens.runtime.isolation import CallFailed, Worker
 
 FULL = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 

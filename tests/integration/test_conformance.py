@@ -19,7 +19,7 @@ from irlens.conformance.check import compare_outputs, dtype_verdict
 from irlens.conformance.corpus import CORPORA, Case, Corpus, Subject, jax_subject, torch_subject
 from irlens.conformance.runner import _Runner
 from irlens.conformance.summary import markdown, table_text
-from irlens.isolation import CallFailed
+from irlens.runtime.isolation import CallFailed
 
 
 @torch.library.custom_op("irlens_test::mystery", mutates_args=())

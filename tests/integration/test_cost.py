@@ -8,11 +8,11 @@ from irlens.bench import BenchConfig, merge_parts, merge_rerun, restrict_to_reru
 from irlens.reporting.bench_page import write_results_page
 from irlens.ceilings import Ceilings, Gemm, sweep
 from irlens.ir import Graph, Kernel, Node, TensorMeta
-from irlens.isolation import WorkerSession
+from irlens.runtime.isolation import WorkerSession
 from irlens.matrix import Row
 from irlens.matrix.records import StepWork
 from irlens.reporting.roofline import roofline
-from irlens.timing import DeviceTiming
+from irlens.runtime.timing import DeviceTiming
 from irlens.workload import Workload
 
 

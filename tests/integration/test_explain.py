@@ -10,7 +10,7 @@ import pytest
 
 from irlens.cli.explain import run as explain_main
 from irlens.explain import ExplainedRun, UnknownKernel, explain_kernel, explain_run, find_kernel, format_explanation
-from irlens.isolation import worker_env, worker_threads
+from irlens.runtime.isolation import worker_env, worker_threads
 from tests.support.report_fixtures import inductor_kernels, jax_graph, torch_graph, xla_kernels
 
 CPU_BACKENDS = ("eager", "inductor", "thunder+torchcompile", "xla")

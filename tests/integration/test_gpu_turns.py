@@ -1,9 +1,9 @@
-"""Taking turns on one GPU between worker processes (irlens.gpu_turns.sharing_gpu / gpu_alone):
+"""Taking turns on one GPU between worker processes (irlens.runtime.gpu_turns.sharing_gpu / gpu_alone):
 sharers overlap, a timing has it alone, and sharers that arrive while a timing waits go after it."""
 import multiprocessing as mp
 import time
 
-from irlens.gpu_turns import gpu_alone, sharing_gpu
+from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu
 
 
 def _hold(path: str, kind: str, delay: float, hold: float, log, t0: float) -> None:
@@ -84,7 +84,7 @@ def test_measure_times_its_steps_with_the_device_alone(tmp_path):
 
 
 def test_a_cpu_reference_shares_the_cpu_like_a_cell(monkeypatch, tmp_path):
-    from irlens import gpu_turns
+    from irlens.runtime import gpu_turns
     from irlens.matrix import references
 
     turns, real = [], references.compute_reference
@@ -99,7 +99,7 @@ def test_a_worker_starts_sharing_the_device(tmp_path):
     # its imports (torch, a compiler: seconds of CPU) never run beside another worker's timing
     import threading
 
-    from irlens.isolation import Worker
+    from irlens.runtime.isolation import Worker
 
     lock = str(tmp_path / "turns.lock")
     timing = threading.Event()

@@ -16,7 +16,7 @@ from irlens.cli import main
 from irlens.cli.bench import add_arguments as bench_arguments
 from irlens.cli.command import options
 from irlens.errors import UsageError
-from irlens.isolation import CallFailed, Worker, worker_env
+from irlens.runtime.isolation import CallFailed, Worker, worker_env
 from irlens.matrix import Document, plan_matrix, read_document
 from irlens.reporting import build_report, render_markdown
 from irlens.reporting.zoo_page import zoo_markdown
@@ -65,7 +65,7 @@ def _probe_env(tmp_path) -> dict[str, str]:
 
 @pytest.mark.parametrize("policy", ["tf32", "ieee"])
 def test_a_worker_computes_under_the_policy_its_parent_applied(tmp_path, restored, policy):
-    """The policy travels to a worker through irlens.isolation; the worker imports jax only after it is
+    """The policy travels to a worker through irlens.runtime.isolation; the worker imports jax only after it is
     applied, so jax reads it from the environment; Inductor's Triton dots read `fp32_precision`."""
     precision.apply(policy)
     worker = Worker(env=_probe_env(tmp_path))

@@ -26,7 +26,7 @@ from irlens.reporting.build import build_report
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.markdown import render_markdown
 from irlens.reporting.roofline import judge_kernels, recompute
-from irlens.timing import DeviceTiming
+from irlens.runtime.timing import DeviceTiming
 from irlens.workload import run_eager
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "int64": 8, "int32": 4, "bool": 1, "float64": 8}
@@ -267,7 +267,7 @@ def test_each_record_gets_its_own_launch_time():
 
 
 def test_a_steps_launches_keep_their_order_and_own_times():
-    from irlens.timing import launch_medians
+    from irlens.runtime.timing import launch_medians
 
     steps = [[("a", 1.0), ("b", 5.0), ("a", 3.0)], [("a", 2.0), ("b", 6.0), ("a", 4.0)],
              [("warm", 9.0), ("a", 1.0)], [("a", 3.0), ("b", 7.0), ("a", 5.0)]]

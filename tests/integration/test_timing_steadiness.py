@@ -1,18 +1,18 @@
 """CPU timings that hold up: worker thread pools that fit the cores, and a row whose timed steps
-spread widely says so (irlens.timing.HostTiming, UNSTEADY_SPREAD) in the table and the report.
+spread widely says so (irlens.runtime.timing.HostTiming, UNSTEADY_SPREAD) in the table and the report.
 The turns that keep irlens's own work off a timed step are tests/integration/test_gpu_turns.py's."""
 import pytest
 
-from irlens import isolation
+from irlens.runtime import isolation
 from irlens.backends.base import measure
 import irlens.matrix as cmp
-from irlens.isolation import THREAD_COUNTS, Worker, cpu_cores, thread_env, worker_threads
+from irlens.runtime.isolation import THREAD_COUNTS, Worker, cpu_cores, thread_env, worker_threads
 from irlens.matrix.execution import threads_used
 from irlens.matrix import Document, format_table
 from irlens.matrix.records import ResultCheck
 from irlens.matrix.row import COMPARE, Row
 from irlens.reporting import build_report, render_markdown
-from irlens.timing import UNSTEADY_SPREAD, HostTiming, recording_host_time, unsteady
+from irlens.runtime.timing import UNSTEADY_SPREAD, HostTiming, recording_host_time, unsteady
 
 
 def test_workers_thread_pools_fit_the_cores(monkeypatch):

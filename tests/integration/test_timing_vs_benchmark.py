@@ -22,9 +22,9 @@ from torch.utils.benchmark import Timer
 
 from irlens.backends import get_backend
 from irlens.backends.base import measure
-from irlens.isolation import worker_threads
+from irlens.runtime.isolation import worker_threads
 from irlens.models import get_workload, workload_names
-from irlens.timing import recording_host_time, unsteady
+from irlens.runtime.timing import recording_host_time, unsteady
 from irlens.workload import Step, eager_step
 
 TOLERANCE = 0.10  # |irlens / Timer - 1|

@@ -527,7 +527,7 @@ def test_projection_is_fixed_by_seed():
 
 def test_rows_written_before_starved_rows_are_rewritten_by_the_same_rule():
     """scripts/starved_rows.py reads a timeout's figures back from its reason
-    and applies irlens.isolation.starved: a cell killed for counted waits is not measured, one
+    and applies irlens.runtime.isolation.starved: a cell killed for counted waits is not measured, one
     killed in its own work (a compile) stays a failure."""
     import runpy
 

@@ -11,7 +11,7 @@ from irlens.matrix.records import KernelRecord, StepWork
 from irlens.reporting.bench_page import format_bench_table
 from irlens.reporting.ceiling import ceiling_for, flops_estimated, judge
 from irlens.reporting.roofline import kernel_rates, roofline
-from irlens.timing import DeviceTiming
+from irlens.runtime.timing import DeviceTiming
 
 M, N, K = 64, 128, 256
 

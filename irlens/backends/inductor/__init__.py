@@ -26,8 +26,8 @@ from irlens.frontends.dynamo.fx import fx_to_graph
 from irlens.ir import Graph, Kernel
 from irlens.backends.inductor.code import CompiledGraph, map_kernels, profiler_name
 from irlens.backends.inductor import lower as fx_lowering
-from irlens.gpu_turns import timing_turn
-from irlens.timing import mark_cupti_taken, profiled
+from irlens.runtime.gpu_turns import timing_turn
+from irlens.runtime.timing import mark_cupti_taken, profiled
 from irlens.workload import Instance, eager_step, run_eager
 
 

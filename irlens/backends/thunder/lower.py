@@ -195,7 +195,7 @@ class NvFuserLowered:
         """The region's segments, from one more run under nvFuser's profiler; none when it cannot
         run: torch.profiler holds CUPTI in this process (nvFuser's profiler would end it), or it fails."""
         from irlens.backends.thunder.nvfuser import profiled_segment
-        from irlens.timing import cupti_taken
+        from irlens.runtime.timing import cupti_taken
 
         if cupti_taken():
             return []

@@ -80,7 +80,7 @@ def profile_segments(bsym) -> list[Segment]:
     """
     import nvfuser_direct
 
-    from irlens.timing import cupti_taken
+    from irlens.runtime.timing import cupti_taken
 
     if cupti_taken():
         # Both subscribe to CUPTI, which allows one subscriber: nvFuser would end the process.

@@ -270,7 +270,7 @@ def dump_in_fresh_process(module: str, platform: str, device_id: int) -> tuple[d
     """The generated-code files XLA dumps when a fresh process, started with XLA_FLAGS'
     `--xla_dump_to`, compiles `module` (StableHLO text) for `platform`, with a line saying what
     that process did; for the GPU, the PTX of its serialized executable where the dump has none."""
-    from irlens.isolation import worker_env
+    from irlens.runtime.isolation import worker_env
 
     with tempfile.TemporaryDirectory(prefix="irlens-xla-") as folder:
         path, dump, executable = Path(folder, "module.mlir"), Path(folder, "dump"), Path(folder, "executable.bin")

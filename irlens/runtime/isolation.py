@@ -1,11 +1,11 @@
 """Run calls in a separate worker process with a timeout, so a crash or a hang costs one call.
 
-`Worker` starts `python -m irlens.isolation [MODULE ...]`, which imports the modules, says it
+`Worker` starts `python -m irlens.runtime.isolation [MODULE ...]`, which imports the modules, says it
 is ready, then serves requests one JSON line at a time:
 `{"fn": "package.module:function", "kwargs": {...}}` -> `{"value": ...}` or `{"error": ...}`.
 A call's timeout starts once the worker is ready, so a slow start (importing torch on a busy
 machine) does not eat into it; nor, up to `max_wait_s`, does its waiting for turns on the device
-(irlens.call_progress, whose file also tells the stage a timed-out call was in). The worker keeps
+(irlens.runtime.call_progress, whose file also tells the stage a timed-out call was in). The worker keeps
 its imports between calls (torch, a compiler) so a run of calls pays them once. Replies travel on a private copy of the worker's stdout; fd 1 itself is pointed at
 stderr, so whatever libraries print cannot corrupt the protocol. The worker's stderr goes
 to a file the parent reads the tail of when a call dies.
@@ -33,11 +33,12 @@ import threading
 import time
 import traceback
 
-from irlens import call_progress, precision
+from irlens import precision
+from irlens.runtime import call_progress
 
 STDERR_TAIL_CHARS = 3000
 WORKER_ENV = "IRLENS_WORKER"  # set inside a worker process
-TURNS_ENV = "IRLENS_TURNS"  # the device turns' lock a worker starts within (irlens.gpu_turns)
+TURNS_ENV = "IRLENS_TURNS"  # the device turns' lock a worker starts within (irlens.runtime.gpu_turns)
 CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"  # a container's CPU quota (cgroup v2): "QUOTA PERIOD" or "max PERIOD"
 STARTUP_TIMEOUT_S = 180.0
 WAIT_POLL_S = 1.0  # how often a parent looks at a call that waits for a turn past its timeout
@@ -104,7 +105,7 @@ class CallFailed(RuntimeError):
 class Worker:
     def __init__(self, preload: tuple[str, ...] = (), env: dict[str, str] | None = None, turns: str | None = None,
                  threads: int | None = None, log: str | os.PathLike | None = None):
-        """`turns`: the device turns' lock (irlens.gpu_turns): the worker imports its preload
+        """`turns`: the device turns' lock (irlens.runtime.gpu_turns): the worker imports its preload
         sharing the device, so that no timing in another worker runs beside its start.
         `threads`: its thread pools' size, where the environment sets none (`thread_env`).
         `log`: a file its stderr (and what it prints) is appended to and kept, else a temporary one."""
@@ -120,7 +121,7 @@ class Worker:
         env[call_progress.PROGRESS_ENV] = self._progress
         self._env, self._started = env, time.time()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "irlens.isolation", *preload],
+            [sys.executable, "-m", "irlens.runtime.isolation", *preload],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             env=env,
             start_new_session=True,  # its own process group: a timeout kills compiler subprocesses too
@@ -359,7 +360,7 @@ def serve(preload: list[str]) -> None:
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     os.environ[WORKER_ENV] = "1"
-    from irlens.gpu_turns import sharing_gpu
+    from irlens.runtime.gpu_turns import sharing_gpu
 
     call_progress.begin("importing " + ", ".join(preload) if preload else "starting")
     with sharing_gpu(os.environ.get(TURNS_ENV)):  # importing torch, a compiler: seconds of CPU

@@ -8,7 +8,7 @@ LOCK_SH, a timing with LOCK_EX. A timing that waits holds `path.turnstile`, whic
 sharer passes through, so that sharers arriving later wait behind it (a waiting timing is never
 starved). Locks die with their process. Without a path (one process does everything) every
 block runs at once. The names say GPU; on a CPU run the same turns are the CPU's. A worker's
-waits for a turn are told to its parent (irlens.call_progress), whose timeout leaves them out.
+waits for a turn are told to its parent (irlens.runtime.call_progress), whose timeout leaves them out.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import contextlib
 import fcntl
 from typing import Any
 
-from irlens.call_progress import waiting
+from irlens.runtime.call_progress import waiting
 
 _GPU_TURN: tuple[str, Any] | None = None  # this process's hold: ("shared", file) or ("alone", None)
 

@@ -1,8 +1,8 @@
 """Where a worker's call is, told to the process waiting for it: the stage it is in, and how long
 it has waited for a turn on the device.
 
-A worker (irlens.isolation) writes a small file whenever its stage changes or it starts or stops
-waiting for a turn (irlens.gpu_turns); the parent reads it when the call's deadline comes. Time
+A worker (irlens.runtime.isolation) writes a small file whenever its stage changes or it starts or stops
+waiting for a turn (irlens.runtime.gpu_turns); the parent reads it when the call's deadline comes. Time
 spent waiting for a turn does not count against the call's timeout: a waiting call is not hung
 (its turn comes once the holders are done, each within its own timeout), while on a device shared
 by cells that compile for minutes, a quick cell's timing may wait behind them longer than its

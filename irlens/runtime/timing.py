@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from irlens.gpu_turns import gpu_alone
+from irlens.runtime.gpu_turns import gpu_alone
 from irlens.json_values import read_record
 
 _L2_FLUSH_BYTES = 256 << 20
