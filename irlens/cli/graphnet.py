@@ -64,7 +64,7 @@ def run(args) -> int:
     from irlens.graphnet.page import graphnet_markdown
     from irlens.matrix import exit_status, read_document, write_document
     from irlens.reporting import write_report
-    from irlens.zoo_run import merge_shards, parse_shard
+    from irlens.zoo.run import merge_shards, parse_shard
 
     if args.rerun and not args.from_:
         raise UsageError("--rerun joins documents: give them with --from")

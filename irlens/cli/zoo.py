@@ -72,8 +72,8 @@ def run(args) -> int:
     from irlens.matrix import exit_status, read_document, write_document
     from irlens.reporting import only_workloads, write_report
     from irlens.reporting.zoo_page import zoo_markdown
-    from irlens.zoo_repro import write_repros
-    from irlens.zoo_run import ZooConfig, merge_shards, parse_shard, run_zoo
+    from irlens.zoo.repro import write_repros
+    from irlens.zoo.run import ZooConfig, merge_shards, parse_shard, run_zoo
 
     apply_frontend_settings(args)
     if args.rerun and not args.from_:

@@ -2,10 +2,10 @@
 
 `select` picks samples under a GraphNet root from their meta alone (model.py is not read): by
 source (the folder under `samples/`), by size (elements and bytes of inputs and weights together),
-by a seeded random draw and by shard (irlens.zoo_run.shard_of). `run_corpus` plans the rest as an
+by a seeded random draw and by shard (irlens.zoo.run.shard_of). `run_corpus` plans the rest as an
 ordinary compare matrix; a sample that cannot be a workload (malformed meta, files missing from
 the copy) or is too large for the device gets rows saying why, never a lost run. Shards join with
-irlens.zoo_run.merge_shards.
+irlens.zoo.run.merge_shards.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from irlens.models.graphnet import PREFIX, SAMPLES, BadSample, missing_files, sa
 from irlens.models.graphnet.meta import sizes
 from irlens.workload import MODES
 from irlens.precision import DEFAULT as DEFAULT_PRECISION
-from irlens.zoo_run import rows_checkpoint, shard_of, zoo_backends
+from irlens.zoo.run import rows_checkpoint, shard_of, zoo_backends
 
 # a sample's inputs and weights take this many times their float64 size at most on the device: the
 # float64 reference's copy, the run's, eager's results and the backend's (a bound, not a measurement)

@@ -123,7 +123,7 @@ def signature(r: Row) -> str:
 
 def with_eager_base(doc: Document) -> Document:
     """`doc` with each row's `eager_us` (its speedup's base) set from eager's row of the same model
-    and mode in it, where not set already (a join keeps each run's own: irlens.zoo_run.merge_shards)."""
+    and mode in it, where not set already (a join keeps each run's own: irlens.zoo.run.merge_shards)."""
     eager = {(r.workload, r.mode): r.run_us for r in doc.rows if r.backend == "eager" and r.ran and r.run_us}
     return dataclasses.replace(doc, rows=[
         r if r.backend == "eager" or r.eager_us is not None or (r.workload, r.mode) not in eager

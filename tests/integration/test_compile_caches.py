@@ -304,9 +304,9 @@ def test_a_zoo_run_stopped_after_a_row_leaves_that_row_for_fill(tmp_path, monkey
     or not at all): a run stopped after one row leaves a document of that row, and `--fill` on it
     picks exactly the cells that had not run. The matrix run itself is replaced by one that
     finishes a row and is then interrupted (a real zoo cell takes minutes on this CPU)."""
-    import irlens.zoo_run
+    import irlens.zoo.run
     from irlens.matrix import Row, read_document, write_document
-    from irlens.zoo_run import ZooConfig, fill_cells, run_zoo
+    from irlens.zoo.run import ZooConfig, fill_cells, run_zoo
 
     def interrupted(plan, *args, on_row=None, **kwargs):
         cell = plan.cells()[0]
@@ -314,7 +314,7 @@ def test_a_zoo_run_stopped_after_a_row_leaves_that_row_for_fill(tmp_path, monkey
                          status="ok", preset=plan.preset))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(irlens.zoo_run, "run_plan", interrupted)
+    monkeypatch.setattr(irlens.zoo.run, "run_plan", interrupted)
     path = tmp_path / "zoo.json"
     cfg = ZooConfig(models=["hf_llama"], backends=["eager", "inductor"], modes=["fwd"])
     with pytest.raises(KeyboardInterrupt):

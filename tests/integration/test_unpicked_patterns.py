@@ -143,7 +143,7 @@ def test_a_failure_in_a_compilers_generated_code_is_upstreams():
 def test_the_zoos_reproducers_say_how_to_make_one_for_a_users_workload(tmp_path):
     from irlens.matrix import Document
     from irlens.matrix.row import Row
-    from irlens.zoo_repro import write_repros
+    from irlens.zoo.repro import write_repros
 
     row = Row("ghostnet", "fwdbwd", "thunder+torchcompile", "thunder", status="failed", reason="acquire: boom",
               detail='Traceback (most recent call last):\n  File "/v/lib/python3.11/site-packages/thunder/core/x.py", line 1, in f\n')

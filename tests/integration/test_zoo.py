@@ -33,7 +33,7 @@ from irlens.models.zoo.entry import projection_loss
 from irlens.numerics import Bound, allowed_errors, compare_results, ill_conditioned, rel_err, unit_roundoff
 from irlens.reporting.zoo_page import model_table, signature, summarize, upstream_of, zoo_markdown
 from irlens.workload import MODES, Workload, mean_square_loss, run_eager
-from irlens.zoo_run import fill_cells, merge_shards, parse_shard, shard_of, zoo_models
+from irlens.zoo.run import fill_cells, merge_shards, parse_shard, shard_of, zoo_models
 
 from tests.support.workload_cache import acquired, instance, reference
 
@@ -491,7 +491,7 @@ def test_a_missing_library_is_a_clear_error_and_an_unavailable_model(monkeypatch
     assert main(["list"]) == 0
     listed = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("hf_bert")]
     assert listed and "unavailable: workload 'hf_bert' needs transformers" in listed[0]
-    from irlens.zoo_run import ZooConfig, run_zoo
+    from irlens.zoo.run import ZooConfig, run_zoo
 
     doc = run_zoo(ZooConfig(models=["hf_bert"], backends=["eager"], modes=["fwd"]), progress=False)
     assert [(r.status, r.reason) for r in doc.rows] == [("unavailable", get_workload("hf_bert").missing())]
