@@ -66,3 +66,30 @@ def test_no_code_outside_the_frontends_names_one():
                     isinstance(func, ast.Attribute) and func.attr == "get" and getattr(func.value, "id", "") == "FRONTENDS"):
                 named.append(f"{m}:{node.lineno}: {ast.unparse(node)}")
     assert named == []
+
+
+ABOVE_THE_RUNTIME = ("irlens.matrix", "irlens.bench", "irlens.zoo", "irlens.reporting", "irlens.cli")
+
+
+def in_package(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def runtime_reaching_above(edges: dict[str, set[str]]) -> list[str]:
+    """`runtime_module -> orchestration_module` for each orchestration module a runtime module
+    imports, directly or through others."""
+    return [f"{m} -> {t}" for m in sorted(edges) if in_package(m, "irlens.runtime")
+            for t in sorted(reach(edges, m)) if any(in_package(t, p) for p in ABOVE_THE_RUNTIME)]
+
+
+def test_the_runtime_imports_no_orchestration():
+    """irlens.runtime (workers, device turns, timing) is the floor the orchestration stands on:
+    nothing in it imports the matrix, the bench, the zoo's runs, the reports or the CLI."""
+    assert runtime_reaching_above(import_edges(modules())) == []
+
+
+def test_the_runtime_rule_names_an_edge_through_another_module():
+    edges = {"irlens.runtime.isolation": {"irlens.precision"}, "irlens.precision": {"irlens.matrix.cell"},
+             "irlens.matrix.cell": {"irlens.runtime.timing"}, "irlens.runtime.timing": set(),
+             "irlens.runtimes": {"irlens.cli"}, "irlens.cli": set()}
+    assert runtime_reaching_above(edges) == ["irlens.runtime.isolation -> irlens.matrix.cell"]
