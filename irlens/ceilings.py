@@ -78,7 +78,7 @@ class Ceilings:
     # "memory" or a matmul dtype -> {"sweep": the sweep's own figure, "by": the kernel that ran
     # faster}: that figure above was raised to a kernel's rate (`raised_to`)
     raised: dict[str, dict] = field(default_factory=dict)
-    source: str = ""  # where the sweep's figures came from: measured in the run, or kept (irlens.ceilings_cache)
+    source: str = ""  # where the sweep's figures came from: measured in the run, or kept (irlens.bench.ceilings_cache)
 
     def matmul_key(self, dtype: str) -> str:
         """The matmul ceiling a dtype's work is held to (float16 by bfloat16's where not measured)."""
@@ -156,7 +156,7 @@ def sweep(gemms: list[Gemm], squares: tuple[int, ...] = SQUARE_SIZES) -> list[Ge
 
 @dataclass
 class Sweep:
-    """Every figure a sweep measured, not only the best: what the cache keeps (irlens.ceilings_cache),
+    """Every figure a sweep measured, not only the best: what the cache keeps (irlens.bench.ceilings_cache),
     so that a later run on the same device and software times only the shapes it has not yet."""
 
     device: str

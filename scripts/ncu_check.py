@@ -10,7 +10,7 @@ For each cell (workload:mode:dtype, the bench preset) and backend (inductor, nvf
    compilers' persistent caches (a cache folder of the check's own);
 2. the same cell runs again under Nsight Compute, which compiles and autotunes nothing now (the
    caches) and profiles only the sampled kernels (`-k regex:`); each one's last launches (one
-   step's) are read (irlens.ncu);
+   step's) are read (irlens.bench.ncu);
 3. `ncu-check.md` and `ncu-check.json` set each kernel's counters beside its model, with the
    agreement (target: within 10 %) and, above it, the likely reason.
 Cells run in turn until `--budget-s` is spent; what ran is written after each one.
@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from irlens.ncu import AGREE, BYTES, FLOAT_OPS, TENSOR_PREFIX, agreement, kernel_base, last_launches, name_filter, \
+from irlens.bench.ncu import AGREE, BYTES, FLOAT_OPS, TENSOR_PREFIX, agreement, kernel_base, last_launches, name_filter, \
     parse_csv, write_agrees  # noqa: E402
 
 NCU = os.environ.get("NCU", "/usr/local/cuda/bin/ncu")
@@ -48,7 +48,7 @@ def record(cell: str, backend: str, path: Path, device: str = "cuda", preset: st
 
     from irlens import cost
     from irlens.backends import get_backend
-    from irlens.bench import device_name_of
+    from irlens.bench.run import device_name_of
     from irlens.models import resolve_workload
     from irlens.reporting.records import kernel_stage
 

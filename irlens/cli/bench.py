@@ -1,4 +1,4 @@
-"""`irlens bench`: the matrix on a GPU, each row's device time beside the measured ceilings (irlens.bench)."""
+"""`irlens bench`: the matrix on a GPU, each row's device time beside the measured ceilings (irlens.bench.run)."""
 from __future__ import annotations
 
 import sys
@@ -62,7 +62,7 @@ def run(args) -> int:
     import torch
 
     from irlens.compile_caches import MAX_ENV, default_max_gb
-    from irlens.bench import BenchConfig, restrict_to_rerun, run_configured
+    from irlens.bench.run import BenchConfig, restrict_to_rerun, run_configured
     from irlens.reporting.bench_page import format_bench_table, write_results_page
     from irlens.runtime.isolation import CallFailed
     from irlens.matrix import Document, exit_status, read_document, write_document

@@ -165,7 +165,7 @@ class Frontend(ABC):
         name (faithfulness tests and the conformance sweep run each); none by default."""
         return {}
 
-    # --- the work a step must do (irlens.bench: counted once per workload, from one frontend) ---
+    # --- the work a step must do (irlens.bench.run: counted once per workload, from one frontend) ---
 
     counts_work: bool = False  # a step's work is counted from its graphs (`work_frontend`: one frontend does)
 

@@ -11,7 +11,7 @@ frontend), each cell run in a worker process and checked against a float64 refer
     table.py       the table `irlens compare` prints
 
 `irlens compare` is this package; `irlens compare --cross` (irlens.cross) and `irlens bench`
-(irlens.bench) plan and run their matrices through it.
+(irlens.bench.run) plan and run their matrices through it.
 """
 from irlens.matrix.document import Document, as_document, exit_status, read_document, write_document
 from irlens.matrix.execution import DEFAULT_TIMEOUT_S, execute, run_plan

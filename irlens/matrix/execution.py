@@ -62,7 +62,7 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
     long GPU run then still ends with a complete document). `known` holds rows of cells that do
     not run again (irlens.matrix.compile_ahead's). `references`: the plan's float64 references,
     already computed (isolated; the caller closes them), where the caller started them early
-    (irlens.bench: beside the compiles, so none is computed beside a timing). `progress`: a bar on stderr, none, or an
+    (irlens.bench.run: beside the compiles, so none is computed beside a timing). `progress`: a bar on stderr, none, or an
     object with `start(label)`, `finish()` and `close()` that hears of each cell. `on_row(cell, row)`
     hears of each row as it finishes (in the thread that ran it), so a caller can write what is done
     so far. A JAX twin that disagrees raises TwinMismatch before any cell runs."""

@@ -44,7 +44,7 @@ STARVED_PHASE = "starved"
 # left unusable (documents written before such workers were restarted: IsolatedRunner._call)
 BROKEN_WORKER_PHASE = "broken-worker"
 # a row's phase in a document written while its run went on, or after the run stopped at an error,
-# when its cell had not finished (irlens.bench_checkpoint)
+# when its cell had not finished (irlens.bench.checkpoint)
 STOPPED_PHASE = "stopped"
 # rows a later run's row for the cell replaces (irlens zoo --from)
 NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE, BROKEN_WORKER_PHASE, STOPPED_PHASE)

@@ -155,7 +155,7 @@ def _ceilings_line(part: dict, doc_reruns: int = 0) -> str:
     run = "a rerun" if part.get("rerun") else "the first run" if doc_reruns else "this run"
     where = run if part["gpu"] is None else \
         f"{run} on GPU {part['gpu']} (its rows: {' and '.join(part['dtypes'])}, {' and '.join(part['modes'])})"
-    if part["ceilings"] is None:  # it stopped before measuring them (irlens.bench_checkpoint)
+    if part["ceilings"] is None:  # it stopped before measuring them (irlens.bench.checkpoint)
         return f"- ceilings: not measured in {where}"
     return f"- ceilings measured in {where}: {describe(Ceilings.from_json(part['ceilings']))}"
 

@@ -72,7 +72,7 @@ def kernel_rates(row: Row, ceilings: Ceilings) -> list[Seen]:
 def apply_roofline(rows: list[Row], measured: Ceilings) -> Ceilings:
     """The run's ceilings (the sweep's in `measured`, raised by the rows' kernels), and every
     row's roofline and kernel verdicts against them. Rows need their kernels' times and flops
-    (irlens.bench.annotate_kernels) and their `must`."""
+    (irlens.bench.run.annotate_kernels) and their `must`."""
     sweep = swept(measured)
     ceilings = raised_to(sweep, (s for row in rows for s in kernel_rates(row, sweep)))
     for row in rows:

@@ -52,7 +52,7 @@ def script(call: str) -> str:
 
 def ncu(script: str, kernel_regex: str, tmp_path) -> dict[str, tuple[int, int]]:
     """{kernel name: (DRAM bytes read, written)} of each kernel's last launch, by Nsight Compute."""
-    from irlens.ncu import parse_csv
+    from irlens.bench.ncu import parse_csv
 
     if not shutil.which(NCU):
         pytest.skip(f"Nsight Compute is not at {NCU}")
@@ -134,7 +134,7 @@ def test_a_bench_keeps_rows_and_kernels_within_the_ceilings():
     fastest kernel within the datasheet) within the vendor's figures; no row and no kernel above
     100 % of them (a kernel faster than DRAM for all its bytes judged on those beyond the L2,
     said so); a kernel above the datasheet's figure fails here."""
-    from irlens.bench import run_bench
+    from irlens.bench.run import run_bench
     from irlens.ceilings import Ceilings
     from irlens.matrix import Document
     from irlens.reporting.roofline import recompute

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from irlens.backends.thunder import kernel_db
-from irlens.bench import run_bench
+from irlens.bench.run import run_bench
 from irlens.bench_progress import BenchProgress
 from irlens.ceilings import Gemm, Sweep
-from irlens.ceilings_cache import cache_key, cached_sweep
+from irlens.bench.ceilings_cache import cache_key, cached_sweep
 from irlens.compile_caches import NVFUSER_DB_ENV, NVFUSER_RUN_ENV, cache_env, compile_caches
 from irlens.runtime.isolation import WorkerSession
 
@@ -29,7 +29,7 @@ def _stub_ceilings(monkeypatch) -> None:
     sweep = Sweep("stub", {"copy of 256 MiB": 1000.0}, {"float32": {"mm [8x8]@[8x8]": 10.0}})
 
     def call(self, fn, kwargs, timeout, max_wait_s=0.0):
-        if fn == "irlens.ceilings_cache:measure_in_worker":
+        if fn == "irlens.bench.ceilings_cache:measure_in_worker":
             return {"ceilings": sweep.ceilings().to_json(), "source": "from a stub"}
         return real_call(self, fn, kwargs, timeout, max_wait_s)
 
@@ -218,9 +218,9 @@ def test_compiling_ahead_stops_at_its_share_of_the_budget(tmp_path, monkeypatch,
     """A budget spent on compiles alone would leave every cell untimed (an H200 run: 0 of 28 rows
     in a 120 s budget): past its share, compiling ahead starts no cell; those cells compile in
     their timed turn, and are timed."""
-    import irlens.bench
+    import irlens.bench.run
 
-    monkeypatch.setattr(irlens.bench, "COMPILE_SHARE", 0.0)
+    monkeypatch.setattr(irlens.bench.run, "COMPILE_SHARE", 0.0)
     _stub_ceilings(monkeypatch)
     cache = tmp_path / "cache"
     doc = run_bench(["gelu"], ["eager", "inductor"], ["fwd"], ["float32"], device="cpu", preset="tiny",
@@ -240,14 +240,14 @@ def test_a_bench_stopped_by_an_error_keeps_its_rows_and_a_rerun_completes_it(tmp
     puts their rows in place."""
     import errno
 
-    import irlens.bench
-    from irlens.bench import BenchConfig, bench, merge_parts, merge_rerun, restrict_to_rerun
+    import irlens.bench.run
+    from irlens.bench.run import BenchConfig, bench, merge_parts, merge_rerun, restrict_to_rerun
     from irlens.matrix import read_document, write_document
     from irlens.matrix.row import STOPPED_PHASE
 
     _stub_ceilings(monkeypatch)
     path, finished_rows = tmp_path / "bench.json", []
-    real = irlens.bench.annotate_kernels
+    real = irlens.bench.run.annotate_kernels
 
     def save(doc) -> None:
         write_document(doc, path)
@@ -258,7 +258,7 @@ def test_a_bench_stopped_by_an_error_keeps_its_rows_and_a_rerun_completes_it(tmp
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         real(row)
 
-    monkeypatch.setattr(irlens.bench, "annotate_kernels", annotate)
+    monkeypatch.setattr(irlens.bench.run, "annotate_kernels", annotate)
     matrix = (["gelu"], ["eager", "inductor"], ["fwd"], ["float32"])
     with pytest.raises(OSError):
         bench(*matrix, device="cpu", preset="tiny", timeout=300, checkpoint=save, cache_dir=tmp_path / "cache")
@@ -271,7 +271,7 @@ def test_a_bench_stopped_by_an_error_keeps_its_rows_and_a_rerun_completes_it(tmp
     assert stopped.rows[1].reason == "not run: the run stopped at OSError: [Errno 28] No space left on device"
     assert stopped.rows[0].must is not None and stopped.ceilings is not None  # a bench row, against its ceilings
 
-    monkeypatch.setattr(irlens.bench, "annotate_kernels", real)
+    monkeypatch.setattr(irlens.bench.run, "annotate_kernels", real)
     config, previous = BenchConfig(*matrix, preset="tiny"), stopped.to_json()
     assert restrict_to_rerun(config, previous) and config.only == {"float32": frozenset({("gelu", "fwd", "inductor")})}
     rerun = bench(config.workloads, config.backends, config.modes, config.dtypes, "cpu", "tiny", 300, only=config.only,
@@ -307,7 +307,7 @@ def test_the_ncu_check_sets_counters_beside_the_model(tmp_path):
     """The script's CPU part on a real record (block fwd through XLA on the CPU): the
     sample, each kernel's last launch matched to its record, agreement within 10 % and, outside
     it, the reason; the table."""
-    from irlens.ncu import kernel_base, parse_csv
+    from irlens.bench.ncu import kernel_base, parse_csv
 
     check = _ncu_check()
     path = tmp_path / "records.json"

@@ -2,7 +2,7 @@
 end to end, and the backends it compiled ahead."""
 import pytest
 
-from irlens.bench import COMPILE_AHEAD, run_bench
+from irlens.bench.run import COMPILE_AHEAD, run_bench
 from irlens.bench_time import CEILINGS, WAITING
 from irlens.ceilings import Sweep
 from irlens.runtime.isolation import WorkerSession
@@ -14,7 +14,7 @@ def test_a_bench_records_its_steps_end_to_end(monkeypatch):
     sweep = Sweep("stub", {"copy of 256 MiB": 1000.0}, {"float32": {"mm [8x8]@[8x8]": 10.0}})
     monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout, max_wait_s=0.0: (
         {"ceilings": sweep.ceilings().to_json(), "source": "from a stub"}  # the ceilings need a GPU
-        if fn == "irlens.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout, max_wait_s)))
+        if fn == "irlens.bench.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout, max_wait_s)))
     doc = run_bench(["gelu"], ["eager", "xla"], ["fwd"], ["float32"], device="cpu", preset="tiny",
                     compile_jobs=2, timeout=300)
     assert [(r["backend"], r["status"]) for r in doc["rows"]] == [("eager", "ok"), ("xla", "ok")]

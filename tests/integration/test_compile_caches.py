@@ -1,7 +1,7 @@
 """A cache never costs a result: the compilers' persistent caches (irlens.compile_caches,
 irlens.cache_upkeep, irlens.backends.thunder.kernel_db) on a full disk, a folder that cannot be
 written, a corrupt database, a run that died before merging, a size cap, and the half-written C++
-builds a killed compile leaves; and the bench document written row by row (irlens.bench_checkpoint)."""
+builds a killed compile leaves; and the bench document written row by row (irlens.bench.checkpoint)."""
 from __future__ import annotations
 
 import errno

@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 from irlens import cost
-from irlens.bench import BenchConfig, merge_parts, merge_rerun, restrict_to_rerun, run_bench, share_matrix
+from irlens.bench.run import BenchConfig, merge_parts, merge_rerun, restrict_to_rerun, run_bench, share_matrix
 from irlens.reporting.bench_page import write_results_page
 from irlens.ceilings import Ceilings, Gemm, sweep
 from irlens.ir import Graph, Kernel, Node, TensorMeta
@@ -72,7 +72,7 @@ def _stub_ceilings(monkeypatch, ceilings: Ceilings) -> None:
     real_call = WorkerSession.call
     monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout: {
         "ceilings": ceilings.to_json(), "source": ceilings.source}
-        if fn == "irlens.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout))
+        if fn == "irlens.bench.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout))
 
 
 @pytest.mark.slow

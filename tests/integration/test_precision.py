@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from irlens import precision
-from irlens.bench import BenchConfig, child_argv
+from irlens.bench.run import BenchConfig, child_argv
 from irlens.cli import main
 from irlens.cli.bench import add_arguments as bench_arguments
 from irlens.cli.command import options

@@ -14,7 +14,7 @@ import torch
 from irlens.backends.inductor import InductorCapture
 from pathlib import Path
 
-from irlens.bench import annotate_kernels
+from irlens.bench.run import annotate_kernels
 from irlens.reporting.bench_page import format_bench_table, write_results_page
 from irlens.ceilings import Ceilings, describe
 from irlens.ir import Graph, Kernel

@@ -7,7 +7,7 @@ the common view (irlens.cost), once for all backends, so every backend is measur
 the same work. The ceilings (irlens.ceilings: the best of several bandwidth kernels, the best
 matrix product of a sweep that includes the workloads' own GEMM shapes) are measured before the
 timed cells, or read from the cache where this GPU, driver and software were measured
-(irlens.ceilings_cache), and raised to the best rate a kernel of the run was timed at, within
+(irlens.bench.ceilings_cache), and raised to the best rate a kernel of the run was timed at, within
 the vendor's figure (irlens.reporting.roofline). Each kernel is charged what it touches of its own buffers
 (the backend's records) and the flops of the nodes it computes; a figure above 100 % of ceiling
 is flagged as a model error (irlens.reporting.ceiling), in the row, its kernels, the table and
@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from irlens import cost
-from irlens.bench_checkpoint import Checkpoint
+from irlens.bench.checkpoint import Checkpoint
 from irlens.bench_progress import BenchProgress
 from irlens.bench_time import CEILINGS, WAITING, time_spent
 from irlens.ceilings import Ceilings, Gemm, describe
-from irlens.ceilings_cache import driver_version
+from irlens.bench.ceilings_cache import driver_version
 from irlens.compile_caches import compile_caches
 from irlens.frontends import work_frontend
 from irlens.ir import Kernel
@@ -121,10 +121,10 @@ def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, 
     in one worker process that ends before this returns."""
     plan, dtypes = plans[0], [p.dtype for p in plans]
     musts, gemms = {}, {}
-    with WorkerSession(preload=("irlens.bench", "irlens.models")) as worker:
+    with WorkerSession(preload=("irlens.bench.run", "irlens.models")) as worker:
         for key, wl in plan.workloads.items():
             try:
-                work = worker.call("irlens.bench:work_in_worker", dict(workload=key, modes=plan.modes, dtypes=dtypes,
+                work = worker.call("irlens.bench.run:work_in_worker", dict(workload=key, modes=plan.modes, dtypes=dtypes,
                                                                        preset=plan.preset, device=plan.device), timeout)
             except CallFailed as e:
                 print(f"irlens bench: cannot count the work of {wl.name} (no roofline for it): {e.reason}",
@@ -140,11 +140,11 @@ def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, 
 
 
 def measure_ceilings(gemms: list[Gemm], timeout: float, cache_dir: Path | None, remeasure: bool) -> Ceilings:
-    """The run's measured ceilings (irlens.ceilings_cache: kept per device and software under
+    """The run's measured ceilings (irlens.bench.ceilings_cache: kept per device and software under
     `cache_dir`, swept again with `remeasure`; `Ceilings.source` says which), in a worker that
     ends before this returns."""
-    with WorkerSession(preload=("irlens.ceilings_cache",)) as worker:
-        reply = worker.call("irlens.ceilings_cache:measure_in_worker", {
+    with WorkerSession(preload=("irlens.bench.ceilings_cache",)) as worker:
+        reply = worker.call("irlens.bench.ceilings_cache:measure_in_worker", {
             "gemms": [[g.batch, g.m, g.n, g.k] for g in gemms], "cache_dir": None if cache_dir is None else str(cache_dir),
             "remeasure": remeasure}, timeout)
     return dataclasses.replace(Ceilings.from_json(reply["ceilings"]), source=reply["source"])
@@ -189,14 +189,14 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
           cache_max_gb: float | None = None) -> Document:
     """The bench document. First, beside each other, the work each step must do is counted in a
     worker and every cell is compiled ahead, `compile_jobs` at a time (irlens.matrix.compile_ahead;
-    0: none); then the ceilings are measured (or read from the cache, irlens.ceilings_cache; every
+    0: none); then the ceilings are measured (or read from the cache, irlens.bench.ceilings_cache; every
     figure swept again with `remeasure`); then each dtype's cells run, `jobs` compiling at once and
     each timed alone. `cache_dir` holds the compilers' persistent caches and the ceilings
     (irlens.compile_caches, within `cache_max_gb`; None: the compilers' own, no ceilings kept).
     Progress, with an estimate of the time left, goes to stderr (irlens.bench_progress).
     `budget_s` bounds the whole run: cells not started in time are `unavailable` rows that say so.
     `checkpoint(doc)` gets the document so far after the ceilings, after every row and when an
-    exception stops the run (irlens.bench_checkpoint). `only` ({dtype: {(workload, mode, backend)}})
+    exception stops the run (irlens.bench.checkpoint). `only` ({dtype: {(workload, mode, backend)}})
     runs just those cells. `precision`: the float32 policy every process computes under, the
     ceilings' sweep included (irlens.precision)."""
     backends = backends or BENCH_BACKENDS

@@ -13,7 +13,7 @@ import threading
 import time
 
 from irlens.ceilings import Ceilings
-from irlens.ceilings_cache import driver_version
+from irlens.bench.ceilings_cache import driver_version
 from irlens.matrix import Document, Plan, Row
 from irlens.matrix.document import device_name, versions
 from irlens.matrix.execution import cell_row
