@@ -221,12 +221,13 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
                 with ThreadPoolExecutor(1) as background:  # the work counts beside the compiles: neither is timed
                     counting = background.submit(count_work, plans, timeout)
                     if compile_jobs:
-                        threads = worker_threads(compile_jobs + len(plans) + 1)
-                        for i, plan in enumerate(plans):
-                            os.makedirs(os.path.join(tmp, str(i)))
-                            early[plan.dtype] = References(plan, os.path.join(tmp, str(i)), timeout, check_twins=True,
-                                                           threads=threads, after=next(reversed(early.values()), None))
-                            early[plan.dtype].start()
+                        threads = worker_threads(compile_jobs + 2)
+                        # the first dtype's references only: a later dtype's are computed as its cells run,
+                        # once the earlier cells have released theirs (float64 copies of the bench's tensors:
+                        # both dtypes' at once took 65 GB of a 64 GiB disk)
+                        plan = plans[0]
+                        early[plan.dtype] = References(plan, tmp, timeout, check_twins=True, threads=threads)
+                        early[plan.dtype].start()
                         progress.phase(COMPILE_AHEAD)
                         log = Log(None if cache_dir is None else Path(cache_dir) / LOG, software_key(plans[0]))
                         lost = compile_ahead(plans, timeout, compile_jobs, log, progress, compile_until,

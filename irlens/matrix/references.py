@@ -340,19 +340,15 @@ class References:
     (a GPU, or the CPU) like a cell (irlens.runtime.gpu_turns), and up to `max_wait_s` of a call's waits
     for them do not count against its timeout. Past `deadline` (time.monotonic(): a run's budget)
     no reference starts: no cell that needs one starts then either, and the worker would only take
-    turns from the cells still running. Its worker starts computing once the worker of `after` (the
-    references of an earlier dtype) is done: on a disk that does not hold both, the earlier keeps
-    its room."""
+    turns from the cells still running."""
 
     def __init__(self, plan: Plan, directory: str | None, timeout: float, check_twins: bool = False,
                  gpu_lock: str | None = None, threads: int | None = None, max_wait_s: float = 0.0,
-                 deadline: float | None = None, after: "References | None" = None):
+                 deadline: float | None = None):
         self.plan, self.directory, self.timeout, self.check_twins = plan, directory, timeout, check_twins
         self.gpu_lock, self.threads, self.max_wait_s, self.deadline = gpu_lock, threads, max_wait_s, deadline
-        self.after = after
         self._left = Counter((c.workload, c.mode) for c in plan.cells())  # per key: its cells not finished
         self._serving = False  # cells are running: a reference without room may wait for the files they release
-        self._done = threading.Event()  # the worker has stopped (or will never start)
         self._cache: dict[tuple[str, str], Entry] = {}
         self._twins: dict[str, str] = {}
         self._ready: dict[tuple[str, str], threading.Event] = {}
@@ -466,7 +462,6 @@ class References:
             session.close()
         if self._worker is not None:
             self._worker.join()
-        self._done.set()
 
     def _keys(self) -> list[tuple[str, str]]:
         return list(dict.fromkeys((c.workload, c.mode) for c in self.plan.cells()))
@@ -493,9 +488,6 @@ class References:
 
         p = self.plan
         try:
-            while self.after is not None and not self.after._done.wait(1.0):
-                if self._stop.is_set():
-                    return
             with WorkerSession(preload=(__name__, "irlens.models"), turns=self.gpu_lock,
                                threads=self.threads) as worker:
                 self._session = worker
@@ -542,7 +534,6 @@ class References:
                                         if late else
                                         Entry(None, None, "the float64 reference was not computed: its worker stopped"))
                 self._ready[key].set()
-            self._done.set()
 
     def _past_deadline(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline

@@ -101,22 +101,3 @@ def test_cells_of_a_reference_without_room_say_so_and_the_run_goes_on(tmp_path, 
     assert (rows["gelu"].status, rows["gelu"].phase) == ("failed", "reference")
     assert rows["gelu"].reason.startswith(f"not enough disk for the float64 reference: needs {needs / 2**30:.1f} GiB, ")
     assert _files(folder) == set()
-
-
-def test_a_later_dtypes_references_start_once_the_earlier_ones_are_done(tmp_path):
-    # on a disk that does not hold both, the earlier dtype keeps its room
-    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
-    first_dir.mkdir(), second_dir.mkdir()
-    plans = [cmp.plan_matrix(["gelu"], ["eager"], ["fwd", "fwdbwd"], "cpu", "tiny", d) for d in ("float32", "bfloat16")]
-    first = References(plans[0], str(first_dir), timeout=120)
-    second = References(plans[1], str(second_dir), timeout=120, after=first)
-    try:
-        second.start()  # its worker starts before the first's, and waits for it
-        first.start()
-        second.prepare()
-        first_written = max(p.stat().st_mtime for p in first_dir.iterdir() if p.name.startswith("reference"))
-        second_written = min(p.stat().st_mtime for p in second_dir.iterdir() if p.name.startswith("reference"))
-    finally:
-        second.close()
-        first.close()
-    assert first_written <= second_written
