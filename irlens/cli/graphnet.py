@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from irlens.cli.command import (add_device_option, add_modes_option, csv, guarded, output_file, output_folder,
-                                 positive_float, positive_int, read_documents)
+                                 positive_float, positive_int, read_documents, write_page)
 from irlens.precision import add_option as add_precision_option
 
 HELP = "GraphNet's samples through every stack: pass rates per source, GraphNet's S(t)/ES(t) beside irlens's verdict"
@@ -62,8 +62,7 @@ def run(args) -> int:
     from irlens.errors import UsageError
     from irlens.graphnet.corpus import GraphNetConfig, run_corpus
     from irlens.graphnet.page import graphnet_markdown
-    from irlens.matrix import exit_status, read_document, write_document
-    from irlens.reporting import write_report
+    from irlens.matrix import exit_status, write_document
     from irlens.zoo.run import merge_shards, parse_shard
 
     if args.rerun and not args.from_:
@@ -82,12 +81,5 @@ def run(args) -> int:
         doc = run_corpus(cfg, command=command,  # written after every row: a stopped run keeps what finished
                          checkpoint=lambda doc: [write_document(doc, p) for p in (out / "graphnet.json", args.json) if p])
     page = graphnet_markdown(doc)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "graphnet.md").write_text(page)
-    write_document(doc, out / "graphnet.json")
-    if args.json:
-        write_document(doc, args.json)
-    paths = write_report([doc], out, frontends=False)
-    print(page)
-    print(f"wrote {out / 'graphnet.md'}, {out / 'graphnet.json'}, {paths['html']}", file=sys.stderr)
+    write_page(doc, page, out, "graphnet", args.json)
     return exit_status(doc)

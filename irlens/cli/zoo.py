@@ -13,7 +13,7 @@ from pathlib import Path
 from irlens.cli.command import (add_config_option, add_device_option, add_modes_option, add_preset_option,
                                  add_frontend_settings,
                                  apply_frontend_settings, csv, guarded, output_file, output_folder,
-                                 positive_float, positive_int, read_documents)
+                                 positive_float, positive_int, read_documents, write_page)
 from irlens.precision import add_option as add_precision_option
 
 HELP = "the model zoo (transformers, timm) through every stack: pass rates, unknown ops, breaks, kernels, speedups"
@@ -70,7 +70,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from irlens.errors import UsageError
     from irlens.matrix import exit_status, read_document, write_document
-    from irlens.reporting import only_workloads, write_report
+    from irlens.reporting import only_workloads
     from irlens.reporting.zoo_page import zoo_markdown
     from irlens.zoo.repro import write_repros
     from irlens.zoo.run import ZooConfig, merge_shards, parse_shard, run_zoo
@@ -102,12 +102,5 @@ def run(args) -> int:
     # files by their path from the page (OUT/zoo.md); a kind with none says why
     page = zoo_markdown(doc, {sig: path if path.startswith("not written") else os.path.relpath(path, out)
                               for sig, path in repros.items()})
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "zoo.md").write_text(page)
-    write_document(doc, out / "zoo.json")
-    if args.json:
-        write_document(doc, args.json)
-    paths = write_report([doc], out, frontends=False)
-    print(page)
-    print(f"wrote {out / 'zoo.md'}, {out / 'zoo.json'}, {paths['html']}", file=sys.stderr)
+    write_page(doc, page, out, "zoo", args.json)
     return exit_status(doc)

@@ -21,6 +21,7 @@ from irlens.ceilings import Gemm, Sweep
 from irlens.bench.ceilings_cache import cache_key, cached_sweep
 from irlens.compile_caches import NVFUSER_DB_ENV, NVFUSER_RUN_ENV, cache_env, compile_caches
 from irlens.runtime.isolation import WorkerSession
+from tests.support.nvfuser_kernel_db import compile_into
 
 
 def _stub_ceilings(monkeypatch) -> None:
@@ -91,29 +92,14 @@ def test_the_compilers_caches_point_under_the_cache_folder(tmp_path, monkeypatch
     assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ and NVFUSER_DB_ENV not in os.environ
 
 
-def _kernel(db: Path, number: int, source: str) -> str:
-    (db / f"kernel_{number}.cu").write_text(source)
-    (db / f"kernel_{number}.cubin").write_bytes(source.encode()[::-1])  # a "binary" that tells its source
-    return f"sig{number},-O3 --std=c++17,kernel_{number}.cu,kernel_{number}.cubin"
-
-
-def _compile(copy: Path, sources: list[str]) -> None:
-    """What nvFuser does in a worker: new kernels numbered by how many entries it has seen."""
-    db = copy / kernel_db.DB
-    lines = (db / kernel_db.LIST).read_text().splitlines()
-    for source in sources:
-        lines.append(_kernel(db, len(lines) - 1, source))
-    (db / kernel_db.LIST).write_text("\n".join(lines) + "\n")
-
-
 def test_nvfusers_kernel_database_is_copied_per_worker_and_merged(tmp_path):
     """Two workers of a run, each with its own copy, compile kernels numbered alike (both write
     kernel_1); merged, the shared database holds each kernel once, its binary beside its own
     source; a later worker's copy holds them all, linked."""
     root = tmp_path / "nvfuser"
     a, b = kernel_db.worker_copy(root, "run1"), kernel_db.worker_copy(root, "run1")
-    _compile(a, ["kernel A", "kernel B"])
-    _compile(b, ["kernel C", "kernel A"])
+    compile_into(a, ["kernel A", "kernel B"])
+    compile_into(b, ["kernel C", "kernel A"])
     assert kernel_db.merge(root, "run1") == 3
     shared = root / kernel_db.SHARED / kernel_db.DB
     entries = kernel_db.read_entries(shared)

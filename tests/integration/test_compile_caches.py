@@ -19,6 +19,7 @@ from irlens import cache_upkeep
 from irlens.backends.thunder import kernel_db
 from irlens.compile_caches import NVFUSER_RUN_ENV, compile_caches
 from irlens.runtime.isolation import CallFailed, Worker
+from tests.support.nvfuser_kernel_db import compile_into
 
 FULL = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
@@ -30,21 +31,6 @@ def _each_test_a_run():
 
 def _warnings(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.startswith("irlens: warning:")]
-
-
-def _kernel(db: Path, number: int, source: str) -> str:
-    (db / f"kernel_{number}.cu").write_text(source)
-    (db / f"kernel_{number}.cubin").write_bytes(source.encode()[::-1])  # a "binary" that tells its source
-    return f"sig{number},-O3 --std=c++17,kernel_{number}.cu,kernel_{number}.cubin"
-
-
-def _compile(copy: Path, sources: list[str]) -> None:
-    """What nvFuser does in a worker: new kernels numbered by how many entries it has read."""
-    db = copy / kernel_db.DB
-    lines = (db / kernel_db.LIST).read_text().splitlines()
-    for source in sources:
-        lines.append(_kernel(db, len(lines) - 1, source))
-    (db / kernel_db.LIST).write_text("\n".join(lines) + "\n")
 
 
 def _shared_sources(root: Path) -> dict[str, bytes]:
@@ -59,7 +45,7 @@ def test_a_merge_on_a_full_disk_is_one_warning_and_the_run_goes_on(tmp_path, mon
     ends the run: one warning, the database off for the workers after, the copies removed."""
     with compile_caches(tmp_path) as caches:
         copy = Path(kernel_db.worker_env(dict(os.environ))["TMPDIR"])
-        _compile(copy, ["kernel A"])
+        compile_into(copy, ["kernel A"])
         with monkeypatch.context() as m:
             m.setattr(kernel_db.os, "link", lambda *a: (_ for _ in ()).throw(FULL))
             m.setattr(kernel_db.shutil, "copyfile", lambda *a: (_ for _ in ()).throw(FULL))
@@ -123,7 +109,7 @@ def test_a_corrupt_shared_database_is_read_as_empty_and_rebuilt(tmp_path):
     (shared / "kernel_9.cubin").write_bytes(b"")
     copy = kernel_db.worker_copy(root, "run1")
     assert kernel_db.read_entries(copy / kernel_db.DB) == []
-    _compile(copy, ["kernel A"])
+    compile_into(copy, ["kernel A"])
     assert kernel_db.merge(root, "run1") == 1
     assert _shared_sources(root) == {"kernel A": b"A lenrek"}
     assert sorted(p.name for p in shared.iterdir()) == ["db.csv", "kernel_10.cu", "kernel_10.cubin"]  # strays gone
@@ -132,7 +118,7 @@ def test_a_corrupt_shared_database_is_read_as_empty_and_rebuilt(tmp_path):
 def test_a_kernel_cut_short_by_a_full_disk_is_not_merged(tmp_path):
     root = tmp_path / "nvfuser"
     copy = kernel_db.worker_copy(root, "run1")
-    _compile(copy, ["kernel A", "kernel B"])
+    compile_into(copy, ["kernel A", "kernel B"])
     (copy / kernel_db.DB / "kernel_1.cubin").write_bytes(b"")
     assert kernel_db.merge(root, "run1") == 1 and list(_shared_sources(root)) == ["kernel A"]
 
@@ -142,7 +128,7 @@ def test_a_workers_new_kernels_never_write_through_a_linked_one(tmp_path):
     them so, so nvFuser's next number (the count of entries) names a file the copy lacks."""
     root = tmp_path / "nvfuser"
     first = kernel_db.worker_copy(root, "run1")
-    _compile(first, ["kernel A", "kernel B", "kernel C"])
+    compile_into(first, ["kernel A", "kernel B", "kernel C"])
     kernel_db.merge(root, "run1")
     shared = root / kernel_db.SHARED / kernel_db.DB
     lines = (shared / kernel_db.LIST).read_text().splitlines()
@@ -150,7 +136,7 @@ def test_a_workers_new_kernels_never_write_through_a_linked_one(tmp_path):
     before = _shared_sources(root)
     copy = kernel_db.worker_copy(root, "run2")
     assert [e[2] for e in kernel_db.read_entries(copy / kernel_db.DB)] == ["kernel_0.cu", "kernel_1.cu"]
-    _compile(copy, ["kernel D"])  # writes kernel_2, a name the shared folder has
+    compile_into(copy, ["kernel D"])  # writes kernel_2, a name the shared folder has
     assert _shared_sources(root) == before
     assert kernel_db.merge(root, "run2") == 1
     assert _shared_sources(root) == {**before, "kernel D": b"D lenrek"}
@@ -159,11 +145,11 @@ def test_a_workers_new_kernels_never_write_through_a_linked_one(tmp_path):
 def test_a_run_that_died_before_merging_is_merged_and_removed_by_the_next(tmp_path):
     root = tmp_path / "nvfuser"
     dead = kernel_db.worker_copy(root, "111-dead")
-    _compile(dead, ["kernel A"])
+    compile_into(dead, ["kernel A"])
     (root / kernel_db.RUNS / "111-dead.lock").write_text("")  # its process is gone: nobody holds it
     with kernel_db.claimed(root, "222-alive"):
         alive = kernel_db.worker_copy(root, "222-alive")
-        _compile(alive, ["kernel B"])
+        compile_into(alive, ["kernel B"])
         with compile_caches(tmp_path) as caches:
             pass
         assert (root / kernel_db.RUNS / "222-alive").is_dir()  # its lock is held: alive
