@@ -15,13 +15,12 @@ import torch.nn.functional as F
 
 import irlens
 from irlens.backends import get_backend
-from irlens.backends.base import Backend, BackendRun
-from irlens.frontends.base import Availability
 from irlens.matrix import Document, format_table
 from tests.support.cell_runs import run_in_process
 from irlens.matrix.references import Reference, ReferenceFailed, compute_reference, reference_in_worker
 from irlens.numerics import rel_err, tolerance
-from irlens.workload import Workload, run_eager
+from irlens.workload import Workload
+from tests.support.perturbed_eager import PerturbedEager
 
 
 class HalfInside(torch.nn.Module):
@@ -40,22 +39,17 @@ def _half_inside() -> Workload:
                     {"tiny": {}}, training=None)
 
 
-class Pushed(Backend):
+class Pushed(PerturbedEager):
     """Eager with its first output pushed off by `amount` of its norm."""
 
-    name, frontend, description = "pushed", None, "eager with its output pushed off"
+    name, description = "pushed", "eager with its output pushed off"
 
     def __init__(self, amount: float):
         self.amount = amount
 
-    def availability(self, device: str) -> Availability:
-        return Availability(True)
-
-    def run(self, inst, mode):
-        results = run_eager(inst.module, inst, mode)
+    def perturb(self, results: dict) -> None:
         out = results["out0"]
         results["out0"] = out + self.amount * out.norm() * torch.ones_like(out) / out.numel() ** 0.5
-        return BackendRun(results, 0.0, 0.0, [])
 
 
 @pytest.mark.parametrize("mode", ["fwd", "fwdbwd"])

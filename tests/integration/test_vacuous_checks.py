@@ -26,6 +26,7 @@ from irlens.numerics import allowed_error, compare_results, noise_scales, tolera
 from irlens.reporting import build_report, render_markdown
 from irlens.reporting.zoo_page import summarize, zoo_markdown
 from irlens.workload import Workload, run_eager
+from tests.support.perturbed_eager import PerturbedEager
 
 
 class ZeroHead(torch.nn.Module):
@@ -231,23 +232,18 @@ class LinearNorm(torch.nn.Module):
         return self.out(torch.relu(self.bn(self.fc(x))))
 
 
-class NoisyBias(Backend):
+class NoisyBias(PerturbedEager):
     """Eager, with the Linear's bias gradient moved by `amount` (absolute, in a fixed random direction)."""
 
-    name, frontend, description = "noisy_bias", None, "eager with the bias gradient moved"
+    name, description = "noisy_bias", "eager with the bias gradient moved"
 
     def __init__(self, amount: float):
         self.amount = amount
 
-    def availability(self, device: str) -> Availability:
-        return Availability(True)
-
-    def run(self, inst, mode):
-        results = run_eager(inst.module, inst, mode)
+    def perturb(self, results: dict) -> None:
         g = results["grad:fc.bias"].double()
         push = torch.randn(g.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
         results["grad:fc.bias"] = g + self.amount * push / push.norm()
-        return BackendRun(results, 0.0, 0.0, [])
 
 
 def test_a_bias_gradient_cancelled_by_a_train_mode_batchnorm_is_judged_by_its_size():

@@ -15,11 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from irlens.backends.base import Backend, BackendRun
 from irlens.frontends.bindings import run_program, stage_programs
 from irlens.cli import main
 from irlens.errors import UsageError
-from irlens.frontends.base import Availability
 from irlens.interpret import interpret
 from irlens.matrix import Document, plan_matrix, read_document, run_plan, write_document
 from tests.support.cell_runs import run_in_process
@@ -36,6 +34,7 @@ from irlens.workload import MODES, Workload, mean_square_loss, run_eager
 from irlens.zoo.run import fill_cells, merge_shards, parse_shard, shard_of, zoo_models
 
 from tests.support.workload_cache import acquired, instance, reference
+from tests.support.perturbed_eager import PerturbedEager
 
 pytestmark = pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("transformers", "timm")),
@@ -187,23 +186,18 @@ def test_the_projection_loss_is_the_same_on_torch_and_jax():
     assert want > 0 and math.isclose(got, want, rel_tol=1e-6)
 
 
-class _Perturbed(Backend):
+class _Perturbed(PerturbedEager):
     """Eager, with one result moved (`result`, by `amount` of its own norm, or absolutely where zero)."""
 
-    name, frontend, description = "perturbed", None, "eager with one result perturbed"
+    name, description = "perturbed", "eager with one result perturbed"
 
     def __init__(self, result: str, amount: float):
         self.result, self.amount = result, amount
 
-    def availability(self, device: str) -> Availability:
-        return Availability(True)
-
-    def run(self, inst, mode):
-        results = run_eager(inst.module, inst, mode)
+    def perturb(self, results: dict) -> None:
         r = results[self.result]
         noise = torch.randn(r.shape, generator=torch.Generator().manual_seed(0), dtype=r.dtype)
         results[self.result] = r + self.amount * max(r.norm().item(), 1.0) * noise / noise.norm()
-        return BackendRun(results, 0.0, 0.0, [])
 
 
 def test_an_ill_conditioned_check_judges_against_eager_and_still_catches_a_backend_that_is_off():
