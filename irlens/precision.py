@@ -46,7 +46,10 @@ def apply(policy: str) -> None:
     tf32 = check(policy) == "tf32"
     torch.set_float32_matmul_precision(TORCH_MATMUL_PRECISION[policy])  # cuBLAS and Inductor's Triton dots
     torch.backends.cuda.matmul.allow_tf32 = tf32  # the same switch as the line above, said plainly
-    torch.backends.cudnn.allow_tf32 = tf32  # convolutions: torch's default is True
+    # convolutions (torch's default is True); a process that imported torch's testing utilities (the
+    # conformance corpus's OpInfo) has these switches frozen, so set them the way torch's own flags() does
+    with torch.backends.__allow_nonbracketed_mutation():
+        torch.backends.cudnn.allow_tf32 = tf32
     os.environ[ENV] = policy
     os.environ[JAX_ENV] = JAX_PRECISION[policy]
     if "jax" in sys.modules:  # imported already: its config read the environment then

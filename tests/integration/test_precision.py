@@ -86,6 +86,18 @@ def test_applying_in_a_process_that_imported_jax_updates_its_config(restored):
     assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
 
 
+def test_the_policy_applies_where_torchs_testing_utilities_froze_the_switches(restored, monkeypatch):
+    """Importing torch's OpInfo (the conformance corpus) freezes torch.backends' switches for the
+    process (disable_global_flags); every later apply failed there, and every cell of that process."""
+    # torch.backends.disable_global_flags(), put back after the test (the flag lives in the module's globals)
+    monkeypatch.setitem(torch.backends.flags_frozen.__globals__, "__allow_nonbracketed_mutation_flag", False)
+    assert torch.backends.flags_frozen()
+    precision.apply("tf32")
+    assert torch.backends.cudnn.allow_tf32 and torch.backends.flags_frozen()
+    precision.apply("ieee")
+    assert not torch.backends.cudnn.allow_tf32
+
+
 def test_an_unknown_policy_is_a_usage_error_and_a_worker_given_one_does_not_start(tmp_path, restored):
     with pytest.raises(UsageError, match="unknown precision policy 'fp16'; choose from: ieee, tf32"):
         plan_matrix(["gelu"], ["eager"], ["fwd"], precision="fp16")
