@@ -181,9 +181,9 @@ def test_cli_exits_0_and_writes_the_json_and_the_page(tmp_path, capsys):
     (["--corpus", "lax,opinfo", "--frontends", "thunder", "-k", "^lax:exp:float32"],
      "none of the 1 cases chosen goes to thunder"),
     (["-k", "("], "-k '(' is not a regular expression"),
-    (["--jobs", "0"], "--jobs must be at least 1, got 0"),
-    (["--timeout", "0"], "--timeout must be positive, got 0"),
-    (["--jobs", "two"], "argument --jobs: invalid int value: 'two'"),
+    (["--jobs", "0"], "argument --jobs: '0' is not a positive whole number"),
+    (["--timeout", "0"], "argument --timeout: '0' is not a positive number"),
+    (["--jobs", "two"], "argument --jobs: 'two' is not a positive whole number"),
 ])
 def test_bad_input_exits_2_and_says_what_is_valid(argv, message, capsys):
     assert cli.main(["conformance", "--in-process", *argv]) == 2
