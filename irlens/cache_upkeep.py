@@ -58,11 +58,10 @@ def tree_bytes(path: Path) -> int:
     seen, total = set(), 0
     for folder, _, files in os.walk(path):
         for name in files:
-            with contextlib.suppress(OSError):
-                st = os.lstat(os.path.join(folder, name))
-                if (st.st_dev, st.st_ino) not in seen:
-                    seen.add((st.st_dev, st.st_ino))
-                    total += st.st_size
+            st = _stat(os.path.join(folder, name))
+            if st is not None and (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
     return total
 
 
@@ -72,8 +71,9 @@ def entries(cache: Path) -> list[tuple[float, int, Path]]:
     for folder, subfolders, files in os.walk(cache):
         subfolders[:] = [s for s in subfolders if s != "locks"]
         if not subfolders and files and Path(folder) != Path(cache):
-            stats = [_stat(os.path.join(folder, f)) for f in files]
-            found.append((max(s.st_mtime for s in stats if s), sum(s.st_size for s in stats if s), Path(folder)))
+            stats = [st for st in (_stat(os.path.join(folder, f)) for f in files) if st is not None]
+            if stats:  # none: another process removed them while this one walked
+                found.append((max(st.st_mtime for st in stats), sum(st.st_size for st in stats), Path(folder)))
             continue
         for name in files:
             st = _stat(os.path.join(folder, name))

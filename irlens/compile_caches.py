@@ -185,6 +185,7 @@ def compile_caches(root: Path | None, max_gb: float | None = None):
             _tidy(caches, in_use)
             print(caches.summary(), file=sys.stderr, flush=True)
 
+
 def _unusable(root: Path) -> str | None:
     """Why the caches cannot live under `root` (it cannot be written, its disk is nearly full); None: they can."""
     try:

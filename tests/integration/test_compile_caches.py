@@ -311,3 +311,14 @@ def test_a_zoo_run_stopped_after_a_row_leaves_that_row_for_fill(tmp_path, monkey
     doc = read_document(path)
     assert [(r.workload, r.mode, r.backend, r.status) for r in doc.rows] == [("hf_llama", "fwd", "eager", "ok")]
     assert fill_cells(doc, ["hf_llama"], ["inductor"], ["fwd"], "cpu", "tiny", None) == {("hf_llama", "fwd", "inductor")}
+
+
+def test_an_entry_removed_while_the_cap_walks_the_cache_is_left_out(tmp_path, monkeypatch):
+    """Another run may remove an entry's files between the walk and their stat: no entry, no error."""
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "a.bin").write_bytes(b"x" * 10)
+    (tmp_path / "gone").mkdir()
+    (tmp_path / "gone" / "b.bin").write_bytes(b"y")
+    real = cache_upkeep._stat
+    monkeypatch.setattr(cache_upkeep, "_stat", lambda path: None if "gone" in path else real(path))
+    assert [(size, path.name) for _, size, path in cache_upkeep.entries(tmp_path)] == [(10, "kept")]
