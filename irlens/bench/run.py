@@ -51,7 +51,7 @@ from irlens.matrix.references import References
 from irlens.matrix.row import STOPPED_PHASE
 from irlens.models import resolve_workload
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision
-from irlens.matrix.records import KernelRecord, StepWork
+from irlens.matrix.records import StepWork
 from irlens.reporting.bench_page import format_bench_table, run_parts
 from irlens.reporting.records import kernel_stage
 from irlens.reporting.roofline import apply_roofline
