@@ -1,5 +1,7 @@
 """Keeping the compilers' persistent caches from costing a run: their size, the disk, what a killed compile left.
 
+- `default_root`, `default_max_gb`: where the caches are and what they may hold, from the environment
+  (light, so that `irlens bench --help` shows them without importing torch).
 - `warn_once`: an error of a cache (a full disk, a folder it may not write, an entry it cannot
   read) is one warning per cache and run, never the run's end.
 - `evict`: the caches kept under a cap, the entries written longest ago removed first. An entry
@@ -26,9 +28,30 @@ import sys
 import tempfile
 from pathlib import Path
 
+from irlens.errors import UsageError
+
 GiB = 1 << 30
 MIN_FREE_BYTES = 2 * GiB  # less free on the cache's disk: caching turns off for the run
+ROOT_ENV = "IRLENS_CACHE_DIR"
+MAX_ENV = "IRLENS_CACHE_MAX_GB"
+DEFAULT_MAX_GB = 5.0
 _warned: set[str] = set()
+
+
+def default_root() -> Path:
+    """$IRLENS_CACHE_DIR, else $XDG_CACHE_HOME/irlens, else ~/.cache/irlens."""
+    if os.environ.get(ROOT_ENV):
+        return Path(os.environ[ROOT_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "irlens"
+
+
+def default_max_gb() -> float:
+    """$IRLENS_CACHE_MAX_GB, else DEFAULT_MAX_GB."""
+    try:
+        return float(os.environ.get(MAX_ENV) or DEFAULT_MAX_GB)
+    except ValueError:
+        raise UsageError(f"${MAX_ENV} must be a number of GiB, not {os.environ[MAX_ENV]!r}") from None
 
 
 def new_run() -> None:

@@ -40,33 +40,13 @@ from pathlib import Path
 from irlens import cache_upkeep
 from irlens.backends.thunder import kernel_db
 from irlens.backends.thunder.kernel_db import ROOT_ENV as NVFUSER_DB_ENV, RUN_ENV as NVFUSER_RUN_ENV
-from irlens.cache_upkeep import GiB, MIN_FREE_BYTES, warn_once
-from irlens.errors import UsageError
+from irlens.cache_upkeep import GiB, MIN_FREE_BYTES, default_max_gb, warn_once
 
-ROOT_ENV = "IRLENS_CACHE_DIR"
-MAX_ENV = "IRLENS_CACHE_MAX_GB"
-DEFAULT_MAX_GB = 5.0
 # each cache's name in what irlens prints, and its folder under the root
 FOLDERS = {"Inductor": "inductor", "Triton": "triton", "XLA": "jax", "nvFuser": "nvfuser"}
 ALL = "the compilers' persistent caches"
 # what a nearly full disk turns off for the workers started after: the caches that are optional
 OPTIONAL = {"JAX_COMPILATION_CACHE_DIR": "XLA's executables cache", NVFUSER_RUN_ENV: kernel_db.CACHE_NAME}
-
-
-def default_root() -> Path:
-    """$IRLENS_CACHE_DIR, else $XDG_CACHE_HOME/irlens, else ~/.cache/irlens."""
-    if os.environ.get(ROOT_ENV):
-        return Path(os.environ[ROOT_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "irlens"
-
-
-def default_max_gb() -> float:
-    """$IRLENS_CACHE_MAX_GB, else DEFAULT_MAX_GB."""
-    try:
-        return float(os.environ.get(MAX_ENV) or DEFAULT_MAX_GB)
-    except ValueError:
-        raise UsageError(f"${MAX_ENV} must be a number of GiB, not {os.environ[MAX_ENV]!r}") from None
 
 
 def cache_env(root: Path) -> dict[str, str]:

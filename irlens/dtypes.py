@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import torch
 
+from irlens.names import COMPUTE_DTYPES  # noqa: F401  (`--dtype`: declared without torch for the command line)
+
 # every dtype name a common-view value may carry that torch computes in
 TORCH_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
                 "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,
@@ -11,7 +13,5 @@ TORCH_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": t
                 "float8_e5m2": torch.float8_e5m2, "uint16": torch.uint16, "uint32": torch.uint32,
                 "uint64": torch.uint64}
 
-# the dtypes a workload may be instantiated in (`--dtype`)
-COMPUTE_DTYPES = ("float32", "bfloat16", "float16", "float64")
 # half precision, which ATen's kernels compute in float32 inside an op (their opmath type)
 HALF_DTYPES = ("bfloat16", "float16")

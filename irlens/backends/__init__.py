@@ -1,12 +1,12 @@
-"""Backends: importing a module registers it (one line per file). `get_backend` finds a
+"""Backends: importing a module registers it; irlens.names.BACKENDS names each built-in and its
+module (one line per backend, read without torch by the command line). `get_backend` finds a
 registered backend by name, or one defined outside irlens by reference (`path/to/file.py:NAME`,
 a `Backend` instance: e.g. a test's deliberately broken backend)."""
+from irlens import names
 from irlens.backends.base import BACKENDS, Backend
 from irlens.user_code import resolve
-from irlens.backends import eager  # noqa: F401
-from irlens.backends import inductor  # noqa: F401
-from irlens.backends import thunder  # noqa: F401
-from irlens.backends import xla  # noqa: F401
+
+names.import_declared(names.BACKENDS)
 
 
 def get_backend(name_or_ref: str) -> Backend:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from irlens.cli.command import (add_config_option, add_modes_option, add_preset_option, add_frontend_settings,
+from irlens.cli.command import (backends, add_config_option, add_modes_option, add_preset_option, add_frontend_settings,
                                   apply_frontend_settings, backend_names, checked_csv, csv, guarded, non_negative_int,
                                   options,
                                   output_file, output_folder, positive_float, positive_int)
@@ -16,13 +16,13 @@ HELP = "the matrix on a GPU: device time per row beside measured bandwidth/flop 
 
 
 def add_arguments(b) -> None:
-    from irlens.compile_caches import DEFAULT_MAX_GB, MAX_ENV, default_root  # imports torch: not for `irlens --help`
-    from irlens.dtypes import COMPUTE_DTYPES
+    from irlens.cache_upkeep import DEFAULT_MAX_GB, MAX_ENV, default_root
+    from irlens.names import COMPUTE_DTYPES
 
     b.add_argument("--workloads", type=csv, default=None,
                    help="comma-separated built-in names or path/to/file.py:NAME; default: the built-ins outside "
                         "the corpus")
-    b.add_argument("--backends", type=csv, default=None,
+    b.add_argument("--backends", type=backends, default=None,
                    help=f"comma-separated, of: {backend_names()}; default: eager,inductor,nvfuser,xla")
     add_modes_option(b)
     b.add_argument("--dtypes", type=checked_csv(COMPUTE_DTYPES), default=None, metavar="DTYPES",
@@ -61,7 +61,7 @@ def add_arguments(b) -> None:
 def run(args) -> int:
     import torch
 
-    from irlens.compile_caches import MAX_ENV, default_max_gb
+    from irlens.cache_upkeep import MAX_ENV, default_max_gb
     from irlens.bench.run import BenchConfig, restrict_to_rerun, run_configured
     from irlens.reporting.bench_page import format_bench_table, write_results_page
     from irlens.runtime.isolation import CallFailed

@@ -18,7 +18,11 @@ import tempfile
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from irlens.cli.frontend_settings import Declared, declared as declared_settings
+from irlens.cli.frontend_settings import apply as apply_frontend_settings  # noqa: F401  (the subcommands import it here)
 from irlens.errors import UsageError
+from irlens.names import BACKENDS, COMPUTE_DTYPES, MODES, PRESETS
+from irlens.registry import UnknownName
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 T = TypeVar("T")
@@ -69,8 +73,6 @@ def read_documents(paths: list[str]) -> list:
 def reference_hint(e: Exception, names: list[str] | None) -> str:
     """For an unknown workload named after a `path/to/file.py:NAME` in one comma list: how to
     take several from one file (a bare name is always a built-in's)."""
-    from irlens.registry import UnknownName
-
     if not isinstance(e, UnknownName) or e.kind != "workload" or not names or e.name not in names:
         return ""
     before = [n for n in names[:names.index(e.name)] if ":" in n]
@@ -188,8 +190,6 @@ def checked_csv(choices) -> Callable[[str], list[str]]:
 
 def add_modes_option(parser, default: tuple[str, ...] = ("fwd", "fwdbwd")) -> None:
     """`--mode fwd|fwdbwd|fwd,fwdbwd` for the commands that run several modes (dest `modes`)."""
-    from irlens.workload import MODES
-
     parser.add_argument("--mode", dest="modes", type=checked_csv(MODES), default=list(default), metavar="MODES",
                         help=f"comma-separated, of: {', '.join(MODES)}: the forward, or also the loss and its "
                              f"gradients")
@@ -197,16 +197,12 @@ def add_modes_option(parser, default: tuple[str, ...] = ("fwd", "fwdbwd")) -> No
 
 def add_preset_option(parser, default: str | None = "tiny") -> None:
     """`--preset`; a default of None means "not given" (dump tells its frontends apart so), tiny then."""
-    from irlens.workload import PRESETS
-
     parser.add_argument("--preset", choices=PRESETS, default=default,
                         help="shape preset: tiny (CPU, tests) or bench (GPU sizes)"
                              + ("" if default else "; default: tiny"))
 
 
 def add_dtype_option(parser) -> None:
-    from irlens.dtypes import COMPUTE_DTYPES
-
     parser.add_argument("--dtype", choices=COMPUTE_DTYPES, default=None,
                         help="compute dtype; default: the workload's own (float32 for the built-ins)")
 
@@ -217,31 +213,36 @@ def add_device_option(parser, default: str | None = "cpu") -> None:
 
 
 def backend_names() -> str:
-    """The registered backends, for a help text."""
-    from irlens.backends import BACKENDS
-
+    """The built-in backends, for a help text."""
     return ", ".join(BACKENDS)
 
 
-def frontend_settings() -> list[tuple[str, str, object]]:
-    """(option, argparse name, Setting) of every frontend's settings (`Frontend.settings`):
-    `--thunder-capture`, thunder_capture."""
-    from irlens.frontends import FRONTENDS
+def backend(text: str) -> str:
+    """An argparse type: a built-in backend's name (checked here, before anything is imported) or
+    a path/to/file.py:NAME reference (loaded when the command runs)."""
+    if ":" not in text and text not in BACKENDS:
+        raise argparse.ArgumentTypeError(str(UnknownName("backend", text, list(BACKENDS),
+                                                         " (or give your own as path/to/file.py:NAME)")))
+    return text
 
-    return [(f"--{fe.name}-{setting.name}", f"{fe.name}_{setting.name}", setting)
-            for fe in FRONTENDS.values() for setting in fe.settings]
+
+def backends(text: str) -> list[str]:
+    """An argparse type: comma-separated backends, each as `backend` takes it."""
+    return [backend(item) for item in csv(text)]
+
+
+backends.__name__ = "list"  # argparse names the type in its message
+
+
+def frontend_settings() -> list[tuple[str, str, Declared]]:
+    """(option, argparse name, setting) of every frontend's settings (`Frontend.settings`, read
+    without importing the frontends): `--thunder-capture`, thunder_capture."""
+    return [(d.option, d.dest, d) for d in declared_settings()]
 
 
 def add_frontend_settings(parser) -> None:
     for option, _, setting in frontend_settings():
         parser.add_argument(option, default=None, metavar=setting.metavar, help=setting.help)
-
-
-def apply_frontend_settings(args) -> None:
-    """The frontends' settings given, for this process and the workers it starts (a bad value: UsageError)."""
-    for _, dest, setting in frontend_settings():
-        if getattr(args, dest, None) is not None:
-            setting.apply(getattr(args, dest))
 
 
 def add_config_option(parser) -> None:

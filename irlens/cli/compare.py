@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irlens.cli.command import (add_config_option, add_device_option, add_dtype_option, add_modes_option, add_preset_option,
+from irlens.cli.command import (backends, add_config_option, add_device_option, add_dtype_option, add_modes_option,
+                                 add_preset_option,
                                  add_frontend_settings, apply_frontend_settings, backend_names, csv, guarded, options,
                                  output_file, positive_float, positive_int)
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, add_option as add_precision_option
@@ -17,7 +18,7 @@ def add_arguments(c) -> None:
     c.add_argument("--workloads", type=csv, default=None,
                    help="comma-separated built-in names (see `irlens list`) or path/to/file.py:NAME; default: the "
                         "built-ins outside the corpus")
-    c.add_argument("--backends", type=csv, default=None, help=f"comma-separated, of: {backend_names()} (or "
+    c.add_argument("--backends", type=backends, default=None, help=f"comma-separated, of: {backend_names()} (or "
                    "path/to/file.py:NAME); default: all (with --cross: every one with a lowering)")
     add_device_option(c)
     add_modes_option(c)

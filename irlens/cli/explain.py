@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from irlens.cli.command import (add_device_option, add_dtype_option, add_preset_option, backend_names, guarded,
+from irlens.cli.command import (backend, add_device_option, add_dtype_option, add_preset_option, backend_names, guarded,
                                  positive_float)
 
 HELP = "annotate one kernel: ops fused, reads/writes, reductions, source"
 
 
 def add_arguments(e) -> None:
-    from irlens.workload import MODES
+    from irlens.names import MODES
 
     e.add_argument("workload", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME")
-    e.add_argument("--backend", required=True,
+    e.add_argument("--backend", required=True, type=backend,
                    help=f"{backend_names()} (eager has no kernels), or path/to/file.py:NAME")
     e.add_argument("--mode", default="fwd", choices=MODES, help="fwd: the forward; fwdbwd: also the loss and gradients")
     e.add_argument("--kernel", default=None, help="kernel name or index (default: list them, explain the largest)")

@@ -10,7 +10,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from irlens.cli.command import (add_device_option, add_modes_option, csv, guarded, output_file, output_folder,
+from irlens.cli.command import (backends, add_device_option, add_modes_option, csv, guarded, output_file, output_folder,
                                  positive_float, positive_int, read_documents, write_page)
 from irlens.precision import add_option as add_precision_option
 
@@ -33,11 +33,11 @@ def add_arguments(p) -> None:
     p.add_argument("--shard", default=None, metavar="K/N",
                    help="run shard K of N (0 <= K < N) of the selection: every N-th sample from the K-th "
                         "(default: all of them)")
-    p.add_argument("--backends", type=csv, default=None,
+    p.add_argument("--backends", type=backends, default=None,
                    help="comma-separated (default: every backend available on the device)")
     add_modes_option(p)
     add_device_option(p)
-    from irlens.dtypes import COMPUTE_DTYPES
+    from irlens.names import COMPUTE_DTYPES
 
     p.add_argument("--dtype", choices=COMPUTE_DTYPES, default=None,
                    help="compute dtype (default: each sample's own, the one most of its elements have)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from irlens.cli.command import add_modes_option, csv, guarded, output_folder, read_documents
+from irlens.cli.command import add_modes_option, backends, csv, guarded, output_folder, read_documents
 
 HELP = "HTML + Markdown report contrasting what each backend fused and what it cost"
 
@@ -16,7 +16,7 @@ def add_arguments(r) -> None:
     r.add_argument("--out", type=output_folder, default="irlens-report", help="output folder (default: irlens-report)")
     r.add_argument("--workloads", type=csv, default=None,
                    help="with --from: draw only these workloads' rows; without: the workloads of the matrix run")
-    r.add_argument("--backends", type=csv, default=None,
+    r.add_argument("--backends", type=backends, default=None,
                    help="without --from: the matrix run's backends (default: all)")
     add_modes_option(r)
 

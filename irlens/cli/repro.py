@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from irlens.cli.command import (EXIT_FAIL, EXIT_OK, add_device_option, add_dtype_option, add_preset_option,
+from irlens.cli.command import (backend, EXIT_FAIL, EXIT_OK, add_device_option, add_dtype_option, add_preset_option,
                                  backend_names, error, guarded, non_negative_int, output_file, output_folder,
                                  positive_float)
 
@@ -22,10 +22,10 @@ HELP = ("a standalone reproducer of one cell; --reduce: the smallest graph that 
 
 def add_arguments(p) -> None:
     from irlens.repro.tensors import EMBED_MAX
-    from irlens.workload import MODES
+    from irlens.names import MODES
 
     p.add_argument("workload", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME")
-    p.add_argument("--backend", required=True,
+    p.add_argument("--backend", required=True, type=backend,
                    help=f"{backend_names()}, or path/to/file.py:NAME (a Backend with a `repro_path`)")
     p.add_argument("--mode", default="fwd", choices=MODES, help="fwd: the forward; fwdbwd: also the loss and gradients")
     add_dtype_option(p)

@@ -10,7 +10,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from irlens.cli.command import (add_config_option, add_device_option, add_modes_option, add_preset_option,
+from irlens.cli.command import (backends, add_config_option, add_device_option, add_modes_option, add_preset_option,
                                  add_frontend_settings,
                                  apply_frontend_settings, csv, guarded, output_file, output_folder,
                                  positive_float, positive_int, read_documents, write_page)
@@ -23,12 +23,12 @@ def add_arguments(p) -> None:
     p.add_argument("--models", type=csv, default=None, help="comma-separated zoo models (default: all; see irlens list)")
     p.add_argument("--family", choices=["hf", "timm"], default=None,
                    help="only transformers (hf) or timm models (default: both)")
-    p.add_argument("--backends", type=csv, default=None,
+    p.add_argument("--backends", type=backends, default=None,
                    help="comma-separated (default: every backend available on the device)")
     add_modes_option(p)
     add_device_option(p)
     add_preset_option(p)
-    from irlens.dtypes import COMPUTE_DTYPES
+    from irlens.names import COMPUTE_DTYPES
 
     p.add_argument("--dtype", choices=COMPUTE_DTYPES, default=None,
                    help="compute dtype; default: bfloat16 at --preset bench, float32 at tiny")

@@ -3,11 +3,12 @@ stage by stage, reads them into the common view, and owns everything else about 
 its graphs bind to the workload's values (its `binding.py`, run by `bindings.py`), which stages
 the conformance sweep checks, and the settings it offers. Code outside a frontend's folder calls
 the hooks of `base.Frontend` and never branches on its name. Importing a frontend's module
-registers it (one line per folder)."""
+registers it; irlens.names.FRONTENDS names each and its module (one line per folder, read without
+torch by the command line)."""
+from irlens import names
 from irlens.frontends.base import FRONTENDS, Frontend
-from irlens.frontends import thunder  # noqa: F401
-from irlens.frontends import dynamo  # noqa: F401
-from irlens.frontends import jax  # noqa: F401
+
+names.import_declared(names.FRONTENDS)
 
 
 def get_frontend(name: str) -> Frontend:
