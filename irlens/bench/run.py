@@ -203,7 +203,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
     dtypes = dtypes or BENCH_DTYPES
     plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True, precision=precision)
              for dtype in dtypes]
-    apply_precision(precision)  # before the first worker (the work counts, the early references) starts
+    apply_precision(precision)  # before the first worker (the work counts, the twin checks) starts
     if only is not None:
         plans = [dataclasses.replace(plan, only=only.get(plan.dtype, frozenset())) for plan in plans]
     started, compile_until = time.time(), compile_deadline(budget_s)
@@ -216,15 +216,14 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
     try:
         with compile_caches(cache_dir, cache_max_gb) as caches, tempfile.TemporaryDirectory(prefix="irlens-bench-") as tmp:
             lost: dict[str, dict] = {}
-            early: dict[str, References] = {}  # with compiling ahead: the references beside the compiles
+            early: dict[str, References] = {}  # with compiling ahead: the JAX twins checked beside the compiles
             try:
                 with ThreadPoolExecutor(1) as background:  # the work counts beside the compiles: neither is timed
                     counting = background.submit(count_work, plans, timeout)
                     if compile_jobs:
                         threads = worker_threads(compile_jobs + 2)
-                        # the first dtype's references only: a later dtype's are computed as its cells run,
-                        # once the earlier cells have released theirs (float64 copies of the bench's tensors:
-                        # both dtypes' at once took 65 GB of a 64 GiB disk)
+                        # the twins only: on a GPU each cell computes its own float64 reference
+                        # (irlens.matrix.references.computed_in_cells)
                         plan = plans[0]
                         early[plan.dtype] = References(plan, tmp, timeout, check_twins=True, threads=threads)
                         early[plan.dtype].start()
@@ -234,10 +233,10 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
                                              after_cell=caches.check_disk)
                         progress.step(WAITING)
                         for refs in early.values():  # nothing may compute beside the ceilings' sweep and the timings
-                            refs.prepare()
+                            refs.check_twins_agree()
                     musts, gemms = counting.result()
                 caches.merge_kernels()  # what the compiles left for nvFuser, before the timed cells' workers start
-                progress.note(f"work counted{', cells compiled ahead, references computed' if compile_jobs else ''}; "
+                progress.note(f"work counted{', cells compiled ahead, JAX twins checked' if compile_jobs else ''}; "
                               f"measuring the ceilings (bandwidth kernels; matrix products of {len(gemms)} workload "
                               f"shapes and square sizes)")
                 progress.step(CEILINGS)
@@ -268,8 +267,8 @@ def compile_deadline(budget_s: float | None) -> float | None:
 
 def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: BenchProgress, timeout: float, jobs: int,
               budget_s: float | None, saved: Checkpoint, lost: dict, early: dict, after_row) -> Document:
-    """Each dtype's cells, timed (`lost`: rows of cells not to run again; `early`: references
-    already computed), each row added to `saved` as it finishes, then `after_row()`; the roofline
+    """Each dtype's cells, timed (`lost`: rows of cells not to run again; `early`: the twins'
+    checks, started beside the compiles), each row added to `saved` as it finishes, then `after_row()`; the roofline
     over the rows so far after each dtype."""
     rows: list[Row] = []
     for plan in plans:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import sys
 import time
 import traceback
@@ -32,7 +31,7 @@ from irlens.ir import Graph, Kernel, jsonable
 from irlens.lowering import LEVEL
 from irlens.matrix.draws import cell_time_used, judge_over_draws, rejudged
 from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
-from irlens.matrix.references import Reference, first_line
+from irlens.matrix.references import Reference, first_line, reference_anywhere, release_memory
 from irlens.matrix.row import CROSS, Row
 from irlens.matrix.spec import CellSpec
 from irlens.numerics import Comparison, compare_results, judged_bounds, tolerance
@@ -62,13 +61,13 @@ def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = No
 
 
 def run_cell(spec: CellSpec, wl: Workload, backend: Backend, reference: Reference, timing_lock: str | None = None,
-             alone: bool = False, reference_path: str | None = None) -> Row:
+             alone: bool = False) -> Row:
     """Run one cell in this process: `wl` and `backend` are `spec`'s, resolved. With
     `spec.device_timing`, the backend's steady-state step is also timed on the device (irlens.runtime.timing);
     with `timing_lock`, the cell shares the device (a GPU, or the CPU) with other workers, has it
     alone while it is timed, and with `alone` throughout. With `spec.frontend`, a cross cell: the
-    spec's coordinates (and `reference_path`, where the reference came from a file) key the
-    acquisition, which consecutive cells share. `spec.timeout_s`: the cell's own (its worker's),
+    spec's coordinates and the reference (its `token`) key the acquisition, which consecutive
+    cells share. `spec.timeout_s`: the cell's own (its worker's),
     which a mismatch's draws must fit in (irlens.matrix.draws)."""
     started = time.monotonic()
     if "torch._dynamo" in sys.modules:
@@ -78,7 +77,7 @@ def run_cell(spec: CellSpec, wl: Workload, backend: Backend, reference: Referenc
         if spec.frontend is None:
             with keeping_step() as kept:  # a mismatch judged over draws runs the compiled step on other inputs
                 return _run_native(row, spec, wl, backend, reference, timing_lock, started, kept)
-        return _run_lowered(row, spec, wl, backend, reference, reference_path)
+        return _run_lowered(row, spec, wl, backend, reference)
 
 
 def _run_native(row: Row, spec: CellSpec, wl: Workload, backend: Backend, reference: Reference,
@@ -190,12 +189,11 @@ def via_program(row: Row, backend: Backend, inst: Instance, mode: str, why: NoNa
     return program_for(get_frontend(backend.via).acquire(inst, mode), inst)
 
 
-def _run_lowered(row: Row, spec: CellSpec, wl: Workload, backend: Backend, reference: Reference,
-                 reference_path: str | None) -> Row:
+def _run_lowered(row: Row, spec: CellSpec, wl: Workload, backend: Backend, reference: Reference) -> Row:
     phase = "acquire"
     try:
         call_progress.stage("acquiring")
-        inst, program = acquired_program(spec, wl, reference_path)
+        inst, program = acquired_program(spec, wl, reference)
         row.module_mode = inst.module_mode
         phase = "run"
         row.tol = tolerance(inst.dtype, spec.mode)
@@ -216,25 +214,24 @@ def _run_lowered(row: Row, spec: CellSpec, wl: Workload, backend: Backend, refer
 
 
 ACQUISITIONS_KEPT = 8
-_acquisitions: dict[tuple[CellSpec, str | None], tuple[Instance, Program]] = {}
+_acquisitions: dict[tuple[CellSpec, str], tuple[Instance, Program]] = {}
 
 
-def acquired_program(spec: CellSpec, wl: Workload, reference_path: str | None) -> tuple[Instance, Program]:
-    """(instance, program) per workload x mode x frontend (`wl` is `spec.workload`, resolved): a
-    worker serves a frontend's cells in a row, and they share one acquisition, whatever their
-    backend. Raises Unavailable for a frontend that cannot run here."""
-    key = (dataclasses.replace(spec, backend=""), reference_path)
+def acquired_program(spec: CellSpec, wl: Workload, reference: Reference) -> tuple[Instance, Program]:
+    """(instance, program) per workload x mode x frontend (`wl` is `spec.workload`, resolved) on
+    `reference`'s weights and inputs: a worker serves a frontend's cells in a row, and where they
+    share a reference (its file) they share one acquisition, whatever their backend. Raises
+    Unavailable for a frontend that cannot run here."""
+    key = (dataclasses.replace(spec, backend=""), reference.token)
     if key not in _acquisitions:
         if len(_acquisitions) >= ACQUISITIONS_KEPT:
             del _acquisitions[next(iter(_acquisitions))]  # the oldest: the frontend's cells come in a row
-        _acquisitions[key] = _acquire(spec, wl, reference_path)
+        _acquisitions[key] = _acquire(spec, wl, reference)
     return _acquisitions[key]
 
 
-def _acquire(spec: CellSpec, wl: Workload, reference_path: str | None) -> tuple[Instance, Program]:
-    inst = wl.instantiate(spec.preset, spec.dtype, spec.device)
-    if reference_path is not None:
-        Reference.load(reference_path, spec.device).pin(inst)
+def _acquire(spec: CellSpec, wl: Workload, reference: Reference) -> tuple[Instance, Program]:
+    inst = reference.pin(wl.instantiate(spec.preset, spec.dtype, spec.device))
     fe = get_frontend(spec.frontend)
     available = fe.availability()
     if not available:
@@ -288,23 +285,33 @@ def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> Coverage:
                     unknown=[f"{stage}:{n.id} ({n.native or n.op})" for stage, n in nodes if n.is_unknown])
 
 
-def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: str, timing_lock: str | None = None,
-                alone: bool = False) -> dict:
-    """(a worker: irlens.cell_entry's `cell`) One cell against the reference in `reference_path`, its Row as a record."""
-    call_progress.stage("loading its reference")
+def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: str | None,
+                timing_lock: str | None = None, alone: bool = False) -> dict:
+    """(a worker: irlens.cell_entry's `cell`) One cell against the reference in `reference_path`,
+    or where that is None against one computed here first (irlens.matrix.references.computed_in_cells),
+    its Row as a record."""
     what = f"{wl.name} {backend.name}" if spec.frontend is None else f"cross {wl.name} {spec.frontend}->{backend.name}"
     print(f"[irlens] {what} {spec.mode}", file=sys.stderr, flush=True)
-    reference = Reference.load(reference_path, spec.device)
+    reference = None
     try:
-        row = run_cell(spec, wl, backend, reference, timing_lock, alone, reference_path)
+        if reference_path is None:
+            try:
+                reference = reference_anywhere(wl, spec.mode, spec.device, spec.preset, spec.dtype, timing_lock)
+            except Exception as e:  # as the references' worker's failure reads (references.failure_reason)
+                row = new_row(wl, spec.mode, backend, spec.frontend)
+                return jsonable(row.fail("reference", f"the float64 eager reference failed: {type(e).__name__}: {e}",
+                                         traceback.format_exc()[-3000:]).to_record(), finite=True)
+            release_memory(spec.device)  # the float64 copy's intermediates, for the cells beside this one
+        else:
+            call_progress.stage("loading its reference")
+            reference = Reference.load(reference_path, spec.device)
+        row = run_cell(spec, wl, backend, reference, timing_lock, alone)
         return jsonable(row.to_record(), finite=True)
     finally:
         # a worker waiting for its next cell holds no cached device memory: a cell beside it, or one
         # run again alone after running out, gets what this one used
         del reference
-        gc.collect()
-        if spec.device.startswith("cuda"):
-            torch.cuda.empty_cache()
+        release_memory(spec.device)
 
 
 def cross_row(spec: CellSpec, wl: Workload, backend: Backend, reference_path: str | None = None,
@@ -312,7 +319,7 @@ def cross_row(spec: CellSpec, wl: Workload, backend: Backend, reference_path: st
     """(irlens.cell_entry's `cross`, in this process) A cross cell, as the cross grid's JSON row;
     every exception becomes the row's status."""
     reference = reference or Reference.load(reference_path, spec.device)
-    row = run_cell(spec, wl, backend, reference, reference_path=reference_path)
+    row = run_cell(spec, wl, backend, reference)
     return jsonable(row.to_json(CROSS), finite=True)
 
 

@@ -34,6 +34,7 @@ import os
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +81,8 @@ class Reference:
     conditions: dict[str, float] = field(default_factory=dict)  # result name -> its condition (the loss's)
     # eager's outputs in the run's dtype: the baseline of GraphNet's check (irlens.tolerance_ladder)
     eager_outputs: dict[str, torch.Tensor] = field(default_factory=dict)
+    # what it is known by in a worker: its file, or a name of its own where it was computed there
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def pin(self, inst: Instance) -> Instance:
         inst.module.load_state_dict(self.state)
@@ -100,7 +103,7 @@ class Reference:
     def load(cls, path: str, device: str) -> "Reference":
         d = torch.load(path, map_location=device, weights_only=True)
         return cls(d["results"], d["state"], tuple(d["inputs"]), d["dtype"], d["fallback"], d["eager_errors"],
-                   d["eager_problem"], d["conditions"], d.get("eager_outputs", {}))
+                   d["eager_problem"], d["conditions"], d.get("eager_outputs", {}), token=path)
 
 
 def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None,
@@ -245,18 +248,26 @@ def twin_in_worker(workload: str, device: str, dtype: str | None, gpu_lock: str 
 
 def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtype: str | None, path: str,
                         gpu_lock: str | None = None, room_wait_s: float = 0.0) -> None:
-    """The worker's entry point (irlens.runtime.isolation calls it by name): save the reference to `path`,
-    and give the memory back before the next. With `gpu_lock` (the turns on the plan's device: a
-    GPU, or the CPU) it shares the device like a cell: no timing runs beside it. Out of device
-    memory, it tries again with the GPU alone, then on the CPU: float64 needs twice float32's
-    memory (attention_manual's [B, H, S, S] scores at the bench size do not fit twice over). A
-    graph the CPU cannot run (one that builds its tensors on `cuda:0`) goes back to the device
-    alone below float64. Cells pin the reference's own weights and inputs, so they compute on the
-    same numbers. It is saved only where its disk keeps MIN_FREE_BYTES, waiting for room until
-    `room_wait_s` of the call counted (`save_with_room`)."""
+    """The worker's entry point (irlens.runtime.isolation calls it by name): save the reference
+    (`reference_anywhere`) to `path`, and give the memory back before the next. It is saved only
+    where its disk keeps MIN_FREE_BYTES, waiting for room until `room_wait_s` of the call counted
+    (`save_with_room`)."""
     print(f"[irlens] reference {workload} {mode}", file=sys.stderr, flush=True)
     call_progress.stage("loading the workload")
-    wl = resolve_workload(workload)
+    reference = reference_anywhere(resolve_workload(workload), mode, device, preset, dtype, gpu_lock)
+    save_with_room(reference, path, room_wait_s)
+    del reference
+    release_memory(device)
+
+
+def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype: str | None,
+                       gpu_lock: str | None = None) -> Reference:
+    """`compute_reference` where it fits. With `gpu_lock` (the turns on the plan's device: a GPU,
+    or the CPU) it shares the device like a cell: no timing runs beside it. Out of device memory,
+    it tries again with the GPU alone, then on the CPU: float64 needs twice float32's memory
+    (attention_manual's [B, H, S, S] scores at the bench size do not fit twice over). A graph the
+    CPU cannot run (one that builds its tensors on `cuda:0`) goes back to the device alone below
+    float64. Cells pin the reference's own weights and inputs, so they compute on the same numbers."""
     tries = [(device, sharing_gpu), (device, gpu_alone)] if gpu_lock else [(device, sharing_gpu)]
     if device != "cpu":
         tries.append(("cpu", sharing_gpu))
@@ -264,25 +275,25 @@ def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtyp
         call_progress.stage(f"computing the float64 reference on {where}{' alone' if turn is gpu_alone else ''}")
         try:
             with turn(gpu_lock if where == device else None):  # the turns are the plan's device's
-                reference = compute_reference(wl, mode, where, preset, dtype)
-            break
+                return compute_reference(wl, mode, where, preset, dtype)
         except torch.OutOfMemoryError:
             if i == len(tries) - 1:
                 raise
-            print(f"[irlens] reference {workload} {mode}: out of memory in float64 on {where}; next: "
+            print(f"[irlens] reference {wl.name} {mode}: out of memory in float64 on {where}; next: "
                   f"{'the device alone' if tries[i + 1][1] is gpu_alone else tries[i + 1][0]}", file=sys.stderr, flush=True)
-            gc.collect()
-            torch.cuda.empty_cache()
+            release_memory(device)
         except ReferenceFailed as e:
             if where == device:
                 raise
             call_progress.stage(f"computing the reference below float64 on {device} alone")
             with gpu_alone(gpu_lock):
-                reference = compute_reference(wl, mode, device, preset, dtype, failed={
+                return compute_reference(wl, mode, device, preset, dtype, failed={
                     "float64": f"out of memory on {device}, and on the CPU: {first_line(e)}"})
-            break
-    save_with_room(reference, path, room_wait_s)
-    del reference
+    raise AssertionError("unreachable: the last try returns or raises")
+
+
+def release_memory(device: str) -> None:
+    """Give what the float64 work left in torch's allocator back to the device, for the other workers."""
     gc.collect()
     if device.startswith("cuda"):
         torch.cuda.empty_cache()
@@ -323,10 +334,19 @@ def failure_reason(e) -> str:
             else f"the float64 eager reference failed: {e.reason}")
 
 
+def computed_in_cells(device: str) -> bool:
+    """Where an isolated run computes its references: on a GPU each cell's worker computes its own;
+    on the CPU one worker computes each once into a file the cells load. On a GPU a float64
+    reference takes seconds, and at the bench size GBs of disk: a bench's files filled a 64 GiB
+    disk, and writing them one after another made them its critical path. On the CPU the
+    computing is what costs, and the files are small."""
+    return device != "cpu"
+
+
 @dataclass
 class Entry:
     reference: Reference | None  # in-process only
-    path: str | None  # isolated only
+    path: str | None  # isolated, from the references' worker; None with `error` "": the cell computes its own
     error: str  # why there is no reference, or ""
     out_of_budget: bool = False  # not computed: the run's time budget ran out first
 
@@ -340,12 +360,15 @@ class References:
     (a GPU, or the CPU) like a cell (irlens.runtime.gpu_turns), and up to `max_wait_s` of a call's waits
     for them do not count against its timeout. Past `deadline` (time.monotonic(): a run's budget)
     no reference starts: no cell that needs one starts then either, and the worker would only take
-    turns from the cells still running."""
+    turns from the cells still running. `in_cells` (isolated; default `computed_in_cells` of the
+    plan's device): each cell's worker computes its own reference, and the worker here only checks
+    the twins."""
 
     def __init__(self, plan: Plan, directory: str | None, timeout: float, check_twins: bool = False,
                  gpu_lock: str | None = None, threads: int | None = None, max_wait_s: float = 0.0,
-                 deadline: float | None = None):
+                 deadline: float | None = None, in_cells: bool | None = None):
         self.plan, self.directory, self.timeout, self.check_twins = plan, directory, timeout, check_twins
+        self.in_cells = directory is not None and (computed_in_cells(plan.device) if in_cells is None else in_cells)
         self.gpu_lock, self.threads, self.max_wait_s, self.deadline = gpu_lock, threads, max_wait_s, deadline
         self._left = Counter((c.workload, c.mode) for c in plan.cells())  # per key: its cells not finished
         self._serving = False  # cells are running: a reference without room may wait for the files they release
@@ -362,6 +385,8 @@ class References:
     def get(self, workload: str, mode: str) -> Entry:
         """The reference of a workload (plan key) x mode: in-process, or its file when isolated, or why none."""
         key = (workload, mode)
+        if self.in_cells:
+            return Entry(None, None, "")
         if self.directory is None:
             with self._lock:
                 if key not in self._cache:
@@ -373,7 +398,7 @@ class References:
     def ready_by(self, workload: str, mode: str, until: float | None) -> bool:
         """Whether the reference of a workload x mode is ready by `until` (time.monotonic(); None:
         wait for it however long it takes). In-process it is computed now."""
-        if self.directory is None:
+        if self.directory is None or self.in_cells:
             self.get(workload, mode)
             return True
         return self._event((workload, mode)).wait(None if until is None else max(0.0, until - time.monotonic()))
@@ -381,7 +406,7 @@ class References:
     def is_ready(self, workload: str, mode: str) -> bool:
         """Whether the reference of a workload x mode is there (or will never be), now; in-process it
         is computed when a cell asks for it."""
-        return self.directory is None or self._event((workload, mode)).is_set()
+        return self.directory is None or self.in_cells or self._event((workload, mode)).is_set()
 
     def rank(self, workload: str, mode: str) -> int:
         """Where the reference of a workload x mode comes in the order they are computed."""
@@ -427,8 +452,11 @@ class References:
         with self._lock:
             if self.directory is None or self._worker is not None:
                 return
-            keys = self._keys()
+            keys = [] if self.in_cells else self._keys()
             self._ready = {k: threading.Event() for k in keys}
+            if not keys and not self._twinned():
+                self._twins_ready.set()
+                return
             self._worker = threading.Thread(target=self._compute_in_worker, args=(keys,), daemon=True)
             self._worker.start()
 
