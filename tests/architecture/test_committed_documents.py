@@ -18,10 +18,8 @@ PLACES = [ROOT / "docs" / "results", ROOT / "tests" / "data"]
 
 # files of other kinds (paths from the repository root), each with what writes it
 OTHER_KINDS = {
-    "docs/results/conformance-*.json.gz": "irlens conformance --json",
-    "docs/results/parallel-*.json": "scripts/parallel_table.py",
-    "docs/results/parallel-*-logs/*/summary.json": "irlens train --profile DIR (the run's summary)",
-    "docs/results/parallel-*-logs/*/trace-rank*.json.gz": "irlens train --profile (torch.profiler's trace)",
+    "docs/results/conformance-*/*.json.gz": "irlens conformance --json",
+    "docs/results/parallel-*/*.json": "scripts/parallel_table.py",
     "docs/results/*/repro.json": "irlens repro --json",  # fnmatch's * crosses folders: any depth
     "docs/results/nvfuser-minigpt-probe/*.json": "scripts/nvfuser_minigpt_probe.py",
 }

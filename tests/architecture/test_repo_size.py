@@ -21,7 +21,8 @@ def test_tracked_tree_under_15_mb():
 
 
 @pytest.mark.parametrize("page", ["README.md", "DESIGN.md", "docs/results/README.md",
-                                  *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))])
+                                  *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
+                                  *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "results").glob("*/README.md"))])
 def test_every_local_link_resolves(page):
     """Pages that cite results link files that are there (a figure left out of git breaks them)."""
     import re
