@@ -43,6 +43,12 @@ def test_every_light_command_has_a_bad_argument_case():
     assert sorted(BAD) == sorted(LIGHT)
 
 
+def test_top_level_help_imports_no_torch():
+    probe, done = run(["--help"])
+    assert probe == {"rc": 0, "torch": False}, done.stderr
+    assert all(command in done.stdout for command in COMMANDS)
+
+
 @pytest.mark.parametrize("command", LIGHT)
 def test_help_imports_no_torch(command):
     probe, done = run([command, "--help"])
