@@ -12,6 +12,7 @@ from pathlib import Path
 
 from irlens.cli.command import (backends, add_device_option, add_modes_option, csv, guarded, output_file, output_folder,
                                  positive_float, positive_int, read_documents, write_page)
+from irlens.cli.call_plans import add_options as add_call_plan_options
 from irlens.precision import add_option as add_precision_option
 
 HELP = "GraphNet's samples through every stack: pass rates per source, GraphNet's S(t)/ES(t) beside irlens's verdict"
@@ -54,28 +55,35 @@ def add_arguments(p) -> None:
                         "(default: run)")
     p.add_argument("--rerun", action="store_true",
                    help="with --from: a cell several documents hold takes the last one's row (default: an error)")
+    add_call_plan_options(p, "graphnet")
     add_precision_option(p)
 
 
 @guarded
 def run(args) -> int:
+    from irlens.cli.call_plans import read_cells
     from irlens.errors import UsageError
     from irlens.graphnet.corpus import GraphNetConfig, run_corpus
     from irlens.graphnet.page import graphnet_markdown
     from irlens.matrix import exit_status, write_document
     from irlens.zoo.run import merge_shards, parse_shard
 
-    if args.rerun and not args.from_:
-        raise UsageError("--rerun joins documents: give them with --from")
-    if bool(args.from_) == bool(args.root):
+    if args.rerun and (not args.from_ or args.plan_calls):
+        raise UsageError("--rerun joins documents given with --from, without --plan-calls")
+    if (args.plan_calls or args.cells) and not args.root:
+        raise UsageError("--plan-calls and --cells take the samples under --root (a GraphNet clone): give it")
+    if not args.plan_calls and bool(args.from_) == bool(args.root):
         raise UsageError("give --root (a GraphNet clone) to run samples, or --from documents to rebuild the page")
     out = Path(args.out)
+    cfg = None if args.root is None else GraphNetConfig(
+        Path(args.root), args.sources, args.max_elements, args.max_bytes, args.sample, args.seed,
+        parse_shard(args.shard) if args.shard else None, args.backends, args.modes, args.device, args.dtype, args.jobs,
+        args.timeout, args.budget_s, args.precision, read_cells(args.cells) if args.cells else None)
+    if args.plan_calls:
+        return plan_graphnet_calls(args, cfg, out)
     if args.from_:
         doc = merge_shards(read_documents(args.from_), rerun=args.rerun)
     else:
-        cfg = GraphNetConfig(Path(args.root), args.sources, args.max_elements, args.max_bytes, args.sample, args.seed,
-                             parse_shard(args.shard) if args.shard else None, args.backends, args.modes, args.device,
-                             args.dtype, args.jobs, args.timeout, args.budget_s, args.precision)
         command = shlex.join(["irlens", "graphnet", *sys.argv[2:]]) if sys.argv[1:2] == ["graphnet"] else None
         out.mkdir(parents=True, exist_ok=True)
         doc = run_corpus(cfg, command=command,  # written after every row: a stopped run keeps what finished
@@ -83,3 +91,26 @@ def run(args) -> int:
     page = graphnet_markdown(doc)
     write_page(doc, page, out, "graphnet", args.json)
     return exit_status(doc)
+
+
+def plan_graphnet_calls(args, cfg, out: Path) -> int:
+    """`--plan-calls`: the selected samples' cells (every backend that runs on the device's type by
+    default, available here or not: the plan is made for another machine) packed into calls; nothing
+    runs. A sample is named by its path below samples/, the same under another clone's root."""
+    from irlens.backends import get_backend
+    from irlens.cli.call_plans import check_documents, plan_calls
+    from irlens.graphnet.corpus import cell_name, corpus_cells, find_samples, select
+    from irlens.workload import MODES
+    from irlens.zoo.run import device_backends
+
+    docs = read_documents(args.from_)
+    check_documents(docs, cfg.device, "tiny")
+    chosen = select(find_samples(cfg.root), cfg)
+    backends = [get_backend(b).name for b in cfg.backends] if cfg.backends else device_backends(cfg.device)
+    cells = corpus_cells(chosen, backends, cfg.modes or list(MODES), cfg.cells)
+    options = ["--root", str(cfg.root), "--device", cfg.device, *(["--dtype", cfg.dtype] if cfg.dtype else []),
+               "--jobs", str(cfg.jobs), "--timeout", f"{cfg.timeout:g}",
+               *(["--budget-s", f"{cfg.budget_s:g}"] if cfg.budget_s else []),
+               *(["--tf32"] if cfg.precision == "tf32" else [])]
+    plan_calls("graphnet", cells, docs, args.plan_calls, cfg.jobs, cfg.timeout, out, options, key=cell_name)
+    return 0

@@ -14,6 +14,7 @@ from irlens.cli.command import (backends, add_config_option, add_device_option, 
                                  add_frontend_settings,
                                  apply_frontend_settings, csv, guarded, output_file, output_folder,
                                  positive_float, positive_int, read_documents, write_page)
+from irlens.cli.call_plans import add_options as add_call_plan_options
 from irlens.precision import add_option as add_precision_option
 
 HELP = "the model zoo (transformers, timm) through every stack: pass rates, unknown ops, breaks, kernels, speedups"
@@ -61,6 +62,7 @@ def add_arguments(p) -> None:
                         "every cell without an ok row)")
     p.add_argument("--repro", action="store_true",
                    help="write an `irlens repro` file for each kind of failure that is upstream's (OUT/repro/)")
+    add_call_plan_options(p, "zoo")
     add_precision_option(p)
     add_frontend_settings(p)
     add_config_option(p)
@@ -72,25 +74,31 @@ def run(args) -> int:
     from irlens.matrix import exit_status, read_document, write_document
     from irlens.reporting import only_workloads
     from irlens.reporting.zoo_page import zoo_markdown
+    from irlens.cli.call_plans import read_cells
     from irlens.zoo.repro import write_repros
     from irlens.zoo.run import ZooConfig, merge_shards, parse_shard, run_zoo
 
     apply_frontend_settings(args)
-    if args.rerun and not args.from_:
-        raise UsageError("--rerun joins documents: give them with --from")
-    if args.fill and args.from_:
+    if args.rerun and (not args.from_ or args.plan_calls):
+        raise UsageError("--rerun joins documents given with --from, without --plan-calls")
+    if args.fill and args.from_ and not args.plan_calls:
         raise UsageError("--fill runs cells; --from rebuilds a page without running: give one of them")
     if args.fill_not_run and not args.fill:
         raise UsageError("--fill-not-run narrows --fill: give the document with --fill")
+    if args.cells and args.from_ and not args.plan_calls:
+        raise UsageError("--cells selects cells to run; --from rebuilds a page without running: give one of them")
     out = Path(args.out)
+    cfg = ZooConfig(args.models, args.family, args.backends, args.modes, args.device, args.preset, args.dtype,
+                    parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s,
+                    read_document(args.fill) if args.fill else None, args.fill_not_run, args.precision,
+                    read_cells(args.cells) if args.cells else None)
+    if args.plan_calls:
+        return plan_zoo_calls(args, cfg, out)
     if args.from_:
         doc = merge_shards(read_documents(args.from_), rerun=args.rerun)
         if args.models:  # the page of these models alone (a name the documents lack: UsageError)
             doc = only_workloads([doc], args.models)[0]
     else:
-        cfg = ZooConfig(args.models, args.family, args.backends, args.modes, args.device, args.preset, args.dtype,
-                        parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s,
-                        read_document(args.fill) if args.fill else None, args.fill_not_run, args.precision)
         doc = run_zoo(cfg, command=shlex.join(["irlens", "zoo", *sys.argv[2:]]) if sys.argv[1:2] == ["zoo"] else None,
                       checkpoint=lambda doc: [write_document(doc, p) for p in (out / "zoo.json", args.json) if p])
         if cfg.fill is not None and not doc.rows:
@@ -104,3 +112,28 @@ def run(args) -> int:
                               for sig, path in repros.items()})
     write_page(doc, page, out, "zoo", args.json)
     return exit_status(doc)
+
+
+def plan_zoo_calls(args, cfg, out: Path) -> int:
+    """`--plan-calls`: the selection's cells (every backend that runs on the device's type by default,
+    available here or not: the plan is made for another machine) packed into calls; nothing runs."""
+    from irlens.backends import get_backend
+    from irlens.cli.call_plans import check_documents, plan_calls
+    from irlens.cli.command import frontend_settings
+    from irlens.workload import MODES
+    from irlens.zoo.run import device_backends, shard_of, zoo_cells, zoo_models
+
+    docs = read_documents(args.from_)
+    check_documents(docs, cfg.device, cfg.preset)
+    names = zoo_models(cfg.models, cfg.family)
+    names = shard_of(names, *cfg.shard) if cfg.shard else names
+    backends = [get_backend(b).name for b in cfg.backends] if cfg.backends else device_backends(cfg.device)
+    cells = zoo_cells(cfg, names, backends, cfg.modes or list(MODES))
+    options = ["--device", cfg.device, "--preset", cfg.preset, *(["--dtype", cfg.dtype] if cfg.dtype else []),
+               "--jobs", str(cfg.jobs), "--timeout", f"{cfg.timeout:g}",
+               *(["--budget-s", f"{cfg.budget_s:g}"] if cfg.budget_s else []),
+               *(["--tf32"] if cfg.precision == "tf32" else []),
+               *[w for option, dest, _ in frontend_settings() if getattr(args, dest, None) is not None
+                 for w in (option, getattr(args, dest))]]
+    plan_calls("zoo", cells, docs, args.plan_calls, cfg.jobs, cfg.timeout, out, options)
+    return 0

@@ -9,6 +9,7 @@ irlens.zoo.run.merge_shards.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from dataclasses import dataclass
@@ -20,11 +21,12 @@ from irlens.backends import get_backend
 from irlens.errors import UsageError
 from irlens.matrix import Document, plan_matrix, run_plan
 from irlens.matrix.row import Row
-from irlens.models.graphnet import PREFIX, SAMPLES, BadSample, missing_files, sample_dirs, sample_workload
+from irlens.models.graphnet import PREFIX, SAMPLES, BadSample, label, missing_files, sample_dirs, sample_workload
 from irlens.models.graphnet.meta import sizes
 from irlens.workload import MODES
 from irlens.precision import DEFAULT as DEFAULT_PRECISION
-from irlens.zoo.run import rows_checkpoint, shard_of, zoo_backends
+from irlens.matrix.call_plan import listed_cells
+from irlens.zoo.run import listed_backends, rows_checkpoint, shard_of, zoo_backends
 
 # a sample's inputs and weights take this many times their float64 size at most on the device: the
 # float64 reference's copy, the run's, eager's results and the backend's (a bound, not a measurement)
@@ -61,6 +63,14 @@ class GraphNetConfig:
     timeout: float = 300.0
     budget_s: float | None = None
     precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.precision; --tf32: "tf32")
+    # run exactly these (sample, mode, backend) of the selection, a sample by its path below samples/ (`cell_name`)
+    cells: frozenset[tuple[str, str, str]] | None = None
+
+
+def cell_name(workload: str | Path) -> str:
+    """A sample as a list of cells names it: its path below GraphNet's samples/ (`source/name`), the
+    same on the machine that plans a run and the one that runs it."""
+    return label(workload)[1]
 
 
 def samples_root(root: Path) -> Path:
@@ -114,6 +124,14 @@ def select(samples: list[Sample], cfg: GraphNetConfig) -> list[Sample]:
     return samples
 
 
+def corpus_cells(chosen: list[Sample], backends: list[str], modes: list[str],
+                 listed: frozenset[tuple[str, str, str]] | None = None) -> frozenset[tuple[str, str, str]]:
+    """(sample's cell_name, mode, backend) of the chosen samples x modes x backends (names): all of
+    them, or `listed` (a UsageError names one outside them)."""
+    cells = frozenset((cell_name(s.path), m, b) for s in chosen for m in modes for b in backends)
+    return cells if listed is None else listed_cells(listed, cells, "root, sources, sizes, draw, shard, backends, modes")
+
+
 def device_memory(device: str) -> int:
     """Bytes the device has: the GPU's total, or the host's physical memory."""
     if device.startswith("cuda"):
@@ -140,9 +158,12 @@ def run_corpus(cfg: GraphNetConfig, command: str | None = None, progress: bool =
     chosen = select(find_samples(cfg.root), cfg)
     if not chosen:
         raise UsageError(f"no sample under {cfg.root} matches the selection")
-    backends, skipped = zoo_backends(cfg.device, cfg.backends)
+    backends, skipped = zoo_backends(cfg.device, cfg.backends or listed_backends(cfg.cells))
     modes = cfg.modes or list(MODES)
     frontends = {b.name: b.frontend for b in map(get_backend, backends)}
+    cells = corpus_cells(chosen, list(frontends), modes, cfg.cells)
+    chosen = [s for s in chosen if any(c[0] == cell_name(s.path) for c in cells)]
+    modes = [m for m in modes if any(c[1] == m for c in cells)]
     runnable, rows = [], []
     for s in chosen:
         why = s.problem or too_large(s, cfg.device)
@@ -154,7 +175,7 @@ def run_corpus(cfg: GraphNetConfig, command: str | None = None, progress: bool =
         if why:
             status = "unavailable" if why.startswith(("missing from", "too large")) else "failed"
             rows += [Row(s.name, m, b, frontends[b], status=status, reason=why, phase="sample", preset="tiny")
-                     for m in modes for b in frontends]
+                     for m in modes for b in frontends if (cell_name(s.path), m, b) in cells]
         else:
             runnable.append(s.name)
     commands = [command] if command else None
@@ -162,6 +183,9 @@ def run_corpus(cfg: GraphNetConfig, command: str | None = None, progress: bool =
                           "shard": list(cfg.shard) if cfg.shard else None, "backends_not_run": skipped}}]
 
     plan = plan_matrix(runnable, backends, modes, cfg.device, "tiny", cfg.dtype, precision=cfg.precision)
+    if cfg.cells is not None:  # the plan's workloads by their own names (absolute paths)
+        plan = dataclasses.replace(plan, only=frozenset((w.name, m, b) for w in plan.workloads.values()
+                                                        for n, m, b in cells if n == cell_name(w.name)))
     on_row = rows_checkpoint(checkpoint, [], rows, cfg.device, "tiny", cfg.dtype, runs, commands)
     doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s, on_row=on_row) \
         if runnable else Document("compare", [], cfg.device, preset="tiny", dtype=cfg.dtype)

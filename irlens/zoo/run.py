@@ -8,7 +8,8 @@ N-th of the sorted names, from the K-th: like PyTorch's benchmark runner's `--pa
 --total-partitions N`), so a Slurm array or Kubernetes indexed jobs spread the zoo over machines
 and `merge_shards` joins their documents. `fill_cells` picks the cells an earlier document has no ok
 row for (failed, mismatched, timed out, left by a budget, never run), so a run fills them and a join
-(`merge_shards(..., rerun=True)`) puts them in.
+(`merge_shards(..., rerun=True)`) puts them in. `ZooConfig.cells` runs exactly a list of cells, as
+`irlens zoo --plan-calls` writes one per call of a machine with a time limit (irlens.matrix.call_plan).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from irlens.backends import BACKENDS, get_backend
 from irlens.errors import UsageError
 from irlens.matrix import Document, plan_matrix, run_plan
+from irlens.matrix.call_plan import listed_cells
 from irlens.matrix.document import device_name, versions
 from irlens.matrix.row import NOT_RUN_PHASES, Row
 from irlens.models import get_workload
@@ -48,6 +50,7 @@ class ZooConfig:
     fill: Document | None = None  # run only the cells this earlier document has no ok row for
     fill_not_run: bool = False  # with `fill`: only those it has no row that ran for (not its failures)
     precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.precision; --tf32: "tf32")
+    cells: frozenset[tuple[str, str, str]] | None = None  # run exactly these (model, mode, backend) of the selection
 
     @property
     def run_dtype(self) -> str | None:
@@ -97,6 +100,30 @@ def zoo_backends(device: str, backends: list[str] | None) -> tuple[list[str], di
     return [name for name in BACKENDS.names() if name not in skipped], skipped
 
 
+def listed_backends(cells: frozenset[tuple[str, str, str]] | None) -> list[str] | None:
+    """The registered backends a list of cells names (None without one): they run even where
+    unavailable, as named ones do (their rows say why)."""
+    return [b for b in BACKENDS.names() if any(c[2] == b for c in cells)] if cells else None
+
+
+def device_backends(device: str) -> list[str]:
+    """Every registered backend that runs on the device's type, available here or not (a plan made
+    on another machine than the one that runs it)."""
+    return [b.name for b in BACKENDS.values() if device.split(":")[0] in b.devices]
+
+
+def zoo_cells(cfg: ZooConfig, names: list[str], backends: list[str], modes: list[str]) -> frozenset[tuple[str, str, str]]:
+    """The (model, mode, backend) a run of `cfg` takes among names x modes x backends (backend names):
+    all of them, or `cfg.cells` (a UsageError names one outside them), and of those only what `cfg.fill`
+    lacks (fill_cells)."""
+    cells = {(n, m, b) for n in names for m in modes for b in backends}
+    if cfg.cells is not None:
+        cells = set(listed_cells(cfg.cells, cells, "models, family, shard, backends, modes"))
+    if cfg.fill is not None:
+        cells &= fill_cells(cfg.fill, names, backends, modes, cfg.device, cfg.preset, cfg.run_dtype, cfg.fill_not_run)
+    return frozenset(cells)
+
+
 def fill_cells(previous: Document, names: list[str], backends: list[str], modes: list[str],
                device: str, preset: str, dtype: str | None, not_run: bool = False) -> frozenset[tuple[str, str, str]]:
     """(model, mode, backend) of the cells among names x modes x backends (backend names) that
@@ -139,14 +166,13 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True, c
     names = zoo_models(cfg.models, cfg.family)
     if cfg.shard is not None:
         names = shard_of(names, *cfg.shard)
-    backends, skipped = zoo_backends(cfg.device, cfg.backends)
+    backends, skipped = zoo_backends(cfg.device, cfg.backends or listed_backends(cfg.cells))
     modes = cfg.modes or list(MODES)
     frontends = {b.name: b.frontend for b in map(get_backend, backends)}  # by name: references resolved
     backend_names = list(frontends)
-    cells = {(n, m, b) for n in names for m in modes for b in backend_names}
-    if cfg.fill is not None:
-        cells = fill_cells(cfg.fill, names, backend_names, modes, cfg.device, cfg.preset, cfg.run_dtype,
-                           cfg.fill_not_run)
+    cells = zoo_cells(cfg, names, backend_names, modes)
+    only = cfg.fill is not None or cfg.cells is not None
+    if only:
         names = [n for n in names if any(c[0] == n for c in cells)]
         modes = [m for m in modes if any(c[1] == m for c in cells)]
     missing = {n: get_workload(n).missing() for n in names}
@@ -162,7 +188,7 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True, c
     if runnable:
         plan = dataclasses.replace(plan_matrix(runnable, backends, modes, cfg.device, cfg.preset, cfg.run_dtype,
                                                precision=cfg.precision),
-                                   only=None if cfg.fill is None else frozenset(cells))
+                                   only=frozenset(cells) if only else None)
         try:
             doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s,
                            on_row=on_row)
