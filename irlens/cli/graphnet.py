@@ -63,7 +63,8 @@ def run(args) -> int:
     from irlens.graphnet.corpus import GraphNetConfig, run_corpus
     from irlens.graphnet.page import graphnet_markdown
     from irlens.matrix import exit_status, write_document
-    from irlens.zoo.run import merge_shards, parse_shard
+    from irlens.matrix.join import RERUN, SHARDS, join
+    from irlens.zoo.run import parse_shard
 
     if args.rerun and not args.from_:
         raise UsageError("--rerun joins documents: give them with --from")
@@ -71,7 +72,7 @@ def run(args) -> int:
         raise UsageError("give --root (a GraphNet clone) to run samples, or --from documents to rebuild the page")
     out = Path(args.out)
     if args.from_:
-        doc = merge_shards(read_documents(args.from_), rerun=args.rerun)
+        doc = join(read_documents(args.from_), RERUN if args.rerun else SHARDS)
     else:
         cfg = GraphNetConfig(Path(args.root), args.sources, args.max_elements, args.max_bytes, args.sample, args.seed,
                              parse_shard(args.shard) if args.shard else None, args.backends, args.modes, args.device,

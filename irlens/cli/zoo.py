@@ -70,10 +70,11 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from irlens.errors import UsageError
     from irlens.matrix import exit_status, read_document, write_document
+    from irlens.matrix.join import RERUN, SHARDS, join
     from irlens.reporting import only_workloads
     from irlens.reporting.zoo_page import zoo_markdown
     from irlens.zoo.repro import write_repros
-    from irlens.zoo.run import ZooConfig, merge_shards, parse_shard, run_zoo
+    from irlens.zoo.run import ZooConfig, parse_shard, run_zoo
 
     apply_frontend_settings(args)
     if args.rerun and not args.from_:
@@ -84,7 +85,7 @@ def run(args) -> int:
         raise UsageError("--fill-not-run narrows --fill: give the document with --fill")
     out = Path(args.out)
     if args.from_:
-        doc = merge_shards(read_documents(args.from_), rerun=args.rerun)
+        doc = join(read_documents(args.from_), RERUN if args.rerun else SHARDS)
         if args.models:  # the page of these models alone (a name the documents lack: UsageError)
             doc = only_workloads([doc], args.models)[0]
     else:

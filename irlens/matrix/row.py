@@ -108,7 +108,7 @@ class Row:
     # the module's train/eval mode as it ran (train, eval, mixed: irlens.workload.Instance.module_mode)
     module_mode: str | None = None
     # eager's step time in the run this row came from: its speedup's base where runs are joined
-    # (irlens.zoo.run.merge_shards), since a step time is comparable only within one run
+    # (irlens.matrix.join), since a step time is comparable only within one run
     eager_us: float | None = None
 
     @property
