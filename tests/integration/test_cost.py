@@ -71,9 +71,9 @@ def test_gemm_shapes_come_from_the_common_view():
 def _stub_ceilings(monkeypatch, ceilings: Ceilings) -> None:
     """`irlens bench` on the CPU: the ceilings need a GPU, so their worker call returns these."""
     real_call = WorkerSession.call
-    monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout: {
+    monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout, max_wait_s=0.0: {
         "ceilings": ceilings.to_json(), "source": ceilings.source}
-        if fn == "irlens.bench.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout))
+        if fn == "irlens.bench.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout, max_wait_s))
 
 
 @pytest.mark.slow
