@@ -45,14 +45,16 @@ from irlens.frontends import work_frontend
 from irlens.ir import Kernel
 from irlens.runtime.isolation import CallFailed, WorkerSession, worker_env, worker_threads
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
+from irlens.matrix.cells import cells_not_ok
 from irlens.matrix.compile_ahead import LOG, Log, compile_ahead
 from irlens.matrix.document import device_name, versions
+from irlens.matrix.join import PARTS, RERUN, join, part
 from irlens.matrix.references import References
 from irlens.matrix.row import STOPPED_PHASE
 from irlens.models import resolve_workload
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision
 from irlens.matrix.records import StepWork
-from irlens.reporting.bench_page import format_bench_table, run_parts
+from irlens.reporting.bench_page import format_bench_table
 from irlens.reporting.records import kernel_stage
 from irlens.reporting.roofline import apply_roofline
 from irlens.workload import run_eager
@@ -347,20 +349,7 @@ def share_matrix(units: list[tuple[str, str]], gpus: list[str]) -> dict[str, tup
     return shares
 
 
-def merge_parts(parts: list[tuple[str, dict]]) -> dict:
-    """One document from the GPUs' documents. Each row keeps the GPU it ran on and that GPU's
-    ceilings (its roofline was computed against them)."""
-    docs = [(gpu, Document.from_json(doc)) for gpu, doc in parts]
-    first = docs[0][1]
-    rows = [dataclasses.replace(row, gpu=gpu, ceilings=doc.ceilings) for gpu, doc in docs for row in doc.rows]
-    return Document("bench", rows, first.device, first.device_name, first.versions, first.preset, driver=first.driver,
-                    parts=[{"gpu": gpu, "dtypes": list(dict.fromkeys(r.dtype for r in doc.rows)),
-                            "modes": list(dict.fromkeys(r.mode for r in doc.rows)),
-                            "ceilings": doc.ceilings, "wall_s": doc.wall_s} for gpu, doc in docs],
-                    wall_s=max(doc.wall_s for _, doc in docs)).to_json()
-
-
-def run_on_gpus(config: BenchConfig, gpus: list[str]) -> dict:
+def run_on_gpus(config: BenchConfig, gpus: list[str]) -> Document:
     """Run each GPU's share in a child `irlens bench` pinned to it (CUDA_VISIBLE_DEVICES), at
     the same time; their progress is relayed with a `[gpu N]` prefix."""
     import subprocess
@@ -387,36 +376,25 @@ def run_on_gpus(config: BenchConfig, gpus: list[str]) -> dict:
             code = proc.wait()
             relay.join()
             if os.path.exists(path):  # written after each dtype, so a late failure keeps the rest
-                parts.append((gpu, read_document(path).to_json()))
+                parts.append(part(read_document(path), gpu))
             else:
                 missing.append(f"GPU {gpu} ({' '.join(share)}): its run exited with status {code} before any result")
     if not parts:
         raise RuntimeError("irlens bench: no GPU produced a result: " + "; ".join(missing))
-    doc = merge_parts(parts)
+    doc = join(parts, PARTS)
     for line in missing:
         print(f"irlens bench: no rows from {line}", file=sys.stderr)
-    doc["missing"] = missing
+    doc.missing = missing
     return doc
 
 
-def not_ok_cells(doc: dict) -> dict[str, frozenset]:
-    """{dtype: {(workload, mode, backend)}} of a bench document's rows that are not ok."""
-    cells: dict[str, set] = {}
-    for r in Document.from_json(doc).rows:
-        if r.status != "ok":
-            cells.setdefault(r.dtype, set()).add((r.workload, r.mode, r.backend))
-    return {dtype: frozenset(c) for dtype, c in cells.items()}
-
-
-def restrict_to_rerun(config: BenchConfig, previous: dict) -> bool:
+def restrict_to_rerun(config: BenchConfig, previous: Document) -> bool:
     """Narrow `config` to the cells of `previous` that are not ok (and that it also names); False
     when there are none."""
-    only = not_ok_cells(previous)
-    if config.dtypes:
-        only = {d: c for d, c in only.items() if d in config.dtypes}
-    only = {d: frozenset(c for c in cells if (config.workloads is None or c[0] in config.workloads)
-                         and c[1] in config.modes and (config.backends is None or c[2] in config.backends))
-            for d, cells in only.items()}
+    named = {c for c in cells_not_ok(previous) if (not config.dtypes or c[3] in config.dtypes)
+             and (config.workloads is None or c[0] in config.workloads) and c[1] in config.modes
+             and (config.backends is None or c[2] in config.backends)}
+    only = {d: frozenset(c[:3] for c in named if c[3] == d) for d in dict.fromkeys(r.dtype for r in previous.rows)}
     only = {d: c for d, c in only.items() if c}
     if not only:
         return False
@@ -429,41 +407,30 @@ def restrict_to_rerun(config: BenchConfig, previous: dict) -> bool:
     return True
 
 
-def merge_rerun(previous: dict, rerun: dict) -> dict:
-    """`previous` with the rows the rerun ran replaced by the rerun's (each with the GPU and
-    ceilings of the rerun's part), the rerun's parts added."""
-    old, new = Document.from_json(previous), Document.from_json(rerun)
-    key = lambda r: (r.workload, r.mode, r.dtype, r.backend)  # noqa: E731
-    fresh = {key(r): r for r in new.rows}
-    return dataclasses.replace(
-        old, parts=run_parts(old) + [{**p, "rerun": True} for p in new.parts], rows=[fresh.get(key(r), r) for r in old.rows],
-        reruns=(old.reruns or 0) + 1, wall_s=old.wall_s + new.wall_s,
-        missing=(old.missing or []) + (new.missing or [])).to_json()
-
-
-def run_configured(config: BenchConfig, command: str, previous: dict | None = None, save=None) -> dict:
+def run_configured(config: BenchConfig, command: str, previous: Document | None = None, save=None) -> Document:
     """The whole `irlens bench` run of `config` (already narrowed by `restrict_to_rerun` when
     `previous` is the document it reruns): over `config.gpus`, or on the one GPU; the document
-    with its command, merged into `previous`. `save(doc)` gets the document so far after each dtype."""
+    with its command, joined to `previous` (irlens.matrix.join, RERUN). `save(doc)` gets the
+    document so far after each row."""
 
-    def finished(doc: dict) -> dict:
-        """The document as written: its commands, and merged into the earlier one on a rerun (in
-        the parent only: a GPU's child writes just its rows, and the parent merges them)."""
+    def finished(doc: Document) -> Document:
+        """The document as written: its commands, and joined to the earlier one on a rerun (in
+        the parent only: a GPU's child writes just its rows, and the parent joins them)."""
         if previous is None or os.environ.get(CHILD_ENV):
-            return {**doc, "commands": [command]}
-        # cells a stopped rerun did not reach keep the earlier document's rows
-        doc = {**doc, "rows": [r for r in doc["rows"] if r.get("phase") != STOPPED_PHASE]}
-        if "parts" not in doc:  # one GPU: its rows as one part, like a child's
-            doc = merge_parts([(config.gpus[0] if config.gpus else os.environ.get("CUDA_VISIBLE_DEVICES"), doc)])
-        return {**merge_rerun(previous, doc), "commands": (previous.get("commands") or []) + [command]}
+            return dataclasses.replace(doc, commands=[command])
+        # its parts name the rows the rerun ran (cells a stopped rerun did not reach keep the earlier rows)
+        doc = dataclasses.replace(doc, rows=[r for r in doc.rows if r.phase != STOPPED_PHASE])
+        if doc.parts is None:  # one GPU: its rows as one part, like a child's
+            doc = part(doc, config.gpus[0] if config.gpus else os.environ.get("CUDA_VISIBLE_DEVICES"))
+        return join([previous, dataclasses.replace(doc, commands=[command])], RERUN)
 
     if config.gpus and len(config.gpus) > 1:
         return finished(run_on_gpus(config, config.gpus))
     if config.gpus:
         os.environ["CUDA_VISIBLE_DEVICES"] = config.gpus[0]  # before any worker starts
-    checkpoint = None if save is None else (lambda doc: save(finished(doc.to_json())))
+    checkpoint = None if save is None else (lambda doc: save(finished(doc)))
     doc = bench(config.workloads, config.backends, config.modes, config.dtypes, "cuda", config.preset, config.timeout,
                 config.jobs, config.budget_s, checkpoint=checkpoint, only=config.only,
                 compile_jobs=config.compile_jobs, cache_dir=config.cache_dir, remeasure=config.remeasure,
                 cache_max_gb=config.cache_max_gb, precision=config.precision)
-    return finished(doc.to_json())
+    return finished(doc)

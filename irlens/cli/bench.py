@@ -65,7 +65,7 @@ def run(args) -> int:
     from irlens.bench.run import BenchConfig, restrict_to_rerun, run_configured
     from irlens.reporting.bench_page import format_bench_table, write_results_page
     from irlens.runtime.isolation import CallFailed
-    from irlens.matrix import Document, exit_status, read_document, write_document
+    from irlens.matrix import exit_status, read_document, write_document
 
     if not torch.cuda.is_available():
         raise UsageError("irlens bench needs a CUDA GPU (device timing and ceilings); torch sees none here. "
@@ -80,7 +80,6 @@ def run(args) -> int:
         previous = read_document(config.rerun)
         if previous.kind != "bench":
             raise UsageError(f"--rerun {config.rerun}: not a bench results document (it is a {previous.kind} document)")
-        previous = previous.to_json()
         if not restrict_to_rerun(config, previous):
             print(f"irlens bench: every row of {config.rerun} that these options name is ok: nothing to run again",
                   file=sys.stderr)
@@ -94,12 +93,11 @@ def run(args) -> int:
         raise UsageError(f"measuring the ceilings: {e}\n{e.detail}") from None
     if args.json:
         write_document(doc, args.json)
-    typed = Document.from_json(doc)
-    print(format_bench_table(typed.rows))
+    print(format_bench_table(doc.rows))
     if args.md:
         md = Path(args.md)
         md.parent.mkdir(parents=True, exist_ok=True)
         json_name = Path(args.json).name if args.json else ""
         for path in write_results_page(doc, md, json_name, command):
             print(f"wrote {path}", file=sys.stderr)
-    return 1 if typed.missing else exit_status(typed)
+    return 1 if doc.missing else exit_status(doc)

@@ -66,7 +66,8 @@ def run(args) -> int:
     from irlens.graphnet.corpus import GraphNetConfig, run_corpus
     from irlens.graphnet.page import graphnet_markdown
     from irlens.matrix import exit_status, write_document
-    from irlens.zoo.run import merge_shards, parse_shard
+    from irlens.matrix.join import RERUN, SHARDS, join
+    from irlens.zoo.run import parse_shard
 
     if args.rerun and (not args.from_ or args.plan_calls):
         raise UsageError("--rerun joins documents given with --from, without --plan-calls")
@@ -82,7 +83,7 @@ def run(args) -> int:
     if args.plan_calls:
         return plan_graphnet_calls(args, cfg, out)
     if args.from_:
-        doc = merge_shards(read_documents(args.from_), rerun=args.rerun)
+        doc = join(read_documents(args.from_), RERUN if args.rerun else SHARDS)
     else:
         command = shlex.join(["irlens", "graphnet", *sys.argv[2:]]) if sys.argv[1:2] == ["graphnet"] else None
         out.mkdir(parents=True, exist_ok=True)

@@ -72,11 +72,12 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from irlens.errors import UsageError
     from irlens.matrix import exit_status, read_document, write_document
+    from irlens.matrix.join import RERUN, SHARDS, join
     from irlens.reporting import only_workloads
     from irlens.reporting.zoo_page import zoo_markdown
     from irlens.cli.call_plans import read_cells
     from irlens.zoo.repro import write_repros
-    from irlens.zoo.run import ZooConfig, merge_shards, parse_shard, run_zoo
+    from irlens.zoo.run import ZooConfig, parse_shard, run_zoo
 
     apply_frontend_settings(args)
     if args.rerun and (not args.from_ or args.plan_calls):
@@ -95,7 +96,7 @@ def run(args) -> int:
     if args.plan_calls:
         return plan_zoo_calls(args, cfg, out)
     if args.from_:
-        doc = merge_shards(read_documents(args.from_), rerun=args.rerun)
+        doc = join(read_documents(args.from_), RERUN if args.rerun else SHARDS)
         if args.models:  # the page of these models alone (a name the documents lack: UsageError)
             doc = only_workloads([doc], args.models)[0]
     else:

@@ -5,7 +5,7 @@ source (the folder under `samples/`), by size (elements and bytes of inputs and 
 by a seeded random draw and by shard (irlens.zoo.run.shard_of). `run_corpus` plans the rest as an
 ordinary compare matrix; a sample that cannot be a workload (malformed meta, files missing from
 the copy) or is too large for the device gets rows saying why, never a lost run. Shards join with
-irlens.zoo.run.merge_shards.
+irlens.matrix.join (SHARDS).
 """
 from __future__ import annotations
 

@@ -3,8 +3,9 @@
 One reader (`read_document`) and one writer (`write_document`) for every kind: `compare`,
 `bench` (which adds the measured ceilings, the GPUs of a `--gpus` run and its reruns) and
 `cross` (`"kind": "cross"`, the frontends and backends of the grid). The writer makes strict
-JSON (NaN and Inf become null; the row's reason says why); the reader takes any document
-irlens wrote, the old ones included, and says which row and field it cannot read.
+JSON (NaN and Inf become null; the row's reason says why) with the version of its form
+(irlens.matrix.schema); the reader takes any document irlens wrote, migrating an older form to
+the current one first, and says which row and field it cannot read.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from irlens.ir import jsonable
 from irlens.matrix.row import LAYOUTS, STARVED_PHASE, BadDocument, Layout, Row
+from irlens.matrix.schema import FIELD as SCHEMA_FIELD, SCHEMA, document_kind, migrate
 
 KINDS = ("compare", "bench", "cross")
 # written in every document of a kind, in this order (rows last); any other field only when set
@@ -57,6 +59,11 @@ class Document:
         return LAYOUTS[self.kind]
 
     def to_json(self) -> dict:
+        rows = [row.to_json(self.layout) for row in self.rows]
+        return jsonable({SCHEMA_FIELD: SCHEMA, **self.header(), "rows": rows}, finite=True)
+
+    def header(self) -> dict:
+        """What the JSON form says besides its version and rows (a joined document keeps each run's: `runs`)."""
         out: dict[str, Any] = {}
         for key in _ALWAYS[self.kind]:
             out[key] = self.kind if key == "kind" else getattr(self, key)
@@ -64,15 +71,16 @@ class Document:
             value = getattr(self, f.name)
             if f.name not in out and f.name not in ("kind", "rows") and value is not None:
                 out[f.name] = value
-        out["rows"] = [row.to_json(self.layout) for row in self.rows]
         return jsonable(out, finite=True)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "the document") -> "Document":
-        """A document as irlens wrote it (any version); BadDocument says which row and field it cannot read."""
+        """A document as irlens wrote it (any version: irlens.matrix.schema migrates it first);
+        BadDocument says which row and field it cannot read."""
         if not isinstance(d, dict) or not isinstance(d.get("rows"), list):
             raise BadDocument(f"{where} is not an irlens results document (no 'rows' list)")
-        kind = d.get("kind") or ("bench" if "ceilings" in d or "parts" in d else "compare")
+        d = {k: v for k, v in migrate(d, where).items() if k != SCHEMA_FIELD}
+        kind = document_kind(d)
         if kind not in KINDS:
             raise BadDocument(f"{where}: field 'kind' is {kind!r}, not one of {', '.join(KINDS)}")
         known = {f.name for f in fields(cls)}

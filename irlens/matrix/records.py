@@ -4,9 +4,9 @@ cross row, the notes irlens reads, the work a step must do and the step's roofli
 device profile is `irlens.runtime.timing.DeviceTiming`).
 
 Each is written as the JSON it always was, and read back checked field by field
-(`irlens.json_values`: a bad field is a usage error naming the file, row and field). A field
-added after documents were first written is written only when set, so older documents read
-back, and write again, unchanged. The result checks are the one record written otherwise: as
+(`irlens.json_values`: a bad field is a usage error naming the file, row and field). Figures
+a record may lack are written only when set; what older documents wrote otherwise (null) the
+migration to the current form drops (irlens.matrix.schema). The result checks are the one record written otherwise: as
 maps, result name -> value, one per attribute (`CHECK_MAPS`; `vacuous` only where a result is).
 """
 from __future__ import annotations
@@ -19,8 +19,9 @@ from typing import Annotated, Any, TypedDict
 from irlens.ir import Graph, Kernel
 from irlens.json_values import BadDocument, read_record, read_value
 
-# written only when set: added after the first documents, or set by `irlens bench` alone
-_LATER = ("bytes_read", "bytes_written", "combines", "matmul_flops", "pct_of_ceiling", "bound", "model_error", "via_l2")
+# written only when set: added after the first documents, or set by `irlens bench` alone (documents
+# of schema 0 wrote them as null: irlens.matrix.schema)
+KERNEL_WHEN_SET = ("bytes_read", "bytes_written", "combines", "matmul_flops", "pct_of_ceiling", "bound", "model_error", "via_l2")
 
 
 @dataclass
@@ -40,7 +41,7 @@ class KernelRecord(Kernel):
 
     def to_json(self, with_source: bool = False) -> dict:
         d = super().to_json(with_source)
-        return {k: v for k, v in d.items() if k not in _LATER or v not in (None, [])}
+        return {k: v for k, v in d.items() if k not in KERNEL_WHEN_SET or v not in (None, [])}
 
     @classmethod
     def from_json(cls, d: Any, where: str = "kernel") -> "KernelRecord":

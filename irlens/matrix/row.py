@@ -16,9 +16,10 @@ work a step must do, its roofline) and `irlens.runtime.timing.DeviceTiming`. The
 record per result in `Row.results`, are written as maps, result name -> value (`per_result`,
 `per_result_eager`, `per_result_allowed`, `ill_conditioned`, `vacuous`: `records.CHECK_MAPS`).
 
-A field added later goes in `OPTIONAL` (None until set, written only then), so documents
-written before it read back, and write again, unchanged (tests/integration/test_report.py checks the
-committed GPU results).
+A field written only when set (None otherwise) goes in `OPTIONAL`: a document without it reads
+as before. A change older documents cannot be read as (a field a layout writes always, a renamed
+one) is a new version of the form with its migration step (irlens.matrix.schema), which the
+reader applies first; tests/architecture/test_committed_documents.py migrates the committed ones.
 """
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ class Row:
     # the module's train/eval mode as it ran (train, eval, mixed: irlens.workload.Instance.module_mode)
     module_mode: str | None = None
     # eager's step time in the run this row came from: its speedup's base where runs are joined
-    # (irlens.zoo.run.merge_shards), since a step time is comparable only within one run
+    # (irlens.matrix.join), since a step time is comparable only within one run
     eager_us: float | None = None
 
     @property

@@ -11,33 +11,13 @@ from pathlib import Path
 
 from irlens.errors import UsageError
 from irlens.matrix import Document, as_document, write_document
+from irlens.matrix.join import UNION, join
 from irlens.reporting.blocks import Table
 from irlens.reporting.build import build_report
 from irlens.reporting.cross_grid import cross_sections
 from irlens.reporting.html import render_html
 from irlens.reporting.markdown import render_markdown
 from irlens.reporting.roofline import recompute
-
-
-def merge_documents(docs: list[Document]) -> Document:
-    """One document from several (a CPU run and a GPU run): every row keeps its device."""
-    if len(docs) == 1:
-        return docs[0]
-    rows = [dataclasses.replace(row, device=row.device or d.device, device_name=row.device_name or d.device_name,
-                                ceilings=row.ceilings or d.ceilings)
-            for d in docs for row in d.rows]
-    # a joined document's device already names its GPU; one without rows (a shard with nothing to
-    # run: no GPU was asked its name) names none
-    devices = list(dict.fromkeys(str(d.device) if d.device_name and d.device_name in str(d.device)
-                                 else f"{d.device} ({d.device_name or ''})" for d in docs if d.rows))
-    presets = list(dict.fromkeys(str(d.preset or "?") for d in docs))
-    kind = "bench" if any(d.kind == "bench" for d in docs) else "compare"
-    dtypes = {d.dtype for d in docs}
-    named = [d for d in docs if d.rows] or docs
-    return Document(kind, rows, " + ".join(devices) or str(docs[0].device), named[0].device_name, docs[0].versions,
-                    "/".join(presets),
-                    dtype=dtypes.pop() if len(dtypes) == 1 else None,  # one asked for by all, else each row's own
-                    runs=[{k: v for k, v in d.to_json().items() if k != "rows"} for d in docs])
 
 
 def only_workloads(docs: list[Document], workloads: list[str]) -> list[Document]:
@@ -79,7 +59,7 @@ def write_report(docs: list[Document | dict] | Document | dict, out: str | Path,
     docs = [recompute(d) if d.kind == "bench" else d
             for d in (as_document(d) for d in (docs if isinstance(docs, list) else [docs]))]
     cross = [d for d in docs if d.kind == "cross"]
-    doc = merge_documents([d for d in docs if d.kind != "cross"] or [dataclasses.replace(cross[0], rows=[])])
+    doc = join([d for d in docs if d.kind != "cross"] or [dataclasses.replace(cross[0], rows=[])], UNION)
     report = build_report(doc, report_frontend_table(doc) if frontends else None)
     report.sections += [s for d in cross for s in cross_sections(d)]
     out = Path(out)

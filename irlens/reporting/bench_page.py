@@ -10,6 +10,7 @@ from pathlib import Path
 from irlens.bench_time import time_lines
 from irlens.ceilings import Ceilings, describe
 from irlens.matrix import Document, Row
+from irlens.matrix.join import run_parts
 from irlens.matrix.table import via_lines
 from irlens.precision import describe_rows as describe_precision
 from irlens.reporting.records import launches_of
@@ -57,11 +58,10 @@ def format_bench_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def write_results_page(doc: dict, md_path: Path, json_name: str, command: str) -> list[Path]:
+def write_results_page(doc: Document, md_path: Path, json_name: str, command: str) -> list[Path]:
     """The Markdown page, and one SVG per dtype x mode x measure beside it."""
     from irlens.reporting.plots import bar_chart
 
-    doc = Document.from_json(doc)
     v = doc.versions
     spreads = [r.device_timing.repeat_spread for r in doc.rows if r.device_timing]
     ok = sum(r.status == "ok" for r in doc.rows)
@@ -144,11 +144,6 @@ def _produced_by(doc: Document, command: str, json_name: str) -> list[str]:
     reruns = "the last one" if count == 1 else f"the last {count}"
     return lines + [f"`{command}` {results}; {reruns} ran again the rows that were not ok and replaced them "
                     f"(with the GPU and ceilings of the rerun that measured them)."]
-
-
-def run_parts(doc: Document) -> list[dict]:
-    """The document's runs, one per GPU: {"gpu", "dtypes", "modes", "ceilings"}; a single-GPU run is one part."""
-    return doc.parts or [{"gpu": None, "dtypes": [], "modes": [], "ceilings": doc.ceilings}]
 
 
 def _ceilings_line(part: dict, doc_reruns: int = 0) -> str:

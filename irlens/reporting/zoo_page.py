@@ -9,7 +9,6 @@ traceback is in torch, thunder, jax, ...) or irlens's, with the reproducer file 
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 
 from irlens.runtime.isolation import cuda_fault
 from irlens.matrix.document import Document
+from irlens.matrix.join import with_eager_base
 from irlens.matrix.row import Row
 from irlens.precision import describe_rows as describe_precision
 from irlens.matrix.table import (DRAWS_MARK, VACUOUS_MARK, draws_lines, ill_conditioned_lines, module_mode_lines,
@@ -119,15 +119,6 @@ def signature(r: Row) -> str:
     first = (r.reason or "").splitlines()[0] if r.reason else r.status
     first = re.sub(r"(?<![A-Za-z0-9_])[0-9]+(?:x[0-9]+)+", "N", first)  # shapes: 3x128xf32 -> Nxf32
     return f"{r.backend} {r.mode}: {re.sub(r'(?<![A-Za-z0-9_])[0-9]+', 'N', first)[:200]}"
-
-
-def with_eager_base(doc: Document) -> Document:
-    """`doc` with each row's `eager_us` (its speedup's base) set from eager's row of the same model
-    and mode in it, where not set already (a join keeps each run's own: irlens.zoo.run.merge_shards)."""
-    eager = {(r.workload, r.mode): r.run_us for r in doc.rows if r.backend == "eager" and r.ran and r.run_us}
-    return dataclasses.replace(doc, rows=[
-        r if r.backend == "eager" or r.eager_us is not None or (r.workload, r.mode) not in eager
-        else dataclasses.replace(r, eager_us=eager[(r.workload, r.mode)]) for r in doc.rows])
 
 
 def summarize(doc: Document) -> list[StackSummary]:

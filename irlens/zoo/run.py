@@ -6,10 +6,11 @@ it and `irlens zoo --from` rebuilds the summary (irlens.reporting.zoo_page) from
 split: `shard_of` gives shard K of N (0 <= K < N) a deterministic share of the models (every
 N-th of the sorted names, from the K-th: like PyTorch's benchmark runner's `--partition-id K
 --total-partitions N`), so a Slurm array or Kubernetes indexed jobs spread the zoo over machines
-and `merge_shards` joins their documents. `fill_cells` picks the cells an earlier document has no ok
-row for (failed, mismatched, timed out, left by a budget, never run), so a run fills them and a join
-(`merge_shards(..., rerun=True)`) puts them in. `ZooConfig.cells` runs exactly a list of cells, as
-`irlens zoo --plan-calls` writes one per call of a machine with a time limit (irlens.matrix.call_plan).
+and a join (irlens.matrix.join, SHARDS) makes one document of theirs. `fill_cells` picks the cells
+an earlier document has no ok row for (irlens.matrix.cells: failed, mismatched, timed out, left by a
+budget, never run), so a run fills them and a join (RERUN) puts them in. `ZooConfig.cells` runs
+exactly a list of cells, as `irlens zoo --plan-calls` writes one per call of a machine with a time
+limit (irlens.matrix.call_plan).
 """
 from __future__ import annotations
 
@@ -23,13 +24,12 @@ from irlens.backends import BACKENDS, get_backend
 from irlens.errors import UsageError
 from irlens.matrix import Document, plan_matrix, run_plan
 from irlens.matrix.call_plan import listed_cells
+from irlens.matrix.cells import cells_not_ok
 from irlens.matrix.document import device_name, versions
-from irlens.matrix.row import NOT_RUN_PHASES, Row
+from irlens.matrix.row import Row
 from irlens.models import get_workload
 from irlens.models.zoo import FAMILIES, zoo_names
 from irlens.precision import DEFAULT as DEFAULT_PRECISION
-from irlens.reporting import merge_documents
-from irlens.reporting.zoo_page import with_eager_base
 from irlens.workload import MODES
 from irlens.wording import plural
 
@@ -142,9 +142,7 @@ def fill_cells(previous: Document, names: list[str], backends: list[str], modes:
         raise UsageError(f"--fill: that document is of preset {previous.preset}, dtype "
                          f"{previous.dtype or _rows_dtype(previous) or 'each model its own'}; this run is of preset "
                          f"{preset}, dtype {dtype or 'each model its own'}: its rows are not of these cells")
-    done = {(r.workload, r.mode, r.backend) for r in previous.rows
-            if r.status == "ok" or (not_run and r.status != "unavailable")}
-    cells = {(n, m, b) for n in names for m in modes for b in backends if (n, m, b) not in done}
+    cells = set(cells_not_ok(previous, [(n, m, b) for n in names for m in modes for b in backends], not_run))
     if "eager" in backends:
         cells |= {(n, m, "eager") for n, m, _ in cells}
     return frozenset(cells)
@@ -221,30 +219,3 @@ def rows_checkpoint(checkpoint, done: list[Row], other_rows: list[Row], device: 
             checkpoint(Document("compare", [*done, *other_rows], device, device_name(device), versions(), preset,
                                 dtype, runs=runs, commands=commands))
     return finished
-
-
-def merge_shards(docs: list[Document], rerun: bool = False) -> Document:
-    """One document from a split run's shards (or any compare documents of zoo rows). A cell that
-    one document's budget left unstarted, or whose run starved waiting for the device
-    (NOT_RUN_PHASES), takes another document's row for it (a later run of what was left); a cell
-    that two documents both ran is a UsageError (overlapping shards), or with
-    `rerun` the last document's row (a rerun of some cells)."""
-    ran: dict[tuple[str, str, str], int] = {}
-    for i, d in enumerate(docs):
-        for r in d.rows:
-            key = (r.workload, r.mode, r.backend)
-            if r.phase in NOT_RUN_PHASES:
-                continue
-            if ran.setdefault(key, i) != i and not rerun:
-                raise UsageError(f"two documents hold {r.workload} {r.mode} {r.backend}: shards overlap "
-                                 "(--rerun: the last one's row)")
-            ran[key] = i
-    # the document whose row a cell keeps: the one that ran it, else the latest not-run row's (its last attempt)
-    owner = {(r.workload, r.mode, r.backend): i for i, d in enumerate(docs) for r in d.rows
-             if r.phase in NOT_RUN_PHASES} | ran
-    kept = [dataclasses.replace(d, rows=[r for r in with_eager_base(d).rows
-                                         if owner[(r.workload, r.mode, r.backend)] == i]) for i, d in enumerate(docs)]
-    merged = merge_documents(kept)
-    if len(docs) > 1:
-        merged = dataclasses.replace(merged, commands=[c for d in docs for c in (d.commands or [])] or None)
-    return merged

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from irlens.ir import Graph
-from irlens.matrix import Document, read_document
+from irlens.matrix import BadDocument, Document, read_document
 from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
+from irlens.matrix.schema import FIELD, SCHEMA, migrate
 
 ROOT = Path(__file__).resolve().parents[2]
 PLACES = [ROOT / "docs" / "results", ROOT / "tests" / "data"]
@@ -49,6 +50,30 @@ def test_a_committed_document_reads_as_typed_records(name):
         assert {n: c.err for n, c in row.results.items() if c.err is not None and c.err != float("inf")} == {
             n: e for n, e in raw.get("per_result", {}).items() if e is not None}
     assert Document.from_json(doc.to_json()).rows == doc.rows
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_a_committed_document_migrates_to_what_the_writer_writes(name):
+    """Each committed document predates versions (schema 0); its migration is the current form:
+    exactly what the writer writes of the rows read from it, and a fixed point of migrating."""
+    data = json.loads(gzip.open(ROOT / name).read() if name.endswith(".gz") else (ROOT / name).read_text())
+    assert FIELD not in data
+    migrated = migrate(data, name)
+    assert migrated[FIELD] == SCHEMA and FIELD not in data  # the input is left as it was
+    assert migrated == read_document(ROOT / name).to_json()
+    assert migrate(migrated) == migrated
+
+
+@pytest.mark.parametrize("version", [SCHEMA + 1, -1, "1", None])
+def test_a_document_of_a_version_this_irlens_does_not_know_is_a_clear_error(tmp_path, capsys, version):
+    from irlens.cli import main
+
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({**Document("compare", []).to_json(), FIELD: version}))
+    with pytest.raises(BadDocument, match=f"field 'schema' is {version!r}: this irlens reads versions 0 to {SCHEMA}"):
+        read_document(path)
+    assert main(["report", "--from", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert "field 'schema'" in capsys.readouterr().err
 
 
 def test_result_checks_cross_from_a_worker_and_into_a_document_the_same():

@@ -227,8 +227,9 @@ def test_a_bench_stopped_by_an_error_keeps_its_rows_and_a_rerun_completes_it(tmp
     import errno
 
     import irlens.bench.run
-    from irlens.bench.run import BenchConfig, bench, merge_parts, merge_rerun, restrict_to_rerun
+    from irlens.bench.run import BenchConfig, bench, restrict_to_rerun
     from irlens.matrix import read_document, write_document
+    from irlens.matrix.join import RERUN, join, part
     from irlens.matrix.row import STOPPED_PHASE
 
     _stub_ceilings(monkeypatch)
@@ -258,13 +259,13 @@ def test_a_bench_stopped_by_an_error_keeps_its_rows_and_a_rerun_completes_it(tmp
     assert stopped.rows[0].must is not None and stopped.ceilings is not None  # a bench row, against its ceilings
 
     monkeypatch.setattr(irlens.bench.run, "annotate_kernels", real)
-    config, previous = BenchConfig(*matrix, preset="tiny"), stopped.to_json()
-    assert restrict_to_rerun(config, previous) and config.only == {"float32": frozenset({("gelu", "fwd", "inductor")})}
+    config = BenchConfig(*matrix, preset="tiny")
+    assert restrict_to_rerun(config, stopped) and config.only == {"float32": frozenset({("gelu", "fwd", "inductor")})}
     rerun = bench(config.workloads, config.backends, config.modes, config.dtypes, "cpu", "tiny", 300, only=config.only,
-                  cache_dir=tmp_path / "cache").to_json()
-    assert [(r["backend"], r["status"]) for r in rerun["rows"]] == [("inductor", "ok")]
-    whole = merge_rerun(previous, merge_parts([(None, rerun)]))
-    assert [(r["backend"], r["status"]) for r in whole["rows"]] == [("eager", "ok"), ("inductor", "ok")]
+                  cache_dir=tmp_path / "cache")
+    assert [(r.backend, r.status) for r in rerun.rows] == [("inductor", "ok")]
+    whole = join([stopped, part(rerun, None)], RERUN)
+    assert [(r.backend, r.status) for r in whole.rows] == [("eager", "ok"), ("inductor", "ok")]
 
 
 # --- the check against Nsight Compute's counters: everything but ncu itself -------------------------

@@ -4,12 +4,13 @@ import dataclasses
 import pytest
 
 from irlens import cost
-from irlens.bench.run import BenchConfig, merge_parts, merge_rerun, restrict_to_rerun, run_bench, share_matrix
+from irlens.bench.run import BenchConfig, bench, restrict_to_rerun, run_bench, share_matrix
 from irlens.reporting.bench_page import write_results_page
 from irlens.ceilings import Ceilings, Gemm, sweep
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 from irlens.runtime.isolation import WorkerSession
 from irlens.matrix import Row
+from irlens.matrix.join import PARTS, RERUN, join, part
 from irlens.matrix.records import StepWork
 from irlens.reporting.roofline import roofline
 from irlens.runtime.timing import DeviceTiming
@@ -70,9 +71,9 @@ def test_gemm_shapes_come_from_the_common_view():
 def _stub_ceilings(monkeypatch, ceilings: Ceilings) -> None:
     """`irlens bench` on the CPU: the ceilings need a GPU, so their worker call returns these."""
     real_call = WorkerSession.call
-    monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout: {
+    monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout, max_wait_s=0.0: {
         "ceilings": ceilings.to_json(), "source": ceilings.source}
-        if fn == "irlens.bench.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout))
+        if fn == "irlens.bench.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout, max_wait_s))
 
 
 @pytest.mark.slow
@@ -126,13 +127,14 @@ def test_bench_over_two_gpus_keeps_each_gpus_ceilings(monkeypatch, tmp_path):
     parts = []
     for gpu, dtype, copy in (("0", "bfloat16", 1000.0), ("1", "float32", 2000.0)):
         _stub_ceilings(monkeypatch, stub_ceilings(copy))
-        parts.append((gpu, run_bench(["gelu"], ["eager"], ["fwd"], [dtype], device="cpu", preset="tiny")))
-    doc = merge_parts(parts)
-    assert [(r["gpu"], r["dtype"], r["ceilings"]["memory_gbps"]) for r in doc["rows"]] == \
+        parts.append(part(bench(["gelu"], ["eager"], ["fwd"], [dtype], device="cpu", preset="tiny"), gpu))
+    doc = join(parts, PARTS)
+    assert [(r.gpu, r.dtype, r.ceilings["memory_gbps"]) for r in doc.rows] == \
         [("0", "bfloat16", 1000.0), ("1", "float32", 2000.0)]
-    assert [(p["gpu"], p["dtypes"], p["modes"]) for p in doc["parts"]] == [("0", ["bfloat16"], ["fwd"]),
-                                                                           ("1", ["float32"], ["fwd"])]
-    doc["wall_s"], doc["device_name"] = 1.0, "stub"
+    assert [(p["gpu"], p["dtypes"], p["modes"]) for p in doc.parts] == [("0", ["bfloat16"], ["fwd"]),
+                                                                        ("1", ["float32"], ["fwd"])]
+    assert doc.wall_s == max(p["wall_s"] for p in doc.parts)  # the GPUs ran at once
+    doc.wall_s, doc.device_name = 1.0, "stub"
     page = write_results_page(doc, tmp_path / "r.md", "r.json", "irlens bench --gpus 0,1")[0].read_text()
     assert "on GPU 0 (its rows: bfloat16, fwd): memory **1000 GB/s**" in page
     assert "on GPU 1 (its rows: float32, fwd): memory **2000 GB/s**" in page
@@ -143,28 +145,30 @@ def test_bench_rerun_runs_only_the_rows_not_ok_and_replaces_them(monkeypatch, tm
     # `irlens bench --rerun h200.json`: the rows that failed or did not run, and only those, run
     # again; the document keeps every other row with its first run's GPU and ceilings
     _stub_ceilings(monkeypatch, stub_ceilings(1000.0))
-    first = merge_parts([("0", run_bench(["gelu", "tinyhead"], ["eager", "inductor"], ["fwd"], ["float32"],
-                                         device="cpu", preset="tiny"))])
-    assert [r["status"] for r in first["rows"]] == ["ok"] * 4
-    lost = next(i for i, r in enumerate(first["rows"]) if (r["workload"], r["backend"]) == ("gelu", "inductor"))
-    first["rows"][lost] = {**first["rows"][lost], "status": "unavailable", "reason": "not run: budget"}
+    first = part(bench(["gelu", "tinyhead"], ["eager", "inductor"], ["fwd"], ["float32"], device="cpu", preset="tiny"),
+                 "0")
+    assert [r.status for r in first.rows] == ["ok"] * 4
+    lost = next(i for i, r in enumerate(first.rows) if (r.workload, r.backend) == ("gelu", "inductor"))
+    first.rows[lost] = dataclasses.replace(first.rows[lost], status="unavailable", reason="not run: budget")
     args = BenchConfig(dtypes=None, workloads=None, modes=["fwd", "fwdbwd"], backends=None)
     assert restrict_to_rerun(args, first)
     assert args.only == {"float32": frozenset({("gelu", "fwd", "inductor")})}
     assert (args.dtypes, args.workloads, args.modes, args.backends) == (["float32"], ["gelu"], ["fwd"], ["inductor"])
 
     _stub_ceilings(monkeypatch, stub_ceilings(3000.0))
-    rerun = merge_parts([("3", run_bench(args.workloads, args.backends, args.modes, args.dtypes, device="cpu",
-                                         preset="tiny", only=args.only))])
-    assert [(r["workload"], r["backend"], r["status"]) for r in rerun["rows"]] == [("gelu", "inductor", "ok")]
-    doc = merge_rerun(first, rerun)
-    assert [(r["workload"], r["backend"], r["status"], r["gpu"], r["ceilings"]["memory_gbps"]) for r in doc["rows"]] == [
+    rerun = part(bench(args.workloads, args.backends, args.modes, args.dtypes, device="cpu", preset="tiny",
+                       only=args.only), "3")
+    assert [(r.workload, r.backend, r.status) for r in rerun.rows] == [("gelu", "inductor", "ok")]
+    first.commands, rerun.commands = ["irlens bench --gpus 0"], ["irlens bench --rerun r.json"]
+    doc = join([first, rerun], RERUN)
+    assert [(r.workload, r.backend, r.status, r.gpu, r.ceilings["memory_gbps"]) for r in doc.rows] == [
         ("gelu", "eager", "ok", "0", 1000.0), ("gelu", "inductor", "ok", "3", 3000.0),
         ("tinyhead", "eager", "ok", "0", 1000.0), ("tinyhead", "inductor", "ok", "0", 1000.0)]
+    assert (doc.reruns, doc.wall_s) == (1, first.wall_s + rerun.wall_s)  # the runs one after the other
     assert not restrict_to_rerun(BenchConfig(dtypes=None, workloads=None, modes=["fwd"], backends=None), doc)
 
-    doc["device_name"], doc["commands"] = "stub", ["irlens bench --gpus 0", "irlens bench --rerun r.json"]
-    page = write_results_page(doc, tmp_path / "r.md", "r.json", doc["commands"][-1])[0].read_text()
+    doc.device_name = "stub"
+    page = write_results_page(doc, tmp_path / "r.md", "r.json", doc.commands[-1])[0].read_text()
     assert "Produced by `irlens bench --gpus 0`, then\n`irlens bench --rerun r.json`" in page
     assert "a rerun on GPU 3 (its rows: float32, fwd): memory **3000 GB/s**" in page
     assert "the first run on GPU 0 (its rows: float32, fwd): memory **1000 GB/s**" in page

@@ -254,7 +254,7 @@ def test_every_figure_above_100_is_flagged_in_every_output(tmp_path):
     cells = re.findall(r"\| (\d+\.\d)( model error| \(L2\))? \|$", report, re.M)
     assert cells and all(float(pct) <= 100.0 or mark == " model error" for pct, mark in cells)
     page = tmp_path / "bench.md"
-    write_results_page(doc.to_json(), page, "bench.json", "irlens bench")
+    write_results_page(doc, page, "bench.json", "irlens bench")
     lines = [line for line in page.read_text().splitlines() if line.startswith(("| gelu |", "| block |"))]
     assert sum("✗" in line for line in lines) == sum(1 for c in flagged_rows.values() if c)
 

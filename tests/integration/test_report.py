@@ -131,16 +131,16 @@ def test_report_main_reads_results_and_rejects_bad_files(tmp_path, capsys):
 def test_merged_documents_keep_devices_apart():
     cpu, gpu = synthetic_document(), synthetic_document()
     gpu.update(device="cuda", device_name="NVIDIA H100 80GB HBM3")
-    from irlens.reporting import merge_documents
+    from irlens.matrix.join import UNION, join
 
-    doc = merge_documents([Document.from_json(cpu), Document.from_json(gpu)])
+    doc = join([Document.from_json(cpu), Document.from_json(gpu)], UNION)
     assert set(group_rows(doc.rows)) == {("tinyhead", "fwd", "cpu"), ("tinyhead", "fwd", "cuda")}
     html = render_html(build_report(doc))
     assert "tinyhead · fwd · cuda" in html and "tinyhead · fwd · cpu" in html
     # a shard that had nothing to run (no rows, no GPU name) adds no device to the joined one's
     empty = dict(synthetic_document(), rows=[], device="cuda", device_name=None)
     for order in ([gpu, empty], [empty, gpu]):
-        doc = merge_documents([Document.from_json(d) for d in order])
+        doc = join([Document.from_json(d) for d in order], UNION)
         assert (doc.device, doc.device_name) == ("cuda (NVIDIA H100 80GB HBM3)", "NVIDIA H100 80GB HBM3")
 
 def test_percent_of_ceiling():
@@ -308,11 +308,12 @@ def test_committed_documents_read_back_with_every_field(name):
     import json
 
     from irlens.matrix import read_document
+    from irlens.matrix.schema import SCHEMA
 
     data = json.loads(gzip.open(DATA / name).read() if name.endswith(".gz") else (DATA / name).read_text())
     doc = read_document(DATA / name)
     assert doc.kind == ("cross" if name.startswith("cross") else "bench") and len(doc.rows) == len(data["rows"])
-    assert doc.to_json() == data
+    assert "schema" not in data and doc.to_json() == {**data, "schema": SCHEMA}  # the version is all it adds
 
 
 @pytest.mark.parametrize("path", ["h100-bench.json.gz", "h100-checks.json.gz", "zoo-cpu-tiny.json.gz",

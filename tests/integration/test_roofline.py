@@ -408,7 +408,7 @@ def test_the_report_and_the_bench_page_name_the_kernel_a_ceiling_was_raised_by(t
     report = write_report(doc, tmp_path / "report", frontends=False)["md"].read_text()
     assert raised in report and "model error:" not in report
     page = tmp_path / "bench.md"
-    write_results_page(recompute(doc).to_json(), page, "bench.json", "irlens bench")
+    write_results_page(recompute(doc), page, "bench.json", "irlens bench")
     rows = [line for line in page.read_text().splitlines() if line.startswith("| lm_cross_entropy")]
     assert raised in page.read_text() and rows and not any("✗" in line for line in rows)
 

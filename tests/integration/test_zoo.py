@@ -31,7 +31,8 @@ from irlens.models.zoo.entry import projection_loss
 from irlens.numerics import Bound, allowed_errors, compare_results, ill_conditioned, rel_err, unit_roundoff
 from irlens.reporting.zoo_page import model_table, signature, summarize, upstream_of, zoo_markdown
 from irlens.workload import MODES, Workload, mean_square_loss, run_eager
-from irlens.zoo.run import fill_cells, merge_shards, parse_shard, shard_of, zoo_models
+from irlens.matrix.join import RERUN, SHARDS, join
+from irlens.zoo.run import fill_cells, parse_shard, shard_of, zoo_models
 
 from tests.support.workload_cache import acquired, instance, reference
 from tests.support.perturbed_eager import PerturbedEager
@@ -339,21 +340,21 @@ def test_a_later_run_fills_the_cells_a_budget_left_and_the_join_says_the_dtype(t
     starved = Document("compare", [_row("model_a", "fwd", "inductor", "unavailable", phase=STARVED_PHASE),
                                    _row("model_b", "fwd", "inductor", "unavailable", phase=STARVED_PHASE)],
                        "cuda", "NVIDIA H200", preset="bench", dtype="bfloat16")
-    merged = merge_shards([first, later, dataclasses.replace(later, rows=[]), starved])
+    merged = join([first, later, dataclasses.replace(later, rows=[]), starved], SHARDS)
     cells = {(r.workload, r.backend): (r.status, r.phase) for r in merged.rows}
     assert cells == {("model_a", "eager"): ("ok", ""), ("model_a", "inductor"): ("ok", ""),
                      ("model_b", "inductor"): ("unavailable", STARVED_PHASE)}
     assert "## Not run" in zoo_markdown(merged)  # every n/a says why, each kind once
     assert "- **inductor fwd: unavailable** — 1 row: model_b" in zoo_markdown(merged).split("## Not run")[1]
-    merged = merge_shards([first, later])
+    merged = join([first, later], SHARDS)
     assert merged.dtype == "bfloat16" and "dtype bfloat16" in zoo_markdown(merged)
     assert "2.00x" in zoo_markdown(merged)
     with pytest.raises(UsageError, match="shards overlap"):
-        merge_shards([later, later])
+        join([later, later], SHARDS)
     # a rerun of one cell: the last document's row, the others kept
     again = Document("compare", [_row("model_a", "fwd", "inductor", "mismatch", run_us=40.0)], "cuda", "NVIDIA H200",
                      preset="bench", dtype="bfloat16")
-    rerun = merge_shards([merge_shards([first, later]), again], rerun=True)
+    rerun = join([join([first, later], SHARDS), again], RERUN)
     assert {(r.workload, r.backend): r.status for r in rerun.rows} == {
         ("model_a", "eager"): "ok", ("model_a", "inductor"): "mismatch", ("model_b", "inductor"): "unavailable"}
 
@@ -397,7 +398,7 @@ def test_fill_runs_only_the_cells_an_earlier_document_has_no_ok_row_for(tmp_path
                  "--mode", "fwd", "--out", str(out)]) == 0
     assert [(r.workload, r.mode, r.backend, r.status) for r in read_document(out / "zoo.json").rows] == [
         ("hf_llama", "fwd", "eager", "ok")]
-    joined = merge_shards([read_document(path), read_document(out / "zoo.json")], rerun=True)
+    joined = join([read_document(path), read_document(out / "zoo.json")], RERUN)
     assert {(r.mode, r.backend): r.status for r in joined.rows} == {
         ("fwd", "eager"): "ok", ("fwd", "inductor"): "ok", ("fwdbwd", "eager"): "ok", ("fwdbwd", "inductor"): "failed"}
 
@@ -426,9 +427,9 @@ def test_a_joined_rows_speedup_is_against_eager_of_its_own_run():
                                  _row("m", "fwd", "nvfuser", "failed")], "cuda", "NVIDIA H200", preset="bench")
     again = Document("compare", [_row("m", "fwd", "eager", run_us=300.0), _row("m", "fwd", "nvfuser", run_us=100.0)],
                      "cuda", "NVIDIA H200", preset="bench")
-    merged = merge_shards([first, again], rerun=True)
+    merged = join([first, again], RERUN)
     assert merged.device == "cuda (NVIDIA H200)"
-    assert merge_shards([merged, again], rerun=True).device == "cuda (NVIDIA H200)"
+    assert join([merged, again], RERUN).device == "cuda (NVIDIA H200)"
     assert {r.backend: r.eager_us for r in merged.rows} == {"eager": None, "inductor": 100.0, "nvfuser": 300.0}
     speedups = {s.backend: s.speedups for s in summarize(merged)}
     assert speedups["inductor"] == {"m": 2.0} and speedups["nvfuser"] == {"m": 3.0}
@@ -494,7 +495,7 @@ def test_a_missing_library_is_a_clear_error_and_an_unavailable_model(monkeypatch
     page = Document("compare", [_row("hf_bert", "fwd", "eager")], "cpu", "cpu", preset="tiny")
     doc = run_zoo(ZooConfig(models=["hf_bert"], backends=["eager"], fill=page), progress=False)
     assert [(r.mode, r.status) for r in doc.rows] == [("fwdbwd", "unavailable")]
-    assert {r.mode: r.status for r in merge_shards([page, doc], rerun=True).rows} == {"fwd": "ok", "fwdbwd": "unavailable"}
+    assert {r.mode: r.status for r in join([page, doc], RERUN).rows} == {"fwd": "ok", "fwdbwd": "unavailable"}
 
 
 def test_weight_norm_backward_expands_as_aten_computes_it():

@@ -64,7 +64,7 @@ def test_the_document_keeps_them_and_the_page_shows_where_the_time_went(tmp_path
     doc = Document("bench", [], "cuda", "GPU", {}, "tiny", driver="1", wall_s=367.0, time_spent=time_spent(progress))
     again = Document.from_json(doc.to_json())
     assert again.time_spent == doc.time_spent
-    page = write_results_page(again.to_json(), tmp_path / "r.md", "r.json", "irlens bench")[0].read_text()
+    page = write_results_page(again, tmp_path / "r.md", "r.json", "irlens bench")[0].read_text()
     table = page[page.index("## Where the time went"):].split("\n\n")[2].splitlines()
     assert table[2:] == [
         "| compiling ahead | 0:02 | 1:02 | 1.0 | 4 | 2 | 1.0 |",
@@ -80,8 +80,8 @@ def test_the_document_keeps_them_and_the_page_shows_where_the_time_went(tmp_path
 def test_a_document_without_them_reads_and_a_bad_one_names_the_field(tmp_path):
     old = Document("bench", [], "cuda", "GPU", {}, "tiny", driver="1", wall_s=60.0).to_json()
     assert "time_spent" not in old
-    page = write_results_page(old, tmp_path / "r.md", "r.json", "irlens bench")[0].read_text()
+    page = write_results_page(Document.from_json(old), tmp_path / "r.md", "r.json", "irlens bench")[0].read_text()
     assert "wall time 1.0 min" in page and "Where the time went" not in page
     bad = {**old, "time_spent": {"spans": [{"name": "ceilings", "start_s": "soon", "end_s": 3.0}]}}
     with pytest.raises(BadDocument, match=r"field 'time_spent' span 1: field 'start_s' is 'soon', not a number"):
-        write_results_page(bad, tmp_path / "r.md", "r.json", "irlens bench")
+        write_results_page(Document.from_json(bad), tmp_path / "r.md", "r.json", "irlens bench")
