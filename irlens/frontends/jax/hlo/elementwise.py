@@ -3,12 +3,12 @@ shifts, reduce-precision, bitcast-convert, chlo's polygamma and square."""
 from __future__ import annotations
 
 
-from irlens.frontends.jax import xla_forms as forms
-from irlens.frontends.jax.hlo_names import BY_DTYPE, COMPARE, OPCODES
-from irlens.frontends.jax.jaxpr_elementwise import polygamma_of
-from irlens.frontends.jax.jaxpr_eqn import dtype_kind
-from irlens.frontends.jax.xla_op import XlaOp, register
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped
+from irlens.frontends.jax.xla import forms
+from irlens.frontends.jax.hlo.names import BY_DTYPE, COMPARE, OPCODES
+from irlens.frontends.jax.jaxpr.elementwise import polygamma_of
+from irlens.frontends.jax.jaxpr.eqn import dtype_kind
+from irlens.frontends.jax.xla.op import XlaOp, register
+from irlens.frontends.jax.xla.forms import Emitter, Unmapped
 
 
 def _rename(op: str):

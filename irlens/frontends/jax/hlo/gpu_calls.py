@@ -19,10 +19,10 @@ import json
 import re
 
 from irlens.ir import TensorMeta
-from irlens.frontends.jax import xla_forms as forms
-from irlens.frontends.jax.hlo_structured import CUSTOM_CALLS, TARGET_ATTRS, conv_form, emit_matmul, named
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped
-from irlens.frontends.jax.xla_op import XlaOp
+from irlens.frontends.jax.xla import forms
+from irlens.frontends.jax.hlo.structured import CUSTOM_CALLS, TARGET_ATTRS, conv_form, emit_matmul, named
+from irlens.frontends.jax.xla.forms import Emitter, Unmapped
+from irlens.frontends.jax.xla.op import XlaOp
 
 
 def backend_config(x: XlaOp) -> dict:

@@ -6,7 +6,7 @@ into one of the forms below and `expand_*` writes the canonical nodes. A form th
 ops cannot express exactly raises `Unmapped` with the reason, and the adapter keeps the node
 `unknown:` with that reason: a node never carries a meaning it does not have.
 
-Gather and scatter have their forms in `xla_gather.py`; the rest (the `Emitter` every form
+Gather and scatter have their forms in `gather.py`; the rest (the `Emitter` every form
 writes through, convolution, windows and scans, sort, shifts, while loops and conditionals) is here.
 """
 from __future__ import annotations

@@ -3,10 +3,10 @@ call-like primitives inlined.
 
 A jaxpr is already close to the primitive level (jax.nn.gelu traces to mul/tanh/...), so the
 adapter renames primitives and turns their params into the attrs conventions of `irlens.ops`.
-This module is the walk; the tables are in `jaxpr_names.py`, the handlers in `jaxpr_elementwise.py`,
-`jaxpr_shapes.py` and `jaxpr_structured.py` (their registry in `jaxpr_eqn.py`).
+This module is the walk; the tables are in `names.py`, the handlers in `elementwise.py`,
+`shapes.py` and `structured.py` (their registry in `eqn.py`).
 Every lax primitive is accounted for: renamed (`PRIMITIVES`, `BY_DTYPE`), converted by a
-handler (`HANDLERS`, the structured ones through `irlens.frontends.jax.xla_forms`), inlined
+handler (`HANDLERS`, the structured ones through `irlens.frontends.jax.xla.forms`), inlined
 (`CALLS`), passed through (`IDENTITIES`), or kept `unknown:` with the reason (`CLASSIFIED`:
 random bits, control flow other than while loops and conditionals, linear-algebra
 decompositions). A complex literal is a `complex(re, im)` node (literals are real numbers). A
@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
-from irlens.frontends.jax import (  # noqa: F401  (each registers its handlers)
-    jaxpr_elementwise, jaxpr_shapes, jaxpr_structured)
-from irlens.frontends.jax import xla_forms as forms
-from irlens.frontends.jax.jaxpr_eqn import HANDLERS, Eqn, scalar_of
-from irlens.frontends.jax.jaxpr_names import CALLS, CLASSIFIED, HINTS, IDENTITIES, MAX_SCAN_STEPS, SOLVES
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped, full_attrs
+from irlens.frontends.jax.jaxpr import (  # noqa: F401  (each registers its handlers)
+    elementwise, shapes, structured)
+from irlens.frontends.jax.xla import forms
+from irlens.frontends.jax.jaxpr.eqn import HANDLERS, Eqn, scalar_of
+from irlens.frontends.jax.jaxpr.names import CALLS, CLASSIFIED, HINTS, IDENTITIES, MAX_SCAN_STEPS, SOLVES
+from irlens.frontends.jax.xla.forms import Emitter, Unmapped, full_attrs
 
 
 # closed-over arrays up to this size become `constant` nodes (their values in the node's attrs)

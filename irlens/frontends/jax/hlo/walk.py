@@ -3,13 +3,13 @@
 Optimized HLO is walked through jaxlib's `HloModule` API (`computations()`, each
 instruction's `name`, `opcode`, `operands`). That API exposes no shape, attribute or
 metadata accessors and no protobuf bindings ship with jaxlib, so those are read from each
-instruction's own one-line `to_string()` (hlo_text.py), and source locations from the module's
+instruction's own one-line `to_string()` (text.py), and source locations from the module's
 `FileLocations` / `StackFrames` sections. The ENTRY computation's instructions become nodes,
 fusions expanded into their fused instructions (scope = the fusion instruction's name);
 `walk_entry` says which nodes each ENTRY instruction became (the XLA backend's kernel records,
 `irlens.backends.xla.kernels`, are built from that). Each instruction converts through
-`xla_op.convert` (tables in hlo_names.py, handlers in hlo_elementwise.py, hlo_shapes.py,
-hlo_structured.py, hlo_gpu_calls.py).
+`xla.op.convert` (tables in names.py, handlers in elementwise.py, shapes.py,
+structured.py, gpu_calls.py).
 
 A `while` (condition= and body= computations) becomes the canonical `while`, its condition and
 body read by the same walk into closed graphs of their own (`Node.subgraphs`, their inputs the
@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
-from irlens.frontends.jax import (  # noqa: F401  (each registers its handlers)
-    hlo_elementwise, hlo_gpu_calls, hlo_shapes, hlo_structured)
-from irlens.frontends.jax import xla_forms as forms
-from irlens.frontends.jax.hlo_gpu_bodies import WIDENS, holds
-from irlens.frontends.jax.hlo_text import (Instruction, SourceFrame, int_list, literal_value, metadata_fields,
+from irlens.frontends.jax.hlo import (  # noqa: F401  (each registers its handlers)
+    elementwise, gpu_calls, shapes, structured)
+from irlens.frontends.jax.xla import forms
+from irlens.frontends.jax.hlo.gpu_bodies import WIDENS, holds
+from irlens.frontends.jax.hlo.text import (Instruction, SourceFrame, int_list, literal_value, metadata_fields,
                                            parse_instruction, parse_stack_frames, scalar_literal)
-from irlens.frontends.jax.jaxpr import at_level
-from irlens.frontends.jax.xla_op import Body, BodyOp, XlaOp, convert
+from irlens.frontends.jax.jaxpr.walk import at_level
+from irlens.frontends.jax.xla.op import Body, BodyOp, XlaOp, convert
 
 # opcodes whose result holds only elements of their first operand
 _MOVES_ELEMENTS = frozenset({"bitcast", "reshape", "copy", "transpose", "broadcast", "slice", "reverse"})

@@ -3,7 +3,7 @@ attributes); `func.call`s into private functions are inlined (scope = the callee
 (no live result, no effect) make no node. A `while`'s cond and do regions become the canonical
 `while`'s closed graphs (`Node.subgraphs`, their inputs the loop's carried values), `case`/`if`
 the canonical `cond` (the regions read values of the enclosing function: those become the
-node's operands). Each op converts through `xla_op.convert`, as HLO's instructions do."""
+node's operands). Each op converts through `xla.op.convert`, as HLO's instructions do."""
 from __future__ import annotations
 
 import re
@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
-from irlens.frontends.jax import (  # noqa: F401  (each registers its handlers)
-    hlo_elementwise, hlo_shapes, hlo_structured)
-from irlens.frontends.jax import xla_forms as forms
-from irlens.frontends.jax.hlo_names import stablehlo_opcode
-from irlens.frontends.jax.jaxpr import at_level
-from irlens.frontends.jax.xla_op import Body, BodyOp, XlaOp, convert
-from irlens.frontends.jax.xla_forms import full_attrs
+from irlens.frontends.jax.hlo import (  # noqa: F401  (each registers its handlers)
+    elementwise, shapes, structured)
+from irlens.frontends.jax.xla import forms
+from irlens.frontends.jax.hlo.names import stablehlo_opcode
+from irlens.frontends.jax.jaxpr.walk import at_level
+from irlens.frontends.jax.xla.op import Body, BodyOp, XlaOp, convert
+from irlens.frontends.jax.xla.forms import full_attrs
 
 
 def stablehlo_to_graph(module, *, name: str, frontend: str = "jax", stage: str = "jax.stablehlo",

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Callable
 
 from irlens.ir import Arg, TensorMeta, canonical_dtype
-from irlens.frontends.jax import xla_forms as forms
-from irlens.frontends.jax.jaxpr_eqn import Eqn, dtype_kind, register
-from irlens.frontends.jax.jaxpr_names import BY_DTYPE, PRIMITIVES
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped, full_attrs
+from irlens.frontends.jax.xla import forms
+from irlens.frontends.jax.jaxpr.eqn import Eqn, dtype_kind, register
+from irlens.frontends.jax.jaxpr.names import BY_DTYPE, PRIMITIVES
+from irlens.frontends.jax.xla.forms import Emitter, Unmapped, full_attrs
 
 
 def _rename(op: str):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from irlens.ir import Arg, TensorMeta
-from irlens.frontends.jax.xla_forms import Emitter
+from irlens.frontends.jax.xla.forms import Emitter
 
 
 def matmul_attrs(lhs_rank: int, rhs_rank: int, lhs_contract, rhs_contract, lhs_batch, rhs_batch) -> dict:

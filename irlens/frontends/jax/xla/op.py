@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
-from irlens.frontends.jax.hlo_names import CLASSIFIED
-from irlens.frontends.jax.hlo_text import int_list
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped
+from irlens.frontends.jax.hlo.names import CLASSIFIED
+from irlens.frontends.jax.hlo.text import int_list
+from irlens.frontends.jax.xla.forms import Emitter, Unmapped
 
 
 @dataclass(frozen=True)

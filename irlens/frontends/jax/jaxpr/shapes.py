@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from irlens.ir import canonical_dtype
-from irlens.frontends.jax.jaxpr_eqn import Eqn, ints, register
-from irlens.frontends.jax.xla_forms import Emitter, full_attrs
+from irlens.frontends.jax.jaxpr.eqn import Eqn, ints, register
+from irlens.frontends.jax.xla.forms import Emitter, full_attrs
 
 
 def _broadcast_in_dim(e: Emitter, q: Eqn) -> None:

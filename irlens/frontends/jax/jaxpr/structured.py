@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from irlens.ir import TensorMeta
 from irlens.frontends.jax import linalg
-from irlens.frontends.jax import xla_forms as forms
-from irlens.frontends.jax import xla_gather
-from irlens.frontends.jax.jaxpr_eqn import Eqn, dim_tuple, ints, matmul_attrs, register, scalar_of
-from irlens.frontends.jax.jaxpr_elementwise import as_dtype
-from irlens.frontends.jax.jaxpr_names import SCANS
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped
+from irlens.frontends.jax.xla import forms
+from irlens.frontends.jax.xla import gather as xla_gather
+from irlens.frontends.jax.jaxpr.eqn import Eqn, dim_tuple, ints, matmul_attrs, register, scalar_of
+from irlens.frontends.jax.jaxpr.elementwise import as_dtype
+from irlens.frontends.jax.jaxpr.names import SCANS
+from irlens.frontends.jax.xla.forms import Emitter, Unmapped
 
 
 def _while(e: Emitter, q: Eqn) -> None:

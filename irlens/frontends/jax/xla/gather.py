@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped
+from irlens.frontends.jax.xla.forms import Emitter, Unmapped
 from irlens.ir import Arg, TensorMeta
 
 MODES = ("promise", "clip", "fill", "drop")

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from irlens.ir import Arg, TensorMeta
-from irlens.frontends.jax.xla_forms import Emitter
-from irlens.frontends.jax.xla_op import Body, BodyOp, XlaOp
+from irlens.frontends.jax.xla.forms import Emitter
+from irlens.frontends.jax.xla.op import Body, BodyOp, XlaOp
 
 # float type -> the wider ones that hold each of its values exactly (float normalization rounds
 # through the narrow ones)

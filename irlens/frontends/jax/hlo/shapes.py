@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from irlens.frontends.jax.hlo_text import int_list
-from irlens.frontends.jax.xla_op import XlaOp, register
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped, dtype_bits, full_attrs
+from irlens.frontends.jax.hlo.text import int_list
+from irlens.frontends.jax.xla.op import XlaOp, register
+from irlens.frontends.jax.xla.forms import Emitter, Unmapped, dtype_bits, full_attrs
 
 
 def _literal_or(op: str, attrs):

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from irlens.ir import Arg, canonical_dtype
-from irlens.frontends.jax.jaxpr import source_span
+from irlens.frontends.jax.jaxpr.walk import source_span
 
 
 _ARRAY_SHAPE = re.compile(r"(\w+)\[([\d,]*)\](?:\{([\d,]*))?")
@@ -25,7 +25,7 @@ class SourceFrame:
     end_column: int
 
     def __str__(self) -> str:
-        """file:line:column-end_line:end_column, as `irlens.frontends.jax.jaxpr.source_span` writes it."""
+        """file:line:column-end_line:end_column, as `irlens.frontends.jax.jaxpr.walk.source_span` writes it."""
         return source_span(self.file, self.line, self.column, self.end_line, self.end_column)
 
 

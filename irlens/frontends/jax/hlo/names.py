@@ -9,7 +9,7 @@ from irlens.ops import check_vocabulary
 
 # HLO opcode (as printed in HLO text) -> canonical op, for opcodes whose attrs need no
 # translation. StableHLO names map onto these through `stablehlo_opcode`; the structured
-# opcodes (data movement and casts: hlo_shapes; shifts: hlo_elementwise) are converted by
+# opcodes (data movement and casts: shapes.py; shifts: elementwise.py) are converted by
 # `HANDLERS`, the rest classified in `CLASSIFIED`.
 OPCODES: dict[str, str] = {
     "add": "add", "subtract": "sub", "multiply": "mul", "negate": "neg",

@@ -1,22 +1,22 @@
 """HLO / StableHLO handlers of structured opcodes, through `xla_forms` / `xla_gather` / `linalg`:
 dot, reductions and arg-reductions, reduce-window and select-and-scatter,
 gather and scatter, sort and top-k, triangular solve and LAPACK custom calls, convolution,
-while loops and conditionals; the GPU libraries' custom calls are in hlo_gpu_calls."""
+while loops and conditionals; the GPU libraries' custom calls are in gpu_calls.py."""
 from __future__ import annotations
 
 import re
 
 from irlens.ir import TensorMeta
 from irlens.frontends.jax import linalg
-from irlens.frontends.jax import xla_forms as forms
-from irlens.frontends.jax import xla_gather
-from irlens.frontends.jax.hlo_gpu_bodies import (narrowed, sort_params, stable_tie_break, unrounded, unrounding,
+from irlens.frontends.jax.xla import forms
+from irlens.frontends.jax.xla import gather as xla_gather
+from irlens.frontends.jax.hlo.gpu_bodies import (narrowed, sort_params, stable_tie_break, unrounded, unrounding,
                                                   unrounding_scatter)
-from irlens.frontends.jax.hlo_names import OPCODES
-from irlens.frontends.jax.hlo_text import int_list
-from irlens.frontends.jax.jaxpr_eqn import matmul_attrs
-from irlens.frontends.jax.xla_op import Body, XlaOp, formula, logaddexp_trees, register
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped
+from irlens.frontends.jax.hlo.names import OPCODES
+from irlens.frontends.jax.hlo.text import int_list
+from irlens.frontends.jax.jaxpr.eqn import matmul_attrs
+from irlens.frontends.jax.xla.op import Body, XlaOp, formula, logaddexp_trees, register
+from irlens.frontends.jax.xla.forms import Emitter, Unmapped
 
 
 def _dot(e: Emitter, x: XlaOp) -> None:
@@ -273,7 +273,7 @@ def named(x: XlaOp, k: int) -> TensorMeta:
 
 def _sort(e: Emitter, x: XlaOp) -> None:
     """A sort whose comparator compares the first operand's two elements (LT ascending, GT
-    descending); the other operands follow the permutation. XLA's GPU rewrites (hlo_gpu_bodies):
+    descending); the other operands follow the permutation. XLA's GPU rewrites (gpu_bodies.py):
     a comparator that rounds the elements down compares them rounded (the sort's key), and one
     whose ties go to the lower element of an iota along the sort dim is a stable sort."""
     body = x.bodies.get("to_apply")
@@ -347,7 +347,7 @@ def _custom_call(e: Emitter, x: XlaOp) -> None:
 
 # attributes only some custom-call targets read (a cuDNN convolution's window and dimension labels)
 TARGET_ATTRS = frozenset({"window", "dim_labels", "feature_group_count", "batch_group_count"})
-# custom-call target -> (handler, the attributes of TARGET_ATTRS it reads); hlo_gpu_calls adds the
+# custom-call target -> (handler, the attributes of TARGET_ATTRS it reads); gpu_calls.py adds the
 # GPU libraries' calls
 CUSTOM_CALLS: dict[str, tuple] = {"TopK": (_top_k, frozenset())}
 
