@@ -21,8 +21,8 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
-from irlens.parallel.deepseek_v3 import DeepSeekV3, GroupedExperts
-from irlens.parallel.simple_fsdp import MixedPrecision, parametrized_class
+from irlens.parallel.models.deepseek_v3.model import DeepSeekV3, GroupedExperts
+from irlens.parallel.parallelize.simple_fsdp import MixedPrecision, parametrized_class
 
 EFSDP_DIM = "dp_shard_mod_ep"
 EP_DIM = "ep"

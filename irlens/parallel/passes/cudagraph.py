@@ -24,6 +24,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
+from torch import fx
+
+from irlens.parallel.passes.registry import GRAPH_PASSES, require_gpu
+from irlens.parallel.passes.run import run_graph
+from irlens.parallel.passes.summary import PassContext
 
 WARMUP_CALLS = 1  # eager calls before recording
 _RECORDED: "weakref.WeakSet[CUDAGraphWrapper]" = weakref.WeakSet()
@@ -96,3 +101,12 @@ class CUDAGraphWrapper:
 
 def _ptr(x) -> int | None:
     return x.data_ptr() if isinstance(x, torch.Tensor) else None
+
+
+def cudagraph(compiled: Callable, ctx: PassContext) -> Callable:
+    require_gpu(GRAPH_PASSES["cudagraph"])
+
+    if "cudagraph" not in ctx.shared:  # the forward's and the backward's graphs share one
+        ctx.shared["cudagraph"] = CUDAGraphGroup()
+    fn = run_graph(compiled) if isinstance(compiled, fx.GraphModule) else compiled
+    return CUDAGraphWrapper(fn, ctx.stage, ctx.shared["cudagraph"])

@@ -8,7 +8,7 @@ itself (expert parallelism borrows its ep ranks from dp_shard). gloo on the CPU,
 prints a line per step and, last, one JSON line with the configuration and its tokens/s,
 MFU and peak memory (and, for MoE models, the router's load balance), for collecting results.
 With `--profile DIR` the last steps are profiled: each rank's trace goes to DIR, rank 0 prints
-where its step time went (irlens.parallel.profile) and writes the JSON line to DIR/summary.json too.
+where its step time went (irlens.parallel.train.profile) and writes the JSON line to DIR/summary.json too.
 
 A run is described by one TrainConfig (irlens.parallel.config: its parts; irlens.cli.train builds
 it from the command line, nothing here parses flags). The ranks `run_training` spawns get that
@@ -29,18 +29,18 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from irlens.parallel import checkpoint as ckpt
-from irlens.parallel.async_tp import PassUnavailable, require_symmetric_memory, unsupported_here
+from irlens.parallel.train import checkpoint as ckpt
+from irlens.parallel.parallelize.async_tp import PassUnavailable, require_symmetric_memory, unsupported_here
 from irlens.parallel.capture import compile_joint
-from irlens.parallel.data import TokenDataset
+from irlens.parallel.train.data import TokenDataset
 from irlens.parallel.config import TrainConfig
-from irlens.parallel.distributed import init_process_group, launched_by_torchrun, mesh_groups, spawn
-from irlens.parallel.metrics import StepMetrics, load_balance, peak_flops, peak_memory_gib, reset_peak_memory
-from irlens.parallel.models import ModelFamily, TrainStep
-from irlens.parallel.passes import numerics_changing, symmetric_memory_passes
-from irlens.parallel.profile import ProfileReport, StepProfiler
-from irlens.parallel.simple_fsdp import DP_DIM, TP_DIM, data_parallel
-from irlens.parallel.tensor_parallel import loss_context
+from irlens.parallel.parallelize.distributed import init_process_group, launched_by_torchrun, mesh_groups, spawn
+from irlens.parallel.train.metrics import StepMetrics, load_balance, peak_flops, peak_memory_gib, reset_peak_memory
+from irlens.parallel.models.families import ModelFamily, TrainStep
+from irlens.parallel.passes.catalog import numerics_changing, symmetric_memory_passes
+from irlens.parallel.train.profile import ProfileReport, StepProfiler
+from irlens.parallel.parallelize.simple_fsdp import DP_DIM, TP_DIM, data_parallel
+from irlens.parallel.parallelize.tensor_parallel import loss_context
 
 WARMUP_STEPS = 2  # left out of the summary's throughput: first-touch allocations, autotuning, cudagraph capture
 

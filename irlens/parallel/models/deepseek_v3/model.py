@@ -30,8 +30,8 @@ from torch.distributed.tensor import Replicate
 from torch.distributed.tensor.parallel import ColwiseParallel, PrepareModuleInputOutput, RowwiseParallel
 
 from irlens.models.common.feed_forward import FeedForward
-from irlens.parallel import llama3
-from irlens.parallel.tensor_parallel import (
+from irlens.parallel.models.llama3 import model as llama3
+from irlens.parallel.parallelize.tensor_parallel import (
     ATTENTION_INPUTS,
     BLOCK_PLAN,
     SEQUENCE,
@@ -39,7 +39,7 @@ from irlens.parallel.tensor_parallel import (
     llama3_block_plan,
     prepared_input,
 )
-from irlens.parallel.tensor_parallel import tensor_parallel as llama3_tensor_parallel
+from irlens.parallel.parallelize.tensor_parallel import tensor_parallel as llama3_tensor_parallel
 
 
 @dataclass(frozen=True, kw_only=True)

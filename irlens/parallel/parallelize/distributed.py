@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 
-from irlens.parallel.simple_fsdp import DP_DIM, TP_DIM
+from irlens.parallel.parallelize.simple_fsdp import DP_DIM, TP_DIM
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class ParallelDims:
     def build_expert_mesh(self, device_type: str) -> DeviceMesh:
         """(dp_shard_mod_ep, ep[, tp]) over the same ranks, in the same order, as build_mesh's mesh:
         dense rank (d, t) is expert rank (d // ep, d % ep, t)."""
-        from irlens.parallel.expert_parallel import EFSDP_DIM, EP_DIM
+        from irlens.parallel.parallelize.expert_parallel import EFSDP_DIM, EP_DIM
 
         shape, names = (self.dp_shard // self.ep, self.ep), (EFSDP_DIM, EP_DIM)
         if self.tp > 1:
@@ -101,11 +101,11 @@ def _rank_entry(rank: int, world_size: int, port: int, fn: Callable, args: tuple
 
 def shutdown() -> None:
     """Leave the process group: CUDA graphs that recorded its collectives go first (see
-    irlens.parallel.cudagraph.release_graphs)."""
+    irlens.parallel.passes.cudagraph.release_graphs)."""
     if not dist.is_initialized():
         return
     if torch.cuda.is_initialized():
-        from irlens.parallel.cudagraph import release_graphs
+        from irlens.parallel.passes.cudagraph import release_graphs
 
         release_graphs()
         torch.cuda.synchronize()
