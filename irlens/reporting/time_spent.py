@@ -1,6 +1,7 @@
-"""Where a bench run's wall time went: its document's `time_spent`, and the results page's table.
+"""Where a bench run's wall time went: its document's `time_spent` read back, and the results page's
+table (the bench records it: irlens.bench.timeline).
 
-The run's progress (irlens.bench_progress) knows when each phase and step began: compiling
+The run's progress (irlens.bench.progress) knows when each phase and step began: compiling
 ahead, waiting for the float64 references and the work counts, the ceilings, each dtype's timed
 cells. Each span lasts until the next one began (the last until the document is made). A phase of
 cells also keeps its cells' seconds added up, how many ran at once, and per backend (the compile
@@ -14,11 +15,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from irlens.bench_progress import BenchProgress, clock_text
 from irlens.json_values import BadDocument, read_record
 
-WAITING = "waiting for the references and work counts"
-CEILINGS = "measuring the ceilings"
+
+def clock_text(seconds: float) -> str:
+    seconds = max(int(round(seconds)), 0)
+    return f"{seconds // 60}:{seconds % 60:02d}"
 
 
 @dataclass
@@ -53,32 +55,6 @@ class Span:
     @classmethod
     def from_json(cls, d: Any, where: str = "span") -> "Span":
         return read_record(cls, d, where, required=("name", "start_s", "end_s"))
-
-
-def _shares(runs: list[tuple[str | None, float, float]]) -> dict[str, Share] | None:
-    shares: dict[str, Share] = {}
-    for group, began, ended in runs:
-        if group is None:
-            continue
-        s = shares.setdefault(group, Share(0, 0.0, began, ended))
-        s.cells, s.busy_s = s.cells + 1, s.busy_s + ended - began
-        s.start_s, s.end_s = min(s.start_s, began), max(s.end_s, ended)
-    return shares or None
-
-
-def time_spent(progress: BenchProgress) -> dict:
-    """The document's `time_spent` from the run's progress so far: {"spans": [...]}."""
-    now = progress.clock() - progress.started
-    timeline = progress.timeline
-    spans = []
-    for (name, began), ended in zip(timeline, [t for _, t in timeline[1:]] + [now]):
-        phase = progress.phases.get(name)
-        span = Span(name, began, ended)
-        if phase is not None:
-            span.cells, span.busy_s, span.width = len(phase.seconds), sum(phase.seconds), phase.width
-            span.backends = _shares(phase.runs)
-        spans.append(span)
-    return {"spans": [s.to_json() for s in spans]}
 
 
 def read_spans(time_spent: Any, where: str = "the document: field 'time_spent'") -> list[Span]:

@@ -9,7 +9,7 @@ width. Steps that are no cells (the ceilings, the work counts) print a line when
 
 It also keeps where the time went: when each phase and step began (`timeline`, seconds since
 the start) and when each cell ran, with its group (the backend a compile ahead served), for the
-bench document's `time_spent` (irlens.bench_time).
+bench document's `time_spent` (irlens.bench.timeline).
 """
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, TextIO
+
+from irlens.reporting.time_spent import clock_text
 
 
 @dataclass
@@ -31,11 +33,6 @@ class Phase:
     @property
     def left(self) -> int:
         return max(self.cells - len(self.seconds), 0)
-
-
-def clock_text(seconds: float) -> str:
-    seconds = max(int(round(seconds)), 0)
-    return f"{seconds // 60}:{seconds % 60:02d}"
 
 
 class BenchProgress:
