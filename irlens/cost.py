@@ -19,10 +19,28 @@ exist, not which of them a backend keeps in registers or passes through memory.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from irlens import ops
-from irlens.ceilings import Gemm
 from irlens.ir import Graph, Kernel, Node, TensorMeta
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """A matrix product's shape: `batch` products of [m, k] @ [k, n]."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.batch * self.m * self.n * self.k
+
+    def __str__(self) -> str:
+        product = f"[{self.m}x{self.k}]@[{self.k}x{self.n}]"
+        return f"{self.batch} x {product}" if self.batch > 1 else product
 
 
 def _numel(shape) -> int:

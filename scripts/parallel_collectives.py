@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from irlens.parallel.config import CompileConfig, ParallelismConfig, TrainingConfig
 from irlens.parallel.dump import capture, capture_config
-from irlens.parallel.passes import collective_kind
+from irlens.parallel.passes.summary import collective_kind
 
 
 def table(step) -> str:

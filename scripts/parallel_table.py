@@ -16,7 +16,7 @@ with a time limit, so a crash or hang costs that row only; its full log is kept 
 output. A row whose pass cannot run on the machine (async TP without symmetric memory) is "not
 run" with `irlens train`'s reason. With `--profile`, every row profiles its last 2 steps
 (traces in the logs folder) and a second table says where the step time went
-(irlens.parallel.profile); tokens/s and MFU then come from the steps after the 2 warm-up steps
+(irlens.parallel.train.profile); tokens/s and MFU then come from the steps after the 2 warm-up steps
 that were not profiled.
 """
 from __future__ import annotations
@@ -170,9 +170,9 @@ def run_row(spec: str, base: TrainConfig, timeout: float, logs: Path, profile: b
     t0 = time.time()
     row = {"row": spec, "options": passes_text(tc)}
     # a worker of its own, in its own process group: on a timeout the spawned ranks go too, and free their GPUs
-    worker = Worker(preload=("irlens.parallel.train",), log=log)
+    worker = Worker(preload=("irlens.parallel.train.loop",), log=log)
     try:
-        summary = worker.call("irlens.parallel.train:training_in_worker", {"config": tc.to_json()}, timeout)
+        summary = worker.call("irlens.parallel.train.loop:training_in_worker", {"config": tc.to_json()}, timeout)
     except CallFailed as e:
         first = next((line for line in e.reason.splitlines() if line.strip()), "")
         return {**row, "wall_s": time.time() - t0, "status": "failed", "reason": first[:200], "config": tc.to_json()}

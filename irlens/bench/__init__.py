@@ -1,4 +1,5 @@
 """`irlens bench`: the matrix timed on a GPU beside measured ceilings (run), its document after every
-row (checkpoint), the ceilings kept per GPU, driver and software (ceilings_cache), and Nsight
-Compute's counters beside the model (ncu). The ceilings' model (irlens.ceilings) and the run's
-progress and time (irlens.bench_progress, irlens.bench_time) stay below: the reports read them."""
+row (checkpoint), the ceilings measured (sweep) and kept per GPU, driver and software (ceilings_cache),
+its progress on stderr (progress), where its time went (timeline), and Nsight Compute's counters beside
+the model (ncu). What the reports read stays where they can import it: the ceilings' record
+(irlens.ceilings) and the time spans read back (irlens.reporting.time_spent)."""

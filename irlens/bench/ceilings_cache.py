@@ -1,6 +1,6 @@
 """Measured ceilings, kept per device and software, so a bench does not sweep them every run.
 
-The sweep (irlens.ceilings) takes a minute or two: bandwidth kernels over buffers up to 2 GiB,
+The sweep (irlens.bench.sweep) takes a minute or two: bandwidth kernels over buffers up to 2 GiB,
 three layouts of each matrix product in two dtypes. Its figures depend on the GPU, its driver,
 and the libraries that pick the kernels (torch and its CUDA, cuBLAS through torch, Triton's
 `do_bench`), so they are kept in `<cache>/ceilings/<key>.json`, the key naming all of them
@@ -18,7 +18,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-from irlens.ceilings import Gemm, Sweep, measure_sweep
+from irlens.bench.sweep import Sweep, measure_sweep
+from irlens.cost import Gemm
 
 SOFTWARE = ("torch", "triton", "jax", "jaxlib")
 

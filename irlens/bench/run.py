@@ -36,9 +36,10 @@ from pathlib import Path
 
 from irlens import cost
 from irlens.bench.checkpoint import Checkpoint
-from irlens.bench_progress import BenchProgress
-from irlens.bench_time import CEILINGS, WAITING, time_spent
-from irlens.ceilings import Ceilings, Gemm, describe
+from irlens.bench.progress import BenchProgress
+from irlens.bench.timeline import CEILINGS, WAITING, time_spent
+from irlens.ceilings import Ceilings, describe
+from irlens.cost import Gemm
 from irlens.bench.ceilings_cache import driver_version
 from irlens.compile_caches import compile_caches
 from irlens.frontends import work_frontend

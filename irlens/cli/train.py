@@ -46,7 +46,7 @@ def train_config(args, base=None):
 def add_parallel_options(parser, d) -> None:
     """What `irlens train` and `irlens dump --frontend joint` both take, with the defaults of `d`
     (a TrainConfig) named in the help."""
-    from irlens.parallel.passes import GRAPH_PASSES, JOINT_PASSES
+    from irlens.parallel.passes.registry import GRAPH_PASSES, JOINT_PASSES
 
     p, t = d.parallelism, d.training
     parser.add_argument("--dp-shard", type=positive_int, default=p.dp_shard, help=f"SimpleFSDP degree (default: {p.dp_shard})")
@@ -71,9 +71,10 @@ def add_parallel_options(parser, d) -> None:
 
 
 def add_arguments(t) -> None:
-    from irlens.parallel import config, train
-    from irlens.parallel.deepseek_v3 import PRESETS as DEEPSEEK_PRESETS
-    from irlens.parallel.llama3 import PRESETS as LLAMA3_PRESETS
+    from irlens.parallel import config
+    from irlens.parallel.train import loop as train
+    from irlens.parallel.models.deepseek_v3.model import PRESETS as DEEPSEEK_PRESETS
+    from irlens.parallel.models.llama3.model import PRESETS as LLAMA3_PRESETS
 
     t.description = train.__doc__.split("\n\n")[0]
     d = config.TrainConfig()
@@ -108,8 +109,8 @@ def add_arguments(t) -> None:
 def run(args) -> int:
     import torch.distributed as dist
 
-    from irlens.parallel.distributed import shutdown
-    from irlens.parallel.train import run_training
+    from irlens.parallel.parallelize.distributed import shutdown
+    from irlens.parallel.train.loop import run_training
 
     try:
         summary = run_training(train_config(args))

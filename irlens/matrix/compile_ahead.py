@@ -108,7 +108,7 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
     """Compile every cell of `plans` (one per dtype) that `log` does not hold, `jobs` at a time,
     each within `timeout`, none started after `deadline` (time.monotonic()). Returns, per dtype,
     the rows of the cells that must not run again (their worker crashed or hung). `progress`
-    (irlens.bench_progress) hears of each cell, and of those left to their timed turn; `after_cell()`
+    (irlens.bench.progress) hears of each cell, and of those left to their timed turn; `after_cell()`
     is called after each (irlens.compile_caches.Caches.check_disk)."""
     todo = [(plan, cell) for plan in plans for cell in plan.cells(timeout)
             if cell_id(plan, cell) not in log.compiled and _runs(plan, cell)]

@@ -19,15 +19,9 @@ from typing import Callable
 import torch
 from torch import fx, nn
 
-from irlens.parallel.passes import (
-    PassContext,
-    PassRecord,
-    choose_partitioner,
-    run_graph_passes,
-    run_joint_passes,
-    validate_passes,
-    warn_numerics,
-)
+from irlens.parallel.passes.catalog import validate_passes, warn_numerics
+from irlens.parallel.passes.run import choose_partitioner, run_graph_passes, run_joint_passes
+from irlens.parallel.passes.summary import PassContext, PassRecord
 
 
 @dataclass

@@ -15,11 +15,11 @@ from typing import Any
 import torch
 
 from irlens.json_values import read_record
-from irlens.parallel.distributed import ParallelDims
-from irlens.parallel.models import ModelFamily, resolve
-from irlens.parallel.passes import validate_passes
-from irlens.parallel.simple_fsdp import MixedPrecision
-from irlens.parallel.tensor_parallel import check_divisible
+from irlens.parallel.parallelize.distributed import ParallelDims
+from irlens.parallel.models.families import ModelFamily, resolve
+from irlens.parallel.passes.catalog import validate_passes
+from irlens.parallel.parallelize.simple_fsdp import MixedPrecision
+from irlens.parallel.parallelize.tensor_parallel import check_divisible
 
 EXECUTIONS = ("eager", "compiled")  # how the train step runs (--mode): op by op, or as a compiled joint graph
 # gradient reduction dtypes: float32 (the default, as torchtitan's mixed_precision_reduce) sums

@@ -19,12 +19,12 @@ import torch
 import torch.distributed as dist
 
 from irlens.parallel.capture import CompiledStep, compile_joint
-from irlens.parallel.data import TokenDataset
-from irlens.parallel.distributed import mesh_groups
-from irlens.parallel.models import DEFAULT_PRESET, TrainStep
-from irlens.parallel.tensor_parallel import loss_context
+from irlens.parallel.train.data import TokenDataset
+from irlens.parallel.parallelize.distributed import mesh_groups
+from irlens.parallel.models.families import DEFAULT_PRESET, TrainStep
+from irlens.parallel.parallelize.tensor_parallel import loss_context
 from irlens.parallel.config import CompileConfig, ModelConfig, ParallelismConfig, TrainConfig, TrainingConfig
-from irlens.parallel.train import build_model
+from irlens.parallel.train.loop import build_model
 
 STAGES = {
     "joint": "the joint forward+backward graph after the joint passes (aot_export_joint_with_descriptors)",

@@ -1,13 +1,13 @@
 """`irlens bench --md`: the results page of a bench document, and the table `irlens bench`
 prints after each dtype: per row its device time, rates and % of ceiling (irlens.reporting.roofline),
-per dtype x mode the charts, and where the run's wall time went (irlens.bench_time).
+per dtype x mode the charts, and where the run's wall time went (time_spent.py).
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from irlens.bench_time import time_lines
+from irlens.reporting.time_spent import time_lines
 from irlens.ceilings import Ceilings, describe
 from irlens.matrix import Document, Row
 from irlens.matrix.join import run_parts

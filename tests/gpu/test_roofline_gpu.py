@@ -112,7 +112,9 @@ def test_xla_fusion_bytes_match_nsight_compute(tmp_path):
 def test_ceilings_are_the_best_of_the_sweep_and_within_the_datasheet():
     from triton.testing import do_bench
 
-    from irlens.ceilings import Gemm, measure_ceilings, spec_for
+    from irlens.bench.sweep import measure_ceilings
+    from irlens.ceilings import spec_for
+    from irlens.cost import Gemm
 
     own = Gemm(1, 16384, 3072, 1024)  # block's MLP product at the bench size
     c = measure_ceilings([own], dtypes=("bfloat16",))

@@ -16,8 +16,9 @@ import pytest
 
 from irlens.backends.thunder import kernel_db
 from irlens.bench.run import run_bench
-from irlens.bench_progress import BenchProgress
-from irlens.ceilings import Gemm, Sweep
+from irlens.bench.progress import BenchProgress
+from irlens.bench.sweep import Sweep
+from irlens.cost import Gemm
 from irlens.bench.ceilings_cache import cache_key, cached_sweep
 from irlens.compile_caches import NVFUSER_DB_ENV, NVFUSER_RUN_ENV, cache_env, compile_caches
 from irlens.runtime.isolation import WorkerSession

@@ -1,10 +1,10 @@
-"""A bench on the CPU records where its wall time went (irlens.bench_time): each step in order,
+"""A bench on the CPU records where its wall time went (irlens.bench.timeline): each step in order,
 end to end, and the backends it compiled ahead."""
 import pytest
 
 from irlens.bench.run import COMPILE_AHEAD, run_bench
-from irlens.bench_time import CEILINGS, WAITING
-from irlens.ceilings import Sweep
+from irlens.bench.sweep import Sweep
+from irlens.bench.timeline import CEILINGS, WAITING
 from irlens.runtime.isolation import WorkerSession
 
 

@@ -15,9 +15,9 @@ import torch
 from jax import lax
 
 from irlens.decompose import to_primitive
-from irlens.frontends.jax.hlo import hlo_to_graph
-from irlens.frontends.jax.stablehlo import stablehlo_to_graph
-from irlens.frontends.jax.jaxpr import at_level, jaxpr_to_graph
+from irlens.frontends.jax.hlo.walk import hlo_to_graph
+from irlens.frontends.jax.hlo.stablehlo import stablehlo_to_graph
+from irlens.frontends.jax.jaxpr.walk import at_level, jaxpr_to_graph
 from irlens.interpret import Uninterpretable, interpret
 from irlens.ir import Graph, Node, TensorMeta
 from irlens.lowering import Unsupported

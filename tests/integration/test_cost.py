@@ -6,7 +6,9 @@ import pytest
 from irlens import cost
 from irlens.bench.run import BenchConfig, bench, restrict_to_rerun, run_bench, share_matrix
 from irlens.reporting.bench_page import write_results_page
-from irlens.ceilings import Ceilings, Gemm, sweep
+from irlens.bench.sweep import sweep
+from irlens.ceilings import Ceilings
+from irlens.cost import Gemm
 from irlens.ir import Graph, Kernel, Node, TensorMeta
 from irlens.runtime.isolation import WorkerSession
 from irlens.matrix import Row

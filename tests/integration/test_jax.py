@@ -13,8 +13,8 @@ from irlens.frontends import get_frontend
 from irlens.interpret import interpret
 from irlens.ir import Graph
 from irlens.backends.xla.kernels import read_hlo
-from irlens.frontends.jax.hlo_text import parse_instruction, parse_stack_frames
-from irlens.frontends.jax.jaxpr import jaxpr_to_graph
+from irlens.frontends.jax.hlo.text import parse_instruction, parse_stack_frames
+from irlens.frontends.jax.jaxpr.walk import jaxpr_to_graph
 from irlens.models import workload_names
 from irlens.workload import NoJaxTwin, Workload
 

@@ -2,7 +2,7 @@
 beta and epilogues, cuDNN convolutions forward (with bias, side input, scales, activations),
 backward-input and backward-filter, bitcasts between layouts. Each mapped form is interpreted
 against a float64 torch computation of the same thing; each uncertain one stays unknown with
-its reason (irlens/frontends/jax/hlo_gpu_calls.py)."""
+its reason (irlens/frontends/jax/hlo/gpu_calls.py)."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from irlens.interpret import interpret
-from irlens.frontends.jax.hlo import hlo_to_graph
+from irlens.frontends.jax.hlo.walk import hlo_to_graph
 
 G = torch.Generator().manual_seed(0)
 

@@ -21,11 +21,12 @@ from jax._src.lax.linalg import geqrf  # not in jax.lax.linalg's public names
 
 from irlens.interpret import interpret
 from irlens.ir import TensorMeta
-from irlens.frontends.jax import hlo_names, xla_op
-from irlens.frontends.jax import jaxpr_eqn, jaxpr_names
-from irlens.frontends.jax.hlo import hlo_to_graph
-from irlens.frontends.jax.stablehlo import stablehlo_to_graph
-from irlens.frontends.jax.jaxpr import MAX_CONSTANT_ELEMENTS, at_level, jaxpr_to_graph
+from irlens.frontends.jax.hlo import names as hlo_names
+from irlens.frontends.jax.xla import op as xla_op
+from irlens.frontends.jax.jaxpr import eqn as jaxpr_eqn, names as jaxpr_names
+from irlens.frontends.jax.hlo.walk import hlo_to_graph
+from irlens.frontends.jax.hlo.stablehlo import stablehlo_to_graph
+from irlens.frontends.jax.jaxpr.walk import MAX_CONSTANT_ELEMENTS, at_level, jaxpr_to_graph
 
 ALL = ("jaxpr", "stablehlo", "hlo")
 R = np.random.default_rng(0)

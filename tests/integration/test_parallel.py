@@ -10,13 +10,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-from irlens.parallel.distributed import spawn
+from irlens.parallel.parallelize.distributed import spawn
 from irlens.cli import main
 from irlens.parallel.dump import capture_fake
-from irlens.parallel.passes import NeedsGPU, PassError, validate_passes
+from irlens.parallel.passes.catalog import validate_passes
+from irlens.parallel.passes.registry import NeedsGPU, PassError
 from irlens.parallel.config import (CheckpointConfig, CompileConfig, ModelConfig, OptimizerConfig, ParallelismConfig,
                                     ProfilingConfig, TrainConfig, TrainingConfig)
-from irlens.parallel.train import train
+from irlens.parallel.train.loop import train
 from tests.support.parallel_gpu import assert_gpu_passes_match_eager
 
 STEPS = 10
@@ -88,7 +89,7 @@ def test_resume_from_checkpoint_continues_the_run(gloo_runs):
 def test_profile_breaks_each_profiled_step_down(gloo_runs):
     """--profile on gloo: the last 2 of 5 steps profiled, each rank's trace saved, rank 0's steps
     cut into parts that sum to the measured step time; profiling changes no number."""
-    from irlens.parallel.profile import PARTS, load_trace, step_windows
+    from irlens.parallel.train.profile import PARTS, load_trace, step_windows
 
     assert gloo_runs["profiled"] == gloo_runs["eager"][:5]
     steps, summary = gloo_runs["profiled_result"]
@@ -201,7 +202,7 @@ def test_flex_block_causal_attends_within_documents():
     documents, a document's outputs equal the model run on that document alone (RoPE is relative)."""
     from dataclasses import replace
 
-    from irlens.parallel.llama3 import Llama3, get_config
+    from irlens.parallel.models.llama3.model import Llama3, get_config
 
     cfg = get_config("tiny")
     torch.manual_seed(0)
@@ -221,7 +222,7 @@ def test_flop_count_is_6n_plus_attention_over_the_matmul_weights():
     head_dim * seq_len for attention's two matmuls (forward and backward, no causal halving)."""
     from dataclasses import replace
 
-    from irlens.parallel.llama3 import Llama3, get_config
+    from irlens.parallel.models.llama3.model import Llama3, get_config
 
     for cfg in (get_config("debug"), get_config("tiny"), replace(get_config("debug"), n_kv_heads=4)):
         model = Llama3(cfg)
@@ -235,7 +236,7 @@ def test_grouped_query_attention_equals_multi_head_with_repeated_heads():
     it, exactly as a multi-head model whose key/value weights repeat per head."""
     from dataclasses import replace
 
-    from irlens.parallel.llama3 import Llama3, get_config
+    from irlens.parallel.models.llama3.model import Llama3, get_config
 
     cfg = get_config("tiny")
     assert cfg.n_heads // cfg.kv_heads == 2
@@ -253,7 +254,7 @@ def test_grouped_query_attention_equals_multi_head_with_repeated_heads():
 
 
 def test_presets_and_depth_override():
-    from irlens.parallel.models import resolve
+    from irlens.parallel.models.families import resolve
 
     _, cfg = resolve("llama3:8B", n_layers=4)
     assert (cfg.dim, cfg.n_heads, cfg.kv_heads, cfg.ffn_hidden, cfg.vocab_size, cfg.n_layers) == \
@@ -300,7 +301,7 @@ def test_cudagraph_wrapper_copies_only_inputs_that_move(monkeypatch):
     the forward's recorded activation in place (it used to clone every saved activation)."""
     import contextlib
 
-    from irlens.parallel import cudagraph as cg
+    from irlens.parallel.passes import cudagraph as cg
 
     @contextlib.contextmanager
     def capture(graph, pool=None):
@@ -396,7 +397,7 @@ def test_gpu_cudagraph_fits_where_compiled_fits_and_profiles(tmp_path):
     recorded the backward over copies of every saved activation (twice), now takes about what
     the same compiled graphs take without it, and replays the same numbers. The profiles of eager
     and of the replayed graphs: kernels found, classed, summing to the step."""
-    from irlens.parallel.profile import PARTS
+    from irlens.parallel.train.profile import PARTS
 
     base = TrainConfig(ModelConfig("llama3:debug", seq_len=1024),
                        training=TrainingConfig(batch_size=16, steps=4, device="cuda"))

@@ -6,11 +6,11 @@ from dataclasses import replace
 import pytest
 import torch
 
-from irlens.parallel.distributed import spawn
+from irlens.parallel.parallelize.distributed import spawn
 from irlens.cli import main
 from irlens.parallel.dump import capture_fake, render
 from irlens.parallel.config import CompileConfig, ModelConfig, OptimizerConfig, ParallelismConfig, TrainConfig, TrainingConfig
-from irlens.parallel.train import train
+from irlens.parallel.train.loop import train
 from tests.support.parallel_gpu import assert_gpu_passes_match_eager
 
 STEPS = 10
@@ -54,7 +54,7 @@ def test_expert_parallel_matches_local_experts(gloo_runs):
 
 
 def test_router_load_balance_is_reported(gloo_runs):
-    from irlens.parallel.deepseek_v3 import get_config
+    from irlens.parallel.models.deepseek_v3.model import get_config
 
     cfg = get_config("tiny")
     # every token of both ranks assigned top_k times in the one MoE layer, counted once per step
@@ -74,7 +74,7 @@ def test_router_load_balance_is_reported(gloo_runs):
 
 
 def test_dispatch_drops_past_capacity():
-    from irlens.parallel.deepseek_v3 import dispatch_slots
+    from irlens.parallel.models.deepseek_v3.model import dispatch_slots
 
     experts = torch.tensor([[0, 1], [0, 2], [0, 1]])  # expert 0 is asked three times, capacity 2
     slots, load = dispatch_slots(experts, n_experts=4, cap=2)
@@ -147,7 +147,7 @@ def test_experts_fsdp_over_the_remaining_dp_ranks(capsys):
 def test_flex_variant_matches_sdpa_on_one_document():
     from dataclasses import replace
 
-    from irlens.parallel.deepseek_v3 import DeepSeekV3, get_config
+    from irlens.parallel.models.deepseek_v3.model import DeepSeekV3, get_config
 
     cfg = get_config("tiny")
     torch.manual_seed(0)

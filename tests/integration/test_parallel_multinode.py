@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from irlens.parallel.config import ModelConfig, OptimizerConfig, ParallelismConfig, TrainConfig, TrainingConfig
-from irlens.parallel.train import run_training
+from irlens.parallel.train.loop import run_training
 
 ARGS = ["--model", "llama3:tiny", "--dp-shard", "2", "--steps", "3", "--lr", "1e-2"]
 

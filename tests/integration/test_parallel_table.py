@@ -35,7 +35,7 @@ def test_row_specs_give_train_configs_of_mesh_passes_modifiers_and_batch(pt):
     flex = pt.row_config("flex_block_bucketing_regional", base)
     assert flex.model.flex and flex.compile.passes == ["transformer_block_bucketing", "regional_inductor"]
     assert pt.passes_text(flex) == "flex; passes: transformer_block_bucketing, regional_inductor"
-    from irlens.parallel.passes import GRAPH_PASSES, JOINT_PASSES
+    from irlens.parallel.passes.registry import GRAPH_PASSES, JOINT_PASSES
 
     for way in pt.ROWS.values():  # every pass a row names is one irlens train has
         assert set(way.compile.joint_passes) <= set(JOINT_PASSES) and set(way.compile.passes) <= set(GRAPH_PASSES)

@@ -12,11 +12,12 @@ import torch
 import torch.distributed as dist
 
 from irlens.cli import main
-from irlens.parallel.distributed import spawn
+from irlens.parallel.parallelize.distributed import spawn
 from irlens.parallel.dump import capture_fake
-from irlens.parallel.passes import PassError, validate_passes
+from irlens.parallel.passes.catalog import validate_passes
+from irlens.parallel.passes.registry import PassError
 from irlens.parallel.config import CompileConfig, ModelConfig, OptimizerConfig, ParallelismConfig, TrainConfig, TrainingConfig
-from irlens.parallel.train import train
+from irlens.parallel.train.loop import train
 
 NUMERICS_RTOL = 1e-4  # passes that may change numerics (docs/parallelism.md)
 # one sequence per rank: DTensor's sequence gather then takes the form async TP has to reshape (_fold_gathered_reshapes)
@@ -40,7 +41,7 @@ def symmetric_memory_stand_in():
     lib.impl("fused_matmul_reduce_scatter", symm_mem._fused_matmul_reduce_scatter_fallback, "CPU")
     try:
         with symm_mem._test_mode(), mock.patch.object(dist, "is_nccl_available", lambda: True), \
-                mock.patch("irlens.parallel.train.require_symmetric_memory", lambda group: None):
+                mock.patch("irlens.parallel.train.loop.require_symmetric_memory", lambda group: None):
             yield
     finally:
         lib._destroy()
@@ -218,7 +219,7 @@ def test_sequence_parallel_needs_the_sequence_to_divide():
 
 def _gpu_runs(configs: dict) -> dict:
     """On every rank: each configuration's (loss, grad_norm) per step, or the reason it could not run."""
-    from irlens.parallel.async_tp import PassUnavailable
+    from irlens.parallel.parallelize.async_tp import PassUnavailable
 
     out = {}
     for name, tc in configs.items():

@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from jax import lax  # noqa: E402
 
-from irlens.frontends.jax.hlo import hlo_to_graph  # noqa: E402
+from irlens.frontends.jax.hlo.walk import hlo_to_graph  # noqa: E402
 from irlens.interpret import interpret  # noqa: E402
 
 

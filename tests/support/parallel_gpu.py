@@ -4,8 +4,8 @@ from dataclasses import replace
 import pytest
 
 from irlens.parallel.config import CompileConfig, TrainConfig
-from irlens.parallel.distributed import spawn
-from irlens.parallel.train import train
+from irlens.parallel.parallelize.distributed import spawn
+from irlens.parallel.train.loop import train
 
 # fp32 compute; Inductor's kernels round differently from eager (and for the MoE router a
 # near-tie could flip a choice)

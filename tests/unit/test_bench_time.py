@@ -1,12 +1,12 @@
-"""Where a bench run's wall time went (irlens.bench_time): the spans its progress records on a
+"""Where a bench run's wall time went (irlens.bench.timeline, irlens.reporting.time_spent): the spans its progress records on a
 fake clock, stored in the document (older documents without them still read), and the page's table."""
 import io
 import threading
 
 import pytest
 
-from irlens.bench_progress import BenchProgress
-from irlens.bench_time import CEILINGS, WAITING, time_spent
+from irlens.bench.progress import BenchProgress
+from irlens.bench.timeline import CEILINGS, WAITING, time_spent
 from irlens.json_values import BadDocument
 from irlens.matrix import Document
 from irlens.reporting.bench_page import write_results_page

@@ -80,8 +80,8 @@ def test_one_mode_commands_list_their_modes(capsys):
 
 
 def test_train_help_names_every_preset_and_its_defaults():
-    from irlens.parallel.deepseek_v3 import PRESETS as DEEPSEEK
-    from irlens.parallel.llama3 import PRESETS as LLAMA3
+    from irlens.parallel.models.deepseek_v3.model import PRESETS as DEEPSEEK
+    from irlens.parallel.models.llama3.model import PRESETS as LLAMA3
     from irlens.parallel.config import TrainConfig
 
     train = subparsers()["train"]

@@ -1,5 +1,5 @@
 """Bodies XLA's GPU passes rewrite, from HLO text written as those passes write it
-(irlens/frontends/jax/hlo_gpu_bodies.py): float normalization's bf16 round trips in a max window,
+(irlens/frontends/jax/hlo/gpu_bodies.py): float normalization's bf16 round trips in a max window,
 an argmax and a sort comparator, and the stable-sort expander's tie-break on an iota. Each mapped
 form is interpreted against a torch computation of the same thing; each near miss stays unknown."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from irlens.interpret import interpret
-from irlens.frontends.jax.hlo import hlo_to_graph
+from irlens.frontends.jax.hlo.walk import hlo_to_graph
 
 
 def _graph(text: str):

@@ -11,7 +11,8 @@ from irlens import ops
 from irlens.interpret import MEANINGS, run_attrs
 from irlens.ir import Node, TensorMeta
 from irlens.frontends.dynamo import names as fx_names
-from irlens.frontends.jax import hlo_names, jaxpr_names
+from irlens.frontends.jax.hlo import names as hlo_names
+from irlens.frontends.jax.jaxpr import names as jaxpr_names
 from irlens.frontends.thunder import trace as thunder_trace
 
 F = "float32"

@@ -29,7 +29,7 @@ def imported_modules(path: Path) -> set[str]:
 
 def test_the_parallel_package_parses_no_flags():
     files = sorted(PARALLEL.rglob("*.py"))
-    assert PARALLEL / "train.py" in files and PARALLEL / "dump.py" in files
+    assert PARALLEL / "train" / "loop.py" in files and PARALLEL / "dump.py" in files
     for path in files:
         names = imported_modules(path)
         assert not {n for n in names if n.split(".")[0] in ("argparse", "optparse", "getopt")}, path.name

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from irlens.parallel.profile import PARTS, analyze, classify, load_trace
+from irlens.parallel.train.profile import PARTS, analyze, classify, load_trace
 
 STEP = "irlens_step#7"
 

@@ -19,7 +19,7 @@ from typing import Iterator
 
 from irlens.frontends.base import Stage
 from irlens.backends.inductor.code import CompiledGraph
-from irlens.frontends.jax.jaxpr import at_level
+from irlens.frontends.jax.jaxpr.walk import at_level
 
 TRITON_ASM = ("ttir", "ttgir", "ptx")  # Triton's stages, in compile order
 

@@ -38,7 +38,7 @@ import tempfile
 from pathlib import Path
 
 from irlens.frontends.base import Stage
-from irlens.frontends.jax.hlo import hlo_to_graph
+from irlens.frontends.jax.hlo.walk import hlo_to_graph
 
 # dump file suffix -> (stage name prefix, what it holds)
 GENERATED = {

@@ -1,14 +1,14 @@
 """The XLA backend's kernel records: the instructions of an optimized module's ENTRY computation
 that launch work (`EntryOp`), each with the common-view nodes it covers (the frontend's HLO walk,
-`irlens.frontends.jax.hlo.walk_entry`), its HLO text and the bytes it touches (traffic.py)."""
+`irlens.frontends.jax.hlo.walk.walk_entry`), its HLO text and the bytes it touches (traffic.py)."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
 from irlens.backends.xla import traffic
-from irlens.frontends.jax.hlo import HloReader, walk_entry
-from irlens.frontends.jax.hlo_text import Instruction
+from irlens.frontends.jax.hlo.walk import HloReader, walk_entry
+from irlens.frontends.jax.hlo.text import Instruction
 from irlens.ir import Graph
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from irlens.frontends.jax.hlo_text import Instruction
+from irlens.frontends.jax.hlo.text import Instruction
 from irlens.ir import dtype_size
 
 # opcodes whose every result element depends on operand elements at other positions, or on all of them

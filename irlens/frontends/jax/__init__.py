@@ -5,12 +5,12 @@ runs), applied to the torch module's weights: forward outputs in fwd mode, value
 over parameters and floating inputs in fwdbwd mode.
 
 The folder owns the JAX frontend whole: the acquisition (here) and three adapters to the common
-view. jaxpr: its walk (jaxpr.py), tables (jaxpr_names.py), handlers by family
-(jaxpr_elementwise.py, jaxpr_shapes.py, jaxpr_structured.py; their registry jaxpr_eqn.py).
-Optimized HLO and StableHLO: their walks (hlo.py, stablehlo.py), the HLO text parser
-(hlo_text.py), tables (hlo_names.py), handlers by family (hlo_elementwise.py, hlo_shapes.py,
-hlo_structured.py; their registry and `convert`, xla_op.py). Shared by all three: XLA's
-structured ops (xla_forms.py, xla_gather.py) and lax.linalg (linalg.py).
+view. jaxpr/: its walk (walk.py), tables (names.py), handlers by family (elementwise.py,
+shapes.py, structured.py; their registry eqn.py). hlo/: the walks of optimized HLO and StableHLO
+(walk.py, stablehlo.py), the HLO text parser (text.py), tables (names.py), handlers by family
+(elementwise.py, shapes.py, structured.py, gpu_calls.py; gpu_bodies.py: bodies XLA's GPU passes
+rewrite). xla/: shared by all three, XLA's structured ops (forms.py, gather.py) and the op record
+HLO's handlers register on (op.py: their registry and `convert`). lax.linalg: linalg.py.
 """
 from __future__ import annotations
 
@@ -135,9 +135,9 @@ class JaxFrontend(Frontend):
     def acquire(self, inst: Instance, mode: str) -> Acquisition:
         import jax
 
-        from irlens.frontends.jax.hlo import hlo_to_graph
-        from irlens.frontends.jax.stablehlo import stablehlo_to_graph
-        from irlens.frontends.jax.jaxpr import jaxpr_to_graph
+        from irlens.frontends.jax.hlo.walk import hlo_to_graph
+        from irlens.frontends.jax.hlo.stablehlo import stablehlo_to_graph
+        from irlens.frontends.jax.jaxpr.walk import jaxpr_to_graph
 
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose from: {', '.join(MODES)}")

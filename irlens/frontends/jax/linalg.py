@@ -28,7 +28,7 @@ import math
 import re
 
 from irlens.ir import Arg, TensorMeta
-from irlens.frontends.jax.xla_forms import Emitter, Unmapped
+from irlens.frontends.jax.xla.forms import Emitter, Unmapped
 
 # --- lax.linalg primitives (jaxpr) -----------------------------------------------------------
 

@@ -1,0 +1,90 @@
+"""Where a bench run's wall time went: its document's `time_spent` read back, and the results page's
+table (the bench records it: irlens.bench.timeline).
+
+The run's progress (irlens.bench.progress) knows when each phase and step began: compiling
+ahead, waiting for the float64 references and the work counts, the ceilings, each dtype's timed
+cells. Each span lasts until the next one began (the last until the document is made). A phase of
+cells also keeps its cells' seconds added up, how many ran at once, and per backend (the compile
+ahead serves each backend's cells in a row, several at once) its cells, their seconds and the span
+from its first cell's start to its last cell's end. What no span covers (starting up before the
+first, finishing after the last) is the rest of the wall time.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from irlens.json_values import BadDocument, read_record
+
+
+def clock_text(seconds: float) -> str:
+    seconds = max(int(round(seconds)), 0)
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+@dataclass
+class Share:
+    """One backend's cells in a phase."""
+
+    cells: int
+    busy_s: float  # their seconds, added up
+    start_s: float  # its first cell's start, seconds since the run's
+    end_s: float  # its last cell's end
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "share") -> "Share":
+        return read_record(cls, d, where, required=("cells", "busy_s", "start_s", "end_s"))
+
+
+@dataclass
+class Span:
+    """A phase or step of the run, seconds since its start; a phase of cells says how they ran."""
+
+    name: str
+    start_s: float
+    end_s: float
+    cells: int | None = None  # None: a step that runs no cells
+    busy_s: float | None = None  # the cells' seconds, added up
+    width: int | None = None  # cells at once
+    backends: dict[str, Share] | None = None  # where its cells say which backend they served
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "span") -> "Span":
+        return read_record(cls, d, where, required=("name", "start_s", "end_s"))
+
+
+def read_spans(time_spent: Any, where: str = "the document: field 'time_spent'") -> list[Span]:
+    """The spans of a document's `time_spent`; BadDocument says where it cannot read one."""
+    if not isinstance(time_spent, dict) or not isinstance(time_spent.get("spans"), list):
+        raise BadDocument(f"{where} is not a JSON object with a 'spans' list")
+    return [Span.from_json(s, f"{where} span {i + 1}") for i, s in enumerate(time_spent["spans"])]
+
+
+def _minutes(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 60:.1f}"
+
+
+def time_lines(time_spent: dict, wall_s: float) -> list[str]:
+    """The page's "Where the time went": each span from and to (m:ss since the start), its
+    minutes and, for cells, their minutes added up (over `width` at once); per backend its share
+    of a phase; the rest of `wall_s` that no span covers."""
+    spans = read_spans(time_spent)
+    lines = ["## Where the time went", "",
+             "From and to: m:ss since the run began. Cell minutes: the cells' own times added up (a phase runs "
+             "up to `at once` of them side by side); per backend, its cells of the phase, from its first start to "
+             "its last end. The rest: what no step covers (starting up, writing the results).", "",
+             "| step | from | to | minutes | cells | at once | cell minutes |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for s in spans:
+        lines.append(f"| {s.name} | {clock_text(s.start_s)} | {clock_text(s.end_s)} | {_minutes(s.end_s - s.start_s)} "
+                     f"| {'-' if s.cells is None else s.cells} | {s.width or '-'} | {_minutes(s.busy_s)} |")
+        for backend, share in sorted((s.backends or {}).items(), key=lambda item: item[1].start_s):
+            lines.append(f"| · {backend} | {clock_text(share.start_s)} | {clock_text(share.end_s)} | "
+                         f"{_minutes(share.end_s - share.start_s)} | {share.cells} | | {_minutes(share.busy_s)} |")
+    rest = max(wall_s - sum(s.end_s - s.start_s for s in spans), 0.0)
+    lines += [f"| the rest | | | {_minutes(rest)} | | | |", f"| wall time | 0:00 | {clock_text(wall_s)} | "
+              f"{_minutes(wall_s)} | | | |", ""]
+    return lines
