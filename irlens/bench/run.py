@@ -196,7 +196,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
     figure swept again with `remeasure`); then each dtype's cells run, `jobs` compiling at once and
     each timed alone. `cache_dir` holds the compilers' persistent caches and the ceilings
     (irlens.compile_caches, within `cache_max_gb`; None: the compilers' own, no ceilings kept).
-    Progress, with an estimate of the time left, goes to stderr (irlens.bench_progress).
+    Progress, with an estimate of the time left, goes to stderr (irlens.bench.progress).
     `budget_s` bounds the whole run: cells not started in time are `unavailable` rows that say so.
     `checkpoint(doc)` gets the document so far after the ceilings, after every row and when an
     exception stops the run (irlens.bench.checkpoint). `only` ({dtype: {(workload, mode, backend)}})

@@ -46,7 +46,7 @@ class Document:
     driver: str | None = None
     ceilings: dict | None = None  # measured in this run (one GPU)
     wall_s: float | None = None
-    time_spent: dict | None = None  # one GPU's run: where its wall time went, {"spans": [...]} (irlens.bench_time)
+    time_spent: dict | None = None  # one GPU's run: where its wall time went, {"spans": [...]} (irlens.bench.timeline, read by irlens.reporting.time_spent)
     parts: list[dict] | None = None  # one per GPU of a `--gpus` run, and per rerun: {"gpu", "dtypes", "modes", "ceilings", ...}
     missing: list[str] | None = None  # GPUs whose run produced no rows, and why
     reruns: int | None = None
