@@ -4,7 +4,7 @@ The turns that keep irlens's own work off a timed step are tests/integration/tes
 import pytest
 
 from irlens.runtime import isolation
-from irlens.backends.base import measure
+from irlens.matrix.backend_run import measure
 import irlens.matrix as cmp
 from irlens.runtime.isolation import THREAD_COUNTS, Worker, cpu_cores, thread_env, worker_threads
 from irlens.matrix.execution import threads_used
