@@ -215,7 +215,9 @@ def backend_run_record(spec: CellSpec, wl: Workload, backend: Backend) -> dict:
     """(a worker: irlens.cell_entry's `explain`) One run of the cell, as JSON: its kernels with their source."""
     import torch
 
-    run = backend.run(wl.instantiate(spec.preset, spec.dtype, spec.device), spec.mode)
+    from irlens.matrix.backend_run import run_backend
+
+    run = run_backend(backend, wl.instantiate(spec.preset, spec.dtype, spec.device), spec.mode)
     return {"kernels": [k.to_json(with_source=True) for k in run.kernels], "graphs": [g.to_json() for g in run.graphs],
             "unmapped": run.unmapped, "run_us": run.run_us, "threads": torch.get_num_threads()}
 

@@ -58,7 +58,10 @@ def node_attrs(node: Node, device: str) -> dict:
 class LoweredGraph(Protocol):
     def __call__(self, inputs: list) -> list: ...
 
-    def kernels(self) -> list[Kernel]: ...
+    def kernels(self, cupti_taken: bool) -> list[Kernel]:
+        """Its kernels, after it ran; `cupti_taken`: whether torch.profiler holds CUPTI in this process
+        (CUPTI allows one subscriber: a backend's own profiler, nvFuser's, must not start then)."""
+        ...
 
     def graphs(self) -> list[Graph]:
         """Common-view graphs the kernels' node ids refer to."""

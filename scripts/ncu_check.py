@@ -49,11 +49,12 @@ def record(cell: str, backend: str, path: Path, device: str = "cuda", preset: st
     from irlens import cost
     from irlens.backends import get_backend
     from irlens.bench.run import device_name_of
+    from irlens.matrix.backend_run import run_backend
     from irlens.models import resolve_workload
     from irlens.reporting.records import kernel_stage
 
     workload, mode, dtype = cell.split(":")
-    run = get_backend(backend).run(resolve_workload(workload).instantiate(preset, dtype, device), mode)
+    run = run_backend(get_backend(backend), resolve_workload(workload).instantiate(preset, dtype, device), mode)
     graphs = {g.stage: g for g in run.graphs}
     kernels = []
     for k in run.kernels:

@@ -1,155 +1,69 @@
-"""What a backend is: something that compiles and runs a workload and reports its kernels."""
+"""What a backend is: something that compiles a workload and says how to read its kernels.
+
+A backend compiles (`Backend.compile`, `Backend.compile_program`) and returns a `Compiled`: the
+step it made, and how its records become Kernels once that step has run. Running, timing and
+keeping the step is the runner's (irlens.matrix.backend_run), the same for every backend: a
+backend does no timing, takes no turns on the device and reports no progress of its own.
+"""
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import statistics
-import sys
-import time
-import traceback
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import torch
-
-from irlens.runtime import call_progress
 from irlens.frontends.base import Availability, Program, Stage, Unavailable
 from irlens.frontends.bindings import run_program
 from irlens.ir import Graph, Kernel
 from irlens.lowering import LEVEL
 from irlens.registry import Registry
-from irlens.runtime.gpu_turns import timing_turn
-from irlens.runtime.timing import active_recorder, record_host_times
 from irlens.workload import Instance, Step
 
 
 @dataclass
-class BackendRun:
-    """What one backend did with one workload in one mode."""
+class KernelRead:
+    """What a backend's records say once its step has run."""
 
-    results: dict[str, torch.Tensor]  # named like irlens.workload.run_eager: out0.., loss, grad:<name>
-    compile_s: float  # first call (trace + compile + run) minus one steady-state run
-    run_us: float  # median host wall time of a steady-state call, synchronized
     kernels: list[Kernel]
     graphs: list[Graph] = field(default_factory=list)  # common-view graphs that Kernel.stage/node_ids refer to
     notes: dict[str, Any] = field(default_factory=dict)
-    lowered: list[Graph] = field(default_factory=list)  # run_program: the frontend's graphs it compiled
     launches: int | None = None  # kernel launches the generated code makes per step; None: one per kernel record
-    unmapped: str | None = None  # why its kernels could not be read from the backend's records (`with_kernels`)
-
-    def launch_count(self) -> int | None:
-        """Kernel launches per step; None where the kernels could not be mapped (nothing is known)."""
-        if self.unmapped is not None:
-            return None
-        return len(self.kernels) if self.launches is None else self.launches
 
 
-def note_acquired(error: BaseException, graphs: list) -> None:
-    """Mark a run's failure as one after the backend had acquired `graphs` (it captured the model,
-    then failed compiling or running it): the row counts the model as acquired and keeps them."""
-    if graphs:
-        error.irlens_acquired_graphs = list(graphs)
-
-
-def with_kernels(results: dict, compile_s: float, run_us: float, mapping: Callable[[], BackendRun],
-                 **kept) -> BackendRun:
-    """The finished run `mapping()` returns: its kernels (graphs, notes) read from the backend's
-    records. Reading them is irlens's work, not the backend's: where it fails, the run stands as
-    it ended, with its results and times (and `kept`), no kernels, and why in `unmapped` (the
-    traceback in `notes["kernel_mapping_traceback"]`). So a failure to map kernels never fails
-    a cell that ran."""
-    try:
-        return mapping()
-    except Exception as e:  # noqa: BLE001  (any failure of the mapping; the run itself finished)
-        text = str(e).strip()
-        reason = f"{type(e).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
-        notes = {**kept.pop("notes", {}), "kernel_mapping_traceback": traceback.format_exc()[-3000:]}
-        return BackendRun(results, compile_s, run_us, [], notes=notes, unmapped=reason, **kept)
+def no_kernels(cupti_taken: bool) -> KernelRead:
+    """The kernel reader of a backend that keeps no records."""
+    return KernelRead([])
 
 
 @dataclass
-class KeptStep:
-    """A backend's compiled step, kept past its run for a cell that judges it on other inputs
-    (irlens.matrix.draws): `again()` runs it once more on the instance's inputs as they are then
-    (`Instance.inputs`, rebound by the caller) and returns its results named as `run_eager` names
-    them; None where the backend keeps none (it reads its inputs once, as a JAX twin's run does)."""
+class Compiled:
+    """A workload as a backend compiled it, before it runs: what the runner measures
+    (irlens.matrix.backend_run)."""
 
-    again: Callable[[], dict] | None = None
-
-
-_KEPT: contextvars.ContextVar[KeptStep | None] = contextvars.ContextVar("irlens_kept_step", default=None)
-
-
-@contextlib.contextmanager
-def keeping_step():
-    """Within it, a backend's run keeps its compiled step (`keep_step`) in the KeptStep it yields;
-    on leaving, the step is dropped and Dynamo's compiled code with it (a backend that keeps its
-    step leaves that reset to here)."""
-    kept = KeptStep()
-    token = _KEPT.set(kept)
-    try:
-        yield kept
-    finally:
-        _KEPT.reset(token)
-        kept.again = None
-        if "torch._dynamo" in sys.modules:
-            torch._dynamo.reset()
-
-
-def keep_step(again: Callable[[], dict]) -> bool:
-    """Offer `again` (see KeptStep) to a caller inside `keeping_step`; whether one took it (the
-    backend must then leave its compiled code in place)."""
-    kept = _KEPT.get()
-    if kept is None:
-        return False
-    kept.again = again
-    return True
-
-
-def measure(step: Step | Callable[[], Any], device: str, min_repeats: int = 5, max_repeats: int = 1000,
-            budget_s: float = 0.05) -> tuple[Any, float, float]:
-    """Time `step` (`eager_step(compiled, inst, mode)`, or a plain callable, timed whole) the way
-    BackendRun reports it: its arguments are prepared once and its results packaged after, outside
-    the timed calls, as `torch.utils.benchmark.Timer` keeps setup out of what it times.
-
-    Returns (results of the first call, compile_s, run_us): compile_s is the first call's time
-    minus one steady-state run; run_us is the median of at least `min_repeats` synchronized
-    steady-state calls, more (up to `max_repeats`) while they fit in `budget_s`: a call of tens of
-    µs is read hundreds of times, as a timer's blocks would, not 20. Timed with the device alone where
-    workers take turns on it (irlens.runtime.gpu_turns; the calls' times go to `recording_host_time`).
-    """
-    if not isinstance(step, Step):
-        whole = step
-        step = Step(lambda: None, lambda _: whole(), lambda _, raw: raw)
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-    args = step.prepare()
-    start = time.perf_counter()
-    raw = step.call(args)
-    sync()
-    first_s = time.perf_counter() - start
-    results = step.package(args, raw)
-    del raw
-    times: list[float] = []
-    call_progress.stage("timing")
-    with timing_turn():
-        # the second call on its own stage: one that compiles again (a module whose first call changed
-        # what the compiler guards on: transformers' RWKV rescales its weights once) says so if it times out
-        call_progress.stage("timing: its second call")
-        while len(times) < max_repeats and (len(times) < min_repeats or sum(times) < budget_s):
-            start = time.perf_counter()
-            step.call(args)
-            sync()
-            times.append(time.perf_counter() - start)
-            if len(times) == 1:
-                call_progress.stage("timing")
-        recorder = active_recorder()
-        if recorder is not None and device.startswith("cuda"):
-            recorder.record(lambda: step.call(args))
-    record_host_times([t * 1e6 for t in times], lambda: step.call(args))
-    call_progress.stage("reading kernels")  # what backends do after their timed step (launches, kernel records and times)
-    run_s = statistics.median(times)
-    return results, max(first_s - run_s, 0.0), run_s * 1e6
+    # one step: `eager_step(compiled, inst, mode)`, or a callable timed whole; its results named
+    # as irlens.workload.run_eager names them. A JIT compiles on its first call.
+    step: Step | Callable[[], dict]
+    # After the timed steps: the backend's records read into Kernels. Called with whether
+    # torch.profiler holds CUPTI in this process (CUPTI allows one subscriber: nvFuser's own
+    # profiler must not start then). Where it raises, the run stands without kernels.
+    read_kernels: Callable[[bool], KernelRead] = no_kernels
+    # what the step needs done before its first call, timed as the compile time (XLA's ahead-of-time
+    # compilation); None: the compile time is the first call's, less one steady-state call
+    ahead: Callable[[], None] | None = None
+    # the graphs the backend has captured so far (Dynamo's): a run that fails keeps them
+    acquired: Callable[[], list[Graph]] = list
+    # read after the run, and kept whether its kernels are read or not: notes, and (compile_program)
+    # the frontend's graphs it compiled
+    notes: Callable[[], dict[str, Any]] = dict
+    lowered: Callable[[], list[Graph]] = list
+    # where set, the runner times each kernel with torch.profiler after reading it: a kernel's
+    # launches are the events whose names map to its name's (both through this)
+    profiler_name: Callable[[str], str] | None = None
+    # the step can run again on the instance's inputs as the caller rebinds them (irlens.matrix.draws);
+    # False where it read them once (a JAX twin's arguments) or the backend offers none
+    reruns: bool = False
+    # where running the step fails, the Compiled to run instead (Thunder's ThunderFX where thunder.jit
+    # failed); it raises where there is none
+    fallback: Callable[[Exception], "Compiled"] | None = None
 
 
 class Backend(ABC):
@@ -162,7 +76,8 @@ class Backend(ABC):
     def availability(self, device: str) -> Availability: ...
 
     @abstractmethod
-    def run(self, inst: Instance, mode: str) -> BackendRun: ...
+    def compile(self, inst: Instance, mode: str) -> Compiled:
+        """`inst` compiled for `mode` (nothing run yet where the compiler is a JIT)."""
 
     main_stage: str = ""  # prefix of the stage `irlens dump --backend` shows when none is asked for
     # its allocator keeps the device memory it took until its process ends (XLA's): a worker that
@@ -191,7 +106,7 @@ class Backend(ABC):
     # workload goes through Dynamo, and its graphs are the ones Inductor compiles natively.
     via: str = "dynamo"
 
-    def run_program(self, inst: Instance, program: Program) -> BackendRun:
+    def compile_program(self, inst: Instance, program: Program) -> Compiled:
         """A frontend's program (irlens.frontends.bindings: its forward, and backward, common views) with
         each graph compiled by this backend's `lower` at the lowering level, run as one step."""
         if self.lower is None:
@@ -214,16 +129,13 @@ class Backend(ABC):
         def step(program_step, inputs):
             return lowering(program_step)(inputs)
 
-        def call() -> dict:
-            return run_program(program, inst, step)
+        def read(cupti_taken: bool) -> KernelRead:
+            return KernelRead([k for g in lowered.values() for k in g.kernels(cupti_taken)],
+                              graphs=[g for low in lowered.values() for g in low.graphs()])
 
-        results, compile_s, run_us = measure(call, inst.device)
-        keep_step(call)
-        notes = {**program.notes, "lowered_graphs": len(lowered)}
-        return with_kernels(results, compile_s, run_us, lambda: BackendRun(
-            results, compile_s, run_us, [k for g in lowered.values() for k in g.kernels()],
-            graphs=[g for low in lowered.values() for g in low.graphs()], lowered=list(graphs.values()), notes=notes),
-            lowered=list(graphs.values()), notes=notes)
+        return Compiled(lambda: run_program(program, inst, step), read, reruns=True,
+                        notes=lambda: {**program.notes, "lowered_graphs": len(lowered)},
+                        lowered=lambda: list(graphs.values()))
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         """The backend's own IRs for `inst` in `mode`, in pipeline order (what it fused, the code

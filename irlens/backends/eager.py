@@ -12,7 +12,7 @@ from typing import Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from irlens.backends.base import BACKENDS, Backend, BackendRun, measure
+from irlens.backends.base import BACKENDS, Backend, Compiled, KernelRead
 from irlens.frontends.base import Availability
 from irlens.workload import Instance, eager_step
 
@@ -47,12 +47,14 @@ class EagerBackend(Backend):
             return Availability(False, "no CUDA device visible to torch")
         return Availability(True)
 
-    def run(self, inst: Instance, mode: str) -> BackendRun:
+    def compile(self, inst: Instance, mode: str) -> Compiled:
         step = eager_step(inst.module, inst, mode)
-        results, compile_s, run_us = measure(step, inst.device)
-        args = step.prepare()
-        return BackendRun(results=results, compile_s=compile_s, run_us=run_us, kernels=[],
-                          launches=aten_launches(lambda: step.call(args)))
+
+        def read(cupti_taken: bool) -> KernelRead:
+            args = step.prepare()
+            return KernelRead([], launches=aten_launches(lambda: step.call(args)))
+
+        return Compiled(step, read)
 
 
 BACKENDS.register(EagerBackend())

@@ -1,9 +1,10 @@
 """One cell: run it in this process, check it against its float64 reference, make its Row.
 
-A compare cell runs the workload through a backend's own frontend (`Backend.run`); a cross
+A compare cell runs the workload through a backend's own frontend (`Backend.compile`); a cross
 cell acquires it with another frontend and runs that frontend's program through the backend's
-lowering (`Backend.run_program`). Every exception becomes a row: `unavailable` for a missing
-library, device, twin or op, `failed` for anything else, naming the phase it happened in.
+lowering (`Backend.compile_program`); what either compiled runs through irlens.matrix.backend_run.
+Every exception becomes a row: `unavailable` for a missing library, device, twin or op, `failed`
+for anything else, naming the phase it happened in.
 `cell_record` is the same in a worker process (the `cell` purpose of irlens.cell_entry.run_spec).
 """
 from __future__ import annotations
@@ -18,7 +19,6 @@ from collections import Counter
 import torch
 
 from irlens.backends import Backend
-from irlens.backends.base import BackendRun, KeptStep, keeping_step
 from irlens import precision
 from irlens.runtime import call_progress
 from irlens.dtypes import HALF_DTYPES
@@ -29,6 +29,7 @@ from irlens.frontends.bindings import program_for
 from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu
 from irlens.ir import Graph, Kernel, jsonable
 from irlens.lowering import LEVEL
+from irlens.matrix.backend_run import BackendRun, drop_compiled_code, run_backend, run_compiled
 from irlens.matrix.draws import cell_time_used, judge_over_draws, rejudged
 from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
 from irlens.matrix.references import Reference, first_line, reference_anywhere, release_memory
@@ -75,13 +76,15 @@ def run_cell(spec: CellSpec, wl: Workload, backend: Backend, reference: Referenc
     row = new_row(wl, spec.mode, backend, spec.frontend)
     with gpu_alone(timing_lock) if alone else sharing_gpu(timing_lock):
         if spec.frontend is None:
-            with keeping_step() as kept:  # a mismatch judged over draws runs the compiled step on other inputs
-                return _run_native(row, spec, wl, backend, reference, timing_lock, started, kept)
+            try:  # a mismatch judged over draws runs the kept compiled step on other inputs
+                return _run_native(row, spec, wl, backend, reference, timing_lock, started)
+            finally:
+                drop_compiled_code()
         return _run_lowered(row, spec, wl, backend, reference)
 
 
 def _run_native(row: Row, spec: CellSpec, wl: Workload, backend: Backend, reference: Reference,
-                timing_lock: str | None, started: float, kept: KeptStep) -> Row:
+                timing_lock: str | None, started: float) -> Row:
     mode, device, timeout_s = spec.mode, spec.device, spec.timeout_s
     phase = "availability"
     try:
@@ -104,8 +107,8 @@ def _run_native(row: Row, spec: CellSpec, wl: Workload, backend: Backend, refere
             return run, host
 
         try:
-            call_progress.stage("compiling")  # irlens.backends.base.measure names the stages after its first call
-            run, host = timed(lambda: backend.run(inst, mode))
+            call_progress.stage("compiling")  # irlens.matrix.backend_run.measure names the stages after its first call
+            run, host = timed(lambda: run_compiled(backend.compile(inst, mode), device))
         except NoNativePath as e:
             phase = "acquire"
             call_progress.stage("acquiring")
@@ -113,7 +116,7 @@ def _run_native(row: Row, spec: CellSpec, wl: Workload, backend: Backend, refere
             row.notes = {**row.notes, "acquired_graphs": len(program.steps)}  # Dynamo's program: acquired
             phase = "run"
             call_progress.stage("compiling")
-            run, host = timed(lambda: backend.run_program(inst, program))
+            run, host = timed(lambda: run_compiled(backend.compile_program(inst, program), device))
         phase = "compare"
         call_progress.stage("checking numerics")
         first = _check(row, run, reference, inst.dtype, host.timing)
@@ -121,7 +124,7 @@ def _run_native(row: Row, spec: CellSpec, wl: Workload, backend: Backend, refere
         if reference.eager_outputs:  # GraphNet's check: the lowest tolerance level its outputs pass against eager's
             row.notes[GRAPHNET_NOTE] = passing_level(run.results, reference.eager_outputs)
         if row.status == "mismatch" and rejudged(inst.dtype, first, row.ill_conditioned):
-            judge_over_draws(row, first, kept.again, inst, mode, reference, started, timeout_s)
+            judge_over_draws(row, first, run.again, inst, mode, reference, started, timeout_s)
         if row.status == "mismatch" and inst.dtype in HALF_DTYPES and row.via is None:
             if timeout_s is not None and cell_time_used(started) > RECHECK_BY * timeout_s:
                 row.notes["eager_roundings"] = (f"not rechecked with eager's roundings: past {RECHECK_BY:.0%} of the "
@@ -138,7 +141,7 @@ def _run_native(row: Row, spec: CellSpec, wl: Workload, backend: Backend, refere
         # whose innermost frame says whose it is
         inner = e.__cause__ if isinstance(e, CaptureFailed) and e.__cause__ is not None else e
         graphs = getattr(e, "irlens_acquired_graphs", None)
-        if graphs:  # the backend had captured the model: acquired, then failed (irlens.backends.base.note_acquired)
+        if graphs:  # the backend had captured the model: acquired, then failed (irlens.matrix.backend_run)
             row.graphs = {g.stage: g for g in graphs}
             row.notes = {**row.notes, "acquired_graphs": len(graphs)}
         return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", "".join(traceback.format_exception(inner))[-3000:])
@@ -159,7 +162,7 @@ def _recheck_with_eager_roundings(row: Row, spec: CellSpec, wl: Workload, backen
     try:
         inst = reference.pin(wl.instantiate(spec.preset, spec.dtype, spec.device))
         with rounding:
-            again = backend.run(inst, spec.mode)
+            again = run_backend(backend, inst, spec.mode)
         probe = new_row(wl, spec.mode, backend, None)
         _check(probe, again, reference, inst.dtype)
     except Exception as e:
@@ -199,7 +202,7 @@ def _run_lowered(row: Row, spec: CellSpec, wl: Workload, backend: Backend, refer
         row.tol = tolerance(inst.dtype, spec.mode)
         call_progress.stage("compiling")
         with recording_host_time() as host:
-            run = backend.run_program(inst, program)
+            run = run_compiled(backend.compile_program(inst, program), inst.device)
         call_progress.stage("checking numerics")
         _check(row, run, reference, inst.dtype, host.timing)
         row.level = LEVEL

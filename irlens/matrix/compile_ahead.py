@@ -27,6 +27,7 @@ from pathlib import Path
 from irlens.backends import Backend
 from irlens.cache_upkeep import warn_once
 from irlens.runtime.isolation import CallFailed, Worker, worker_env, worker_threads
+from irlens.matrix.backend_run import run_backend
 from irlens.matrix.cell import new_row, out_of_memory, refused_natively
 from irlens.matrix.execution import WORKER_PRELOAD, label
 from irlens.matrix.plan import Plan
@@ -91,7 +92,7 @@ def warm_cell(spec: CellSpec, wl: Workload, backend: Backend) -> dict:
             return {"status": "unavailable", "reason": available.reason}
         if "torch._dynamo" in sys.modules:
             torch._dynamo.reset()
-        backend.run(wl.instantiate(spec.preset, spec.dtype, spec.device), spec.mode)
+        run_backend(backend, wl.instantiate(spec.preset, spec.dtype, spec.device), spec.mode)
         return {"status": "ok", "reason": ""}
     except (Unavailable, NoJaxTwin) as e:
         return {"status": "unavailable", "reason": str(e)}

@@ -13,7 +13,7 @@ past their bounds are all ill-conditioned (`rejudged`), is judged again over DRA
 inputs: the workload's own and DRAWS - 1 more from its own input factory (other seeds; integer,
 boolean, one-element and non-finite inputs kept as they were), each against its own float64 reference on the same
 weights (`Reference.state`, loaded, not drawn again) with eager's own error in the dtype beside
-it, the backend's compiled step run again on each (`irlens.backends.base.keeping_step`). Each
+it, the backend's compiled step run again on each (`BackendRun.again`, irlens.matrix.backend_run). Each
 result is then ok when
 
 - its median error over the draws is within the bound made of eager's median error over them

@@ -39,6 +39,7 @@ def dominant_kernel(spec: dict, directory: str) -> dict:
     """Run the cell natively (timed on the device on a GPU), and write the source of the kernel
     that took the most time into `directory`. Returns {"name", "time_us", "share", "kind",
     "source_file", "kernels"} or {"reason"} when no kernel has a time."""
+    from irlens.matrix.backend_run import run_backend
     from irlens.repro.paths import find_backend
     from irlens.runtime.timing import recording_device_time
     from irlens.models import resolve_workload
@@ -46,12 +47,12 @@ def dominant_kernel(spec: dict, directory: str) -> dict:
     s = CellSpec.from_json(spec)
     backend, _ = find_backend(s.backend)
     inst = resolve_workload(s.workload).instantiate(s.preset, s.dtype, s.device)
-    run = backend.run(inst, s.mode)  # Inductor and nvFuser time their own kernels
+    run = run_backend(backend, inst, s.mode)  # Inductor's and nvFuser's kernels carry their times
     timed = [k for k in run.kernels if k.time_us]
     if not timed and run.kernels and s.device.startswith("cuda"):
         # XLA's kernels carry no time of their own: the device profiler's, matched by name
         with recording_device_time(None) as recorder:
-            run = backend.run(inst, s.mode)
+            run = run_backend(backend, inst, s.mode)
         device_us = recorder.timing.kernel_us if recorder.timing is not None else {}
         for k in run.kernels:
             k.time_us = next((us for name, us in device_us.items() if k.name in name), None)

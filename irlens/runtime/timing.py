@@ -8,7 +8,7 @@ Each measured step starts with a cold L2: a 256 MiB buffer is overwritten before
 the profiled region. Device time of a step = the sum of its kernels' durations (memcpy and
 memset included). The median is taken twice, over two separate batches of steps, so a
 result carries its own repeatability figure. Host wall time stays with
-`irlens.backends.base.measure`, which hands its steps' times to `recording_host_time` (the
+`irlens.matrix.backend_run.measure`, which hands its steps' times to `recording_host_time` (the
 spread a row reports, flagged above UNSTEADY_SPREAD).
 
 A kernel launch, on the GPU, is one device operation the profiler records in a step: a
@@ -227,7 +227,7 @@ def launch_medians(steps: list[list[tuple[str, float]]]) -> list[tuple[str, floa
 class DeviceTimingRecorder:
     """Collects the device timing of the step a backend measures, while it is active.
 
-    Backends time their steady state through `irlens.backends.base.measure`, which hands the
+    A backend's steady state is timed by `irlens.matrix.backend_run.measure`, which hands the
     step to `record(...)`: so device timing needs no code in any backend. With `lock_path`,
     a timing has the GPU alone (`gpu_alone`) among the worker processes sharing it."""
 

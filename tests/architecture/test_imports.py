@@ -93,3 +93,23 @@ def test_the_runtime_rule_names_an_edge_through_another_module():
              "irlens.matrix.cell": {"irlens.runtime.timing"}, "irlens.runtime.timing": set(),
              "irlens.runtimes": {"irlens.cli"}, "irlens.cli": set()}
     assert runtime_reaching_above(edges) == ["irlens.runtime.isolation -> irlens.matrix.cell"]
+
+
+def backends_reaching_the_runtime(edges: dict[str, set[str]]) -> list[str]:
+    """`backend_module -> runtime_module` for each runtime module a backend module imports,
+    directly or through others."""
+    return [f"{m} -> {t}" for m in sorted(edges) if in_package(m, "irlens.backends")
+            for t in sorted(reach(edges, m)) if in_package(t, "irlens.runtime")]
+
+
+def test_backends_import_no_runtime():
+    """A backend compiles; the runner (irlens.matrix.backend_run) times, takes the device's turns and
+    reports progress: nothing in irlens.backends imports irlens.runtime."""
+    assert backends_reaching_the_runtime(import_edges(modules())) == []
+
+
+def test_the_backends_rule_names_an_edge_through_another_module():
+    edges = {"irlens.backends.xla.dump": {"irlens.frontends.jax"}, "irlens.frontends.jax": {"irlens.runtime.isolation"},
+             "irlens.runtime.isolation": set(), "irlens.backendsx": {"irlens.runtime.timing"},
+             "irlens.runtime.timing": set()}
+    assert backends_reaching_the_runtime(edges) == ["irlens.backends.xla.dump -> irlens.runtime.isolation"]

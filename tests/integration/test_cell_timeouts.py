@@ -42,7 +42,7 @@ class HangsWhileCompiling(Backend):
     def availability(self, device):
         return Availability(True)
 
-    def run(self, inst, mode):
+    def compile(self, inst, mode):
         time.sleep(3600)
 
 HANG = HangsWhileCompiling()

@@ -6,7 +6,7 @@ import pytest
 
 from irlens import ops
 from irlens.backends import get_backend
-from irlens.backends.base import BackendRun
+from irlens.matrix.backend_run import BackendRun, run_backend
 from irlens.models import get_workload
 from irlens.numerics import compare_results, tolerance
 from irlens.workload import run_eager
@@ -15,7 +15,7 @@ from irlens.workload import run_eager
 @functools.lru_cache(maxsize=None)
 def inductor_run(workload: str, mode: str, device: str = "cpu") -> BackendRun:
     """Each (workload, mode) compiles once for the whole file: CPU compiles dominate its time."""
-    return get_backend("inductor").run(get_workload(workload).instantiate("tiny", device=device), mode)
+    return run_backend(get_backend("inductor"), get_workload(workload).instantiate("tiny", device=device), mode)
 
 
 def covered_ops(run: BackendRun, kernel) -> list[str]:

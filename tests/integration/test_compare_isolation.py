@@ -21,7 +21,7 @@ import torch
 
 import irlens.matrix as cmp
 from irlens.runtime import gpu_turns
-from irlens.backends.base import Backend, BackendRun
+from irlens.backends.base import Backend, Compiled
 from irlens.cli.compare import run as compare_main
 from irlens.frontends.base import Availability
 from irlens.runtime.isolation import worker_env
@@ -46,20 +46,23 @@ class BrokenBackend(Backend):
     def availability(self, device: str) -> Availability:
         return Availability(True)
 
-    def run(self, inst, mode: str) -> BackendRun:
-        results = run_eager(inst.module, inst, mode)
-        if mode == self.broken_mode:
+    def compile(self, inst, mode: str) -> Compiled:
+        broken = mode == self.broken_mode
+        if broken:
             if self.how == "segfault":
                 ctypes.string_at(0)
             elif self.how == "hang":
                 time.sleep(3600)
             elif self.how == "raise":
                 raise RuntimeError("deliberately broken backend")
-            elif self.how == "wrong":
-                results = {k: v * 1.01 for k, v in results.items()}
             elif self.how == "oom" and gpu_turns.current_turn() != "alone":
                 raise torch.OutOfMemoryError("CUDA out of memory (simulated: too many cells on the GPU)")
-        return BackendRun(results=results, compile_s=0.0, run_us=1.0, kernels=[], notes={"pid": os.getpid()})
+
+        def step() -> dict:
+            results = run_eager(inst.module, inst, mode)
+            return {k: v * 1.01 for k, v in results.items()} if broken and self.how == "wrong" else results
+
+        return Compiled(step, notes=lambda: {"pid": os.getpid()})
 
 
 SEGFAULT = BrokenBackend("test-segfault", "segfault")

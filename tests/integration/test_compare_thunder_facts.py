@@ -8,7 +8,7 @@ import pytest
 
 from irlens import ops
 from irlens.backends import get_backend
-from irlens.backends.base import BackendRun
+from irlens.matrix.backend_run import BackendRun, run_backend
 from irlens.frontends.base import Unavailable
 from irlens.models import get_workload
 from irlens.numerics import compare_results, tolerance
@@ -24,7 +24,7 @@ RUNS = [(w, m) for w in ("gelu", "tinyhead", "block") for m in ("fwd", "fwdbwd")
 @functools.lru_cache(maxsize=None)
 def thunder_run(backend: str, workload: str, mode: str, device: str = "cpu") -> BackendRun:
     """Each (backend, workload, mode) compiles once for the whole file: compiles dominate its time."""
-    return get_backend(backend).run(get_workload(workload).instantiate("tiny", device=device), mode)
+    return run_backend(get_backend(backend), get_workload(workload).instantiate("tiny", device=device), mode)
 
 
 def covered_ops(run: BackendRun, kernel) -> Counter:
@@ -93,7 +93,7 @@ def test_compare_nvfuser_is_unavailable_without_cuda():
     available = backend.availability("cpu")
     assert not available and "nvFuser needs CUDA" in available.reason
     with pytest.raises(Unavailable, match="nvFuser needs CUDA"):
-        backend.run(get_workload("gelu").instantiate("tiny"), "fwd")
+        run_backend(backend, get_workload("gelu").instantiate("tiny"), "fwd")
 
 
 @pytest.mark.gpu

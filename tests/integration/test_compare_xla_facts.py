@@ -7,6 +7,7 @@ import pytest
 
 from irlens.backends import get_backend
 from irlens.ir import Graph
+from irlens.matrix.backend_run import run_backend
 from irlens.models import get_workload
 from irlens.numerics import compare_results, tolerance
 from irlens.ops import is_compute
@@ -17,7 +18,7 @@ MODES = ("fwd", "fwdbwd")
 
 @functools.cache
 def xla_run(name: str, mode: str, device: str = "cpu"):
-    return get_backend("xla").run(get_workload(name).instantiate("tiny", device=device), mode)
+    return run_backend(get_backend("xla"), get_workload(name).instantiate("tiny", device=device), mode)
 
 
 def _graph(run, stage: str) -> Graph:

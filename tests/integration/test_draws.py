@@ -3,10 +3,12 @@ input draws (irlens.matrix.draws): a result a single draw puts past eager's boun
 median error over five draws is within eager's median bound and no draw goes past eager's
 largest; a backend wrong on some draws, off on every draw, or with a NaN on one stays a mismatch,
 a well-conditioned float32 mismatch is not judged so, and a row that could not be judged so says why."""
+import dataclasses
+
 import pytest
 import torch
 
-from irlens.backends.base import Backend, BackendRun, keep_step, measure
+from irlens.backends.base import Backend, Compiled
 from irlens.frontends.base import Availability
 from irlens.matrix import Document, format_table
 from tests.support.cell_runs import run_in_process
@@ -94,10 +96,11 @@ class Pushed(Backend):
     def availability(self, device: str) -> Availability:
         return Availability(True)
 
-    def run(self, inst, mode):
+    def compile(self, inst, mode):
         step = eager_step(inst.module, inst, mode)
 
-        def pushed(results: dict) -> dict:
+        def pushed(args, raw) -> dict:
+            results = step.package(args, raw)
             out = results["out0"].double()
             if torch.equal(inst.inputs[0], self.own):
                 noise = torch.randn(out.shape, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
@@ -107,10 +110,7 @@ class Pushed(Backend):
             return {**results, "out0": out}  # in float64: no rounding on top of the push
 
         # timed as every backend is: the calls after the first go on updating a train-mode model's buffers
-        results, _, _ = measure(step, inst.device)
-        if self.keep:
-            keep_step(lambda: pushed(step()))
-        return BackendRun(pushed(results), 0.0, 0.0, [])
+        return Compiled(dataclasses.replace(step, package=pushed), reruns=self.keep)
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["mlp", "mlp_with_train_mode_batchnorm"])

@@ -10,7 +10,7 @@ import contextlib
 import torch
 
 from irlens.backends import get_backend
-from irlens.backends.base import Backend, BackendRun
+from irlens.backends.base import Backend, Compiled
 from irlens.frontends.base import Availability
 from tests.support.cell_runs import run_in_process
 from irlens.matrix.references import compute_reference
@@ -45,12 +45,15 @@ class OffUnlessRounding(Backend):
     def eager_roundings(self):
         return self._inside() if self.rounding else None
 
-    def run(self, inst, mode):
+    def compile(self, inst, mode):
         self.runs += 1
-        results = run_eager(inst.module, inst, mode)
-        if self.honest or not self.inside:
-            results = {k: v * 1.1 for k, v in results.items()}
-        return BackendRun(results, 0.0, 0.0, [])
+        off = self.honest or not self.inside
+
+        def step() -> dict:
+            results = run_eager(inst.module, inst, mode)
+            return {k: v * 1.1 for k, v in results.items()} if off else results
+
+        return Compiled(step)
 
 
 def test_a_bfloat16_mismatch_that_rounding_as_eager_fixes_says_so_and_stays_a_mismatch():
@@ -79,10 +82,10 @@ def test_a_mismatch_rounding_does_not_fix_says_that_and_float32_is_not_rerun():
 class FailsRounding(OffUnlessRounding):
     """Off by default; raises when asked to round as eager does."""
 
-    def run(self, inst, mode):
+    def compile(self, inst, mode):
         if self.inside:
             raise RuntimeError("no kernel for that rounding")
-        return super().run(inst, mode)
+        return super().compile(inst, mode)
 
 
 def test_a_recheck_that_fails_leaves_the_mismatch_and_says_why():

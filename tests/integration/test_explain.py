@@ -10,6 +10,7 @@ import pytest
 
 from irlens.cli.explain import run as explain_main
 from irlens.explain import ExplainedRun, UnknownKernel, explain_kernel, explain_run, find_kernel, format_explanation
+from irlens.matrix.backend_run import run_backend
 from irlens.runtime.isolation import worker_env, worker_threads
 from tests.support.report_fixtures import inductor_kernels, jax_graph, torch_graph, xla_kernels
 
@@ -87,7 +88,7 @@ def runs():
     out = {}
     for name in CPU_BACKENDS[1:]:
         if _registered(name):
-            out[name] = get_backend(name).run(get_workload("tinyhead").instantiate("tiny"), "fwd")
+            out[name] = run_backend(get_backend(name), get_workload("tinyhead").instantiate("tiny"), "fwd")
     return out
 
 
@@ -196,7 +197,7 @@ def test_explain_every_gpu_backend(backend):
     from irlens.backends import get_backend
     from irlens.models import get_workload
 
-    run = get_backend(backend).run(get_workload("tinyhead").instantiate("tiny", device="cuda"), "fwd")
+    run = run_backend(get_backend(backend), get_workload("tinyhead").instantiate("tiny", device="cuda"), "fwd")
     assert run.kernels, f"{backend} reported no kernels for tinyhead on the GPU"
     for i, k in enumerate(run.kernels):
         text = explain_run(run, backend, i, "tinyhead fwd")

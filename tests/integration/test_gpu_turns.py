@@ -58,7 +58,7 @@ def test_a_sharer_steps_out_to_be_timed(tmp_path):
 
 def _measure_in_share(path: str, delay: float, log, t0: float) -> None:
     """A cell: shares the device, and `measure` times its steps (each 20 ms) with the device alone."""
-    from irlens.backends.base import measure
+    from irlens.matrix.backend_run import measure
 
     time.sleep(max(0.0, t0 + delay - time.time()))
     starts = []

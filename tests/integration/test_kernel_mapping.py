@@ -1,6 +1,6 @@
 """A failure to map kernels never fails a cell that ran.
 
-Reading kernels from a backend's records is irlens's work after the run (`with_kernels`): where it
+Reading kernels from a backend's records is irlens's work after the run (irlens.matrix.backend_run): where it
 raises, the row keeps its numerics verdict, has no kernels and no launch count, and says
 `kernels unmapped: <reason>` in the table, the JSON and the report. Failures are injected into each
 backend's mapping: a Thunder backend named by reference whose region recorder raises (through the
@@ -17,7 +17,7 @@ INJECTED = "injected mapping failure"
 
 
 class RaisingRecorder(InductorRecorder):
-    def region_kernels(self, group, graph):
+    def region_kernels(self, group, graph, cupti_taken):
         raise RuntimeError(INJECTED)
 
 
@@ -117,6 +117,6 @@ def test_a_region_of_another_fusion_executor_is_one_fused_kernel_for_the_nvfuser
     with pytest.raises(ValueError, match="is not an nvFuser region"):
         fusion_wrapper(region.bsym)
     recorder = NvFuserRecorder("nvfuser")
-    (kernel,) = recorder.region_kernels(region, graph)
+    (kernel,) = recorder.region_kernels(region, graph, cupti_taken=False)
     assert kernel.name == region.name and kernel.kind == "fused" and kernel.node_ids == region.node_ids
     assert recorder.notes()["regions_of_other_executors"] == {f"{stage}/{region.name}": "torchcompile"}

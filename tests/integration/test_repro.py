@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import irlens
-from irlens.backends.base import Backend, BackendRun, measure
+from irlens.backends.base import Backend, Compiled
 from irlens.frontends.base import Availability
 from irlens.repro.paths import ReproPath
 from irlens.workload import run_eager
@@ -62,12 +62,11 @@ class FaultyBackend(Backend):
     def availability(self, device: str) -> Availability:
         return Availability(device == "cpu", "CPU only")
 
-    def run(self, inst, mode: str) -> BackendRun:
+    def compile(self, inst, mode: str) -> Compiled:
         from irlens.repro.run_graph import compile_function
 
         compiled = compile_function(self.repro_path.compile_source)(inst.module)
-        results, compile_s, run_us = measure(lambda: run_eager(compiled, inst, mode), inst.device)
-        return BackendRun(results, compile_s, run_us, kernels=[])
+        return Compiled(lambda: run_eager(compiled, inst, mode))
 
 
 RAISE_TANH, PERTURB_EXP, CRASH_TANH = (FaultyBackend(f) for f in FAULTS)

@@ -20,6 +20,7 @@ from irlens.ceilings import Ceilings, describe
 from irlens.ir import Graph, Kernel
 from irlens.backends.inductor.code import map_kernels, read_launches
 from irlens.matrix import Document, Row, read_document
+from irlens.matrix.backend_run import run_backend
 from irlens.matrix.records import KernelRecord, RowRoofline
 from irlens.models import resolve_workload
 from irlens.reporting.build import build_report
@@ -214,7 +215,7 @@ def test_xla_fusion_bytes_are_its_operands_and_results():
     from irlens.backends.xla import XlaBackend
 
     inst = resolve_workload("block").instantiate("tiny", "float32", "cpu")
-    run = XlaBackend().run(inst, "fwd")
+    run = run_backend(XlaBackend(), inst, "fwd")
     text = "\n".join(k.source for k in run.kernels)
     shapes = {name: _hlo_bytes(shape) for name, shape, _, _ in _HLO_INSTRUCTION.findall(text)}
     shapes.update({name: _hlo_bytes(shape) for name, shape in
@@ -425,23 +426,23 @@ def test_launches_per_step_have_one_definition_on_the_cpu():
     from irlens.backends.eager import aten_launches
 
     inst = resolve_workload("gelu").instantiate("tiny", "float32", "cpu")
-    eager = get_backend("eager").run(inst, "fwd")
+    eager = run_backend(get_backend("eager"), inst, "fwd")
     # 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3))): pow, mul, add, mul, tanh, add, mul, mul
     assert eager.launch_count() == 8 == aten_launches(lambda: inst.module(*inst.inputs))
 
     inst = resolve_workload("block").instantiate("tiny", "float32", "cpu")
-    inductor = get_backend("inductor").run(inst, "fwd")
+    inductor = run_backend(get_backend("inductor"), inst, "fwd")
     (compiled,) = compiled_graphs("block", "fwd")
     body = compiled.source_code[compiled.source_code.index("def call("):]
     calls = re.findall(r"^\s*(?:\w+ = )?(cpp_fused_\w+|extern_kernels\.\w+|torch\.ops\.[\w.]+)\(", body, re.M)
     assert inductor.launch_count() == len(calls) == len(inductor.kernels)
 
-    xla = get_backend("xla").run(inst, "fwd")
+    xla = run_backend(get_backend("xla"), inst, "fwd")
     entry = "\n".join(k.source.splitlines()[0] for k in xla.kernels)
     assert xla.launch_count() == len(xla.kernels) == entry.count(" = ")
     assert not re.search(r" (parameter|constant|tuple|get-tuple-element|bitcast)\(", entry)
 
-    thunder = get_backend("thunder+torchcompile").run(inst, "fwd")
+    thunder = run_backend(get_backend("thunder+torchcompile"), inst, "fwd")
     modules = thunder.notes["inductor_kernels"]
     outside = [k for k in thunder.kernels if not k.name.startswith("TorchCompile")]
     assert thunder.launch_count() == sum(map(len, modules.values())) + sum(k.bytes is not None for k in outside)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from irlens.errors import NoNativePath, UsageError
+from irlens.matrix.backend_run import run_backend
 from irlens.frontends.thunder.capture import CAPTURE_ENV, capture, capture_as, chosen_capture
 from irlens.workload import run_eager
 
@@ -218,7 +219,7 @@ def erfcx_run():
 
     inst = model("erfcx_between").instantiate()
     with capture_as("thunderfx"):
-        return inst, get_backend("thunder+torchcompile").run(inst, "fwdbwd")
+        return inst, run_backend(get_backend("thunder+torchcompile"), inst, "fwdbwd")
 
 
 def test_thunderfx_backend_results_match_float64(erfcx_run):
@@ -287,7 +288,7 @@ def test_a_transformers_model_goes_through_thunderfx(workload, mode):
     from irlens.backends import get_backend
 
     inst = model(workload).instantiate()
-    run = get_backend("thunder+torchcompile").run(inst, mode)
+    run = run_backend(get_backend("thunder+torchcompile"), inst, mode)
     assert run.notes["capture"].startswith("thunderfx (thunder.jit failed: ")
     summary = run.notes["thunderfx"]
     assert summary["thunder_regions"] >= 1
@@ -304,7 +305,7 @@ def test_a_timm_cnn_fwdbwd_splits_off_what_thunder_has_no_gradient_for():
     from irlens.backends import get_backend
 
     inst = model("resnet").instantiate()
-    run = get_backend("thunder+torchcompile").run(inst, "fwdbwd")
+    run = run_backend(get_backend("thunder+torchcompile"), inst, "fwdbwd")
     summary = run.notes["thunderfx"]
     fallbacks = [r for r in summary["regions"] if r["taken_by"] == "inductor"]
     assert any("thunder.jit has no gradient for adaptive_avg_pool2d" in reason
@@ -325,7 +326,7 @@ def test_buffers_a_failed_compilation_updated_are_put_back():
     inst = model("batch_norm_then_no_gradient").instantiate()
     before = {n: b.clone() for n, b in inst.module.named_buffers()}
     with capture_as("thunderfx"):  # no thunder.jit first: its failure would keep the op from Thunder at once
-        run = get_backend("thunder+torchcompile").run(inst, "fwdbwd")
+        run = run_backend(get_backend("thunder+torchcompile"), inst, "fwdbwd")
     assert "no gradient for adaptive_avg_pool2d" in run.notes["splits"]
     assert run.results["buffer:bn.num_batches_tracked"].item() == 1
     expected = float64_results(inst, "fwdbwd")
@@ -363,7 +364,7 @@ def test_thunder_torchcompile_padded_max_pool2d_fwdbwd():
     from irlens.backends import get_backend
 
     inst = model("max_pool_padded").instantiate()
-    run = get_backend("thunder+torchcompile").run(inst, "fwdbwd")
+    run = run_backend(get_backend("thunder+torchcompile"), inst, "fwdbwd")
     assert_close_to_float64(run.results, inst, "fwdbwd")
 
 
@@ -377,7 +378,7 @@ def test_thunder_torchcompile_inplace_op_on_an_intermediate_fwdbwd(workload):
     from irlens.backends import get_backend
 
     inst = model(workload).instantiate()
-    run = get_backend("thunder+torchcompile").run(inst, "fwdbwd")
+    run = run_backend(get_backend("thunder+torchcompile"), inst, "fwdbwd")
     assert_close_to_float64(run.results, inst, "fwdbwd")
 
 
@@ -390,7 +391,7 @@ def test_nvfuser_through_thunderfx(workload):
 
     inst = model(workload).instantiate(device="cuda")
     with capture_as("thunderfx"):
-        run = get_backend("nvfuser").run(inst, "fwdbwd")
+        run = run_backend(get_backend("nvfuser"), inst, "fwdbwd")
     assert run.unmapped is None, run.notes.get("kernel_mapping_traceback")
     assert_close_to_float64({k: v.cpu() for k, v in run.results.items()}, inst.cast("float32", "cpu"), "fwdbwd",
                             rtol=1e-3)
@@ -448,7 +449,7 @@ def test_a_thunder_region_s_one_bare_output_keeps_dynamo_s_strides():
 
     inst = model("layer_norm_2d_then_pool").instantiate()
     with capture_as("thunderfx"):
-        run = get_backend("thunder+torchcompile").run(inst, "fwdbwd")
+        run = run_backend(get_backend("thunder+torchcompile"), inst, "fwdbwd")
     summary = run.notes["thunderfx"]
     assert summary["thunder_regions"] >= 1 and summary["inductor_regions"] == 1
     assert_close_to_float64(run.results, inst, "fwdbwd")

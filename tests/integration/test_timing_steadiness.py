@@ -4,7 +4,7 @@ The turns that keep irlens's own work off a timed step are tests/integration/tes
 import pytest
 
 from irlens.runtime import isolation
-from irlens.backends.base import measure
+from irlens.matrix.backend_run import measure
 import irlens.matrix as cmp
 from irlens.runtime.isolation import THREAD_COUNTS, Worker, cpu_cores, thread_env, worker_threads
 from irlens.matrix.execution import threads_used
@@ -76,10 +76,10 @@ def test_a_steps_second_call_is_a_stage_of_its_own(monkeypatch):
     """A call that compiles again on its second call (transformers' RWKV under Thunder: its first
     call rescales its weights, which the jitted function guards on) is in stage "timing: its second
     call", which a timeout's reason names; the steady calls after it are "timing"."""
-    from irlens.backends import base
+    from irlens.matrix import backend_run
 
     stages, seen = [], []
-    monkeypatch.setattr(base.call_progress, "stage", lambda name: stages.append(name))
+    monkeypatch.setattr(backend_run.call_progress, "stage", lambda name: stages.append(name))
     measure(lambda: seen.append(stages[-1] if stages else None), "cpu", min_repeats=3, budget_s=0.0)
     assert seen == [None, "timing: its second call", "timing", "timing"]
     assert stages[-1] == "reading kernels"

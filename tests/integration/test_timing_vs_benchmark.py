@@ -21,7 +21,7 @@ import torch
 from torch.utils.benchmark import Timer
 
 from irlens.backends import get_backend
-from irlens.backends.base import measure
+from irlens.matrix.backend_run import measure, run_backend
 from irlens.runtime.isolation import worker_threads
 from irlens.models import get_workload, workload_names
 from irlens.runtime.timing import recording_host_time, unsteady
@@ -108,7 +108,7 @@ def rows_of(workload: str, threads: int) -> dict[tuple[str, str], tuple[str, str
             continue
         for mode in ("fwd", "fwdbwd"):
             with torch.utils.benchmark.utils.common.set_torch_threads(threads), recording_host_time() as host:
-                chosen.run(inst, mode)
+                run_backend(chosen, inst, mode)
             verdicts[(backend, mode)] = judge(host.call, threads, host.timing.spread)
     return verdicts
 
@@ -147,7 +147,7 @@ def test_eager_fwd_times_the_bare_module_call():
             return inst.module(*inst.inputs)
 
     with torch.utils.benchmark.utils.common.set_torch_threads(threads), recording_host_time() as host:
-        get_backend("eager").run(inst, "fwd")
+        run_backend(get_backend("eager"), inst, "fwd")
     spread = host.timing.spread
     ours, theirs = [], []
     with torch.utils.benchmark.utils.common.set_torch_threads(threads):

@@ -100,7 +100,7 @@ class _CrashingStack(Backend):
     def availability(self, device: str) -> Availability:
         return Availability(True)
 
-    def run(self, inst, mode: str):
+    def compile(self, inst, mode: str):
         try:
             _compile_region()
         except Exception as e:

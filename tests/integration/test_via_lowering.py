@@ -51,7 +51,7 @@ class NoNativeBackend(Backend):
     def availability(self, device: str) -> Availability:
         return Availability(True)
 
-    def run(self, inst, mode: str):
+    def compile(self, inst, mode: str):
         raise NoNativePath("its frontend cannot take this workload")
 
 

@@ -541,14 +541,14 @@ def test_rows_written_before_starved_rows_are_rewritten_by_the_same_rule():
 def test_a_model_inductor_captured_then_failed_running_counts_as_acquired(monkeypatch):
     """A native run that fails after Dynamo captured the model (CoAtNet's backward in torch's
     attention on an H200) keeps the graphs, and the page counts the model as acquired, not ran."""
-    import irlens.backends.inductor as inductor
+    import irlens.matrix.backend_run as backend_run
     from irlens.backends import get_backend
 
     def compile_then_fail(step, device, **_):
         step.call(step.prepare())  # Dynamo captures and Inductor compiles here
         raise RuntimeError("(*bias): last dimension must be contiguous")
 
-    monkeypatch.setattr(inductor, "measure", compile_then_fail)
+    monkeypatch.setattr(backend_run, "measure", compile_then_fail)
     wl = Workload.from_module("mlp", torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), ((2, 4),))
     reference = compute_reference(wl, "fwd", "cpu", "tiny", None)
     row = run_in_process(wl, get_backend("inductor"), "fwd", "cpu", "tiny", None, reference)

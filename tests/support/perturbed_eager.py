@@ -2,7 +2,7 @@
 verdict catches (or rightly lets through) what it should."""
 from __future__ import annotations
 
-from irlens.backends.base import Backend, BackendRun
+from irlens.backends.base import Backend, Compiled
 from irlens.frontends.base import Availability
 from irlens.workload import run_eager
 
@@ -18,7 +18,10 @@ class PerturbedEager(Backend):
     def perturb(self, results: dict) -> None:
         raise NotImplementedError
 
-    def run(self, inst, mode):
-        results = run_eager(inst.module, inst, mode)
-        self.perturb(results)
-        return BackendRun(results, 0.0, 0.0, [])
+    def compile(self, inst, mode):
+        def step() -> dict:
+            results = run_eager(inst.module, inst, mode)
+            self.perturb(results)
+            return results
+
+        return Compiled(step)

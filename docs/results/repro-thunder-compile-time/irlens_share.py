@@ -17,6 +17,7 @@ import torch  # noqa: E402
 
 import irlens  # noqa: E402
 from irlens.backends import get_backend  # noqa: E402
+from irlens.matrix.backend_run import run_backend  # noqa: E402
 from irlens.models.zoo.hf import build  # noqa: E402
 
 layers = int(sys.argv[1]) if len(sys.argv) > 1 else 12
@@ -32,7 +33,7 @@ backend = get_backend("thunder+torchcompile")
 profile = cProfile.Profile()
 start = time.perf_counter()
 profile.enable()
-run = backend.run(inst, "fwdbwd")
+run = run_backend(backend, inst, "fwdbwd")
 profile.disable()
 total = time.perf_counter() - start
 stats = pstats.Stats(profile).stats

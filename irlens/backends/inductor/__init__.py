@@ -10,24 +10,18 @@ the provenance records. Compiled C++/Triton kernels stay cached.
 from __future__ import annotations
 
 import contextlib
-import re
 import shutil
-import statistics
-from collections import Counter, defaultdict
-from typing import Callable
 
 import torch
 
-from irlens.backends.base import BACKENDS, Backend, BackendRun, keep_step, measure, note_acquired, with_kernels
+from irlens.backends.base import BACKENDS, Backend, Compiled, KernelRead
 from irlens.backends.inductor.debug import GraphDebug, debug_trace, graph_stages, triton_asm
 from irlens.frontends.base import Availability, Stage
 from irlens.frontends.dynamo import graph_break_notes, indexed
 from irlens.frontends.dynamo.fx import fx_to_graph
-from irlens.ir import Graph, Kernel
+from irlens.ir import Graph
 from irlens.backends.inductor.code import CompiledGraph, map_kernels, profiler_name
 from irlens.backends.inductor import lower as fx_lowering
-from irlens.runtime.gpu_turns import timing_turn
-from irlens.runtime.timing import mark_cupti_taken, profiled
 from irlens.workload import Instance, eager_step, run_eager
 
 
@@ -92,40 +86,6 @@ class InductorCapture:
         return out
 
 
-def time_kernels(call: Callable[[], object], kernels: list[Kernel], device: str, repeats: int = 10) -> None:
-    """Fill `Kernel.time_us`: the median over `repeats` profiled steady-state calls, after one
-    profiled call left out (the profiler's own warm-up), launches matched to profiler events by
-    name in order, with the device alone as `measure` has it. On CUDA a fused kernel's time is its
-    device kernel's and a library call's the device time of the ATen op that made it; on CPU both
-    are host times. A kernel the profiler did not record keeps None."""
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity
-
-    cuda = device.startswith("cuda")
-    if cuda:
-        mark_cupti_taken()  # a later nvFuser profiler in this process would end it
-    with timing_turn(), profiled([ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
-        for _ in range(repeats + 1):
-            call()
-        if cuda:
-            torch.cuda.synchronize()
-    times: dict[str, list[float]] = defaultdict(list)
-    for e in sorted(prof.events(), key=lambda e: e.time_range.start):
-        name = re.sub(r"^graph_\d+_", "", e.name)  # C++ kernels' record functions carry the graph id
-        on_device = e.device_type == DeviceType.CUDA
-        if not cuda:
-            times[name].append(e.cpu_time_total)
-        elif on_device or name.startswith("aten::"):
-            times[name].append(e.device_time_total)
-    per_call = Counter(profiler_name(k.name) for k in kernels)
-    seen: Counter = Counter()
-    for k in kernels:
-        name = profiler_name(k.name)
-        samples = times[name][seen[name]::per_call[name]]
-        seen[name] += 1
-        k.time_us = statistics.median(samples[1:]) if len(samples) == repeats + 1 else None
-
-
 class InductorBackend(Backend):
     name = "inductor"
     frontend = "dynamo"
@@ -153,40 +113,29 @@ class InductorBackend(Backend):
         # its conversions say (as eager's separate kernels do) instead of keeping float32
         return torch._inductor.config.patch(emulate_precision_casts=True)
 
-    def run(self, inst: Instance, mode: str) -> BackendRun:
+    def compile(self, inst: Instance, mode: str) -> Compiled:
+        """Its kernels are timed by torch.profiler after the run (`profiler_name`): on CUDA a fused
+        kernel's time is its device kernel's and a library call's the device time of the ATen op that
+        made it; on CPU both are host times."""
         from torch._dynamo.utils import counters
 
         torch._dynamo.reset()
         counters.clear()
         capture = InductorCapture(inst.name)
         compiled = torch.compile(inst.module, backend=capture, dynamic=False)
-        step = eager_step(compiled, inst, mode)
-        try:
-            results, compile_s, run_us = measure(step, inst.device)
-        except Exception as e:  # Dynamo's graphs were there (a backward that fails at run time)
-            note_acquired(e, [c.graph for c in capture.compiled])
-            raise
-        breaks = graph_break_notes(counters)
-        kept = keep_step(step)  # its compiled code must then outlive this run (the keeper resets Dynamo)
 
-        def mapping() -> BackendRun:
+        def read(cupti_taken: bool) -> KernelRead:
+            breaks = graph_break_notes(counters)
             if capture.unmapped:
                 raise RuntimeError(capture.unmapped)
-            kernels = [k for c in capture.compiled for k in map_kernels(c, self.name)]
-            args = step.prepare()
-            time_kernels(lambda: step.call(args), kernels, inst.device)
-            return BackendRun(
-                results=results, compile_s=compile_s, run_us=run_us, kernels=kernels,
-                graphs=[c.graph for c in capture.compiled],
-                notes={"codegen": "triton" if inst.device.startswith("cuda") else "cpp",
-                       "compiled_graphs": len(capture.compiled), **breaks},
-            )
+            return KernelRead(
+                [k for c in capture.compiled for k in map_kernels(c, self.name)], [c.graph for c in capture.compiled],
+                {"codegen": "triton" if inst.device.startswith("cuda") else "cpp",
+                 "compiled_graphs": len(capture.compiled), **breaks})
 
-        try:
-            return with_kernels(results, compile_s, run_us, mapping)
-        finally:
-            if not kept:
-                torch._dynamo.reset()
+        # Dynamo's graphs are there where the step fails after capturing (a backward that fails at run time)
+        return Compiled(eager_step(compiled, inst, mode), read, acquired=lambda: [c.graph for c in capture.compiled],
+                        profiler_name=profiler_name, reruns=True)
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         torch._dynamo.reset()

@@ -63,10 +63,11 @@ def kernel_kind(name: str) -> str:
 
 
 def profiler_name(name: str) -> str:
-    """The name a kernel's launch has in torch.profiler's events: the kernel itself for fused
-    kernels (the device kernel on CUDA; on CPU the record function of
-    `config.cpp.enable_kernel_profile`, less its `graph_<id>_` prefix), `aten::<op>` for
-    extern kernels and ATen fallbacks."""
+    """The name a kernel's launch has in torch.profiler's events, of a kernel's name or an event's:
+    the kernel itself for fused kernels (the device kernel on CUDA; on CPU the record function of
+    `config.cpp.enable_kernel_profile`, less the `graph_<id>_` prefix the event's name carries),
+    `aten::<op>` for extern kernels and ATen fallbacks."""
+    name = re.sub(r"^graph_\d+_", "", name)
     if name.startswith("extern_kernels."):
         return "aten::" + name.split(".", 1)[1]
     m = re.match(r"(?:torch\.ops\.)?aten\.(\w+)", name)

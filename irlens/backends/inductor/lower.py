@@ -69,7 +69,7 @@ class InductorLowered:
                 c.graph.stage = f"{self.tag}:{c.graph.stage}"
         return [c.graph for c in self.capture.compiled]
 
-    def kernels(self) -> list[Kernel]:
+    def kernels(self, cupti_taken: bool) -> list[Kernel]:
         from irlens.backends.inductor.code import map_kernels
 
         if self.capture.unmapped:  # a graph Inductor compiled went unrecorded: its kernels are not known

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 import torch
 
-from irlens.backends.base import BACKENDS, Backend, BackendRun, keep_step, measure, with_kernels
+from irlens.backends.base import BACKENDS, Backend, Compiled, KernelRead
 from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.backends.thunder.fallback import fallback_graph, fallback_kernels, fallback_launches, inductor_kernel_names
 from irlens.frontends.thunder import executor_names, final_traces, import_thunder_or_raise
-from irlens.frontends.thunder.capture import capture
+from irlens.frontends.thunder.capture import Attempts, capture
 from irlens.frontends.thunder.thunderfx import Region as FxRegion, ThunderFX, split_line, split_summary, split_table
 from irlens.ir import Graph, Kernel, canonical_dtype, dtype_size
 from irlens.frontends.thunder.trace import ExecutionGroup, trace_to_graph, trace_to_graph_and_groups
@@ -63,7 +63,8 @@ class RegionRecorder:
         """The Inductor modules the regions' compilation made, where the caller captured them
         (ThunderFX); this recorder reads none."""
 
-    def region_kernels(self, group: ExecutionGroup, graph: Graph) -> list[Kernel]:
+    def region_kernels(self, group: ExecutionGroup, graph: Graph, cupti_taken: bool) -> list[Kernel]:
+        """`cupti_taken`: whether torch.profiler holds CUPTI in this process (see `map_traces`)."""
         kernel = Kernel(self.backend, group.name, "fused", list(group.node_ids), stage=graph.stage)
         kernel.set_io(*io_bytes(group.bsym))
         return [kernel]
@@ -116,25 +117,39 @@ class ThunderBackend(Backend):
         jfn = thunder.jit(inst.module, executors=self.executors(thunder), **self.compile_options)
         return thunder, jfn, self.recorder(self.name)
 
-    def run(self, inst: Instance, mode: str) -> BackendRun:
-        """thunder.jit, or ThunderFX where it fails (or where the capture says so)."""
-        return capture(inst, mode, lambda: self._run_jit(inst, mode),
-                       lambda why, jit_error: self._run_thunderfx(inst, mode, why, jit_error))
+    def compile(self, inst: Instance, mode: str) -> Compiled:
+        """thunder.jit, or ThunderFX where it fails (or where the capture says so): thunder.jit fails as
+        it traces, in the step's first call, so ThunderFX is the step's fallback."""
+        attempts = Attempts(inst, mode)
 
-    def _run_jit(self, inst: Instance, mode: str) -> BackendRun:
+        def thunderfx(why: str, jit_error: BaseException | None) -> Compiled:
+            try:
+                compiled = self._compile_thunderfx(inst, mode, why, jit_error)
+            except Exception as e:  # noqa: BLE001  (ThunderFX's failure is the capture's to word)
+                attempts.thunderfx_failed(e)
+            compiled.fallback = attempts.thunderfx_failed
+            return compiled
+
+        chosen = attempts.first()
+        if chosen is not None:
+            return thunderfx(*chosen)
+        try:
+            compiled = self._compile_jit(inst, mode)
+        except Exception as e:  # noqa: BLE001  (any failure of thunder.jit sends auto to ThunderFX)
+            return thunderfx(*attempts.jit_failed(e))
+        compiled.fallback = lambda e: thunderfx(*attempts.jit_failed(e))
+        return compiled
+
+    def _compile_jit(self, inst: Instance, mode: str) -> Compiled:
         thunder, jfn, recorder = self._jit(inst)
-        step = eager_step(jfn, inst, mode).wrapped(recorder.watch_first_call)
-        results, compile_s, run_us = measure(step, inst.device)
-        keep_step(step)
 
-        def mapping() -> BackendRun:
+        def read(cupti_taken: bool) -> KernelRead:
             graphs, kernels, regions, outside_launches = map_traces(self.name, recorder, final_traces(thunder, jfn, mode),
-                                                                    inst.name)
-            notes = {"executors": executor_names(thunder, jfn), **recorder.notes()}
-            return BackendRun(results, compile_s, run_us, kernels, graphs, notes,
+                                                                    inst.name, cupti_taken)
+            return KernelRead(kernels, graphs, {"executors": executor_names(thunder, jfn), **recorder.notes()},
                               launches=recorder.launches(regions) + outside_launches)
 
-        return with_kernels(results, compile_s, run_us, mapping)
+        return Compiled(eager_step(jfn, inst, mode).wrapped(recorder.watch_first_call), read, reruns=True)
 
     def _thunderfx(self, inst: Instance, jit_error: BaseException | None) -> tuple[object, ThunderFX, RegionRecorder]:
         """(thunder, ThunderFX over the module with this backend's executors, a fresh recorder)."""
@@ -145,17 +160,14 @@ class ThunderBackend(Backend):
         fx = ThunderFX(inst.module, jit_error, executors=self.executors(thunder), **self.compile_options)
         return thunder, fx, self.recorder(self.name)
 
-    def _run_thunderfx(self, inst: Instance, mode: str, why: str, jit_error: BaseException | None) -> BackendRun:
+    def _compile_thunderfx(self, inst: Instance, mode: str, why: str, jit_error: BaseException | None) -> Compiled:
         thunder, fx, recorder = self._thunderfx(inst, jit_error)
-        call = fx.calls(lambda compiled: run_eager(compiled, inst, mode))
-        results, compile_s, run_us = measure(call, inst.device)
-        keep_step(call)
 
-        def mapping() -> BackendRun:
+        def read(cupti_taken: bool) -> KernelRead:
             regions = fx.regions()
             recorder.use_codes(fx.thunder_codes)
             traces = [(name, trace) for _, name, trace in _region_traces(thunder, regions, mode)]
-            graphs, kernels, fused, outside_launches = map_traces(self.name, recorder, traces, inst.name)
+            graphs, kernels, fused, outside_launches = map_traces(self.name, recorder, traces, inst.name, cupti_taken)
             fallbacks = {}
             for region in regions:
                 if not region.thunder:
@@ -170,11 +182,10 @@ class ThunderBackend(Backend):
                      "executors": executor_names(thunder, jitted) if jitted is not None else
                      [ex.name for ex in self.executors(thunder)],
                      "inductor_fallback_kernels": fallbacks, **fx.graph_breaks, **recorder.notes()}
-            return BackendRun(results, compile_s, run_us, kernels, graphs, notes,
-                              launches=recorder.launches(fused) + outside_launches
-                              + fallback_launches(fx.fallback_modules))
+            return KernelRead(kernels, graphs, notes,
+                              launches=recorder.launches(fused) + outside_launches + fallback_launches(fx.fallback_modules))
 
-        return with_kernels(results, compile_s, run_us, mapping)
+        return Compiled(fx.calls(lambda compiled: run_eager(compiled, inst, mode)), read, reruns=True)
 
     def stages(self, inst: Instance, mode: str) -> dict[str, Stage]:
         """The execution traces that ran (where the fusion regions are), then each region's IRs;
@@ -226,9 +237,10 @@ class ThunderBackend(Backend):
 
 
 def map_traces(backend: str, recorder: RegionRecorder, traces: list[tuple[str, object]],
-               workload: str) -> tuple[list[Graph], list[Kernel], list[Kernel], int]:
+               workload: str, cupti_taken: bool) -> tuple[list[Graph], list[Kernel], list[Kernel], int]:
     """(graphs, kernels, the fusion regions' kernels, launches outside the regions) of execution
-    traces that ran, in the order their fusion regions compiled."""
+    traces that ran, in the order their fusion regions compiled. `cupti_taken`: whether torch.profiler
+    holds CUPTI in this process (a recorder must not start nvFuser's profiler then)."""
     graphs: list[Graph] = []
     kernels: list[Kernel] = []
     regions: list[Kernel] = []
@@ -238,7 +250,7 @@ def map_traces(backend: str, recorder: RegionRecorder, traces: list[tuple[str, o
         graphs.append(graph)
         for group in groups:
             if group.fusion:
-                mine = recorder.region_kernels(group, graph)
+                mine = recorder.region_kernels(group, graph, cupti_taken)
                 regions += mine
                 kernels += mine
             else:
@@ -332,8 +344,8 @@ class InductorRecorder(RegionRecorder):
 
         return watched
 
-    def region_kernels(self, group: ExecutionGroup, graph: Graph) -> list[Kernel]:
-        kernels = super().region_kernels(group, graph)
+    def region_kernels(self, group: ExecutionGroup, graph: Graph, cupti_taken: bool) -> list[Kernel]:
+        kernels = super().region_kernels(group, graph, cupti_taken)
         self.regions.append((f"{graph.stage}/{group.name}", kernels[0]))
         return kernels
 
@@ -396,7 +408,7 @@ class NvFuserRecorder(RegionRecorder):
         self.not_profiled: dict[str, str] = {}
         self.others: dict[str, str] = {}  # regions another fusion executor made -> its name
 
-    def region_kernels(self, group: ExecutionGroup, graph: Graph) -> list[Kernel]:
+    def region_kernels(self, group: ExecutionGroup, graph: Graph, cupti_taken: bool) -> list[Kernel]:
         from irlens.backends.thunder.nvfuser import (NotProfiled, definition_text, is_nvfuser_region, profile_segments,
                                                 region_code, segment_sources)
 
@@ -405,10 +417,10 @@ class NvFuserRecorder(RegionRecorder):
             # a region of another of Thunder's default fusion executors (torchcompile_xentropy on
             # CUDA): one fused kernel, as any region, and nothing nvFuser could say about it
             self.others[region] = getattr(group.bsym.sym.executor, "name", "?")
-            return super().region_kernels(group, graph)
+            return super().region_kernels(group, graph, cupti_taken)
         definition = definition_text(group.bsym)
         try:
-            segments = profile_segments(group.bsym)
+            segments = profile_segments(group.bsym, cupti_taken)
         except NotProfiled as e:  # the region as one fused kernel, and why no more is known
             self.not_profiled[region] = str(e)
             # its source: the CUDA of all its kernels where nvFuser gives it, else the definition

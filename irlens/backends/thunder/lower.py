@@ -166,7 +166,7 @@ class NvFuserLowered:
     def graphs(self) -> list[Graph]:
         return [self.graph]
 
-    def kernels(self) -> list[Kernel]:
+    def kernels(self, cupti_taken: bool) -> list[Kernel]:
         from irlens.backends.thunder.nvfuser import generated_code, segment_sources
 
         stage = self.graph.stage
@@ -180,7 +180,7 @@ class NvFuserLowered:
                 continue
             ids = [n.id for n in item.nodes]
             inputs = self._last_inputs[item.name]
-            segments = self._profile(item.definition, inputs)
+            segments = self._profile(item.definition, inputs, cupti_taken)
             code = generated_code(item.definition, inputs, torch.device(self.device).index or 0)
             first = next((s for s in segments if s.generated), None)
             sources = segment_sources(code, segments, "") if segments else [code]
@@ -191,13 +191,12 @@ class NvFuserLowered:
         return kernels
 
     @staticmethod
-    def _profile(definition, inputs: list) -> list:
+    def _profile(definition, inputs: list, cupti_taken: bool) -> list:
         """The region's segments, from one more run under nvFuser's profiler; none when it cannot
         run: torch.profiler holds CUPTI in this process (nvFuser's profiler would end it), or it fails."""
         from irlens.backends.thunder.nvfuser import profiled_segment
-        from irlens.runtime.timing import cupti_taken
 
-        if cupti_taken():
+        if cupti_taken:
             return []
         nv = nvfuser_direct()
         try:

@@ -71,18 +71,17 @@ class NotProfiled(RuntimeError):
     """nvFuser's profiler reported nothing for a region; the message says why."""
 
 
-def profile_segments(bsym) -> list[Segment]:
+def profile_segments(bsym, cupti_taken: bool) -> list[Segment]:
     """Run the region's fusion once more under nvFuser's profiler and read its segments.
 
     The inputs are the region's last ones, which Thunder keeps when the compile option
     `nv_store_fusion_inputs=True` is set. The run goes through Thunder's own wrapper, so the
-    definition, device and options are the ones the workload ran with.
+    definition, device and options are the ones the workload ran with. `cupti_taken`: whether
+    torch.profiler holds CUPTI in this process (the runner knows; irlens.matrix.backend_run).
     """
     import nvfuser_direct
 
-    from irlens.runtime.timing import cupti_taken
-
-    if cupti_taken():
+    if cupti_taken:
         # Both subscribe to CUPTI, which allows one subscriber: nvFuser would end the process.
         raise NotProfiled("torch.profiler holds CUPTI in this process (device timing), "
                           "and nvFuser's profiler cannot share it")

@@ -9,12 +9,11 @@ computes, where that is recoverable.
 """
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 
 import torch
 
-from irlens.backends.base import BACKENDS, Backend, BackendRun, measure, with_kernels
+from irlens.backends.base import BACKENDS, Backend, Compiled, KernelRead
 from irlens.backends.xla.dump import compile_with_dump, xla_stages
 from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.frontends.jax import jax_device, jax_program, lower as lower_program
@@ -24,7 +23,7 @@ from irlens.frontends.jax.jaxpr.walk import EqnOrigin, jaxpr_origins, jaxpr_to_g
 from irlens.backends.xla import lower as jax_lowering
 from irlens.ops import CAST, CREATION, DATA_MOVEMENT, REDUCTION, category, is_compute
 from irlens import precision
-from irlens.workload import Instance
+from irlens.workload import Instance, Step
 
 STAGE = "jax.hlo"
 
@@ -52,35 +51,35 @@ class XlaBackend(Backend):
         compiled, files, missing = compile_with_dump(lower_program(jax_program(inst, mode)), jax_device(inst.device).platform)
         return xla_stages(compiled, files, inst.name, backward=mode == "fwdbwd", missing=missing)
 
-    def run(self, inst: Instance, mode: str) -> BackendRun:
+    def compile(self, inst: Instance, mode: str) -> Compiled:
+        """jax.jit's program, compiled ahead of its first call (`Compiled.ahead`: the compile time is
+        that compilation's); its step reads the program's arguments, made once."""
         import jax
 
         program = jax_program(inst, mode)  # its args are on the instance's device
-        start = time.perf_counter()
-        compiled = lower_program(program).compile()
-        compile_s = time.perf_counter() - start
-        outputs, _, run_us = measure(lambda: jax.block_until_ready(compiled(*program.args)), inst.device)
-        results = {name: _to_torch(outputs[name], inst.device) for name in program.output_names}
+        built = {}
 
-        def mapping() -> BackendRun:
-            hlo = read_hlo(compiled.runtime_executable().hlo_modules()[0], name=inst.name, stage=STAGE)
+        def ahead() -> None:
+            built["executable"] = lower_program(program).compile()
+
+        def results(_, outputs) -> dict:
+            return {name: _to_torch(outputs[name], inst.device) for name in program.output_names}
+
+        def read(cupti_taken: bool) -> KernelRead:
+            executable = built["executable"]
+            hlo = read_hlo(executable.runtime_executable().hlo_modules()[0], name=inst.name, stage=STAGE)
             kernels = [_kernel(op, hlo.graph, self.name) for op in hlo.entry_ops]
             closed = jax.make_jaxpr(program.fn)(*program.args)
             jaxpr_stage = "jax.grad" if mode == "fwdbwd" else "jax.jaxpr"
             jaxpr_graph = jaxpr_to_graph(closed, name=inst.name, stage=jaxpr_stage, input_names=program.input_names)
-            return BackendRun(
-                results=results,
-                compile_s=compile_s,
-                run_us=run_us,
-                kernels=kernels,
-                graphs=[hlo.graph, jaxpr_graph],
-                notes={"platform": compiled.runtime_executable().local_devices()[0].platform,
-                       "matmul_precision": precision.jax_matmul_precision(),
-                       "jaxpr": map_to_jaxpr(hlo.graph, kernels, jaxpr_graph, jaxpr_origins(closed)),
-                       "cost_analysis": _cost(compiled)},
-            )
+            return KernelRead(kernels, [hlo.graph, jaxpr_graph],
+                              {"platform": executable.runtime_executable().local_devices()[0].platform,
+                               "matmul_precision": precision.jax_matmul_precision(),
+                               "jaxpr": map_to_jaxpr(hlo.graph, kernels, jaxpr_graph, jaxpr_origins(closed)),
+                               "cost_analysis": _cost(executable)})
 
-        return with_kernels(results, compile_s, run_us, mapping)
+        step = Step(lambda: None, lambda _: jax.block_until_ready(built["executable"](*program.args)), results)
+        return Compiled(step, read, ahead=ahead)
 
 
 def _kernel(op: EntryOp, graph: Graph, backend: str) -> Kernel:

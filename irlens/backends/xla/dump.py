@@ -270,12 +270,10 @@ def dump_in_fresh_process(module: str, platform: str, device_id: int) -> tuple[d
     """The generated-code files XLA dumps when a fresh process, started with XLA_FLAGS'
     `--xla_dump_to`, compiles `module` (StableHLO text) for `platform`, with a line saying what
     that process did; for the GPU, the PTX of its serialized executable where the dump has none."""
-    from irlens.runtime.isolation import worker_env
-
     with tempfile.TemporaryDirectory(prefix="irlens-xla-") as folder:
         path, dump, executable = Path(folder, "module.mlir"), Path(folder, "dump"), Path(folder, "executable.bin")
         path.write_text(module)
-        env = worker_env()
+        env = dict(os.environ)  # the child imports jax alone, through this interpreter's own site
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_dump_to={dump}".strip()
         env["JAX_ENABLE_COMPILATION_CACHE"] = "false"  # or JAX would set XLA's kernel cache
         overrides = {"xla_dump_to": str(dump), **dump_options(platform)}

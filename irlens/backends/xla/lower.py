@@ -154,7 +154,7 @@ class XlaLowered:
     def graphs(self) -> list[Graph]:
         return [self._hlo().graph]
 
-    def kernels(self) -> list[Kernel]:
+    def kernels(self, cupti_taken: bool) -> list[Kernel]:
         hlo = self._hlo()
         kernels = [self.kernel_record(op, hlo.graph, "xla") for op in hlo.entry_ops]
         for k in kernels:

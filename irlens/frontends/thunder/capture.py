@@ -73,36 +73,65 @@ def first_line(e: BaseException) -> str:
 _FORWARD_FAILED: dict[tuple, BaseException] = {}
 
 
-def capture(inst, mode: str, jit: Callable[[], T], thunderfx: Callable[[str, BaseException | None], T]) -> T:
-    """`jit()`, or `thunderfx(why, jit_error)` where the capture says so: `why` is the line a row
-    shows ("thunderfx (thunder.jit failed: ...)", or "thunderfx (asked for)"), `jit_error` how
-    thunder.jit failed (None where it was not tried). `inst`: the workload's instance (its name,
-    preset, dtype and device key what failed); `mode`: the cell's."""
-    from irlens.frontends.base import Unavailable
+class Attempts:
+    """The capture's choice for one workload instance and mode, made as the ways are tried: thunder.jit
+    first (`first`), ThunderFX where it fails (`jit_failed`), and ThunderFX's own failure
+    (`thunderfx_failed`). `inst`: the workload's instance (its name, preset, dtype and device key what
+    failed); `mode`: the cell's."""
 
-    how = chosen_capture()
-    if how == "thunderfx":
-        return thunderfx("thunderfx (asked for)", None)
-    key = (inst.name, inst.preset, inst.dtype, inst.device)
-    if how == "auto" and mode != "fwd" and key in _FORWARD_FAILED:
-        jit_failure = _FORWARD_FAILED[key]
-        jit_error = f"{first_line(jit_failure)}, on its forward earlier in this process: not tried again"
-    else:
-        start = time.perf_counter()
+    def __init__(self, inst, mode: str):
+        self.how, self.mode = chosen_capture(), mode
+        self.key = (inst.name, inst.preset, inst.dtype, inst.device)
+        self.name = inst.name
+        self.jit_error: str | None = None
+        self._start = 0.0
+
+    def first(self) -> tuple[str, BaseException | None] | None:
+        """None: thunder.jit is tried first; else ThunderFX at once: (why, how thunder.jit failed, None
+        where it was not tried). `why` is the line a row shows ("thunderfx (asked for)", ...)."""
+        if self.how == "thunderfx":
+            return "thunderfx (asked for)", None
+        if self.how == "auto" and self.mode != "fwd" and self.key in _FORWARD_FAILED:
+            jit_failure = _FORWARD_FAILED[self.key]
+            self.jit_error = f"{first_line(jit_failure)}, on its forward earlier in this process: not tried again"
+            return f"thunderfx (thunder.jit failed: {self.jit_error})", jit_failure
+        self._start = time.perf_counter()
+        return None
+
+    def jit_failed(self, e: Exception) -> tuple[str, BaseException]:
+        """(why, e) for ThunderFX after thunder.jit failed with `e`; raises `e` where the capture takes
+        thunder.jit only, or where Thunder is unavailable."""
+        from irlens.frontends.base import Unavailable
+
+        if isinstance(e, Unavailable) or self.how == "jit":
+            raise e
+        self.jit_error = f"{first_line(e)} (after {time.perf_counter() - self._start:.0f} s)"
+        if self.mode == "fwd":  # its message is what is read again, not its frames (they hold the model)
+            _FORWARD_FAILED[self.key] = e.with_traceback(None)
+        return f"thunderfx (thunder.jit failed: {self.jit_error})", e
+
+    def thunderfx_failed(self, e: Exception):
+        """Raises what ThunderFX's failure `e` is: itself where it was asked for or Thunder is
+        unavailable, else `CaptureFailed` with both ways' errors."""
+        from irlens.frontends.base import Unavailable
+
+        if isinstance(e, Unavailable) or self.jit_error is None:
+            raise e
+        raise CaptureFailed(f"Thunder cannot take {self.name}: thunder.jit failed ({self.jit_error}); "
+                            f"ThunderFX failed too ({first_line(e)})") from e
+
+
+def capture(inst, mode: str, jit: Callable[[], T], thunderfx: Callable[[str, BaseException | None], T]) -> T:
+    """`jit()`, or `thunderfx(why, jit_error)` where the capture says so (`Attempts`): `why` is the
+    line a row shows, `jit_error` how thunder.jit failed (None where it was not tried)."""
+    attempts = Attempts(inst, mode)
+    chosen = attempts.first()
+    if chosen is None:
         try:
             return jit()
-        except Unavailable:
-            raise
         except Exception as e:  # noqa: BLE001  (any failure of thunder.jit sends auto to ThunderFX)
-            if how == "jit":
-                raise
-            jit_failure, jit_error = e, f"{first_line(e)} (after {time.perf_counter() - start:.0f} s)"
-            if mode == "fwd":  # its message is what is read again, not its frames (they hold the model)
-                _FORWARD_FAILED[key] = e.with_traceback(None)
+            chosen = attempts.jit_failed(e)
     try:
-        return thunderfx(f"thunderfx (thunder.jit failed: {jit_error})", jit_failure)
-    except Unavailable:
-        raise
+        return thunderfx(*chosen)
     except Exception as e:  # noqa: BLE001
-        raise CaptureFailed(f"Thunder cannot take {inst.name}: thunder.jit failed ({jit_error}); "
-                           f"ThunderFX failed too ({first_line(e)})") from e
+        attempts.thunderfx_failed(e)
