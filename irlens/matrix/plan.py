@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from irlens.backends import BACKENDS, Backend, get_backend
 from irlens.errors import UsageError
 from irlens.matrix.spec import CellSpec, validate_coordinates
-from irlens.models import resolve_workload, workload_names
+from irlens.models import expand_workload, resolve_workload, workload_names
 from irlens.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.user_code import absolute_reference, reference_of
 from irlens.workload import MODES, WORKLOADS, MissingLibrary, Workload
@@ -104,5 +104,5 @@ def _workload_items(workloads) -> list[str | Workload]:
         workloads = [workloads]
     items = []
     for item in workloads:
-        items += [item] if isinstance(item, Workload) else split(item)
+        items += [item] if isinstance(item, Workload) else [n for name in split(item) for n in expand_workload(name)]
     return items

@@ -1,5 +1,7 @@
 """The built-in workloads: importing a module registers its workloads (one line per file, at the
 end). `resolve_workload` finds any workload: a built-in by name, a user's own by reference."""
+from pathlib import Path
+
 from irlens.user_code import resolve
 from irlens.workload import CORPUS, WORKLOADS, ZOO, Workload
 
@@ -27,6 +29,19 @@ def resolve_workload(name_or_ref: str) -> Workload:
     if graphnet.is_graphnet(name_or_ref):
         return graphnet.sample_workload(name_or_ref)
     return resolve(name_or_ref, WORKLOADS, Workload, "declare one with irlens.Workload.from_module(...)")
+
+
+def expand_workload(name_or_ref: str) -> list[str]:
+    """The workload names a name stands for in a list of them: itself, or for `graphnet:FOLDER` of
+    several samples each sample's `graphnet:PATH` (a single-workload command keeps the folder,
+    which `resolve_workload` refuses, naming the count)."""
+    from irlens.models import graphnet
+
+    if not graphnet.is_graphnet(name_or_ref):
+        return [name_or_ref]
+    folder = Path(name_or_ref.removeprefix(graphnet.PREFIX))
+    samples = graphnet.sample_dirs(folder) if folder.is_dir() else []
+    return [f"{graphnet.PREFIX}{d.resolve()}" for d in samples] if len(samples) > 1 else [name_or_ref]
 
 
 from irlens.models import gelu  # noqa: E402, F401

@@ -94,6 +94,24 @@ def test_a_folder_that_is_not_a_sample_is_bad_input(tmp_path, capsys):
     assert len(err) == 3 and "not a GraphNet sample" in err[0] and "no GraphNet sample under it" in err[1]
 
 
+def test_a_folder_of_samples_stands_for_each_of_them_in_a_list_and_is_refused_as_one(tmp_path, capsys):
+    import json
+
+    linear_cuda(tmp_path / "samples" / "timm" / "a")
+    linear_cuda(tmp_path / "samples" / "timm" / "b")
+    folder = tmp_path / "samples" / "timm"
+    out = tmp_path / "doc.json"
+    assert main(["compare", "--workloads", f"graphnet:{folder}", "--backends", "eager", "--mode", "fwd",
+                 "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert sorted(r["workload"] for r in rows) == [f"graphnet:{(folder / n).resolve()}" for n in ("a", "b")]
+    assert all(r["status"] == "ok" for r in rows)
+    capsys.readouterr()
+    assert main(["dump", f"graphnet:{folder}", "--frontend", "dynamo"]) == 2  # one workload asked for: the folder names its count
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a folder of 2 GraphNet samples" in err[0]
+
+
 def corpus(root):
     """samples/timm/{a,b}, samples/transformers-auto-model/org/e, and one lacking its model's meta."""
     linear_cuda(root / "samples" / "timm" / "a")
