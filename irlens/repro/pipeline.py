@@ -9,12 +9,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Callable
 
 from irlens.errors import UsageError
+from irlens.models.graphnet import PREFIX as GRAPHNET, label as graphnet_label
 from irlens.runtime.isolation import CallFailed
 from irlens.matrix.spec import ENTRY, CellSpec
 from irlens.numerics import tolerance
@@ -87,7 +89,7 @@ def repro(spec: CellSpec, out: str, *, reduce: bool = False, slow: bool = False,
     workload, path = check(spec)
     os.makedirs(out, exist_ok=True)
     dtype = spec.dtype or workload.dtype
-    stem = f"{workload.name}-{path.name}-{spec.mode}-{dtype}".replace("+", "_")
+    stem = file_stem(f"{workload_label(workload.name)}-{path.name}-{spec.mode}-{dtype}")
     result = ReproResult(spec, workload.name, path.name, dtype, os.path.join(out, f"{stem}.py"))
     notes = [f"Made by: {spec.command()}" + (" --slow" if slow else ""), NOT_RUN]
     # one worker for everything (writing files, the reducer's candidates); replaced when one dies
@@ -140,6 +142,16 @@ def _note_run(path: str, outcome: Outcome) -> None:
     line = f"When irlens ran it: {outcome}."
     with open(path, "w") as f:
         f.write(text.replace(NOT_RUN, line.replace('"""', "'''")[:400], 1))
+
+
+def workload_label(name: str) -> str:
+    """A workload's name as a file names it: a GraphNet sample's `source/name`, not its absolute path."""
+    return graphnet_label(name)[1] if name.startswith(GRAPHNET) else name
+
+
+def file_stem(text: str) -> str:
+    """`text` as one file name: what a path or a shell would read otherwise ('/', ':', '+') becomes '_'."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)
 
 
 def _reduce(spec: CellSpec, path, dtype: str, out: str, stem: str, result: ReproResult, runner, budget_s: float,

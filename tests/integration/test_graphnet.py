@@ -2,6 +2,8 @@
 running on the CPU, the corpus command's selection and exit codes, and a compare on a sample."""
 from __future__ import annotations
 
+import os
+
 import json
 import math
 
@@ -110,6 +112,17 @@ def test_a_folder_of_samples_stands_for_each_of_them_in_a_list_and_is_refused_as
     assert main(["dump", f"graphnet:{folder}", "--frontend", "dynamo"]) == 2  # one workload asked for: the folder names its count
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is a folder of 2 GraphNet samples" in err[0]
+
+
+def test_a_samples_reproducer_is_named_by_its_source_and_name_and_needs_no_clone(tmp_path, capsys):
+    sample = linear_cuda(tmp_path / "samples" / "timm" / "a")
+    out = tmp_path / "repro"
+    assert main(["repro", f"graphnet:{sample}", "--backend", "eager", "--out", str(out), "--no-run"]) == 0
+    (written,) = os.listdir(out)
+    assert written == "timm_a-eager-fwd-float32.py"
+    source = (out / written).read_text()
+    code = source[source.index('"""', 3) + 3:]  # past the docstring, which says what made it
+    assert str(tmp_path) not in code  # the graph and its tensors are in the file, not read from the sample
 
 
 def corpus(root):
