@@ -2,10 +2,9 @@
 running on the CPU, the corpus command's selection and exit codes, and a compare on a sample."""
 from __future__ import annotations
 
-import os
-
 import json
 import math
+import os
 
 import pytest
 import torch
