@@ -1,8 +1,8 @@
 """The sweep: every case of the chosen corpora through each frontend that takes it, each
 (case, frontend) in a worker process with a timeout, the records gathered into one document.
 
-Workers (`irlens.runtime.isolation.WorkerSession`, one per job) serve cases one after another and are
-started again after a crash or a timeout. Thunder can wedge a process after some failed
+Workers (an `irlens.runtime.pool.WorkerPool` slot per job) serve cases one after another and are
+started again after a failed call (a crash, a timeout). Thunder can wedge a process after some failed
 traces, so that every later case times out: a case that times out or crashes in a worker that
 had served earlier cases runs once more in a fresh one, and only its second failure counts.
 """
@@ -24,7 +24,8 @@ from irlens.conformance.config import BadConfig, SweepConfig
 from irlens.conformance.corpora import corpus_names, get_corpus
 from irlens.conformance.corpus import Case
 from irlens.conformance.summary import one_word, summarize
-from irlens.runtime.isolation import CallFailed, WorkerSession, resolve_function
+from irlens.runtime.isolation import CallFailed, resolve_function
+from irlens.runtime.pool import WorkerPool
 from irlens.registry import UnknownName
 
 CHECK = "irlens.conformance.check"
@@ -129,12 +130,12 @@ def _commit() -> str | None:
 
 
 class _Runner:
-    """Runs calls in `jobs` WorkerSessions (or in this process) and prints progress."""
+    """Runs calls in a pool of `jobs` workers (or in this process) and prints progress."""
 
     def __init__(self, config: SweepConfig):
         self.config = config
-        self.sessions = [WorkerSession((CHECK,)) for _ in range(config.jobs)] if config.isolate else []
-        self.served = [0] * len(self.sessions)  # calls each WorkerSession's current worker has served
+        self.pool = WorkerPool(config.jobs, (CHECK,)) if config.isolate else None
+        self.served = [0] * config.jobs  # the cases each slot's current worker has served
         self.lock = threading.Lock()
         self.done = 0
         self.t0 = time.monotonic()
@@ -143,7 +144,7 @@ class _Runner:
         """A call in the first worker (it pays the imports the cases need anyway)."""
         if not self.config.isolate:
             return resolve_function(fn)(**kwargs)
-        return self.sessions[0].call(fn, kwargs, timeout=max(self.config.timeout, 600.0))
+        return self.pool.call(CHECK, fn, kwargs, max(self.config.timeout, 600.0), slot=0)
 
     def run_all(self, tasks: list[tuple[Case, str]], availability: dict, rtol: float) -> list[dict]:
         records: list[dict | None] = [None] * len(tasks)
@@ -168,7 +169,7 @@ class _Runner:
         if not self.config.isolate:
             work(0)
         else:
-            threads = [threading.Thread(target=work, args=(slot,), daemon=True) for slot in range(len(self.sessions))]
+            threads = [threading.Thread(target=work, args=(slot,), daemon=True) for slot in range(self.config.jobs)]
             for t in threads:
                 t.start()
             for t in threads:
@@ -183,13 +184,12 @@ class _Runner:
         while True:
             fresh = self.served[slot] == 0
             try:
-                record = self.sessions[slot].call(f"{CHECK}:check_case", kwargs, self.config.timeout)
+                record = self.pool.call(CHECK, f"{CHECK}:check_case", kwargs, self.config.timeout, slot=slot)
                 self.served[slot] += 1
                 return record
             except CallFailed as e:
+                self.served[slot] = 0  # the pool starts a fresh worker for the slot's next call
                 killed = _killed(e)
-                if killed:
-                    self.served[slot] = 0  # the WorkerSession starts a fresh worker for the next call
                 if fresh or not killed:
                     kind = "timeout" if "timed out" in e.reason else "worker crashed" if killed else "sweep error"
                     return {"case": case.id, "frontend": frontend, "status": check.FAILED, "class": kind,
@@ -204,8 +204,8 @@ class _Runner:
                       f"{record['case']:<48} {one_word(record)}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        for session in self.sessions:
-            session.close()
+        if self.pool is not None:
+            self.pool.close()
 
 
 def _killed(e) -> bool:

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from irlens.backends import Backend
 from irlens.cache_upkeep import warn_once
-from irlens.runtime.isolation import CallFailed, Worker, worker_env, worker_threads
+from irlens.runtime.isolation import CallFailed, worker_threads
+from irlens.runtime.pool import WorkerPool
 from irlens.matrix.backend_run import run_backend
 from irlens.matrix.cell import new_row, out_of_memory, refused_natively
 from irlens.matrix.execution import WORKER_PRELOAD, label
@@ -117,24 +118,11 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
     todo.sort(key=lambda pc: list(pc[0].backends).index(pc[1].backend))
     if progress is not None:
         progress.expect(len(todo))
-    local, workers, lock = threading.local(), [], threading.Lock()
-    threads = worker_threads(jobs)
+    lock = threading.Lock()
+    # a worker per thread, serving one backend's cells (a backend may need its own environment)
+    workers = WorkerPool(jobs, WORKER_PRELOAD, threads=worker_threads(jobs))
     lost: dict[str, dict[CellSpec, Row]] = {}
     late: list[CellSpec] = []
-
-    def worker(plan: Plan, cell: CellSpec) -> Worker:
-        """This thread's worker; a new one for another backend (it may need its own environment)."""
-        backend = plan.backends[cell.backend]
-        current = getattr(local, "worker", None)
-        if current is not None and current[0] == backend.name and current[1].alive:
-            return current[1]
-        if current is not None:
-            current[1].close()
-        fresh = Worker(preload=WORKER_PRELOAD, env={**worker_env(), **backend.worker_env()}, threads=threads)
-        local.worker = (backend.name, fresh)
-        with lock:
-            workers.append(fresh)
-        return fresh
 
     def run(item: tuple[Plan, CellSpec]) -> None:
         plan, cell = item
@@ -145,22 +133,21 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
             return
         if progress is not None:
             progress.start(f"{label(plan, cell)} · {plan.dtype}", backend.name)
-        serving = worker(plan, cell)
         try:
-            reply = serving.call(ENTRY, {"spec": cell.to_json(), "what": "warm"}, timeout)
+            # what it took on the GPU is freed only when its process ends
+            reply = workers.call(backend.name, ENTRY, {"spec": cell.to_json(), "what": "warm"}, timeout,
+                                 env=backend.worker_env(),
+                                 close_after=plan.device.startswith("cuda") and backend.keeps_device_memory)
             if reply["status"] == "ok" and ":" not in cell.workload:  # built-ins only (see Log)
                 with lock:
                     log.compiled.add(cell_id(plan, cell))
-        except CallFailed as e:
-            serving.close()  # as IsolatedRunner._call: what escaped the cell broke the worker's state
+        except CallFailed as e:  # the pool closed its worker: what escaped the cell may have broken its state
             row = new_row(plan.workloads[cell.workload], cell.mode, backend).fail(
                 "compile ahead", f"while compiling ahead: {e.reason}", e.detail)
             if not out_of_memory(row):  # beside the other compiles; alone, in its turn, it may fit
                 row.dtype, row.preset = plan.dtype, plan.preset
                 with lock:
                     lost.setdefault(plan.dtype, {})[cell] = row
-        if plan.device.startswith("cuda") and backend.keeps_device_memory:
-            local.worker[1].close()  # what it took is freed only when its process ends
         if progress is not None:
             progress.finish()
         if after_cell is not None:
@@ -170,8 +157,7 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
         with ThreadPoolExecutor(max(1, jobs)) as pool:
             list(pool.map(run, todo))
     finally:
-        for w in workers:
-            w.close()
+        workers.close()
         log.save()
     if late and progress is not None:
         progress.expect(len(todo) - len(late))

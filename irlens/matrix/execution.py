@@ -38,7 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from irlens import precision
-from irlens.runtime.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, Worker, worker_env, worker_threads
+from irlens.runtime.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, worker_threads
+from irlens.runtime.pool import WorkerPool
 from irlens.matrix.cell import new_row, out_of_memory, refused_natively, run_cell
 from irlens.matrix.cell_queue import CellQueue
 from irlens.matrix.document import Document, device_name, versions
@@ -271,47 +272,29 @@ class InProcessRunner:
 
 
 class IsolatedRunner:
-    """Runs cells in worker processes: one per thread, restarted on a crash, a hang, an error out of the
-    cell's entry (its own failures are rows) or a new backend
-    (a cross grid: a new acquiring frontend). A cell's waits for turns on the device do not count
-    against its timeout (irlens.runtime.call_progress), up to `max_wait_s()`."""
+    """Runs cells in a pool of worker processes (irlens.runtime.pool): one per thread, serving consecutive
+    cells of one backend (a cross grid: of one acquiring frontend), started again after a crash, a hang or
+    an error out of the cell's entry (its own failures are rows). A cell's waits for turns on the device
+    do not count against its timeout (irlens.runtime.call_progress), up to `max_wait_s()`."""
 
     def __init__(self, plan: Plan, refs: References, timeout: float, timing_lock: str | None, threads: int | None = None,
                  jobs: int = 1, deadline: float | None = None):
-        self.plan, self.refs, self.timeout, self.timing_lock, self.threads = plan, refs, timeout, timing_lock, threads
+        self.plan, self.refs, self.timeout, self.timing_lock = plan, refs, timeout, timing_lock
         self.jobs, self.deadline = jobs, deadline
-        self._local = threading.local()
-        self._workers: list[Worker] = []
-        self._lock = threading.Lock()
-
-    def _worker(self, cell: CellSpec) -> Worker:
-        key = worker_key(self.plan, cell)
-        current = getattr(self._local, "worker", None)
-        if current is not None and current[0] == key and current[1].alive:
-            return current[1]
-        if current is not None:
-            current[1].close()
-        worker = Worker(preload=WORKER_PRELOAD, env={**worker_env(), **self.plan.backends[cell.backend].worker_env()},
-                        turns=self.timing_lock, threads=self.threads)
-        self._local.worker = (key, worker)
-        with self._lock:
-            self._workers.append(worker)
-        return worker
+        self.pool = WorkerPool(jobs, WORKER_PRELOAD, turns=timing_lock, threads=threads)
 
     def run(self, cell: CellSpec) -> Row:
         p = self.plan
         kwargs = dict(spec=cell.to_json(), what="cell", reference_path=self.refs.get(cell.workload, cell.mode).path,
                       timing_lock=self.timing_lock)
-        row = self._call(cell, kwargs)
+        # on a shared GPU, the worker ends with the cell, so the next cells get that memory
+        ends = p.device_timing and p.backends[cell.backend].keeps_device_memory
+        row = self._call(cell, kwargs, close_after=ends)
         if p.device_timing and out_of_memory(row):
             # out of memory beside the other workers' cells: once more with the GPU alone, in a
             # fresh worker (the old one's allocator may hold what it got)
-            self._local.worker[1].close()
-            row = self._call(cell, {**kwargs, "alone": True})
+            row = self._call(cell, {**kwargs, "alone": True}, fresh=True, close_after=ends)
             row.notes["gpu_alone"] = "ran out of device memory beside other cells; run again alone"
-        if p.device_timing and p.backends[cell.backend].keeps_device_memory:
-            # on a shared GPU, the worker ends with the cell, so the next cells get that memory
-            self._local.worker[1].close()
         return row
 
     def max_wait_s(self) -> float:
@@ -322,19 +305,18 @@ class IsolatedRunner:
         wait = self.timeout * self.jobs
         return wait if self.deadline is None else max(0.0, min(wait, self.deadline - time.monotonic()))
 
-    def _call(self, cell: CellSpec, kwargs: dict) -> Row:
-        worker = self._worker(cell)
+    def _call(self, cell: CellSpec, kwargs: dict, fresh: bool = False, close_after: bool = False) -> Row:
         try:
-            return Row.from_record(worker.call(ENTRY, kwargs, self.timeout, self.max_wait_s()))
+            return Row.from_record(self.pool.call(worker_key(self.plan, cell), ENTRY, kwargs, self.timeout,
+                                                  self.max_wait_s(), env=self.plan.backends[cell.backend].worker_env(),
+                                                  fresh=fresh, close_after=close_after))
         except CallFailed as e:
-            # a cell's own failures come back as rows: what escaped it broke the worker's state, e.g. a
-            # CUDA context a kernel's illegal memory access left unusable, which the next cells would
-            # meet at their first allocation (two hf_gemma nvFuser cells on an H200, after hf_bart's)
-            worker.close()
+            # a cell's own failures come back as rows: what escaped it broke the worker's state (the pool
+            # closed it), e.g. a CUDA context a kernel's illegal memory access left unusable, which the next
+            # cells would meet at their first allocation (two hf_gemma nvFuser cells on an H200, after hf_bart's)
             if e.starved:
                 return cell_row(self.plan, cell).unavailable(STARVED_PHASE, starved_reason(e.reason), e.detail)
             return cell_row(self.plan, cell).fail("worker", e.reason, e.detail)
 
     def close(self) -> None:
-        for worker in self._workers:
-            worker.close()
+        self.pool.close()

@@ -221,7 +221,21 @@ class FakeWorker:
         self.closed = True
 
 
-def test_a_cell_starved_of_the_device_is_not_measured_and_a_hung_one_fails(tmp_path):
+def fake_workers(monkeypatch, *replies) -> list[FakeWorker]:
+    """The workers the worker pool starts from now on, in order: a FakeWorker per reply."""
+    from irlens.runtime import pool
+
+    started = []
+
+    def start(*args, **kwargs):
+        started.append(FakeWorker(replies[len(started)]))
+        return started[-1]
+
+    monkeypatch.setattr(pool, "Worker", start)
+    return started
+
+
+def test_a_cell_starved_of_the_device_is_not_measured_and_a_hung_one_fails(tmp_path, monkeypatch):
     """A worker call that timed out mostly waiting for turns (CallFailed.starved) gives an
     `unavailable` row in STARVED_PHASE, saying so (a later run's row replaces it in a join); one that
     timed out in its own work stays a failure."""
@@ -232,16 +246,16 @@ def test_a_cell_starved_of_the_device_is_not_measured_and_a_hung_one_fails(tmp_p
 
     waited = ("timed out after 420 s (compiling, its last 5 s); it waited 400 s for turns on the device, "
               "of which 0 s did not count")
-    runner._worker = lambda cell: FakeWorker(CallFailed(waited, starved=True))
+    fake_workers(monkeypatch, CallFailed(waited, starved=True),
+                 CallFailed("timed out after 420 s (compiling, its last 409 s)"))
     row = runner._call(cell, {})
     assert (row.status, row.phase) == ("unavailable", execution.STARVED_PHASE)
     assert row.reason == f"not measured: {waited}: the run's other cells held the device (fewer cells at once: --jobs)"
-    runner._worker = lambda cell: FakeWorker(CallFailed("timed out after 420 s (compiling, its last 409 s)"))
     row = runner._call(cell, {})
     assert (row.status, row.phase) == ("failed", "worker")
 
 
-def test_a_worker_an_error_escaped_a_cell_of_is_not_given_the_next_cell(tmp_path):
+def test_a_worker_an_error_escaped_a_cell_of_is_not_given_the_next_cell(tmp_path, monkeypatch):
     """A cell's failures are rows; an error out of its entry (a CUDA error a kernel left, found when
     the cell freed its memory) means the worker's state is broken: the next cell gets a new worker,
     not the poisoned one (on an H200 two hf_gemma cells failed loading their references after hf_bart's
@@ -251,14 +265,14 @@ def test_a_worker_an_error_escaped_a_cell_of_is_not_given_the_next_cell(tmp_path
     (cell,) = plan.cells()
     runner = execution.IsolatedRunner(plan, None, 420.0, None)
 
-    raising = FakeWorker(CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered"))
-    runner._worker = lambda cell: raising
+    started = fake_workers(monkeypatch,
+                           CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered"),
+                           Row("TANH", "fwd", "eager", None, status="ok").to_record())
     row = runner._call(cell, {})
     assert (row.status, row.phase) == ("failed", "worker") and "illegal memory access" in row.reason
-    assert raising.closed  # `_worker` starts a new one for the next cell: a closed worker is not alive
-    answering = FakeWorker(Row("TANH", "fwd", "eager", None, status="ok").to_record())
-    runner._worker = lambda cell: answering
-    assert runner._call(cell, {}).status == "ok" and not answering.closed
+    assert [w.closed for w in started] == [True]
+    assert runner._call(cell, {}).status == "ok" and runner._call(cell, {}).status == "ok"
+    assert [w.closed for w in started] == [True, False]  # the new worker serves on
 
 
 @pytest.mark.parametrize("waited_s, waiting_for_s, max_wait_s, want", [
@@ -317,13 +331,8 @@ def test_compiling_ahead_gives_no_cell_to_a_worker_an_error_escaped_a_cell_of(tm
 
     (tmp_path / "workload.py").write_text(WORKLOAD)
     plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager"], ["fwd", "fwdbwd"], "cpu", "tiny", None)
-    started = []
-
-    def failing(**kwargs):
-        started.append(FakeWorker(CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered")))
-        return started[-1]
-
-    monkeypatch.setattr(compile_ahead, "Worker", failing)
+    failed = CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered")
+    started = fake_workers(monkeypatch, failed, failed)
     lost = compile_ahead.compile_ahead([plan], 60.0, 1, compile_ahead.Log(None, "key"))
     assert len(lost[plan.dtype]) == 2 and len(started) == 2 and all(w.closed for w in started)
 

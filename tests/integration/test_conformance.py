@@ -213,20 +213,6 @@ def test_cases_run_in_worker_processes():
     assert all(_statuses(r) == {"faithful"} for r in doc["records"])
 
 
-class _FakeSession:
-    """A WorkerSession whose calls fail as told, one reply per call."""
-
-    def __init__(self, replies):
-        self.replies, self.calls = list(replies), 0
-
-    def call(self, fn, kwargs, timeout):
-        self.calls += 1
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
-
-
 @pytest.mark.parametrize("served, replies, calls, expect", [
     # a worker that served earlier cases may be wedged: the case runs again in a fresh worker
     (3, [CallFailed("timed out after 30 s"), {"status": "captured"}], 2, "captured"),
@@ -237,13 +223,33 @@ class _FakeSession:
     (0, [CallFailed("timed out after 30 s")], 1, "timeout"),
     (3, [CallFailed("KeyError: 'x'")], 1, "sweep error"),
 ])
-def test_a_case_that_kills_a_used_worker_runs_again_in_a_fresh_one(served, replies, calls, expect):
-    runner = _Runner(SweepConfig(jobs=1, isolate=False))
-    runner.config.isolate = True
-    runner.sessions, runner.served = [_FakeSession(replies)], [served]
+def test_a_case_that_kills_a_used_worker_runs_again_in_a_fresh_one(served, replies, calls, expect, monkeypatch):
+    from irlens.runtime import pool
+
+    replies, started = list(replies), []
+
+    class FakeWorker:  # its calls answer in turn from `replies`, raising the failures
+        def __init__(self, *args, **kwargs):
+            self.alive = True
+            started.append(self)
+
+        def call(self, *args):
+            reply = replies.pop(0)
+            if isinstance(reply, Exception):
+                raise reply
+            return reply
+
+        def close(self):
+            self.alive = False
+
+    monkeypatch.setattr(pool, "Worker", FakeWorker)
+    runner = _Runner(SweepConfig(jobs=1))
+    runner.served = [served]
     record = runner._one(0, Case("lax", "exp", "float32"), "jax", 1e-7)
-    assert runner.sessions[0].calls == calls
+    runner.close()
     assert record.get("class", record["status"]) == expect
+    assert len(replies) == 0 and len(started) == calls  # each failure left its worker closed, the next call a new one
+    assert not any(w.alive for w in started)
 
 
 def test_outputs_compare_with_nans_in_place_and_by_the_reference_dtype():

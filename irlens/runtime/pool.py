@@ -1,0 +1,97 @@
+"""A pool of worker processes (irlens.runtime.isolation.Worker), one per slot, reused call after call.
+
+A slot's worker serves consecutive calls of one key (a backend, a frontend: whatever its imports
+and environment are for), so those pay its start once; a call of another key starts a new one.
+A call that fails (CallFailed: a crash, a hang past its timeout, an error out of its function)
+leaves its worker closed: a crash or a hang ended it, and what escaped the function may have
+broken its state (a CUDA context an illegal memory access left unusable would fail every later
+call); the slot's next call starts a fresh worker. A caller closes a worker after its call where
+the worker must not keep what it holds (`close_after`: XLA keeps its device memory until its
+process ends), or gives a call a fresh worker (`fresh`: a call run again alone). The pool knows
+nothing of what the calls compute.
+"""
+from __future__ import annotations
+
+import threading
+
+from irlens.runtime.isolation import CallFailed, Worker, worker_env
+
+
+class WorkerPool:
+    def __init__(self, slots: int, preload: tuple[str, ...] = (), turns: str | None = None,
+                 threads: int | None = None):
+        """`slots` workers at most; `preload`, `turns` and `threads` as Worker's, for each of them."""
+        self.preload, self.turns, self.threads = preload, turns, threads
+        self._slots: list[tuple[object, Worker] | None] = [None] * max(1, slots)
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._taken = 0  # the slots given to threads so far (`slot=None`)
+        self._closed = False
+
+    def call(self, key, fn: str, kwargs: dict, timeout: float, max_wait_s: float = 0.0, *,
+             env: dict[str, str] | None = None, slot: int | None = None, fresh: bool = False,
+             close_after: bool = False):
+        """Call `fn` in slot `slot`'s worker (None: the calling thread's own slot), as Worker.call,
+        in a worker of `key`: the one there if it serves `key`, is alive and not `fresh`, else a new
+        one with `env` beside the parent's (worker_env). Raise CallFailed as Worker.call does, the
+        worker then closed; with `close_after` the worker is closed after the call whatever it gave."""
+        slot = self._thread_slot() if slot is None else slot
+        worker = self._worker(slot, key, env, fresh)
+        try:
+            return worker.call(fn, kwargs, timeout, max_wait_s)
+        except CallFailed:
+            close_after = True
+            raise
+        finally:
+            if close_after:
+                self._drop(slot, worker)
+
+    def _thread_slot(self) -> int:
+        slot = getattr(self._local, "slot", None)
+        if slot is None:
+            with self._lock:
+                if self._taken == len(self._slots):
+                    raise RuntimeError(f"a worker pool of {len(self._slots)} slots was called from more threads")
+                slot, self._taken = self._taken, self._taken + 1
+            self._local.slot = slot
+        return slot
+
+    def _worker(self, slot: int, key, env: dict[str, str] | None, fresh: bool) -> Worker:
+        with self._lock:
+            if self._closed:
+                raise CallFailed("the worker pool was closed")
+            current = self._slots[slot]
+        if current is not None and current[0] == key and current[1].alive and not fresh:
+            return current[1]
+        if current is not None:
+            self._drop(slot, current[1])
+        worker = Worker(preload=self.preload, env={**worker_env(), **(env or {})}, turns=self.turns,
+                        threads=self.threads)
+        with self._lock:
+            self._slots[slot] = (key, worker)
+            if self._closed:  # closed while it started (another thread's run that stops early)
+                self._slots[slot] = None
+                worker.close()
+                raise CallFailed("the worker pool was closed")
+        return worker
+
+    def _drop(self, slot: int, worker: Worker) -> None:
+        with self._lock:
+            if self._slots[slot] is not None and self._slots[slot][1] is worker:
+                self._slots[slot] = None
+        worker.close()
+
+    def close(self) -> None:
+        """Close every worker, mid-call ones included (their calls fail); the pool takes no more calls."""
+        with self._lock:
+            self._closed = True
+            workers = [entry[1] for entry in self._slots if entry is not None]
+            self._slots = [None] * len(self._slots)
+        for worker in workers:
+            worker.close()
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,111 @@
+"""The worker pool (irlens.runtime.pool): a slot's worker serves the calls of one key, a failed call
+leaves the next a fresh worker, a caller closes a worker after its call or asks for a fresh one,
+and each thread has a slot of its own. Real worker processes, calling tiny functions."""
+import os
+import threading
+
+import pytest
+
+from irlens.runtime.isolation import CallFailed
+from irlens.runtime.pool import WorkerPool
+
+ENTRIES = """
+import os
+import signal
+import time
+
+def pid():
+    return os.getpid()
+
+def env(name):
+    return os.environ.get(name)
+
+def crash():
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+def hang():
+    time.sleep(600)
+
+def fail():
+    raise ValueError("bad input")
+"""
+
+
+@pytest.fixture
+def entries(tmp_path, monkeypatch):
+    """The module `entries`, importable in the workers (they get this process's import path)."""
+    (tmp_path / "entries.py").write_text(ENTRIES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def ended(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_slot_reuses_its_worker_for_a_key_and_starts_another_for_a_new_key(entries):
+    with WorkerPool(1) as pool:
+        first = pool.call("a", "entries:pid", {}, 60)
+        assert pool.call("a", "entries:pid", {}, 60) == first
+        # the new key's worker gets the environment given with its call
+        assert pool.call("b", "entries:env", {"name": "IRLENS_POOL_KEY"}, 60, env={"IRLENS_POOL_KEY": "b"}) == "b"
+        second = pool.call("b", "entries:pid", {}, 60)
+    assert second != first and ended(first) and ended(second)
+
+
+def test_a_failed_call_leaves_its_slot_a_fresh_worker(entries):
+    """A crash, a hang past its timeout or an error out of the function: the worker is closed, and
+    the slot's next call of the same key runs in a new one."""
+    pids = []
+    with WorkerPool(1) as pool:
+        for fn, timeout, reason in (("crash", 60, "worker process crashed (SIGSEGV)"),
+                                    ("hang", 1, "timed out after 1 s (in entries:hang, its last "),
+                                    ("fail", 60, "ValueError: bad input")):
+            pids.append(pool.call("a", "entries:pid", {}, 60))
+            with pytest.raises(CallFailed) as failure:
+                pool.call("a", f"entries:{fn}", {}, timeout)
+            assert failure.value.reason.startswith(reason), failure.value.reason
+            assert ended(pids[-1]), fn
+        pids.append(pool.call("a", "entries:pid", {}, 60))
+    assert len(set(pids)) == 4
+
+
+def test_a_worker_closed_after_its_call_or_replaced_for_a_fresh_one(entries):
+    with WorkerPool(1) as pool:
+        first = pool.call("a", "entries:pid", {}, 60, close_after=True)
+        assert ended(first)  # at once: what it held is freed before the next call starts
+        second = pool.call("a", "entries:pid", {}, 60)
+        third = pool.call("a", "entries:pid", {}, 60, fresh=True)
+        assert ended(second) and not ended(third)
+    assert ended(third)
+
+
+def test_each_thread_has_a_slot_of_its_own_and_a_closed_pool_takes_no_call(entries):
+    pool = WorkerPool(2)
+    pids, errors, both = {}, [], threading.Barrier(2)
+
+    def call(name: str) -> None:
+        try:
+            both.wait(30)  # both threads hold a slot at once
+            pids[name] = pool.call("a", "entries:pid", {}, 60)
+            both.wait(30)
+            pool.call("a", "entries:pid", {}, 60)  # a third thread has no slot
+        except Exception as e:  # noqa: BLE001  (asserted below, in the test's thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=call, args=(name,)) for name in "xy"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(set(pids.values())) == 2
+    assert pool.call("a", "entries:pid", {}, 60, slot=1) in pids.values()  # a slot named by the caller
+    with pytest.raises(RuntimeError, match="a worker pool of 2 slots was called from more threads"):
+        pool.call("a", "entries:pid", {}, 60)
+    pool.close()
+    assert all(ended(pid) for pid in pids.values())
+    with pytest.raises(CallFailed, match="the worker pool was closed"):
+        pool.call("a", "entries:pid", {}, 60, slot=0)
