@@ -15,6 +15,7 @@ exited or was killed, e.g. by `timeout`), kills its own process group, compiler 
 included, even in the middle of a call. `WorkerSession` is a run of calls in one worker
 that is started again when a call killed it, and closed at the end of the run: a caller
 that must hold no device memory (the compare parent on a GPU) does its device work there.
+Several workers at once, each reused while its calls' key stays the same, are irlens.runtime.pool's.
 Every worker computes under its parent's float32 precision policy (irlens.precision).
 """
 from __future__ import annotations
