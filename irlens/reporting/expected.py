@@ -25,6 +25,7 @@ from pathlib import Path
 
 from irlens.errors import UsageError
 from irlens.matrix.document import Document
+from irlens.models.graphnet import portable_name
 from irlens.matrix.row import STATUSES, BadDocument, Row
 from irlens.reporting.records import first_line
 
@@ -76,7 +77,7 @@ def document_cells(doc: Document, where: str) -> list[Cell]:
     for i, r in enumerate(doc.rows, start=1):
         unknown = r.coverage.unknown if r.coverage else None
         breaks = r.notes.get("graph_breaks")
-        cell = Cell(r.workload, r.mode, backend_of(r, doc), r.dtype or doc.dtype or "", r.status,
+        cell = Cell(portable_name(r.workload), r.mode, backend_of(r, doc), r.dtype or doc.dtype or "", r.status,
                     breaks if isinstance(breaks, int) else None, None if unknown is None else len(unknown), r)
         if cell.key in cells:
             raise BadDocument(f"{where}: row {i} is a second row of cell {cell.name}; a table keeps one per cell "

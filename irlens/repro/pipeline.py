@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from irlens.errors import UsageError
-from irlens.models.graphnet import PREFIX as GRAPHNET, label as graphnet_label
+from irlens.models.graphnet import portable_name
 from irlens.runtime.isolation import CallFailed
 from irlens.matrix.spec import ENTRY, CellSpec
 from irlens.numerics import tolerance
@@ -89,7 +89,7 @@ def repro(spec: CellSpec, out: str, *, reduce: bool = False, slow: bool = False,
     workload, path = check(spec)
     os.makedirs(out, exist_ok=True)
     dtype = spec.dtype or workload.dtype
-    stem = file_stem(f"{workload_label(workload.name)}-{path.name}-{spec.mode}-{dtype}")
+    stem = file_stem(f"{portable_name(workload.name)}-{path.name}-{spec.mode}-{dtype}")
     result = ReproResult(spec, workload.name, path.name, dtype, os.path.join(out, f"{stem}.py"))
     notes = [f"Made by: {spec.command()}" + (" --slow" if slow else ""), NOT_RUN]
     # one worker for everything (writing files, the reducer's candidates); replaced when one dies
@@ -142,11 +142,6 @@ def _note_run(path: str, outcome: Outcome) -> None:
     line = f"When irlens ran it: {outcome}."
     with open(path, "w") as f:
         f.write(text.replace(NOT_RUN, line.replace('"""', "'''")[:400], 1))
-
-
-def workload_label(name: str) -> str:
-    """A workload's name as a file names it: a GraphNet sample's `source/name`, not its absolute path."""
-    return graphnet_label(name)[1] if name.startswith(GRAPHNET) else name
 
 
 def file_stem(text: str) -> str:

@@ -183,3 +183,20 @@ def test_a_malformed_table_exits_2_naming_the_line(suite, tmp_path, capsys):
     table.write_text(table.read_text().replace(",0,0", ",0,some"))
     assert suite("check", BASE) == 2
     assert "line 3: unknown_ops is 'some', not a count" in capsys.readouterr().err
+
+
+def test_graphnet_samples_are_named_below_samples_so_another_clone_checks_against_the_table(tmp_path, capsys):
+    tables = tmp_path / "tables"
+
+    def run(action: str, clone: str, status: str) -> int:
+        rows = [row(workload=f"graphnet:{clone}/samples/timm/resnet18", backend=b, status=status if b != "eager" else "ok")
+                for b in ("eager", "inductor")]
+        path = tmp_path / f"{action}.json"
+        write_document(Document("compare", rows, device="cpu", dtype="float32"), path)
+        return main(["expected", action, "--suite", "gn", "--from", str(path), "--tables", str(tables)])
+
+    assert run("update", "/home/a/GraphNet", "ok") == 0
+    assert (tables / "gn.csv").read_text().splitlines()[1].startswith("timm/resnet18,fwd,eager,")
+    assert run("check", "/tmp/other/GraphNet", "ok") == 0
+    assert run("check", "/tmp/other/GraphNet", "failed") == 1
+    assert "timm/resnet18 fwd inductor" in capsys.readouterr().out

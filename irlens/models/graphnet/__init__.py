@@ -48,6 +48,12 @@ def label(path: str | Path) -> tuple[str, str]:
     return (below[0] if len(below) > 1 else ""), "/".join(below)
 
 
+def portable_name(workload: str) -> str:
+    """A workload's name as files, tables and cell lists write it: a sample's `source/name` (the
+    same under any clone), any other workload's own name."""
+    return label(workload)[1] if is_graphnet(str(workload)) else str(workload)
+
+
 def sample_workload(name_or_path: str | Path) -> Workload:
     """The workload of one sample folder (`graphnet:PATH` or PATH); BadSample if it is not one."""
     path = Path(os.path.abspath(str(name_or_path).removeprefix(PREFIX)))
