@@ -3,9 +3,9 @@
 One module per subcommand (`list`, `dump`, `compare`, `bench`, `report`, `explain`, `repro`,
 `conformance`, `train`, `zoo`), each with `HELP`, `add_arguments(parser)` and `run(args) -> int`;
 adding a subcommand is one module and one entry in `COMMANDS`. A subcommand's arguments are added when it is parsed, so
-`irlens list` does not import what `irlens train` needs; they take their choices from irlens.names, so `--help` and a
-bad argument answer without importing torch (but for `dump` and `train`, whose parallel-path options read
-irlens.parallel's configuration; tests/integration/test_cli_without_torch.py).
+`irlens list` does not import what `irlens train` needs; they take their choices from irlens.names (and
+irlens.parallel.names), so `--help` and a bad argument answer without importing torch
+(tests/integration/test_cli_without_torch.py).
 
 Exit status: 0 success; 1 a run went wrong (a mismatch, a failed backend); 2 bad input
 (unknown workload/frontend/stage/backend, a bad option, a malformed results file), always with

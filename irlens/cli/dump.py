@@ -6,11 +6,13 @@ import json
 import sys
 from pathlib import Path
 
+from irlens import names
 from irlens.cli.command import (EXIT_OK, add_device_option, add_dtype_option, add_frontend_settings, add_preset_option,
                                  apply_frontend_settings, backend_names, frontend_settings, guarded,
                                  output_folder)
 from irlens.errors import NoNativePath, UsageError
 from irlens.ir import LEVELS
+from irlens.parallel import names as parallel_names
 
 HELP = "print one stage of one frontend's IR, native or in the common view"
 # options of the frontends and backends that the joint frontend does not take (and the frontends'
@@ -22,13 +24,10 @@ JOINT_OPTIONS = ("dp_shard", "tp", "ep", "sequence_parallel", "loss_parallel", "
 
 def add_arguments(d) -> None:
     from irlens.cli.train import add_parallel_options
-    from irlens.parallel.dump import capture_config
 
     d.add_argument("workload", nargs="?", help="a built-in workload (see `irlens list`) or path/to/file.py:NAME "
                                                "(with --frontend joint: llama3, deepseek_v3 or <family>:<preset>)")
-    from irlens.frontends import FRONTENDS
-
-    d.add_argument("--frontend", help=f"{', '.join(FRONTENDS)} (or joint for llama3/deepseek_v3): its IR stages; "
+    d.add_argument("--frontend", help=f"{', '.join(names.FRONTENDS)} (or joint for llama3/deepseek_v3): its IR stages; "
                                       f"give this or --backend")
     d.add_argument("--backend", help=f"{backend_names()}: the IRs it compiles through (fusion IR, generated code); "
                                      f"give this or --frontend")
@@ -48,7 +47,7 @@ def add_arguments(d) -> None:
     d.add_argument("--out", type=output_folder, help="write to files in this folder (every stage unless --stage is given)")
     add_frontend_settings(d)
     add_parallel_options(d.add_argument_group("--frontend joint (the parallel path's graphs, captured for a mesh)"),
-                         capture_config())
+                         parallel_names.CAPTURE_DEFAULTS)
     d.set_defaults(**{name: None for name in JOINT_OPTIONS})  # None: not given (the joint dump has its defaults)
 
 

@@ -1,8 +1,6 @@
 """`irlens COMMAND --help` and a bad argument answer without importing torch (a fresh interpreter
-each, as a user runs them): the parser's choices come from irlens.names and the frontends' sources.
-
-`dump` and `train` are left out: their options for the parallel path take their defaults and
-choices from irlens.parallel's configuration and presets, which import torch."""
+each, as a user runs them): the parser's choices come from irlens.names, irlens.parallel.names and
+the frontends' sources."""
 from __future__ import annotations
 
 import json
@@ -14,18 +12,18 @@ import pytest
 from irlens import names
 from irlens.cli import COMMANDS
 
-HEAVY = ("dump", "train")
-LIGHT = [c for c in COMMANDS if c not in HEAVY]
 # the CLI's exit status and whether torch was imported, as the last line of stdout
 PROBE = ("import json, sys\nfrom irlens.cli import main\nrc = main(sys.argv[1:])\n"
          "print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))")
 # one bad argument per command: an unknown option, or a value its type or choices refuse
 BAD = {
     "list": ["--format", "yaml"],
+    "dump": ["gelu", "--frontend", "joint", "--tp", "0"],
     "compare": ["--backends", "eager,nope"],
     "bench": ["--dtypes", "float8"],
     "report": ["--mode", "both"],
     "explain": ["gelu", "--backend", "nope"],
+    "train": ["--reduce-dtype", "float16"],
     "repro": ["gelu", "--backend", "eager", "--timeout", "-1"],
     "conformance": ["--limit", "0"],
     "zoo": ["--family", "keras"],
@@ -39,8 +37,8 @@ def run(args: list[str]) -> tuple[dict, subprocess.CompletedProcess]:
     return json.loads(done.stdout.strip().splitlines()[-1]), done
 
 
-def test_every_light_command_has_a_bad_argument_case():
-    assert sorted(BAD) == sorted(LIGHT)
+def test_every_command_has_a_bad_argument_case():
+    assert sorted(BAD) == sorted(COMMANDS)
 
 
 def test_top_level_help_imports_no_torch():
@@ -49,14 +47,14 @@ def test_top_level_help_imports_no_torch():
     assert all(command in done.stdout for command in COMMANDS)
 
 
-@pytest.mark.parametrize("command", LIGHT)
+@pytest.mark.parametrize("command", COMMANDS)
 def test_help_imports_no_torch(command):
     probe, done = run([command, "--help"])
     assert probe == {"rc": 0, "torch": False}, done.stderr
     assert f"usage: irlens {command}" in done.stdout
 
 
-@pytest.mark.parametrize("command", LIGHT)
+@pytest.mark.parametrize("command", COMMANDS)
 def test_a_bad_argument_is_one_line_and_exit_2_without_torch(command):
     probe, done = run([command, *BAD[command]])
     assert probe == {"rc": 2, "torch": False}, done.stderr
