@@ -356,7 +356,7 @@ def check_jax_twin(inst, torch_outputs: dict[str, torch.Tensor]) -> None:
 
     import jax
 
-    from irlens.frontends.jax import MATMUL_PRECISION
+    from irlens.frontends.jax.frontend import MATMUL_PRECISION
 
     name = inst.workload.name
     try:

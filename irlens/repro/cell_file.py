@@ -55,7 +55,7 @@ def jax_section(inst: Instance, mode: str) -> JaxSection:
     """The twin's program for `mode` as source over flat arguments (parameters by name, inputs)."""
     import jax
 
-    from irlens.frontends.jax import MATMUL_PRECISION, jax_program
+    from irlens.frontends.jax.frontend import MATMUL_PRECISION, jax_program
     from irlens.repro.jax_source import jaxpr_source
 
     program = jax_program(inst, mode)

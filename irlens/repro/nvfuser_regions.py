@@ -33,7 +33,7 @@ def record(s: CellSpec, wl: Workload, backend: Backend, directory: str, embed_ma
     run ends at all."""
     import torch
 
-    from irlens.frontends.thunder import import_thunder_or_raise
+    from irlens.frontends.thunder.frontend import import_thunder_or_raise
     from irlens.repro.tensors import tensor_source
     from irlens.workload import as_tuple
 
@@ -100,7 +100,7 @@ def trace_parts(thunder, jfn, inputs: tuple, name: str, mode: str) -> dict:
     and the values their arguments are."""
     import torch
 
-    from irlens.frontends.thunder import final_traces
+    from irlens.frontends.thunder.frontend import final_traces
     from irlens.frontends.thunder.trace import trace_to_graph_and_groups
 
     with torch.set_grad_enabled(mode == "fwdbwd"):

@@ -3,7 +3,7 @@
 One `ReproPath` per backend (`PATHS`, by backend name). A torch path is source that defines
 `compile_fn(fn)`: the file hands it the model code (eager: `fn` itself; inductor:
 `torch.compile`; Thunder's executors: `thunder.jit` with that fusion executor first, or
-ThunderFX where thunder.jit fails, as `irlens.backends.thunder` runs it). The xla path is
+ThunderFX where thunder.jit fails, as `irlens.backends.thunder.backend` runs it). The xla path is
 `jax.jit` of the JAX program written out as source (`irlens.repro.jax_source`).
 
 The reducer shrinks a graph of the common view acquired by `frontend` (Dynamo's ATen graphs

@@ -177,7 +177,7 @@ def jax_section(graph: Graph, inputs: list):
     import jax
     import jax.numpy as jnp
 
-    from irlens.frontends.jax import MATMUL_PRECISION
+    from irlens.frontends.jax.frontend import MATMUL_PRECISION
     from irlens.backends.xla.lower import to_jax_function
     from irlens.repro.emit import JaxSection
     from irlens.repro.jax_source import jaxpr_source

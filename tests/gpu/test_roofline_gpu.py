@@ -76,7 +76,7 @@ def assert_close_to_dram(name: str, charged: tuple[int, int], measured: tuple[in
 
 
 def test_inductor_triton_kernel_bytes_match_nsight_compute(tmp_path):
-    from irlens.backends.inductor import InductorCapture
+    from irlens.backends.inductor.backend import InductorCapture
     from irlens.backends.inductor.code import map_kernels
 
     capture = InductorCapture("t")

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from irlens.frontends import get_frontend
-from irlens.frontends.dynamo import GraphCapture
+from irlens.frontends.dynamo.capture import GraphCapture
 from irlens.decompose import to_primitive
 from irlens.interpret import interpret
 from irlens.ir import Graph
@@ -550,7 +550,7 @@ def test_a_reassigned_buffer_is_a_result_like_one_updated_in_place(mode):
 
 
 def test_graph_outputs_bind_by_identity_or_say_why_not():
-    from irlens.frontends.dynamo import returned_outputs
+    from irlens.frontends.dynamo.frontend import returned_outputs
 
     y, z, cache = torch.ones(2), torch.zeros(2), torch.ones(3)
     assert returned_outputs([z, y, cache], (y, z), {"count": cache}) == ["out1", "out0", "buffer:count"]

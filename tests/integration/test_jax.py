@@ -213,7 +213,7 @@ def test_a_jaxpr_jax_cannot_print_keeps_its_stage_and_says_why():
     bind leaves out; JAX's own mul harness does that): the stage keeps its graph, its text says why."""
     from jax import lax
 
-    from irlens.frontends.jax import jaxpr_text
+    from irlens.frontends.jax.frontend import jaxpr_text
 
     class Unprintable:
         def __str__(self):

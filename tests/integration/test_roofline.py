@@ -11,7 +11,7 @@ import re
 import pytest
 import torch
 
-from irlens.backends.inductor import InductorCapture
+from irlens.backends.inductor.backend import InductorCapture
 from pathlib import Path
 
 from irlens.bench.run import annotate_kernels
@@ -212,7 +212,7 @@ def test_xla_fusion_bytes_are_its_operands_and_results():
     """Read from the optimized HLO's text: a fusion (or any launching ENTRY instruction) reads
     each operand once and writes its result; where its computation slices an operand (q, k, v
     out of one qkv product), it reads less than the whole operand."""
-    from irlens.backends.xla import XlaBackend
+    from irlens.backends.xla.backend import XlaBackend
 
     inst = resolve_workload("block").instantiate("tiny", "float32", "cpu")
     run = run_backend(XlaBackend(), inst, "fwd")

@@ -289,7 +289,7 @@ def _shard_docs(tmp_path):
     a = Document("compare", [_row("model_a", "fwd", "eager", run_us=100.0),
                              _row("model_a", "fwd", "inductor", run_us=50.0, kernel_count=7, compile_s=3.0,
                                   notes={"graph_breaks": 1})], "cpu", "cpu", preset="tiny")
-    detail = 'Traceback:\n  File "/x/irlens/backends/thunder/__init__.py", line 3\n  File ' \
+    detail = 'Traceback:\n  File "/x/irlens/backends/thunder/backend.py", line 3\n  File ' \
              '"/v/lib/python3.11/site-packages/thunder/core/jit_ext.py", line 9, in f\nAssertionError: boom'
     b = Document("compare", [_row("model_b", "fwd", "eager", run_us=80.0),
                              _row("model_b", "fwd", "inductor", "failed", reason="run: AssertionError: boom 12",

@@ -6,7 +6,7 @@ constant first argument; multi-output nodes are unpacked with `getitem`. Creatio
 target device in their attrs, and so do elementwise ops of literals only (`irlens.lowering.node_attrs`),
 which are then cast to their declared dtype. `torch.compile` then traces the module
 (inlining the table's torch calls) and Inductor compiles it;
-the Inductor backend's capture (`irlens.backends.inductor.InductorCapture`, handed in by the
+the Inductor backend's capture (`irlens.backends.inductor.backend.InductorCapture`, handed in by the
 backend) keeps the post-grad graph, the generated code and its provenance, from which the
 kernels are mapped.
 """

@@ -5,7 +5,7 @@ with its op in `irlens.ops` (a graph with an op that has none is `Unsupported`);
 loop becomes `lax.while_loop` of its cond and body, each lowered the same way. Inputs and
 outputs are torch tensors, exchanged through DLPack on their device. Matmuls trace at the run's
 float32 policy (`irlens.precision.jax_matmul_precision`), as the xla backend's do. Kernels are read from the optimized HLO, one per launching ENTRY instruction,
-as the xla backend reads them (`irlens.backends.xla`).
+as the xla backend reads them (`irlens.backends.xla.backend`).
 """
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ class XlaLowered:
     """A graph as a jitted JAX function; compiled on the first call, for the inputs' shapes."""
 
     def __init__(self, graph: Graph, device: str, tag: str, kernel_record: Callable):
-        from irlens.frontends.jax import jax_device
+        from irlens.frontends.jax.frontend import jax_device
 
         self.graph, self.tag = graph, tag
         self.kernel_record = kernel_record  # the xla backend's: an optimized-HLO entry op -> Kernel
