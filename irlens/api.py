@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import warnings
 
-from irlens.ir import Graph
+from irlens.core.ir import Graph
 from irlens.workload import Workload, register  # noqa: F401  (part of the API)
 
 __all__ = ["Workload", "register", "compare", "compare_table", "dump", "report"]

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from irlens.backends import Backend
 from irlens.errors import UsageError
-from irlens.ir import Graph, Kernel, Node, TensorMeta
+from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 from irlens.matrix.spec import ENTRY, CellSpec
-from irlens.ops import REDUCTION, category
+from irlens.core.ops import REDUCTION, category
 from irlens.workload import Workload
 
 # Composite ops that reduce inside: the dim attribute they reduce over.

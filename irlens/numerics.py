@@ -82,7 +82,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from irlens.dtypes import TORCH_DTYPES
+from irlens.core.dtypes import TORCH_DTYPES
 from irlens.errors import UsageError
 
 TOLERANCES = {

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from irlens.errors import UsageError
-from irlens.registry import Registry, UnknownName
+from irlens.core.registry import Registry, UnknownName
 from irlens.workload import WORKLOADS, Workload
 from irlens.wording import article
 

@@ -26,10 +26,10 @@ from typing import Any, Callable
 
 import torch
 
-from irlens.dtypes import COMPUTE_DTYPES, TORCH_DTYPES
+from irlens.core.dtypes import COMPUTE_DTYPES, TORCH_DTYPES
 from irlens.errors import NoNativePath, UsageError
 from irlens.names import MODES, PRESETS  # noqa: F401  (declared without torch for the command line)
-from irlens.registry import Registry
+from irlens.core.registry import Registry
 
 CORPUS = "corpus"  # the tag of the corpus of ordinary model code (irlens/models/, tests/integration/test_corpus.py)
 ZOO = "zoo"  # the tag of the zoo of real models (irlens/models/zoo/, `irlens zoo`)

@@ -11,7 +11,7 @@ import platform
 import time
 
 from irlens.frontends import get_frontend
-from irlens.ir import LEVELS
+from irlens.core.ir import LEVELS
 from irlens.models import get_workload
 
 

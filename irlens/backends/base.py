@@ -13,9 +13,9 @@ from typing import Any, Callable
 
 from irlens.frontends.base import Availability, Program, Stage, Unavailable
 from irlens.frontends.bindings import run_program
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 from irlens.lowering import LEVEL
-from irlens.registry import Registry
+from irlens.core.registry import Registry
 from irlens.workload import Instance, Step
 
 

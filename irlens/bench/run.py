@@ -3,7 +3,7 @@
 Every cell is a compare cell (isolated, numerics checked against float64) whose steady-state
 step is also timed on the device (irlens.runtime.timing: CUPTI kernel times, cold L2, two batches).
 Per workload x mode x dtype, the bytes the step must move and the flops it must do come from
-the common view (irlens.cost), once for all backends, so every backend is measured against
+the common view (irlens.core.cost), once for all backends, so every backend is measured against
 the same work. The ceilings (irlens.ceilings: the best of several bandwidth kernels, the best
 matrix product of a sweep that includes the workloads' own GEMM shapes) are measured before the
 timed cells, or read from the cache where this GPU, driver and software were measured
@@ -34,16 +34,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from irlens import cost
+from irlens.core import cost
 from irlens.bench.checkpoint import Checkpoint
 from irlens.bench.progress import BenchProgress
 from irlens.bench.timeline import CEILINGS, WAITING, time_spent
 from irlens.ceilings import Ceilings, describe
-from irlens.cost import Gemm
+from irlens.core.cost import Gemm
 from irlens.bench.ceilings_cache import driver_version
 from irlens.compile_caches import compile_caches
 from irlens.frontends import work_frontend
-from irlens.ir import Kernel
+from irlens.core.ir import Kernel
 from irlens.runtime.isolation import CallFailed, WorkerSession, worker_env, worker_threads
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
 from irlens.matrix.cells import cells_not_ok

@@ -10,7 +10,7 @@ from irlens.cli.command import (EXIT_OK, add_device_option, add_dtype_option, ad
                                  apply_frontend_settings, backend_names, frontend_settings, guarded,
                                  output_folder)
 from irlens.errors import NoNativePath, UsageError
-from irlens.ir import LEVELS
+from irlens.core.ir import LEVELS
 
 HELP = "print one stage of one frontend's IR, native or in the common view"
 # options of the frontends and backends that the joint frontend does not take (and the frontends'
@@ -67,7 +67,7 @@ def run(args) -> int:
 
     from irlens.frontends.base import Acquisition, Unavailable
     from irlens.models import resolve_workload
-    from irlens.registry import UnknownName
+    from irlens.core.registry import UnknownName
 
     preset, device, view = args.preset or "tiny", args.device or "cpu", args.view or "native"
     workload = resolve_workload(args.workload)
@@ -144,7 +144,7 @@ def _source(args):
     """The frontend or backend `irlens dump` shows the stages of."""
     from irlens.backends import get_backend
     from irlens.frontends import get_frontend
-    from irlens.registry import UnknownName
+    from irlens.core.registry import UnknownName
 
     if args.backend:
         return get_backend(args.backend)

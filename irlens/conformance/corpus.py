@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import torch
 
-from irlens.registry import Registry
+from irlens.core.registry import Registry
 from irlens.workload import Workload
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import torch
 
 from irlens.backends.base import Backend, Compiled
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 from irlens.runtime import call_progress
 from irlens.runtime.gpu_turns import timing_turn
 from irlens.runtime.timing import active_recorder, cupti_taken, mark_cupti_taken, profiled, record_host_times

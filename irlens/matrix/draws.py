@@ -40,7 +40,7 @@ from typing import Callable
 import torch
 
 from irlens.runtime import call_progress
-from irlens.dtypes import HALF_DTYPES
+from irlens.core.dtypes import HALF_DTYPES
 from irlens.matrix.records import ResultCheck
 from irlens.matrix.references import Reference, first_line, reference_of
 from irlens.matrix.row import Row

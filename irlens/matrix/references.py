@@ -43,7 +43,7 @@ import torch
 
 from irlens.runtime import call_progress
 from irlens.cache_upkeep import MIN_FREE_BYTES, GiB, disk_free
-from irlens.dtypes import TORCH_DTYPES
+from irlens.core.dtypes import TORCH_DTYPES
 from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu
 from irlens.matrix.plan import Plan
 from irlens.models import resolve_workload

@@ -99,7 +99,7 @@ class Row:
     level: str | None = None  # the common-view level lowered
     lowered: list[LoweredGraph] = field(default_factory=list)
     # bench
-    must: StepWork | None = None  # the bytes and flops one step must move and do (irlens.cost)
+    must: StepWork | None = None  # the bytes and flops one step must move and do (irlens.core.cost)
     roofline: RowRoofline | None = None  # the step against the ceilings (irlens.reporting.roofline)
     gpu: str | None = None  # the GPU it ran on (bench --gpus)
     ceilings: dict | None = None  # that GPU's measured ceilings

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from irlens.dtypes import COMPUTE_DTYPES
+from irlens.core.dtypes import COMPUTE_DTYPES
 from irlens.errors import UsageError
 from irlens.json_values import BadDocument, read_record
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, check as check_precision

@@ -17,8 +17,8 @@ import os
 
 import torch
 
-from irlens.interpret import TORCH_DTYPES
-from irlens.ir import Graph
+from irlens.core.interpret import TORCH_DTYPES
+from irlens.core.ir import Graph
 
 
 @dataclasses.dataclass

@@ -196,9 +196,9 @@ def region_case(directory: str, entry: dict) -> dict | None:
     the primitive level, and its recorded inputs), or None when the traces do not name it."""
     import torch
 
-    from irlens.interpret import MEANINGS
-    from irlens.ir import Graph
-    from irlens.decompose import to_primitive
+    from irlens.core.interpret import MEANINGS
+    from irlens.core.ir import Graph
+    from irlens.core.decompose import to_primitive
     from irlens.repro.cases import save_case
     from irlens.repro.graphs import subgraph
     from irlens.repro.tensors import HELPERS

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irlens.errors import UsageError
-from irlens.registry import Registry
+from irlens.core.registry import Registry
 
 # thunder <= 0.2.6 registers torch.Tensor's named-tensor methods, which torch 2.13 removed
 # (irlens/_compat.py): a file that imports thunder defines raising stand-ins first.

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from irlens.ir import Graph
+from irlens.core.ir import Graph
 from irlens.repro.cases import Case
 from irlens.runtime.isolation import CallFailed, Worker
 from irlens.repro.cell import Outcome, worker_failure

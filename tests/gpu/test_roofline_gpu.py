@@ -114,7 +114,7 @@ def test_ceilings_are_the_best_of_the_sweep_and_within_the_datasheet():
 
     from irlens.bench.sweep import measure_ceilings
     from irlens.ceilings import spec_for
-    from irlens.cost import Gemm
+    from irlens.core.cost import Gemm
 
     own = Gemm(1, 16384, 3072, 1024)  # block's MLP product at the bench size
     c = measure_ceilings([own], dtypes=("bfloat16",))

@@ -4,7 +4,7 @@ import functools
 
 import pytest
 
-from irlens import ops
+from irlens.core import ops
 from irlens.backends import get_backend
 from irlens.matrix.backend_run import BackendRun, run_backend
 from irlens.models import get_workload

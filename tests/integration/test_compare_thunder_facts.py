@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from irlens import ops
+from irlens.core import ops
 from irlens.backends import get_backend
 from irlens.matrix.backend_run import BackendRun, run_backend
 from irlens.frontends.base import Unavailable

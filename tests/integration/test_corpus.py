@@ -12,7 +12,7 @@ import pytest
 
 import irlens.matrix as cmp
 from irlens.frontends.bindings import program_for, run_program, stage_programs
-from irlens.interpret import Uninterpretable, interpret
+from irlens.core.interpret import Uninterpretable, interpret
 from irlens.numerics import compare_results
 from irlens.models import get_workload, workload_names
 from irlens.workload import MODES

@@ -1,15 +1,15 @@
-"""Bytes and flops from the common view (irlens.cost), which `irlens bench` puts beside device times."""
+"""Bytes and flops from the common view (irlens.core.cost), which `irlens bench` puts beside device times."""
 import dataclasses
 
 import pytest
 
-from irlens import cost
+from irlens.core import cost
 from irlens.bench.run import BenchConfig, bench, restrict_to_rerun, run_bench, share_matrix
 from irlens.reporting.bench_page import write_results_page
 from irlens.bench.sweep import sweep
 from irlens.ceilings import Ceilings
-from irlens.cost import Gemm
-from irlens.ir import Graph, Kernel, Node, TensorMeta
+from irlens.core.cost import Gemm
+from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 from irlens.runtime.isolation import WorkerSession
 from irlens.matrix import Row
 from irlens.matrix.join import PARTS, RERUN, join, part

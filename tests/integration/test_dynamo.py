@@ -10,9 +10,9 @@ from torch import nn
 
 from irlens.frontends import get_frontend
 from irlens.frontends.dynamo.capture import GraphCapture
-from irlens.decompose import to_primitive
-from irlens.interpret import interpret
-from irlens.ir import Graph
+from irlens.core.decompose import to_primitive
+from irlens.core.interpret import interpret
+from irlens.core.ir import Graph
 from irlens.frontends.dynamo.fx import fx_to_graph
 from irlens.models import get_workload, workload_names
 from irlens.workload import Workload, as_tuple

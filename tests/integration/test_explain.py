@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(/*maxThreadsPerBlock=*/128) nvfuser_inner_pers
 def test_explain_shows_each_nvfuser_segment_its_own_cuda_kernel():
     """nvFuser gives one region's CUDA (every kernel) at once; each profiled segment, named the way
     CUPTI reports it (demangled), gets its own kernel; a segment without a kernel the definition."""
-    from irlens.ir import Kernel
+    from irlens.core.ir import Kernel
     from irlens.backends.thunder.nvfuser import Segment, segment_sources
 
     segments = [Segment(0, "CudaCodeGen::nvfuser_inner_persistent_f0_c1_r0_g1(CudaCodeGen::Tensor<float, 2, 2>)",

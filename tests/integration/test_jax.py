@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from irlens.frontends import get_frontend
-from irlens.interpret import interpret
-from irlens.ir import Graph
+from irlens.core.interpret import interpret
+from irlens.core.ir import Graph
 from irlens.backends.xla.kernels import read_hlo
 from irlens.frontends.jax.hlo.text import parse_instruction, parse_stack_frames
 from irlens.frontends.jax.jaxpr.walk import jaxpr_to_graph
@@ -95,7 +95,7 @@ def test_jax_workload_without_twin_raises():
 
 def test_jaxpr_adapter_conventions():
     """Call-like primitives are inlined with their name as scope; params become the attrs of
-    irlens.ops; select_n becomes where(pred, on_true, on_false); a primitive the adapter does
+    irlens.core.ops; select_n becomes where(pred, on_true, on_false); a primitive the adapter does
     not know survives as unknown, with the reason."""
     from jax.extend.core import Primitive
 

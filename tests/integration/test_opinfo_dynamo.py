@@ -11,7 +11,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from irlens.frontends.dynamo.capture import GraphCapture
-from irlens.interpret import interpret
+from irlens.core.interpret import interpret
 from irlens.frontends.dynamo.fx import fx_to_graph
 
 from tests.support.opinfo_samples import sample_function

@@ -416,7 +416,7 @@ def test_a_thunder_region_maps_onto_its_nodes_of_the_common_view(tmp_path):
     arguments name, and its nodes compute what the region computes."""
     from irlens._compat import import_thunder
     from irlens.backends import get_backend
-    from irlens.interpret import interpret
+    from irlens.core.interpret import interpret
     from irlens.repro.cases import Case
     from irlens.repro.nvfuser_regions import region_case, trace_parts
     from irlens.repro.tensors import tensor_source

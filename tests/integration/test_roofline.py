@@ -17,7 +17,7 @@ from pathlib import Path
 from irlens.bench.run import annotate_kernels
 from irlens.reporting.bench_page import format_bench_table, write_results_page
 from irlens.ceilings import Ceilings, describe
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 from irlens.backends.inductor.code import map_kernels, read_launches
 from irlens.matrix import Document, Row, read_document
 from irlens.matrix.backend_run import run_backend
@@ -188,7 +188,7 @@ def test_triton_launch_bytes_follow_the_kernel_signature_and_mutated_args():
     """A Triton launch (the form Inductor writes on CUDA): arguments by position against
     `triton_meta["signature"]`, an in/out pointer read and written, a broadcast view (stride 0)
     counted at its distinct elements, sizes passed along (xnumel, the stream) ignored."""
-    from irlens.ir import TensorMeta
+    from irlens.core.ir import TensorMeta
 
     graph = Graph("t", "dynamo", "s", "composite",
                   [TensorMeta("arg0_1", (32, 32), "bfloat16"), TensorMeta("arg1_1", (16,), "float32")], [], [])

@@ -9,7 +9,7 @@ import torch
 
 from irlens.frontends import get_frontend
 from irlens.frontends.base import FRONTENDS
-from irlens.ir import Graph
+from irlens.core.ir import Graph
 from irlens.frontends.thunder.trace import trace_to_graph
 from irlens.models import get_workload, workload_names
 from irlens.workload import MODES

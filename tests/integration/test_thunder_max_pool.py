@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from irlens.frontends.bindings import program_for, run_program
 from irlens.cross import cell
 from irlens.frontends import get_frontend
-from irlens.interpret import interpret
+from irlens.core.interpret import interpret
 from irlens.lowering import LEVEL
 from irlens.matrix.references import compute_reference
 from irlens.workload import Workload, run_eager

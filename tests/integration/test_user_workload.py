@@ -196,7 +196,7 @@ def test_report_api_renders_a_compare_document(tmp_path):
 
 
 def test_dump_api_gives_the_common_view_of_a_user_workload():
-    from irlens.ir import Graph
+    from irlens.core.ir import Graph
 
     graph = irlens.dump(f"{EXAMPLE}:rmsnorm", "jax", level="primitive")
     assert isinstance(graph, Graph) and graph.name == "rmsnorm" and graph.frontend == "jax"

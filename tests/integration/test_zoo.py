@@ -18,7 +18,7 @@ import torch
 from irlens.frontends.bindings import run_program, stage_programs
 from irlens.cli import main
 from irlens.errors import UsageError
-from irlens.interpret import interpret
+from irlens.core.interpret import interpret
 from irlens.matrix import Document, plan_matrix, read_document, run_plan, write_document
 from tests.support.cell_runs import run_in_process
 from irlens.matrix.execution import BUDGET_PHASE, STARVED_PHASE

@@ -68,7 +68,7 @@ def test_the_stacks_and_the_spec_import_no_orchestration():
     stacks = {m: sorted(t for t in targets if t.startswith("irlens.matrix"))
               for m, targets in edges.items() if m.startswith(("irlens.backends", "irlens.frontends", "irlens.models"))}
     assert {m: t for m, t in stacks.items() if t} == {}
-    assert edges["irlens.matrix.spec"] <= {"irlens.dtypes", "irlens.errors", "irlens.json_values", "irlens.precision",
+    assert edges["irlens.matrix.spec"] <= {"irlens.core.dtypes", "irlens.errors", "irlens.json_values", "irlens.precision",
                                            "irlens.workload"}
 
 

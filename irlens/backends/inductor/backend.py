@@ -20,7 +20,7 @@ from irlens.frontends.base import Availability, Stage
 from irlens.frontends.dynamo.capture import indexed
 from irlens.frontends.dynamo.frontend import graph_break_notes
 from irlens.frontends.dynamo.fx import fx_to_graph
-from irlens.ir import Graph
+from irlens.core.ir import Graph
 from irlens.backends.inductor.code import CompiledGraph, map_kernels, profiler_name
 from irlens.backends.inductor import lower as fx_lowering
 from irlens.workload import Instance, eager_step, run_eager

@@ -34,11 +34,11 @@ from irlens.backends.thunder.fallback import fallback_graph, fallback_kernels, f
 from irlens.frontends.thunder.frontend import executor_names, final_traces, import_thunder_or_raise
 from irlens.frontends.thunder.capture import Attempts, capture
 from irlens.frontends.thunder.thunderfx import Region as FxRegion, ThunderFX, split_line, split_summary, split_table
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 from irlens.frontends.thunder.trace import ExecutionGroup, trace_to_graph, trace_to_graph_and_groups
 from irlens.backends.thunder import kernel_db, lower as nvfuser_lowering
 from irlens.backends.thunder.recorders import InductorRecorder, NvFuserRecorder, Region, RegionRecorder, io_bytes
-from irlens.ops import COMPOSITE, category
+from irlens.core.ops import COMPOSITE, category
 from irlens.workload import Instance, eager_step, run_eager
 
 # Fusion executors: a backend uses one and keeps the others out of its executor list, so

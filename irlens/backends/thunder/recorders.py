@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from irlens.backends.thunder.fallback import inductor_kernel_names
 from irlens.frontends.base import Stage
 from irlens.frontends.thunder.trace import ExecutionGroup
-from irlens.ir import Graph, Kernel, canonical_dtype, dtype_size
+from irlens.core.ir import Graph, Kernel, canonical_dtype, dtype_size
 
 
 class RegionRecorder:

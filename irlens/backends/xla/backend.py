@@ -17,11 +17,11 @@ from irlens.backends.base import BACKENDS, Backend, Compiled, KernelRead
 from irlens.backends.xla.dump import compile_with_dump, xla_stages
 from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.frontends.jax.frontend import jax_device, jax_program, lower as lower_program
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 from irlens.backends.xla.kernels import EntryOp, read_hlo
 from irlens.frontends.jax.jaxpr.walk import EqnOrigin, jaxpr_origins, jaxpr_to_graph
 from irlens.backends.xla import lower as jax_lowering
-from irlens.ops import CAST, CREATION, DATA_MOVEMENT, REDUCTION, category, is_compute
+from irlens.core.ops import CAST, CREATION, DATA_MOVEMENT, REDUCTION, category, is_compute
 from irlens import precision
 from irlens.workload import Instance, Step
 

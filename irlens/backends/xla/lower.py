@@ -1,7 +1,7 @@
 """Common view -> a JAX function of jax.numpy / lax ops, compiled by XLA under `jax.jit`.
 
 The function walks the graph once at trace time, each node through the JAX lowering declared
-with its op in `irlens.ops` (a graph with an op that has none is `Unsupported`); a while
+with its op in `irlens.core.ops` (a graph with an op that has none is `Unsupported`); a while
 loop becomes `lax.while_loop` of its cond and body, each lowered the same way. Inputs and
 outputs are torch tensors, exchanged through DLPack on their device. Matmuls trace at the run's
 float32 policy (`irlens.precision.jax_matmul_precision`), as the xla backend's do. Kernels are read from the optimized HLO, one per launching ENTRY instruction,
@@ -13,10 +13,10 @@ from typing import Callable
 
 import torch
 
-from irlens.ir import Graph, Kernel, canonical_dtype
+from irlens.core.ir import Graph, Kernel, canonical_dtype
 from irlens import precision
 from irlens.lowering import check_supported
-from irlens.ops import OPS
+from irlens.core.ops import OPS
 from irlens.workload import to_jax
 
 

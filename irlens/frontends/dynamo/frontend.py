@@ -25,7 +25,7 @@ from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend
 from irlens.frontends.bindings import module_tensors
 from irlens.frontends.dynamo.binding import dynamo_input_keys, dynamo_program, fx_program
 from irlens.frontends.dynamo.capture import BACKWARD, FORWARD, GraphCapture, aot_roles, describe, fx_stage, indexed
-from irlens.ir import Graph
+from irlens.core.ir import Graph
 from irlens.workload import MODES, Instance, as_tuple
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from irlens.dtypes import COMPUTE_DTYPES, TORCH_DTYPES
+from irlens.core.dtypes import COMPUTE_DTYPES, TORCH_DTYPES
 from irlens.models.graphnet.meta import MODEL, BadSample, SampleMeta, forward_arguments, missing_files, read_meta
 from irlens.models.graphnet.module import CONSTANT, INPUT, GraphNetModule, draw, role
 from irlens.user_code import GRAPHNET as PREFIX

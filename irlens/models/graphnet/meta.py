@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from irlens.dtypes import TORCH_DTYPES
+from irlens.core.dtypes import TORCH_DTYPES
 from irlens.errors import UsageError
 
 MODEL, WEIGHT_META, INPUT_META, JSON = "model.py", "weight_meta.py", "input_meta.py", "graph_net.json"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from irlens.ops.core import MATMUL, OTHER, Attr, IndexOf, composite, decomposition, from_aten, meaning
-from irlens.ops.shapes import literal, transpose_last2
+from irlens.core.ops.core import MATMUL, OTHER, Attr, IndexOf, composite, decomposition, from_aten, meaning
+from irlens.core.ops.shapes import literal, transpose_last2
 
 
 # --- linear, embedding ------------------------------------------------------------------------

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import elementwise, jnp, lax
-from irlens.ops.core import ELEMENTWISE, Attr, declare, lowering, lowers, meaning
+from irlens.core.ops._torch import elementwise, jnp, lax
+from irlens.core.ops.core import ELEMENTWISE, Attr, declare, lowering, lowers, meaning
 
 
 def unary(name: str, fn=None, *, jax: str | None = None, nvfuser: str | None = None, doc: str = ""):

@@ -9,7 +9,7 @@ from typing import Callable
 
 import torch
 
-from irlens.dtypes import TORCH_DTYPES
+from irlens.core.dtypes import TORCH_DTYPES
 
 F64 = torch.float64
 

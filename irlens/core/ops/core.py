@@ -14,7 +14,7 @@ and derivative on the next lines.
 
 A meaning and a JAX lowering take `(attrs, *inputs)`; attrs arrive with the declared defaults
 filled in (`Op.attrs_of`). An nvFuser lowering takes `(fd, nv, node, args, metas)`. A
-decomposition rule takes `(emitter, values)` (see `irlens.decompose`). A control-flow op
+decomposition rule takes `(emitter, values)` (see `irlens.core.decompose`). A control-flow op
 declares the graphs it runs (`subgraphs="cond body"`, held in `Node.subgraphs`); its meaning
 and JAX lowering find each of them in attrs, under its role, as a function of values
 returning the subgraph's outputs (a list), made by whoever runs the node: the interpreter
@@ -44,7 +44,7 @@ PRIMITIVE_CATEGORIES = frozenset(CATEGORIES) - {COMPOSITE}
 COMPUTE_CATEGORIES = frozenset({ELEMENTWISE, REDUCTION, MATMUL, COMPOSITE})
 LOWERINGS = ("jax", "nvfuser")
 
-UNKNOWN_PREFIX = "unknown:"  # irlens.ir's; repeated here so the vocabulary imports nothing of irlens
+UNKNOWN_PREFIX = "unknown:"  # irlens.core.ir's; repeated here so the vocabulary imports nothing of irlens
 # Attributes any node may carry: where it came from (HLO metadata, a custom call's target).
 PROVENANCE_ATTRS = frozenset({"op_name", "source", "target"})
 
@@ -161,7 +161,7 @@ class Op:
     outputs: tuple[Operand, ...]
     attrs: dict[str, Attr]
     doc: str = ""
-    family: str = ""  # the module that declares it (irlens.ops.<family>)
+    family: str = ""  # the module that declares it (irlens.core.ops.<family>)
     meaning: Callable | None = None
     decomposition: Callable | None = None
     lowerings: dict[str, Any] = field(default_factory=dict)
@@ -400,7 +400,7 @@ def check_vocabulary(table: dict[str, str]) -> None:
     """Fail loudly at import if a name table maps to an op outside the vocabulary."""
     bad = sorted({v for v in table.values() if v not in OPS})
     if bad:
-        raise ValueError(f"name table maps to ops outside irlens.ops.OPS: {bad}")
+        raise ValueError(f"name table maps to ops outside irlens.core.ops.OPS: {bad}")
 
 
 # --- nodes against the schema ------------------------------------------------------------------
@@ -457,4 +457,4 @@ def check_declarations() -> None:
             elif not a.required and a.default is not None and a.problem(a.default):
                 problems.append(f"{op.name}.{key}: default {a.problem(a.default)}")
     if problems:
-        raise ValueError("irlens.ops vocabulary: " + "; ".join(problems))
+        raise ValueError("irlens.core.ops vocabulary: " + "; ".join(problems))

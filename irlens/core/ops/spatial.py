@@ -9,8 +9,8 @@ import math
 
 import torch
 
-from irlens.ops._torch import jnp, lax
-from irlens.ops.core import DATA_MOVEMENT, MATMUL, OTHER, REDUCTION, Attr, declare, from_aten, lowering, meaning
+from irlens.core.ops._torch import jnp, lax
+from irlens.core.ops.core import DATA_MOVEMENT, MATMUL, OTHER, REDUCTION, Attr, declare, from_aten, lowering, meaning
 
 A = torch.ops.aten
 _CONV = dict(stride=Attr("ints"), padding=Attr("ints"), dilation=Attr("ints"), transposed=Attr("bool", False),

@@ -6,8 +6,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from irlens.ops.core import Attr, composite, decomposition, meaning
-from irlens.ops.shapes import reduced, transpose_last2
+from irlens.core.ops.core import Attr, composite, decomposition, meaning
+from irlens.core.ops.shapes import reduced, transpose_last2
 
 
 # --- softmax ----------------------------------------------------------------------------------
@@ -188,7 +188,7 @@ def _sdpa_rule(e, vals):
         _lse_as_declared(e, lse, ssh[:-1], lse_out)
     for extra in e.parent.outputs[2:]:
         # RNG state and sequence bookkeeping (philox seed and offset, ...): zeros, as
-        # `irlens.interpret.all_outputs` gives them; no canonical op reads them.
+        # `irlens.core.interpret.all_outputs` gives them; no canonical op reads them.
         e.emit("full", [], extra.shape, extra.dtype, extra.name, value=0, dtype=extra.dtype, shape=list(extra.shape))
 
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from irlens import ops
-from irlens.ir import Graph, Kernel, Node, TensorMeta
+from irlens.core import ops
+from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def node_flops(node: Node, values: dict[str, TensorMeta], matmul_only: bool = Fa
 
 
 def _composite_flops(node: Node, values: dict[str, TensorMeta], matmul_only: bool) -> int:
-    from irlens.decompose import to_primitive
+    from irlens.core.decompose import to_primitive
 
     ins = [values[x] for x in node.value_inputs() if x in values]
     g = to_primitive(Graph("cost", "cost", "cost", "composite", ins, [node], []))
@@ -113,7 +113,7 @@ def gemm_shapes(graph: Graph) -> list[Gemm]:
     """The matrix products a graph does (its composite ops expanded: linear, attention's score
     and value products), as (batch, m, n, k) at their operands' shapes. A batch against one
     shared matrix (a linear layer's weight) is one product of the stacked rows, as torch runs it."""
-    from irlens.decompose import to_primitive
+    from irlens.core.decompose import to_primitive
 
     primitive = to_primitive(graph) if graph.level == "composite" else graph
     values = primitive.values()

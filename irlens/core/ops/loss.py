@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from irlens.ops.core import CLASS, Attr, IndexOf, composite, decomposition, meaning
+from irlens.core.ops.core import CLASS, Attr, IndexOf, composite, decomposition, meaning
 
 
 # --- losses -------------------------------------------------------------------------------------

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import jnp, lax, nv_dtype, scalar_tensor, torch_dtype
-from irlens.ops.core import CAST, DATA_MOVEMENT, Attr, declare, lowering, meaning
+from irlens.core.ops._torch import jnp, lax, nv_dtype, scalar_tensor, torch_dtype
+from irlens.core.ops.core import CAST, DATA_MOVEMENT, Attr, declare, lowering, meaning
 
 reshape = declare("reshape", DATA_MOVEMENT, "x", shape=Attr("ints"), doc="row-major reshape (one dim may be -1)")
 

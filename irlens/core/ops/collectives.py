@@ -2,7 +2,7 @@
 schema names. They have no float64 meaning: their values depend on the other ranks."""
 from __future__ import annotations
 
-from irlens.ops.core import COLLECTIVE, Attr, declare
+from irlens.core.ops.core import COLLECTIVE, Attr, declare
 
 _GROUP = Attr("any")  # a group name (str) or a process group
 all_gather = declare("all_gather", COLLECTIVE, "x", group_size=Attr("int"), group_name=_GROUP,

@@ -14,7 +14,7 @@ by an integer index; a bool predicate is the index 0 (false) or 1 (true), as jax
 """
 from __future__ import annotations
 
-from irlens.ops.core import OTHER, declare, lowering, meaning
+from irlens.core.ops.core import OTHER, declare, lowering, meaning
 
 while_ = declare("while", OTHER, "*init", outputs="*out", subgraphs="cond body",
                  doc="body applied to the carry while cond holds (lax.while_loop)")

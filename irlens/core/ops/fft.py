@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import jnp, lax
-from irlens.ops.core import DATA_MOVEMENT, ELEMENTWISE, OTHER, declare, from_aten, lowering, meaning
-from irlens.ops.elementwise import unary
+from irlens.core.ops._torch import jnp, lax
+from irlens.core.ops.core import DATA_MOVEMENT, ELEMENTWISE, OTHER, declare, from_aten, lowering, meaning
+from irlens.core.ops.elementwise import unary
 
 A = torch.ops.aten
 fft_r2c = from_aten("fft_r2c", OTHER, A._fft_r2c.default, doc="real -> complex DFT over dim (onesided: half the spectrum)")

@@ -3,7 +3,7 @@ data-movement ops by one frontend-neutral set of rules.
 
 Decomposition is an explicit pass over the common view (DESIGN.md, Principles), so every
 frontend's graph is lowered by the same rules and primitive views compare op for op. Each
-rule is declared with its op in `irlens.ops` (`@decomposition(op)`) and receives an
+rule is declared with its op in `irlens.core.ops` (`@decomposition(op)`) and receives an
 `Emitter` for the node it expands. The expansion of node `n7` gets ids `n7.0`, `n7.1`, ...
 and `scope` = `n7`, so a kernel that covers `n7` covers its expansion. The expansion's last
 value keeps the composite's output name; consumers need no rewiring.
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from irlens import ops
-from irlens.dtypes import HALF_DTYPES
-from irlens.ir import Arg, Graph, Node, TensorMeta
+from irlens.core import ops
+from irlens.core.dtypes import HALF_DTYPES
+from irlens.core.ir import Arg, Graph, Node, TensorMeta
 
 RULES = {name: op.decomposition for name, op in ops.OPS.items() if op.decomposition is not None}
 # ATen computes these in float32 for half-precision tensors and rounds each result once (the

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import jnp, lax, scalar_tensor, widened
-from irlens.ops.core import (DATA_MOVEMENT, FLAT, OTHER, POSITION, REDUCTION, Attr, IndexOf, declare, from_aten,
+from irlens.core.ops._torch import jnp, lax, scalar_tensor, widened
+from irlens.core.ops.core import (DATA_MOVEMENT, FLAT, OTHER, POSITION, REDUCTION, Attr, IndexOf, declare, from_aten,
                               lowering, meaning)
-from irlens.ops.movement import slices, strided_positions
+from irlens.core.ops.movement import slices, strided_positions
 
 
 ALONG_DIM = IndexOf("x", "dim")  # positions along x's dim `dim`

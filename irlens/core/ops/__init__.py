@@ -2,7 +2,7 @@
 
 An op lives in the module of its family: its name, category, operand and attribute schema,
 float64 meaning, and the rules registered for it (a composite's decomposition, lowerings to
-JAX and nvFuser). `irlens.ops.core` says how to declare one; `python -m irlens.ops` lists them.
+JAX and nvFuser). `irlens.core.ops.core` says how to declare one; `python -m irlens.core.ops` lists them.
 
     elementwise  special  fft          arithmetic, comparisons, special functions, complex parts
     reduction                          sums, extrema, scans, arg-reductions, mean/var, selections
@@ -20,9 +20,9 @@ Conventions every declaration follows, so graphs compare and execute alike:
   order; an absent optional operand is None. Every other argument is an attr.
 - Dims are non-negative: `dims` (list, None = all) for reductions, `dim` for one axis.
 - Shapes, permutations and slice bounds are lists of ints (`shape`, `perm`, `start/limit/step`).
-- Dtypes are canonical names (`float32`, `int64`, `bool`; irlens.ir.canonical_dtype).
+- Dtypes are canonical names (`float32`, `int64`, `bool`; irlens.core.ir.canonical_dtype).
 - `primitive` graphs hold only PRIMITIVE_CATEGORIES; composites are expanded by
-  `irlens.decompose` with their declared rules.
+  `irlens.core.decompose` with their declared rules.
 
 Adapters hold only name tables and argument normalization; every node they emit passes
 `conform`: one off its op's schema becomes `unknown:<native>` (in strict mode, as the test
@@ -30,7 +30,7 @@ suite runs, it raises).
 """
 from __future__ import annotations
 
-from irlens.ops.core import (  # noqa: F401  (the public API)
+from irlens.core.ops.core import (  # noqa: F401  (the public API)
     CAST,
     CATEGORIES,
     COLLECTIVE,
@@ -62,10 +62,10 @@ from irlens.ops.core import (  # noqa: F401  (the public API)
     meaning,
     node_problem,
 )
-from irlens.ops import (  # noqa: F401,E402  (each declares its ops)
+from irlens.core.ops import (  # noqa: F401,E402  (each declares its ops)
     activation, attention, collectives, control, creation, elementwise, fft, indexing, linalg, loss, movement, nn,
     normalization, reduction, spatial, special, window)
-from irlens.ops.core import check_declarations as _check_declarations  # noqa: E402
+from irlens.core.ops.core import check_declarations as _check_declarations  # noqa: E402
 
 _check_declarations()
 

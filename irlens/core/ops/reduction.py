@@ -7,10 +7,10 @@ import warnings
 
 import torch
 
-from irlens.dtypes import HALF_DTYPES
-from irlens.ops._torch import dims_of, jnp, nv_dtype, widened
-from irlens.ops.core import COMPOSITE, REDUCTION, Attr, declare, decomposition, from_aten, lowering, meaning
-from irlens.ops.shapes import numel, reduced
+from irlens.core.dtypes import HALF_DTYPES
+from irlens.core.ops._torch import dims_of, jnp, nv_dtype, widened
+from irlens.core.ops.core import COMPOSITE, REDUCTION, Attr, declare, decomposition, from_aten, lowering, meaning
+from irlens.core.ops.shapes import numel, reduced
 
 
 def _reduction(name: str, fn, jax: str | None = None, nvfuser: str | None = None, doc: str = ""):

@@ -9,9 +9,9 @@ import itertools
 
 import torch
 
-from irlens.ops._torch import jnp, lax, scalar_tensor, widened
-from irlens.ops.core import REDUCTION, Attr, declare, lowering, meaning
-from irlens.ops.movement import pad
+from irlens.core.ops._torch import jnp, lax, scalar_tensor, widened
+from irlens.core.ops.core import REDUCTION, Attr, declare, lowering, meaning
+from irlens.core.ops.movement import pad
 
 _WINDOW = dict(window=Attr("ints"), strides=Attr("ints"), padding=Attr("any"))  # padding: [[lo, hi], ...]
 _DILATIONS = dict(base_dilation=Attr("ints", None), window_dilation=Attr("ints", None))

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops.core import Attr, composite, decomposition, meaning
-from irlens.ops.shapes import last_dims, numel, reduced
+from irlens.core.ops.core import Attr, composite, decomposition, meaning
+from irlens.core.ops.shapes import last_dims, numel, reduced
 
 
 # --- norms ------------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ import math
 
 import torch
 
-from irlens.ops._torch import jnp, lax, widened
-from irlens.ops.core import MATMUL, OTHER, Attr, declare, from_aten, lowering, meaning
+from irlens.core.ops._torch import jnp, lax, widened
+from irlens.core.ops.core import MATMUL, OTHER, Attr, declare, from_aten, lowering, meaning
 
 matmul = declare("matmul", MATMUL, "a b", contract=Attr("any", None), batch=Attr("any", None),
                  doc="torch.matmul; with contract [[lhs dims], [rhs dims]] and batch [[lhs], [rhs]] a "

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import elementwise, jnp, lax
-from irlens.ops.core import ELEMENTWISE, Attr, declare, from_aten, lowering, lowers, meaning
-from irlens.ops.elementwise import binary, unary
+from irlens.core.ops._torch import elementwise, jnp, lax
+from irlens.core.ops.core import ELEMENTWISE, Attr, declare, from_aten, lowering, lowers, meaning
+from irlens.core.ops.elementwise import binary, unary
 
 S = torch.special
 

@@ -7,8 +7,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from irlens.ops._torch import with_grad
-from irlens.ops.core import Attr, composite, decomposition, meaning
+from irlens.core.ops._torch import with_grad
+from irlens.core.ops.core import Attr, composite, decomposition, meaning
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _SQRT1_2 = 1.0 / math.sqrt(2.0)

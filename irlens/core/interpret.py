@@ -1,6 +1,6 @@
 """A reference interpreter for the common view, in float64 on the CPU.
 
-Every canonical op (both levels) has one meaning, declared with the op in `irlens.ops` and
+Every canonical op (both levels) has one meaning, declared with the op in `irlens.core.ops` and
 written with torch ops, so that running a normalized graph checks the adapter that produced
 it (faithfulness) and the decomposition rules (composite and primitive views of one graph must
 agree). `MEANINGS` is that table; `irlens.backends.inductor.lower` builds its GraphModules from it.
@@ -10,13 +10,13 @@ in float64: floating inputs are cast up, creation ops make floating tensors in f
 (`float64_attrs`), and every floating result is carried on in float64; integer and bool values
 keep their kinds. torch computes little on unsigned integers: uint16/32 values are computed on in
 int64 and wrapped back; uint64 ones in int64's bits, exact for wrap-around arithmetic on every
-value and for other ops below 2**63, refused above (`irlens.ops._torch.elementwise`). A cast
+value and for other ops below 2**63, refused above (`irlens.core.ops._torch.elementwise`). A cast
 to a dtype narrower than float32 (`convert` to float16, bfloat16, float8) rounds: its value is
 the input rounded to that dtype's precision, carried on in float64, as eager torch rounds at
 `.half()` when the program runs in float64. A cast to float32 (or complex64) does not: that is
 the precision the interpreter's float64 stands in for. An op without a meaning (in a loop body
 too) raises `Uninterpretable` naming it; an index input (the op's schema declares which:
-`irlens.ops.IndexOf`) holding a position outside what it indexes raises `IndexOutOfRange`
+`irlens.core.ops.IndexOf`) holding a position outside what it indexes raises `IndexOutOfRange`
 naming the node. A control-flow node's subgraphs (a while loop's cond
 and body) are interpreted in turn, each time its meaning runs one.
 """
@@ -27,9 +27,9 @@ from typing import Callable, Sequence
 
 import torch
 
-from irlens.ir import Graph, Node
-from irlens.ops import CAST, OPS, index_bounds
-from irlens.ops._torch import F64, TORCH_DTYPES, torch_dtype  # noqa: F401  (TORCH_DTYPES: re-exported)
+from irlens.core.ir import Graph, Node
+from irlens.core.ops import CAST, OPS, index_bounds
+from irlens.core.ops._torch import F64, TORCH_DTYPES, torch_dtype  # noqa: F401  (TORCH_DTYPES: re-exported)
 
 MEANINGS: dict[str, Callable] = {name: op.meaning for name, op in OPS.items() if op.meaning is not None}
 

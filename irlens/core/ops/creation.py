@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from irlens.ops._torch import jnp, lax, torch_dtype
-from irlens.ops.core import CREATION, Attr, declare, lowering, meaning
+from irlens.core.ops._torch import jnp, lax, torch_dtype
+from irlens.core.ops.core import CREATION, Attr, declare, lowering, meaning
 
 
 def _jax_dtype(name: str):

@@ -3,7 +3,7 @@
 A `Graph` is a list of `Node`s in topological order. Values are named: each node output is
 a `TensorMeta` whose `name` other nodes list in their `inputs`. A node input is either such
 a value name (a `str`) or a scalar literal (int, float, bool); every other argument (dims,
-shapes, flags) lives in `attrs`, keyed by the canonical names documented in `irlens.ops`.
+shapes, flags) lives in `attrs`, keyed by the canonical names documented in `irlens.core.ops`.
 
 A control-flow node (a `while` loop, a `cond`) holds the graphs it runs in `Node.subgraphs`
 (a loop's `cond` and `body`, a conditional's `branch<k>`), each a closed `Graph` of its own:
@@ -11,11 +11,11 @@ its inputs are the node's operands (a conditional's after its index), its value 
 (they may repeat the enclosing graph's: a StableHLO branch's inputs keep the MLIR names of the
 values its region captures; no value crosses the boundary but through operands and results). Counting unknown ops walks into them
 (`Graph.all_nodes`), and a node whose subgraphs hold an unknown op is itself unknown
-(`irlens.ops.conform`).
+(`irlens.core.ops.conform`).
 
 `level` is `composite` (ops as written: gelu, layer_norm, sdpa, linear) or `primitive`
 (only elementwise, reduction, matmul, data-movement and collective ops; see
-`irlens.decompose`). Ops the adapters do not know are kept as
+`irlens.core.decompose`). Ops the adapters do not know are kept as
 `unknown:<native name>` so a graph never silently loses a node.
 """
 from __future__ import annotations
@@ -157,7 +157,7 @@ class Graph:
 
     def compute_op_counts(self) -> Counter:
         """Ops that do arithmetic (elementwise, reduction, matmul, composite), not data movement."""
-        from irlens.ops import is_compute
+        from irlens.core.ops import is_compute
 
         return Counter(n.op for n in self.nodes if is_compute(n.op))
 
@@ -243,7 +243,7 @@ class Kernel:
     # reductions whose partial results it adds up (the second kernel of a split reduction): it
     # reads the first kernel's partials, not the reduction's input, and recomputes nothing
     combines: list[str] = field(default_factory=list)
-    # the exact part of `flops`: its matrix products' 2·m·n·k (the rest is an estimate: irlens.cost);
+    # the exact part of `flops`: its matrix products' 2·m·n·k (the rest is an estimate: irlens.core.cost);
     # None where not counted apart (documents written before)
     matmul_flops: int | None = None
 
