@@ -50,7 +50,7 @@ def record(cell: str, backend: str, path: Path, device: str = "cuda", preset: st
     from irlens.backends import get_backend
     from irlens.bench.run import device_name_of
     from irlens.matrix.backend_run import run_backend
-    from irlens.models import resolve_workload
+    from irlens.workloads.builtin import resolve_workload
     from irlens.reporting.records import kernel_stage
 
     workload, mode, dtype = cell.split(":")

@@ -178,8 +178,8 @@ def main(argv=None) -> int:
 
     from irlens.backends import get_backend
     from irlens.frontends.thunder.frontend import import_thunder_or_raise
-    from irlens.models import resolve_workload
-    from irlens.workload import as_tuple
+    from irlens.workloads.builtin import resolve_workload
+    from irlens.workloads.workload import as_tuple
 
     thunder = import_thunder_or_raise()
     rec = Recorder(args.out)

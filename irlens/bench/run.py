@@ -52,13 +52,13 @@ from irlens.matrix.document import device_name, versions
 from irlens.matrix.join import PARTS, RERUN, join, part
 from irlens.matrix.references import References
 from irlens.matrix.row import STOPPED_PHASE
-from irlens.models import resolve_workload
+from irlens.workloads.builtin import resolve_workload
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision
 from irlens.matrix.records import StepWork
 from irlens.reporting.bench_page import format_bench_table
 from irlens.reporting.records import kernel_stage
 from irlens.reporting.roofline import apply_roofline
-from irlens.workload import run_eager
+from irlens.workloads.workload import run_eager
 
 BENCH_BACKENDS = ["eager", "inductor", "nvfuser", "xla"]
 CHILD_ENV = "IRLENS_BENCH_CHILD"  # set for the per-GPU runs of `--gpus`
@@ -124,7 +124,7 @@ def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, 
     in one worker process that ends before this returns."""
     plan, dtypes = plans[0], [p.dtype for p in plans]
     musts, gemms = {}, {}
-    with WorkerSession(preload=("irlens.bench.run", "irlens.models")) as worker:
+    with WorkerSession(preload=("irlens.bench.run", "irlens.workloads.builtin")) as worker:
         for key, wl in plan.workloads.items():
             try:
                 work = worker.call("irlens.bench.run:work_in_worker", dict(workload=key, modes=plan.modes, dtypes=dtypes,

@@ -66,7 +66,7 @@ def run(args) -> int:
     apply_frontend_settings(args)
 
     from irlens.frontends.base import Acquisition, Unavailable
-    from irlens.models import resolve_workload
+    from irlens.workloads.builtin import resolve_workload
     from irlens.core.registry import UnknownName
 
     preset, device, view = args.preset or "tiny", args.device or "cpu", args.view or "native"

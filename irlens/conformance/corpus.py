@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 
 from irlens.core.registry import Registry
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 
 
 @dataclass(frozen=True)

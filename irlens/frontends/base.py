@@ -10,7 +10,7 @@ import torch
 
 from irlens.core.ir import Graph
 from irlens.core.registry import Registry, UnknownName
-from irlens.workload import Instance, Workload
+from irlens.workloads.workload import Instance, Workload
 
 
 @dataclass(frozen=True)

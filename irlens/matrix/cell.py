@@ -39,7 +39,7 @@ from irlens.numerics import Comparison, compare_results, judged_bounds, toleranc
 from irlens.core.ops import is_compute
 from irlens.runtime.timing import HostTiming, recording_device_time, recording_host_time
 from irlens.tolerance_ladder import NOTE as GRAPHNET_NOTE, passing_level
-from irlens.workload import Instance, MissingLibrary, Workload
+from irlens.workloads.workload import Instance, MissingLibrary, Workload
 
 
 def refused_natively(wl: Workload, backend: Backend) -> str | None:

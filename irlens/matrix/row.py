@@ -106,7 +106,7 @@ class Row:
     # a report merged from several runs
     device: str | None = None
     device_name: str | None = None
-    # the module's train/eval mode as it ran (train, eval, mixed: irlens.workload.Instance.module_mode)
+    # the module's train/eval mode as it ran (train, eval, mixed: irlens.workloads.workload.Instance.module_mode)
     module_mode: str | None = None
     # eager's step time in the run this row came from: its speedup's base where runs are joined
     # (irlens.matrix.join), since a step time is comparable only within one run

@@ -16,7 +16,7 @@ from irlens.core.dtypes import COMPUTE_DTYPES
 from irlens.errors import UsageError
 from irlens.json_values import BadDocument, read_record
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, check as check_precision
-from irlens.workload import MODES, PRESETS
+from irlens.workloads.workload import MODES, PRESETS
 
 DEVICES = ("cpu", "cuda")
 ENTRY = "irlens.cell_entry:run_spec"  # the worker's one entry point for a cell (irlens.runtime.isolation calls it by name)

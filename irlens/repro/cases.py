@@ -92,7 +92,7 @@ def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: 
     from irlens.frontends.bindings import program_for, run_program
     from irlens.frontends import get_frontend
     from irlens.lowering import LEVEL
-    from irlens.models import resolve_workload
+    from irlens.workloads.builtin import resolve_workload
 
     inst = resolve_workload(workload).instantiate(preset, dtype, device)
     program = program_for(get_frontend(frontend).acquire(inst, mode), inst)

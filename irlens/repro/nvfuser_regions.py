@@ -24,7 +24,7 @@ import textwrap
 
 from irlens.backends import Backend
 from irlens.matrix.spec import CellSpec
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 
 
 def record(s: CellSpec, wl: Workload, backend: Backend, directory: str, embed_max: int) -> dict:
@@ -35,7 +35,7 @@ def record(s: CellSpec, wl: Workload, backend: Backend, directory: str, embed_ma
 
     from irlens.frontends.thunder.frontend import import_thunder_or_raise
     from irlens.repro.tensors import tensor_source
-    from irlens.workload import as_tuple
+    from irlens.workloads.workload import as_tuple
 
     thunder = import_thunder_or_raise()
     from thunder.executors.nvfuserex_impl import FusionDefinitionWrapper

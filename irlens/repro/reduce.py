@@ -28,7 +28,7 @@ from irlens.runtime.isolation import CallFailed, Worker
 from irlens.repro.cell import Outcome, worker_failure
 from irlens.repro.graphs import dimension_sizes, shape_problem, shrink, size_text, subgraph
 
-WORKER_MODULES = ("irlens.repro.run_graph", "irlens.repro.cases", "irlens.backends", "irlens.models")
+WORKER_MODULES = ("irlens.repro.run_graph", "irlens.repro.cases", "irlens.backends", "irlens.workloads.builtin")
 
 
 @dataclass

@@ -17,8 +17,8 @@ from irlens.core.ir import Graph, Node, TensorMeta
 from irlens.lowering import Unsupported
 from irlens.matrix import Document
 from irlens.matrix.references import compute_reference
-from irlens.models import get_workload
-from irlens.workload import MODES
+from irlens.workloads.builtin import get_workload
+from irlens.workloads.workload import MODES
 from tests.support.slow_cases import marked_slow
 
 

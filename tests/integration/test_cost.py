@@ -16,7 +16,7 @@ from irlens.matrix.join import PARTS, RERUN, join, part
 from irlens.matrix.records import StepWork
 from irlens.reporting.roofline import roofline
 from irlens.runtime.timing import DeviceTiming
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 
 
 def stub_ceilings(memory_gbps: float, bf16: float = 100.0, fp32: float = 10.0) -> Ceilings:

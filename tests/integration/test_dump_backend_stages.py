@@ -6,7 +6,7 @@ import torch
 
 from irlens.backends import get_backend
 from irlens.cli import main
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 
 _STAGES: dict = {}
 
@@ -300,7 +300,7 @@ _CPU_DUMP_COMPILES = """
 import sys, tempfile
 from irlens.backends.xla.dump import compile_with_dump
 from irlens.frontends.jax.frontend import jax_program, lower
-from irlens.models import resolve_workload
+from irlens.workloads.builtin import resolve_workload
 
 inst = resolve_workload("block").instantiate("tiny", "bfloat16", "cpu")
 for _ in range(2):

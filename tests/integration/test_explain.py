@@ -83,7 +83,7 @@ def test_explain_eager_says_it_has_no_kernels(capsys):
 def runs():
     """Each registered compiling CPU backend run once on tinyhead fwd (tiny preset)."""
     from irlens.backends import get_backend
-    from irlens.models import get_workload
+    from irlens.workloads.builtin import get_workload
 
     out = {}
     for name in CPU_BACKENDS[1:]:
@@ -195,7 +195,7 @@ GPU_SOURCE = {"inductor": "Triton", "nvfuser": "CUDA", "xla": "HLO"}
 def test_explain_every_gpu_backend(backend):
     """On the GPU, every kernel of each compiling backend explains, with its generated source."""
     from irlens.backends import get_backend
-    from irlens.models import get_workload
+    from irlens.workloads.builtin import get_workload
 
     run = run_backend(get_backend(backend), get_workload("tinyhead").instantiate("tiny", device="cuda"), "fwd")
     assert run.kernels, f"{backend} reported no kernels for tinyhead on the GPU"

@@ -19,7 +19,7 @@ from irlens.frontends.bindings import program_for, run_program, stage_programs
 from irlens.core.interpret import interpret
 from irlens.lowering import LEVEL
 from irlens.matrix import run_matrix
-from irlens.workload import MODES, Workload, run_eager
+from irlens.workloads.workload import MODES, Workload, run_eager
 
 
 class ItemBreaks(torch.nn.Module):

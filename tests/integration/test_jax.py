@@ -15,8 +15,8 @@ from irlens.core.ir import Graph
 from irlens.backends.xla.kernels import read_hlo
 from irlens.frontends.jax.hlo.text import parse_instruction, parse_stack_frames
 from irlens.frontends.jax.jaxpr.walk import jaxpr_to_graph
-from irlens.models import workload_names
-from irlens.workload import NoJaxTwin, Workload
+from irlens.workloads.builtin import workload_names
+from irlens.workloads.workload import NoJaxTwin, Workload
 
 from tests.support.workload_cache import acquired as cached_acquisition, instance
 from tests.support.slow_cases import marked_slow
@@ -139,7 +139,7 @@ def test_hlo_reader_on_compiled_gelu():
     assert set(fusion.node_ids) == {n.id for n in view.graph.nodes}
     assert view.graph.compute_op_counts() == Counter({"mul": 6, "add": 2, "tanh": 1})  # x**3 is two muls here
     assert {n.attrs["op_name"].rsplit("/", 1)[-1] for n in view.graph.nodes} == {"mul", "add", "integer_pow", "tanh"}
-    assert all(n.attrs["source"].split(":")[0].endswith("models/gelu.py") for n in view.graph.nodes)
+    assert all(n.attrs["source"].split(":")[0].endswith("workloads/builtin/gelu.py") for n in view.graph.nodes)
     assert "fused_computation" in fusion.text and fusion.text.count("\n") >= 10
 
 

@@ -65,7 +65,7 @@ def _gelu_row(backend_name: str):
     from irlens.backends import get_backend
     from tests.support.cell_runs import run_in_process
     from irlens.matrix.references import compute_reference
-    from irlens.models import get_workload
+    from irlens.workloads.builtin import get_workload
 
     wl = get_workload("gelu")
     return run_in_process(wl, get_backend(backend_name), "fwd", "cpu", "tiny", None,
@@ -104,8 +104,8 @@ def test_a_region_of_another_fusion_executor_is_one_fused_kernel_for_the_nvfuser
     from irlens.frontends.thunder.frontend import final_traces
     from irlens.backends.thunder.nvfuser import fusion_wrapper, is_nvfuser_region
     from irlens.frontends.thunder.trace import trace_to_graph_and_groups
-    from irlens.models import get_workload
-    from irlens.workload import run_eager
+    from irlens.workloads.builtin import get_workload
+    from irlens.workloads.workload import run_eager
 
     thunder = import_thunder()
     inst = get_workload("gelu").instantiate("tiny")

@@ -36,7 +36,7 @@ def lm_cross_entropy_hlo():
     import jax.numpy as jnp
 
     from irlens.backends.xla.kernels import read_hlo
-    from irlens.models.lm import _lm_head_loss_jax
+    from irlens.workloads.builtin.lm import _lm_head_loss_jax
 
     cfg = {"batch": 4, "seq": 1024, "dim": 1024, "vocab": 32000}
     step = jax.jit(jax.value_and_grad(_lm_head_loss_jax(cfg), argnums=(0, 1)))

@@ -22,13 +22,13 @@ from irlens.backends.inductor.code import map_kernels, read_launches
 from irlens.matrix import Document, Row, read_document
 from irlens.matrix.backend_run import run_backend
 from irlens.matrix.records import KernelRecord, RowRoofline
-from irlens.models import resolve_workload
+from irlens.workloads.builtin import resolve_workload
 from irlens.reporting.build import build_report
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.markdown import render_markdown
 from irlens.reporting.roofline import judge_kernels, recompute
 from irlens.runtime.timing import DeviceTiming
-from irlens.workload import run_eager
+from irlens.workloads.workload import run_eager
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "int64": 8, "int32": 4, "bool": 1, "float64": 8}
 

@@ -18,7 +18,7 @@ from irlens.frontends import get_frontend
 from irlens.core.interpret import interpret
 from irlens.lowering import LEVEL
 from irlens.matrix.references import compute_reference
-from irlens.workload import Workload, run_eager
+from irlens.workloads.workload import Workload, run_eager
 
 pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reason="lightning-thunder not importable")
 

@@ -15,7 +15,7 @@ from irlens.frontends import get_frontend
 from irlens.frontends.base import Availability
 from irlens.core.interpret import interpret
 from irlens.matrix import run_matrix
-from irlens.workload import MODES, Workload
+from irlens.workloads.workload import MODES, Workload
 
 
 class GroupedQueryAttention(torch.nn.Module):

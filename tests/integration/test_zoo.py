@@ -1,4 +1,4 @@
-"""The model zoo (irlens/models/zoo/, `irlens zoo`): its entries, their common views through
+"""The model zoo (irlens/workloads/zoo/, `irlens zoo`): its entries, their common views through
 Dynamo (no unknown op; the float64 interpreter reproduces outputs, loss, gradients and updated
 buffers), train mode and in-place buffer updates, the loss that does not vanish, ill-conditioned
 checks judged against eager, and the command's shards and merges. A few models per family run
@@ -25,12 +25,12 @@ from irlens.matrix.execution import BUDGET_PHASE, STARVED_PHASE
 from irlens.matrix.references import compute_reference, gradient_conditions
 from irlens.matrix.records import ResultCheck
 from irlens.matrix.row import Row
-from irlens.models import get_workload, workload_names
-from irlens.models.zoo import zoo_names
-from irlens.models.zoo.entry import projection_loss
+from irlens.workloads.builtin import get_workload, workload_names
+from irlens.workloads.zoo import zoo_names
+from irlens.workloads.zoo.entry import projection_loss
 from irlens.numerics import Bound, allowed_errors, compare_results, ill_conditioned, rel_err, unit_roundoff
 from irlens.reporting.zoo_page import model_table, signature, summarize, upstream_of, zoo_markdown
-from irlens.workload import MODES, Workload, mean_square_loss, run_eager
+from irlens.workloads.workload import MODES, Workload, mean_square_loss, run_eager
 from irlens.matrix.join import RERUN, SHARDS, join
 from irlens.zoo.run import fill_cells, parse_shard, shard_of, zoo_models
 
@@ -515,7 +515,7 @@ def test_weight_norm_backward_expands_as_aten_computes_it():
 
 
 def test_projection_is_fixed_by_seed():
-    from irlens.models.zoo.entry import _projection
+    from irlens.workloads.zoo.entry import _projection
 
     assert np.array_equal(_projection(7, 1), _projection(7, 1)) and not np.array_equal(_projection(7, 1), _projection(7, 0))
 

@@ -11,7 +11,7 @@ import sys
 import irlens  # noqa: F401  (its import shim for timm in this environment)
 from irlens.cross import cell
 from irlens.matrix.references import compute_reference
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 
 for name in sys.argv[1:] or ["timm_coatnet", "timm_maxvit"]:
     reference = compute_reference(get_workload(name), "fwd", "cuda", "bench", "bfloat16")

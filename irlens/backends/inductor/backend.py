@@ -23,7 +23,7 @@ from irlens.frontends.dynamo.fx import fx_to_graph
 from irlens.core.ir import Graph
 from irlens.backends.inductor.code import CompiledGraph, map_kernels, profiler_name
 from irlens.backends.inductor import lower as fx_lowering
-from irlens.workload import Instance, eager_step, run_eager
+from irlens.workloads.workload import Instance, eager_step, run_eager
 
 
 class InductorCapture:

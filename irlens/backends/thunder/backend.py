@@ -39,7 +39,7 @@ from irlens.frontends.thunder.trace import ExecutionGroup, trace_to_graph, trace
 from irlens.backends.thunder import kernel_db, lower as nvfuser_lowering
 from irlens.backends.thunder.recorders import InductorRecorder, NvFuserRecorder, Region, RegionRecorder, io_bytes
 from irlens.core.ops import COMPOSITE, category
-from irlens.workload import Instance, eager_step, run_eager
+from irlens.workloads.workload import Instance, eager_step, run_eager
 
 # Fusion executors: a backend uses one and keeps the others out of its executor list, so
 # the fusions it reports are its own. Thunder's CUDA defaults also hold `torchcompile_xentropy`

@@ -17,7 +17,7 @@ from irlens.core.ir import Graph, Kernel, canonical_dtype
 from irlens import precision
 from irlens.lowering import check_supported
 from irlens.core.ops import OPS
-from irlens.workload import to_jax
+from irlens.workloads.workload import to_jax
 
 
 def _resolve(name: str) -> Callable:
@@ -136,7 +136,7 @@ class XlaLowered:
 
     def _to_jax(self, t: torch.Tensor):
         """Through DLPack, on the tensor's device (no host round trip on a GPU); int64 without
-        JAX's 64-bit mode is narrowed on the host, as `irlens.workload.to_jax` does."""
+        JAX's 64-bit mode is narrowed on the host, as `irlens.workloads.workload.to_jax` does."""
         import jax
 
         if t.dtype == torch.int64 and not jax.config.jax_enable_x64:

@@ -26,7 +26,7 @@ from irlens.frontends.bindings import module_tensors
 from irlens.frontends.dynamo.binding import dynamo_input_keys, dynamo_program, fx_program
 from irlens.frontends.dynamo.capture import BACKWARD, FORWARD, GraphCapture, aot_roles, describe, fx_stage, indexed
 from irlens.core.ir import Graph
-from irlens.workload import MODES, Instance, as_tuple
+from irlens.workloads.workload import MODES, Instance, as_tuple
 
 
 def returned_outputs(graph_outputs: list | None, returned: tuple, buffers: dict[str, torch.Tensor],

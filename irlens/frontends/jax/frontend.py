@@ -1,6 +1,6 @@
 """JAX frontend: the workload's JAX twin as a jaxpr, its gradient jaxpr, StableHLO and optimized HLO.
 
-The traced function is `irlens.models.jax_run.results_fn` (the same one the xla backend
+The traced function is `irlens.workloads.builtin.jax_run.results_fn` (the same one the xla backend
 runs), applied to the torch module's weights: forward outputs in fwd mode, value_and_grad
 over parameters and floating inputs in fwdbwd mode.
 
@@ -20,7 +20,7 @@ from typing import Callable
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Program, Stage, Unavailable
 from irlens.frontends.jax.binding import jaxpr_program, lowered_programs
 from irlens import precision
-from irlens.workload import MODES, Instance, Workload
+from irlens.workloads.workload import MODES, Instance, Workload
 
 
 def jax_device(device: str):
@@ -47,7 +47,7 @@ class JaxProgram:
 def jax_program(inst: Instance, mode: str) -> JaxProgram:
     import jax
 
-    from irlens.models.jax_run import results_fn
+    from irlens.workloads.builtin.jax_run import results_fn
 
     fn = results_fn(inst, mode)
     args = jax.device_put((inst.jax_params(), inst.jax_inputs()), jax_device(inst.device))

@@ -25,7 +25,7 @@ from irlens.frontends.thunder.binding import thunder_program, trace_programs
 from irlens.frontends.thunder.capture import capture, capture_as, set_capture
 from irlens.frontends.thunder.thunderfx import Region, ThunderFX, split_line, split_summary, split_table
 from irlens.frontends.thunder.trace import trace_to_graph
-from irlens.workload import Instance, run_eager
+from irlens.workloads.workload import Instance, run_eager
 
 
 def import_thunder_or_raise():

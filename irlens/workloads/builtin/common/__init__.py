@@ -1,5 +1,5 @@
 """Llama's layers, written once for their two users: the comparison workloads
-(irlens/models/llama.py: each layer a workload of the corpus, with a JAX twin beside it) and the
+(irlens/workloads/builtin/llama.py: each layer a workload of the corpus, with a JAX twin beside it) and the
 parallel path's decoders (irlens/parallel/models/llama3/model.py, and deepseek_v3.py built on it), as
 torchtitan's models/common serves its models. RMSNorm (norm.py), rotary embeddings in the two
 layouts llama code writes (rope.py), the SwiGLU feed-forward (feed_forward.py), grouped-query

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from irlens.workload import CORPUS, Workload, register
+from irlens.workloads.workload import CORPUS, Workload, register
 
 IGNORE_INDEX = -100  # F.cross_entropy's default, what tokenizers' collators pad labels with
 

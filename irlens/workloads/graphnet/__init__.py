@@ -5,7 +5,7 @@ A sample is a folder with model.py (`class GraphModule`, whose forward takes inp
 as arguments), weight_meta.py and input_meta.py (each tensor's shape, dtype and statistics, or
 its values) and graph_net.json. `sample_workload` reads the meta and the forward's arguments
 (nothing runs: a malformed sample is a BadSample, exit 2); building the module compiles model.py
-(irlens.models.graphnet.module). The workload's name is its reference, `graphnet:<absolute
+(irlens.workloads.graphnet.module). The workload's name is its reference, `graphnet:<absolute
 path>`, which any process resolves; its default dtype is the one most of its floating-point
 elements have. Its size is the sample's own: both presets are the same.
 """
@@ -18,10 +18,10 @@ from pathlib import Path
 import torch
 
 from irlens.core.dtypes import COMPUTE_DTYPES, TORCH_DTYPES
-from irlens.models.graphnet.meta import MODEL, BadSample, SampleMeta, forward_arguments, missing_files, read_meta
-from irlens.models.graphnet.module import CONSTANT, INPUT, GraphNetModule, draw, role
-from irlens.user_code import GRAPHNET as PREFIX
-from irlens.workload import PRESETS, Workload
+from irlens.workloads.graphnet.meta import MODEL, BadSample, SampleMeta, forward_arguments, missing_files, read_meta
+from irlens.workloads.graphnet.module import CONSTANT, INPUT, GraphNetModule, draw, role
+from irlens.workloads.user_code import GRAPHNET as PREFIX
+from irlens.workloads.workload import PRESETS, Workload
 
 TAG = "graphnet"
 SAMPLES = "samples"  # the folder of a GraphNet clone that holds samples/<source>/<name>/

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from irlens.models.layers import layer_norm, linear, scope
-from irlens.workload import CORPUS, Workload, register
+from irlens.workloads.builtin.layers import layer_norm, linear, scope
+from irlens.workloads.workload import CORPUS, Workload, register
 
 
 class PreNormResidual(nn.Module):

@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from irlens.models.graphnet.devices import for_device
-from irlens.models.graphnet.meta import Argument, BadSample, TensorMeta
+from irlens.workloads.graphnet.devices import for_device
+from irlens.workloads.graphnet.meta import Argument, BadSample, TensorMeta
 
 PARAMETER, BUFFER, INPUT, CONSTANT = "parameter", "buffer", "input", "constant"
 _STATE_PREFIXES = ("L_self_", "G_")  # Dynamo's names for a module's attributes and for globals

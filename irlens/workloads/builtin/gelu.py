@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from irlens.workload import Workload, register
+from irlens.workloads.workload import Workload, register
 
 _C = math.sqrt(2.0 / math.pi)
 PRESETS = {"tiny": {"shape": [8, 64]}, "bench": {"shape": [1 << 14, 1 << 14]}}  # bench: 2^28 elements

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from irlens.models.zoo.entry import ZooModel
+from irlens.workloads.zoo.entry import ZooModel
 
 HEAD_SEED = 2027  # the redrawn head's generator (`live_head`)
 HEAD_STD = 0.02  # its weights' standard deviation: timm's own for a ViT's head (trunc_normal_, std .02)

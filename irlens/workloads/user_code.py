@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from irlens.errors import UsageError
 from irlens.core.registry import Registry, UnknownName
-from irlens.workload import WORKLOADS, Workload
+from irlens.workloads.workload import WORKLOADS, Workload
 from irlens.wording import article
 
 T = TypeVar("T")
@@ -69,7 +69,7 @@ def load_workload_ref(ref: str) -> Workload:
     return resolve(ref, WORKLOADS, Workload, "declare one with irlens.Workload.from_module(...)")
 
 
-GRAPHNET = "graphnet:"  # `graphnet:PATH`, a GraphNet sample folder (irlens.models.graphnet): its path made absolute
+GRAPHNET = "graphnet:"  # `graphnet:PATH`, a GraphNet sample folder (irlens.workloads.graphnet): its path made absolute
 
 
 def absolute_reference(name_or_ref: str) -> str:

@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from irlens.models.layers import linear, scope
-from irlens.workload import CORPUS, Workload, register
+from irlens.workloads.builtin.layers import linear, scope
+from irlens.workloads.workload import CORPUS, Workload, register
 
 class MoE(nn.Module):
     def __init__(self, dim: int, hidden_dim: int, n_experts: int, top_k: int, capacity_factor: float):

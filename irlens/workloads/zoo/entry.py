@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from irlens.workload import ZOO, Workload, register
+from irlens.workloads.workload import ZOO, Workload, register
 
 FAMILIES = ("hf", "timm")
 INSTALL = "pip install 'irlens[zoo]'"

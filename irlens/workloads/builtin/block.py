@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from irlens.models import layers
-from irlens.workload import Workload, register
+from irlens.workloads.builtin import layers
+from irlens.workloads.workload import Workload, register
 
 PRESETS = {
     "tiny": {"batch": 2, "seq": 16, "d_model": 64, "n_heads": 4},

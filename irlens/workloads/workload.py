@@ -1,6 +1,6 @@
 """Workloads: one computation written for torch and (optionally) for JAX, with the same weights.
 
-A `Workload` is declared once (built-ins in `irlens/models/`, users' own anywhere) and
+A `Workload` is declared once (built-ins in `irlens/workloads/builtin/`, users' own anywhere) and
 instantiated for a preset, dtype and device. The torch side is an `nn.Module` factory; the
 JAX twin is a factory for a pure function `fn(params, *inputs)` that receives the torch
 module's parameters and buffers by their `named_parameters()` / `named_buffers()` names, so
@@ -31,8 +31,8 @@ from irlens.errors import NoNativePath, UsageError
 from irlens.names import MODES, PRESETS  # noqa: F401  (declared without torch for the command line)
 from irlens.core.registry import Registry
 
-CORPUS = "corpus"  # the tag of the corpus of ordinary model code (irlens/models/, tests/integration/test_corpus.py)
-ZOO = "zoo"  # the tag of the zoo of real models (irlens/models/zoo/, `irlens zoo`)
+CORPUS = "corpus"  # the tag of the corpus of ordinary model code (irlens/workloads/builtin/, tests/integration/test_corpus.py)
+ZOO = "zoo"  # the tag of the zoo of real models (irlens/workloads/zoo/, `irlens zoo`)
 
 
 def mean_square_loss(outputs):
@@ -343,7 +343,7 @@ def run_eager(fn: Callable, inst: Instance, mode: str) -> dict[str, torch.Tensor
     return eager_step(fn, inst, mode)()
 
 
-WORKLOADS: Registry[Workload] = Registry("workload")  # the built-ins register on importing irlens.models
+WORKLOADS: Registry[Workload] = Registry("workload")  # the built-ins register on importing irlens.workloads.builtin
 
 
 def register(workload: Workload) -> Workload:

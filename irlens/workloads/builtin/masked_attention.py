@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from irlens.models.layers import linear, scope
-from irlens.workload import CORPUS, Workload, register
+from irlens.workloads.builtin.layers import linear, scope
+from irlens.workloads.workload import CORPUS, Workload, register
 
 
 class CausalSelfAttention(nn.Module):

@@ -6,7 +6,7 @@ from typing import Callable
 
 import numpy as np
 
-from irlens.workload import MODES, Instance, as_tuple
+from irlens.workloads.workload import MODES, Instance, as_tuple
 
 
 def results_fn(inst: Instance, mode: str, fn: Callable | None = None) -> Callable:

@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from irlens.models.layers import causal_attention
-from irlens.workload import Workload, register
+from irlens.workloads.builtin.layers import causal_attention
+from irlens.workloads.workload import Workload, register
 
 PRESETS = {
     "tiny": {"batch": 2, "heads": 2, "seq": 16, "head_dim": 8},

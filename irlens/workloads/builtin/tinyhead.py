@@ -4,8 +4,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from irlens.models.layers import linear, scope
-from irlens.workload import Workload, register
+from irlens.workloads.builtin.layers import linear, scope
+from irlens.workloads.workload import Workload, register
 
 PRESETS = {
     "tiny": {"tokens": 16, "d_in": 64, "d_out": 600},

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from irlens.models import layers
-from irlens.workload import Workload, register
+from irlens.workloads.builtin import layers
+from irlens.workloads.workload import Workload, register
 
 # bench, fp32 forward+backward without activation checkpointing, estimated
 # (N = batch*seq = 8192 tokens, d = 1536, 4 bytes a float):

@@ -1,7 +1,7 @@
 """Llama's layers as workloads of the corpus of ordinary model code (`workload_names(corpus=True)`):
 RMSNorm, rotary embeddings (cos/sin tables precomputed as buffers), the SwiGLU feed-forward,
 grouped-query causal attention, and the block that chains them. The layers are
-irlens.models.common's, which the parallel path's llama3 is built from too; this file holds their
+irlens.workloads.builtin.common's, which the parallel path's llama3 is built from too; this file holds their
 workloads and JAX twins.
 
 Each registers as a workload: `llama_rmsnorm`, `llama_rope`, `llama_swiglu`, `gqa_attention`,
@@ -13,13 +13,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from irlens.models.common.attention import Attention
-from irlens.models.common.decoder import TransformerBlock
-from irlens.models.common.feed_forward import FeedForward
-from irlens.models.common.norm import RMSNorm
-from irlens.models.common.rope import RotaryEmbedding
-from irlens.models.layers import linear, scope
-from irlens.workload import CORPUS, Workload, register
+from irlens.workloads.builtin.common.attention import Attention
+from irlens.workloads.builtin.common.decoder import TransformerBlock
+from irlens.workloads.builtin.common.feed_forward import FeedForward
+from irlens.workloads.builtin.common.norm import RMSNorm
+from irlens.workloads.builtin.common.rope import RotaryEmbedding
+from irlens.workloads.builtin.layers import linear, scope
+from irlens.workloads.workload import CORPUS, Workload, register
 
 NORM_EPS = 1e-6
 

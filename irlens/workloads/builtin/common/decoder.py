@@ -6,9 +6,9 @@ from typing import Callable
 import torch
 from torch import nn
 
-from irlens.models.common.attention import Attention, causal_sdpa
-from irlens.models.common.feed_forward import FeedForward
-from irlens.models.common.norm import RMSNorm
+from irlens.workloads.builtin.common.attention import Attention, causal_sdpa
+from irlens.workloads.builtin.common.feed_forward import FeedForward
+from irlens.workloads.builtin.common.norm import RMSNorm
 
 
 class TransformerBlock(nn.Module):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from irlens.models.zoo.entry import Outputs, ZooModel
+from irlens.workloads.zoo.entry import Outputs, ZooModel
 
 # the heads: transformers' Auto class, the model's argument names, the output fields returned
 HEADS = {

@@ -5,9 +5,9 @@ workload is named; `irlens zoo` runs them all. Importing this package imports ne
 a model's factory does, and without them `Workload.missing()` says what to install."""
 from __future__ import annotations
 
-from irlens.models.zoo import hf, timm_models
-from irlens.models.zoo.entry import FAMILIES, register_all
-from irlens.workload import WORKLOADS, ZOO
+from irlens.workloads.zoo import hf, timm_models
+from irlens.workloads.zoo.entry import FAMILIES, register_all
+from irlens.workloads.workload import WORKLOADS, ZOO
 
 register_all(hf.MODELS + timm_models.MODELS)
 

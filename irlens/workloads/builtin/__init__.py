@@ -2,8 +2,8 @@
 end). `resolve_workload` finds any workload: a built-in by name, a user's own by reference."""
 from pathlib import Path
 
-from irlens.user_code import resolve
-from irlens.workload import CORPUS, WORKLOADS, ZOO, Workload
+from irlens.workloads.user_code import resolve
+from irlens.workloads.workload import CORPUS, WORKLOADS, ZOO, Workload
 
 
 def get_workload(name: str) -> Workload:
@@ -15,7 +15,7 @@ def workload_names(corpus: bool | None = False) -> list[str]:
     """The built-in workloads run when none is named (compare, bench, the per-workload tests);
     with `corpus=True`, the corpus of ordinary model code instead (those tagged `CORPUS`), held
     to its own tests; `None`: all of them, the zoo of real models included (tagged `ZOO`, in
-    neither set: `irlens zoo` runs them, `irlens.models.zoo.zoo_names()`). All are registered:
+    neither set: `irlens zoo` runs them, `irlens.workloads.zoo.zoo_names()`). All are registered:
     any of them can be named."""
     return [w.name for w in WORKLOADS.values()
             if corpus is None or (ZOO not in w.tags and (CORPUS in w.tags) == corpus)]
@@ -24,7 +24,7 @@ def workload_names(corpus: bool | None = False) -> list[str]:
 def resolve_workload(name_or_ref: str) -> Workload:
     """A built-in workload by name, a user's by `path/to/file.py:NAME`, or a GraphNet sample by
     `graphnet:PATH` (UnknownName, BadReference, BadSample)."""
-    from irlens.models import graphnet
+    from irlens.workloads import graphnet
 
     if graphnet.is_graphnet(name_or_ref):
         return graphnet.sample_workload(name_or_ref)
@@ -35,7 +35,7 @@ def expand_workload(name_or_ref: str) -> list[str]:
     """The workload names a name stands for in a list of them: itself, or for `graphnet:FOLDER` of
     several samples each sample's `graphnet:PATH` (a single-workload command keeps the folder,
     which `resolve_workload` refuses, naming the count)."""
-    from irlens.models import graphnet
+    from irlens.workloads import graphnet
 
     if not graphnet.is_graphnet(name_or_ref):
         return [name_or_ref]
@@ -44,17 +44,17 @@ def expand_workload(name_or_ref: str) -> list[str]:
     return [f"{graphnet.PREFIX}{d.resolve()}" for d in samples] if len(samples) > 1 else [name_or_ref]
 
 
-from irlens.models import gelu  # noqa: E402, F401
-from irlens.models import tinyhead  # noqa: E402, F401
-from irlens.models import attention  # noqa: E402, F401
-from irlens.models import block  # noqa: E402, F401
-from irlens.models import minigpt  # noqa: E402, F401
+from irlens.workloads.builtin import gelu  # noqa: E402, F401
+from irlens.workloads.builtin import tinyhead  # noqa: E402, F401
+from irlens.workloads.builtin import attention  # noqa: E402, F401
+from irlens.workloads.builtin import block  # noqa: E402, F401
+from irlens.workloads.builtin import minigpt  # noqa: E402, F401
 # the corpus of ordinary model code (tagged "corpus"; tests/integration/test_corpus.py)
-from irlens.models import llama  # noqa: E402, F401
-from irlens.models import lm  # noqa: E402, F401
-from irlens.models import masked_attention  # noqa: E402, F401
-from irlens.models import moe  # noqa: E402, F401
-from irlens.models import mamba  # noqa: E402, F401
-from irlens.models import prenorm  # noqa: E402, F401
+from irlens.workloads.builtin import llama  # noqa: E402, F401
+from irlens.workloads.builtin import lm  # noqa: E402, F401
+from irlens.workloads.builtin import masked_attention  # noqa: E402, F401
+from irlens.workloads.builtin import moe  # noqa: E402, F401
+from irlens.workloads.builtin import mamba  # noqa: E402, F401
+from irlens.workloads.builtin import prenorm  # noqa: E402, F401
 # real models from transformers and timm (tagged "zoo"; an optional extra: `irlens zoo`, tests/integration/test_zoo.py)
-from irlens.models import zoo  # noqa: E402, F401
+from irlens.workloads import zoo  # noqa: E402, F401
