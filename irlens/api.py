@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import warnings
 
-from irlens.ir import Graph
-from irlens.workload import Workload, register  # noqa: F401  (part of the API)
+from irlens.core.ir import Graph
+from irlens.workloads.workload import Workload, register  # noqa: F401  (part of the API)
 
 __all__ = ["Workload", "register", "compare", "compare_table", "dump", "report"]
 
@@ -57,7 +57,7 @@ def dump(workload, frontend: str, stage: str | None = None, level: str = "compos
     acquisition through ThunderFX: its split summary, which is native text only)."""
     from irlens.frontends import get_frontend
     from irlens.frontends.base import Unavailable
-    from irlens.models import resolve_workload
+    from irlens.workloads.builtin import resolve_workload
 
     wl = workload if isinstance(workload, Workload) else resolve_workload(workload)
     fe = get_frontend(frontend)

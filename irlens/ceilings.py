@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 
-from irlens.cost import Gemm
+from irlens.core.cost import Gemm
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from irlens.explain import backend_run_record
 from irlens.matrix.cell import cell_record, cross_row
 from irlens.matrix.compile_ahead import warm_cell
 from irlens.matrix.spec import CellSpec
-from irlens.models import resolve_workload
+from irlens.workloads.builtin import resolve_workload
 from irlens.repro.nvfuser_regions import record
 
 PURPOSES = {"cell": cell_record, "cross": cross_row, "warm": warm_cell, "explain": backend_run_record,

@@ -4,7 +4,7 @@ What each compiler keeps there (each reads its own environment variable, so a wo
 started inside `compile_caches(root)` uses them):
 - Inductor: its cache folder (`TORCHINDUCTOR_CACHE_DIR`): compiled Triton kernels and their
   autotuning results (`autotune_local_cache`, on by default), and its FX-graph cache (forced on).
-  The Inductor cells themselves bypass the FX-graph cache (irlens.backends.inductor.InductorCapture:
+  The Inductor cells themselves bypass the FX-graph cache (irlens.backends.inductor.backend.InductorCapture:
   a hit would skip the code generation whose provenance records map the kernels); their Triton
   kernels and autotuning are what they reuse.
 - Triton: its kernel cache (`TRITON_CACHE_DIR`).

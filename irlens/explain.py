@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 from irlens.backends import Backend
 from irlens.errors import UsageError
-from irlens.ir import Graph, Kernel, Node, TensorMeta
+from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 from irlens.matrix.spec import ENTRY, CellSpec
-from irlens.ops import REDUCTION, category
-from irlens.workload import Workload
+from irlens.core.ops import REDUCTION, category
+from irlens.workloads.workload import Workload
 
 # Composite ops that reduce inside: the dim attribute they reduce over.
 REDUCING_COMPOSITES = {"softmax": "dim", "log_softmax": "dim", "mean": "dims", "var": "dims",
@@ -229,7 +229,7 @@ def run_as_compare_does(spec: CellSpec) -> ExplainedRun:
     from irlens.runtime.isolation import WorkerSession, worker_threads
     from irlens.matrix.records import KernelRecord
 
-    with WorkerSession(("irlens.cell_entry", "irlens.backends", "irlens.models"), threads=worker_threads(2)) as session:
+    with WorkerSession(("irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin"), threads=worker_threads(2)) as session:
         record = session.call(ENTRY, {"spec": spec.to_json(), "what": "explain"}, spec.timeout_s)
     return ExplainedRun([KernelRecord.from_json(k, "the explain worker's kernel") for k in record["kernels"]],
                         [Graph.from_json(g) for g in record["graphs"]], record["unmapped"], record["run_us"],

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Iterable, Protocol, Sequence
 
 from irlens.frontends.base import Unavailable
-from irlens.ir import Graph, Kernel, Node
-from irlens.ops import CREATION, ELEMENTWISE, OPS, category
+from irlens.core.ir import Graph, Kernel, Node
+from irlens.core.ops import CREATION, ELEMENTWISE, OPS, category
 
 LEVEL = "primitive"
 
@@ -28,7 +28,7 @@ class Unsupported(Unavailable):
 
 def check_supported(graph: Graph, supported: frozenset[str], lowering: str, backend: str | None = None) -> None:
     """Every op of the graph, loop bodies included, is one the lowering supports; with `backend`,
-    each node also one its lowering there takes (`irlens.ops.lowering(op, backend, when=...)`)."""
+    each node also one its lowering there takes (`irlens.core.ops.lowering(op, backend, when=...)`)."""
     def takes(node: Node) -> bool:
         when = OPS[node.op].lowerable.get(backend) if backend else None
         return when is None or when(node)
@@ -45,7 +45,7 @@ def straight_line(ops: Iterable[str]) -> frozenset[str]:
 
 
 def node_attrs(node: Node, device: str) -> dict:
-    """The attrs a node's meaning (irlens.interpret.MEANINGS) runs with in a lowering, the declared
+    """The attrs a node's meaning (irlens.core.interpret.MEANINGS) runs with in a lowering, the declared
     defaults filled in. Creation
     ops and elementwise ops of literals only (JAX's `div 1.0 512.0`, the mean's cotangent) make
     their tensors on the lowering's device. Made on the CPU, a literal-only result broadcast into

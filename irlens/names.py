@@ -12,15 +12,15 @@ import importlib
 
 BACKENDS = {
     "eager": "irlens.backends.eager",
-    "inductor": "irlens.backends.inductor",
-    "thunder+torchcompile": "irlens.backends.thunder",
-    "nvfuser": "irlens.backends.thunder",
-    "xla": "irlens.backends.xla",
+    "inductor": "irlens.backends.inductor.backend",
+    "thunder+torchcompile": "irlens.backends.thunder.backend",
+    "nvfuser": "irlens.backends.thunder.backend",
+    "xla": "irlens.backends.xla.backend",
 }
 FRONTENDS = {
-    "dynamo": "irlens.frontends.dynamo",
-    "thunder": "irlens.frontends.thunder",
-    "jax": "irlens.frontends.jax",
+    "dynamo": "irlens.frontends.dynamo.frontend",
+    "thunder": "irlens.frontends.thunder.frontend",
+    "jax": "irlens.frontends.jax.frontend",
 }
 
 MODES = ("fwd", "fwdbwd")  # what one step computes: the outputs, or also the loss and its gradients

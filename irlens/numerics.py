@@ -82,7 +82,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from irlens.dtypes import TORCH_DTYPES
+from irlens.core.dtypes import TORCH_DTYPES
 from irlens.errors import UsageError
 
 TOLERANCES = {
@@ -211,7 +211,7 @@ def noise_scales(results: dict[str, torch.Tensor | None], dtype: str) -> dict[st
     return scales
 
 
-_INPUT_GRAD = re.compile(r"grad:input\d+")  # irlens.workload.eager_step's names of the inputs' gradients
+_INPUT_GRAD = re.compile(r"grad:input\d+")  # irlens.workloads.workload.eager_step's names of the inputs' gradients
 
 
 def judged_bounds(results, dtype: str, mode: str, eager_errors: dict[str, float] | None,
@@ -243,7 +243,7 @@ def rel_err(result: torch.Tensor, reference: torch.Tensor) -> float:
     return err / ref_norm if ref_norm > 0 else err
 
 
-BUFFER = "buffer:"  # the results that are buffers a step updates in place (irlens.workload.eager_step)
+BUFFER = "buffer:"  # the results that are buffers a step updates in place (irlens.workloads.workload.eager_step)
 
 
 def exactly_zero(t: torch.Tensor) -> bool:
@@ -352,11 +352,11 @@ def check_jax_twin(inst, torch_outputs: dict[str, torch.Tensor]) -> None:
     with `torch_outputs` (the float64 forward reference: out0, out1, ...)."""
     import numpy as np
 
-    from irlens.workload import as_tuple
+    from irlens.workloads.workload import as_tuple
 
     import jax
 
-    from irlens.frontends.jax import MATMUL_PRECISION
+    from irlens.frontends.jax.frontend import MATMUL_PRECISION
 
     name = inst.workload.name
     try:

@@ -11,8 +11,8 @@ import platform
 import time
 
 from irlens.frontends import get_frontend
-from irlens.ir import LEVELS
-from irlens.models import get_workload
+from irlens.core.ir import LEVELS
+from irlens.workloads.builtin import get_workload
 
 
 def acquire_all(workload: str) -> dict[str, float]:

@@ -26,7 +26,7 @@ import torch
 from irlens.frontends.bindings import program_for
 from irlens.frontends import get_frontend
 from irlens.lowering import LEVEL
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 
 
 def _torchvision_without_ops() -> None:

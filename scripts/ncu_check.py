@@ -46,11 +46,11 @@ def record(cell: str, backend: str, path: Path, device: str = "cuda", preset: st
     """Run one cell as the bench does; write its kernel records (irlens's model of each)."""
     import torch
 
-    from irlens import cost
+    from irlens.core import cost
     from irlens.backends import get_backend
     from irlens.bench.run import device_name_of
     from irlens.matrix.backend_run import run_backend
-    from irlens.models import resolve_workload
+    from irlens.workloads.builtin import resolve_workload
     from irlens.reporting.records import kernel_stage
 
     workload, mode, dtype = cell.split(":")

@@ -27,9 +27,9 @@ import time
 
 from irlens.matrix import run_matrix
 from irlens.matrix.references import compute_reference
-from irlens.models import get_workload, workload_names
+from irlens.workloads.builtin import get_workload, workload_names
 from irlens.numerics import CRITERIA, LOSS_ROUNDINGS, allowed_error, unit_roundoff
-from irlens.workload import MODES
+from irlens.workloads.workload import MODES
 
 KS = (2.0, 3.0)
 

@@ -177,9 +177,9 @@ def main(argv=None) -> int:
     faulthandler.dump_traceback_later(args.budget_s + 60, exit=True, file=stacks)  # the hard stop
 
     from irlens.backends import get_backend
-    from irlens.frontends.thunder import import_thunder_or_raise
-    from irlens.models import resolve_workload
-    from irlens.workload import as_tuple
+    from irlens.frontends.thunder.frontend import import_thunder_or_raise
+    from irlens.workloads.builtin import resolve_workload
+    from irlens.workloads.workload import as_tuple
 
     thunder = import_thunder_or_raise()
     rec = Recorder(args.out)

@@ -5,7 +5,7 @@ import torch
 
 # Inductor's CPU compiles dominate the suite's time; keep its caches across tests.
 os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
-# A node an adapter emits off its op's declared schema raises (irlens.ops.conform), here and in workers.
+# A node an adapter emits off its op's declared schema raises (irlens.core.ops.conform), here and in workers.
 os.environ.setdefault("IRLENS_STRICT_OPS", "1")
 
 

@@ -4,7 +4,7 @@ registered backend by name, or one defined outside irlens by reference (`path/to
 a `Backend` instance: e.g. a test's deliberately broken backend)."""
 from irlens import names
 from irlens.backends.base import BACKENDS, Backend
-from irlens.user_code import resolve
+from irlens.workloads.user_code import resolve
 
 names.import_declared(names.BACKENDS)
 

@@ -13,10 +13,10 @@ from typing import Any, Callable
 
 from irlens.frontends.base import Availability, Program, Stage, Unavailable
 from irlens.frontends.bindings import run_program
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 from irlens.lowering import LEVEL
-from irlens.registry import Registry
-from irlens.workload import Instance, Step
+from irlens.core.registry import Registry
+from irlens.workloads.workload import Instance, Step
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Compiled:
     (irlens.matrix.backend_run)."""
 
     # one step: `eager_step(compiled, inst, mode)`, or a callable timed whole; its results named
-    # as irlens.workload.run_eager names them. A JIT compiles on its first call.
+    # as irlens.workloads.workload.run_eager names them. A JIT compiles on its first call.
     step: Step | Callable[[], dict]
     # After the timed steps: the backend's records read into Kernels. Called with whether
     # torch.profiler holds CUPTI in this process (CUPTI allows one subscriber: nvFuser's own

@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from irlens.backends.base import BACKENDS, Backend, Compiled, KernelRead
 from irlens.frontends.base import Availability
-from irlens.workload import Instance, eager_step
+from irlens.workloads.workload import Instance, eager_step
 
 _ALLOCATIONS = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "resize_"}
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from irlens.bench.sweep import Sweep, measure_sweep
-from irlens.cost import Gemm
+from irlens.core.cost import Gemm
 
 SOFTWARE = ("torch", "triton", "jax", "jaxlib")
 

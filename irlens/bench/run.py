@@ -3,7 +3,7 @@
 Every cell is a compare cell (isolated, numerics checked against float64) whose steady-state
 step is also timed on the device (irlens.runtime.timing: CUPTI kernel times, cold L2, two batches).
 Per workload x mode x dtype, the bytes the step must move and the flops it must do come from
-the common view (irlens.cost), once for all backends, so every backend is measured against
+the common view (irlens.core.cost), once for all backends, so every backend is measured against
 the same work. The ceilings (irlens.ceilings: the best of several bandwidth kernels, the best
 matrix product of a sweep that includes the workloads' own GEMM shapes) are measured before the
 timed cells, or read from the cache where this GPU, driver and software were measured
@@ -34,16 +34,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from irlens import cost
+from irlens.core import cost
 from irlens.bench.checkpoint import Checkpoint
 from irlens.bench.progress import BenchProgress
 from irlens.bench.timeline import CEILINGS, WAITING, time_spent
 from irlens.ceilings import Ceilings, describe
-from irlens.cost import Gemm
+from irlens.core.cost import Gemm
 from irlens.bench.ceilings_cache import driver_version
 from irlens.compile_caches import compile_caches
 from irlens.frontends import work_frontend
-from irlens.ir import Kernel
+from irlens.core.ir import Kernel
 from irlens.runtime.isolation import CallFailed, WorkerSession, worker_env, worker_threads
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
 from irlens.matrix.cells import cells_not_ok
@@ -52,13 +52,13 @@ from irlens.matrix.document import device_name, versions
 from irlens.matrix.join import PARTS, RERUN, join, part
 from irlens.matrix.references import References
 from irlens.matrix.row import STOPPED_PHASE
-from irlens.models import resolve_workload
+from irlens.workloads.builtin import resolve_workload
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision
 from irlens.matrix.records import StepWork
 from irlens.reporting.bench_page import format_bench_table
 from irlens.reporting.records import kernel_stage
 from irlens.reporting.roofline import apply_roofline
-from irlens.workload import run_eager
+from irlens.workloads.workload import run_eager
 
 BENCH_BACKENDS = ["eager", "inductor", "nvfuser", "xla"]
 CHILD_ENV = "IRLENS_BENCH_CHILD"  # set for the per-GPU runs of `--gpus`
@@ -124,7 +124,7 @@ def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, 
     in one worker process that ends before this returns."""
     plan, dtypes = plans[0], [p.dtype for p in plans]
     musts, gemms = {}, {}
-    with WorkerSession(preload=("irlens.bench.run", "irlens.models")) as worker:
+    with WorkerSession(preload=("irlens.bench.run", "irlens.workloads.builtin")) as worker:
         for key, wl in plan.workloads.items():
             try:
                 work = worker.call("irlens.bench.run:work_in_worker", dict(workload=key, modes=plan.modes, dtypes=dtypes,

@@ -3,7 +3,7 @@
 Memory bandwidth: the best of a copy (bytes read + written), a read-only reduction and a
 write-only fill, each over sizes far beyond the L2 cache, so the figure is DRAM's. Matrix
 products, per dtype: the best rate over a sweep of square sizes and the workload's own GEMM
-shapes (`irlens.cost.gemm_shapes`), each as mm, as addmm with a bias, and as nn.Linear runs it
+shapes (`irlens.core.cost.gemm_shapes`), each as mm, as addmm with a bias, and as nn.Linear runs it
 (addmm of the bias, x and the transpose of a weight stored [n, k]), or bmm: a single large
 square product under-states what the device does on other shapes (an H200 ran a 16384 x 1024 x
 3072 bf16 addmm 4 % faster than an 8192³ mm), and cuBLAS picks other kernels for each layout.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from irlens.ceilings import Ceilings, spec_json
-from irlens.cost import Gemm
+from irlens.core.cost import Gemm
 
 SQUARE_SIZES = (2048, 4096, 8192, 16384)
 BANDWIDTH_BYTES = (1 << 28, 1 << 30, 1 << 31)  # 256 MiB .. 2 GiB per buffer: all far beyond an L2

@@ -22,7 +22,7 @@ from irlens.cli.frontend_settings import Declared, declared as declared_settings
 from irlens.cli.frontend_settings import apply as apply_frontend_settings  # noqa: F401  (the subcommands import it here)
 from irlens.errors import UsageError
 from irlens.names import BACKENDS, COMPUTE_DTYPES, MODES, PRESETS
-from irlens.registry import UnknownName
+from irlens.core.registry import UnknownName
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 T = TypeVar("T")

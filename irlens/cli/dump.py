@@ -11,7 +11,7 @@ from irlens.cli.command import (EXIT_OK, add_device_option, add_dtype_option, ad
                                  apply_frontend_settings, backend_names, frontend_settings, guarded,
                                  output_folder)
 from irlens.errors import NoNativePath, UsageError
-from irlens.ir import LEVELS
+from irlens.core.ir import LEVELS
 from irlens.parallel import names as parallel_names
 
 HELP = "print one stage of one frontend's IR, native or in the common view"
@@ -65,8 +65,8 @@ def run(args) -> int:
     apply_frontend_settings(args)
 
     from irlens.frontends.base import Acquisition, Unavailable
-    from irlens.models import resolve_workload
-    from irlens.registry import UnknownName
+    from irlens.workloads.builtin import resolve_workload
+    from irlens.core.registry import UnknownName
 
     preset, device, view = args.preset or "tiny", args.device or "cpu", args.view or "native"
     workload = resolve_workload(args.workload)
@@ -143,7 +143,7 @@ def _source(args):
     """The frontend or backend `irlens dump` shows the stages of."""
     from irlens.backends import get_backend
     from irlens.frontends import get_frontend
-    from irlens.registry import UnknownName
+    from irlens.core.registry import UnknownName
 
     if args.backend:
         return get_backend(args.backend)

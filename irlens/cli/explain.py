@@ -30,8 +30,8 @@ def run(args) -> int:
     from irlens.explain import explain_run, run_as_compare_does
     from irlens.frontends.base import Unavailable
     from irlens.matrix.spec import CellSpec
-    from irlens.models import resolve_workload
-    from irlens.user_code import absolute_reference
+    from irlens.workloads.builtin import resolve_workload
+    from irlens.workloads.user_code import absolute_reference
 
     wl = resolve_workload(args.workload)
     backend = get_backend(args.backend)

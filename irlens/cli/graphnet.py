@@ -101,7 +101,7 @@ def plan_graphnet_calls(args, cfg, out: Path) -> int:
     from irlens.backends import get_backend
     from irlens.cli.call_plans import check_documents, plan_calls
     from irlens.graphnet.corpus import cell_name, corpus_cells, find_samples, select
-    from irlens.workload import MODES
+    from irlens.workloads.workload import MODES
     from irlens.zoo.run import device_backends
 
     docs = read_documents(args.from_)

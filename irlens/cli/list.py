@@ -23,7 +23,7 @@ def run(args) -> int:
         return EXIT_OK
     from irlens.backends import BACKENDS
     from irlens.frontends import FRONTENDS
-    from irlens.models import get_workload, workload_names
+    from irlens.workloads.builtin import get_workload, workload_names
 
     workloads = [{"name": w.name, "description": w.description, "presets": list(w.presets),
                   "jax_twin": w.jax is not None, "tags": list(w.tags), "available": not w.missing(),

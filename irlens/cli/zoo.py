@@ -121,7 +121,7 @@ def plan_zoo_calls(args, cfg, out: Path) -> int:
     from irlens.backends import get_backend
     from irlens.cli.call_plans import check_documents, plan_calls
     from irlens.cli.command import frontend_settings
-    from irlens.workload import MODES
+    from irlens.workloads.workload import MODES
     from irlens.zoo.run import device_backends, shard_of, zoo_cells, zoo_models
 
     docs = read_documents(args.from_)

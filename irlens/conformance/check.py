@@ -18,8 +18,8 @@ The steps, each a place where a case can stop:
    own computation (`dtype_verdict`); else `wrong` (a wrong meaning).
 
 Only public entry points are used: the frontends' acquisitions, their stages' common views
-(`Stage.common(level)`), the bindings that feed a graph its inputs, `irlens.interpret` and
-`irlens.ir.UNKNOWN_PREFIX` and `Graph.unknown_ops` (which counts inside loop bodies), so the sweep measures the vocabulary however it is implemented.
+(`Stage.common(level)`), the bindings that feed a graph its inputs, `irlens.core.interpret` and
+`irlens.core.ir.UNKNOWN_PREFIX` and `Graph.unknown_ops` (which counts inside loop bodies), so the sweep measures the vocabulary however it is implemented.
 """
 from __future__ import annotations
 
@@ -212,8 +212,8 @@ def _capture(subject, inst, frontend: str, reference: list, rtol: float, eager: 
 def _check_stage(stage, program, unbound: str, level: str, inst, reference: list, rtol: float,
                  eager: list) -> dict:
     from irlens.frontends.bindings import run_program
-    from irlens.interpret import Uninterpretable, interpret
-    from irlens.ir import UNKNOWN_PREFIX
+    from irlens.core.interpret import Uninterpretable, interpret
+    from irlens.core.ir import UNKNOWN_PREFIX
 
     if stage is None:
         return {"status": BROKEN, "error": "the frontend kept no such stage"}
@@ -274,7 +274,7 @@ def dtype_verdict(got: list, reference: list, eager: list, rtol: float, format_o
       numerics caps the allowance by the dtype's flat tolerance (float32: 1e-4), so does this:
       an eager that is itself far off (a cancelling result) excuses no large error.
     NaN or Inf out of place, a wrong integer or an error like 0.2 or 20 is wrong either way."""
-    from irlens.ir import canonical_dtype
+    from irlens.core.ir import canonical_dtype
     from irlens.numerics import CRITERIA, allowed_error
 
     if format_ops:
@@ -337,7 +337,7 @@ def compare_outputs(got: list, reference: list, rtol: float) -> tuple[float | No
     NaN and infinities must sit where the reference has them; the finite rest is compared
     norm-wise (||got - ref|| / ||ref||). Integer and bool results must be equal, and of the
     same kind as the reference's."""
-    from irlens.ir import canonical_dtype
+    from irlens.core.ir import canonical_dtype
     from irlens.numerics import tolerance
 
     if len(got) != len(reference):

@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 import torch
 
-from irlens.registry import Registry
-from irlens.workload import Workload
+from irlens.core.registry import Registry
+from irlens.workloads.workload import Workload
 
 
 @dataclass(frozen=True)

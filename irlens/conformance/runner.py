@@ -26,7 +26,7 @@ from irlens.conformance.corpus import Case
 from irlens.conformance.summary import one_word, summarize
 from irlens.runtime.isolation import CallFailed, resolve_function
 from irlens.runtime.pool import WorkerPool
-from irlens.registry import UnknownName
+from irlens.core.registry import UnknownName
 
 CHECK = "irlens.conformance.check"
 

@@ -8,9 +8,9 @@ from typing import Any, Callable
 
 import torch
 
-from irlens.ir import Graph
-from irlens.registry import Registry, UnknownName
-from irlens.workload import Instance, Workload
+from irlens.core.ir import Graph
+from irlens.core.registry import Registry, UnknownName
+from irlens.workloads.workload import Instance, Workload
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ class Frontend(ABC):
 
     def work_graphs(self, acq: Acquisition) -> list[Graph]:
         """The graphs of one step of `acq`'s mode, forward and backward, at the composite level
-        (causal attention counts its unmasked half), that irlens.cost counts a step's flops from."""
+        (causal attention counts its unmasked half), that irlens.core.cost counts a step's flops from."""
         raise NotImplementedError(f"frontend {self.name} does not count a step's work")
 
     # --- the conformance sweep (irlens.conformance) -----------------------------------------

@@ -28,7 +28,7 @@ from typing import Callable, Sequence
 import torch
 
 from irlens.frontends.base import FRONTENDS, Acquisition, Program, Step
-from irlens.workload import Instance
+from irlens.workloads.workload import Instance
 
 
 # Runs one step's graph: (step, graph inputs in order) -> graph outputs in order.

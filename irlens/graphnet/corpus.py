@@ -21,9 +21,9 @@ from irlens.backends import get_backend
 from irlens.errors import UsageError
 from irlens.matrix import Document, plan_matrix, run_plan
 from irlens.matrix.row import Row
-from irlens.models.graphnet import PREFIX, SAMPLES, BadSample, label, missing_files, sample_dirs, sample_workload
-from irlens.models.graphnet.meta import sizes
-from irlens.workload import MODES
+from irlens.workloads.graphnet import PREFIX, SAMPLES, BadSample, label, missing_files, sample_dirs, sample_workload
+from irlens.workloads.graphnet.meta import sizes
+from irlens.workloads.workload import MODES
 from irlens.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.matrix.call_plan import listed_cells
 from irlens.zoo.run import listed_backends, rows_checkpoint, shard_of, zoo_backends

@@ -7,7 +7,7 @@ import dataclasses
 
 from irlens.graphnet.score import B, LADDER, NOTE, P, StackScore, scores
 from irlens.matrix.document import Document
-from irlens.models.graphnet import label
+from irlens.workloads.graphnet import label
 from irlens.reporting.zoo_page import by_kind, failures, model_table, stack_table, summarize, timed_out, with_eager_base
 from irlens.tolerance_ladder import ABOVE_ZERO
 from irlens.wording import plural

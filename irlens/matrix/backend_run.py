@@ -17,18 +17,18 @@ from typing import Any, Callable
 import torch
 
 from irlens.backends.base import Backend, Compiled
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 from irlens.runtime import call_progress
 from irlens.runtime.gpu_turns import timing_turn
 from irlens.runtime.timing import active_recorder, cupti_taken, mark_cupti_taken, profiled, record_host_times
-from irlens.workload import Instance, Step
+from irlens.workloads.workload import Instance, Step
 
 
 @dataclass
 class BackendRun:
     """What one backend did with one workload in one mode."""
 
-    results: dict[str, torch.Tensor]  # named like irlens.workload.run_eager: out0.., loss, grad:<name>
+    results: dict[str, torch.Tensor]  # named like irlens.workloads.workload.run_eager: out0.., loss, grad:<name>
     compile_s: float  # first call (trace + compile + run) minus one steady-state run, or the ahead-of-time compile
     run_us: float  # median host wall time of a steady-state call, synchronized
     kernels: list[Kernel]

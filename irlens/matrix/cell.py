@@ -21,13 +21,13 @@ import torch
 from irlens.backends import Backend
 from irlens import precision
 from irlens.runtime import call_progress
-from irlens.dtypes import HALF_DTYPES
+from irlens.core.dtypes import HALF_DTYPES
 from irlens.errors import CaptureFailed, NoNativePath
 from irlens.frontends import FRONTENDS, get_frontend
 from irlens.frontends.base import NoProgram, Program, Unavailable
 from irlens.frontends.bindings import program_for
 from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu
-from irlens.ir import Graph, Kernel, jsonable
+from irlens.core.ir import Graph, Kernel, jsonable
 from irlens.lowering import LEVEL
 from irlens.matrix.backend_run import BackendRun, drop_compiled_code, run_backend, run_compiled
 from irlens.matrix.draws import cell_time_used, judge_over_draws, rejudged
@@ -36,10 +36,10 @@ from irlens.matrix.references import Reference, first_line, reference_anywhere, 
 from irlens.matrix.row import CROSS, Row
 from irlens.matrix.spec import CellSpec
 from irlens.numerics import Comparison, compare_results, judged_bounds, tolerance
-from irlens.ops import is_compute
+from irlens.core.ops import is_compute
 from irlens.runtime.timing import HostTiming, recording_device_time, recording_host_time
 from irlens.tolerance_ladder import NOTE as GRAPHNET_NOTE, passing_level
-from irlens.workload import Instance, MissingLibrary, Workload
+from irlens.workloads.workload import Instance, MissingLibrary, Workload
 
 
 def refused_natively(wl: Workload, backend: Backend) -> str | None:

@@ -34,7 +34,7 @@ from irlens.matrix.execution import WORKER_PRELOAD, label
 from irlens.matrix.plan import Plan
 from irlens.matrix.row import Row
 from irlens.matrix.spec import ENTRY, CellSpec
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 
 LOG = "compiled-ahead.json"
 
@@ -83,7 +83,7 @@ def warm_cell(spec: CellSpec, wl: Workload, backend: Backend) -> dict:
     import torch
 
     from irlens.frontends.base import Unavailable
-    from irlens.workload import NoJaxTwin
+    from irlens.workloads.workload import NoJaxTwin
 
     print(f"[irlens] compile ahead: {spec.workload} {backend.name} {spec.mode} {spec.dtype}", file=sys.stderr,
           flush=True)

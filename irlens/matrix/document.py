@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from irlens.ir import jsonable
+from irlens.core.ir import jsonable
 from irlens.matrix.row import LAYOUTS, STARVED_PHASE, BadDocument, Layout, Row
 from irlens.matrix.schema import FIELD as SCHEMA_FIELD, SCHEMA, document_kind, migrate
 

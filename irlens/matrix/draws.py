@@ -40,12 +40,12 @@ from typing import Callable
 import torch
 
 from irlens.runtime import call_progress
-from irlens.dtypes import HALF_DTYPES
+from irlens.core.dtypes import HALF_DTYPES
 from irlens.matrix.records import ResultCheck
 from irlens.matrix.references import Reference, first_line, reference_of
 from irlens.matrix.row import Row
 from irlens.numerics import BUFFER, Bound, Comparison, compare_results, judged_bounds, noise_scales
-from irlens.workload import Instance
+from irlens.workloads.workload import Instance
 
 DRAWS = 5  # the workload's own inputs and four more
 DRAW_SEED = 1000  # draw d's inputs come from the input factory's generator seeded DRAW_SEED + d

@@ -50,7 +50,7 @@ from irlens.matrix.spec import ENTRY, CellSpec
 
 DEFAULT_TIMEOUT_S = 300.0
 # imported before a worker says it is ready, so that they do not count against a cell's timeout
-WORKER_PRELOAD = ("irlens.cell_entry", "irlens.backends", "irlens.frontends", "irlens.models")
+WORKER_PRELOAD = ("irlens.cell_entry", "irlens.backends", "irlens.frontends", "irlens.workloads.builtin")
 
 
 def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs: int = 1,

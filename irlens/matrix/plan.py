@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from irlens.backends import BACKENDS, Backend, get_backend
 from irlens.errors import UsageError
 from irlens.matrix.spec import CellSpec, validate_coordinates
-from irlens.models import expand_workload, resolve_workload, workload_names
+from irlens.workloads.builtin import expand_workload, resolve_workload, workload_names
 from irlens.precision import DEFAULT as DEFAULT_PRECISION
-from irlens.user_code import absolute_reference, reference_of
-from irlens.workload import MODES, WORKLOADS, MissingLibrary, Workload
+from irlens.workloads.user_code import absolute_reference, reference_of
+from irlens.workloads.workload import MODES, WORKLOADS, MissingLibrary, Workload
 
 
 @dataclass

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 from irlens.json_values import BadDocument, read_record, read_value
 
 # written only when set: added after the first documents, or set by `irlens bench` alone (documents
@@ -50,10 +50,10 @@ class KernelRecord(Kernel):
 
 @dataclass
 class StepWork:
-    """What one step must move and do, counted once from the common view (irlens.cost)."""
+    """What one step must move and do, counted once from the common view (irlens.core.cost)."""
 
     bytes: int
-    flops: int  # all of them: matmul flops are exact, the rest an estimate (irlens.cost)
+    flops: int  # all of them: matmul flops are exact, the rest an estimate (irlens.core.cost)
     matmul_flops: int | None = None  # the exact part; None in documents written before it was counted
 
     def to_json(self) -> dict:

@@ -43,12 +43,12 @@ import torch
 
 from irlens.runtime import call_progress
 from irlens.cache_upkeep import MIN_FREE_BYTES, GiB, disk_free
-from irlens.dtypes import TORCH_DTYPES
+from irlens.core.dtypes import TORCH_DTYPES
 from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu
 from irlens.matrix.plan import Plan
-from irlens.models import resolve_workload
+from irlens.workloads.builtin import resolve_workload
 from irlens.numerics import TwinMismatch, check_jax_twin, rel_err
-from irlens.workload import Instance, Workload, run_eager
+from irlens.workloads.workload import Instance, Workload, run_eager
 
 TWIN_PRESET = "tiny"  # a twin computes the same function at every size: checked where it is cheap
 REFERENCE_DTYPES = ("float64", "float32")  # a reference's precision, the highest that runs; else the run's own
@@ -516,7 +516,7 @@ class References:
 
         p = self.plan
         try:
-            with WorkerSession(preload=(__name__, "irlens.models"), turns=self.gpu_lock,
+            with WorkerSession(preload=(__name__, "irlens.workloads.builtin"), turns=self.gpu_lock,
                                threads=self.threads) as worker:
                 self._session = worker
                 for workload in self._twinned():

@@ -99,14 +99,14 @@ class Row:
     level: str | None = None  # the common-view level lowered
     lowered: list[LoweredGraph] = field(default_factory=list)
     # bench
-    must: StepWork | None = None  # the bytes and flops one step must move and do (irlens.cost)
+    must: StepWork | None = None  # the bytes and flops one step must move and do (irlens.core.cost)
     roofline: RowRoofline | None = None  # the step against the ceilings (irlens.reporting.roofline)
     gpu: str | None = None  # the GPU it ran on (bench --gpus)
     ceilings: dict | None = None  # that GPU's measured ceilings
     # a report merged from several runs
     device: str | None = None
     device_name: str | None = None
-    # the module's train/eval mode as it ran (train, eval, mixed: irlens.workload.Instance.module_mode)
+    # the module's train/eval mode as it ran (train, eval, mixed: irlens.workloads.workload.Instance.module_mode)
     module_mode: str | None = None
     # eager's step time in the run this row came from: its speedup's base where runs are joined
     # (irlens.matrix.join), since a step time is comparable only within one run

@@ -12,11 +12,11 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from irlens.dtypes import COMPUTE_DTYPES
+from irlens.core.dtypes import COMPUTE_DTYPES
 from irlens.errors import UsageError
 from irlens.json_values import BadDocument, read_record
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, check as check_precision
-from irlens.workload import MODES, PRESETS
+from irlens.workloads.workload import MODES, PRESETS
 
 DEVICES = ("cpu", "cuda")
 ENTRY = "irlens.cell_entry:run_spec"  # the worker's one entry point for a cell (irlens.runtime.isolation calls it by name)

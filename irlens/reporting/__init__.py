@@ -34,7 +34,7 @@ def report_frontend_table(doc: Document) -> Table | None:
     """The frontend table for the document's workloads (those this process can resolve)."""
     import torch
 
-    from irlens.models import resolve_workload
+    from irlens.workloads.builtin import resolve_workload
     from irlens.reporting.frontend_table import frontend_table
 
     workloads = []

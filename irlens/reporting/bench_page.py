@@ -84,7 +84,7 @@ def write_results_page(doc: Document, md_path: Path, json_name: str, command: st
         f"the two medians differ by at most {100 * max(spreads, default=0):.2f}% "
         f"(median {100 * sorted(spreads)[len(spreads) // 2] if spreads else 0:.2f}%)",
         "- device µs: sum of the step's kernel durations (CUPTI via torch.profiler, the same for every backend); "
-        "GB/s and TFLOP/s: the bytes the step must move and flops it must do (irlens.cost, from the common view) "
+        "GB/s and TFLOP/s: the bytes the step must move and flops it must do (irlens.core.cost, from the common view) "
         "over that time; % of ceiling: max(bytes/memory bandwidth, matmul flops/matmul rate) over the time, and which "
         "bound.",
         f"- TFLOP/s: {ESTIMATE_NOTE}",

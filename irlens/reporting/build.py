@@ -7,7 +7,7 @@ import re
 from collections import Counter
 
 from irlens.ceilings import Ceilings, describe
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 from irlens.matrix import Document, Row
 from irlens.precision import describe_rows as describe_precision
 from irlens.matrix.table import (DRAWS_MARK, FALLBACK_MARK, UNSTEADY_MARK, VACUOUS_MARK, error_figures, run_figure,

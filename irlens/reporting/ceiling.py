@@ -15,7 +15,7 @@ roofline model is wrong for that kernel (its bytes or flops are over-counted), a
 is flagged as a model error in every output, never shown as a speed.
 
 Only exact flops count toward a compute bound: a matrix product's 2·m·n·k. The flops of
-elementwise ops and reductions are an estimate (irlens.cost: one per op and element, not the
+elementwise ops and reductions are an estimate (irlens.core.cost: one per op and element, not the
 instructions a kernel runs), shown as one and never enough to make a kernel or a step compute-bound.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irlens.ceilings import Ceilings
-from irlens.ir import Kernel
+from irlens.core.ir import Kernel
 
 
 @dataclass(frozen=True)

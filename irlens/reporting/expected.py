@@ -25,7 +25,7 @@ from pathlib import Path
 
 from irlens.errors import UsageError
 from irlens.matrix.document import Document
-from irlens.models.graphnet import portable_name
+from irlens.workloads.graphnet import portable_name
 from irlens.matrix.row import STATUSES, BadDocument, Row
 from irlens.reporting.records import first_line
 

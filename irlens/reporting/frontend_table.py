@@ -11,7 +11,7 @@ import re
 
 from irlens.frontends.base import Availability
 from irlens.reporting.blocks import Table
-from irlens.workload import NoJaxTwin, Workload
+from irlens.workloads.workload import NoJaxTwin, Workload
 
 PROBE = Workload.from_module("probe", lambda x: x * 2.0, ((4,),), description="a torch-only probe (no JAX twin)")
 

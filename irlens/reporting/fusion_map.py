@@ -26,9 +26,9 @@ import colorsys
 from dataclasses import dataclass, field
 from html import escape
 
-from irlens.ir import Graph
+from irlens.core.ir import Graph
 from irlens.matrix import Row
-from irlens.ops import is_compute
+from irlens.core.ops import is_compute
 from irlens.reporting.records import first_line, kernel_stage
 
 NODE_W, NODE_H, GAP_X, ROW_H, PAD = 88, 22, 8, 34, 14

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 from irlens.matrix import Row
 
 

@@ -23,7 +23,7 @@ from irlens.matrix.row import Row
 from irlens.precision import describe_rows as describe_precision
 from irlens.matrix.table import (DRAWS_MARK, VACUOUS_MARK, draws_lines, ill_conditioned_lines, module_mode_lines,
                                  vacuous_lines)
-from irlens.workload import MODES
+from irlens.workloads.workload import MODES
 from irlens.wording import plural
 
 # packages whose frames make a failure upstream's (the innermost frame of its traceback)

@@ -17,8 +17,8 @@ import os
 
 import torch
 
-from irlens.interpret import TORCH_DTYPES
-from irlens.ir import Graph
+from irlens.core.interpret import TORCH_DTYPES
+from irlens.core.ir import Graph
 
 
 @dataclasses.dataclass
@@ -92,7 +92,7 @@ def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: 
     from irlens.frontends.bindings import program_for, run_program
     from irlens.frontends import get_frontend
     from irlens.lowering import LEVEL
-    from irlens.models import resolve_workload
+    from irlens.workloads.builtin import resolve_workload
 
     inst = resolve_workload(workload).instantiate(preset, dtype, device)
     program = program_for(get_frontend(frontend).acquire(inst, mode), inst)

@@ -4,7 +4,7 @@ The model is Dynamo's graph of the workload's module (`torch_source.capture`), o
 cell's dtype and once cast to float64 (the reference irlens computes runs the module in
 float64: where the code names a dtype the two differ, and both are written). In fwd+bwd the
 workload's loss is captured the same way, from the module's outputs. The xla path writes the
-JAX twin's program (`irlens.models.jax_run.results_fn`, what the xla backend jits) as source.
+JAX twin's program (`irlens.workloads.builtin.jax_run.results_fn`, what the xla backend jits) as source.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from irlens.repro.emit import JaxSection, ReproFile, TorchModel
 from irlens.repro.paths import ReproPath
 from irlens.repro.tensors import EMBED_MAX
 from irlens.repro.torch_source import TorchFunction, capture
-from irlens.workload import Instance
+from irlens.workloads.workload import Instance
 
 
 def torch_model(inst: Instance, mode: str) -> tuple[TorchModel, dict[str, torch.Tensor]]:
@@ -55,7 +55,7 @@ def jax_section(inst: Instance, mode: str) -> JaxSection:
     """The twin's program for `mode` as source over flat arguments (parameters by name, inputs)."""
     import jax
 
-    from irlens.frontends.jax import MATMUL_PRECISION, jax_program
+    from irlens.frontends.jax.frontend import MATMUL_PRECISION, jax_program
     from irlens.repro.jax_source import jaxpr_source
 
     program = jax_program(inst, mode)
@@ -72,7 +72,7 @@ def jax_section(inst: Instance, mode: str) -> JaxSection:
 
 def cell_file(spec: CellSpec, path: ReproPath, notes: list[str], embed_max: int = EMBED_MAX,
               timed: bool = False) -> ReproFile:
-    from irlens.models import resolve_workload
+    from irlens.workloads.builtin import resolve_workload
 
     inst = resolve_workload(spec.workload).instantiate(spec.preset, spec.dtype, spec.device)
     model, values = torch_model(inst, spec.mode)
@@ -96,7 +96,7 @@ def cell_bounds(spec: CellSpec, dtype: str) -> dict[str, tuple[float, str]]:
     own error in the cell's dtype beside float64, the loss's condition; irlens.matrix.references),
     through `irlens.numerics.judged_bounds` (an ill-conditioned result's bound is not capped)."""
     from irlens.matrix.references import compute_reference
-    from irlens.models import resolve_workload
+    from irlens.workloads.builtin import resolve_workload
 
     ref = compute_reference(resolve_workload(spec.workload), spec.mode, spec.device, spec.preset, spec.dtype)
     _, bounds = judged_bounds(ref.results, dtype, spec.mode, ref.eager_errors, ref.conditions)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from irlens.ir import Graph, Node, TensorMeta
-from irlens.ops import is_compute
+from irlens.core.ir import Graph, Node, TensorMeta
+from irlens.core.ops import is_compute
 
 _SIZE_ATTRS = ("shape", "start", "limit")
 
@@ -79,7 +79,7 @@ def shape_problem(graph: Graph) -> str:
     module (`irlens.backends.inductor.lower`) on meta tensors, every node's outputs against their TensorMeta."""
     import torch
 
-    from irlens.interpret import TORCH_DTYPES
+    from irlens.core.interpret import TORCH_DTYPES
     from irlens.backends.inductor.lower import to_graph_module
 
     try:
@@ -99,10 +99,10 @@ def shape_problem(graph: Graph) -> str:
 
 def as_float64(graph: Graph) -> Graph:
     """The graph with every floating value and dtype attribute in float64: what the reference runs.
-    Unlike `irlens.interpret.float64_attrs`, a cast to a narrower float does not round here: the
+    Unlike `irlens.core.interpret.float64_attrs`, a cast to a narrower float does not round here: the
     reference runs as one torch module (`irlens.backends.inductor.lower`), where a rounded bfloat16 value beside
     float64 ones would stop a matmul, and one rounding at a cast is within every tolerance."""
-    from irlens.dtypes import TORCH_DTYPES
+    from irlens.core.dtypes import TORCH_DTYPES
 
     def floating(dtype) -> bool:
         return dtype in TORCH_DTYPES and TORCH_DTYPES[dtype].is_floating_point

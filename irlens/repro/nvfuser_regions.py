@@ -24,7 +24,7 @@ import textwrap
 
 from irlens.backends import Backend
 from irlens.matrix.spec import CellSpec
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 
 
 def record(s: CellSpec, wl: Workload, backend: Backend, directory: str, embed_max: int) -> dict:
@@ -33,9 +33,9 @@ def record(s: CellSpec, wl: Workload, backend: Backend, directory: str, embed_ma
     run ends at all."""
     import torch
 
-    from irlens.frontends.thunder import import_thunder_or_raise
+    from irlens.frontends.thunder.frontend import import_thunder_or_raise
     from irlens.repro.tensors import tensor_source
-    from irlens.workload import as_tuple
+    from irlens.workloads.workload import as_tuple
 
     thunder = import_thunder_or_raise()
     from thunder.executors.nvfuserex_impl import FusionDefinitionWrapper
@@ -100,7 +100,7 @@ def trace_parts(thunder, jfn, inputs: tuple, name: str, mode: str) -> dict:
     and the values their arguments are."""
     import torch
 
-    from irlens.frontends.thunder import final_traces
+    from irlens.frontends.thunder.frontend import final_traces
     from irlens.frontends.thunder.trace import trace_to_graph_and_groups
 
     with torch.set_grad_enabled(mode == "fwdbwd"):
@@ -196,9 +196,9 @@ def region_case(directory: str, entry: dict) -> dict | None:
     the primitive level, and its recorded inputs), or None when the traces do not name it."""
     import torch
 
-    from irlens.interpret import MEANINGS
-    from irlens.ir import Graph
-    from irlens.decompose import to_primitive
+    from irlens.core.interpret import MEANINGS
+    from irlens.core.ir import Graph
+    from irlens.core.decompose import to_primitive
     from irlens.repro.cases import save_case
     from irlens.repro.graphs import subgraph
     from irlens.repro.tensors import HELPERS

@@ -3,7 +3,7 @@
 One `ReproPath` per backend (`PATHS`, by backend name). A torch path is source that defines
 `compile_fn(fn)`: the file hands it the model code (eager: `fn` itself; inductor:
 `torch.compile`; Thunder's executors: `thunder.jit` with that fusion executor first, or
-ThunderFX where thunder.jit fails, as `irlens.backends.thunder` runs it). The xla path is
+ThunderFX where thunder.jit fails, as `irlens.backends.thunder.backend` runs it). The xla path is
 `jax.jit` of the JAX program written out as source (`irlens.repro.jax_source`).
 
 The reducer shrinks a graph of the common view acquired by `frontend` (Dynamo's ATen graphs
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irlens.errors import UsageError
-from irlens.registry import Registry
+from irlens.core.registry import Registry
 
 # thunder <= 0.2.6 registers torch.Tensor's named-tensor methods, which torch 2.13 removed
 # (irlens/_compat.py): a file that imports thunder defines raising stand-ins first.

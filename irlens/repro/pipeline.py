@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from irlens.errors import UsageError
-from irlens.models.graphnet import portable_name
+from irlens.workloads.graphnet import portable_name
 from irlens.runtime.isolation import CallFailed
 from irlens.matrix.spec import ENTRY, CellSpec
 from irlens.numerics import tolerance
 from irlens.repro.cell import Outcome, run_file, worker_failure
 from irlens.repro.reduce import Runner
 from irlens.repro.tensors import EMBED_MAX
-from irlens.user_code import absolute_reference
+from irlens.workloads.user_code import absolute_reference
 
 NOT_RUN = "When irlens ran it: not run."
 
@@ -61,7 +61,7 @@ def check(spec: CellSpec):
     """Validate a cell before anything runs; raises a UsageError (UnknownName, BadReference, ...:
     bad input) or Unavailable (the backend cannot run here). Returns the workload and the backend's path."""
     from irlens.frontends.base import Unavailable
-    from irlens.models import resolve_workload
+    from irlens.workloads.builtin import resolve_workload
     from irlens.repro.paths import find_backend
 
     spec.validate()
@@ -210,7 +210,7 @@ def _native_region(spec: CellSpec, out: str, stem: str, result: ReproResult, tmp
     directory = os.path.join(tmp, "regions")
     os.makedirs(directory)
     log("[repro] running the cell again, recording each nvFuser region before it runs ...")
-    worker = Worker(preload=("irlens.cell_entry", "irlens.backends", "irlens.models"))
+    worker = Worker(preload=("irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin"))
     # the cell as Thunder runs it with nvFuser's executors, whatever backend runs its path in a file
     recorded_cell = dataclasses.replace(spec, backend="nvfuser")
     try:

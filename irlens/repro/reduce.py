@@ -22,13 +22,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from irlens.ir import Graph
+from irlens.core.ir import Graph
 from irlens.repro.cases import Case
 from irlens.runtime.isolation import CallFailed, Worker
 from irlens.repro.cell import Outcome, worker_failure
 from irlens.repro.graphs import dimension_sizes, shape_problem, shrink, size_text, subgraph
 
-WORKER_MODULES = ("irlens.repro.run_graph", "irlens.repro.cases", "irlens.backends", "irlens.models")
+WORKER_MODULES = ("irlens.repro.run_graph", "irlens.repro.cases", "irlens.backends", "irlens.workloads.builtin")
 
 
 @dataclass

@@ -14,9 +14,9 @@ import traceback
 
 import torch
 
-from irlens.interpret import TORCH_DTYPES
-from irlens.ir import Graph
-from irlens.ops import index_bounds
+from irlens.core.interpret import TORCH_DTYPES
+from irlens.core.ir import Graph
+from irlens.core.ops import index_bounds
 from irlens.repro.cases import Case, case_values
 from irlens.repro.cell import Outcome, exception_outcome
 from irlens.repro.graphs import as_float64
@@ -177,7 +177,7 @@ def jax_section(graph: Graph, inputs: list):
     import jax
     import jax.numpy as jnp
 
-    from irlens.frontends.jax import MATMUL_PRECISION
+    from irlens.frontends.jax.frontend import MATMUL_PRECISION
     from irlens.backends.xla.lower import to_jax_function
     from irlens.repro.emit import JaxSection
     from irlens.repro.jax_source import jaxpr_source

@@ -42,7 +42,7 @@ def dominant_kernel(spec: dict, directory: str) -> dict:
     from irlens.matrix.backend_run import run_backend
     from irlens.repro.paths import find_backend
     from irlens.runtime.timing import recording_device_time
-    from irlens.models import resolve_workload
+    from irlens.workloads.builtin import resolve_workload
 
     s = CellSpec.from_json(spec)
     backend, _ = find_backend(s.backend)

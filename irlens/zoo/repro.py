@@ -13,7 +13,7 @@ from irlens.reporting.zoo_page import failures
 
 def write_repros(doc: Document, out: Path, device: str | None) -> dict[str, str]:
     """signature -> the file written for it (or why none was); `device` None: the document's own."""
-    from irlens.models import workload_names
+    from irlens.workloads.builtin import workload_names
     from irlens.matrix.spec import CellSpec
     from irlens.repro.pipeline import ReproFailed, repro
 

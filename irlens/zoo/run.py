@@ -1,6 +1,6 @@
 """`irlens zoo`: the zoo of real models through every stack, fwd and fwd+bwd, and its summary.
 
-A zoo run is an ordinary compare matrix over the zoo's workloads (`irlens.models.zoo`) and the
+A zoo run is an ordinary compare matrix over the zoo's workloads (`irlens.workloads.zoo`) and the
 backends available on the device; its document is a compare document, so `irlens report` draws
 it and `irlens zoo --from` rebuilds the summary (irlens.reporting.zoo_page) from it. A run can be
 split: `shard_of` gives shard K of N (0 <= K < N) a deterministic share of the models (every
@@ -27,10 +27,10 @@ from irlens.matrix.call_plan import listed_cells
 from irlens.matrix.cells import cells_not_ok
 from irlens.matrix.document import device_name, versions
 from irlens.matrix.row import Row
-from irlens.models import get_workload
-from irlens.models.zoo import FAMILIES, zoo_names
+from irlens.workloads.builtin import get_workload
+from irlens.workloads.zoo import FAMILIES, zoo_names
 from irlens.precision import DEFAULT as DEFAULT_PRECISION
-from irlens.workload import MODES
+from irlens.workloads.workload import MODES
 from irlens.wording import plural
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from irlens.ir import Graph
+from irlens.core.ir import Graph
 from irlens.matrix import BadDocument, Document, read_document
 from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
 from irlens.matrix.schema import FIELD, SCHEMA, migrate
@@ -79,7 +79,7 @@ def test_a_document_of_a_version_this_irlens_does_not_know_is_a_clear_error(tmp_
 def test_result_checks_cross_from_a_worker_and_into_a_document_the_same():
     """A worker's row (irlens.matrix.cell.cell_record) and a document both write NaN/Inf as null:
     each reads back as inf, not as a result that was not compared."""
-    from irlens.ir import jsonable
+    from irlens.core.ir import jsonable
     from irlens.matrix.row import COMPARE, Row
 
     inf = float("inf")

@@ -1,6 +1,7 @@
 """The package's shape holds: no import circle (lazy imports included) between modules or between
-subpackages, no module importing another's private names, and no submodule that would hide an
-API function of the same name."""
+subpackages, no module importing another's private names, no submodule that would hide an
+API function of the same name, and the folders' rules: the runtime imports no orchestration, the
+backends no runtime, the core no stack, runtime, workload or orchestration."""
 from __future__ import annotations
 
 import ast
@@ -109,7 +110,32 @@ def test_backends_import_no_runtime():
 
 
 def test_the_backends_rule_names_an_edge_through_another_module():
-    edges = {"irlens.backends.xla.dump": {"irlens.frontends.jax"}, "irlens.frontends.jax": {"irlens.runtime.isolation"},
+    edges = {"irlens.backends.xla.dump": {"irlens.frontends.jax.frontend"},
+             "irlens.frontends.jax.frontend": {"irlens.runtime.isolation"},
              "irlens.runtime.isolation": set(), "irlens.backendsx": {"irlens.runtime.timing"},
              "irlens.runtime.timing": set()}
     assert backends_reaching_the_runtime(edges) == ["irlens.backends.xla.dump -> irlens.runtime.isolation"]
+
+
+OUTSIDE_THE_CORE = ("irlens.backends", "irlens.frontends", "irlens.runtime", "irlens.workloads", *ABOVE_THE_RUNTIME)
+
+
+def core_reaching_out(edges: dict[str, set[str]]) -> list[str]:
+    """`core_module -> module` for each stack, runtime, workload or orchestration module a module of
+    irlens.core imports, directly or through others."""
+    return [f"{m} -> {t}" for m in sorted(edges) if in_package(m, "irlens.core")
+            for t in sorted(reach(edges, m)) if any(in_package(t, p) for p in OUTSIDE_THE_CORE)]
+
+
+def test_the_core_imports_no_stack_runtime_or_orchestration():
+    """irlens.core (the common view, the vocabulary, the interpreter, costs, dtypes, registries) is what
+    every stack and the orchestration stand on: nothing in it imports a backend, a frontend, the runtime,
+    the workloads, the matrix, the bench, the zoo's runs, the reports or the CLI."""
+    assert core_reaching_out(import_edges(modules())) == []
+
+
+def test_the_core_rule_names_an_edge_through_another_module():
+    edges = {"irlens.core.cost": {"irlens.names"}, "irlens.names": {"irlens.frontends.base"},
+             "irlens.frontends.base": set(), "irlens.core.ir": {"irlens.errors"}, "irlens.errors": set(),
+             "irlens.cores": {"irlens.matrix.plan"}, "irlens.matrix.plan": set()}
+    assert core_reaching_out(edges) == ["irlens.core.cost -> irlens.frontends.base"]

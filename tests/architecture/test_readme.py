@@ -74,7 +74,7 @@ def check_reference(ref: str) -> None:
 
 def check_names(args) -> None:
     from irlens.backends import BACKENDS
-    from irlens.models import WORKLOADS
+    from irlens.workloads.builtin import WORKLOADS
 
     if getattr(args, "frontend", None) == "joint":
         return  # the parallel path's models (llama3, deepseek_v3), not workloads

@@ -76,7 +76,7 @@ def assert_close_to_dram(name: str, charged: tuple[int, int], measured: tuple[in
 
 
 def test_inductor_triton_kernel_bytes_match_nsight_compute(tmp_path):
-    from irlens.backends.inductor import InductorCapture
+    from irlens.backends.inductor.backend import InductorCapture
     from irlens.backends.inductor.code import map_kernels
 
     capture = InductorCapture("t")
@@ -114,7 +114,7 @@ def test_ceilings_are_the_best_of_the_sweep_and_within_the_datasheet():
 
     from irlens.bench.sweep import measure_ceilings
     from irlens.ceilings import spec_for
-    from irlens.cost import Gemm
+    from irlens.core.cost import Gemm
 
     own = Gemm(1, 16384, 3072, 1024)  # block's MLP product at the bench size
     c = measure_ceilings([own], dtypes=("bfloat16",))

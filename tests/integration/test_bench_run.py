@@ -18,7 +18,7 @@ from irlens.backends.thunder import kernel_db
 from irlens.bench.run import run_bench
 from irlens.bench.progress import BenchProgress
 from irlens.bench.sweep import Sweep
-from irlens.cost import Gemm
+from irlens.core.cost import Gemm
 from irlens.bench.ceilings_cache import cache_key, cached_sweep
 from irlens.compile_caches import NVFUSER_DB_ENV, NVFUSER_RUN_ENV, cache_env, compile_caches
 from irlens.runtime.isolation import WorkerSession

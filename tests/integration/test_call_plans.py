@@ -13,7 +13,7 @@ from irlens.cli import main
 from irlens.cli.call_plans import read_cells
 from irlens.matrix import Document, read_document, write_document
 from irlens.matrix.row import Row
-from irlens.models.zoo import zoo_names
+from irlens.workloads.zoo import zoo_names
 from tests.support.graphnet_samples import linear_cuda
 
 ROOT = Path(__file__).resolve().parents[2]

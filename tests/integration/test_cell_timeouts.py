@@ -27,7 +27,7 @@ from irlens.reporting.zoo_page import signature
 # only the workload's; a backend's imports all of irlens's backends)
 WORKLOAD = """
 import torch
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 
 TANH = Workload.from_module("tanh2", lambda x: torch.tanh(x) * 2.0, example_inputs=((4, 8),))  # no JAX twin to check
 """
@@ -109,7 +109,7 @@ def test_a_cells_timing_waits_behind_long_sharers_and_a_hung_cell_names_its_stag
 SLOW_REFERENCE = """
 import time
 import torch
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 
 def tanh_slow_in_float64(x):
     if x.dtype == torch.float64:  # only the float64 reference is slow

@@ -133,7 +133,7 @@ def test_zoo_from_documents_keeps_the_models_asked_for(tmp_path, capsys):
 
 def test_a_bare_name_after_a_file_reference_says_how_to_name_two_from_that_file(capsys, tmp_path):
     from irlens.cli.command import reference_hint
-    from irlens.registry import UnknownName
+    from irlens.core.registry import UnknownName
 
     e = UnknownName("workload", "b", ["gelu"])
     hint = reference_hint(e, ["gelu", "path/file.py:a", "b"])
@@ -190,7 +190,7 @@ def test_an_opaque_object_a_graph_returns_prints_as_its_class():
     joint`): its class, not `FakeScriptObject object at 0x...`."""
     from torch._library.fake_class_registry import FakeScriptObject
 
-    from irlens.ir import Graph
+    from irlens.core.ir import Graph
 
     mesh = FakeScriptObject(object(), "__torch__.torch.classes.c10d.DeviceMesh", None)
     text = Graph("g", "joint", "joint.joint", "composite", [], [], ["x", mesh, None, 2]).to_text()

@@ -13,12 +13,12 @@ import torch
 from irlens.backends import get_backend
 from irlens.cli.compare import run as cross_main
 from irlens.cross import cell, format_grid, run_cross
-from irlens.ir import Graph, Node, TensorMeta
+from irlens.core.ir import Graph, Node, TensorMeta
 from irlens.lowering import Unsupported
 from irlens.matrix import Document
 from irlens.matrix.references import compute_reference
-from irlens.models import get_workload
-from irlens.workload import MODES
+from irlens.workloads.builtin import get_workload
+from irlens.workloads.workload import MODES
 from tests.support.slow_cases import marked_slow
 
 

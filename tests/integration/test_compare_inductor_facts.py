@@ -4,12 +4,12 @@ import functools
 
 import pytest
 
-from irlens import ops
+from irlens.core import ops
 from irlens.backends import get_backend
 from irlens.matrix.backend_run import BackendRun, run_backend
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 from irlens.numerics import compare_results, tolerance
-from irlens.workload import run_eager
+from irlens.workloads.workload import run_eager
 
 
 @functools.lru_cache(maxsize=None)

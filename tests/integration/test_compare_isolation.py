@@ -28,8 +28,8 @@ from irlens.runtime.isolation import worker_env
 from irlens.matrix import references
 from irlens.matrix.cell import out_of_memory
 from irlens.matrix.row import COMPARE, Row
-from irlens.models import get_workload
-from irlens.workload import Workload, run_eager
+from irlens.workloads.builtin import get_workload
+from irlens.workloads.workload import Workload, run_eager
 
 
 class BrokenBackend(Backend):

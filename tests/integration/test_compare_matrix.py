@@ -5,8 +5,8 @@ import torch
 
 import irlens.matrix as cmp
 from irlens.backends import BACKENDS as REGISTERED
-from irlens.models import workload_names
-from irlens.workload import MODES
+from irlens.workloads.builtin import workload_names
+from irlens.workloads.workload import MODES
 
 WORKLOADS = workload_names()
 BACKENDS = REGISTERED.names()

@@ -6,13 +6,13 @@ from collections import Counter
 
 import pytest
 
-from irlens import ops
+from irlens.core import ops
 from irlens.backends import get_backend
 from irlens.matrix.backend_run import BackendRun, run_backend
 from irlens.frontends.base import Unavailable
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 from irlens.numerics import compare_results, tolerance
-from irlens.workload import run_eager
+from irlens.workloads.workload import run_eager
 
 pytestmark = pytest.mark.skipif(not get_backend("thunder+torchcompile").availability("cpu"),
                                 reason="lightning-thunder not importable")

@@ -15,7 +15,7 @@ from irlens.matrix import Document, format_table
 from irlens.matrix.references import compute_reference, loss_condition
 from irlens.numerics import CRITERIA, LOSS_ROUNDINGS, allowed_error, tolerance, unit_roundoff
 from irlens.reporting import build_report, render_markdown
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 
 
 class RMSCube(torch.nn.Module):

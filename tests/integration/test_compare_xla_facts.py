@@ -6,12 +6,12 @@ from collections import Counter
 import pytest
 
 from irlens.backends import get_backend
-from irlens.ir import Graph
+from irlens.core.ir import Graph
 from irlens.matrix.backend_run import run_backend
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 from irlens.numerics import compare_results, tolerance
-from irlens.ops import is_compute
-from irlens.workload import run_eager
+from irlens.core.ops import is_compute
+from irlens.workloads.workload import run_eager
 
 MODES = ("fwd", "fwdbwd")
 

@@ -313,7 +313,7 @@ def test_dtype_verdict_is_capped_where_eager_itself_is_far_off():
 
 def test_format_dependent_ops_are_found_in_loop_bodies():
     from irlens.conformance.check import format_dependent
-    from irlens.ir import Graph, Node, TensorMeta
+    from irlens.core.ir import Graph, Node, TensorMeta
 
     x, i = TensorMeta("x", (), "float32"), TensorMeta("i", (), "int32")
     body = Graph("body", "jax", "jax.hlo", "composite", [x], [

@@ -14,12 +14,12 @@ import pytest
 import torch
 from jax import lax
 
-from irlens.decompose import to_primitive
+from irlens.core.decompose import to_primitive
 from irlens.frontends.jax.hlo.walk import hlo_to_graph
 from irlens.frontends.jax.hlo.stablehlo import stablehlo_to_graph
 from irlens.frontends.jax.jaxpr.walk import at_level, jaxpr_to_graph
-from irlens.interpret import Uninterpretable, interpret
-from irlens.ir import Graph, Node, TensorMeta
+from irlens.core.interpret import Uninterpretable, interpret
+from irlens.core.ir import Graph, Node, TensorMeta
 from irlens.lowering import Unsupported
 
 STAGES = ("jaxpr", "stablehlo", "hlo")

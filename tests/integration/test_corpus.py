@@ -12,10 +12,10 @@ import pytest
 
 import irlens.matrix as cmp
 from irlens.frontends.bindings import program_for, run_program, stage_programs
-from irlens.interpret import Uninterpretable, interpret
+from irlens.core.interpret import Uninterpretable, interpret
 from irlens.numerics import compare_results
-from irlens.models import get_workload, workload_names
-from irlens.workload import MODES
+from irlens.workloads.builtin import get_workload, workload_names
+from irlens.workloads.workload import MODES
 
 from tests.support.workload_cache import acquired, instance, reference
 

@@ -1,22 +1,22 @@
-"""Bytes and flops from the common view (irlens.cost), which `irlens bench` puts beside device times."""
+"""Bytes and flops from the common view (irlens.core.cost), which `irlens bench` puts beside device times."""
 import dataclasses
 
 import pytest
 
-from irlens import cost
+from irlens.core import cost
 from irlens.bench.run import BenchConfig, bench, restrict_to_rerun, run_bench, share_matrix
 from irlens.reporting.bench_page import write_results_page
 from irlens.bench.sweep import sweep
 from irlens.ceilings import Ceilings
-from irlens.cost import Gemm
-from irlens.ir import Graph, Kernel, Node, TensorMeta
+from irlens.core.cost import Gemm
+from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 from irlens.runtime.isolation import WorkerSession
 from irlens.matrix import Row
 from irlens.matrix.join import PARTS, RERUN, join, part
 from irlens.matrix.records import StepWork
 from irlens.reporting.roofline import roofline
 from irlens.runtime.timing import DeviceTiming
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 
 
 def stub_ceilings(memory_gbps: float, bf16: float = 100.0, fp32: float = 10.0) -> Ceilings:

@@ -15,7 +15,7 @@ from tests.support.cell_runs import run_in_process
 from irlens.matrix.draws import DRAWS, DrawErrors, judge_draws
 from irlens.matrix.references import compute_reference
 from irlens.numerics import tolerance
-from irlens.workload import Workload, eager_step
+from irlens.workloads.workload import Workload, eager_step
 
 NORM_SEED = 1  # with the BatchNorm: eager's own error is not at its largest on the own inputs either
 FLOOR = 4e-3  # bfloat16's (irlens.numerics.CRITERIA)

@@ -6,7 +6,7 @@ import torch
 
 from irlens.backends import get_backend
 from irlens.cli import main
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 
 _STAGES: dict = {}
 
@@ -108,7 +108,7 @@ def test_xla_dump_in_a_fresh_process_reads_xla_flags():
     """The fallback where the per-compilation dump option leaves no generated code (the GPU's PTX):
     the StableHLO compiled again by a fresh process started with XLA_FLAGS=--xla_dump_to."""
     from irlens.backends.xla.dump import dump_in_fresh_process
-    from irlens.frontends.jax import jax_program, lower
+    from irlens.frontends.jax.frontend import jax_program, lower
 
     lowered = lower(jax_program(get_workload("gelu").instantiate("tiny", None, "cpu"), "fwd"))
     files, how = dump_in_fresh_process(lowered.as_text(), "cpu", 0)
@@ -117,7 +117,7 @@ def test_xla_dump_in_a_fresh_process_reads_xla_flags():
 
 
 def gelu_lowered():
-    from irlens.frontends.jax import jax_program, lower
+    from irlens.frontends.jax.frontend import jax_program, lower
 
     return lower(jax_program(get_workload("gelu").instantiate("tiny"), "fwd"))
 
@@ -299,8 +299,8 @@ def test_xla_emitter_dumping_is_asked_for_on_gpus_only():
 _CPU_DUMP_COMPILES = """
 import sys, tempfile
 from irlens.backends.xla.dump import compile_with_dump
-from irlens.frontends.jax import jax_program, lower
-from irlens.models import resolve_workload
+from irlens.frontends.jax.frontend import jax_program, lower
+from irlens.workloads.builtin import resolve_workload
 
 inst = resolve_workload("block").instantiate("tiny", "bfloat16", "cpu")
 for _ in range(2):

@@ -9,13 +9,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from irlens.frontends import get_frontend
-from irlens.frontends.dynamo import GraphCapture
-from irlens.decompose import to_primitive
-from irlens.interpret import interpret
-from irlens.ir import Graph
+from irlens.frontends.dynamo.capture import GraphCapture
+from irlens.core.decompose import to_primitive
+from irlens.core.interpret import interpret
+from irlens.core.ir import Graph
 from irlens.frontends.dynamo.fx import fx_to_graph
-from irlens.models import get_workload, workload_names
-from irlens.workload import Workload, as_tuple
+from irlens.workloads.builtin import get_workload, workload_names
+from irlens.workloads.workload import Workload, as_tuple
 
 MODES = ("fwd", "fwdbwd")
 
@@ -319,7 +319,7 @@ def test_cross_entropy_and_nll_loss_are_composites_with_rules():
     """F.cross_entropy (torch level) and nll_loss_forward/backward (ATen) are canonical
     composites; both levels reproduce the loss and its gradient, ignore_index and weights included."""
     from irlens.frontends.bindings import program_for, run_program
-    from irlens.workload import Workload, run_eager
+    from irlens.workloads.workload import Workload, run_eager
 
     class Loss(nn.Module):
         def __init__(self):
@@ -410,7 +410,7 @@ def test_moe_routing_ops_map_and_compute():
     sigmoid_backward and topk's scatter) are canonical ops, and the ATen graphs built from them,
     forward chained into backward, compute the module's outputs and gradients."""
     from irlens.frontends.bindings import program_for, run_program
-    from irlens.workload import Workload, run_eager
+    from irlens.workloads.workload import Workload, run_eager
 
     class Router(torch.nn.Module):
         def __init__(self):
@@ -462,7 +462,7 @@ def test_a_tensor_the_module_stores_is_no_result(mode):
     """A Dynamo graph output the module does not return (its bytecode stores it in a cache) is no
     `out<i>`: the programs give eager's results, no more (the stored tensor's cotangent is zero)."""
     from irlens.frontends.bindings import program_for, run_program, stage_programs
-    from irlens.workload import run_eager
+    from irlens.workloads.workload import run_eager
 
     wl = Workload("cached", lambda cfg: _Cached(), lambda cfg, dt, g: (torch.randn(3, 4, generator=g).to(dt),),
                   {"tiny": {}})
@@ -499,7 +499,7 @@ def test_a_parameter_updated_in_place_gets_a_zero_cotangent():
     """The backward's cotangent for an input's new value is zero (the loss reads the outputs
     only), and the program gives eager's results."""
     from irlens.frontends.bindings import program_for, run_program
-    from irlens.workload import run_eager
+    from irlens.workloads.workload import run_eager
 
     wl = Workload("clipped", lambda cfg: _Clipped(), lambda cfg, dt, g: (torch.randn(3, 4, generator=g).to(dt),),
                   {"tiny": {}})
@@ -532,7 +532,7 @@ def test_a_reassigned_buffer_is_a_result_like_one_updated_in_place(mode):
     """The graph reads the buffer as it was before the call and returns its new value, which the
     programs give as `buffer:count`, as eager does."""
     from irlens.frontends.bindings import program_for, run_program, stage_programs
-    from irlens.workload import run_eager
+    from irlens.workloads.workload import run_eager
 
     wl = Workload("counter", lambda cfg: _Counter(), lambda cfg, dt, g: (torch.randn(3, 4, generator=g).to(dt),),
                   {"tiny": {}})
@@ -550,7 +550,7 @@ def test_a_reassigned_buffer_is_a_result_like_one_updated_in_place(mode):
 
 
 def test_graph_outputs_bind_by_identity_or_say_why_not():
-    from irlens.frontends.dynamo import returned_outputs
+    from irlens.frontends.dynamo.frontend import returned_outputs
 
     y, z, cache = torch.ones(2), torch.zeros(2), torch.ones(3)
     assert returned_outputs([z, y, cache], (y, z), {"count": cache}) == ["out1", "out0", "buffer:count"]
@@ -660,7 +660,7 @@ class _OrdinaryOps(nn.Module):
 
 def test_ordinary_ops_are_known_and_compute_forward_and_backward():
     from irlens.frontends.bindings import program_for, run_program
-    from irlens.workload import Workload, run_eager
+    from irlens.workloads.workload import Workload, run_eager
 
     def inputs(cfg, dt, g):
         return (torch.randn(4, 8, generator=g).to(dt), torch.tensor([3, 0, 5, 1]), torch.tensor([2, 5, 0, 1]),
@@ -715,7 +715,7 @@ class _Solver(nn.Module):
 @pytest.mark.parametrize("mode", MODES)
 def test_an_effect_token_is_an_input_of_its_own_and_the_program_feeds_it(mode):
     from irlens.frontends.bindings import run_program, stage_programs
-    from irlens.workload import Workload, run_eager
+    from irlens.workloads.workload import Workload, run_eager
 
     def inputs(cfg, dt, g):
         return torch.randn(4, 4, generator=g).to(dt), torch.randn(4, 4, generator=g).to(dt)
@@ -774,7 +774,7 @@ def test_an_input_updated_in_place_binds_before_the_outputs():
     forward returns their new values before the outputs, and the program binds them so (not as
     the outputs)."""
     from irlens.frontends.bindings import program_for, run_program
-    from irlens.workload import Workload, run_eager
+    from irlens.workloads.workload import Workload, run_eager
 
     def fn(x, mean, var):
         return F.batch_norm(torch.tanh(x), mean, var, training=True, momentum=0.3)

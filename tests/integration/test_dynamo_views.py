@@ -10,9 +10,9 @@ import torch
 
 from irlens.frontends.bindings import run_program, stage_programs
 from irlens.frontends import get_frontend
-from irlens.interpret import interpret
+from irlens.core.interpret import interpret
 from irlens.lowering import LEVEL
-from irlens.workload import Workload, run_eager
+from irlens.workloads.workload import Workload, run_eager
 
 
 def _topk_values_scaled(x):

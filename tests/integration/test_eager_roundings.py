@@ -14,7 +14,7 @@ from irlens.backends.base import Backend, Compiled
 from irlens.frontends.base import Availability
 from tests.support.cell_runs import run_in_process
 from irlens.matrix.references import compute_reference
-from irlens.workload import Workload, run_eager
+from irlens.workloads.workload import Workload, run_eager
 
 
 def _workload() -> Workload:

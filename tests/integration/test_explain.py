@@ -83,7 +83,7 @@ def test_explain_eager_says_it_has_no_kernels(capsys):
 def runs():
     """Each registered compiling CPU backend run once on tinyhead fwd (tiny preset)."""
     from irlens.backends import get_backend
-    from irlens.models import get_workload
+    from irlens.workloads.builtin import get_workload
 
     out = {}
     for name in CPU_BACKENDS[1:]:
@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(/*maxThreadsPerBlock=*/128) nvfuser_inner_pers
 def test_explain_shows_each_nvfuser_segment_its_own_cuda_kernel():
     """nvFuser gives one region's CUDA (every kernel) at once; each profiled segment, named the way
     CUPTI reports it (demangled), gets its own kernel; a segment without a kernel the definition."""
-    from irlens.ir import Kernel
+    from irlens.core.ir import Kernel
     from irlens.backends.thunder.nvfuser import Segment, segment_sources
 
     segments = [Segment(0, "CudaCodeGen::nvfuser_inner_persistent_f0_c1_r0_g1(CudaCodeGen::Tensor<float, 2, 2>)",
@@ -195,7 +195,7 @@ GPU_SOURCE = {"inductor": "Triton", "nvfuser": "CUDA", "xla": "HLO"}
 def test_explain_every_gpu_backend(backend):
     """On the GPU, every kernel of each compiling backend explains, with its generated source."""
     from irlens.backends import get_backend
-    from irlens.models import get_workload
+    from irlens.workloads.builtin import get_workload
 
     run = run_backend(get_backend(backend), get_workload("tinyhead").instantiate("tiny", device="cuda"), "fwd")
     assert run.kernels, f"{backend} reported no kernels for tinyhead on the GPU"

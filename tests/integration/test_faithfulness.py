@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from irlens.frontends.bindings import program_for, run_program, stage_programs
-from irlens.interpret import MEANINGS, Uninterpretable, interpret
-from irlens.ir import Graph, Node, TensorMeta
-from irlens.models import workload_names
+from irlens.core.interpret import MEANINGS, Uninterpretable, interpret
+from irlens.core.ir import Graph, Node, TensorMeta
+from irlens.workloads.builtin import workload_names
 from irlens.numerics import compare_results
-from irlens.workload import MODES
+from irlens.workloads.workload import MODES
 
 from tests.support.workload_cache import acquired, instance, reference
 from tests.support.slow_cases import marked_slow

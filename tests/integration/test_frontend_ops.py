@@ -10,7 +10,7 @@ import functools
 import pytest
 
 from irlens.frontends import get_frontend
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 
 FRONTENDS = ("dynamo", "thunder", "jax")
 BACKWARD_STAGE = {"dynamo": "aot.backward", "thunder": "thunder.backward[0]", "jax": "jax.grad"}

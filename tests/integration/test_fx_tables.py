@@ -14,8 +14,8 @@ import pytest
 import torch
 from torch.utils._pytree import tree_flatten
 
-from irlens import ops
-from irlens.interpret import interpret
+from irlens.core import ops
+from irlens.core.interpret import interpret
 from irlens.frontends.dynamo import call, fx, names
 from irlens.frontends.dynamo.converters.library import library_call
 

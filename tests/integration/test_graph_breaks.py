@@ -16,10 +16,10 @@ from irlens.cross import run_grid
 from irlens.errors import NoNativePath
 from irlens.frontends import get_frontend
 from irlens.frontends.bindings import program_for, run_program, stage_programs
-from irlens.interpret import interpret
+from irlens.core.interpret import interpret
 from irlens.lowering import LEVEL
 from irlens.matrix import run_matrix
-from irlens.workload import MODES, Workload, run_eager
+from irlens.workloads.workload import MODES, Workload, run_eager
 
 
 class ItemBreaks(torch.nn.Module):

@@ -11,10 +11,10 @@ import torch
 
 from irlens.cli import main
 from irlens.graphnet.corpus import GraphNetConfig, find_samples, select
-from irlens.models import resolve_workload
-from irlens.models.graphnet import BadSample, read_meta, sample_workload
-from irlens.models.graphnet.devices import for_device
-from irlens.models.graphnet.meta import sizes
+from irlens.workloads.builtin import resolve_workload
+from irlens.workloads.graphnet import BadSample, read_meta, sample_workload
+from irlens.workloads.graphnet.devices import for_device
+from irlens.workloads.graphnet.meta import sizes
 from tests.support.graphnet_samples import EMBEDDING_META, LINEAR_META, embedding_int, linear_cuda, meta_text, write_sample
 
 

@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from irlens.frontends import get_frontend
-from irlens.interpret import interpret
-from irlens.ir import Graph
+from irlens.core.interpret import interpret
+from irlens.core.ir import Graph
 from irlens.backends.xla.kernels import read_hlo
 from irlens.frontends.jax.hlo.text import parse_instruction, parse_stack_frames
 from irlens.frontends.jax.jaxpr.walk import jaxpr_to_graph
-from irlens.models import workload_names
-from irlens.workload import NoJaxTwin, Workload
+from irlens.workloads.builtin import workload_names
+from irlens.workloads.workload import NoJaxTwin, Workload
 
 from tests.support.workload_cache import acquired as cached_acquisition, instance
 from tests.support.slow_cases import marked_slow
@@ -95,7 +95,7 @@ def test_jax_workload_without_twin_raises():
 
 def test_jaxpr_adapter_conventions():
     """Call-like primitives are inlined with their name as scope; params become the attrs of
-    irlens.ops; select_n becomes where(pred, on_true, on_false); a primitive the adapter does
+    irlens.core.ops; select_n becomes where(pred, on_true, on_false); a primitive the adapter does
     not know survives as unknown, with the reason."""
     from jax.extend.core import Primitive
 
@@ -139,7 +139,7 @@ def test_hlo_reader_on_compiled_gelu():
     assert set(fusion.node_ids) == {n.id for n in view.graph.nodes}
     assert view.graph.compute_op_counts() == Counter({"mul": 6, "add": 2, "tanh": 1})  # x**3 is two muls here
     assert {n.attrs["op_name"].rsplit("/", 1)[-1] for n in view.graph.nodes} == {"mul", "add", "integer_pow", "tanh"}
-    assert all(n.attrs["source"].split(":")[0].endswith("models/gelu.py") for n in view.graph.nodes)
+    assert all(n.attrs["source"].split(":")[0].endswith("workloads/builtin/gelu.py") for n in view.graph.nodes)
     assert "fused_computation" in fusion.text and fusion.text.count("\n") >= 10
 
 
@@ -213,7 +213,7 @@ def test_a_jaxpr_jax_cannot_print_keeps_its_stage_and_says_why():
     bind leaves out; JAX's own mul harness does that): the stage keeps its graph, its text says why."""
     from jax import lax
 
-    from irlens.frontends.jax import jaxpr_text
+    from irlens.frontends.jax.frontend import jaxpr_text
 
     class Unprintable:
         def __str__(self):

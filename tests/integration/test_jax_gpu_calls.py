@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from irlens.interpret import interpret
+from irlens.core.interpret import interpret
 from irlens.frontends.jax.hlo.walk import hlo_to_graph
 
 G = torch.Generator().manual_seed(0)

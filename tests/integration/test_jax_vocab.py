@@ -19,8 +19,8 @@ import torch
 from jax import lax
 from jax._src.lax.linalg import geqrf  # not in jax.lax.linalg's public names
 
-from irlens.interpret import interpret
-from irlens.ir import TensorMeta
+from irlens.core.interpret import interpret
+from irlens.core.ir import TensorMeta
 from irlens.frontends.jax.hlo import names as hlo_names
 from irlens.frontends.jax.xla import op as xla_op
 from irlens.frontends.jax.jaxpr import eqn as jaxpr_eqn, names as jaxpr_names

@@ -11,7 +11,8 @@ import json
 import pytest
 
 import irlens
-from irlens.backends.thunder import InductorRecorder, ThunderTorchCompileBackend
+from irlens.backends.thunder.backend import ThunderTorchCompileBackend
+from irlens.backends.thunder.recorders import InductorRecorder
 
 INJECTED = "injected mapping failure"
 
@@ -64,7 +65,7 @@ def _gelu_row(backend_name: str):
     from irlens.backends import get_backend
     from tests.support.cell_runs import run_in_process
     from irlens.matrix.references import compute_reference
-    from irlens.models import get_workload
+    from irlens.workloads.builtin import get_workload
 
     wl = get_workload("gelu")
     return run_in_process(wl, get_backend(backend_name), "fwd", "cpu", "tiny", None,
@@ -76,12 +77,12 @@ def _raise(*args, **kwargs):
 
 
 @pytest.mark.parametrize("backend, module, attribute, reason", [
-    ("inductor", "irlens.backends.inductor", "map_kernels", f"RuntimeError: {INJECTED}"),
+    ("inductor", "irlens.backends.inductor.backend", "map_kernels", f"RuntimeError: {INJECTED}"),
     # read inside Inductor's compilation: the compilation goes on, the graph goes unrecorded
-    ("inductor", "irlens.backends.inductor", "fx_to_graph",
+    ("inductor", "irlens.backends.inductor.backend", "fx_to_graph",
      f"RuntimeError: the post-grad graph could not be read: RuntimeError: {INJECTED}"),
-    ("xla", "irlens.backends.xla", "read_hlo", f"RuntimeError: {INJECTED}"),
-    ("thunder+torchcompile", "irlens.backends.thunder", "trace_to_graph_and_groups", f"RuntimeError: {INJECTED}"),
+    ("xla", "irlens.backends.xla.backend", "read_hlo", f"RuntimeError: {INJECTED}"),
+    ("thunder+torchcompile", "irlens.backends.thunder.backend", "trace_to_graph_and_groups", f"RuntimeError: {INJECTED}"),
 ])
 def test_each_backends_mapping_runs_guarded(monkeypatch, backend, module, attribute, reason):
     import importlib
@@ -99,12 +100,12 @@ def test_a_region_of_another_fusion_executor_is_one_fused_kernel_for_the_nvfuser
     function, not a FusionDefinitionWrapper. Thunder's torchcompile regions on the CPU are the same
     kind of region: the nvFuser recorder reports each as one fused kernel and says whose it is."""
     from irlens._compat import import_thunder
-    from irlens.backends.thunder import NvFuserRecorder
-    from irlens.frontends.thunder import final_traces
+    from irlens.backends.thunder.recorders import NvFuserRecorder
+    from irlens.frontends.thunder.frontend import final_traces
     from irlens.backends.thunder.nvfuser import fusion_wrapper, is_nvfuser_region
     from irlens.frontends.thunder.trace import trace_to_graph_and_groups
-    from irlens.models import get_workload
-    from irlens.workload import run_eager
+    from irlens.workloads.builtin import get_workload
+    from irlens.workloads.workload import run_eager
 
     thunder = import_thunder()
     inst = get_workload("gelu").instantiate("tiny")

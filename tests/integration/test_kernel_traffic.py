@@ -17,8 +17,8 @@ from irlens.backends.inductor.accesses import touch_bounds
 from irlens.backends.inductor.code import mark_combining_stages, read_launches
 from irlens.reporting.bench_page import format_bench_table, write_results_page
 from irlens.ceilings import Ceilings
-from irlens.cost import kernel_flops
-from irlens.ir import Graph, TensorMeta
+from irlens.core.cost import kernel_flops
+from irlens.core.ir import Graph, TensorMeta
 from irlens.matrix import Document, read_document
 from irlens.reporting.ceiling import above_100
 from irlens.reporting.roofline import recompute
@@ -36,7 +36,7 @@ def lm_cross_entropy_hlo():
     import jax.numpy as jnp
 
     from irlens.backends.xla.kernels import read_hlo
-    from irlens.models.lm import _lm_head_loss_jax
+    from irlens.workloads.builtin.lm import _lm_head_loss_jax
 
     cfg = {"batch": 4, "seq": 1024, "dim": 1024, "vocab": 32000}
     step = jax.jit(jax.value_and_grad(_lm_head_loss_jax(cfg), argnums=(0, 1)))

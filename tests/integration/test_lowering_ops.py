@@ -1,5 +1,5 @@
 """The lowerings of the ops real models' graphs hold (pooling, convolution and their backward
-ops, advanced indexing): each lowered op against its float64 meaning (irlens.interpret), with the
+ops, advanced indexing): each lowered op against its float64 meaning (irlens.core.interpret), with the
 attrs that change what it computes (padding, ceil_mode, dilation, count_include_pad, groups,
 output_padding, ...)."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 import pytest
 import torch
 
-from irlens.interpret import MEANINGS, interpret
-from irlens.ir import Graph, Node, TensorMeta, canonical_dtype
-from irlens.ops import OPS
+from irlens.core.interpret import MEANINGS, interpret
+from irlens.core.ir import Graph, Node, TensorMeta, canonical_dtype
+from irlens.core.ops import OPS
 
 jax = pytest.importorskip("jax")
 
@@ -356,7 +356,7 @@ def test_a_half_precision_embedding_gradient_is_summed_in_float32():
     import numpy as np
 
     from irlens.backends.xla.lower import to_jax_function
-    from irlens.decompose import to_primitive
+    from irlens.core.decompose import to_primitive
 
     n = 4096
     g = TensorMeta("g", (n, 2), "bfloat16")
@@ -376,7 +376,7 @@ def test_a_half_precision_softmax_sums_in_float32():
     import numpy as np
 
     from irlens.backends.xla.lower import to_jax_function
-    from irlens.decompose import to_primitive
+    from irlens.core.decompose import to_primitive
 
     n = 4096
     x, y = TensorMeta("x", (2, n), "bfloat16"), TensorMeta("y", (2, n), "bfloat16")

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from irlens.models import get_workload, workload_names
-from irlens.models.jax_run import jax_results
-from irlens.models.layers import Block, layer_norm
-from irlens.workload import run_eager, to_jax
+from irlens.workloads.builtin import get_workload, workload_names
+from irlens.workloads.builtin.jax_run import jax_results
+from irlens.workloads.builtin.layers import Block, layer_norm
+from irlens.workloads.workload import run_eager, to_jax
 
 EVERY_WORKLOAD = workload_names() + workload_names(corpus=True)
 
@@ -78,7 +78,7 @@ def test_buffers_reach_the_jax_twin_by_name():
     """llama_rope's cos/sin tables are (non-persistent) buffers: the twin reads them by name, so
     tables changed after construction (as position-interpolation schemes rescale them) change both
     sides alike; they get no gradient; and a twin that rebuilds its own tables disagrees."""
-    from irlens.models.llama import RotaryEmbedding, apply_rope
+    from irlens.workloads.builtin.llama import RotaryEmbedding, apply_rope
 
     inst = get_workload("llama_rope").instantiate("tiny")
     assert set(inst.jax_params()) == {"cos", "sin"} and not inst.params()

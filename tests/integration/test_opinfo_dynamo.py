@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch.utils._pytree import tree_flatten
 
-from irlens.frontends.dynamo import GraphCapture
-from irlens.interpret import interpret
+from irlens.frontends.dynamo.capture import GraphCapture
+from irlens.core.interpret import interpret
 from irlens.frontends.dynamo.fx import fx_to_graph
 
 from tests.support.opinfo_samples import sample_function

@@ -11,7 +11,7 @@ import irlens.matrix as cmp
 from irlens.cache_upkeep import MIN_FREE_BYTES
 from irlens.matrix import references
 from irlens.matrix.references import NoRoom, References
-from irlens.models import resolve_workload
+from irlens.workloads.builtin import resolve_workload
 
 # eager runs everywhere; nvFuser is a second cell per workload x mode that is unavailable on the
 # CPU (nothing compiles), and still finishes like any cell

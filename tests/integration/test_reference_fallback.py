@@ -19,7 +19,7 @@ from irlens.matrix import Document, format_table
 from tests.support.cell_runs import run_in_process
 from irlens.matrix.references import Reference, ReferenceFailed, compute_reference, reference_in_worker
 from irlens.numerics import rel_err, tolerance
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 from tests.support.perturbed_eager import PerturbedEager
 
 

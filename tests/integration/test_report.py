@@ -144,7 +144,7 @@ def test_merged_documents_keep_devices_apart():
         assert (doc.device, doc.device_name) == ("cuda (NVIDIA H100 80GB HBM3)", "NVIDIA H100 80GB HBM3")
 
 def test_percent_of_ceiling():
-    from irlens.ir import Kernel
+    from irlens.core.ir import Kernel
     from irlens.reporting.ceiling import backend_pct, ceiling_for, kernel_pct
 
     h100 = ceiling_for({"copy_gbps": 3350.0, "bf16_tflops": 989.0, "fp32_tflops": 67.0})  # as `irlens bench` measures

@@ -18,7 +18,7 @@ import irlens
 from irlens.backends.base import Backend, Compiled
 from irlens.frontends.base import Availability
 from irlens.repro.paths import ReproPath
-from irlens.workload import run_eager
+from irlens.workloads.workload import run_eager
 
 # A Dynamo backend that replaces every call of one op (torch.tanh, x.tanh(), aten.tanh) with `broken`.
 _FAULT = '''\
@@ -201,7 +201,7 @@ def test_jaxpr_source_computes_what_the_jaxpr_computes():
 def test_subgraph_turns_dropped_producers_into_inputs_and_unread_values_into_outputs():
     from irlens.frontends import get_frontend
     from irlens.repro.graphs import shape_problem, shrink, subgraph
-    from irlens.models import get_workload
+    from irlens.workloads.builtin import get_workload
 
     graph = get_frontend("dynamo").acquire(get_workload("gelu").instantiate("tiny"), "fwd").stage(
         "aot.forward").common("primitive")
@@ -416,11 +416,11 @@ def test_a_thunder_region_maps_onto_its_nodes_of_the_common_view(tmp_path):
     arguments name, and its nodes compute what the region computes."""
     from irlens._compat import import_thunder
     from irlens.backends import get_backend
-    from irlens.interpret import interpret
+    from irlens.core.interpret import interpret
     from irlens.repro.cases import Case
     from irlens.repro.nvfuser_regions import region_case, trace_parts
     from irlens.repro.tensors import tensor_source
-    from irlens.models import get_workload
+    from irlens.workloads.builtin import get_workload
 
     thunder = import_thunder()
     inst = get_workload("gelu").instantiate("tiny")

@@ -11,24 +11,24 @@ import re
 import pytest
 import torch
 
-from irlens.backends.inductor import InductorCapture
+from irlens.backends.inductor.backend import InductorCapture
 from pathlib import Path
 
 from irlens.bench.run import annotate_kernels
 from irlens.reporting.bench_page import format_bench_table, write_results_page
 from irlens.ceilings import Ceilings, describe
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 from irlens.backends.inductor.code import map_kernels, read_launches
 from irlens.matrix import Document, Row, read_document
 from irlens.matrix.backend_run import run_backend
 from irlens.matrix.records import KernelRecord, RowRoofline
-from irlens.models import resolve_workload
+from irlens.workloads.builtin import resolve_workload
 from irlens.reporting.build import build_report
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
 from irlens.reporting.markdown import render_markdown
 from irlens.reporting.roofline import judge_kernels, recompute
 from irlens.runtime.timing import DeviceTiming
-from irlens.workload import run_eager
+from irlens.workloads.workload import run_eager
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "int64": 8, "int32": 4, "bool": 1, "float64": 8}
 
@@ -188,7 +188,7 @@ def test_triton_launch_bytes_follow_the_kernel_signature_and_mutated_args():
     """A Triton launch (the form Inductor writes on CUDA): arguments by position against
     `triton_meta["signature"]`, an in/out pointer read and written, a broadcast view (stride 0)
     counted at its distinct elements, sizes passed along (xnumel, the stream) ignored."""
-    from irlens.ir import TensorMeta
+    from irlens.core.ir import TensorMeta
 
     graph = Graph("t", "dynamo", "s", "composite",
                   [TensorMeta("arg0_1", (32, 32), "bfloat16"), TensorMeta("arg1_1", (16,), "float32")], [], [])
@@ -212,7 +212,7 @@ def test_xla_fusion_bytes_are_its_operands_and_results():
     """Read from the optimized HLO's text: a fusion (or any launching ENTRY instruction) reads
     each operand once and writes its result; where its computation slices an operand (q, k, v
     out of one qkv product), it reads less than the whole operand."""
-    from irlens.backends.xla import XlaBackend
+    from irlens.backends.xla.backend import XlaBackend
 
     inst = resolve_workload("block").instantiate("tiny", "float32", "cpu")
     run = run_backend(XlaBackend(), inst, "fwd")

@@ -9,10 +9,10 @@ import torch
 
 from irlens.frontends import get_frontend
 from irlens.frontends.base import FRONTENDS
-from irlens.ir import Graph
+from irlens.core.ir import Graph
 from irlens.frontends.thunder.trace import trace_to_graph
-from irlens.models import get_workload, workload_names
-from irlens.workload import MODES
+from irlens.workloads.builtin import get_workload, workload_names
+from irlens.workloads.workload import MODES
 
 from tests.support.workload_cache import acquired as cached_acquisition
 from tests.support.slow_cases import marked_slow

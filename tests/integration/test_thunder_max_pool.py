@@ -15,10 +15,10 @@ import torch.nn.functional as F
 from irlens.frontends.bindings import program_for, run_program
 from irlens.cross import cell
 from irlens.frontends import get_frontend
-from irlens.interpret import interpret
+from irlens.core.interpret import interpret
 from irlens.lowering import LEVEL
 from irlens.matrix.references import compute_reference
-from irlens.workload import Workload, run_eager
+from irlens.workloads.workload import Workload, run_eager
 
 pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reason="lightning-thunder not importable")
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from irlens.frontends import get_frontend
-from irlens.interpret import interpret
+from irlens.core.interpret import interpret
 from irlens.frontends.thunder.trace import trace_to_graph
 
 pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reason="lightning-thunder not importable")

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from irlens.frontends import get_frontend
-from irlens.interpret import interpret
+from irlens.core.interpret import interpret
 from irlens.frontends.thunder import ops as thunder_ops, trace as thunder_trace
 from tests.support.slow_cases import marked_slow
 

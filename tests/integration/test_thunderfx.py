@@ -12,7 +12,7 @@ import torch
 from irlens.errors import NoNativePath, UsageError
 from irlens.matrix.backend_run import run_backend
 from irlens.frontends.thunder.capture import CAPTURE_ENV, capture, capture_as, chosen_capture
-from irlens.workload import run_eager
+from irlens.workloads.workload import run_eager
 
 MODELS = "tests/support/thunderfx_models.py"
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -25,7 +25,7 @@ def default_capture(monkeypatch):
 
 
 def model(name: str):
-    from irlens.models import resolve_workload
+    from irlens.workloads.builtin import resolve_workload
 
     return resolve_workload(f"{MODELS}:{name}")
 

@@ -23,9 +23,9 @@ from torch.utils.benchmark import Timer
 from irlens.backends import get_backend
 from irlens.matrix.backend_run import measure, run_backend
 from irlens.runtime.isolation import worker_threads
-from irlens.models import get_workload, workload_names
+from irlens.workloads.builtin import get_workload, workload_names
 from irlens.runtime.timing import recording_host_time, unsteady
-from irlens.workload import Step, eager_step
+from irlens.workloads.workload import Step, eager_step
 
 TOLERANCE = 0.10  # |irlens / Timer - 1|
 ON_CORE = 0.9  # a Timer reading whose process was on a core less of its wall time than this is no reference

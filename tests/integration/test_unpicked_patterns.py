@@ -13,9 +13,9 @@ from irlens.backends.base import Backend
 from irlens.errors import CaptureFailed
 from irlens.frontends import get_frontend
 from irlens.frontends.base import Availability
-from irlens.interpret import interpret
+from irlens.core.interpret import interpret
 from irlens.matrix import run_matrix
-from irlens.workload import MODES, Workload
+from irlens.workloads.workload import MODES, Workload
 
 
 class GroupedQueryAttention(torch.nn.Module):
@@ -137,7 +137,7 @@ def test_a_failure_in_a_compilers_generated_code_is_upstreams():
     row = Row("ghostnet", "fwdbwd", "thunder+torchcompile", "thunder", status="failed", detail=detail)
     assert upstream_of(row) == "torch"
     assert upstream_of(Row("m", "fwd", "xla", "dynamo", status="failed",
-                           detail=detail + '  File "/w/irlens/ops/core.py", line 3\n')) is None
+                           detail=detail + '  File "/w/irlens/core/ops/core.py", line 3\n')) is None
 
 
 def test_the_zoos_reproducers_say_how_to_make_one_for_a_users_workload(tmp_path):

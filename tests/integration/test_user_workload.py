@@ -178,8 +178,8 @@ def test_compare_twin_check_names_the_output(tmp_path):
 
 
 def test_user_workload_file_is_not_added_to_irlens(tmp_path):
-    from irlens.models import workload_names
-    from irlens.user_code import load_workload_ref
+    from irlens.workloads.builtin import workload_names
+    from irlens.workloads.user_code import load_workload_ref
 
     wl = load_workload_ref(f"{write_swiglu(tmp_path)}:swiglu")
     assert wl.name == "swiglu" and "swiglu" not in workload_names()
@@ -196,7 +196,7 @@ def test_report_api_renders_a_compare_document(tmp_path):
 
 
 def test_dump_api_gives_the_common_view_of_a_user_workload():
-    from irlens.ir import Graph
+    from irlens.core.ir import Graph
 
     graph = irlens.dump(f"{EXAMPLE}:rmsnorm", "jax", level="primitive")
     assert isinstance(graph, Graph) and graph.name == "rmsnorm" and graph.frontend == "jax"
@@ -302,7 +302,7 @@ def test_a_file_that_imports_timm_loads_where_torchvision_cannot_load_its_extens
         net = irlens.Workload.from_module("net", timm.create_model("resnet18", pretrained=False, num_classes=3).eval(),
                                           example_inputs=((1, 3, 32, 32),))
     """))
-    code = (f"from irlens.user_code import load_object; w = load_object({str(path) + ':net'!r}); "
+    code = (f"from irlens.workloads.user_code import load_object; w = load_object({str(path) + ':net'!r}); "
             "inst = w.instantiate('tiny'); print(tuple(inst.module(*inst.inputs).shape))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

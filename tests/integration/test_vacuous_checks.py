@@ -25,7 +25,7 @@ from irlens.matrix.references import compute_reference
 from irlens.numerics import allowed_error, compare_results, noise_scales, tolerance, unit_roundoff
 from irlens.reporting import build_report, render_markdown
 from irlens.reporting.zoo_page import summarize, zoo_markdown
-from irlens.workload import Workload, run_eager
+from irlens.workloads.workload import Workload, run_eager
 from tests.support.perturbed_eager import PerturbedEager
 
 
@@ -156,8 +156,8 @@ def test_a_buffer_updated_where_the_reference_leaves_it_is_named():
 @pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="timm is not installed (pip install 'irlens[zoo]')")
 def test_the_zoo_redraws_a_zero_classifier_head_and_its_mixer_is_live():
     from irlens._compat import import_timm
-    from irlens.models import get_workload
-    from irlens.models.zoo.timm_models import HEAD_STD, live_head
+    from irlens.workloads.builtin import get_workload
+    from irlens.workloads.zoo.timm_models import HEAD_STD, live_head
 
     timm = import_timm()
     own = timm.models.MlpMixer(num_classes=10, img_size=32, patch_size=8, embed_dim=32, num_blocks=2)
@@ -185,7 +185,7 @@ def test_the_zoo_starts_nfnet_s_zero_gain_branches_live():
     place; every gradient inside the branch is then exactly zero. The zoo's NFNet starts the gains at
     1 and the skipinit gains at 0.5: no parameter's gradient is zero, the skipinit gains' own included."""
     from irlens._compat import import_timm
-    from irlens.models import get_workload
+    from irlens.workloads.builtin import get_workload
 
     timm = import_timm()  # before timm's own modules: the shim that lets timm import here
     from timm.layers import ScaledStdConv2d

@@ -18,7 +18,7 @@ from irlens.matrix import Document, run_matrix
 from irlens.matrix.row import COMPARE, Row
 from irlens.matrix.table import format_table
 from irlens.reporting import write_report
-from irlens.workload import MODES, Workload
+from irlens.workloads.workload import MODES, Workload
 
 
 class Net(torch.nn.Module):

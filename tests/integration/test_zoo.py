@@ -1,4 +1,4 @@
-"""The model zoo (irlens/models/zoo/, `irlens zoo`): its entries, their common views through
+"""The model zoo (irlens/workloads/zoo/, `irlens zoo`): its entries, their common views through
 Dynamo (no unknown op; the float64 interpreter reproduces outputs, loss, gradients and updated
 buffers), train mode and in-place buffer updates, the loss that does not vanish, ill-conditioned
 checks judged against eager, and the command's shards and merges. A few models per family run
@@ -18,19 +18,19 @@ import torch
 from irlens.frontends.bindings import run_program, stage_programs
 from irlens.cli import main
 from irlens.errors import UsageError
-from irlens.interpret import interpret
+from irlens.core.interpret import interpret
 from irlens.matrix import Document, plan_matrix, read_document, run_plan, write_document
 from tests.support.cell_runs import run_in_process
 from irlens.matrix.execution import BUDGET_PHASE, STARVED_PHASE
 from irlens.matrix.references import compute_reference, gradient_conditions
 from irlens.matrix.records import ResultCheck
 from irlens.matrix.row import Row
-from irlens.models import get_workload, workload_names
-from irlens.models.zoo import zoo_names
-from irlens.models.zoo.entry import projection_loss
+from irlens.workloads.builtin import get_workload, workload_names
+from irlens.workloads.zoo import zoo_names
+from irlens.workloads.zoo.entry import projection_loss
 from irlens.numerics import Bound, allowed_errors, compare_results, ill_conditioned, rel_err, unit_roundoff
 from irlens.reporting.zoo_page import model_table, signature, summarize, upstream_of, zoo_markdown
-from irlens.workload import MODES, Workload, mean_square_loss, run_eager
+from irlens.workloads.workload import MODES, Workload, mean_square_loss, run_eager
 from irlens.matrix.join import RERUN, SHARDS, join
 from irlens.zoo.run import fill_cells, parse_shard, shard_of, zoo_models
 
@@ -289,7 +289,7 @@ def _shard_docs(tmp_path):
     a = Document("compare", [_row("model_a", "fwd", "eager", run_us=100.0),
                              _row("model_a", "fwd", "inductor", run_us=50.0, kernel_count=7, compile_s=3.0,
                                   notes={"graph_breaks": 1})], "cpu", "cpu", preset="tiny")
-    detail = 'Traceback:\n  File "/x/irlens/backends/thunder/__init__.py", line 3\n  File ' \
+    detail = 'Traceback:\n  File "/x/irlens/backends/thunder/backend.py", line 3\n  File ' \
              '"/v/lib/python3.11/site-packages/thunder/core/jit_ext.py", line 9, in f\nAssertionError: boom'
     b = Document("compare", [_row("model_b", "fwd", "eager", run_us=80.0),
                              _row("model_b", "fwd", "inductor", "failed", reason="run: AssertionError: boom 12",
@@ -515,7 +515,7 @@ def test_weight_norm_backward_expands_as_aten_computes_it():
 
 
 def test_projection_is_fixed_by_seed():
-    from irlens.models.zoo.entry import _projection
+    from irlens.workloads.zoo.entry import _projection
 
     assert np.array_equal(_projection(7, 1), _projection(7, 1)) and not np.array_equal(_projection(7, 1), _projection(7, 0))
 

@@ -7,7 +7,7 @@ from irlens.matrix.cell import run_cell
 from irlens.matrix.references import Reference
 from irlens.matrix.row import Row
 from irlens.matrix.spec import CellSpec
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 
 
 def run_in_process(wl: Workload, backend: Backend, mode: str, device: str, preset: str, dtype: str | None,

@@ -22,7 +22,7 @@ import torch  # noqa: E402
 from jax import lax  # noqa: E402
 
 from irlens.frontends.jax.hlo.walk import hlo_to_graph  # noqa: E402
-from irlens.interpret import interpret  # noqa: E402
+from irlens.core.interpret import interpret  # noqa: E402
 
 
 def _conv(x, w, stride=1):
@@ -37,7 +37,7 @@ def _max_pool(x):
 def _pool_with_indices(x):
     """irlens' own JAX lowering of a max-pool with indices (the zoo's timm ResNet): an argmax over
     each window's elements."""
-    from irlens.ops.spatial import max_pool
+    from irlens.core.ops.spatial import max_pool
 
     attrs = {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1], "dilation": [1, 1], "ceil_mode": False}
     return max_pool.lowerings["jax"](attrs, x)

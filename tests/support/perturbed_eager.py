@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from irlens.backends.base import Backend, Compiled
 from irlens.frontends.base import Availability
-from irlens.workload import run_eager
+from irlens.workloads.workload import run_eager
 
 
 class PerturbedEager(Backend):

@@ -1,9 +1,9 @@
-"""A small compare document built from real irlens.ir objects: two backends drawing different
+"""A small compare document built from real irlens.core.ir objects: two backends drawing different
 kernel boundaries over a tinyhead-like graph, plus the rows a report must explain (eager,
 unavailable, failed). Used until (and beside) real backend rows."""
 from __future__ import annotations
 
-from irlens.ir import Graph, Kernel, Node, TensorMeta
+from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 
 
 def _t(name, *shape):

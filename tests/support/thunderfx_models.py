@@ -9,7 +9,7 @@ import dataclasses
 
 import torch
 
-from irlens.workload import Workload
+from irlens.workloads.workload import Workload
 
 
 def _workload(name: str, build, inputs, description: str) -> Workload:

@@ -7,8 +7,8 @@ import functools
 import pytest
 
 from irlens.frontends import get_frontend
-from irlens.models import get_workload
-from irlens.workload import run_eager
+from irlens.workloads.builtin import get_workload
+from irlens.workloads.workload import run_eager
 
 
 @functools.cache

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from irlens.backends.base import Compiled, KernelRead
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 from irlens.matrix.backend_run import run_compiled
 
 

@@ -66,10 +66,10 @@ def test_the_stacks_and_the_spec_import_no_orchestration():
     way); the spec itself imports only the core, so every command can build one."""
     edges = import_edges(modules())
     stacks = {m: sorted(t for t in targets if t.startswith("irlens.matrix"))
-              for m, targets in edges.items() if m.startswith(("irlens.backends", "irlens.frontends", "irlens.models"))}
+              for m, targets in edges.items() if m.startswith(("irlens.backends", "irlens.frontends", "irlens.workloads"))}
     assert {m: t for m, t in stacks.items() if t} == {}
-    assert edges["irlens.matrix.spec"] <= {"irlens.dtypes", "irlens.errors", "irlens.json_values", "irlens.precision",
-                                           "irlens.workload"}
+    assert edges["irlens.matrix.spec"] <= {"irlens.core.dtypes", "irlens.errors", "irlens.json_values", "irlens.precision",
+                                           "irlens.workloads.workload"}
 
 
 def test_the_plans_specs_are_what_the_command_line_asked_for():

@@ -8,10 +8,10 @@ import math
 import pytest
 import torch
 
-from irlens import ops
-from irlens.interpret import interpret
-from irlens.ir import Graph, Node, TensorMeta
-from irlens.decompose import RULES, to_primitive, unexpanded
+from irlens.core import ops
+from irlens.core.interpret import interpret
+from irlens.core.ir import Graph, Node, TensorMeta
+from irlens.core.decompose import RULES, to_primitive, unexpanded
 
 F = "float32"
 

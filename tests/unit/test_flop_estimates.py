@@ -1,11 +1,11 @@
-"""Exact and estimated flops (irlens.cost, irlens.reporting.ceiling): a matrix product's
+"""Exact and estimated flops (irlens.core.cost, irlens.reporting.ceiling): a matrix product's
 2·m·n·k is exact; an elementwise op's one flop per element is an estimate, shown as one, that
 never makes a kernel or a bench row compute-bound nor raises a matmul ceiling."""
 import pytest
 
-from irlens import cost
+from irlens.core import cost
 from irlens.ceilings import Ceilings
-from irlens.ir import Graph, Kernel, Node, TensorMeta
+from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 from irlens.matrix import Row
 from irlens.matrix.records import KernelRecord, StepWork
 from irlens.reporting.bench_page import format_bench_table

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from irlens.interpret import interpret
+from irlens.core.interpret import interpret
 from irlens.frontends.jax.hlo.walk import hlo_to_graph
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from irlens.interpret import IndexOutOfRange, interpret
-from irlens.ir import Graph, Node, TensorMeta, canonical_dtype
-from irlens.ops import OPS
+from irlens.core.interpret import IndexOutOfRange, interpret
+from irlens.core.ir import Graph, Node, TensorMeta, canonical_dtype
+from irlens.core.ops import OPS
 from irlens.repro.run_graph import graph_inputs
 
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from irlens import ops
-from irlens.interpret import MEANINGS, run_attrs
-from irlens.ir import Node, TensorMeta
+from irlens.core import ops
+from irlens.core.interpret import MEANINGS, run_attrs
+from irlens.core.ir import Node, TensorMeta
 from irlens.frontends.dynamo import names as fx_names
 from irlens.frontends.jax.hlo import names as hlo_names
 from irlens.frontends.jax.jaxpr import names as jaxpr_names

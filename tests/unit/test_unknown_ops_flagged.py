@@ -2,7 +2,7 @@
 uncovered, the compare table names it, and the fusion map draws it flagged."""
 from xml.etree import ElementTree
 
-from irlens.ir import Graph, Kernel, Node, TensorMeta
+from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 from irlens.matrix import Document, Row
 from irlens.matrix.cell import kernel_coverage
 from irlens.matrix.records import KernelRecord

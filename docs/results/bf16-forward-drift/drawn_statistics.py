@@ -1,5 +1,5 @@
 """The zoo's eval-mode ResNet-50 in bfloat16, its BatchNorms' running statistics as the zoo draws
-them (`irlens.models.zoo.entry.trained_statistics`: mean N(0, 0.1^2), variance U(0.5, 2), as a
+them (`irlens.workloads.zoo.entry.trained_statistics`: mean N(0, 0.1^2), variance U(0.5, 2), as a
 trained model's are: not 0 and 1) and as the model is built (mean 0, variance 1): torch.compile's
 output error against float64 beside eager's, one input draw of batch 8 at 224 px, on the CPU. Run
 from the repository root:
@@ -9,7 +9,7 @@ from the repository root:
 import torch
 
 import irlens  # noqa: F401  (its import shim for timm in this environment)
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 from initial_statistics import initial_statistics  # this folder's
 
 x = torch.randn(8, 3, 224, 224, generator=torch.Generator().manual_seed(500))

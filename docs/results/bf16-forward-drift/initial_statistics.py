@@ -1,5 +1,5 @@
 """The zoo's eval-mode models as these scripts measured them: the zoo now draws its eval-mode
-BatchNorms' running statistics (irlens/models/zoo/entry.py, `trained_statistics`); the scripts here
+BatchNorms' running statistics (irlens/workloads/zoo/entry.py, `trained_statistics`); the scripts here
 study the statistics a model is built with (mean 0, variance 1), so they put those back."""
 import torch
 

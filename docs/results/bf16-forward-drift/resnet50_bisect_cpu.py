@@ -10,7 +10,7 @@ repository root (a few minutes on 2 cores):
 import torch
 
 import irlens  # noqa: F401  (its import shim for timm in this environment)
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 from initial_statistics import initial_statistics  # this folder's
 
 base = get_workload("timm_resnet50").instantiate("bench", "bfloat16", "cpu")

@@ -17,7 +17,7 @@ import sys
 import torch
 
 import irlens  # noqa: F401  (its import shim for timm in this environment)
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 from initial_statistics import initial_statistics  # this folder's
 
 DEVICE = "cuda"

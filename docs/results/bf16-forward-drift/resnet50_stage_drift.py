@@ -9,7 +9,7 @@ rounded to bfloat16. Its output's error against the float64 stage on that input.
 import torch
 
 import irlens  # noqa: F401  (its import shim for timm in this environment)
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 from initial_statistics import initial_statistics  # this folder's
 
 DEVICE = "cuda"

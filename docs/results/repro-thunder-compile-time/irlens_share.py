@@ -18,7 +18,7 @@ import torch  # noqa: E402
 import irlens  # noqa: E402
 from irlens.backends import get_backend  # noqa: E402
 from irlens.matrix.backend_run import run_backend  # noqa: E402
-from irlens.models.zoo.hf import build  # noqa: E402
+from irlens.workloads.zoo.hf import build  # noqa: E402
 
 layers = int(sys.argv[1]) if len(sys.argv) > 1 else 12
 config = {"vocab_size": 128, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": layers,

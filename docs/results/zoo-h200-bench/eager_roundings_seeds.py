@@ -19,8 +19,8 @@ calls Inductor's row ok.
 import torch
 
 import irlens  # noqa: F401  (its import shim for timm in this environment)
-from irlens.models import get_workload
-from irlens.workload import run_eager
+from irlens.workloads.builtin import get_workload
+from irlens.workloads.workload import run_eager
 
 TOL = 4e-3  # bfloat16's unit roundoff, irlens.numerics' floor for it
 

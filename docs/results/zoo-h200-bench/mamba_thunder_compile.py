@@ -19,7 +19,7 @@ import torch
 from irlens._compat import import_thunder
 from irlens.backends import BACKENDS
 from irlens.frontends.thunder.thunderfx import ThunderFX
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 
 
 def main(seq: int, profile: bool) -> None:

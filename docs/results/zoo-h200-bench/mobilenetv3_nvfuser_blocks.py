@@ -20,7 +20,7 @@ import torch
 
 from irlens._compat import import_thunder
 from irlens.backends import BACKENDS
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 
 
 class Head(torch.nn.Module):

@@ -1,7 +1,7 @@
 """The H200 page's nvFuser forward rows that ran through irlens's nvFuser lowering of Dynamo's
 graph (`via dynamo`: Thunder took neither timm_coatnet nor timm_maxvit) run again through that path
 alone, at the bench size in bfloat16, against their float64 references: before the lowering summed
-half-precision values in float32 (`irlens/ops/reduction.py`) both failed with nvFuser's
+half-precision values in float32 (`irlens/core/ops/reduction.py`) both failed with nvFuser's
 `compiled_kernel.cpp:187` assert. Run from the repository root on a GPU with nvFuser:
 
     python docs/results/zoo-h200-bench/nvfuser_lowering_cells.py [model ...]
@@ -11,7 +11,7 @@ import sys
 import irlens  # noqa: F401  (its import shim for timm in this environment)
 from irlens.cross import cell
 from irlens.matrix.references import compute_reference
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 
 for name in sys.argv[1:] or ["timm_coatnet", "timm_maxvit"]:
     reference = compute_reference(get_workload(name), "fwd", "cuda", "bench", "bfloat16")

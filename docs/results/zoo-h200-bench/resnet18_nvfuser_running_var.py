@@ -17,7 +17,7 @@ import sys
 import torch
 
 from irlens._compat import import_thunder, import_timm
-from irlens.models.zoo.timm_models import LIVE_BRANCHES
+from irlens.workloads.zoo.timm_models import LIVE_BRANCHES
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # the CPU: a check of the script (no nvFuser)
 

@@ -15,7 +15,7 @@ import timm
 import torch
 
 import irlens
-from irlens.models.zoo.timm_models import SMALL_RESNET  # the zoo's timm_resnet18 at the tiny preset
+from irlens.workloads.zoo.timm_models import SMALL_RESNET  # the zoo's timm_resnet18 at the tiny preset
 
 
 def resnet18(padding: int) -> irlens.Workload:

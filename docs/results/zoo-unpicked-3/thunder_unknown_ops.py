@@ -3,7 +3,7 @@ Thunder adapter. From the repository root:
     python docs/results/zoo-unpicked-3/thunder_unknown_ops.py timm_resnet18 timm_mobilenetv3 ..."""
 import sys
 from irlens.frontends import get_frontend
-from irlens.models import get_workload
+from irlens.workloads.builtin import get_workload
 fe = get_frontend("thunder")
 for name in sys.argv[1:]:
     for mode in ("fwd", "fwdbwd"):

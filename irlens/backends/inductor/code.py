@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from irlens.backends.inductor.accesses import touch_bounds
-from irlens.ir import Graph, Kernel, TensorMeta, canonical_dtype, dtype_size
-from irlens.ops import REDUCTION, category, is_compute
+from irlens.core.ir import Graph, Kernel, TensorMeta, canonical_dtype, dtype_size
+from irlens.core.ops import REDUCTION, category, is_compute
 
 _HANDLE = re.compile(r"^\s*# \[Provenance debug handles\] (\S+)$", re.M)
 _MATMULS = {"mm", "addmm", "bmm", "baddbmm", "_mm_plus_mm", "_int_mm", "convolution"}

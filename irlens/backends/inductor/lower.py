@@ -1,12 +1,12 @@
 """Common view -> torch FX GraphModule, compiled by Inductor.
 
-Every node becomes one `call_function` of the op's meaning in `irlens.interpret.MEANINGS`
+Every node becomes one `call_function` of the op's meaning in `irlens.core.interpret.MEANINGS`
 (the table the reference interpreter runs, dtype-preserving), with the node's attrs as a
 constant first argument; multi-output nodes are unpacked with `getitem`. Creation ops get the
 target device in their attrs, and so do elementwise ops of literals only (`irlens.lowering.node_attrs`),
 which are then cast to their declared dtype. `torch.compile` then traces the module
 (inlining the table's torch calls) and Inductor compiles it;
-the Inductor backend's capture (`irlens.backends.inductor.InductorCapture`, handed in by the
+the Inductor backend's capture (`irlens.backends.inductor.backend.InductorCapture`, handed in by the
 backend) keeps the post-grad graph, the generated code and its provenance, from which the
 kernels are mapped.
 """
@@ -16,10 +16,10 @@ import operator
 
 import torch
 
-from irlens.interpret import MEANINGS, all_outputs, output_specs
-from irlens.ir import Graph, Kernel
+from irlens.core.interpret import MEANINGS, all_outputs, output_specs
+from irlens.core.ir import Graph, Kernel
 from irlens.lowering import check_supported, node_attrs, straight_line
-from irlens.ops import COMPOSITE, ELEMENTWISE, category
+from irlens.core.ops import COMPOSITE, ELEMENTWISE, category
 
 SUPPORTED = straight_line(MEANINGS)
 

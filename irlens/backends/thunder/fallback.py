@@ -16,7 +16,7 @@ from irlens.backends.inductor.code import kernel_definition, kernel_kind
 from irlens.frontends.dynamo.fx import fx_to_graph
 from irlens.frontends.dynamo.vmap import expand_vmap
 from irlens.frontends.thunder.thunderfx import Region
-from irlens.ir import Graph, Kernel
+from irlens.core.ir import Graph, Kernel
 
 _INDUCTOR_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(", re.M)
 _EXTERN_CALL = re.compile(r"\b(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(")

@@ -1,11 +1,11 @@
 """Common view -> nvFuser FusionDefinitions for the fusible parts, torch ops around them (CUDA only).
 
 The graph is cut into regions: maximal runs of consecutive nodes whose ops declare an nvFuser
-lowering in `irlens.ops` (elementwise ops, sum/amax/amin, broadcast, reshape, permute,
+lowering in `irlens.core.ops` (elementwise ops, sum/amax/amin, broadcast, reshape, permute,
 convert, slice, concat and plain matmuls). Each region becomes one `FusionDefinition` (built
 on the first call, for the inputs' shapes and dtypes, as Thunder's nvFuser executor does in
 `thunder/executors/nvfuserex_impl.py`); every other node runs as its torch meaning from
-`irlens.interpret.MEANINGS` (dtype-preserving). So every op of the table is supported but control
+`irlens.core.interpret.MEANINGS` (dtype-preserving). So every op of the table is supported but control
 flow (a while loop's body is a graph, not one call; `irlens.lowering.straight_line`), and
 the nvFuser share is visible in the kernels: one per nvFuser segment of each region (from
 `nvfuser_direct.PythonProfiler`, with its time and bytes), one per torch op outside them.
@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 import torch
 
 from irlens.frontends.base import Unavailable
-from irlens.interpret import MEANINGS, TORCH_DTYPES, all_outputs, output_specs
-from irlens.ir import Graph, Kernel, Node, canonical_dtype
+from irlens.core.interpret import MEANINGS, TORCH_DTYPES, all_outputs, output_specs
+from irlens.core.ir import Graph, Kernel, Node, canonical_dtype
 from irlens.lowering import check_supported, node_attrs, straight_line
-from irlens.ops import MATMUL, OPS, category
-from irlens.ops._torch import NV_DTYPES, nv_dtype
+from irlens.core.ops import MATMUL, OPS, category
+from irlens.core.ops._torch import NV_DTYPES, nv_dtype
 
 SUPPORTED = straight_line(MEANINGS)
 

@@ -9,7 +9,7 @@ execution, gives `profile.segments` (how many) and `profile.kernel_profiles` (on
 nvFuser generates no kernel for (its expression evaluator runs it: an ATen call, or only
 aliasing) comes with an empty name and zero time and bytes.
 
-Which of the region's ops each segment holds is not exposed; `irlens.backends.thunder` says
+Which of the region's ops each segment holds is not exposed; `irlens.backends.thunder.recorders` says
 how segments are mapped onto the region's nodes.
 
 For `irlens dump --backend nvfuser`, the definition's `FusionExecutorCache` (`fd.fec`, made on

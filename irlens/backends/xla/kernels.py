@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from irlens.backends.xla import traffic
 from irlens.frontends.jax.hlo.walk import HloReader, walk_entry
 from irlens.frontends.jax.hlo.text import Instruction
-from irlens.ir import Graph
+from irlens.core.ir import Graph
 
 
 @dataclass

@@ -1,11 +1,11 @@
 """Common view -> a JAX function of jax.numpy / lax ops, compiled by XLA under `jax.jit`.
 
 The function walks the graph once at trace time, each node through the JAX lowering declared
-with its op in `irlens.ops` (a graph with an op that has none is `Unsupported`); a while
+with its op in `irlens.core.ops` (a graph with an op that has none is `Unsupported`); a while
 loop becomes `lax.while_loop` of its cond and body, each lowered the same way. Inputs and
 outputs are torch tensors, exchanged through DLPack on their device. Matmuls trace at the run's
 float32 policy (`irlens.precision.jax_matmul_precision`), as the xla backend's do. Kernels are read from the optimized HLO, one per launching ENTRY instruction,
-as the xla backend reads them (`irlens.backends.xla`).
+as the xla backend reads them (`irlens.backends.xla.backend`).
 """
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from typing import Callable
 
 import torch
 
-from irlens.ir import Graph, Kernel, canonical_dtype
+from irlens.core.ir import Graph, Kernel, canonical_dtype
 from irlens import precision
 from irlens.lowering import check_supported
-from irlens.ops import OPS
-from irlens.workload import to_jax
+from irlens.core.ops import OPS
+from irlens.workloads.workload import to_jax
 
 
 def _resolve(name: str) -> Callable:
@@ -108,7 +108,7 @@ class XlaLowered:
     """A graph as a jitted JAX function; compiled on the first call, for the inputs' shapes."""
 
     def __init__(self, graph: Graph, device: str, tag: str, kernel_record: Callable):
-        from irlens.frontends.jax import jax_device
+        from irlens.frontends.jax.frontend import jax_device
 
         self.graph, self.tag = graph, tag
         self.kernel_record = kernel_record  # the xla backend's: an optimized-HLO entry op -> Kernel
@@ -136,7 +136,7 @@ class XlaLowered:
 
     def _to_jax(self, t: torch.Tensor):
         """Through DLPack, on the tensor's device (no host round trip on a GPU); int64 without
-        JAX's 64-bit mode is narrowed on the host, as `irlens.workload.to_jax` does."""
+        JAX's 64-bit mode is narrowed on the host, as `irlens.workloads.workload.to_jax` does."""
         import jax
 
         if t.dtype == torch.int64 and not jax.config.jax_enable_x64:

@@ -18,7 +18,7 @@ import math
 from typing import Callable
 
 from irlens.frontends.jax.hlo.text import Instruction
-from irlens.ir import dtype_size
+from irlens.core.ir import dtype_size
 
 # opcodes whose every result element depends on operand elements at other positions, or on all of them
 _READS_WHOLE = {"reduce", "dot", "convolution", "scatter", "sort", "reduce-window", "select-and-scatter",

@@ -2,7 +2,7 @@
 irlens.cli.configs NAME` for any of them, `irlens list --configs` for the list. Adding one is one entry."""
 from __future__ import annotations
 
-from irlens.registry import Registry
+from irlens.core.registry import Registry
 from irlens.cli.configs.kinds import Bench, Compare, GpuTests, RunConfig, Table, Zoo
 
 CONFIGS: Registry[RunConfig] = Registry("configuration")

@@ -7,7 +7,7 @@ import shlex
 import sys
 
 from irlens.errors import UsageError
-from irlens.registry import UnknownName
+from irlens.core.registry import UnknownName
 from irlens.cli.configs.catalog import CONFIGS
 from irlens.cli.configs.kinds import IrlensCommand, RunConfig, command_options
 

@@ -9,7 +9,7 @@ from irlens.frontends.base import Acquisition, Program, Step, Unavailable
 from irlens.frontends.bindings import EFFECT, grad_key, updated_key, value_keys, workload_values
 from irlens.frontends.dynamo.aot import new_token
 from irlens.frontends.dynamo.graph_breaks import several_graphs_program
-from irlens.workload import Instance
+from irlens.workloads.workload import Instance
 
 
 def dynamo_program(acq: Acquisition, inst: Instance) -> Program:

@@ -14,7 +14,7 @@ import torch
 import torch.fx as fx
 
 from irlens.frontends.dynamo.names import IGNORED_ARGS
-from irlens.ir import Arg, Node, TensorMeta, canonical_dtype
+from irlens.core.ir import Arg, Node, TensorMeta, canonical_dtype
 
 
 class Unmapped(ValueError):

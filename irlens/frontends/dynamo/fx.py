@@ -4,7 +4,7 @@ One adapter serves both levels: a Dynamo graph calls `torch.*`, `operator.*`, `F
 Tensor methods; an ATen graph calls OpOverloads (`aten.mul.Tensor`, `_c10d_functional.*`).
 Native names are looked up in the tables of `names.py` (bare names for the torch level, `ns.op`
 for OpOverloads); converters (`converters/`, one module per op family) turn each call's
-arguments into the operands and attrs its canonical op declares (`irlens.ops`), reading them as
+arguments into the operands and attrs its canonical op declares (`irlens.core.ops`), reading them as
 `call.Call` gives them: by name where the op has a schema (OpOverloads) and by torch-level
 position otherwise.
 
@@ -34,7 +34,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from irlens import ops
+from irlens.core import ops
 from irlens.frontends.dynamo import aot
 from irlens.frontends.dynamo import converters  # noqa: F401  (each family registers its converters)
 from irlens.frontends.dynamo.call import BY_KEY, BY_OP, Call, Unmapped, module_scope, plain_node
@@ -44,7 +44,7 @@ from irlens.frontends.dynamo.names import ALIASES, BOOKKEEPING, VIEW_COPIES, can
 from irlens.frontends.dynamo.converters.nn import module_call
 from irlens.frontends.dynamo.expansion import trace_call
 from irlens.frontends.dynamo.mutation import INPUT_UPDATE, in_place_aten, mutation_hazard, updates_in_place
-from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
+from irlens.core.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
 
 _MAX_CONSTANT = 4096  # elements of a literal tensor kept as a `constant` node
 
@@ -329,7 +329,7 @@ def fx_to_graph(gm: fx.GraphModule, *, name: str, frontend: str, stage: str, lev
     updates = {value: input_name(p) for p, value in conv.input_updates.items()}
     graph = Graph(name, frontend, stage, "composite", conv.inputs, conv.nodes, outputs + list(updates), updates)
     if level == "primitive":
-        from irlens.decompose import to_primitive
+        from irlens.core.decompose import to_primitive
 
         return to_primitive(graph)
     if level != "composite":

@@ -24,7 +24,7 @@ import torch
 from irlens.frontends.base import Acquisition, Program, Stage, Step
 from irlens.frontends.dynamo.aot import Role
 from irlens.frontends.dynamo.capture import BACKWARD, FORWARD, GraphCapture, describe, fx_stage, roles_of
-from irlens.workload import Instance, run_eager
+from irlens.workloads.workload import Instance, run_eager
 
 
 def role_step(stage: Stage, roles: tuple[list[Role], list[Role]]) -> Step:

@@ -9,7 +9,7 @@ import torch
 import torch.fx as fx
 
 from irlens.frontends.dynamo import aot
-from irlens.ir import Arg, TensorMeta, canonical_dtype
+from irlens.core.ir import Arg, TensorMeta, canonical_dtype
 
 
 def input_name(node: fx.Node) -> str:

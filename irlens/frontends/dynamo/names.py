@@ -3,7 +3,7 @@
 Bare names for the torch level (`TORCH_NAMES`: torch / F / operator functions and Tensor
 methods), `namespace.op` for OpOverloads (`ATEN_NAMES`, torch's prims among them), module
 classes for call_module (`MODULE_NAMES`), and the ops declared from one ATen overload
-(`FROM_ATEN`); each table is checked against `irlens.ops` at import. Beside them, the calls
+(`FROM_ATEN`); each table is checked against `irlens.core.ops` at import. Beside them, the calls
 that only alias their input, those without a dataflow result, the arguments that never change
 a result's values, and the torch-level calls that return a view."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 import torch.fx as fx
 
-from irlens import ops
-from irlens.ir import UNKNOWN_PREFIX
+from irlens.core import ops
+from irlens.core.ir import UNKNOWN_PREFIX
 
 
 def packet(op) -> str:
@@ -153,7 +153,7 @@ MODULE_NAMES: dict[str, str] = {
     "Softmax": "softmax", "Dropout": "dropout", "Identity": "copy",
 }
 
-# The ops declared from one ATen overload (irlens.ops.core.from_aten), by that overload; its
+# The ops declared from one ATen overload (irlens.core.ops.core.from_aten), by that overload; its
 # packet's other overloads are expanded (they decompose to it, where torch says so).
 FROM_ATEN: dict = {op.aten: name for name, op in ops.OPS.items() if op.aten is not None}
 # What functionalization writes for a view: the same op, as a copy (`permute_copy`).

@@ -1,4 +1,4 @@
-"""jax's linear algebra as the canonical linalg ops (`irlens.ops.linalg`), for all three stages:
+"""jax's linear algebra as the canonical linalg ops (`irlens.core.ops.linalg`), for all three stages:
 lax.linalg's primitives in a jaxpr, the LAPACK calls jax's CPU lowering makes of them (StableHLO
 and HLO custom calls `lapack_<s|d><routine>_ffi`, their options in `backend_config` as LAPACK's
 one-letter codes), and XLA's own `triangular_solve`.
@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 
-from irlens.ir import Arg, TensorMeta
+from irlens.core.ir import Arg, TensorMeta
 from irlens.frontends.jax.xla.forms import Emitter, Unmapped
 
 # --- lax.linalg primitives (jaxpr) -----------------------------------------------------------

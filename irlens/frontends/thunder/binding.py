@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from irlens.frontends.base import Acquisition, NoProgram, Program, Step
 from irlens.frontends.bindings import grad_key
-from irlens.workload import Instance
+from irlens.workloads.workload import Instance
 
 
 def thunder_program(acq: Acquisition, inst: Instance) -> Program:

@@ -8,7 +8,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
-from irlens.ir import Arg, TensorMeta, canonical_dtype
+from irlens.core.ir import Arg, TensorMeta, canonical_dtype
 
 
 class Unmapped(Exception):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from irlens.dtypes import HALF_DTYPES
+from irlens.core.dtypes import HALF_DTYPES
 from irlens.frontends.thunder.call import (Call, Derived, Spec, Unmapped, arg, dim, dims, dtype_name, is_exact,
                                            is_value, plain)
 

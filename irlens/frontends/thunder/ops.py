@@ -10,7 +10,7 @@ Executor operators resolve to the symbol they implement (`trace.resolve`); the s
 executor's fused attention has entries of its own.
 
 An entry is a canonical op and a normalizer, which reads the symbol's arguments (bound to their
-parameter names) into the op's inputs and attrs in the conventions of `irlens.ops`. A normalizer
+parameter names) into the op's inputs and attrs in the conventions of `irlens.core.ops`. A normalizer
 must account for every argument: one it leaves unread whose value is not the parameter's
 default, and that is not `NEUTRAL` (it cannot change the values: device, memory format), makes
 the call `Unmapped`. The graph builder then expands the symbol into Thunder's own decomposition
@@ -29,7 +29,7 @@ from irlens.frontends.thunder.normalize_movement import (aliases, broadcast, con
                                                          flip, full, index_put, iota, pad, permute, randint, randn,
                                                          reshape, setitem, slice_, take, tensor_from_sequence, uniform,
                                                          unfold)
-from irlens.ops import check_vocabulary
+from irlens.core.ops import check_vocabulary
 
 
 @dataclass(frozen=True)

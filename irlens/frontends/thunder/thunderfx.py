@@ -331,7 +331,7 @@ class ThunderFX:
         import torch._dynamo
         from torch._dynamo.utils import counters
 
-        from irlens.frontends.dynamo import graph_break_notes
+        from irlens.frontends.dynamo.frontend import graph_break_notes
 
         error = None
         state = {name: b.detach().clone() for name, b in self.module.named_buffers()}

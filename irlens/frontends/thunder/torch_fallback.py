@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from irlens.ir import Graph, Node, TensorMeta
+from irlens.core.ir import Graph, Node, TensorMeta
 from irlens.frontends.thunder.call import dtype_name, is_tensor, tensor_meta
 
 
@@ -169,7 +169,7 @@ def _decomposed(fn: Callable, spec, constants: tuple, slots: tuple, metas: tuple
     from thunder.core.pytree import tree_flatten, tree_unflatten
 
     from irlens.frontends.dynamo.fx import fx_to_graph
-    from irlens.ops._torch import torch_dtype
+    from irlens.core.ops._torch import torch_dtype
 
     def call(*tensors):
         values = list(constants)

@@ -30,12 +30,12 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from irlens.ir import LEVELS, Arg, Graph, Node
+from irlens.core.ir import LEVELS, Arg, Graph, Node
 from irlens.frontends.thunder import torch_fallback
 from irlens.frontends.thunder.call import Call, Spec, Unmapped, arg, is_tensor, is_value, tensor_meta
 from irlens.frontends.thunder.ops import (  # noqa: F401  (NAME_TABLE, TORCH_OPS, PRIMS_OPS: the tables)
     NAME_TABLE, PRIMS_OPS, TABLE, TORCH_OPS, normalize)
-from irlens.ops import conform, node_problem
+from irlens.core.ops import conform, node_problem
 
 # Symbols that carry no computation: argument unpacking (-> Graph.inputs), return (-> Graph.outputs),
 # deletes, comments, checks and collection bookkeeping.
@@ -66,7 +66,7 @@ def trace_to_graph(trace, *, name: str, frontend: str = "thunder", stage: str, l
     graph, _ = trace_to_graph_and_groups(trace, name=name, frontend=frontend, stage=stage)
     if level == "composite":
         return graph
-    from irlens.decompose import to_primitive  # lazily: the decomposition pass is optional here
+    from irlens.core.decompose import to_primitive  # lazily: the decomposition pass is optional here
 
     return to_primitive(graph)
 

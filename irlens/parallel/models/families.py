@@ -20,7 +20,7 @@ from irlens.parallel.models.llama3 import model as llama3
 from irlens.parallel.names import DEFAULT_PRESET
 from irlens.parallel.parallelize.expert_parallel import expert_parallel
 from irlens.parallel.parallelize.tensor_parallel import tensor_parallel as llama3_tensor_parallel
-from irlens.registry import Registry
+from irlens.core.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ BLOCK_PLAN = {
     "feed_forward.w2": RowwiseParallel(),
 }
 
-ATTENTION_INPUTS = 3  # x, the rotary embedding, the block mask (irlens.models.common.decoder)
+ATTENTION_INPUTS = 3  # x, the rotary embedding, the block mask (irlens.workloads.builtin.common.decoder)
 
 
 def prepared_input(module_inputs: int, sequence_parallel: bool) -> PrepareModuleInput:

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import torch
 
-from irlens.registry import Registry
+from irlens.core.registry import Registry
 
 FUSE, TRANSFORM, COMPILE, CUDAGRAPH = 1, 2, 3, 4
 PHASE_NAMES = {FUSE: "collective-matmul fusion", TRANSFORM: "graph transform (bucketing)", COMPILE: "compilation",

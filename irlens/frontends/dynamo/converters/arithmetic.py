@@ -7,10 +7,10 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from irlens import ops
+from irlens.core import ops
 from irlens.frontends.dynamo.call import Call, Unmapped, converts, dim_list, operand
 from irlens.frontends.dynamo.names import BINARY, SPECIAL, SPECIAL_BINARY, SPECIAL_UNARY, UNARY
-from irlens.ir import Arg, Node, canonical_dtype
+from irlens.core.ir import Arg, Node, canonical_dtype
 
 
 # --- elementwise ------------------------------------------------------------------------------

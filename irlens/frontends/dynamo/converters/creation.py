@@ -6,7 +6,7 @@ from typing import Any
 import torch.fx as fx
 
 from irlens.frontends.dynamo.call import Call, Unmapped, attr_value, converts, short
-from irlens.ir import Node
+from irlens.core.ir import Node
 
 
 @converts(ops_=("convert",))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from irlens.frontends.dynamo.call import Call, Unmapped, converts, operand
 from irlens.frontends.dynamo.converters.movement import clamp_index, slice_attrs, slice_bounds
-from irlens.ir import Node
+from irlens.core.ir import Node
 
 
 @converts("gather", "scatter_add")

@@ -1,16 +1,16 @@
 """Calls read whole by their schema: the ops declared from one ATen overload
-(`irlens.ops.core.from_aten`; torch.cholesky resolves to one) and the functional collectives."""
+(`irlens.core.ops.core.from_aten`; torch.cholesky resolves to one) and the functional collectives."""
 from __future__ import annotations
 
 
 
-from irlens import ops
+from irlens.core import ops
 from irlens.frontends.dynamo.call import BY_OP, Call, Unmapped, attr_value, converts, operand
-from irlens.ir import Node
+from irlens.core.ir import Node
 
 
 def library_call(c: Call) -> list[Node]:
-    """An op declared from one ATen overload (irlens.ops.core.from_aten): its tensors the operands
+    """An op declared from one ATen overload (irlens.core.ops.core.from_aten): its tensors the operands
     and its other arguments the attrs, by schema name; another overload of it is expanded."""
     decl = ops.OPS[c.op]
     if c.node.target is not decl.aten:

@@ -9,7 +9,7 @@ import torch.fx as fx
 
 from irlens.frontends.dynamo.call import Call, Unmapped, converts, dim_list
 from irlens.frontends.dynamo.meta import example_value
-from irlens.ir import Node, canonical_dtype
+from irlens.core.ir import Node, canonical_dtype
 
 
 @converts(ops_=("reshape",))

@@ -10,7 +10,7 @@ import torch
 from irlens.frontends.dynamo.call import Call, Unmapped, converts, operand
 from irlens.frontends.dynamo.meta import get_attr
 from irlens.frontends.dynamo.converters.arithmetic import then_reduce
-from irlens.ir import Node, canonical_dtype
+from irlens.core.ir import Node, canonical_dtype
 
 
 @converts("tril", "triu")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from irlens.ir import Arg, TensorMeta
+from irlens.core.ir import Arg, TensorMeta
 from irlens.frontends.jax.xla.forms import Emitter
 from irlens.frontends.jax.xla.op import Body, BodyOp, XlaOp
 
@@ -196,7 +196,7 @@ def narrowed(e: Emitter, value: Arg, meta: TensorMeta, dtype: str) -> Arg:
         return e.emit("convert", [value], meta.shape, dtype, dtype=dtype)
     import torch
 
-    from irlens.ops._torch import torch_dtype
+    from irlens.core.ops._torch import torch_dtype
 
     return torch.tensor(float(value), dtype=torch.float64).to(torch_dtype(dtype)).double().item()
 

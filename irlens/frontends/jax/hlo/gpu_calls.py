@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 
-from irlens.ir import TensorMeta
+from irlens.core.ir import TensorMeta
 from irlens.frontends.jax.xla import forms
 from irlens.frontends.jax.hlo.structured import CUSTOM_CALLS, TARGET_ATTRS, conv_form, emit_matmul, named
 from irlens.frontends.jax.xla.forms import Emitter, Unmapped

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 
-from irlens.ops import check_vocabulary
+from irlens.core.ops import check_vocabulary
 
 
 # HLO opcode (as printed in HLO text) -> canonical op, for opcodes whose attrs need no

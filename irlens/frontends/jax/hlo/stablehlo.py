@@ -11,7 +11,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
+from irlens.core.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
 from irlens.frontends.jax.hlo import (  # noqa: F401  (each registers its handlers)
     elementwise, shapes, structured)
 from irlens.frontends.jax.xla import forms

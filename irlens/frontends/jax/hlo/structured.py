@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from irlens.ir import TensorMeta
+from irlens.core.ir import TensorMeta
 from irlens.frontends.jax import linalg
 from irlens.frontends.jax.xla import forms
 from irlens.frontends.jax.xla import gather as xla_gather

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from irlens.ir import Arg, canonical_dtype
+from irlens.core.ir import Arg, canonical_dtype
 from irlens.frontends.jax.jaxpr.walk import source_span
 
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
+from irlens.core.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
 from irlens.frontends.jax.hlo import (  # noqa: F401  (each registers its handlers)
     elementwise, gpu_calls, shapes, structured)
 from irlens.frontends.jax.xla import forms

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from irlens.ir import Arg, TensorMeta, canonical_dtype
+from irlens.core.ir import Arg, TensorMeta, canonical_dtype
 from irlens.frontends.jax.xla import forms
 from irlens.frontends.jax.jaxpr.eqn import Eqn, dtype_kind, register
 from irlens.frontends.jax.jaxpr.names import BY_DTYPE, PRIMITIVES

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from irlens.ir import Arg, TensorMeta
+from irlens.core.ir import Arg, TensorMeta
 from irlens.frontends.jax.xla.forms import Emitter
 
 

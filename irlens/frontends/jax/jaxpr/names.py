@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from irlens.ops import check_vocabulary
+from irlens.core.ops import check_vocabulary
 
 
 # primitive -> canonical op, for primitives whose params (if any) are only hints

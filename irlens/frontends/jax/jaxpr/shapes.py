@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from irlens.ir import canonical_dtype
+from irlens.core.ir import canonical_dtype
 from irlens.frontends.jax.jaxpr.eqn import Eqn, ints, register
 from irlens.frontends.jax.xla.forms import Emitter, full_attrs
 

@@ -4,7 +4,7 @@ convolution, gather and scatter, sort and top_k, linear-algebra decompositions a
 from __future__ import annotations
 
 
-from irlens.ir import TensorMeta
+from irlens.core.ir import TensorMeta
 from irlens.frontends.jax import linalg
 from irlens.frontends.jax.xla import forms
 from irlens.frontends.jax.xla import gather as xla_gather

@@ -2,7 +2,7 @@
 call-like primitives inlined.
 
 A jaxpr is already close to the primitive level (jax.nn.gelu traces to mul/tanh/...), so the
-adapter renames primitives and turns their params into the attrs conventions of `irlens.ops`.
+adapter renames primitives and turns their params into the attrs conventions of `irlens.core.ops`.
 This module is the walk; the tables are in `names.py`, the handlers in `elementwise.py`,
 `shapes.py` and `structured.py` (their registry in `eqn.py`).
 Every lax primitive is accounted for: renamed (`PRIMITIVES`, `BY_DTYPE`), converted by a
@@ -23,7 +23,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
+from irlens.core.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta, canonical_dtype
 from irlens.frontends.jax.jaxpr import (  # noqa: F401  (each registers its handlers)
     elementwise, shapes, structured)
 from irlens.frontends.jax.xla import forms
@@ -339,7 +339,7 @@ def jaxpr_origins(closed_jaxpr) -> dict[str, EqnOrigin]:
 def at_level(graph: Graph, level: str) -> Graph:
     """`graph` (composite) at `level`: primitive goes through the decomposition pass."""
     if level == "primitive":
-        from irlens.decompose import to_primitive
+        from irlens.core.decompose import to_primitive
 
         return to_primitive(graph)
     return graph

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from irlens.ir import Arg, Graph, Node, TensorMeta
-from irlens.ops import conform
+from irlens.core.ir import Arg, Graph, Node, TensorMeta
+from irlens.core.ops import conform
 
 
 # reductions by their body op (HLO opcode / lax primitive names)

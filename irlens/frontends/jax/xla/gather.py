@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 
 from irlens.frontends.jax.xla.forms import Emitter, Unmapped
-from irlens.ir import Arg, TensorMeta
+from irlens.core.ir import Arg, TensorMeta
 
 MODES = ("promise", "clip", "fill", "drop")
 SCATTER_KINDS = ("set", "add", "sub", "mul", "min", "max")

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from irlens.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
+from irlens.core.ir import UNKNOWN_PREFIX, Arg, Graph, Node, TensorMeta
 from irlens.frontends.jax.hlo.names import CLASSIFIED
 from irlens.frontends.jax.hlo.text import int_list
 from irlens.frontends.jax.xla.forms import Emitter, Unmapped

@@ -29,7 +29,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import Replicate
 from torch.distributed.tensor.parallel import ColwiseParallel, PrepareModuleInputOutput, RowwiseParallel
 
-from irlens.models.common.feed_forward import FeedForward
+from irlens.workloads.builtin.common.feed_forward import FeedForward
 from irlens.parallel.models.llama3 import model as llama3
 from irlens.parallel.parallelize.tensor_parallel import (
     ATTENTION_INPUTS,

@@ -1,4 +1,4 @@
-"""The parallel path's llama3 decoder: embedding, the blocks of irlens.models.common (RMSNorm with
+"""The parallel path's llama3 decoder: embedding, the blocks of irlens.workloads.builtin.common (RMSNorm with
 float32 statistics, RoPE on adjacent pairs, SwiGLU, grouped-query attention by SDPA or
 FlexAttention), final norm and output; its config and presets.
 
@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from irlens.models.common.attention import causal_sdpa
-from irlens.models.common.decoder import TransformerBlock
-from irlens.models.common.norm import RMSNorm
-from irlens.models.common.rope import InterleavedRotaryEmbedding, rotate_pairs
+from irlens.workloads.builtin.common.attention import causal_sdpa
+from irlens.workloads.builtin.common.decoder import TransformerBlock
+from irlens.workloads.builtin.common.norm import RMSNorm
+from irlens.workloads.builtin.common.rope import InterleavedRotaryEmbedding, rotate_pairs
 
 REGION_KEY = "compile_with_inductor"  # the annotation torch.fx.passes.regional_inductor looks for
 MODULE_KEY = "module"  # our annotation: which top-level module (embedding, layers.<i>, norm, output) a node belongs to

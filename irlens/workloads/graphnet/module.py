@@ -1,0 +1,107 @@
+"""A GraphNet graph as a module with weights: `GraphNetModule`, and the tensors drawn from the meta.
+
+GraphNet's `GraphModule.forward` takes every tensor as an argument, inputs and weights alike. The
+wrapper holds the weights as its own parameters and buffers, so that fwd+bwd takes gradients of
+them and every stack sees them as a module's state, and takes the inputs as its forward's
+arguments. Which argument is which comes from the forward's annotations (Dynamo's names:
+`torch.nn.parameter.Parameter` a parameter; `torch.Tensor` a buffer where it names a module's
+state, `L_self_...`, `..._buffers_...`, `G_...`, else an input; `torch.SymInt` an int, passed as
+the constant the meta gives).
+
+Values (`draw`): `data` where the meta gives it; integers uniform over [min_val, max_val] (both
+ends, as GraphNet's own replay draws them); bools half true; floats normal(mean, std), clamped to
+[min_val, max_val] where given (BatchNorm's running variance has min_val 0), `mean` itself where
+std is 0.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import sys
+import types
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from irlens.workloads.graphnet.devices import for_device
+from irlens.workloads.graphnet.meta import Argument, BadSample, TensorMeta
+
+PARAMETER, BUFFER, INPUT, CONSTANT = "parameter", "buffer", "input", "constant"
+_STATE_PREFIXES = ("L_self_", "G_")  # Dynamo's names for a module's attributes and for globals
+
+
+def role(arg: Argument, meta: TensorMeta) -> str:
+    """What the wrapper makes of a forward argument (see the module docstring)."""
+    if arg.annotation.endswith("SymInt"):
+        return CONSTANT
+    if arg.annotation.endswith("Parameter"):
+        return PARAMETER if meta.dtype.is_floating_point or meta.dtype.is_complex else BUFFER
+    if arg.name.startswith(_STATE_PREFIXES) or "_buffers_" in arg.name:
+        return BUFFER
+    return INPUT
+
+
+def draw(meta: TensorMeta, gen: torch.Generator | None = None) -> torch.Tensor:
+    """A tensor as the meta describes it (see the module docstring); `gen` None: the global generator."""
+    if meta.data is not None:
+        return torch.tensor(meta.data, dtype=torch.float64 if meta.dtype.is_floating_point else None)\
+            .to(meta.dtype).reshape(meta.shape)
+    if meta.dtype == torch.bool:
+        return torch.rand(meta.shape, generator=gen) < 0.5
+    if not (meta.dtype.is_floating_point or meta.dtype.is_complex):
+        if meta.min_val is None or meta.max_val is None:
+            raise BadSample(f"integer tensor {meta.name} has neither data nor min_val and max_val")
+        return torch.randint(int(meta.min_val), int(meta.max_val) + 1, meta.shape, generator=gen, dtype=meta.dtype)
+    mean, std = meta.mean or 0.0, meta.std or 0.0
+    values = torch.randn(meta.shape, generator=gen, dtype=torch.float64) * std + mean
+    if meta.min_val is not None or meta.max_val is not None:
+        values = values.clamp(meta.min_val, meta.max_val)
+    return values.to(meta.dtype)
+
+
+@functools.lru_cache(maxsize=16)
+def graph_class(source: str, filename: str, device: str) -> type[nn.Module]:
+    """model.py's GraphModule, its device constants naming `device` (compiled once per source and device)."""
+    # a module in sys.modules: Dynamo looks the class's module up by name
+    name = f"irlens_graphnet_{hashlib.sha1(f'{filename}:{device}'.encode()).hexdigest()[:12]}"
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    exec(compile(for_device(source, torch.device(device)), filename, "exec"), module.__dict__)  # noqa: S102
+    sys.modules[name] = module
+    return module.GraphModule
+
+
+class GraphNetModule(nn.Module):
+    """The graph with its weights (see the module docstring); forward takes the inputs in the
+    forward's order. `to(device)` recompiles the graph for that device."""
+
+    def __init__(self, source: str, path: Path, arguments: list[tuple[str, str]], state: dict[str, torch.Tensor],
+                 constants: dict[str, int]):
+        super().__init__()
+        self._source, self._file = source, str(path)
+        self._arguments = arguments  # (name, role) in the forward's order
+        for name, r in arguments:
+            if r == PARAMETER:
+                self.register_parameter(name, nn.Parameter(state[name]))
+            elif r == BUFFER:
+                self.register_buffer(name, state[name])
+        self._constants = constants
+        self.graph = graph_class(source, self._file, "cpu")()
+
+    @property
+    def input_names(self) -> list[str]:
+        return [n for n, r in self._arguments if r == INPUT]
+
+    def forward(self, *inputs):
+        given = dict(zip(self.input_names, inputs))
+        args = {n: given[n] if r == INPUT else self._constants[n] if r == CONSTANT else getattr(self, n)
+                for n, r in self._arguments}
+        return self.graph(**args)
+
+    def to(self, *args, **kwargs):
+        device = torch._C._nn._parse_to(*args, **kwargs)[0]
+        module = super().to(*args, **kwargs)
+        if device is not None:
+            module.graph = graph_class(self._source, self._file, str(device))()
+        return module
