@@ -1,0 +1,130 @@
+"""What a node's outputs are (shape, dtype), inferred from its inputs' and its attributes: the
+rule every op has, so that an adapter need not compute an output by hand and a recorded one can
+be checked (`irlens.conformance.metadata`).
+
+One generic rule, the meta rule: the op's meaning (the torch implementation the interpreter and
+Inductor's lowering run, dtype-preserving) evaluated on fake tensors in the graph's own dtypes,
+so the shapes and dtypes are torch's own for that computation. Explicit rules stand only where
+that cannot work:
+- control flow (`while`, `cond`): its meaning calls its subgraphs and reads a value (the loop's
+  condition, the branch index); a while loop gives its carry's metas, a conditional its first
+  branch's outputs (every branch gives the same);
+- collectives: no meaning (their values depend on the other ranks); their shape rules are the
+  functional collectives' own.
+An op of literals only (JAX's `1.0 / 512.0`) has its dtype from the frontend's context, not
+from its operands (a literal has none in the common view): it is not inferred. An op whose
+meaning reads values (a data-dependent shape, a uint64 range check) gives no
+inference: `infer` raises `NotInferable` saying why, and a check lists such nodes apart.
+Outputs past those a meaning computes (a fused attention kernel's RNG state, which no canonical
+op reads) are not inferred either: `infer` returns the ones it knows.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+import torch
+
+from irlens.ops._torch import torch_dtype
+from irlens.ops.core import CREATION, OPS, UNKNOWN_PREFIX
+
+Meta = tuple[tuple[int, ...], str]  # (shape, canonical dtype name)
+
+_DTYPE_NAMES = {}  # torch dtype -> canonical name, filled from the one table on first use
+
+
+class NotInferable(ValueError):
+    """The op's outputs cannot be inferred from metadata alone; the message says why."""
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    if not _DTYPE_NAMES:
+        from irlens.dtypes import TORCH_DTYPES
+
+        _DTYPE_NAMES.update({v: k for k, v in TORCH_DTYPES.items()})
+    return _DTYPE_NAMES[dtype]
+
+
+def infer(op: str, inputs: Sequence, metas: Mapping[str, Meta], attrs: dict | None = None,
+          subgraphs: Mapping | None = None) -> list[Meta]:
+    """The outputs (shape, dtype) of a node `op(inputs, attrs)`: `inputs` are value names (looked
+    up in `metas`), literals or None; `subgraphs` a control-flow node's graphs by role."""
+    if op.startswith(UNKNOWN_PREFIX) or op not in OPS:
+        raise NotInferable(f"{op!r} is not a canonical op")
+    decl = OPS[op]
+    missing = [a for a in inputs if isinstance(a, str) and a not in metas]
+    if missing:
+        raise NotInferable(f"no metadata for input {missing[0]!r}")
+    args = [(tuple(metas[a][0]), metas[a][1]) if isinstance(a, str) else a for a in inputs]
+    attrs = decl.attrs_of(dict(attrs or {}))
+    rule = RULES.get(op)
+    if rule is not None:
+        return rule(args, attrs, subgraphs or {})
+    if decl.meaning is None:
+        raise NotInferable(f"{op} has no meaning and no explicit rule")
+    if decl.category != CREATION and inputs and not any(_is_meta(a) for a in args):
+        # 1.0 / 512.0: a literal has no dtype in the common view; the frontend's context gives it one
+        raise NotInferable(f"{op} of literals only: its dtype is the frontend's, not its operands'")
+    return _meta_rule(decl.meaning, args, attrs, op)
+
+
+def _meta_rule(meaning: Callable, args: list, attrs: dict, op: str) -> list[Meta]:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        values = [torch.empty(a[0], dtype=torch_dtype(a[1])) if _is_meta(a) else a for a in args]
+        try:
+            result = meaning(attrs, *values)
+        except Exception as e:  # noqa: BLE001  (a meaning that reads values: the reason is the finding)
+            raise NotInferable(f"{op}: its meaning does not run on fake tensors: "
+                               f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]) from e
+    results = list(result) if isinstance(result, (tuple, list)) else [result]
+    return [(tuple(int(d) for d in r.shape), dtype_name(r.dtype)) for r in results if isinstance(r, torch.Tensor)]
+
+
+def _is_meta(a) -> bool:
+    return isinstance(a, tuple) and len(a) == 2 and isinstance(a[1], str)
+
+
+# --- explicit rules: (input metas or literals, attrs with defaults, subgraphs) -> output metas ---
+
+def _graph_outputs(graph) -> list[Meta]:
+    values = graph.values()
+    return [(tuple(values[o].shape), values[o].dtype) for o in graph.outputs if isinstance(o, str)]
+
+
+def _while(args, attrs, subgraphs) -> list[Meta]:
+    return [a for a in args if _is_meta(a)]  # the carry keeps its shapes and dtypes
+
+
+def _cond(args, attrs, subgraphs) -> list[Meta]:
+    if "branch0" not in subgraphs:
+        raise NotInferable("cond: no branch graph given")
+    return _graph_outputs(subgraphs["branch0"])
+
+
+def _same(args, attrs, subgraphs) -> list[Meta]:
+    return [args[0]]
+
+
+def _dim0(scale: Callable[[int, dict], int]) -> Callable:
+    def rule(args, attrs, subgraphs) -> list[Meta]:
+        (shape, dtype) = args[0]
+        return [((scale(shape[0], attrs), *shape[1:]), dtype)]
+    return rule
+
+
+def _all_to_all(args, attrs, subgraphs) -> list[Meta]:
+    (shape, dtype) = args[0]
+    sizes = attrs.get("output_split_sizes")
+    return [((sum(sizes), *shape[1:]) if sizes else shape, dtype)]
+
+
+RULES: dict[str, Callable] = {
+    "while": _while,
+    "cond": _cond,
+    "all_gather": _dim0(lambda n, a: n * a["group_size"]),
+    "reduce_scatter": _dim0(lambda n, a: n // a["group_size"]),
+    "all_reduce": _same,
+    "wait": _same,
+    "all_to_all": _all_to_all,
+}
