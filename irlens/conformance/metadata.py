@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from irlens.ops.infer import Meta, NotInferable, infer
+from irlens.ops.infer import Meta, Misfit, NotInferable, infer
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,11 @@ class Disagreement:
     op: str
     recorded: list[Meta]
     inferred: list[Meta]
+    reason: str = ""  # inputs the op refuses (`Misfit`): nothing inferred, torch's reason
 
     def __str__(self) -> str:
-        return f"{self.node} ({self.op}): recorded {_fmt(self.recorded)}, inferred {_fmt(self.inferred)}"
+        inferred = f"its inputs do not fit: {self.reason}" if self.reason else f"inferred {_fmt(self.inferred)}"
+        return f"{self.node} ({self.op}): recorded {_fmt(self.recorded)}, {inferred}"
 
 
 @dataclass
@@ -57,6 +59,9 @@ def check_metadata(graph, found: MetadataCheck | None = None) -> MetadataCheck:
             inferred = infer(node.op, node.inputs, metas, node.attrs, node.subgraphs)
         except NotInferable as e:
             found.not_inferred[node.id] = str(e)
+            continue
+        except Misfit as e:
+            found.disagreements.append(Disagreement(node.id, node.op, recorded, [], str(e)))
             continue
         found.checked += 1
         n = min(len(recorded), len(inferred))

@@ -11,15 +11,19 @@ that cannot work:
   branch's outputs (every branch gives the same);
 - collectives: no meaning (their values depend on the other ranks); their shape rules are the
   functional collectives' own.
-An op of literals only (JAX's `1.0 / 512.0`) has its dtype from the frontend's context, not
-from its operands (a literal has none in the common view): it is not inferred. An op whose
-meaning reads values (a data-dependent shape, a uint64 range check) gives no
-inference: `infer` raises `NotInferable` saying why, and a check lists such nodes apart.
-Outputs past those a meaning computes (a fused attention kernel's RNG state, which no canonical
-op reads) are not inferred either: `infer` returns the ones it knows.
+Not inferred (`NotInferable`, saying why; a check lists such nodes apart):
+- an op of literals only (JAX's `1.0 / 512.0`): a literal has no dtype in the common view, the
+  frontend's context gives it one;
+- an op whose meaning reads values (a data-dependent shape, a uint64 range check);
+- outputs past those a meaning computes (a fused attention kernel's RNG state, which no
+  canonical op reads): `infer` returns the ones it knows.
+Inputs torch refuses for the op (shapes that do not contract, a dim out of range) raise `Misfit`:
+the node is wrong, not the rule.
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 from typing import Callable, Mapping, Sequence
 
 import torch
@@ -34,6 +38,11 @@ _DTYPE_NAMES = {}  # torch dtype -> canonical name, filled from the one table on
 
 class NotInferable(ValueError):
     """The op's outputs cannot be inferred from metadata alone; the message says why."""
+
+
+class Misfit(ValueError):
+    """The node's inputs do not fit its op (torch refuses them: a swapped operand, a wrong
+    attribute); the message is torch's reason."""
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -70,15 +79,42 @@ def infer(op: str, inputs: Sequence, metas: Mapping[str, Meta], attrs: dict | No
 def _meta_rule(meaning: Callable, args: list, attrs: dict, op: str) -> list[Meta]:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    with FakeTensorMode(allow_non_fake_inputs=True):
+    with FakeTensorMode(allow_non_fake_inputs=True), _quiet_fake_tensors():
         values = [torch.empty(a[0], dtype=torch_dtype(a[1])) if _is_meta(a) else a for a in args]
         try:
             result = meaning(attrs, *values)
-        except Exception as e:  # noqa: BLE001  (a meaning that reads values: the reason is the finding)
-            raise NotInferable(f"{op}: its meaning does not run on fake tensors: "
-                               f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]) from e
+        except _value_reads() as e:
+            raise NotInferable(f"{op}: its meaning reads values ({type(e).__name__})") from e
+        except Exception as e:  # noqa: BLE001  (torch's refusal of these inputs is the finding)
+            raise Misfit(f"{op}: {type(e).__name__}: {_first_line(e)}") from e
     results = list(result) if isinstance(result, (tuple, list)) else [result]
     return [(tuple(int(d) for d in r.shape), dtype_name(r.dtype)) for r in results if isinstance(r, torch.Tensor)]
+
+
+def _first_line(e: BaseException) -> str:
+    return next((s.strip() for s in str(e).splitlines() if s.strip()), "")[:200]
+
+
+def _value_reads() -> tuple[type, ...]:
+    """What fake tensors raise where a meaning reads a value or runs an op without a meta kernel."""
+    from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
+                                               UnsupportedOperatorException)
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    return (DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException,
+            GuardOnDataDependentSymNode)
+
+
+@contextlib.contextmanager
+def _quiet_fake_tensors():
+    """Fake tensors log a traceback for every refused op before raising; the raise is the answer here."""
+    log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def _is_meta(a) -> bool:
