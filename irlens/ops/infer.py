@@ -12,8 +12,9 @@ that cannot work:
 - collectives: no meaning (their values depend on the other ranks); their shape rules are the
   functional collectives' own.
 Not inferred (`NotInferable`, saying why; a check lists such nodes apart):
-- an op of literals only (JAX's `1.0 / 512.0`): a literal has no dtype in the common view, the
-  frontend's context gives it one;
+- an op whose dtype comes from a literal (JAX's `1.0 / 512.0`, a loss's `where(keep, 1.0, 0.0)`,
+  an integer tensor times 0.5): a literal has no dtype in the common view, the frontend's
+  context gives it one (torch's default dtype, JAX's weak type, a float64 program's float64);
 - an op whose meaning reads values (a data-dependent shape, a uint64 range check);
 - outputs past those a meaning computes (a fused attention kernel's RNG state, which no
   canonical op reads): `infer` returns the ones it knows.
@@ -70,9 +71,8 @@ def infer(op: str, inputs: Sequence, metas: Mapping[str, Meta], attrs: dict | No
         return rule(args, attrs, subgraphs or {})
     if decl.meaning is None:
         raise NotInferable(f"{op} has no meaning and no explicit rule")
-    if decl.category != CREATION and inputs and not any(_is_meta(a) for a in args):
-        # 1.0 / 512.0: a literal has no dtype in the common view; the frontend's context gives it one
-        raise NotInferable(f"{op} of literals only: its dtype is the frontend's, not its operands'")
+    if decl.category != CREATION and _dtype_from_literal(args):
+        raise NotInferable(f"{op}: its dtype comes from a literal, which has none in the common view")
     return _meta_rule(decl.meaning, args, attrs, op)
 
 
@@ -89,6 +89,17 @@ def _meta_rule(meaning: Callable, args: list, attrs: dict, op: str) -> list[Meta
             raise Misfit(f"{op}: {type(e).__name__}: {_first_line(e)}") from e
     results = list(result) if isinstance(result, (tuple, list)) else [result]
     return [(tuple(int(d) for d in r.shape), dtype_name(r.dtype)) for r in results if isinstance(r, torch.Tensor)]
+
+
+def _dtype_from_literal(args: list) -> bool:
+    """Whether a literal, not a tensor, sets the result's kind: literals only, or a float literal
+    beside no floating tensor."""
+    tensors = [torch_dtype(a[1]) for a in args if _is_meta(a)]
+    literals = [a for a in args if not _is_meta(a) and a is not None]
+    if not tensors:
+        return bool(literals)
+    return any(isinstance(v, float) for v in literals) and not any(d.is_floating_point or d.is_complex
+                                                                   for d in tensors)
 
 
 def _first_line(e: BaseException) -> str:

@@ -26,9 +26,9 @@ from tests.support.workload_cache import acquired
 
 FRONTENDS = ("dynamo", "thunder", "jax")
 LEVELS = ("composite", "primitive")
-# the one kind of node left uninferred: an op of literals only (JAX's 1.0 / 512.0 in a gradient),
-# whose dtype a literal does not carry
-LITERALS_ONLY = "of literals only"
+# the one kind of node left uninferred: an op whose dtype comes from a literal (JAX's 1.0 / 512.0
+# in a gradient), which has none in the common view
+LITERALS_ONLY = "comes from a literal"
 
 
 def _checked(graph):
@@ -96,8 +96,10 @@ def test_inference_is_torch_own():
     assert infer("sum", ["x"], {"x": ((2, 3, 4), "float32")}, {"dims": [1], "keepdim": True}) == [((2, 1, 4), "float32")]
     assert infer("convert", ["x"], {"x": ((5,), "float32")}, {"dtype": "bfloat16"}) == [((5,), "bfloat16")]
     assert infer("mul", ["x", 0.5], {"x": ((2,), "bfloat16")}) == [((2,), "bfloat16")]
-    with pytest.raises(NotInferable, match="literals only"):
-        infer("div", [1.0, 512.0], {})
+    for op, inputs, metas in (("div", [1.0, 512.0], {}), ("where", ["keep", 1.0, 0.0], {"keep": ((3,), "bool")}),
+                              ("mul", ["n", 0.5], {"n": ((3,), "int64")})):
+        with pytest.raises(NotInferable, match="comes from a literal"):
+            infer(op, inputs, metas)
     with pytest.raises(NotInferable, match="no metadata"):
         infer("neg", ["x"], {})
 
