@@ -10,7 +10,9 @@ that cannot work:
   condition, the branch index); a while loop gives its carry's metas, a conditional its first
   branch's outputs (every branch gives the same);
 - collectives: no meaning (their values depend on the other ranks); their shape rules are the
-  functional collectives' own.
+  functional collectives' own;
+- `betainc`: its meaning leaves torch for scipy's values; an elementwise op's rule (operands
+  broadcast, dtypes promoted) is what it computes.
 Not inferred (`NotInferable`, saying why; a check lists such nodes apart):
 - an op whose dtype comes from a literal (JAX's `1.0 / 512.0`, a loss's `where(keep, 1.0, 0.0)`,
   an integer tensor times 0.5): a literal has no dtype in the common view, the frontend's
@@ -24,6 +26,7 @@ the node is wrong, not the rule.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from typing import Callable, Mapping, Sequence
 
@@ -160,6 +163,13 @@ def _dim0(scale: Callable[[int, dict], int]) -> Callable:
     return rule
 
 
+def _elementwise(args, attrs, subgraphs) -> list[Meta]:
+    tensors = [a for a in args if _is_meta(a)]
+    shape = torch.broadcast_shapes(*(a[0] for a in tensors))
+    dtype = functools.reduce(torch.promote_types, (torch_dtype(a[1]) for a in tensors))
+    return [(tuple(shape), dtype_name(dtype))]
+
+
 def _all_to_all(args, attrs, subgraphs) -> list[Meta]:
     (shape, dtype) = args[0]
     sizes = attrs.get("output_split_sizes")
@@ -169,6 +179,7 @@ def _all_to_all(args, attrs, subgraphs) -> list[Meta]:
 RULES: dict[str, Callable] = {
     "while": _while,
     "cond": _cond,
+    "betainc": _elementwise,
     "all_gather": _dim0(lambda n, a: n * a["group_size"]),
     "reduce_scatter": _dim0(lambda n, a: n // a["group_size"]),
     "all_reduce": _same,
