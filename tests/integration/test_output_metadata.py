@@ -142,3 +142,20 @@ def test_dynamo_intermediates_take_their_rules_shapes():
             got = run_program(program, inst, lambda step, xs, level=level: interpret(step.graph(level), xs))
             cmp = compare_results(got, expected, 1e-12)
             assert cmp.ok, f"{stage} ({level}): {cmp.reason}"
+
+
+def test_the_sweep_records_jax_shapes_the_rules_give():
+    """lax.shift_right_logical of an int32 [1, 20] by a [20, 20] widens x on int64 first: that
+    convert has x's shape (the adapter once wrote the broadcast output's). The sweep's records
+    carry no metadata disagreement for it, in any stage."""
+    from irlens.conformance.check import CAPTURED, check_case
+    from irlens.conformance.corpora import get_corpus
+
+    if not get_frontend("jax").availability():
+        pytest.skip("jax is not available")
+    case = next(c for c in get_corpus("lax_harness").cases(1) if c.id.startswith("lax_harness:shift_right_logical:int32"))
+    record = check_case(case.to_json(), "jax")
+    assert record["status"] == CAPTURED
+    found = {f"{stage} {level}": result["metadata"] for stage, levels in record["stages"].items()
+             for level, result in levels.items() if "metadata" in result}
+    assert not found
