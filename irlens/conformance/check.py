@@ -15,7 +15,9 @@ The steps, each a place where a case can stop:
    (`unknown`, by native name), then the float64 interpreter through the frontend's bindings
    (no meaning for a canonical op, or an error, is `broken`), its results against the
    reference: `faithful`; `in_dtype` where they miss it but the graph means the case's dtype's
-   own computation (`dtype_verdict`); else `wrong` (a wrong meaning).
+   own computation (`dtype_verdict`); else `wrong` (a wrong meaning). Beside the status, its
+   nodes' recorded output shapes and dtypes against their ops' rules (`irlens.conformance.metadata`):
+   the disagreements, if any, under `metadata`.
 
 Only public entry points are used: the frontends' acquisitions, their stages' common views
 (`Stage.common(level)`), the bindings that feed a graph its inputs, `irlens.core.interpret` and
@@ -211,9 +213,9 @@ def _capture(subject, inst, frontend: str, reference: list, rtol: float, eager: 
 
 def _check_stage(stage, program, unbound: str, level: str, inst, reference: list, rtol: float,
                  eager: list) -> dict:
-    from irlens.frontends.bindings import run_program
-    from irlens.core.interpret import Uninterpretable, interpret
-    from irlens.core.ir import UNKNOWN_PREFIX
+    """One stage at one level: its status (`_judge`), and beside it, where there are any, its nodes'
+    recorded output shapes and dtypes that disagree with their ops' rules (`metadata`)."""
+    from irlens.conformance.metadata import check_metadata
 
     if stage is None:
         return {"status": BROKEN, "error": "the frontend kept no such stage"}
@@ -221,6 +223,16 @@ def _check_stage(stage, program, unbound: str, level: str, inst, reference: list
         graph = stage.common(level)
     except Exception as e:  # noqa: BLE001
         return {"status": BROKEN, "error": "adapter: " + one_line(e)}
+    result = _judge(graph, program, unbound, level, inst, reference, rtol, eager)
+    disagreements = check_metadata(graph).disagreements  # whatever the values say: a wrong shape is wrong
+    return {**result, "metadata": [str(d) for d in disagreements]} if disagreements else result
+
+
+def _judge(graph, program, unbound: str, level: str, inst, reference: list, rtol: float, eager: list) -> dict:
+    from irlens.frontends.bindings import run_program
+    from irlens.core.interpret import Uninterpretable, interpret
+    from irlens.core.ir import UNKNOWN_PREFIX
+
     unknown = Counter({op[len(UNKNOWN_PREFIX):]: k for op, k in graph.unknown_ops().items()})  # loop bodies too
     if unknown:
         return {"status": UNKNOWN, "unknown": dict(unknown)}

@@ -19,6 +19,8 @@ Columns (per frontend x stage x level; a case is one op x dtype x sample):
   wrong     no unknown op, yet the interpreter disagrees with eager: a wrong meaning
   broken    no unknown op, yet the adapter, the bindings or the interpreter raised
   faithful% faithful / captured (in_dtype not included)
+Beside the table: the cases whose graphs record an output shape or dtype their op's rule
+(`irlens.core.ops.infer`) disagrees with, whatever their status.
 """
 from __future__ import annotations
 
@@ -93,6 +95,31 @@ def meaning_problems(doc: dict, status: str) -> list[dict]:
     return list(found.values())
 
 
+def metadata_problems(doc: dict) -> list[dict]:
+    """The captured cases whose graphs record an output shape or dtype their op's rule disagrees
+    with (`irlens.conformance.metadata`): one entry per case and frontend, its first disagreement
+    (and how many others), and where it shows."""
+    found: dict[tuple, dict] = {}
+    for r in doc["records"]:
+        if r["status"] != CAPTURED:
+            continue
+        for stage, levels in r["stages"].items():
+            for level, result in levels.items():
+                for d in result.get("metadata", []):
+                    entry = found.setdefault((r["case"], r["frontend"]), {
+                        "case": r["case"], "frontend": r["frontend"], "found": [], "where": {}})
+                    if d not in entry["found"]:
+                        entry["found"].append(d)
+                    levels_at = entry["where"].setdefault(stage, [])
+                    if level not in levels_at:
+                        levels_at.append(level)
+    for entry in found.values():
+        seen = entry.pop("found")
+        entry["disagreement"] = seen[0] + (f" (and {len(seen) - 1} others)" if len(seen) > 1 else "")
+        entry["where"] = ", ".join(f"{stage} ({', '.join(levels)})" for stage, levels in entry["where"].items())
+    return list(found.values())
+
+
 def one_word(record: dict) -> str:
     """A record in a few words, for the progress line."""
     if record["status"] != CAPTURED:
@@ -125,7 +152,14 @@ def table_text(doc: dict) -> str:
         if found:
             lines.append(f"{len(found)} {what}:")
             lines += [f"  {f['frontend']} {f['case']}: {f['error']}  [{f['where']}]" for f in found]
+    found = metadata_problems(doc)
+    if found:
+        lines.append(f"{len(found)} {_METADATA}:")
+        lines += [f"  {f['frontend']} {f['case']}: {f['disagreement']}  [{f['where']}]" for f in found]
     return "\n".join(lines)
+
+
+_METADATA = "with recorded output shapes or dtypes their ops' rules disagree with (irlens.core.ops.infer)"
 
 
 def _md_table(header: list[str], rows: list[list]) -> list[str]:
@@ -173,6 +207,12 @@ def markdown(doc: dict, top: int = 25, examples: int = 6) -> str:
             rows = [[f["frontend"], f["case"], f["error"], f["where"]] + ([_num(f.get("rel_err_vs_eager_dtype"))] * hint)
                     for f in found]
             lines += _md_table(["frontend", "case", "error", "where"] + ["rel err vs eager in its dtype"] * hint, rows)
+
+    found = metadata_problems(doc)
+    lines += ["", f"## Output metadata: cases {_METADATA} ({len(found)} cases)", ""]
+    if found:
+        lines += _md_table(["frontend", "case", "node (op): recorded, inferred", "where"],
+                           [[f["frontend"], f["case"], f["disagreement"], f["where"]] for f in found])
 
     lines += ["", f"## Unknown natives (the {top} in most cases per frontend and stage; all of them in the JSON)", "",
               "`cases`: captured cases whose graph holds it; `alone`: cases where it is the only unknown native."]

@@ -23,14 +23,26 @@ def torch_dtype(name: str) -> torch.dtype:
 def scalar_tensor(v, like: torch.Tensor | None, device: str | None = None):
     """A literal operand as a 0-d tensor. A float is float64 (a 0-d operand does not promote a
     tensor operand, and the constant keeps its precision), unless the op's floating operand is
-    0-d itself: then it takes that one's dtype, so that a float32 graph stays float32. It lives on
-    `like`'s device, else on `device`."""
+    0-d itself: then it takes that one's dtype, so that a float32 graph stays float32. An int is
+    int64, unless `like` is a 0-d integer operand it fits: then its dtype, as a Python int (or a
+    JAX weakly typed one) leaves an int32 scalar int32. It lives on `like`'s device, else on `device`."""
     if isinstance(v, torch.Tensor) or v is None:
         return v
     device = like.device if like is not None else device
+    scalar_like = like is not None and like.dim() == 0
     if isinstance(v, float):
-        return torch.tensor(v, dtype=like.dtype if like is not None and like.dim() == 0 else F64, device=device)
-    return torch.tensor(v, dtype=torch.bool if isinstance(v, bool) else torch.int64, device=device)
+        return torch.tensor(v, dtype=like.dtype if scalar_like and like.is_floating_point() else F64, device=device)
+    if isinstance(v, bool):
+        return torch.tensor(v, dtype=torch.bool, device=device)
+    narrow = scalar_like and _fits(v, like.dtype)
+    return torch.tensor(v, dtype=like.dtype if narrow else torch.int64, device=device)
+
+
+def _fits(v: int, dtype: torch.dtype) -> bool:
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        return False
+    info = torch.iinfo(dtype)
+    return info.min <= v <= info.max
 
 
 # torch computes next to nothing on uint16/32: such operands are computed on in int64 (every
@@ -71,7 +83,10 @@ def elementwise(fn: Callable) -> Callable:
     name = getattr(fn, "__name__", "elementwise")
 
     def run(a, *xs):
-        like = next((x for x in xs if isinstance(x, torch.Tensor) and x.is_floating_point()), None)
+        tensors = [x for x in xs if isinstance(x, torch.Tensor)]
+        like = next((x for x in tensors if x.is_floating_point()), None)
+        if like is None and tensors and all(x.dim() == 0 for x in tensors):  # integer scalars only
+            like = tensors[0]
         args = [scalar_tensor(x, like, a.get("device")) for x in xs]
         dtypes = {t.dtype for t in args if isinstance(t, torch.Tensor)}
         if torch.uint64 in dtypes:

@@ -15,6 +15,7 @@ import torch.fx as fx
 
 from irlens.frontends.dynamo.names import IGNORED_ARGS
 from irlens.core.ir import Arg, Node, TensorMeta, canonical_dtype
+from irlens.core.ops.infer import infer
 
 
 class Unmapped(ValueError):
@@ -40,6 +41,7 @@ class Call:
         self.outputs = conv.output_metas(node)
         self.scope = conv.scope if conv.scope is not None else module_scope(node)
         self.read: set = set()  # schema names, or torch-level positions and keywords
+        self.made: dict[str, TensorMeta] = {}  # the values its nodes produce, by name (intermediates' inputs)
 
     def arg(self, name: str, pos: int | None = None, default: Any = None) -> Any:
         """An argument by schema name (OpOverloads), else by keyword or torch-level position."""
@@ -105,18 +107,25 @@ class Call:
 
     def emit(self, op: str, inputs: list[Arg], attrs: dict | None = None, *, suffix: str | None = None,
              outputs: list[TensorMeta] | None = None) -> Node:
+        """One node: the call's own (no `suffix`: its id the call's name, its outputs the call's), or an
+        intermediate `<call>.<suffix>`, whose outputs its op infers from its inputs and attrs
+        (`irlens.core.ops.infer`) unless `outputs` names them."""
         name = self.conv.name_of(self.node)
         nid = name if suffix is None else f"{name}.{suffix}"
-        return Node(nid, op, list(inputs), self.outputs if outputs is None else outputs, attrs or {},
-                    self.native, self.scope)
+        if outputs is None:
+            outputs = self.outputs if suffix is None else self._inferred(nid, op, inputs, attrs or {})
+        self.made.update((o.name, o) for o in outputs)
+        return Node(nid, op, list(inputs), outputs, attrs or {}, self.native, self.scope)
+
+    def _inferred(self, nid: str, op: str, inputs: list[Arg], attrs: dict) -> list[TensorMeta]:
+        metas = {a: (m.shape, m.dtype) for a in inputs if isinstance(a, str)
+                 for m in [self.made.get(a) or self.conv.metas.get(a)] if m is not None}
+        found = infer(op, inputs, metas, attrs)
+        names = [nid] if len(found) == 1 else [f"{nid}.{i}" for i in range(len(found))]
+        return [TensorMeta(n, shape, dtype) for n, (shape, dtype) in zip(names, found)]
 
     def one(self, inputs: list[Arg], attrs: dict | None = None, op: str | None = None) -> list[Node]:
         return [self.emit(op or self.op, inputs, attrs)]
-
-    def tmp(self, k: Any, like: TensorMeta, shape=None, dtype: str | None = None) -> TensorMeta:
-        """An intermediate value of a multi-node expansion."""
-        return TensorMeta(f"{self.conv.name_of(self.node)}.{k}", tuple(like.shape if shape is None else shape),
-                          dtype or like.dtype)
 
 
 def _bind_schema(schema, args: tuple, kwargs: dict) -> dict:

@@ -42,11 +42,11 @@ def _elementwise(c: Call) -> list[Node]:
     if c.bare == "rsub":  # other - alpha * self
         inputs = inputs[::-1]
         if alpha != 1:
-            scaled = c.tmp(0, c.outputs[0])
-            return [c.emit("mul", [inputs[1], alpha], suffix="0", outputs=[scaled]), c.emit("sub", [inputs[0], scaled.name])]
+            scaled = c.emit("mul", [inputs[1], alpha], suffix="0")
+            return [scaled, c.emit("sub", [inputs[0], scaled.outputs[0].name])]
     if alpha != 1:  # x + alpha * y
-        scaled = c.tmp(0, c.outputs[0])
-        return [c.emit("mul", [inputs[1], alpha], suffix="0", outputs=[scaled]), c.emit(c.op, [inputs[0], scaled.name])]
+        scaled = c.emit("mul", [inputs[1], alpha], suffix="0")
+        return [scaled, c.emit(c.op, [inputs[0], scaled.outputs[0].name])]
     return c.one(inputs, attrs)
 
 
@@ -70,8 +70,8 @@ def _square(c: Call) -> list[Node]:
 def _fma(c: Call) -> list[Node]:
     """prims.fma(a, b, c) = a * b + c (Inductor's decompositions emit it)."""
     a, b, addend = (c.value(c.arg(n)) for n in ("a", "b", "c"))
-    prod = c.tmp(0, c.outputs[0])
-    return [c.emit("mul", [a, b], suffix="0", outputs=[prod]), c.emit("add", [prod.name, addend])]
+    prod = c.emit("mul", [a, b], suffix="0")
+    return [prod, c.emit("add", [prod.outputs[0].name, addend])]
 
 
 @converts("polygamma")
@@ -86,10 +86,8 @@ def then_reduce(c: Call, x: Any, op: str, attrs: dict, dtype: Any = None) -> lis
     dtype = c.arg("dtype") if dtype is None else dtype
     if dtype is None:
         return c.one([c.value(x)], attrs, op=op)
-    dtype = canonical_dtype(dtype)
-    cast = c.tmp(0, c.meta(x), dtype=dtype)
-    return [c.emit("convert", [c.value(x)], {"dtype": dtype}, suffix="0", outputs=[cast]),
-            c.emit(op, [cast.name], attrs)]
+    cast = c.emit("convert", [c.value(x)], {"dtype": canonical_dtype(dtype)}, suffix="0")
+    return [cast, c.emit(op, [cast.outputs[0].name], attrs)]
 
 
 @converts(ops_=("sum", "prod", "mean", "var", "any", "all", "amax", "amin"))
@@ -159,12 +157,11 @@ def _prepare_softmax_online(c: Call) -> list[Node]:
     meta = c.meta(x)
     dim = c.arg("dim") % len(meta.shape)
     row_max, total = c.outputs
-    shifted, exp = c.tmp(1, meta), c.tmp(2, meta)
     keep = {"dims": [dim], "keepdim": True}
-    return [c.emit("amax", [c.value(x)], keep, suffix="0", outputs=[row_max]),
-            c.emit("sub", [c.value(x), row_max.name], suffix="1", outputs=[shifted]),
-            c.emit("exp", [shifted.name], suffix="2", outputs=[exp]),
-            c.emit("sum", [exp.name], keep, outputs=[total])]
+    nodes = [c.emit("amax", [c.value(x)], keep, suffix="0", outputs=[row_max])]
+    nodes.append(c.emit("sub", [c.value(x), row_max.name], suffix="1"))
+    nodes.append(c.emit("exp", [nodes[-1].outputs[0].name], suffix="2"))
+    return nodes + [c.emit("sum", [nodes[-1].outputs[0].name], keep, outputs=[total])]
 
 
 @converts("topk", "sort")
@@ -192,22 +189,17 @@ def _addmm(c: Call) -> list[Node]:
     a = c.arg("mat1", 1) if c.bare == "addmm" else c.arg("batch1", 1)
     b = c.arg("mat2", 2) if c.bare == "addmm" else c.arg("batch2", 2)
     beta, alpha = c.arg("beta", default=1), c.arg("alpha", default=1)
-    out = c.outputs[0]
-    prod = c.tmp(0, out)
-    nodes = [c.emit("matmul", [c.value(a), c.value(b)], suffix="0", outputs=[prod])]
-    lhs: Arg = prod.name
+    nodes = [c.emit("matmul", [c.value(a), c.value(b)], suffix="0")]
     if alpha != 1:
-        scaled = c.tmp(1, out)
-        nodes.append(c.emit("mul", [lhs, alpha], suffix="1", outputs=[scaled]))
-        lhs = scaled.name
+        nodes.append(c.emit("mul", [nodes[-1].outputs[0].name, alpha], suffix="1"))
+    lhs: Arg = nodes[-1].outputs[0].name
     if beta == 0:  # bias ignored, NaNs included (torch's rule)
         nodes[-1] = replace(nodes[-1], id=c.conv.name_of(c.node), outputs=c.outputs)
         return nodes
     bias_in = c.value(bias)
     if beta != 1:
-        scaled_bias = c.tmp(2, c.meta(bias))
-        nodes.append(c.emit("mul", [bias_in, beta], suffix="2", outputs=[scaled_bias]))
-        bias_in = scaled_bias.name
+        nodes.append(c.emit("mul", [bias_in, beta], suffix="2"))
+        bias_in = nodes[-1].outputs[0].name
     nodes.append(c.emit("add", [lhs, bias_in]))
     return nodes
 
@@ -217,14 +209,10 @@ def _addbmm(c: Call) -> list[Node]:
     """addbmm(x, b1, b2, beta, alpha) = beta * x + alpha * sum over the batch of b1 @ b2."""
     x, b1, b2 = c.arg("self", 0), c.arg("batch1", 1), c.arg("batch2", 2)
     beta, alpha = c.arg("beta", default=1), c.arg("alpha", default=1)
-    out = c.outputs[0]
-    batch = c.meta(b1).shape[0]
-    prods, summed = c.tmp(0, out, (batch, *out.shape)), c.tmp(1, out)
-    nodes = [c.emit("matmul", [c.value(b1), c.value(b2)], suffix="0", outputs=[prods]),
-             c.emit("sum", [prods.name], {"dims": [0], "keepdim": False}, suffix="1", outputs=[summed])]
-    scaled_x, scaled = c.tmp(2, c.meta(x)), c.tmp(3, out)
-    nodes += [c.emit("mul", [c.value(x), beta], suffix="2", outputs=[scaled_x]),
-              c.emit("mul", [summed.name, alpha], suffix="3", outputs=[scaled])]
+    prods = c.emit("matmul", [c.value(b1), c.value(b2)], suffix="0")
+    summed = c.emit("sum", [prods.outputs[0].name], {"dims": [0], "keepdim": False}, suffix="1")
+    scaled_x = c.emit("mul", [c.value(x), beta], suffix="2")
+    scaled = c.emit("mul", [summed.outputs[0].name, alpha], suffix="3")
     if beta == 0:  # x ignored, NaNs included (torch's rule)
-        return nodes[:2] + [replace(nodes[3], id=c.conv.name_of(c.node), outputs=c.outputs)]
-    return nodes + [c.emit("add", [scaled_x.name, scaled.name])]
+        return [prods, summed, replace(scaled, id=c.conv.name_of(c.node), outputs=c.outputs)]
+    return [prods, summed, scaled_x, scaled, c.emit("add", [scaled_x.outputs[0].name, scaled.outputs[0].name])]

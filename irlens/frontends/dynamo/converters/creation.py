@@ -45,9 +45,8 @@ def _copy_into(c: Call, src: Any) -> list[Node]:
         return c.one([c.value(src)], {"dtype": out.dtype}, op="convert")
     value, nodes = c.value(src), []
     if meta.dtype != out.dtype:
-        cast = c.tmp(0, meta, dtype=out.dtype)
-        nodes.append(c.emit("convert", [value], {"dtype": out.dtype}, suffix="0", outputs=[cast]))
-        value = cast.name
+        nodes.append(c.emit("convert", [value], {"dtype": out.dtype}, suffix="0"))
+        value = nodes[-1].outputs[0].name
     rank = len(out.shape)
     dims = list(range(rank - len(meta.shape), rank))
     return nodes + [c.emit("broadcast", [value], {"shape": list(out.shape), "broadcast_dims": dims}, op="broadcast")]
@@ -108,9 +107,9 @@ def _arange(c: Call) -> list[Node]:
     iota = {"shape": list(out.shape), "dim": 0, "dtype": out.dtype}
     if start == 0 and step == 1:
         return c.one([], iota, op="iota")
-    nodes = [c.emit("iota", [], iota, suffix="0", outputs=[c.tmp(0, out)])]
+    nodes = [c.emit("iota", [], iota, suffix="0")]
     if step != 1:
-        nodes.append(c.emit("mul", [nodes[-1].outputs[0].name, step], suffix="1", outputs=[c.tmp(1, out)]))
+        nodes.append(c.emit("mul", [nodes[-1].outputs[0].name, step], suffix="1"))
     nodes.append(c.emit("add", [nodes[-1].outputs[0].name, start]))
     return nodes
 

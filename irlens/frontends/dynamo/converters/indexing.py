@@ -87,10 +87,9 @@ def _index_select(c: Call) -> list[Node]:
     if c.rank(x) > 0:
         return c.one([c.value(x), c.value(index)], {"dim": c.dim(c.arg("dim", 1), x)}, op="take")
     c.arg("dim", 1)  # a 0-d x is one element along dim 0 (torch's rule), the result 0-d again
-    row, taken = c.tmp(0, c.meta(x), (1,)), c.tmp(1, c.meta(x), c.meta(index).shape)
-    return [c.emit("reshape", [c.value(x)], {"shape": [1]}, suffix="0", outputs=[row]),
-            c.emit("take", [row.name, c.value(index)], {"dim": 0}, suffix="1", outputs=[taken]),
-            c.emit("reshape", [taken.name], {"shape": list(c.outputs[0].shape)})]
+    row = c.emit("reshape", [c.value(x)], {"shape": [1]}, suffix="0")
+    taken = c.emit("take", [row.outputs[0].name, c.value(index)], {"dim": 0}, suffix="1")
+    return [row, taken, c.emit("reshape", [taken.outputs[0].name], {"shape": list(c.outputs[0].shape)})]
 
 
 @converts("slice_scatter", "select_scatter")
@@ -105,9 +104,8 @@ def _slice_scatter(c: Call) -> list[Node]:
     dim = c.dim(c.arg("dim", 2), x)
     index = clamp_index(c.arg("index", 3), shape[dim], 0)
     kept = tuple(1 if d == dim else s for d, s in enumerate(shape))
-    wide = c.tmp(0, c.meta(src), kept)
-    return [c.emit("reshape", [c.value(src)], {"shape": list(kept)}, suffix="0", outputs=[wide]),
-            c.emit("slice_scatter", [c.value(x), wide.name], slice_attrs(shape, dim, index, index + 1))]
+    wide = c.emit("reshape", [c.value(src)], {"shape": list(kept)}, suffix="0")
+    return [wide, c.emit("slice_scatter", [c.value(x), wide.outputs[0].name], slice_attrs(shape, dim, index, index + 1))]
 
 
 @converts("view_as_real", "view_as_complex", "complex")

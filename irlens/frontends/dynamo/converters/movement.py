@@ -67,11 +67,9 @@ def _repeat(c: Call, x) -> list[Node]:
     full = [1] * (len(out.shape) - len(meta.shape)) + list(meta.shape)
     wide = [d for r, s in zip(reps, full) for d in (r, s)]
     one = [d for s in full for d in (1, s)]
-    a, b = c.tmp(0, meta, one), c.tmp(1, meta, wide)
-    return [c.emit("reshape", [c.value(x)], {"shape": one}, suffix="0", outputs=[a]),
-            c.emit("broadcast", [a.name], {"shape": wide, "broadcast_dims": list(range(len(wide)))}, suffix="1",
-                   outputs=[b]),
-            c.emit("reshape", [b.name], {"shape": list(out.shape)})]
+    a = c.emit("reshape", [c.value(x)], {"shape": one}, suffix="0")
+    b = c.emit("broadcast", [a.outputs[0].name], {"shape": wide, "broadcast_dims": list(range(len(wide)))}, suffix="1")
+    return [a, b, c.emit("reshape", [b.outputs[0].name], {"shape": list(out.shape)})]
 
 
 @converts(ops_=("concat", "stack"))
@@ -121,10 +119,8 @@ def _select(c: Call) -> list[Node]:
     start = clamp_index(c.arg("start", 2) if c.bare == "narrow" else c.arg("index", 2), shape[dim], 0)
     if c.bare == "narrow":
         return c.one([c.value(x)], slice_attrs(shape, dim, start, start + int(c.arg("length", 3))))
-    kept = tuple(1 if i == dim else s for i, s in enumerate(shape))
-    sliced = c.tmp(0, c.outputs[0], kept)
-    return [c.emit("slice", [c.value(x)], slice_attrs(shape, dim, start, start + 1), suffix="0", outputs=[sliced]),
-            c.emit("reshape", [sliced.name], {"shape": list(c.outputs[0].shape)})]
+    sliced = c.emit("slice", [c.value(x)], slice_attrs(shape, dim, start, start + 1), suffix="0")
+    return [sliced, c.emit("reshape", [sliced.outputs[0].name], {"shape": list(c.outputs[0].shape)})]
 
 
 @converts("split", "split_with_sizes", "chunk", "unbind")
@@ -140,9 +136,9 @@ def _split(c: Call) -> list[Node]:
         size = 1 if c.bare == "unbind" else out.shape[dim]
         attrs = slice_attrs(shape, dim, start, start + size)
         if c.bare == "unbind":
-            kept = c.tmp(f"{i}.0", out, tuple(1 if d == dim else s for d, s in enumerate(shape)))
-            nodes += [c.emit("slice", [c.value(x)], attrs, suffix=f"{i}.0", outputs=[kept]),
-                      c.emit("reshape", [kept.name], {"shape": list(out.shape)}, suffix=str(i), outputs=[out])]
+            kept = c.emit("slice", [c.value(x)], attrs, suffix=f"{i}.0")
+            nodes += [kept, c.emit("reshape", [kept.outputs[0].name], {"shape": list(out.shape)}, suffix=str(i),
+                                   outputs=[out])]
         else:
             nodes.append(c.emit("slice", [c.value(x)], attrs, suffix=str(i), outputs=[out]))
         start += size
@@ -158,18 +154,16 @@ def _diagonal(c: Call) -> list[Node]:
     offset, d1, d2 = int(c.arg("offset", 1, 0)), c.dim(c.arg("dim1", 2, 0), x), c.dim(c.arg("dim2", 3, 1), x)
     rest = [d for d in range(len(shape)) if d not in (d1, d2)]
     n1, n2 = shape[d1], shape[d2]
-    out = c.outputs[0]
-    length = out.shape[-1]
-    moved = [shape[d] for d in rest] + [n1, n2]
+    length = c.outputs[0].shape[-1]
     flat = [shape[d] for d in rest] + [n1 * n2]
     first = offset if offset >= 0 else -offset * n2
     lead = [0] * len(rest)
-    a, b = c.tmp(0, out, moved), c.tmp(1, out, flat)
-    return [c.emit("permute", [c.value(x)], {"perm": rest + [d1, d2]}, suffix="0", outputs=[a]),
-            c.emit("reshape", [a.name], {"shape": flat}, suffix="1", outputs=[b]),
-            c.emit("slice", [b.name], {"start": lead + [first if length else 0],
-                                       "limit": [shape[d] for d in rest] + [first + (length - 1) * (n2 + 1) + 1 if length else 0],
-                                       "step": [1] * len(rest) + [n2 + 1]})]
+    a = c.emit("permute", [c.value(x)], {"perm": rest + [d1, d2]}, suffix="0")
+    b = c.emit("reshape", [a.outputs[0].name], {"shape": flat}, suffix="1")
+    return [a, b, c.emit("slice", [b.outputs[0].name], {
+        "start": lead + [first if length else 0],
+        "limit": [shape[d] for d in rest] + [first + (length - 1) * (n2 + 1) + 1 if length else 0],
+        "step": [1] * len(rest) + [n2 + 1]})]
 
 
 @converts("getitem")
@@ -209,10 +203,8 @@ def _getitem_tensor(c: Call) -> list[Node]:
         return c.one([c.value(x)], {"shape": list(out.shape)}, op="reshape")
     if tuple(kept) == out.shape:
         return c.one([c.value(x)], {"start": starts, "limit": limits, "step": steps})
-    sliced = c.tmp(0, out, kept)
-    return [c.emit("slice", [c.value(x)], {"start": starts, "limit": limits, "step": steps}, suffix="0",
-                   outputs=[sliced]),
-            c.emit("reshape", [sliced.name], {"shape": list(out.shape)})]
+    sliced = c.emit("slice", [c.value(x)], {"start": starts, "limit": limits, "step": steps}, suffix="0")
+    return [sliced, c.emit("reshape", [sliced.outputs[0].name], {"shape": list(out.shape)})]
 
 
 @converts("flip", "prims.rev")

@@ -144,7 +144,8 @@ class HloReader:
         if meta is not None and meta.dtype.startswith("complex"):
             return self.complex_constant(ins, meta, scope)
         if ins.shapes and ins.shapes[0][1] == ():
-            return literal_value(ins.args_text)
+            value = literal_value(ins.args_text)  # `f32[] constant(0)` prints an integer: the literal is 0.0
+            return float(value) if meta.dtype.startswith(("float", "bfloat")) else value
         text = self.constants.get(ins.name, ins.args_text)
         values = [literal_value(v) for v in re.split(r"[{},\s]+", text) if v]
         if len(values) != meta.numel:

@@ -282,9 +282,10 @@ def expand_shift(e: Emitter, kind: str, inputs: list[Arg], metas: list[TensorMet
         _logical_shift_int64(e, inputs, metas, out)
         return
     x, n = inputs
-    wide = e.emit("convert", [x], out.shape, "int64", dtype="int64") if isinstance(x, str) else x
+    x_shape = metas[0].shape  # x's own: it may broadcast against n
+    wide = e.emit("convert", [x], x_shape, "int64", dtype="int64") if isinstance(x, str) else x
     if not dtype.startswith("uint"):  # the bits of a negative value, as an unsigned number
-        wide = e.emit("bitwise_and", [wide, (1 << width) - 1], out.shape, "int64")
+        wide = e.emit("bitwise_and", [wide, (1 << width) - 1], x_shape, "int64")
     if isinstance(n, str):
         n = e.emit("convert", [n], metas[1].shape, "int64", dtype="int64")
         n = e.emit("where", [e.emit("lt", [n, 0], metas[1].shape, "bool"), 64, n], metas[1].shape, "int64")
