@@ -70,24 +70,29 @@ def unknown_natives(records: list[dict], stage: str, level: str) -> list[list]:
     return [[native, n, alone[native]] for native, n in sorted(within.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
+def stage_results(doc: dict):
+    """(record, stage, level, result) of every captured case's every stage at every level."""
+    for r in doc["records"]:
+        if r["status"] == CAPTURED:
+            for stage, levels in r["stages"].items():
+                for level, result in levels.items():
+                    yield r, stage, level, result
+
+
 def meaning_problems(doc: dict, status: str) -> list[dict]:
     """The captured cases with `status` (wrong, broken, in_dtype) somewhere: one entry per case and
     frontend, with its first error (and how many other errors it has) and where it shows
     ("aot.forward (composite, primitive)")."""
     found: dict[tuple, dict] = {}
-    for r in doc["records"]:
-        if r["status"] != CAPTURED:
+    for r, stage, level, result in stage_results(doc):
+        if result["status"] != status:
             continue
-        for stage, levels in r["stages"].items():
-            for level, result in levels.items():
-                if result["status"] != status:
-                    continue
-                entry = found.setdefault((r["case"], r["frontend"]), {
-                    "case": r["case"], "frontend": r["frontend"], "errors": [], "where": {},
-                    **{k: v for k, v in result.items() if k.startswith("rel_err") or k == "why"}})
-                if result.get("error") not in entry["errors"]:
-                    entry["errors"].append(result.get("error"))
-                entry["where"].setdefault(stage, []).append(level)
+        entry = found.setdefault((r["case"], r["frontend"]), {
+            "case": r["case"], "frontend": r["frontend"], "errors": [], "where": {},
+            **{k: v for k, v in result.items() if k.startswith("rel_err") or k == "why"}})
+        if result.get("error") not in entry["errors"]:
+            entry["errors"].append(result.get("error"))
+        entry["where"].setdefault(stage, []).append(level)
     for entry in found.values():
         errors = entry.pop("errors")
         entry["error"] = errors[0] + (f" (and {len(errors) - 1} other errors)" if len(errors) > 1 else "")
@@ -100,19 +105,15 @@ def metadata_problems(doc: dict) -> list[dict]:
     with (`irlens.conformance.metadata`): one entry per case and frontend, its first disagreement
     (and how many others), and where it shows."""
     found: dict[tuple, dict] = {}
-    for r in doc["records"]:
-        if r["status"] != CAPTURED:
-            continue
-        for stage, levels in r["stages"].items():
-            for level, result in levels.items():
-                for d in result.get("metadata", []):
-                    entry = found.setdefault((r["case"], r["frontend"]), {
-                        "case": r["case"], "frontend": r["frontend"], "found": [], "where": {}})
-                    if d not in entry["found"]:
-                        entry["found"].append(d)
-                    levels_at = entry["where"].setdefault(stage, [])
-                    if level not in levels_at:
-                        levels_at.append(level)
+    for r, stage, level, result in stage_results(doc):
+        for d in result.get("metadata", []):
+            entry = found.setdefault((r["case"], r["frontend"]), {
+                "case": r["case"], "frontend": r["frontend"], "found": [], "where": {}})
+            if d not in entry["found"]:
+                entry["found"].append(d)
+            levels_at = entry["where"].setdefault(stage, [])
+            if level not in levels_at:
+                levels_at.append(level)
     for entry in found.values():
         seen = entry.pop("found")
         entry["disagreement"] = seen[0] + (f" (and {len(seen) - 1} others)" if len(seen) > 1 else "")
