@@ -21,6 +21,7 @@ SUITES = {
     "zoo-cpu-tiny": "tests/data/zoo-cpu-tiny.json.gz",
     "zoo-h200-bench": "docs/results/zoo-h200-bench/zoo.json.gz",
     "bench-h100": "tests/data/h100-checks.json.gz",
+    "graphnet-cpu-draw": "docs/results/graphnet-cpu-draw/graphnet.json.gz",
 }
 
 
