@@ -227,6 +227,8 @@ def acquired_program(spec: CellSpec, wl: Workload, reference: Reference) -> tupl
     Unavailable for a frontend that cannot run here."""
     key = (dataclasses.replace(spec, backend=""), reference.token)
     if key not in _acquisitions:
+        for stale in [k for k in _acquisitions if k[0] == key[0]]:  # on another reference's numbers: gone with it
+            del _acquisitions[stale]
         if len(_acquisitions) >= ACQUISITIONS_KEPT:
             del _acquisitions[next(iter(_acquisitions))]  # the oldest: the frontend's cells come in a row
         _acquisitions[key] = _acquire(spec, wl, reference)

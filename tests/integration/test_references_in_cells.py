@@ -77,3 +77,24 @@ def test_a_reference_eager_cannot_run_fails_its_cells_naming_every_precision(tmp
     assert row.status == "failed" and row.phase == "reference"
     assert row.reason.startswith("the float64 eager reference failed: ReferenceFailed: eager fails in every precision: ")
     assert "float32 (eager as the cells run it) failed" in row.reason
+
+
+def test_a_worker_keeps_one_acquisition_per_cell_coordinates_whatever_the_references_it_saw():
+    # in-cell references are new for every cell: an acquisition on an earlier one's numbers is dropped,
+    # not kept beside the new one (on a GPU each holds a model instance)
+    import dataclasses
+
+    from irlens.matrix import cell
+    from irlens.matrix.references import compute_reference
+    from irlens.matrix.spec import CellSpec
+    from irlens.workloads.builtin import resolve_workload
+
+    wl = resolve_workload("gelu")
+    spec = CellSpec("gelu", "eager", "fwd", "float32", "cpu", "tiny", frontend="dynamo")
+    first, second = (compute_reference(wl, "fwd", "cpu", "tiny", "float32") for _ in range(2))
+    assert first.token != second.token
+    cell.acquired_program(spec, wl, first)
+    inst, _ = cell.acquired_program(dataclasses.replace(spec, backend="inductor"), wl, second)
+    held = [k for k in cell._acquisitions if k[0] == dataclasses.replace(spec, backend="")]
+    assert held == [(dataclasses.replace(spec, backend=""), second.token)]
+    assert inst.inputs is second.inputs
