@@ -32,7 +32,7 @@ from irlens.lowering import LEVEL
 from irlens.matrix.backend_run import BackendRun, drop_compiled_code, run_backend, run_compiled
 from irlens.matrix.draws import cell_time_used, judge_over_draws, rejudged
 from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
-from irlens.matrix.references import Reference, first_line, reference_anywhere, release_memory
+from irlens.matrix.references import Reference, failure_reason, first_line, reference_anywhere, release_memory
 from irlens.matrix.row import CROSS, Row
 from irlens.matrix.spec import CellSpec
 from irlens.numerics import Comparison, compare_results, judged_bounds, tolerance
@@ -302,9 +302,9 @@ def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: 
         if reference_path is None:
             try:
                 reference = reference_anywhere(wl, spec.mode, spec.device, spec.preset, spec.dtype, timing_lock)
-            except Exception as e:  # as the references' worker's failure reads (references.failure_reason)
+            except Exception as e:  # the cell fails as where the references' worker failed
                 row = new_row(wl, spec.mode, backend, spec.frontend)
-                return jsonable(row.fail("reference", f"the float64 eager reference failed: {type(e).__name__}: {e}",
+                return jsonable(row.fail("reference", failure_reason(f"{type(e).__name__}: {e}"),
                                          traceback.format_exc()[-3000:]).to_record(), finite=True)
             release_memory(spec.device)  # the float64 copy's intermediates, for the cells beside this one
         else:

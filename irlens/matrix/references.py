@@ -327,11 +327,11 @@ def others_held(path: str) -> bool:
     return any(name.startswith("reference") and name != own for name in os.listdir(folder or "."))
 
 
-def failure_reason(e) -> str:
-    """What the cells of a reference the worker failed to compute (a CallFailed) say."""
+def failure_reason(reason: str) -> str:
+    """What the cells of a reference that could not be computed say, from its error's `Type: message`
+    (the references' worker's CallFailed reason, or the error in the cell's own worker)."""
     prefix = f"{NoRoom.__name__}: "
-    return (e.reason.removeprefix(prefix) if e.reason.startswith(prefix)
-            else f"the float64 eager reference failed: {e.reason}")
+    return reason.removeprefix(prefix) if reason.startswith(prefix) else f"the float64 eager reference failed: {reason}"
 
 
 def computed_in_cells(device: str) -> bool:
@@ -544,7 +544,7 @@ class References:
                     except CallFailed as e:
                         if not e.reason.startswith(f"{NoRoom.__name__}: "):
                             worker.close()  # as above (a CUDA error would fail every later reference)
-                        entry = Entry(None, None, failure_reason(e))
+                        entry = Entry(None, None, failure_reason(e.reason))
                     with self._lock:
                         self._cache[(workload, mode)] = entry
                         unneeded = self._left[(workload, mode)] <= 0  # its cells went without it (the budget)
