@@ -232,14 +232,32 @@ def tolerance(dtype: str, mode: str) -> float:
     return TOLERANCES[dtype][mode]
 
 
+SLICE = 1 << 24  # elements a float64 comparison converts at once: a GB-sized result never gets a whole float64 copy
+
+
+def float64_slices(result: torch.Tensor, reference: torch.Tensor):
+    """`result` and `reference` (one shape) flattened, slice by slice, in float64 on the reference's
+    device: the checks of a cell beside others on a GPU stay within a few hundred MB."""
+    a, b = result.detach().reshape(-1), reference.detach().reshape(-1)
+    for i in range(0, max(b.numel(), 1), SLICE):
+        yield a[i:i + SLICE].to(device=b.device, dtype=torch.float64), b[i:i + SLICE].to(torch.float64)
+
+
 def rel_err(result: torch.Tensor, reference: torch.Tensor) -> float:
     """||result - reference|| / ||reference|| in float64; inf when the result is not finite."""
-    a = result.detach().to(device=reference.device, dtype=torch.float64)
-    b = reference.detach().to(torch.float64)
-    if not torch.isfinite(a).all():
-        return math.inf
-    ref_norm = torch.linalg.vector_norm(b).item()
-    err = torch.linalg.vector_norm(a - b).item()
+    if result.shape != reference.shape:  # they broadcast: compared whole
+        a, b = result.detach().to(device=reference.device, dtype=torch.float64), reference.detach().to(torch.float64)
+        if not torch.isfinite(a).all():
+            return math.inf
+        ref_norm, err = torch.linalg.vector_norm(b).item(), torch.linalg.vector_norm(a - b).item()
+        return err / ref_norm if ref_norm > 0 else err
+    err_sq = ref_sq = 0.0
+    for a, b in float64_slices(result, reference):
+        if not torch.isfinite(a).all():
+            return math.inf
+        ref_sq += torch.linalg.vector_norm(b).item() ** 2
+        err_sq += torch.linalg.vector_norm(a - b).item() ** 2
+    ref_norm, err = math.sqrt(ref_sq), math.sqrt(err_sq)
     return err / ref_norm if ref_norm > 0 else err
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+from irlens.numerics import float64_slices
+
 LEVELS = tuple(range(-10, 1))  # the numeric tolerance levels t <= 0 GraphNet's plots span
 NOTE = "graphnet_t"  # a row's note holding its passing_level against eager (irlens.matrix.cell)
 ABOVE_ZERO = 1  # passing_level of results that fail even at t = 0: an accuracy error (code 1)
@@ -37,14 +39,6 @@ def tolerances(dtype: torch.dtype, t: int) -> tuple[float, float]:
     return 10.0 ** (a * t), 10.0 ** (r * t)
 
 
-def passes(result: torch.Tensor, baseline: torch.Tensor, t: int) -> bool:
-    """assert_close's check: |result - baseline| <= atol + rtol |baseline| everywhere, in float64."""
-    atol, rtol = tolerances(baseline.dtype, t)
-    x = result.detach().to(device=baseline.device, dtype=torch.float64)
-    y = baseline.detach().to(torch.float64)
-    return bool(torch.isfinite(x).all()) and bool(((x - y).abs() <= atol + rtol * y.abs()).all())
-
-
 def passing_level(results: dict[str, torch.Tensor | None], baselines: dict[str, torch.Tensor]) -> int:
     """The lowest level of LEVELS at which every baseline's result passes, or ABOVE_ZERO."""
     level = LEVELS[0]
@@ -52,15 +46,25 @@ def passing_level(results: dict[str, torch.Tensor | None], baselines: dict[str, 
         result = results.get(name)
         if result is None or result.shape != baseline.shape or result.dtype != baseline.dtype:
             return ABOVE_ZERO
-        # the check is monotone in t: the lowest passing level is found by bisection
-        low, high = LEVELS.index(level), len(LEVELS)
-        while low < high:
-            mid = (low + high) // 2
-            if passes(result, baseline, LEVELS[mid]):
-                high = mid
-            else:
-                low = mid + 1
-        if low == len(LEVELS):
-            return ABOVE_ZERO
-        level = LEVELS[low]
+        for x, y in float64_slices(result, baseline):
+            level = _lowest_passing(x, y, baseline.dtype, level)
+            if level == ABOVE_ZERO:
+                return ABOVE_ZERO
     return level
+
+
+def _lowest_passing(x: torch.Tensor, y: torch.Tensor, dtype: torch.dtype, lowest: int) -> int:
+    """The lowest level from `lowest` on at which assert_close's check, |x - y| <= atol + rtol |y|
+    everywhere (x finite), passes; ABOVE_ZERO where none does. The check is monotone in t: bisection."""
+    if not bool(torch.isfinite(x).all()):
+        return ABOVE_ZERO
+    diff, size = (x - y).abs(), y.abs()
+    low, high = LEVELS.index(lowest), len(LEVELS)
+    while low < high:
+        mid = (low + high) // 2
+        atol, rtol = tolerances(dtype, LEVELS[mid])
+        if bool((diff <= atol + rtol * size).all()):
+            high = mid
+        else:
+            low = mid + 1
+    return ABOVE_ZERO if low == len(LEVELS) else LEVELS[low]

@@ -50,6 +50,7 @@ def refused_natively(wl: Workload, backend: Backend) -> str | None:
     return FRONTENDS.get(backend.frontend).refuses(wl)
 
 
+STAGES_NOTE = "seconds_by_stage"  # where a worker's cell spent its time: the float64 reference, compiling, timing...
 RECHECK_BY = 0.4  # the recheck with eager's roundings (a second compile) starts only before this share of the timeout
 
 
@@ -311,6 +312,7 @@ def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: 
             call_progress.stage("loading its reference")
             reference = Reference.load(reference_path, spec.device)
         row = run_cell(spec, wl, backend, reference, timing_lock, alone)
+        row.notes[STAGES_NOTE] = {stage: round(s, 2) for stage, s in call_progress.spent().items()}
         return jsonable(row.to_record(), finite=True)
     finally:
         # a worker waiting for its next cell holds no cached device memory: a cell beside it, or one

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from torch.utils._pytree import tree_map
 
 from irlens.runtime import call_progress
 from irlens.cache_upkeep import MIN_FREE_BYTES, GiB, disk_free
@@ -85,8 +86,10 @@ class Reference:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def pin(self, inst: Instance) -> Instance:
+        """`inst` on the reference's weights and inputs, on its own device: a reference computed on the
+        CPU (no room for float64 on the GPU) pins a GPU instance too."""
         inst.module.load_state_dict(self.state)
-        inst.inputs = self.inputs
+        inst.inputs = tree_map(lambda x: x.to(inst.device) if isinstance(x, torch.Tensor) else x, self.inputs)
         return inst
 
     def nbytes(self) -> int:

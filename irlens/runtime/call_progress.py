@@ -54,6 +54,8 @@ def read(path: str) -> Progress | None:
 
 _now: Progress | None = None
 _began: float | None = None  # when the call began (time.monotonic())
+_spent: dict[str, float] = {}  # the call's seconds per stage so far, its waits for turns left out
+_waited_before: float = 0.0  # the call's waits for turns when the stage going on began
 
 
 def _write() -> None:
@@ -71,9 +73,10 @@ def _write() -> None:
 
 def begin(stage_name: str) -> None:
     """A new call (or the worker's start): its first stage, nothing waited yet."""
-    global _now, _began
+    global _now, _began, _spent, _waited_before
     _now = Progress(stage_name, time.monotonic())
     _began = _now.stage_since
+    _spent, _waited_before = {}, 0.0
     _write()
 
 
@@ -90,8 +93,29 @@ def stage(name: str) -> None:
     """The call enters stage `name` ("instantiating", "compiling", "timing", ...)."""
     if _now is None:
         return
-    _now.stage, _now.stage_since = name, time.monotonic()
+    now = time.monotonic()
+    _close_stage(now)
+    _now.stage, _now.stage_since = name, now
     _write()
+
+
+def _close_stage(now: float) -> None:
+    """Add the stage going on to `_spent` up to `now` (its waits for turns left out); it goes on from `now`."""
+    global _waited_before
+    waited = _now.waited(now)
+    _spent[_now.stage] = _spent.get(_now.stage, 0.0) + max(now - _now.stage_since - (waited - _waited_before), 0.0)
+    _now.stage_since, _waited_before = now, waited
+
+
+def spent() -> dict[str, float]:
+    """Where this call's time went so far: seconds per stage, and the waits for turns on the device
+    as "waiting for a turn" (nothing where no call began here)."""
+    if _now is None:
+        return {}
+    now = time.monotonic()
+    _close_stage(now)
+    waited = _now.waited(now)
+    return {**_spent, **({"waiting for a turn": waited} if waited else {})}
 
 
 @contextlib.contextmanager

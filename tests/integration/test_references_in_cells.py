@@ -98,3 +98,22 @@ def test_a_worker_keeps_one_acquisition_per_cell_coordinates_whatever_the_refere
     held = [k for k in cell._acquisitions if k[0] == dataclasses.replace(spec, backend="")]
     assert held == [(dataclasses.replace(spec, backend=""), second.token)]
     assert inst.inputs is second.inputs
+
+
+@pytest.mark.gpu
+def test_a_reference_computed_on_the_cpu_pins_a_gpu_instance_on_its_own_device():
+    """Out of device memory, a reference is computed on the CPU: the GPU cell still runs on its
+    weights and inputs (minigpt's token ids on the CPU failed the eager GPU cell's embedding)."""
+    import torch
+
+    from irlens.matrix.references import compute_reference
+    from irlens.workloads.builtin import resolve_workload
+    from irlens.workloads.workload import run_eager
+
+    wl = resolve_workload("minigpt")
+    reference = compute_reference(wl, "fwd", "cpu", "tiny", "float32")
+    inst = reference.pin(wl.instantiate("tiny", "float32", "cuda"))
+    assert all(x.device.type == "cuda" for x in inst.inputs if isinstance(x, torch.Tensor))
+    out = run_eager(inst.module, inst, "fwd")
+    ((name, got),) = [(n, t) for n, t in out.items() if n in reference.results]
+    torch.testing.assert_close(got.cpu().double(), reference.results[name].double(), rtol=1e-4, atol=1e-4)
