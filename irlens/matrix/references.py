@@ -271,25 +271,29 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
     tries = [(device, sharing_gpu), (device, gpu_alone)] if gpu_lock else [(device, sharing_gpu)]
     if device != "cpu":
         tries.append(("cpu", sharing_gpu))
-    for i, (where, turn) in enumerate(tries):
+
+    def compute(where: str, turn) -> Reference:
         call_progress.stage(f"computing the float64 reference on {where}{' alone' if turn is gpu_alone else ''}")
+        with turn(gpu_lock if where == device else None):  # the turns are the plan's device's
+            return compute_reference(wl, mode, where, preset, dtype)
+
+    for (where, turn), (then, then_turn) in zip(tries, tries[1:]):  # out of memory: the next try
         try:
-            with turn(gpu_lock if where == device else None):  # the turns are the plan's device's
-                return compute_reference(wl, mode, where, preset, dtype)
+            return compute(where, turn)
         except torch.OutOfMemoryError:
-            if i == len(tries) - 1:
-                raise
             print(f"[irlens] reference {wl.name} {mode}: out of memory in float64 on {where}; next: "
-                  f"{'the device alone' if tries[i + 1][1] is gpu_alone else tries[i + 1][0]}", file=sys.stderr, flush=True)
+                  f"{'the device alone' if then_turn is gpu_alone else then}", file=sys.stderr, flush=True)
             release_memory(device)
-        except ReferenceFailed as e:
-            if where == device:
-                raise
-            call_progress.stage(f"computing the reference below float64 on {device} alone")
-            with gpu_alone(gpu_lock):
-                return compute_reference(wl, mode, device, preset, dtype, failed={
-                    "float64": f"out of memory on {device}, and on the CPU: {first_line(e)}"})
-    raise AssertionError("unreachable: the last try returns or raises")
+    last, turn = tries[-1]
+    try:
+        return compute(last, turn)
+    except ReferenceFailed as e:
+        if last == device:
+            raise
+        call_progress.stage(f"computing the reference below float64 on {device} alone")
+        with gpu_alone(gpu_lock):
+            return compute_reference(wl, mode, device, preset, dtype, failed={
+                "float64": f"out of memory on {device}, and on the CPU: {first_line(e)}"})
 
 
 def release_memory(device: str) -> None:
