@@ -307,8 +307,9 @@ class IsolatedRunner:
 
     def _call(self, cell: CellSpec, kwargs: dict, fresh: bool = False, close_after: bool = False) -> Row:
         try:
-            return Row.from_record(self.pool.call(worker_key(self.plan, cell), ENTRY, kwargs, self.timeout,
-                                                  self.max_wait_s(), env=self.plan.backends[cell.backend].worker_env(),
+            return Row.from_record(self.pool.call(ENTRY, kwargs, self.timeout, self.max_wait_s(),
+                                                  key=worker_key(self.plan, cell),
+                                                  env=self.plan.backends[cell.backend].worker_env(),
                                                   fresh=fresh, close_after=close_after))
         except CallFailed as e:
             # a cell's own failures come back as rows: what escaped it broke the worker's state (the pool
