@@ -303,15 +303,6 @@ def software_key(plan: Plan) -> str:
     return f"{device_name(plan.device)} {json.dumps(versions(), sort_keys=True)}"
 
 
-def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
-              timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None,
-              only: dict[str, frozenset] | None = None, **options) -> dict:
-    """`bench`, as the JSON document `irlens bench --json` writes (one GPU); `options`:
-    `compile_jobs`, `cache_dir`, `remeasure`."""
-    return bench(workloads, backends, modes, dtypes, device, preset, timeout, jobs, budget_s, only=only,
-                 **options).to_json()
-
-
 # --- several GPUs: one child run per GPU -------------------------------------------------------
 
 def child_argv(config: BenchConfig, dtypes: list[str], modes: list[str], json_path: str) -> list[str]:

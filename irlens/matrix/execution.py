@@ -168,12 +168,6 @@ def threads_used(threads: int | None) -> int | None:
     return int(user) if user else threads
 
 
-def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True, jobs: int = 1,
-            isolate: bool = True, budget_s: float | None = None) -> dict:
-    """`run_plan`, as the JSON document `--json` writes."""
-    return run_plan(plan, timeout, progress, jobs, isolate, budget_s).to_json()
-
-
 def worker_key(plan: Plan, cell: CellSpec) -> int:
     """Cells with the same key share a worker: a backend's, or in the cross grid a frontend's."""
     return plan.frontends.index(cell.frontend) if cell.frontend else list(plan.backends).index(cell.backend)

@@ -94,7 +94,7 @@ def test_a_cells_timing_waits_behind_long_sharers_and_a_hung_cell_names_its_stag
     plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager", f"{tmp_path}/backend.py:HANG"], ["fwd"],
                            "cpu", "tiny", None)
     with long_sharer(str(run_dir / "device-turns.lock"), hold_after_wait_s=timeout + 1.0) as seen:
-        rows = cmp.execute(plan, timeout=timeout, progress=False, jobs=2)["rows"]
+        rows = cmp.run_plan(plan, timeout=timeout, progress=False, jobs=2).to_json()["rows"]
     assert "waited_from" in seen, [(r["status"], r["reason"]) for r in rows]
     eager, hung = rows
     # eager's timing (the only one) held the turnstile, waiting longer than its whole timeout behind
@@ -127,7 +127,7 @@ def test_a_cell_whose_reference_is_not_ready_within_the_budget_does_not_start(tm
     (tmp_path / "workload.py").write_text(SLOW_REFERENCE)
     plan = cmp.plan_matrix([f"{tmp_path}/workload.py:SLOW"], ["eager"], ["fwd"], "cpu", "tiny", None)
     start = time.monotonic()
-    (row,) = cmp.execute(plan, timeout=600, progress=False, jobs=2, budget_s=2)["rows"]
+    (row,) = cmp.run_plan(plan, timeout=600, progress=False, jobs=2, budget_s=2).to_json()["rows"]
     assert time.monotonic() - start < 120
     assert (row["status"], row["phase"]) == ("unavailable", BUDGET_PHASE), row
     assert row["reason"] == "not run: the run's time budget ran out before its float64 reference was ready"
