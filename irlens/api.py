@@ -5,8 +5,9 @@
     doc = irlens.compare(wl, backends=["eager", "inductor", "xla"])
     print(irlens.compare_table(doc))
 
-Everything here returns what the CLI prints or writes: `compare` the `--json` document,
-`dump` a common-view Graph (or the native text), `report` the paths of the pages it wrote. Built-in workloads are the same `Workload`s,
+Everything here returns what the CLI prints or writes: `compare` the `--json` document (the library
+passes `Document`s; here and in the CLI they become JSON), `dump` a common-view Graph (or the native
+text), `report` the paths of the pages it wrote. Built-in workloads are the same `Workload`s,
 registered under their names; any of these functions takes a Workload, a built-in name or a
 `path/to/file.py:NAME` reference.
 """
@@ -31,7 +32,7 @@ def compare(workload, backends: list[str] | None = None, modes: list[str] | None
     Raises a UsageError (UnknownName, BadReference, ...) on bad arguments, TwinMismatch when a
     JAX twin disagrees.
     """
-    from irlens.matrix import execute, plan_matrix
+    from irlens.matrix import plan_matrix, run_plan
 
     items = list(workload) if isinstance(workload, (list, tuple)) else [workload]
     plan = plan_matrix(items, backends, modes, device, preset, dtype)
@@ -40,14 +41,14 @@ def compare(workload, backends: list[str] | None = None, modes: list[str] | None
         if not isolate:
             warnings.warn("a workload has no module-level name another process can import; "
                           "its cells run in this process, without crash isolation or timeouts", stacklevel=2)
-    return execute(plan, timeout, progress, jobs, isolate)
+    return run_plan(plan, timeout, progress, jobs, isolate).to_json()
 
 
 def compare_table(doc: dict) -> str:
     """The table `irlens compare` prints for a document from `compare`."""
-    from irlens.matrix import as_document, format_table
+    from irlens.matrix import Document, format_table
 
-    return format_table(as_document(doc))
+    return format_table(Document.from_json(doc))
 
 
 def dump(workload, frontend: str, stage: str | None = None, level: str = "composite", mode: str = "fwd",
@@ -76,8 +77,9 @@ def report(results, out: str = "irlens-report", frontends: bool = True) -> dict:
     of either (a CPU and a GPU run side by side). `frontends=False` leaves out the frontend table
     (which traces every workload again). Returns the paths written, by kind.
     """
-    from irlens.matrix import read_document
+    from irlens.matrix import Document, read_document
     from irlens.reporting import write_report
 
     items = results if isinstance(results, list) else [results]
-    return write_report([d if isinstance(d, dict) else read_document(d) for d in items], out, frontends=frontends)
+    return write_report([Document.from_json(d) if isinstance(d, dict) else read_document(d) for d in items], out,
+                        frontends=frontends)

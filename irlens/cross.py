@@ -63,14 +63,6 @@ def run_grid(workloads=None, modes=None, device: str = "cpu", preset: str = "tin
     return run_plan(plan, timeout, progress, isolate=isolate)
 
 
-def run_cross(workloads=None, modes=None, device: str = "cpu", preset: str = "tiny", dtype: str | None = None,
-              timeout: float = DEFAULT_TIMEOUT_S, acquired_by=None, executed_by=None, isolate: bool = True,
-              progress: bool = True) -> dict:
-    """`run_grid`, as the JSON document `irlens compare --cross --json` writes."""
-    return run_grid(workloads, modes, device, preset, dtype, timeout, acquired_by, executed_by, isolate,
-                    progress).to_json()
-
-
 def cell(workload: str, acquired_by: str, executed_by: str, mode: str, device: str, preset: str,
          dtype: str | None, reference_path: str | None, reference: Reference | None = None) -> dict:
     """One cell in this process, as its JSON row; every exception becomes the row's status."""

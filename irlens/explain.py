@@ -226,11 +226,13 @@ def run_as_compare_does(spec: CellSpec) -> ExplainedRun:
     """The cell's run (within `spec.timeout_s`) in a worker process whose thread pools are sized as
     `irlens compare --jobs 1` sizes its workers' (`isolation.worker_threads`): so a kernel's time here
     is the one compare and its report give, not a reading of this process's pools fighting over the cores."""
-    from irlens.runtime.isolation import WorkerSession, worker_threads
+    from irlens.runtime.isolation import worker_threads
+    from irlens.runtime.pool import WorkerPool
     from irlens.matrix.records import KernelRecord
 
-    with WorkerSession(("irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin"), threads=worker_threads(2)) as session:
-        record = session.call(ENTRY, {"spec": spec.to_json(), "what": "explain"}, spec.timeout_s)
+    with WorkerPool(1, ("irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin"),
+                    threads=worker_threads(2)) as worker:
+        record = worker.call(ENTRY, {"spec": spec.to_json(), "what": "explain"}, spec.timeout_s)
     return ExplainedRun([KernelRecord.from_json(k, "the explain worker's kernel") for k in record["kernels"]],
                         [Graph.from_json(g) for g in record["graphs"]], record["unmapped"], record["run_us"],
                         record["threads"])

@@ -40,7 +40,7 @@ def measure(workloads: list[str], backends: list[str], dtype: str) -> list[dict]
     conditions = {(w, m): compute_reference(get_workload(w), m, "cpu", "tiny", dtype).conditions
                   for w in workloads for m in MODES}
     records = []
-    for r in doc["rows"]:
+    for r in doc.to_json()["rows"]:  # the result checks as maps, result name -> value
         if r["status"] not in ("ok", "mismatch") or r["backend"] == "eager":
             if r["status"] not in ("ok", "mismatch", "unavailable"):
                 print(f"  {r['workload']} {r['mode']} {r['backend']}: {r['status']}: {r['reason'][:200]}", file=sys.stderr)

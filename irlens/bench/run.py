@@ -44,7 +44,8 @@ from irlens.bench.ceilings_cache import driver_version
 from irlens.compile_caches import compile_caches
 from irlens.frontends import work_frontend
 from irlens.core.ir import Kernel
-from irlens.runtime.isolation import CallFailed, WorkerSession, worker_env, worker_threads
+from irlens.runtime.isolation import CallFailed, worker_env, worker_threads
+from irlens.runtime.pool import WorkerPool
 from irlens.matrix import Document, Plan, Row, plan_matrix, read_document, run_plan
 from irlens.matrix.cells import cells_not_ok
 from irlens.matrix.compile_ahead import LOG, Log, compile_ahead
@@ -105,7 +106,7 @@ def step_bytes(wl, mode: str, preset: str, dtype: str, device: str) -> int:
 
 
 def work_in_worker(workload: str, modes: list[str], dtypes: list[str], preset: str, device: str) -> dict:
-    """The worker's entry point (irlens.runtime.isolation calls it by name): {mode: {"flops": n, "matmul_flops": n,
+    """The worker's entry point (a worker calls it by name): {mode: {"flops": n, "matmul_flops": n,
     "bytes": {dtype: n}, "gemms": [[batch, m, n, k], ...]}} for one workload, flops counted once
     for all dtypes."""
     wl = resolve_workload(workload)
@@ -124,7 +125,7 @@ def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, 
     in one worker process that ends before this returns."""
     plan, dtypes = plans[0], [p.dtype for p in plans]
     musts, gemms = {}, {}
-    with WorkerSession(preload=("irlens.bench.run", "irlens.workloads.builtin")) as worker:
+    with WorkerPool(1, preload=("irlens.bench.run", "irlens.workloads.builtin")) as worker:
         for key, wl in plan.workloads.items():
             try:
                 work = worker.call("irlens.bench.run:work_in_worker", dict(workload=key, modes=plan.modes, dtypes=dtypes,
@@ -146,7 +147,7 @@ def measure_ceilings(gemms: list[Gemm], timeout: float, cache_dir: Path | None, 
     """The run's measured ceilings (irlens.bench.ceilings_cache: kept per device and software under
     `cache_dir`, swept again with `remeasure`; `Ceilings.source` says which), in a worker that
     ends before this returns."""
-    with WorkerSession(preload=("irlens.bench.ceilings_cache",)) as worker:
+    with WorkerPool(1, preload=("irlens.bench.ceilings_cache",)) as worker:
         reply = worker.call("irlens.bench.ceilings_cache:measure_in_worker", {
             "gemms": [[g.batch, g.m, g.n, g.k] for g in gemms], "cache_dir": None if cache_dir is None else str(cache_dir),
             "remeasure": remeasure}, timeout)
@@ -300,15 +301,6 @@ def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: Benc
 def software_key(plan: Plan) -> str:
     """What a compiled-ahead cell depends on besides itself: the device and the libraries."""
     return f"{device_name(plan.device)} {json.dumps(versions(), sort_keys=True)}"
-
-
-def run_bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = "cuda", preset: str = "bench",
-              timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None,
-              only: dict[str, frozenset] | None = None, **options) -> dict:
-    """`bench`, as the JSON document `irlens bench --json` writes (one GPU); `options`:
-    `compile_jobs`, `cache_dir`, `remeasure`."""
-    return bench(workloads, backends, modes, dtypes, device, preset, timeout, jobs, budget_s, only=only,
-                 **options).to_json()
 
 
 # --- several GPUs: one child run per GPU -------------------------------------------------------

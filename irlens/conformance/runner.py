@@ -144,7 +144,7 @@ class _Runner:
         """A call in the first worker (it pays the imports the cases need anyway)."""
         if not self.config.isolate:
             return resolve_function(fn)(**kwargs)
-        return self.pool.call(CHECK, fn, kwargs, max(self.config.timeout, 600.0), slot=0)
+        return self.pool.call(fn, kwargs, max(self.config.timeout, 600.0), slot=0)
 
     def run_all(self, tasks: list[tuple[Case, str]], availability: dict, rtol: float) -> list[dict]:
         records: list[dict | None] = [None] * len(tasks)
@@ -184,7 +184,7 @@ class _Runner:
         while True:
             fresh = self.served[slot] == 0
             try:
-                record = self.pool.call(CHECK, f"{CHECK}:check_case", kwargs, self.config.timeout, slot=slot)
+                record = self.pool.call(f"{CHECK}:check_case", kwargs, self.config.timeout, slot=slot)
                 self.served[slot] += 1
                 return record
             except CallFailed as e:

@@ -16,24 +16,24 @@ frontend), each cell run in a worker process and checked against a float64 refer
 `irlens compare` is this package; `irlens compare --cross` (irlens.cross) and `irlens bench`
 (irlens.bench.run) plan and run their matrices through it.
 """
-from irlens.matrix.document import Document, as_document, exit_status, read_document, write_document
-from irlens.matrix.execution import DEFAULT_TIMEOUT_S, execute, run_plan
+from irlens.matrix.document import Document, exit_status, read_document, write_document
+from irlens.matrix.execution import DEFAULT_TIMEOUT_S, run_plan
 from irlens.matrix.plan import Plan, plan_matrix
 from irlens.matrix.row import RAN, STATUSES, BadDocument, Row
 from irlens.matrix.spec import CellSpec
 from irlens.matrix.table import format_table
 
-__all__ = ["CellSpec", "Plan", "plan_matrix", "run_plan", "execute", "run_matrix", "Row", "RAN", "STATUSES", "Document",
-           "as_document", "BadDocument", "read_document", "write_document", "exit_status", "format_table", "DEFAULT_TIMEOUT_S"]
+__all__ = ["CellSpec", "Plan", "plan_matrix", "run_plan", "run_matrix", "Row", "RAN", "STATUSES", "Document",
+           "BadDocument", "read_document", "write_document", "exit_status", "format_table", "DEFAULT_TIMEOUT_S"]
 
 
 def run_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", preset: str = "tiny",
                dtype: str | None = None, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True,
-               jobs: int = 1, isolate: bool = True) -> dict:
-    """Plan and run the matrix; the JSON document `irlens compare --json` writes: {"device",
-    "device_name", "versions", "preset", "dtype", "rows"}, one row per workload x mode x backend.
+               jobs: int = 1, isolate: bool = True) -> Document:
+    """Plan and run the matrix: the Document `irlens compare` prints and writes, one row per
+    workload x mode x backend.
 
     Bad arguments raise a UsageError (UnknownName, BadReference, ...) before anything runs; a
     JAX twin that disagrees raises TwinMismatch. See `run_plan` for `jobs` and `isolate`.
     """
-    return execute(plan_matrix(workloads, backends, modes, device, preset, dtype), timeout, progress, jobs, isolate)
+    return run_plan(plan_matrix(workloads, backends, modes, device, preset, dtype), timeout, progress, jobs, isolate)

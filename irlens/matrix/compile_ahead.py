@@ -135,7 +135,7 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
             progress.start(f"{label(plan, cell)} · {plan.dtype}", backend.name)
         try:
             # what it took on the GPU is freed only when its process ends
-            reply = workers.call(backend.name, ENTRY, {"spec": cell.to_json(), "what": "warm"}, timeout,
+            reply = workers.call(ENTRY, {"spec": cell.to_json(), "what": "warm"}, timeout, key=backend.name,
                                  env=backend.worker_env(),
                                  close_after=plan.device.startswith("cuda") and backend.keeps_device_memory)
             if reply["status"] == "ok" and ":" not in cell.workload:  # built-ins only (see Log)

@@ -92,11 +92,6 @@ class Document:
         return cls(**{**{k: v for k, v in d.items() if k != "rows"}, "kind": kind, "rows": rows})
 
 
-def as_document(doc: "Document | dict") -> Document:
-    """A document already read, or one as irlens wrote it (the JSON `irlens.compare` returns)."""
-    return doc if isinstance(doc, Document) else Document.from_json(doc)
-
-
 def _open(path: str | Path, mode: str):
     """A results file, gzip-compressed when its name ends in `.gz` (a bench document shrinks 20x)."""
     return gzip.open(path, mode + "t", encoding="utf-8") if str(path).endswith(".gz") else open(path, mode)
@@ -113,11 +108,11 @@ def read_document(path: str | Path) -> Document:
     return Document.from_json(data, str(path))
 
 
-def write_document(doc: Document | dict, path: str | Path) -> None:
+def write_document(doc: Document, path: str | Path) -> None:
     """The one writer of results files: strict JSON (NaN and Inf were made null by `to_json`);
     indented when plain, compact and gzip-compressed when `path` ends in `.gz`; the file is
     replaced only by a complete one."""
-    data = as_document(doc).to_json()
+    data = doc.to_json()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     compressed = str(path).endswith(".gz")
     # written beside, then renamed over: a run killed mid-write leaves the previous document whole

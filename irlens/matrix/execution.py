@@ -168,12 +168,6 @@ def threads_used(threads: int | None) -> int | None:
     return int(user) if user else threads
 
 
-def execute(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress: bool = True, jobs: int = 1,
-            isolate: bool = True, budget_s: float | None = None) -> dict:
-    """`run_plan`, as the JSON document `--json` writes."""
-    return run_plan(plan, timeout, progress, jobs, isolate, budget_s).to_json()
-
-
 def worker_key(plan: Plan, cell: CellSpec) -> int:
     """Cells with the same key share a worker: a backend's, or in the cross grid a frontend's."""
     return plan.frontends.index(cell.frontend) if cell.frontend else list(plan.backends).index(cell.backend)
@@ -307,8 +301,9 @@ class IsolatedRunner:
 
     def _call(self, cell: CellSpec, kwargs: dict, fresh: bool = False, close_after: bool = False) -> Row:
         try:
-            return Row.from_record(self.pool.call(worker_key(self.plan, cell), ENTRY, kwargs, self.timeout,
-                                                  self.max_wait_s(), env=self.plan.backends[cell.backend].worker_env(),
+            return Row.from_record(self.pool.call(ENTRY, kwargs, self.timeout, self.max_wait_s(),
+                                                  key=worker_key(self.plan, cell),
+                                                  env=self.plan.backends[cell.backend].worker_env(),
                                                   fresh=fresh, close_after=close_after))
         except CallFailed as e:
             # a cell's own failures come back as rows: what escaped it broke the worker's state (the pool

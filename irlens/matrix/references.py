@@ -274,25 +274,29 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
     tries = [(device, sharing_gpu), (device, gpu_alone)] if gpu_lock else [(device, sharing_gpu)]
     if device != "cpu":
         tries.append(("cpu", sharing_gpu))
-    for i, (where, turn) in enumerate(tries):
+
+    def compute(where: str, turn) -> Reference:
         call_progress.stage(f"computing the float64 reference on {where}{' alone' if turn is gpu_alone else ''}")
+        with turn(gpu_lock if where == device else None):  # the turns are the plan's device's
+            return compute_reference(wl, mode, where, preset, dtype)
+
+    for (where, turn), (then, then_turn) in zip(tries, tries[1:]):  # out of memory: the next try
         try:
-            with turn(gpu_lock if where == device else None):  # the turns are the plan's device's
-                return compute_reference(wl, mode, where, preset, dtype)
+            return compute(where, turn)
         except torch.OutOfMemoryError:
-            if i == len(tries) - 1:
-                raise
             print(f"[irlens] reference {wl.name} {mode}: out of memory in float64 on {where}; next: "
-                  f"{'the device alone' if tries[i + 1][1] is gpu_alone else tries[i + 1][0]}", file=sys.stderr, flush=True)
+                  f"{'the device alone' if then_turn is gpu_alone else then}", file=sys.stderr, flush=True)
             release_memory(device)
-        except ReferenceFailed as e:
-            if where == device:
-                raise
-            call_progress.stage(f"computing the reference below float64 on {device} alone")
-            with gpu_alone(gpu_lock):
-                return compute_reference(wl, mode, device, preset, dtype, failed={
-                    "float64": f"out of memory on {device}, and on the CPU: {first_line(e)}"})
-    raise AssertionError("unreachable: the last try returns or raises")
+    last, turn = tries[-1]
+    try:
+        return compute(last, turn)
+    except ReferenceFailed as e:
+        if last == device:
+            raise
+        call_progress.stage(f"computing the reference below float64 on {device} alone")
+        with gpu_alone(gpu_lock):
+            return compute_reference(wl, mode, device, preset, dtype, failed={
+                "float64": f"out of memory on {device}, and on the CPU: {first_line(e)}"})
 
 
 def release_memory(device: str) -> None:
@@ -381,7 +385,7 @@ class References:
         self._twins_ready = threading.Event()
         self._ranks: dict[tuple[str, str], int] | None = None
         self._worker: threading.Thread | None = None
-        self._session = None  # the worker thread's WorkerSession, for `close`
+        self._pool = None  # the worker thread's one-worker pool, for `close`
         self._stop = threading.Event()
         self._lock = threading.RLock()
 
@@ -488,9 +492,9 @@ class References:
         nothing writes into `directory` after this returns (a run that stops early, a twin that
         disagrees, removes it)."""
         self._stop.set()
-        session = self._session
-        if session is not None:
-            session.close()
+        pool = self._pool
+        if pool is not None:
+            pool.close()
         if self._worker is not None:
             self._worker.join()
 
@@ -515,13 +519,16 @@ class References:
             return f"cannot check the JAX twin of workload {p.workloads[workload].name!r}: {type(e).__name__}: {e}"
 
     def _compute_in_worker(self, keys: list[tuple[str, str]]) -> None:
-        from irlens.runtime.isolation import CallFailed, WorkerSession
+        from irlens.runtime.isolation import CallFailed
+        from irlens.runtime.pool import WorkerPool
 
         p = self.plan
         try:
-            with WorkerSession(preload=(__name__, "irlens.workloads.builtin"), turns=self.gpu_lock,
-                               threads=self.threads) as worker:
-                self._session = worker
+            # a failed call's worker is closed (a CUDA error would fail every later reference), but for
+            # a wait for disk room that ran out
+            with WorkerPool(1, preload=(__name__, "irlens.workloads.builtin"), turns=self.gpu_lock,
+                            threads=self.threads) as worker:
+                self._pool = worker
                 for workload in self._twinned():
                     if self._stop.is_set():
                         return
@@ -530,7 +537,6 @@ class References:
                             workload=workload, device=p.device, dtype=p.dtype, gpu_lock=self.gpu_lock), self.timeout,
                             self.max_wait_s)
                     except CallFailed as e:
-                        worker.close()  # the next call starts a new one: this one's state may be broken
                         self._twins[workload] = (f"cannot check the JAX twin of workload "
                                                  f"{p.workloads[workload].name!r}: {e.reason}")
                 self._twins_ready.set()
@@ -542,11 +548,10 @@ class References:
                                   path=path, gpu_lock=self.gpu_lock,
                                   room_wait_s=ROOM_WAIT_SHARE * self.timeout if self._serving else 0.0)
                     try:
-                        worker.call(f"{__name__}:reference_in_worker", kwargs, self.timeout, self.max_wait_s)
+                        worker.call(f"{__name__}:reference_in_worker", kwargs, self.timeout, self.max_wait_s,
+                                    kept_on=(NoRoom.__name__,))
                         entry = Entry(None, path, "")
                     except CallFailed as e:
-                        if not e.reason.startswith(f"{NoRoom.__name__}: "):
-                            worker.close()  # as above (a CUDA error would fail every later reference)
                         entry = Entry(None, None, failure_reason(e.reason))
                     with self._lock:
                         self._cache[(workload, mode)] = entry

@@ -1,7 +1,7 @@
 """`irlens report`: results documents as a self-contained HTML page and its Markdown twin.
 
-`write_report(docs, out)` renders documents (`irlens compare --json`, `bench --json`,
-`compare --cross --json`, or what `irlens.compare` returns) into `out/report.html`,
+`write_report(docs, out)` renders Documents (`irlens compare`'s, `bench`'s, `compare --cross`'s, read
+back from their `--json` files or just run) into `out/report.html`,
 `out/report.md` (+ `out/figures/*.svg`) and `out/results.json` (the rows it drew).
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import dataclasses
 from pathlib import Path
 
 from irlens.errors import UsageError
-from irlens.matrix import Document, as_document, write_document
+from irlens.matrix import Document, write_document
 from irlens.matrix.join import UNION, join
 from irlens.reporting.blocks import Table
 from irlens.reporting.build import build_report
@@ -51,13 +51,13 @@ def report_frontend_table(doc: Document) -> Table | None:
     return frontend_table(workloads, mode, preset if device == "cuda" else "tiny", device)
 
 
-def write_report(docs: list[Document | dict] | Document | dict, out: str | Path,
+def write_report(docs: list[Document] | Document, out: str | Path,
                  frontends: bool = True) -> dict[str, Path]:
     """Render; returns the paths written (html, md, json). Cross grids (`compare --cross`) are
     drawn beside the native pairings of the other documents."""
     # a bench document's roofline figures by the current rule (an older one's ceilings were not raised)
     docs = [recompute(d) if d.kind == "bench" else d
-            for d in (as_document(d) for d in (docs if isinstance(docs, list) else [docs]))]
+            for d in (docs if isinstance(docs, list) else [docs])]
     cross = [d for d in docs if d.kind == "cross"]
     doc = join([d for d in docs if d.kind != "cross"] or [dataclasses.replace(cross[0], rows=[])], UNION)
     report = build_report(doc, report_frontend_table(doc) if frontends else None)

@@ -12,10 +12,8 @@ to a file the parent reads the tail of when a call dies.
 
 A worker dies with its parent: it watches its parent process and, once orphaned (the parent
 exited or was killed, e.g. by `timeout`), kills its own process group, compiler subprocesses
-included, even in the middle of a call. `WorkerSession` is a run of calls in one worker
-that is started again when a call killed it, and closed at the end of the run: a caller
-that must hold no device memory (the compare parent on a GPU) does its device work there.
-Several workers at once, each reused while its calls' key stays the same, are irlens.runtime.pool's.
+included, even in the middle of a call. Which worker serves a call, when one is started again
+and when it is closed, is irlens.runtime.pool's: every caller runs its calls through a pool.
 Every worker computes under its parent's float32 precision policy (irlens.precision).
 """
 from __future__ import annotations
@@ -97,10 +95,11 @@ def stderr_excerpt(stderr: str) -> str:
 class CallFailed(RuntimeError):
     """The worker crashed, hung past its timeout, or raised; `detail` holds the stderr tail or traceback."""
 
-    def __init__(self, reason: str, detail: str = "", starved: bool = False):
+    def __init__(self, reason: str, detail: str = "", starved: bool = False, raised: str | None = None):
         super().__init__(reason)
         # starved: it timed out for waits on turns the other workers held (`starved`, below)
         self.reason, self.detail, self.starved = reason, detail, starved
+        self.raised = raised  # the name of the exception the function raised (None: the worker died or hung)
 
 
 class Worker:
@@ -152,7 +151,7 @@ class Worker:
             raise CallFailed("the worker was closed") from None
         reply = self._reply(timeout, max_wait_s, stderr_start)
         if "error" in reply:
-            raise CallFailed(reply["error"], reply.get("traceback", ""))
+            raise CallFailed(reply["error"], reply.get("traceback", ""), raised=reply.get("raised"))
         return reply["value"]
 
     def _wait_ready(self, max_wait_s: float) -> None:
@@ -235,32 +234,6 @@ class Worker:
         for path in (self._progress, self._progress + ".partial"):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
-
-
-class WorkerSession:
-    """Calls in one worker process, started again when a call killed it (a crash, a timeout);
-    the process ends with the `with` block, and with it all the memory it held."""
-
-    def __init__(self, preload: tuple[str, ...] = (), turns: str | None = None, threads: int | None = None):
-        self.preload, self.turns, self.threads = preload, turns, threads
-        self._worker: Worker | None = None
-
-    def call(self, fn: str, kwargs: dict, timeout: float, max_wait_s: float = 0.0):
-        if self._worker is None or not self._worker.alive:
-            self.close()
-            self._worker = Worker(self.preload, turns=self.turns, threads=self.threads)
-        return self._worker.call(fn, kwargs, timeout, max_wait_s)
-
-    def close(self) -> None:
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
-
-    def __enter__(self) -> "WorkerSession":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def worker_env() -> dict[str, str]:
@@ -375,7 +348,8 @@ def serve(preload: list[str]) -> None:
         try:
             reply = {"value": resolve_function(request["fn"])(**request["kwargs"])}
         except Exception as e:  # the caller turns it into a failed row; the worker serves on
-            reply = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-STDERR_TAIL_CHARS:]}
+            reply = {"error": f"{type(e).__name__}: {e}", "raised": type(e).__name__,
+                     "traceback": traceback.format_exc()[-STDERR_TAIL_CHARS:]}
         protocol.write(json.dumps(reply) + "\n")
 
 

@@ -1,14 +1,19 @@
-"""A pool of worker processes (irlens.runtime.isolation.Worker), one per slot, reused call after call.
+"""The pool of worker processes (irlens.runtime.isolation.Worker), one per slot, reused call after call:
+the one way irlens runs calls in workers.
 
 A slot's worker serves consecutive calls of one key (a backend, a frontend: whatever its imports
 and environment are for), so those pay its start once; a call of another key starts a new one.
 A call that fails (CallFailed: a crash, a hang past its timeout, an error out of its function)
 leaves its worker closed: a crash or a hang ended it, and what escaped the function may have
 broken its state (a CUDA context an illegal memory access left unusable would fail every later
-call); the slot's next call starts a fresh worker. A caller closes a worker after its call where
-the worker must not keep what it holds (`close_after`: XLA keeps its device memory until its
-process ends), or gives a call a fresh worker (`fresh`: a call run again alone). The pool knows
-nothing of what the calls compute.
+call); the slot's next call starts a fresh worker. A caller names the errors its function raises
+that leave the worker's state whole (`kept_on`: the references' wait for disk room), closes a
+worker after its call where the worker must not keep what it holds (`close_after`: XLA keeps its
+device memory until its process ends), or gives a call a fresh worker (`fresh`: a call run again
+alone). A pool of one slot is one worker for a run of calls (the references', a bench's work
+counts and ceilings, `irlens explain`'s cell): a caller that must hold no device memory does its
+device work there, and everything the worker held goes with the pool. The pool knows nothing of
+what the calls compute.
 """
 from __future__ import annotations
 
@@ -28,19 +33,20 @@ class WorkerPool:
         self._taken = 0  # the slots given to threads so far (`slot=None`)
         self._closed = False
 
-    def call(self, key, fn: str, kwargs: dict, timeout: float, max_wait_s: float = 0.0, *,
+    def call(self, fn: str, kwargs: dict, timeout: float, max_wait_s: float = 0.0, *, key=None,
              env: dict[str, str] | None = None, slot: int | None = None, fresh: bool = False,
-             close_after: bool = False):
+             close_after: bool = False, kept_on: tuple[str, ...] = ()):
         """Call `fn` in slot `slot`'s worker (None: the calling thread's own slot), as Worker.call,
         in a worker of `key`: the one there if it serves `key`, is alive and not `fresh`, else a new
         one with `env` beside the parent's (worker_env). Raise CallFailed as Worker.call does, the
-        worker then closed; with `close_after` the worker is closed after the call whatever it gave."""
+        worker then closed unless the function raised an exception named in `kept_on`; with
+        `close_after` the worker is closed after the call whatever it gave."""
         slot = self._thread_slot() if slot is None else slot
         worker = self._worker(slot, key, env, fresh)
         try:
             return worker.call(fn, kwargs, timeout, max_wait_s)
-        except CallFailed:
-            close_after = True
+        except CallFailed as e:
+            close_after = close_after or e.raised not in kept_on
             raise
         finally:
             if close_after:

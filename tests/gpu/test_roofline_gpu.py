@@ -136,13 +136,13 @@ def test_a_bench_keeps_rows_and_kernels_within_the_ceilings():
     fastest kernel within the datasheet) within the vendor's figures; no row and no kernel above
     100 % of them (a kernel faster than DRAM for all its bytes judged on those beyond the L2,
     said so); a kernel above the datasheet's figure fails here."""
-    from irlens.bench.run import run_bench
+    from irlens.bench.run import bench
     from irlens.ceilings import Ceilings
     from irlens.matrix import Document
     from irlens.reporting.roofline import recompute
 
-    doc = run_bench(["gelu", "block"], ["inductor", "xla"], ["fwd"], ["bfloat16"], device="cuda", preset="bench",
-                    timeout=400)
+    doc = bench(["gelu", "block"], ["inductor", "xla"], ["fwd"], ["bfloat16"], device="cuda", preset="bench",
+                timeout=400).to_json()
     assert [r["status"] for r in doc["rows"]] == ["ok"] * 4
     c = Ceilings.from_json(doc["ceilings"])
     for what, figure in (("memory", c.memory_gbps), ("bfloat16", c.matmul_tflops["bfloat16"])):

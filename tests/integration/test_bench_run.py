@@ -15,27 +15,27 @@ from pathlib import Path
 import pytest
 
 from irlens.backends.thunder import kernel_db
-from irlens.bench.run import run_bench
+from irlens.bench.run import bench
 from irlens.bench.progress import BenchProgress
 from irlens.bench.sweep import Sweep
 from irlens.core.cost import Gemm
 from irlens.bench.ceilings_cache import cache_key, cached_sweep
 from irlens.compile_caches import NVFUSER_DB_ENV, NVFUSER_RUN_ENV, cache_env, compile_caches
-from irlens.runtime.isolation import WorkerSession
+from irlens.runtime.pool import WorkerPool
 from tests.support.nvfuser_kernel_db import compile_into
 
 
 def _stub_ceilings(monkeypatch) -> None:
     """The ceilings' worker call (it needs a GPU) answers with fixed ceilings."""
-    real_call = WorkerSession.call
+    real_call = WorkerPool.call
     sweep = Sweep("stub", {"copy of 256 MiB": 1000.0}, {"float32": {"mm [8x8]@[8x8]": 10.0}})
 
-    def call(self, fn, kwargs, timeout, max_wait_s=0.0):
+    def call(self, fn, *args, **kwargs):
         if fn == "irlens.bench.ceilings_cache:measure_in_worker":
             return {"ceilings": sweep.ceilings().to_json(), "source": "from a stub"}
-        return real_call(self, fn, kwargs, timeout, max_wait_s)
+        return real_call(self, fn, *args, **kwargs)
 
-    monkeypatch.setattr(WorkerSession, "call", call)
+    monkeypatch.setattr(WorkerPool, "call", call)
 
 
 # --- the ceilings, kept per device and software ---------------------------------------------------
@@ -181,11 +181,11 @@ def test_a_bench_compiles_ahead_then_a_second_one_reuses_the_caches(tmp_path, mo
     _stub_ceilings(monkeypatch)
     cache = tmp_path / "cache"
     args = (["gelu"], ["inductor", "xla", f"{path}:crash"], ["fwd"], ["float32"])
-    first = run_bench(*args, device="cpu", preset="tiny", compile_jobs=2, cache_dir=cache, timeout=300)
+    first = bench(*args, device="cpu", preset="tiny", compile_jobs=2, cache_dir=cache, timeout=300)
     log = capfd.readouterr().err
-    assert [(r["backend"], r["status"]) for r in first["rows"]] == [("inductor", "ok"), ("xla", "ok"), ("crash", "failed")]
-    crashed = first["rows"][2]
-    assert (crashed["phase"], crashed["reason"]) == ("compile ahead", "while compiling ahead: worker process exited "
+    assert [(r.backend, r.status) for r in first.rows] == [("inductor", "ok"), ("xla", "ok"), ("crash", "failed")]
+    crashed = first.rows[2]
+    assert (crashed.phase, crashed.reason) == ("compile ahead", "while compiling ahead: worker process exited "
                                                                        "with status 3")
     assert (tmp_path / "ran.log").read_text() == "ran\n"  # once: not in its timed turn
     assert len(re.findall(r"compiling ahead: \d/3 cells", log)) == 3
@@ -194,10 +194,10 @@ def test_a_bench_compiles_ahead_then_a_second_one_reuses_the_caches(tmp_path, mo
     (cells,) = json.loads((cache / "compiled-ahead.json").read_text()).values()
     assert sorted(cells) == ["gelu/fwd/inductor/float32/tiny/cpu", "gelu/fwd/xla/float32/tiny/cpu"]
 
-    second = run_bench(*args, device="cpu", preset="tiny", compile_jobs=2, cache_dir=cache, timeout=300)
+    second = bench(*args, device="cpu", preset="tiny", compile_jobs=2, cache_dir=cache, timeout=300)
     log = capfd.readouterr().err
     assert re.findall(r"compiling ahead: (\d/\d) cells \(([^:]*):", log) == [("1/1", "gelu · crash · fwd · float32")]
-    assert [(r["backend"], r["status"]) for r in second["rows"]] == [(r["backend"], r["status"]) for r in first["rows"]]
+    assert [(r.backend, r.status) for r in second.rows] == [(r.backend, r.status) for r in first.rows]
 
 
 
@@ -210,10 +210,10 @@ def test_compiling_ahead_stops_at_its_share_of_the_budget(tmp_path, monkeypatch,
     monkeypatch.setattr(irlens.bench.run, "COMPILE_SHARE", 0.0)
     _stub_ceilings(monkeypatch)
     cache = tmp_path / "cache"
-    doc = run_bench(["gelu"], ["eager", "inductor"], ["fwd"], ["float32"], device="cpu", preset="tiny",
-                    compile_jobs=2, cache_dir=cache, timeout=300, budget_s=600)
+    doc = bench(["gelu"], ["eager", "inductor"], ["fwd"], ["float32"], device="cpu", preset="tiny",
+                compile_jobs=2, cache_dir=cache, timeout=300, budget_s=600)
     log = capfd.readouterr().err
-    assert [(r["backend"], r["status"]) for r in doc["rows"]] == [("eager", "ok"), ("inductor", "ok")]
+    assert [(r.backend, r.status) for r in doc.rows] == [("eager", "ok"), ("inductor", "ok")]
     assert "compiling ahead stopped at its share of the time budget: 2 of 2 cells compile in their timed turn" in log
     assert not re.search(r"compiling ahead: \d/\d cells", log)
     assert not any(json.loads((cache / "compiled-ahead.json").read_text()).values())  # nothing compiled ahead
@@ -228,7 +228,7 @@ def test_a_bench_stopped_by_an_error_keeps_its_rows_and_a_rerun_completes_it(tmp
     import errno
 
     import irlens.bench.run
-    from irlens.bench.run import BenchConfig, bench, restrict_to_rerun
+    from irlens.bench.run import BenchConfig, restrict_to_rerun
     from irlens.matrix import read_document, write_document
     from irlens.matrix.join import RERUN, join, part
     from irlens.matrix.row import STOPPED_PHASE

@@ -2,21 +2,21 @@
 end to end, and the backends it compiled ahead."""
 import pytest
 
-from irlens.bench.run import COMPILE_AHEAD, run_bench
+from irlens.bench.run import COMPILE_AHEAD, bench
 from irlens.bench.sweep import Sweep
 from irlens.bench.timeline import CEILINGS, WAITING
-from irlens.runtime.isolation import WorkerSession
+from irlens.runtime.pool import WorkerPool
 
 
 @pytest.mark.slow
 def test_a_bench_records_its_steps_end_to_end(monkeypatch):
-    real_call = WorkerSession.call
+    real_call = WorkerPool.call
     sweep = Sweep("stub", {"copy of 256 MiB": 1000.0}, {"float32": {"mm [8x8]@[8x8]": 10.0}})
-    monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout, max_wait_s=0.0: (
+    monkeypatch.setattr(WorkerPool, "call", lambda self, fn, *args, **kwargs: (
         {"ceilings": sweep.ceilings().to_json(), "source": "from a stub"}  # the ceilings need a GPU
-        if fn == "irlens.bench.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout, max_wait_s)))
-    doc = run_bench(["gelu"], ["eager", "xla"], ["fwd"], ["float32"], device="cpu", preset="tiny",
-                    compile_jobs=2, timeout=300)
+        if fn == "irlens.bench.ceilings_cache:measure_in_worker" else real_call(self, fn, *args, **kwargs)))
+    doc = bench(["gelu"], ["eager", "xla"], ["fwd"], ["float32"], device="cpu", preset="tiny",
+                compile_jobs=2, timeout=300).to_json()
     assert [(r["backend"], r["status"]) for r in doc["rows"]] == [("eager", "ok"), ("xla", "ok")]
     spans = doc["time_spent"]["spans"]
     assert [s["name"] for s in spans] == [COMPILE_AHEAD, WAITING, CEILINGS, "timed float32"]

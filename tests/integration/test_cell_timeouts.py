@@ -94,7 +94,7 @@ def test_a_cells_timing_waits_behind_long_sharers_and_a_hung_cell_names_its_stag
     plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager", f"{tmp_path}/backend.py:HANG"], ["fwd"],
                            "cpu", "tiny", None)
     with long_sharer(str(run_dir / "device-turns.lock"), hold_after_wait_s=timeout + 1.0) as seen:
-        rows = cmp.execute(plan, timeout=timeout, progress=False, jobs=2)["rows"]
+        rows = cmp.run_plan(plan, timeout=timeout, progress=False, jobs=2).to_json()["rows"]
     assert "waited_from" in seen, [(r["status"], r["reason"]) for r in rows]
     eager, hung = rows
     # eager's timing (the only one) held the turnstile, waiting longer than its whole timeout behind
@@ -127,7 +127,7 @@ def test_a_cell_whose_reference_is_not_ready_within_the_budget_does_not_start(tm
     (tmp_path / "workload.py").write_text(SLOW_REFERENCE)
     plan = cmp.plan_matrix([f"{tmp_path}/workload.py:SLOW"], ["eager"], ["fwd"], "cpu", "tiny", None)
     start = time.monotonic()
-    (row,) = cmp.execute(plan, timeout=600, progress=False, jobs=2, budget_s=2)["rows"]
+    (row,) = cmp.run_plan(plan, timeout=600, progress=False, jobs=2, budget_s=2).to_json()["rows"]
     assert time.monotonic() - start < 120
     assert (row["status"], row["phase"]) == ("unavailable", BUDGET_PHASE), row
     assert row["reason"] == "not run: the run's time budget ran out before its float64 reference was ready"
@@ -340,18 +340,13 @@ def test_compiling_ahead_gives_no_cell_to_a_worker_an_error_escaped_a_cell_of(tm
 def test_the_references_worker_is_replaced_after_a_failed_reference(tmp_path, monkeypatch):
     """A reference that failed in its worker leaves the next reference a new worker (a CUDA error
     there would fail every later reference, each blamed on its own model)."""
-    import irlens.runtime.isolation
     from irlens.matrix.references import References
 
     (tmp_path / "workload.py").write_text(WORKLOAD)
     plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager"], ["fwd", "fwdbwd"], "cpu", "tiny", None)
-    started = []
-
-    def failing(*args, **kwargs):
-        started.append(FakeWorker(CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered")))
-        return started[-1]
-
-    monkeypatch.setattr(irlens.runtime.isolation, "Worker", failing)
+    failed = CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered",
+                        raised="AcceleratorError")
+    started = fake_workers(monkeypatch, failed, failed)
     refs = References(plan, str(tmp_path), 60.0)
     try:
         refs.start()
@@ -360,3 +355,21 @@ def test_the_references_worker_is_replaced_after_a_failed_reference(tmp_path, mo
         refs.close()
     assert all(e.path is None and "illegal memory access" in e.error for e in entries)
     assert len(started) == 2 and all(w.closed for w in started)
+
+
+def test_the_references_worker_serves_on_after_a_wait_for_disk_room_ran_out(tmp_path, monkeypatch):
+    """NoRoom (the disk stayed full) breaks nothing in the worker: the next reference runs in it."""
+    from irlens.matrix.references import NoRoom, References
+
+    (tmp_path / "workload.py").write_text(WORKLOAD)
+    plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager"], ["fwd", "fwdbwd"], "cpu", "tiny", None)
+    started = fake_workers(monkeypatch, CallFailed("NoRoom: not enough disk for the float64 reference",
+                                                   raised=NoRoom.__name__))
+    refs = References(plan, str(tmp_path), 60.0)
+    try:
+        refs.start()
+        entries = [refs.get(cell.workload, cell.mode) for cell in plan.cells()]
+    finally:
+        refs.close()
+    assert all(e.path is None and "not enough disk" in e.error for e in entries)
+    assert len(started) == 1 and started[0].closed  # one worker for both, closed with the run

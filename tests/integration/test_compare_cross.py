@@ -12,7 +12,7 @@ import torch
 
 from irlens.backends import get_backend
 from irlens.cli.compare import run as cross_main
-from irlens.cross import cell, format_grid, run_cross
+from irlens.cross import cell, format_grid, run_grid
 from irlens.core.ir import Graph, Node, TensorMeta
 from irlens.lowering import Unsupported
 from irlens.matrix import Document
@@ -104,9 +104,9 @@ def test_fx_lowering_keeps_the_graph_dtypes():
 
 
 @functools.cache
-def grid() -> dict:
+def grid() -> Document:
     """One isolated run: Dynamo's gelu graphs through Inductor and nvFuser (unavailable on a CPU)."""
-    return run_cross(["gelu"], ["fwd"], acquired_by="dynamo", executed_by="inductor,nvfuser", timeout=240)
+    return run_grid(["gelu"], ["fwd"], acquired_by="dynamo", executed_by="inductor,nvfuser", timeout=240)
 
 
 @pytest.mark.parametrize("workload", ["gelu", "block"])
@@ -128,14 +128,14 @@ def test_fx_lowering_computes_literals_on_the_target_device(workload):
 
 
 def test_run_cross_isolated_document():
-    doc = grid()
+    doc = grid().to_json()  # the form `--json` writes
     assert doc["kind"] == "cross" and doc["acquired_by"] == ["dynamo"] and doc["executed_by"] == ["inductor", "nvfuser"]
     ok, nvfuser = doc["rows"]
     assert (ok["acquired_by"], ok["executed_by"], ok["status"], ok["native"]) == ("dynamo", "inductor", "ok", True)
     if not torch.cuda.is_available():
         assert nvfuser["status"] == "unavailable" and "CUDA" in nvfuser["reason"]
     json.dumps(doc, allow_nan=False)
-    text = format_grid(Document.from_json(doc))
+    text = format_grid(grid())
     assert "gelu fwd" in text and "ok*" in text
 
 

@@ -27,7 +27,6 @@ from irlens.frontends.base import Availability
 from irlens.runtime.isolation import worker_env
 from irlens.matrix import references
 from irlens.matrix.cell import out_of_memory
-from irlens.matrix.row import COMPARE, Row
 from irlens.workloads.builtin import get_workload
 from irlens.workloads.workload import Workload, run_eager
 
@@ -135,7 +134,7 @@ NO_TWIN = Workload.from_module("no_twin", lambda x: torch.tanh(x) * 2.0, example
 
 
 def test_compare_jax_backend_is_unavailable_without_a_twin():
-    doc = cmp.run_matrix(["gelu", NO_TWIN], ["eager", ref("FAKE_XLA")], ["fwd"], progress=False, isolate=False)
+    doc = cmp.run_matrix(["gelu", NO_TWIN], ["eager", ref("FAKE_XLA")], ["fwd"], progress=False, isolate=False).to_json()
     statuses = {(r["workload"], r["backend"]): r["status"] for r in doc["rows"]}
     assert statuses == {("gelu", "eager"): "ok", ("gelu", "test-jax"): "ok",
                         ("no_twin", "eager"): "ok", ("no_twin", "test-jax"): "unavailable"}
@@ -167,7 +166,7 @@ def test_compare_reference_is_computed_once_per_workload_and_mode(monkeypatch):
     monkeypatch.setattr(references, "compute_reference",
                         lambda wl, mode, *a: calls.append((wl.name, mode)) or real(wl, mode, *a))
     doc = cmp.run_matrix(["gelu"], ["eager", ref("WRONG"), ref("RAISE")], ["fwd", "fwdbwd"], progress=False,
-                         isolate=False)
+                         isolate=False).to_json()
     # once per mode for the six cells, and once more for the JAX twin check (always at the tiny preset)
     assert sorted(calls) == [("gelu", "fwd"), ("gelu", "fwd"), ("gelu", "fwdbwd")]
     assert [r["status"] for r in doc["rows"]] == ["ok", "ok", "failed", "ok", "mismatch", "ok"]
@@ -191,7 +190,7 @@ def test_compare_isolated_parent_does_no_device_work(instantiated_here, tmp_path
                     "wl = irlens.Workload.from_module('crashes', lambda x: ctypes.string_at(0) and x,"
                     " example_inputs=((4, 4),))\n")
     doc = cmp.run_matrix([f"{path}:wl", "gelu"], ["eager", "nvfuser"], ["fwd", "fwdbwd"], progress=False,
-                         isolate=True)
+                         isolate=True).to_json()
     eager = [r for r in doc["rows"] if r["backend"] == "eager"]
     assert [(r["workload"], r["status"], r["phase"]) for r in eager] == [
         ("crashes", "failed", "reference"), ("crashes", "failed", "reference"), ("gelu", "ok", ""), ("gelu", "ok", "")]
@@ -272,13 +271,13 @@ def test_a_reference_out_of_gpu_memory_is_computed_on_the_cpu(monkeypatch, tmp_p
 @pytest.mark.slow
 def test_a_timed_cell_out_of_memory_beside_others_runs_again_alone():
     plan = cmp.plan_matrix(["gelu", "tinyhead"], [ref("OOM")], ["fwd"], "cpu", "tiny", None, device_timing=True)
-    doc = cmp.execute(plan, timeout=60.0, progress=False, jobs=2)
+    doc = cmp.run_plan(plan, timeout=60.0, progress=False, jobs=2).to_json()
     assert [r["status"] for r in doc["rows"]] == ["ok", "ok"]
     assert all("run again alone" in r["notes"]["gpu_alone"] for r in doc["rows"])
     # untimed (a compare run), the same failure stays a failure: nothing else shares a GPU turn
     plan = cmp.plan_matrix(["gelu"], [ref("OOM")], ["fwd"], "cpu", "tiny", None)
-    (row,) = cmp.execute(plan, timeout=60.0, progress=False)["rows"]
-    assert row["status"] == "failed" and out_of_memory(Row.from_json(row, COMPARE))
+    (row,) = cmp.run_plan(plan, timeout=60.0, progress=False).rows
+    assert row.status == "failed" and out_of_memory(row)
 
 
 def test_a_crash_reports_its_first_error_not_only_the_teardown(tmp_path):
@@ -314,7 +313,7 @@ def test_on_a_shared_gpu_a_jax_cells_worker_ends_with_it():
     # workers serve cell after cell
     def pids(backend, device_timing):
         plan = cmp.plan_matrix(["gelu", "tinyhead"], [backend], ["fwd"], "cpu", "tiny", None, device_timing=device_timing)
-        rows = cmp.execute(plan, timeout=60.0, progress=False)["rows"]
+        rows = cmp.run_plan(plan, timeout=60.0, progress=False).to_json()["rows"]
         assert [r["status"] for r in rows] == ["ok", "ok"]
         return {r["notes"]["pid"] for r in rows}
 

@@ -25,7 +25,7 @@ def matrix():
     def row(workload: str, backend: str, mode: str) -> dict:
         if (workload, backend, mode) not in rows:
             doc = cmp.run_matrix([workload], BACKENDS, MODES, device="cpu", preset="tiny", progress=False,
-                                 isolate=False)
+                                 isolate=False).to_json()
             rows.update({(r["workload"], r["backend"], r["mode"]): r for r in doc["rows"]})
         return rows[workload, backend, mode]
 
@@ -64,9 +64,9 @@ def test_compare_tolerances_are_dtype_aware():
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_compare_eager_low_precision_within_tolerance(dtype):
     doc = cmp.run_matrix(["block"], ["eager"], MODES, dtype=dtype, progress=False, isolate=False)
-    for row in doc["rows"]:
-        assert row["status"] == "ok", row["reason"]
-        assert row["dtype"] == dtype and row["max_rel_err"] > 1e-4  # really computed in low precision
+    for row in doc.rows:
+        assert row.status == "ok", row.reason
+        assert row.dtype == dtype and row.max_rel_err > 1e-4  # really computed in low precision
 
 
 def test_compare_nan_never_passes():
@@ -83,5 +83,5 @@ def test_compare_nan_never_passes():
 @pytest.mark.gpu
 def test_compare_cuda_tiny_every_available_row_ok():
     doc = cmp.run_matrix(WORKLOADS, BACKENDS, MODES, device="cuda", preset="tiny", progress=False, timeout=600)
-    bad = [r for r in doc["rows"] if r["status"] in ("mismatch", "failed")]
-    assert not bad, [(r["workload"], r["backend"], r["mode"], r["reason"]) for r in bad]
+    bad = [r for r in doc.rows if r.status in ("mismatch", "failed")]
+    assert not bad, [(r.workload, r.backend, r.mode, r.reason) for r in bad]

@@ -98,7 +98,7 @@ def compare_rows():
     def row(name: str, backend: str, mode: str) -> dict:
         if (name, backend, mode) not in rows:
             doc = cmp.run_matrix([name], list(CPU_BACKENDS), MODES, device="cpu", preset="tiny", progress=False,
-                                 isolate=False)
+                                 isolate=False).to_json()
             rows.update({(r["workload"], r["backend"], r["mode"]): r for r in doc["rows"]})
         return rows[name, backend, mode]
 

@@ -4,13 +4,13 @@ import dataclasses
 import pytest
 
 from irlens.core import cost
-from irlens.bench.run import BenchConfig, bench, restrict_to_rerun, run_bench, share_matrix
+from irlens.bench.run import BenchConfig, bench, restrict_to_rerun, share_matrix
 from irlens.reporting.bench_page import write_results_page
 from irlens.bench.sweep import sweep
 from irlens.ceilings import Ceilings
 from irlens.core.cost import Gemm
 from irlens.core.ir import Graph, Kernel, Node, TensorMeta
-from irlens.runtime.isolation import WorkerSession
+from irlens.runtime.pool import WorkerPool
 from irlens.matrix import Row
 from irlens.matrix.join import PARTS, RERUN, join, part
 from irlens.matrix.records import StepWork
@@ -72,10 +72,10 @@ def test_gemm_shapes_come_from_the_common_view():
 
 def _stub_ceilings(monkeypatch, ceilings: Ceilings) -> None:
     """`irlens bench` on the CPU: the ceilings need a GPU, so their worker call returns these."""
-    real_call = WorkerSession.call
-    monkeypatch.setattr(WorkerSession, "call", lambda self, fn, kwargs, timeout, max_wait_s=0.0: {
+    real_call = WorkerPool.call
+    monkeypatch.setattr(WorkerPool, "call", lambda self, fn, *args, **kwargs: {
         "ceilings": ceilings.to_json(), "source": ceilings.source}
-        if fn == "irlens.bench.ceilings_cache:measure_in_worker" else real_call(self, fn, kwargs, timeout, max_wait_s))
+        if fn == "irlens.bench.ceilings_cache:measure_in_worker" else real_call(self, fn, *args, **kwargs))
 
 
 @pytest.mark.slow
@@ -86,7 +86,7 @@ def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch
     monkeypatch.setattr(Workload, "instantiate", lambda wl, *a, **kw: here.append(wl.name) or real_instantiate(wl, *a, **kw))
     ceilings = stub_ceilings(1000.0)
     _stub_ceilings(monkeypatch, ceilings)
-    doc = run_bench(["tinyhead"], ["eager"], ["fwd"], ["float32", "bfloat16"], device="cpu", preset="tiny")
+    doc = bench(["tinyhead"], ["eager"], ["fwd"], ["float32", "bfloat16"], device="cpu", preset="tiny").to_json()
     assert here == []
     assert doc["ceilings"] == ceilings.to_json()
     assert [(r["dtype"], r["status"]) for r in doc["rows"]] == [("float32", "ok"), ("bfloat16", "ok")]

@@ -111,7 +111,7 @@ def test_past_dynamo_s_recompile_limit_the_program_fails_rather_than_run_eagerly
 
 @pytest.fixture(scope="module")
 def xla_doc() -> dict:
-    return run_matrix([REF], ["xla"], list(MODES), progress=False, isolate=False)
+    return run_matrix([REF], ["xla"], list(MODES), progress=False, isolate=False).to_json()
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -134,7 +134,7 @@ def test_an_op_the_lowering_lacks_in_a_later_graph_is_named(monkeypatch):
     import irlens.backends.xla.lower as jax_lowering
 
     monkeypatch.setattr(jax_lowering, "SUPPORTED", jax_lowering.SUPPORTED - {"tanh"})  # graph 2 holds the tanh
-    (row,) = run_matrix([REF], ["xla"], ["fwd"], progress=False, isolate=False)["rows"]
+    (row,) = run_matrix([REF], ["xla"], ["fwd"], progress=False, isolate=False).to_json()["rows"]
     assert row["status"] == "unavailable" and row["reason"] == "the jax lowering does not support: tanh"
 
 
@@ -144,7 +144,7 @@ def test_nvfuser_lowers_every_graph_where_thunder_cannot(monkeypatch):
         raise NoNativePath("Thunder cannot trace it (simulated)")
 
     monkeypatch.setattr(get_backend("nvfuser"), "run", no_thunder)
-    doc = run_matrix([REF], ["nvfuser"], list(MODES), device="cuda", progress=False, isolate=False)
+    doc = run_matrix([REF], ["nvfuser"], list(MODES), device="cuda", progress=False, isolate=False).to_json()
     for row in doc["rows"]:
         assert row["status"] == "ok", f"{row['mode']}: {row['reason']}\n{row['detail']}"
         assert row["via"] == "dynamo" and row["notes"]["dynamo_graphs"] == GRAPHS

@@ -2,6 +2,7 @@
 matrix, and the page in headless Chromium."""
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -99,8 +100,7 @@ def test_fusion_map_contracts_data_movement_outside_kernels():
 
 
 def test_report_pages_synthetic(tmp_path):
-    doc = synthetic_document()
-    paths = write_report(doc, tmp_path, frontends=False)
+    paths = write_report(Document.from_json(synthetic_document()), tmp_path, frontends=False)
     html = paths["html"].read_text()
     assert "<script" not in html.lower()
     assert 'src="http' not in html and 'href="http' not in html and "@import" not in html  # no network
@@ -178,22 +178,22 @@ def real_report(tmp_path_factory):
     fwd = run_matrix(["gelu", "tinyhead"], backends, ["fwd"], device="cpu", preset="tiny", progress=False,
                      isolate=False)
     bwd = run_matrix(["tinyhead"], backends, ["fwdbwd"], device="cpu", preset="tiny", progress=False, isolate=False)
-    doc = {**fwd, "rows": fwd["rows"] + bwd["rows"]}
+    doc = dataclasses.replace(fwd, rows=fwd.rows + bwd.rows)
     out = tmp_path_factory.mktemp("report")
     return doc, write_report(doc, out)
 
 
 def test_report_real_matrix(real_report):
     doc, paths = real_report
-    rows = doc["rows"]
-    assert all(r["status"] == "ok" for r in rows), [(r["backend"], r["reason"]) for r in rows if r["status"] != "ok"]
-    for group in group_rows(typed(rows)).values():
+    rows = doc.rows
+    assert all(r.status == "ok" for r in rows), [(r.backend, r.reason) for r in rows if r.status != "ok"]
+    for group in group_rows(rows).values():
         assert_map_matches_records([r.to_json(COMPARE) for r in group])
     html = paths["html"].read_text()
     assert "<script" not in html.lower()
     for r in rows:
-        for k in r["kernels"]:
-            assert k["name"] in html
+        for k in r.kernels:
+            assert k.name in html
     # The frontend table is computed: dynamo takes torch code, JAX needs the twin.
     assert "Frontends" in html and "GraphModule" in html and "no: it traces the workload" in html
 

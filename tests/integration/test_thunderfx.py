@@ -463,7 +463,7 @@ def test_a_fallback_regions_vmap_is_read_as_functorch_batches_it():
     import irlens.matrix as cmp
 
     doc = cmp.run_matrix(["hf_mamba"], ["thunder+torchcompile"], ["fwd"], device="cpu", preset="tiny",
-                         progress=False, isolate=False)
+                         progress=False, isolate=False).to_json()
     (row,) = doc["rows"]
     assert row["status"] == "ok", row["reason"]
     assert row["coverage"] is not None and not row["coverage"]["unknown"], row["coverage"]["unknown"][:5]

@@ -38,7 +38,7 @@ def test_a_run_sizes_its_workers_pools_to_fit_the_cores_together(monkeypatch):
     # two cell workers and the reference worker compute at once
     assert worker_threads(3) == 2 and worker_threads(9) == 1 and worker_threads(1) == 8
     doc = cmp.run_matrix(["gelu"], ["eager"], ["fwd"], progress=False, jobs=3)
-    assert doc["threads"] == 2 and doc["rows"][0]["status"] == "ok"
+    assert doc.threads == 2 and doc.rows[0].status == "ok"
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert threads_used(2) == 3 and threads_used(None) is None
 

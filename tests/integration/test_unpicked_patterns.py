@@ -54,7 +54,7 @@ def test_the_cpu_flash_kernels_grouped_heads_are_grouped_in_the_common_view():
 
 @pytest.mark.parametrize("mode", MODES)
 def test_xla_runs_grouped_query_attention_via_dynamo(mode):
-    doc = run_matrix([ref("GQA")], ["eager", "xla"], [mode], progress=False, isolate=False)
+    doc = run_matrix([ref("GQA")], ["eager", "xla"], [mode], progress=False, isolate=False).to_json()
     for row in doc["rows"]:
         assert row["status"] == "ok", f"{row['backend']}: {row['reason']}\n{row['detail']}"
     (xla,) = [r for r in doc["rows"] if r["backend"] == "xla"]
@@ -78,13 +78,12 @@ WRAPPED = Workload.from_module("wrapped", _Wrapper(), ((2, 4),))
 
 
 def test_a_wrapper_in_train_mode_around_an_eval_model_is_mixed_not_train():
-    from irlens.matrix import Document
     from irlens.matrix.table import format_table
     from irlens.reporting.zoo_page import zoo_markdown
 
     inst = WRAPPED.instantiate("tiny")
     assert inst.module_mode == "mixed" and not inst.module.model.training  # kept as handed over
-    doc = Document.from_json(run_matrix([ref("WRAPPED")], ["eager"], ["fwd"], progress=False, isolate=False))
+    doc = run_matrix([ref("WRAPPED")], ["eager"], ["fwd"], progress=False, isolate=False)
     assert doc.rows[0].status == "ok" and doc.rows[0].module_mode == "mixed"  # dropout off: eval inside
     for text in (format_table(doc), zoo_markdown(doc)):
         assert "submodules in train mode and in eval mode, each run in its own (as handed over): wrapped" in text
@@ -115,12 +114,12 @@ CRASHING = _CrashingStack()
 
 
 def test_a_stack_that_tried_and_failed_is_a_failure_not_unavailable():
-    (row,) = run_matrix([ref("WRAPPED")], [ref("CRASHING")], ["fwd"], progress=False, isolate=False)["rows"]
-    assert (row["status"], row["phase"]) == ("failed", "acquire")
-    assert row["reason"].startswith("acquire: CaptureFailed: Thunder cannot take wrapped: ThunderFX failed too")
+    (row,) = run_matrix([ref("WRAPPED")], [ref("CRASHING")], ["fwd"], progress=False, isolate=False).rows
+    assert (row.status, row.phase) == ("failed", "acquire")
+    assert row.reason.startswith("acquire: CaptureFailed: Thunder cannot take wrapped: ThunderFX failed too")
     # the detail is the stack's own traceback: its innermost frame is where it failed
-    assert row["detail"].rstrip().endswith("RuntimeError: failed to find name in frame builtins")
-    assert "in _compile_region" in row["detail"]
+    assert row.detail.rstrip().endswith("RuntimeError: failed to find name in frame builtins")
+    assert "in _compile_region" in row.detail
 
 
 def test_a_failure_in_a_compilers_generated_code_is_upstreams():

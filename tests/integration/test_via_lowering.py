@@ -62,12 +62,13 @@ def ref(name: str) -> str:
     return f"{__file__}:{name}"
 
 
-def rows_of(doc: dict) -> dict:
-    return {(r["workload"], r["backend"], r["mode"]): r for r in doc["rows"]}
+def rows_of(doc: Document) -> dict:
+    """The rows as `--json` writes them, by cell."""
+    return {(r["workload"], r["backend"], r["mode"]): r for r in doc.to_json()["rows"]}
 
 
 @pytest.fixture(scope="module")
-def net_doc() -> dict:
+def net_doc() -> Document:
     return run_matrix([ref("NET")], ["eager", "xla"], list(MODES), progress=False, isolate=False)
 
 
@@ -89,7 +90,7 @@ def test_xla_runs_a_torch_only_workload_via_dynamo(net_doc, mode):
 
 
 def test_the_table_report_and_bench_page_say_via(net_doc, tmp_path):
-    doc = Document.from_json(net_doc)
+    doc = net_doc
     table = format_table(doc)
     assert "xla (via dynamo)" in table
     assert "xla (via dynamo) (2 cells): dynamo's graphs through the common view's lowering: workload has no JAX twin" \
@@ -103,7 +104,7 @@ def test_the_table_report_and_bench_page_say_via(net_doc, tmp_path):
 def test_graph_breaks_lower_each_graph_and_say_how_many():
     """Each of Dynamo's graphs is lowered, the code between them run as Dynamo runs it
     (tests/test_graph_breaks.py has more)."""
-    (row,) = run_matrix([ref("BREAKS")], ["xla"], ["fwd"], progress=False, isolate=False)["rows"]
+    (row,) = run_matrix([ref("BREAKS")], ["xla"], ["fwd"], progress=False, isolate=False).to_json()["rows"]
     assert row["status"] == "ok" and row["via"] == "dynamo", f"{row['reason']}\n{row['detail']}"
     assert row["notes"]["dynamo_graphs"] == row["notes"]["lowered_graphs"] == 2
     assert sorted(row["graphs"]) == ["aot.forward:jax.hlo", "aot.forward[1]:jax.hlo"]
@@ -113,13 +114,13 @@ def test_an_op_the_lowering_lacks_is_named(monkeypatch):
     import irlens.backends.xla.lower as jax_lowering
 
     monkeypatch.setattr(jax_lowering, "SUPPORTED", jax_lowering.SUPPORTED - {"max_pool"})
-    (row,) = run_matrix([ref("NET")], ["xla"], ["fwd"], progress=False, isolate=False)["rows"]
+    (row,) = run_matrix([ref("NET")], ["xla"], ["fwd"], progress=False, isolate=False).to_json()["rows"]
     assert row["status"] == "unavailable" and row["via"] == "dynamo"
     assert row["reason"] == "the jax lowering does not support: max_pool"
 
 
 def test_a_backend_without_a_lowering_says_both_reasons():
-    (row,) = run_matrix([ref("NET")], [ref("NO_NATIVE")], ["fwd"], progress=False, isolate=False)["rows"]
+    (row,) = run_matrix([ref("NET")], [ref("NO_NATIVE")], ["fwd"], progress=False, isolate=False).to_json()["rows"]
     assert row["status"] == "unavailable" and "via" not in row
     assert row["reason"] == ("its frontend cannot take this workload; test-no-native has no lowering of the "
                              "common view to run instead")
@@ -133,6 +134,6 @@ def test_nvfuser_runs_dynamos_graphs_where_thunder_cannot(monkeypatch):
 
     monkeypatch.setattr(get_backend("nvfuser"), "run", no_thunder)
     doc = run_matrix([ref("NET")], ["nvfuser"], list(MODES), device="cuda", progress=False, isolate=False)
-    for row in doc["rows"]:
-        assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
-        assert Row.from_json(row, COMPARE).label == "nvfuser (via dynamo)" and row["kernels"]
+    for row in doc.rows:
+        assert row.status == "ok", f"{row.reason}\n{row.detail}"
+        assert row.label == "nvfuser (via dynamo)" and row.kernels

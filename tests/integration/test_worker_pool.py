@@ -1,6 +1,6 @@
 """The worker pool (irlens.runtime.pool): a slot's worker serves the calls of one key, a failed call
-leaves the next a fresh worker, a caller closes a worker after its call or asks for a fresh one,
-and each thread has a slot of its own. Real worker processes, calling tiny functions."""
+leaves the next a fresh worker unless its caller named the error as harmless, a caller closes a
+worker after its call or asks for a fresh one, and each thread has a slot of its own. Real worker processes, calling tiny functions."""
 import os
 import threading
 
@@ -48,11 +48,11 @@ def ended(pid: int) -> bool:
 
 def test_a_slot_reuses_its_worker_for_a_key_and_starts_another_for_a_new_key(entries):
     with WorkerPool(1) as pool:
-        first = pool.call("a", "entries:pid", {}, 60)
-        assert pool.call("a", "entries:pid", {}, 60) == first
+        first = pool.call("entries:pid", {}, 60, key="a")
+        assert pool.call("entries:pid", {}, 60, key="a") == first
         # the new key's worker gets the environment given with its call
-        assert pool.call("b", "entries:env", {"name": "IRLENS_POOL_KEY"}, 60, env={"IRLENS_POOL_KEY": "b"}) == "b"
-        second = pool.call("b", "entries:pid", {}, 60)
+        assert pool.call("entries:env", {"name": "IRLENS_POOL_KEY"}, 60, key="b", env={"IRLENS_POOL_KEY": "b"}) == "b"
+        second = pool.call("entries:pid", {}, 60, key="b")
     assert second != first and ended(first) and ended(second)
 
 
@@ -64,21 +64,38 @@ def test_a_failed_call_leaves_its_slot_a_fresh_worker(entries):
         for fn, timeout, reason in (("crash", 60, "worker process crashed (SIGSEGV)"),
                                     ("hang", 1, "timed out after 1 s (in entries:hang, its last "),
                                     ("fail", 60, "ValueError: bad input")):
-            pids.append(pool.call("a", "entries:pid", {}, 60))
+            pids.append(pool.call("entries:pid", {}, 60, key="a"))
             with pytest.raises(CallFailed) as failure:
-                pool.call("a", f"entries:{fn}", {}, timeout)
+                pool.call(f"entries:{fn}", {}, timeout, key="a")
             assert failure.value.reason.startswith(reason), failure.value.reason
             assert ended(pids[-1]), fn
-        pids.append(pool.call("a", "entries:pid", {}, 60))
+        pids.append(pool.call("entries:pid", {}, 60, key="a"))
     assert len(set(pids)) == 4
+
+
+def test_an_error_named_in_kept_on_leaves_the_worker_serving(entries):
+    """A function's error its caller knows leaves the worker whole (the references' wait for disk
+    room) keeps the worker; another error, or the same one not named, closes it."""
+    with WorkerPool(1) as pool:
+        first = pool.call("entries:pid", {}, 60)
+        with pytest.raises(CallFailed) as failure:
+            pool.call("entries:fail", {}, 60, kept_on=("ValueError",))
+        assert failure.value.raised == "ValueError" and not ended(first)
+        assert pool.call("entries:pid", {}, 60) == first
+        with pytest.raises(CallFailed):
+            pool.call("entries:fail", {}, 60, kept_on=("KeyError",))
+        assert ended(first)
+        with pytest.raises(CallFailed) as failure:  # a crash is never kept: the worker is gone
+            pool.call("entries:crash", {}, 60, kept_on=("ValueError",))
+        assert failure.value.raised is None
 
 
 def test_a_worker_closed_after_its_call_or_replaced_for_a_fresh_one(entries):
     with WorkerPool(1) as pool:
-        first = pool.call("a", "entries:pid", {}, 60, close_after=True)
+        first = pool.call("entries:pid", {}, 60, key="a", close_after=True)
         assert ended(first)  # at once: what it held is freed before the next call starts
-        second = pool.call("a", "entries:pid", {}, 60)
-        third = pool.call("a", "entries:pid", {}, 60, fresh=True)
+        second = pool.call("entries:pid", {}, 60, key="a")
+        third = pool.call("entries:pid", {}, 60, key="a", fresh=True)
         assert ended(second) and not ended(third)
     assert ended(third)
 
@@ -90,9 +107,9 @@ def test_each_thread_has_a_slot_of_its_own_and_a_closed_pool_takes_no_call(entri
     def call(name: str) -> None:
         try:
             both.wait(30)  # both threads hold a slot at once
-            pids[name] = pool.call("a", "entries:pid", {}, 60)
+            pids[name] = pool.call("entries:pid", {}, 60, key="a")
             both.wait(30)
-            pool.call("a", "entries:pid", {}, 60)  # a third thread has no slot
+            pool.call("entries:pid", {}, 60, key="a")  # a third thread has no slot
         except Exception as e:  # noqa: BLE001  (asserted below, in the test's thread)
             errors.append(e)
 
@@ -102,10 +119,10 @@ def test_each_thread_has_a_slot_of_its_own_and_a_closed_pool_takes_no_call(entri
     for t in threads:
         t.join()
     assert errors == [] and len(set(pids.values())) == 2
-    assert pool.call("a", "entries:pid", {}, 60, slot=1) in pids.values()  # a slot named by the caller
+    assert pool.call("entries:pid", {}, 60, key="a", slot=1) in pids.values()  # a slot named by the caller
     with pytest.raises(RuntimeError, match="a worker pool of 2 slots was called from more threads"):
-        pool.call("a", "entries:pid", {}, 60)
+        pool.call("entries:pid", {}, 60, key="a")
     pool.close()
     assert all(ended(pid) for pid in pids.values())
     with pytest.raises(CallFailed, match="the worker pool was closed"):
-        pool.call("a", "entries:pid", {}, 60, slot=0)
+        pool.call("entries:pid", {}, 60, key="a", slot=0)
