@@ -312,7 +312,7 @@ def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: 
             call_progress.stage("loading its reference")
             reference = Reference.load(reference_path, spec.device)
         row = run_cell(spec, wl, backend, reference, timing_lock, alone)
-        row.notes[STAGES_NOTE] = {stage: round(s, 2) for stage, s in call_progress.spent().items()}
+        row.notes[STAGES_NOTE] = {stage: round(s, 2) for stage, s in call_progress.spent().items() if s >= 0.01}
         return jsonable(row.to_record(), finite=True)
     finally:
         # a worker waiting for its next cell holds no cached device memory: a cell beside it, or one
