@@ -45,7 +45,8 @@ def add_arguments(b) -> None:
                    help="measure the ceilings again instead of reading them from the cache (they are kept per GPU, "
                         "driver and torch/triton/jax versions)")
     b.add_argument("--budget-s", type=positive_float, default=None,
-                   help="stop starting cells after this many seconds; the rest are rows saying they did not run")
+                   help="stop starting cells after this many seconds, and stop those still running 30 s "
+                        "later; their rows say so")
     b.add_argument("--gpus", type=csv, default=None,
                    help="GPU indices (e.g. 0,1,2,3): the dtype x mode parts of the matrix are shared out over "
                         "them, one child run per GPU measuring its own ceilings; default: the one GPU torch picks")

@@ -49,6 +49,9 @@ from irlens.matrix.row import BUDGET_PHASE, STARVED_PHASE, Row
 from irlens.matrix.spec import ENTRY, CellSpec
 
 DEFAULT_TIMEOUT_S = 300.0
+# how long past the time budget's end a cell that started within it may still run: then it stops and
+# its row says so, so that `budget_s` bounds a run's wall time, not only when its last cell starts
+BUDGET_GRACE_S = 30.0
 # imported before a worker says it is ready, so that they do not count against a cell's timeout
 WORKER_PRELOAD = ("irlens.cell_entry", "irlens.backends", "irlens.frontends", "irlens.workloads.builtin")
 
@@ -300,8 +303,13 @@ class IsolatedRunner:
         return wait if self.deadline is None else max(0.0, min(wait, self.deadline - time.monotonic()))
 
     def _call(self, cell: CellSpec, kwargs: dict, fresh: bool = False, close_after: bool = False) -> Row:
+        timeout, cut = self.timeout, False
+        if self.deadline is not None:  # the budget bounds the run's wall time: a cell still running past it stops
+            left = self.deadline + BUDGET_GRACE_S - time.monotonic()
+            if left < timeout:
+                timeout, cut = max(left, 1.0), True
         try:
-            return Row.from_record(self.pool.call(ENTRY, kwargs, self.timeout, self.max_wait_s(),
+            return Row.from_record(self.pool.call(ENTRY, kwargs, timeout, self.max_wait_s(),
                                                   key=worker_key(self.plan, cell),
                                                   env=self.plan.backends[cell.backend].worker_env(),
                                                   fresh=fresh, close_after=close_after))
@@ -309,6 +317,9 @@ class IsolatedRunner:
             # a cell's own failures come back as rows: what escaped it broke the worker's state (the pool
             # closed it), e.g. a CUDA context a kernel's illegal memory access left unusable, which the next
             # cells would meet at their first allocation (two hf_gemma nvFuser cells on an H200, after hf_bart's)
+            if cut and e.timed_out:
+                return cell_row(self.plan, cell).unavailable(
+                    BUDGET_PHASE, f"not finished: the run's time budget ended while it ran ({e.reason})", e.detail)
             if e.starved:
                 return cell_row(self.plan, cell).unavailable(STARVED_PHASE, starved_reason(e.reason), e.detail)
             return cell_row(self.plan, cell).fail("worker", e.reason, e.detail)

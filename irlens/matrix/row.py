@@ -37,7 +37,9 @@ STATUSES = ("ok", "mismatch", "failed", "unavailable")
 RAN = ("ok", "mismatch")  # statuses whose row has results, timings and kernels
 
 
-BUDGET_PHASE = "budget"  # a row's phase when its cell never started: the run's time budget ran out
+# a row's phase when the run's time budget ran out before its cell started, or while it ran
+# (irlens.matrix.execution.BUDGET_GRACE_S after the budget's end)
+BUDGET_PHASE = "budget"
 # a row's phase when its cell timed out waiting, for the most part, for turns on the device that
 # the run's other cells held: it says nothing of the stack
 STARVED_PHASE = "starved"

@@ -95,10 +95,11 @@ def stderr_excerpt(stderr: str) -> str:
 class CallFailed(RuntimeError):
     """The worker crashed, hung past its timeout, or raised; `detail` holds the stderr tail or traceback."""
 
-    def __init__(self, reason: str, detail: str = "", starved: bool = False, raised: str | None = None):
+    def __init__(self, reason: str, detail: str = "", starved: bool = False, raised: str | None = None,
+                 timed_out: bool = False):
         super().__init__(reason)
         # starved: it timed out for waits on turns the other workers held (`starved`, below)
-        self.reason, self.detail, self.starved = reason, detail, starved
+        self.reason, self.detail, self.starved, self.timed_out = reason, detail, starved, timed_out
         self.raised = raised  # the name of the exception the function raised (None: the worker died or hung)
 
 
@@ -183,7 +184,7 @@ class Worker:
             self.kill()
             self._drop_unfinished_builds()
             raise CallFailed(prefix + timed_out(timeout, progress, now, max_wait_s), self._stderr_tail(stderr_start),
-                             starved=starved(timeout, progress, now, max_wait_s))
+                             starved=starved(timeout, progress, now, max_wait_s), timed_out=True)
         return json.loads(line)
 
     def _drop_unfinished_builds(self) -> None:

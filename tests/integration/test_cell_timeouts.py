@@ -106,6 +106,23 @@ def test_a_cells_timing_waits_behind_long_sharers_and_a_hung_cell_names_its_stag
                         r"(, not counting \d+ s waiting for turns on the device)?", hung["reason"]), hung["reason"]
 
 
+def test_a_cell_still_running_past_the_budget_stops_and_says_so(tmp_path, monkeypatch):
+    """The budget bounds a run's wall time: a cell that started within it and still runs
+    BUDGET_GRACE_S after its end is stopped, its row saying the stage (a cold bench on one H100
+    with a 470 s budget was still running at 585 s, when its call's limit killed it)."""
+    monkeypatch.setattr(execution, "BUDGET_GRACE_S", 5.0)
+    (tmp_path / "workload.py").write_text(WORKLOAD)
+    (tmp_path / "backend.py").write_text(BACKEND)
+    plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], [f"{tmp_path}/backend.py:HANG"], ["fwd"],
+                           "cpu", "tiny", None)
+    start = time.monotonic()
+    (row,) = cmp.run_plan(plan, timeout=600, progress=False, jobs=1, budget_s=20).to_json()["rows"]
+    assert time.monotonic() - start < 120
+    assert (row["status"], row["phase"]) == ("unavailable", BUDGET_PHASE), row
+    assert re.fullmatch(r"not finished: the run's time budget ended while it ran \(timed out after [\d.]+ s "
+                        r"\(compiling, its last \d+ s\).*\)", row["reason"]), row["reason"]
+
+
 SLOW_REFERENCE = """
 import time
 import torch
