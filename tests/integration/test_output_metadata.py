@@ -18,7 +18,7 @@ from irlens.core.ir import Graph
 from irlens.workloads.builtin import workload_names
 from irlens.numerics import compare_results
 from irlens.core.ops import OPS
-from irlens.core.ops.infer import RULES, NotInferable, infer
+from irlens.core.ops.infer import RULES, Misfit, NotInferable, infer
 from irlens.workloads.workload import MODES, Workload, run_eager
 
 from tests.support.slow_cases import marked_slow
@@ -102,6 +102,21 @@ def test_inference_is_torch_own():
             infer(op, inputs, metas)
     with pytest.raises(NotInferable, match="no metadata"):
         infer("neg", ["x"], {})
+
+
+def test_dynamic_slices_infer_without_reading_their_starts():
+    """The starts' values say where, never the shapes: a dynamic slice has its sizes, an update
+    the operand's shape; sizes, updates or starts that do not fit the operand are a misfit."""
+    metas = {"x": ((5, 4, 3), "bfloat16"), "i": ((), "int32"), "u": ((2, 2, 3), "bfloat16"),
+             "w": ((6, 4, 3), "bfloat16")}
+    assert infer("dynamic_slice", ["x", "i", 1, 0], metas, {"sizes": [2, 2, 3]}) == [((2, 2, 3), "bfloat16")]
+    assert infer("dynamic_update_slice", ["x", "u", "i", 1, 0], metas) == [((5, 4, 3), "bfloat16")]
+    for op, inputs, attrs in (("dynamic_slice", ["x", "i", 0, 0], {"sizes": [6, 2, 3]}),
+                              ("dynamic_slice", ["x", "i", 0], {"sizes": [2, 2, 3]}),
+                              ("dynamic_update_slice", ["x", "w", "i", 0, 0], {}),
+                              ("dynamic_update_slice", ["x", "u", "i", 0], {})):
+        with pytest.raises(Misfit):
+            infer(op, inputs, metas, attrs)
 
 
 # --- Dynamo's converters whose intermediates are inferred -----------------------------------
