@@ -22,7 +22,7 @@ from jax._src.lax.linalg import geqrf  # not in jax.lax.linalg's public names
 from irlens.core.interpret import interpret
 from irlens.core.ir import TensorMeta
 from irlens.frontends.jax.hlo import names as hlo_names
-from irlens.frontends.jax.xla import op as xla_op
+from irlens.frontends.jax.xla import forms as xla_forms, op as xla_op
 from irlens.frontends.jax.jaxpr import eqn as jaxpr_eqn, names as jaxpr_names
 from irlens.frontends.jax.hlo.walk import hlo_to_graph
 from irlens.frontends.jax.hlo.stablehlo import stablehlo_to_graph
@@ -468,6 +468,19 @@ def test_an_unmapped_param_keeps_the_primitive_unknown():
     g = jaxpr_to_graph(closed.replace(jaxpr=jaxpr), name="t")
     assert g.nodes[0].op == "unknown:exp" and g.nodes[0].attrs["reason"] == "params not mapped: new_knob"
     assert g.nodes[1].op == "add"
+
+
+def test_intermediates_take_their_rules_metadata():
+    """A value an adapter adds between the nodes of one op has the shape and dtype its op's rule
+    gives; one the rule refuses (operands that do not fit) leaves the op unmapped, saying why."""
+    e = xla_forms.Emitter("n", "dot", known={"a": TensorMeta("a", (2, 3), "bfloat16"),
+                                             "b": TensorMeta("b", (4, 5), "float32")})
+    moved = e.permute("a", [1, 0])
+    wide = e.emit("convert", [moved], dtype="float32")
+    assert (e.meta(moved).shape, e.meta(moved).dtype) == ((3, 2), "bfloat16")
+    assert (e.meta(wide).shape, e.meta(wide).dtype) == ((3, 2), "float32")
+    with pytest.raises(xla_forms.Unmapped, match="its rule does not give"):
+        e.emit("matmul", [wide, "b"])
 
 
 def test_an_unmapped_hlo_attribute_keeps_the_instruction_unknown():

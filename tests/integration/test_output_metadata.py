@@ -18,7 +18,7 @@ from irlens.core.ir import Graph
 from irlens.workloads.builtin import workload_names
 from irlens.numerics import compare_results
 from irlens.core.ops import OPS
-from irlens.core.ops.infer import RULES, NotInferable, infer
+from irlens.core.ops.infer import RULES, Misfit, NotInferable, infer
 from irlens.workloads.workload import MODES, Workload, run_eager
 
 from tests.support.slow_cases import marked_slow
@@ -104,6 +104,21 @@ def test_inference_is_torch_own():
         infer("neg", ["x"], {})
 
 
+def test_dynamic_slices_infer_without_reading_their_starts():
+    """The starts' values say where, never the shapes: a dynamic slice has its sizes, an update
+    the operand's shape; sizes, updates or starts that do not fit the operand are a misfit."""
+    metas = {"x": ((5, 4, 3), "bfloat16"), "i": ((), "int32"), "u": ((2, 2, 3), "bfloat16"),
+             "w": ((6, 4, 3), "bfloat16")}
+    assert infer("dynamic_slice", ["x", "i", 1, 0], metas, {"sizes": [2, 2, 3]}) == [((2, 2, 3), "bfloat16")]
+    assert infer("dynamic_update_slice", ["x", "u", "i", 1, 0], metas) == [((5, 4, 3), "bfloat16")]
+    for op, inputs, attrs in (("dynamic_slice", ["x", "i", 0, 0], {"sizes": [6, 2, 3]}),
+                              ("dynamic_slice", ["x", "i", 0], {"sizes": [2, 2, 3]}),
+                              ("dynamic_update_slice", ["x", "w", "i", 0, 0], {}),
+                              ("dynamic_update_slice", ["x", "u", "i", 0], {})):
+        with pytest.raises(Misfit):
+            infer(op, inputs, metas, attrs)
+
+
 # --- Dynamo's converters whose intermediates are inferred -----------------------------------
 
 class _Converted(torch.nn.Module):
@@ -139,6 +154,46 @@ def test_dynamo_intermediates_take_their_rules_shapes():
     for stage, program in stage_programs(acq, inst).items():
         for level in LEVELS:
             _checked(program.forward.stage.common(level))
+            got = run_program(program, inst, lambda step, xs, level=level: interpret(step.graph(level), xs))
+            cmp = compare_results(got, expected, 1e-12)
+            assert cmp.ok, f"{stage} ({level}): {cmp.reason}"
+
+
+class _Derived(torch.nn.Module):
+    """Symbols Thunder's normalizers write as several nodes, the values between them derived."""
+
+    def forward(self, x, y, idx):
+        out = torch.add(x, y, alpha=2) + torch.sub(x, y, alpha=0.5)  # y broadcasts: alpha * y has y's shape
+        out = out + x.cumsum(1, dtype=torch.float64).to(x.dtype) + torch.arange(1, 13, 2, dtype=x.dtype)
+        out = out + x.std(dim=0, keepdim=True) + torch.argsort(x, dim=1).to(x.dtype)
+        out = out + torch.index_select(x, 0, idx[0])  # a 0-d index made 1-d
+        z = x.clone()
+        z[1:3, 2] = y[:2].to(torch.float64)  # cast and reshaped into the block
+        return out + z
+
+
+def test_thunder_derived_values_take_their_rules_shapes():
+    """Thunder's add(x, y, alpha) with y broadcast scales y, not the sum: the derived value has
+    y's shape (it once recorded the output's); every stage's graph agrees with the rules and the
+    interpreter gives eager's float64 values."""
+    if not get_frontend("thunder").availability():
+        pytest.skip("lightning-thunder is not available")
+
+    def inputs(cfg, dtype, gen):
+        x, y = torch.randn(4, 6, generator=gen).to(dtype), torch.randn(6, generator=gen).to(dtype)
+        return x, y, torch.tensor([2, 0])
+    inst = Workload("derived", lambda cfg: _Derived(), inputs, {"tiny": {}}).instantiate("tiny")
+    acq = get_frontend("thunder").acquire(inst, "fwd")
+    first = acq.stages["thunder.trace[0]"].common("composite")
+    scaled = [n for n in first.nodes if n.op == "mul" and n.outputs[0].name.endswith("_alpha")]
+    assert len(scaled) == 2 and all(n.outputs[0].shape == (6,) for n in scaled), [str(n.outputs[0]) for n in scaled]
+    ref = inst.cast("float64")
+    expected = run_eager(ref.module, ref, "fwd")
+    for stage, program in stage_programs(acq, inst).items():
+        for level in LEVELS:
+            graph = program.forward.stage.common(level)
+            assert not graph.unknown_ops(), f"{stage}: {dict(graph.unknown_ops())}"
+            _checked(graph)
             got = run_program(program, inst, lambda step, xs, level=level: interpret(step.graph(level), xs))
             cmp = compare_results(got, expected, 1e-12)
             assert cmp.ok, f"{stage} ({level}): {cmp.reason}"

@@ -12,7 +12,9 @@ that cannot work:
 - collectives: no meaning (their values depend on the other ranks); their shape rules are the
   functional collectives' own;
 - `betainc`: its meaning leaves torch for scipy's values; an elementwise op's rule (operands
-  broadcast, dtypes promoted) is what it computes.
+  broadcast, dtypes promoted) is what it computes;
+- `dynamic_slice`, `dynamic_update_slice`: their meanings clamp the starts, reading their values;
+  the shapes are the slice's sizes and the operand's.
 Not inferred (`NotInferable`, saying why; a check lists such nodes apart):
 - an op whose dtype comes from a literal (JAX's `1.0 / 512.0`, a loss's `where(keep, 1.0, 0.0)`,
   an integer tensor times 0.5): a literal has no dtype in the common view, the frontend's
@@ -170,6 +172,22 @@ def _elementwise(args, attrs, subgraphs) -> list[Meta]:
     return [(tuple(shape), dtype_name(dtype))]
 
 
+def _dynamic_slice(args, attrs, subgraphs) -> list[Meta]:
+    (shape, dtype), sizes = args[0], tuple(attrs["sizes"])
+    if len(sizes) != len(shape) or len(args) - 1 != len(shape) or any(not 0 <= s <= d for s, d in zip(sizes, shape)):
+        raise Misfit(f"dynamic_slice: sizes {list(sizes)} at {len(args) - 1} starts do not fit a shape {list(shape)}")
+    return [(sizes, dtype)]
+
+
+def _dynamic_update_slice(args, attrs, subgraphs) -> list[Meta]:
+    shape, update = args[0][0], args[1]
+    sizes = update[0] if _is_meta(update) else ()
+    if len(sizes) != len(shape) or len(args) - 2 != len(shape) or any(s > d for s, d in zip(sizes, shape)):
+        raise Misfit(f"dynamic_update_slice: an update of shape {list(sizes)} at {len(args) - 2} starts does not "
+                     f"fit {list(shape)}")
+    return [args[0]]
+
+
 def _all_to_all(args, attrs, subgraphs) -> list[Meta]:
     (shape, dtype) = args[0]
     sizes = attrs.get("output_split_sizes")
@@ -180,6 +198,8 @@ RULES: dict[str, Callable] = {
     "while": _while,
     "cond": _cond,
     "betainc": _elementwise,
+    "dynamic_slice": _dynamic_slice,
+    "dynamic_update_slice": _dynamic_update_slice,
     "all_gather": _dim0(lambda n, a: n * a["group_size"]),
     "reduce_scatter": _dim0(lambda n, a: n // a["group_size"]),
     "all_reduce": _same,

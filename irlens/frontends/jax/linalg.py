@@ -33,26 +33,22 @@ from irlens.frontends.jax.xla.forms import Emitter, Unmapped
 # --- lax.linalg primitives (jaxpr) -----------------------------------------------------------
 
 
-def cholesky_primitive(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
+def cholesky_primitive(e: Emitter, x: str, out: TensorMeta) -> None:
     """cholesky_p: potrf's result (the lower factor, read from x's lower triangle, below x's
     upper triangle), NaN where x is not positive definite (jax's lowering checks LAPACK's info)."""
-    packed, info = _potrf_result(e, x, xm, True, None, None)
-    _nan_unless_ok(e, packed, info, xm, out)
+    packed, info = _potrf_result(e, x, True, None, None)
+    _nan_unless_ok(e, packed, info, out)
 
 
-def lu_primitive(e: Emitter, x: str, xm: TensorMeta, outs: list[TensorMeta]) -> None:
+def lu_primitive(e: Emitter, x: str, outs: list[TensorMeta]) -> None:
     """lu_p: (lu, pivots 0-based int32, permutation int32 with x[perm] = L U)."""
     lu, pivots, perm = outs
-    batch, (m, n) = xm.shape[:-2], xm.shape[-2:]
-    k = min(m, n)
-    piv1, info = _fresh(e, ((*batch, k), "int32"), (batch, "int32"))
-    e.node("lu_factor", [x], [lu, piv1, info], pivot=True, check_errors=False)
-    e.emit("sub", [piv1.name, 1], piv1.shape, "int32", pivots)
+    piv1 = e.node("lu_factor", [x], [lu, None, None], pivot=True, check_errors=False).outputs[1].name
+    e.emit("sub", [piv1, 1], pivots)
     # x = P L U: row i of L U is row perm[i] of x, P[perm[i], i] = 1
-    (p,) = _fresh(e, ((*batch, m, m), xm.dtype))
-    e.node("lu_unpack", [lu.name, piv1.name], [p], unpack_data=False, unpack_pivots=True)
-    rows = _tmp(e, "argmax", [p.name], (*batch, m), "int64", dim=len(p.shape) - 2, keepdim=False)
-    e.emit("convert", [rows], perm.shape, perm.dtype, perm, dtype=perm.dtype)
+    (p,) = e.node("lu_unpack", [lu.name, piv1], [None], unpack_data=False, unpack_pivots=True).outputs
+    rows = e.emit("argmax", [p.name], dim=len(p.shape) - 2, keepdim=False)
+    e.emit("convert", [rows], perm, dtype=perm.dtype)
 
 
 def qr_primitive(e: Emitter, x: str, outs: list[TensorMeta], full_matrices: bool, pivoting: bool) -> None:
@@ -92,8 +88,7 @@ def triangular_solve(e: Emitter, a: str, am: TensorMeta, b: Arg, out: TensorMeta
     triangle `lower` names (its diagonal too, unless `unit_diagonal`: ones)."""
     if transpose_a:  # the transpose of a lower triangle is an upper one
         rank = len(am.shape)
-        perm = [*range(rank - 2), rank - 1, rank - 2]
-        a = _tmp(e, "permute", [a], [am.shape[d] for d in perm], am.dtype, perm=perm)
+        a = e.permute(a, [*range(rank - 2), rank - 1, rank - 2])
         lower = not lower
     e.node("solve_triangular", [a, b], [out], final=True, upper=not lower, left=left_side,
            unitriangular=unit_diagonal)
@@ -105,7 +100,7 @@ def tridiagonal_solve_primitive(e: Emitter, dl: Arg, d: Arg, du: Arg, b: str, bm
     if perturb_singular:
         raise Unmapped("a tridiagonal solve that perturbs a singular matrix's pivots")
     x, info = _gtsv_solve(e, dl, d, du, b, bm, None, None)
-    _nan_unless_ok(e, x, info, bm, out)
+    _nan_unless_ok(e, x, info, out)
 
 
 def _gtsv_solve(e: Emitter, dl: Arg, d: Arg, du: Arg, b: str, bm: TensorMeta, x: TensorMeta | None,
@@ -115,23 +110,19 @@ def _gtsv_solve(e: Emitter, dl: Arg, d: Arg, du: Arg, b: str, bm: TensorMeta, x:
     partial pivoting (in a tridiagonal matrix the same pivots gtsv picks), and LAPACK's info
     (`x`, `info`: the values to write, None: fresh ones). Returns their names."""
     *batch, n, _ = bm.shape
-    shape, square = (*batch, n, n), (n, n)
-    rows, cols = _tmp(e, "iota", [], square, "int32", shape=list(square), dim=0, dtype="int32"), \
-        _tmp(e, "iota", [], square, "int32", shape=list(square), dim=1, dtype="int32")
-    below = _tmp(e, "add", [cols, 1], square, "int32")
-    above = _tmp(e, "add", [rows, 1], square, "int32")
+    shape, square = [*batch, n, n], [n, n]
+    rows, cols = (e.emit("iota", [], shape=square, dim=k, dtype="int32") for k in (0, 1))
+    below = e.emit("add", [cols, 1])
+    above = e.emit("add", [rows, 1])
     a = 0.0
     for band, (i, j) in ((du, (above, cols)), (dl, (rows, below)), (d, (rows, cols))):
-        on = _tmp(e, "eq", [i, j], square, "bool")
-        mask = _tmp(e, "broadcast", [on], shape, "bool", shape=list(shape), broadcast_dims=[len(batch), len(batch) + 1])
+        on = e.emit("eq", [i, j])
+        mask = e.emit("broadcast", [on], shape=shape, broadcast_dims=[len(batch), len(batch) + 1])
         # band[..., r] on row r
-        spread = _tmp(e, "broadcast", [band], shape, bm.dtype, shape=list(shape), broadcast_dims=list(range(len(batch) + 1)))
-        a = _tmp(e, "where", [mask, spread, a], shape, bm.dtype)
-    own_x, lu, pivots, own_info = _fresh(e, (bm.shape, bm.dtype), (shape, bm.dtype), ((*batch, n), "int32"),
-                                         (tuple(batch), "int32"))
-    x, info = x or own_x, info or own_info
-    e.node("solve", [a, b], [x, lu, pivots, info], left=True, check_errors=False)
-    return x.name, info.name
+        spread = e.emit("broadcast", [band], shape=shape, broadcast_dims=list(range(len(batch) + 1)))
+        a = e.emit("where", [mask, spread, a])
+    solved = e.node("solve", [a, b], [x, None, None, info], left=True, check_errors=False)
+    return solved.outputs[0].name, solved.outputs[3].name
 
 
 # --- LAPACK calls (StableHLO / HLO custom calls) ---------------------------------------------
@@ -174,7 +165,7 @@ def lapack_call(e: Emitter, target: str, inputs: list[Arg], metas: list[TensorMe
 
 
 def _potrf(e, inputs, metas, outs, options, unused) -> None:
-    _potrf_result(e, inputs[0], metas[0], _option(options, "uplo", "LU") == "L", outs[0], outs[1])
+    _potrf_result(e, inputs[0], _option(options, "uplo", "LU") == "L", outs[0], outs[1])
 
 
 def _getrf(e, inputs, metas, outs, options, unused) -> None:
@@ -233,25 +224,22 @@ _ROUTINES = {
 # --- shared -----------------------------------------------------------------------------------
 
 
-def _potrf_result(e: Emitter, x: str, xm: TensorMeta, lower: bool, out: TensorMeta | None,
+def _potrf_result(e: Emitter, x: str, lower: bool, out: TensorMeta | None,
                   info: TensorMeta | None) -> tuple[str, str]:
     """LAPACK's potrf: x with the triangle `lower` names replaced by the Cholesky factor read
     from it (the other triangle stays x's), and info (0, or the order of the leading minor that
     is not positive definite); `out`, `info`: the values to write (None: fresh ones). Returns
     their names."""
-    factor, own_info = _fresh(e, (xm.shape, xm.dtype), (xm.shape[:-2], "int32"))
-    info = info or own_info
-    e.node("cholesky", [x], [factor, info], upper=not lower, check_errors=False)
-    other = _tmp(e, "triu" if lower else "tril", [x], xm.shape, xm.dtype, diagonal=1 if lower else -1)
-    return e.emit("add", [factor.name, other], xm.shape, xm.dtype, out or _fresh(e, (xm.shape, xm.dtype))[0]), info.name
+    factor, info = e.node("cholesky", [x], [None, info], upper=not lower, check_errors=False).outputs
+    other = e.emit("triu" if lower else "tril", [x], diagonal=1 if lower else -1)
+    return e.emit("add", [factor.name, other], out), info.name
 
 
-def _nan_unless_ok(e: Emitter, value: str, info: str, xm: TensorMeta, out: TensorMeta) -> None:
+def _nan_unless_ok(e: Emitter, value: str, info: str, out: TensorMeta) -> None:
     """value where info == 0 (per matrix of the batch), else NaN: jax's `_replace_not_ok_with_nan`."""
-    batch = xm.shape[:-2]
-    ok = _tmp(e, "eq", [info, 0], batch, "bool")
-    wide = _tmp(e, "broadcast", [ok], out.shape, "bool", shape=list(out.shape), broadcast_dims=list(range(len(batch))))
-    e.emit("where", [wide, value, float("nan")], out.shape, out.dtype, out)
+    ok = e.emit("eq", [info, 0])
+    wide = e.emit("broadcast", [ok], shape=list(out.shape), broadcast_dims=list(range(len(out.shape) - 2)))
+    e.emit("where", [wide, value, float("nan")], out)
 
 
 def _eigh(e: Emitter, x: str, xm: TensorMeta, vectors: TensorMeta | None, values: TensorMeta, uplo: str,
@@ -266,22 +254,8 @@ def _eigh(e: Emitter, x: str, xm: TensorMeta, vectors: TensorMeta | None, values
     e.node("eigh", [x], [values], final=True, UPLO=uplo, compute_v=False)
 
 
-def _fresh(e: Emitter, *specs) -> list[TensorMeta]:
-    """Values for the outputs of the node emitted next (so made right before it): (shape, dtype)
-    each; named apart from the readers' own (HLO's `<instruction>.<k>` for a tuple's results)."""
-    return [TensorMeta(f"{e.base}.{len(e.nodes)}.out{k}", tuple(int(d) for d in shape), dtype)
-            for k, (shape, dtype) in enumerate(specs)]
-
-
-def _tmp(e: Emitter, op: str, inputs: list[Arg], oshape, odtype: str, **attrs) -> str:
-    """One node with one fresh output; its value name."""
-    (out,) = _fresh(e, (oshape, odtype))
-    e.node(op, inputs, [out], **attrs)
-    return out.name
-
-
 def _converged(e: Emitter, info: TensorMeta) -> None:
-    e.emit("full", [], info.shape, info.dtype, info, shape=list(info.shape), value=0, dtype=info.dtype)
+    e.emit("full", [], info, shape=list(info.shape), value=0, dtype=info.dtype)
 
 
 def _option(options: dict[str, str], key: str, allowed: str) -> str:

@@ -27,15 +27,10 @@ class Spec:
 
 @dataclass(frozen=True)
 class Derived:
-    """A value the adapter adds between two nodes it emits for one symbol (e.g. alpha * b)."""
+    """A value the adapter adds between two nodes it emits for one symbol (e.g. alpha * b): its
+    shape and dtype are its op's rule on the spec's inputs (`output_metas`)."""
 
     name: str
-    shape: tuple
-    dtype: Any  # a thunder dtype, or a canonical dtype name
-
-    @classmethod
-    def like(cls, name: str, proxy, shape=None, dtype=None) -> "Derived":
-        return cls(name, tuple(proxy.shape if shape is None else shape), proxy.dtype if dtype is None else dtype)
 
 
 # Parameters whose value cannot change the result's values.
@@ -154,9 +149,28 @@ def dtype_name(dtype) -> str:
 
 
 def tensor_meta(p) -> TensorMeta | None:
-    if not is_tensor(p) and not isinstance(p, Derived):
+    if not is_tensor(p):
         return None
     return TensorMeta(p.name, tuple(int(d) for d in p.shape), dtype_name(p.dtype))
+
+
+def output_metas(spec: Spec, known: dict[str, TensorMeta]) -> list[TensorMeta]:
+    """A spec's outputs: a proxy's metadata as the trace states it, a `Derived` value's inferred
+    by its op's rule (`irlens.core.ops.infer`) from the inputs' (`known`: the symbol's tensors and
+    the values derived before it) and the attrs; Unmapped where the rule gives none."""
+    if not any(isinstance(p, Derived) for p in spec.outputs):
+        return [m for m in map(tensor_meta, spec.outputs) if m is not None]
+    from irlens.core.ops.infer import Misfit, NotInferable, infer
+
+    metas = {a: (known[a].shape, known[a].dtype) for a in spec.inputs if isinstance(a, str) and a in known}
+    try:
+        found = infer(spec.op, spec.inputs, metas, spec.attrs)
+    except (NotInferable, Misfit) as e:
+        raise Unmapped(f"an intermediate {spec.op} whose outputs its rule does not give: {e}") from e
+    if len(found) < len(spec.outputs):
+        raise Unmapped(f"an intermediate {spec.op}: its rule gives {len(found)} of {len(spec.outputs)} outputs")
+    return [TensorMeta(p.name, shape, dtype) if isinstance(p, Derived) else tensor_meta(p)
+            for p, (shape, dtype) in zip(spec.outputs, found) if isinstance(p, Derived) or is_tensor(p)]
 
 
 def is_tensor(x) -> bool:

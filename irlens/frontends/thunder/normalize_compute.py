@@ -36,7 +36,7 @@ def values(op: str, c: Call) -> list[Spec]:
     if alpha not in (1, None):
         # a + alpha * b: the scaling is a node of its own
         out = c.outs[0]
-        scaled = Derived.like(f"{out.name}_alpha", out)
+        scaled = Derived(f"{out.name}_alpha")
         return [Spec("mul", [inputs[1], alpha], {}, [scaled]), Spec(op, [inputs[0], scaled.name], attrs, c.outs)]
     return c.spec(op, inputs, **attrs)
 
@@ -82,7 +82,7 @@ def var_mean(op: str, c: Call) -> list[Spec]:
 def std(op: str, c: Call) -> list[Spec]:
     """prims.std: the square root of var."""
     x, out = c.first(), c.outs[0]
-    v = Derived.like(f"{out.name}_var", out)
+    v = Derived(f"{out.name}_var")
     return [Spec("var", [x.name], {"dims": dims(c.get("dims"), c.in_ndim), "keepdim": False,
                                    "correction": correction(c)}, [v]),
             Spec("sqrt", [v.name], {}, c.outs)]
@@ -177,7 +177,7 @@ def argsort(op: str, c: Call) -> list[Spec]:
     """argsort is sort's indices (Thunder runs it whole)."""
     x, out = c.first(), c.outs[0]
     d = c.get("dim")
-    values = Derived.like(f"{out.name}_values", x)
+    values = Derived(f"{out.name}_values")
     return [Spec(op, [x.name], {"dim": dim(-1 if d is None else d, max(len(x.shape), 1)),
                                 "descending": bool(plain(c.get("descending", default=False))),
                                 "stable": bool(plain(c.get("stable", default=False)))}, [values, out])]
@@ -243,5 +243,5 @@ def cumsum(op: str, c: Call) -> list[Spec]:
     dtype = c.get("dtype")
     if dtype is None:
         return c.spec(op, [x.name], dim=d)
-    cast = Derived.like(f"{c.outs[0].name}_cast", x, dtype=dtype_name(dtype))
+    cast = Derived(f"{c.outs[0].name}_cast")
     return [Spec("convert", [x.name], {"dtype": dtype_name(dtype)}, [cast]), Spec(op, [cast.name], {"dim": d}, c.outs)]

@@ -89,7 +89,7 @@ def copy_into(op: str, c: Call) -> list[Spec]:
     out = c.outs[0]
     specs, value = [], src
     if dtype_name(src.dtype) != dtype_name(dst.dtype):
-        cast = Derived.like(f"{out.name}_cast", src, dtype=dst.dtype)
+        cast = Derived(f"{out.name}_cast")
         specs.append(Spec("convert", [src.name], {"dtype": dtype_name(dst.dtype)}, [cast]))
         value = cast
     if tuple(src.shape) != tuple(dst.shape):
@@ -146,10 +146,10 @@ def iota(op: str, c: Call) -> list[Spec]:
     if c.has("end") and c.args["end"] is None:  # arange(n): the one positional is the end
         start = 0
     steps = ([("mul", step)] if step != 1 else []) + ([("add", start)] if start != 0 else [])
-    value = Derived.like(f"{out.name}_iota", out) if steps else out
+    value = Derived(f"{out.name}_iota") if steps else out
     specs = [Spec(op, [], {"shape": c.out_shape, "dim": 0, "dtype": c.out_dtype()}, [value])]
     for i, (step_op, operand) in enumerate(steps):
-        result = out if i == len(steps) - 1 else Derived.like(f"{out.name}_{step_op}", out)
+        result = out if i == len(steps) - 1 else Derived(f"{out.name}_{step_op}")
         specs.append(Spec(step_op, [value.name, operand], {}, [result]))
         value = result
     return specs
@@ -165,7 +165,7 @@ def _affine(op: str, c: Call, value, scale, shift) -> list[Spec]:
         return specs
     current = value.outputs[0]
     for i, (step_op, operand) in enumerate(steps):
-        result = out if i == len(steps) - 1 else Derived.like(f"{out.name}_{step_op}", out)
+        result = out if i == len(steps) - 1 else Derived(f"{out.name}_{step_op}")
         specs.append(Spec(step_op, [current.name, operand], {}, [result]))
         current = result
     return specs
@@ -181,7 +181,7 @@ def uniform(op: str, c: Call) -> list[Spec]:
     c.get("offset")
     out = c.outs[0]
     first = Spec(op, [], {"shape": c.out_shape, "dtype": c.out_dtype(), "distribution": "uniform"},
-                 [Derived.like(f"{out.name}_rand", out)])
+                 [Derived(f"{out.name}_rand")])
     return _affine(op, c, first, hi - lo, lo)
 
 
@@ -196,10 +196,10 @@ def randint(op: str, c: Call) -> list[Spec]:
     c.get("shape")
     c.get("dtype")
     out = c.outs[0]
-    u = Derived.like(f"{out.name}_rand", out, dtype="float64")
-    scaled = Derived.like(f"{out.name}_scaled", out, dtype="float64")
-    floored = Derived.like(f"{out.name}_floor", out, dtype="float64")
-    shifted = Derived.like(f"{out.name}_shifted", out, dtype="float64")
+    u = Derived(f"{out.name}_rand")
+    scaled = Derived(f"{out.name}_scaled")
+    floored = Derived(f"{out.name}_floor")
+    shifted = Derived(f"{out.name}_shifted")
     return [Spec(op, [], {"shape": c.out_shape, "dtype": "float64", "distribution": "uniform"}, [u]),
             Spec("mul", [u.name, float(high - low)], {}, [scaled]),
             Spec("floor", [scaled.name], {}, [floored]),
@@ -213,7 +213,7 @@ def take(op: str, c: Call) -> list[Spec]:
     x, index = c.get("a", "input"), c.get("index", "indices")
     d = dim(c.get("dim"), max(len(x.shape), 1))
     if len(index.shape) == 0 and len(c.out_shape) == len(x.shape):
-        one = Derived.like(f"{c.outs[0].name}_index", index, shape=(1,))
+        one = Derived(f"{c.outs[0].name}_index")
         return [Spec("reshape", [index.name], {"shape": [1]}, [one]), Spec(op, [x.name, one.name], {"dim": d}, c.outs)]
     return c.spec(op, [x.name, index.name], dim=d)
 
@@ -245,7 +245,7 @@ def _basic_setitem(c: Call, a, keys: list, value) -> list[Spec]:
     to the block the keys select) in a's dtype, given back the dims the ints drop, into that block."""
     start, limit, step, block, kept = _basic_block(tuple(int(d) for d in a.shape), keys)
     out, dtype = c.outs[0], dtype_name(a.dtype)
-    src = Derived.like(f"{out.name}_src", a, shape=tuple(kept))
+    src = Derived(f"{out.name}_src")
     if is_number(value):
         if plain(value) is None or isinstance(plain(value), complex) and not dtype.startswith("complex"):
             raise Unmapped(f"copy_with_setitem: a value {value!r} (symbolic, or complex into a real tensor)")
@@ -258,15 +258,15 @@ def _basic_setitem(c: Call, a, keys: list, value) -> list[Spec]:
         if len(shape) > len(block) or any(s not in (1, b) for s, b in zip(shape[::-1], block[::-1])):
             raise Unmapped(f"copy_with_setitem: a value of shape {list(v.shape)} into a block of {block}")
         if dtype_name(v.dtype) != dtype:
-            cast = Derived.like(f"{out.name}_cast", v, dtype=a.dtype)
+            cast = Derived(f"{out.name}_cast")
             specs.append(Spec("convert", [v.name], {"dtype": dtype}, [cast]))
             v = cast
-        if shape != [int(d) for d in v.shape]:
-            squeezed = Derived.like(f"{out.name}_squeezed", v, shape=tuple(shape))
+        if shape != [int(d) for d in value.shape]:
+            squeezed = Derived(f"{out.name}_squeezed")
             specs.append(Spec("reshape", [v.name], {"shape": shape}, [squeezed]))
             v = squeezed
         if shape != block:
-            wide = Derived.like(f"{out.name}_block", v, shape=tuple(block))
+            wide = Derived(f"{out.name}_block")
             specs.append(Spec("broadcast", [v.name], {"shape": block, "broadcast_dims": None}, [wide]))
             v = wide
         specs.append(Spec("reshape", [v.name], {"shape": kept}, [src]))

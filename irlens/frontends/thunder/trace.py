@@ -32,7 +32,8 @@ from typing import Any
 
 from irlens.core.ir import LEVELS, Arg, Graph, Node
 from irlens.frontends.thunder import torch_fallback
-from irlens.frontends.thunder.call import Call, Spec, Unmapped, arg, is_tensor, is_value, tensor_meta
+from irlens.frontends.thunder.call import (Call, Spec, Unmapped, arg, is_tensor, is_value, output_metas,
+                                           tensor_meta)
 from irlens.frontends.thunder.ops import (  # noqa: F401  (NAME_TABLE, TORCH_OPS, PRIMS_OPS: the tables)
     NAME_TABLE, PRIMS_OPS, TABLE, TORCH_OPS, normalize)
 from irlens.core.ops import conform, node_problem
@@ -251,7 +252,7 @@ class _GraphBuilder:
         reason = f"{key} has no entry in the Thunder name tables"
         if key in TABLE:
             try:
-                nodes = [self._node(spec, printed, scope) for spec in normalize(key, inner)]
+                nodes = self._nodes(normalize(key, inner), printed, scope, inner)
                 problem = next((p for p in map(node_problem, nodes) if p), None)
                 if problem is None:
                     ids = self._commit(nodes)
@@ -286,8 +287,17 @@ class _GraphBuilder:
         self._defined, self._ids, self._current, self._writes = saved
         return None
 
-    def _node(self, spec: Spec, native: str, scope: str) -> Node:
-        outputs = [m for m in (tensor_meta(p) for p in spec.outputs) if m is not None]
+    def _nodes(self, specs: list[Spec], native: str, scope: str, bsym) -> list[Node]:
+        """The nodes of one symbol's specs; a value one derives is known to those after it."""
+        known = {m.name: m for m in map(tensor_meta, bsym.flat_args) if m is not None}
+        nodes = []
+        for spec in specs:
+            nodes.append(self._node(spec, native, scope, known))
+            known.update((o.name, o) for o in nodes[-1].outputs)
+        return nodes
+
+    def _node(self, spec: Spec, native: str, scope: str, known: dict | None = None) -> Node:
+        outputs = output_metas(spec, known or {})
         return Node(outputs[0].name if outputs else native, spec.op, [self.current(i) for i in spec.inputs], outputs,
                     spec.attrs, native, scope)
 

@@ -41,7 +41,7 @@ def _clamp(e: Emitter, x: XlaOp) -> None:
 
 def _shift(kind: str):
     def handle(e: Emitter, x: XlaOp) -> None:
-        forms.expand_shift(e, kind, x.inputs, x.metas, x.outs[0])
+        forms.expand_shift(e, kind, x.inputs, x.outs[0])
     return handle
 
 

@@ -120,14 +120,16 @@ def _in_narrow(handler, e: Emitter, x: XlaOp, rounded: Unrounded) -> None:
     """`handler` on `x` in the narrow type, applying the unrounded body: its wide operands
     converted down, its wide results converted back up."""
     wide, dtype = x.metas[0].dtype, rounded.dtype
-    inputs = [narrowed(e, v, m, dtype) if m.dtype == wide else v for v, m in zip(x.inputs, x.metas)]
-    metas = [TensorMeta(v if isinstance(v, str) else "", m.shape, dtype) if m.dtype == wide else m
+    inputs = [narrowed(e, v, dtype) if m.dtype == wide else v for v, m in zip(x.inputs, x.metas)]
+    metas = [(e.meta(v) if isinstance(v, str) else replace(m, name="", dtype=dtype)) if m.dtype == wide else m
              for v, m in zip(inputs, x.metas)]
+    # the handler reads its results' metadata (an identity, a window's shape) before it emits them:
+    # they are the op's own, in the narrow type, under fresh names
     outs = [e.fresh(o.shape, dtype) if o.dtype == wide else o for o in x.outs]
     handler(e, replace(x, inputs=inputs, metas=metas, outs=outs, bodies={**x.bodies, "to_apply": rounded.body}))
     for narrow, out in zip(outs, x.outs):
         if narrow is not out:
-            e.emit("convert", [narrow.name], out.shape, out.dtype, out, dtype=out.dtype)
+            e.emit("convert", [narrow.name], out, dtype=out.dtype)
 
 
 def _narrow_held(x: XlaOp, dtype: str) -> bool:
@@ -150,10 +152,10 @@ def _results_rounded(handler, e: Emitter, x: XlaOp) -> None:
         handler(e, unrounded_x)
     elif len(x.outs) == 1 and rounded.body.binary() in ("maximum", "minimum"):
         (out,) = x.outs
-        value = e.fresh(out.shape, out.dtype)
+        value = e.fresh(out.shape, out.dtype)  # the op's own result under a fresh name, read as `_in_narrow` reads it
         handler(e, replace(unrounded_x, outs=[value]))
-        low = e.emit("convert", [value.name], out.shape, rounded.dtype, dtype=rounded.dtype)
-        e.emit("convert", [low], out.shape, out.dtype, out, dtype=out.dtype)
+        low = e.emit("convert", [value.name], dtype=rounded.dtype)
+        e.emit("convert", [low], out, dtype=out.dtype)
     else:
         handler(e, x)
 
@@ -187,13 +189,13 @@ def sort_params(metas: list[TensorMeta], wide: str) -> set[int]:
 
 def holds(dtype: str, value: float) -> bool:
     """Whether the float type `dtype` holds the literal `value` exactly."""
-    return narrowed(None, value, None, dtype) == value
+    return narrowed(None, value, dtype) == value
 
 
-def narrowed(e: Emitter, value: Arg, meta: TensorMeta, dtype: str) -> Arg:
+def narrowed(e: Emitter, value: Arg, dtype: str) -> Arg:
     """An operand converted down to `dtype` (a literal: rounded as XLA rounds it, to nearest even)."""
     if isinstance(value, str):
-        return e.emit("convert", [value], meta.shape, dtype, dtype=dtype)
+        return e.emit("convert", [value], dtype=dtype)
     import torch
 
     from irlens.core.ops._torch import torch_dtype

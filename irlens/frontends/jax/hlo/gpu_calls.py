@@ -63,8 +63,7 @@ def _row_major(layout: tuple) -> bool:
 
 
 def _as(e: Emitter, value, meta: TensorMeta, dtype: str):
-    return value if meta.dtype == dtype or not isinstance(value, str) else e.emit("convert", [value], meta.shape,
-                                                                                  dtype, dtype=dtype)
+    return value if meta.dtype == dtype or not isinstance(value, str) else e.emit("convert", [value], dtype=dtype)
 
 
 def _floating(dtype: str) -> bool:
@@ -106,25 +105,25 @@ def _gemm(e: Emitter, x: XlaOp) -> None:
     dims = {k: [int(v) for v in config["dot_dimension_numbers"].get(k, [])] for k in (
         "lhs_contracting_dimensions", "rhs_contracting_dimensions", "lhs_batch_dimensions", "rhs_batch_dimensions")}
     final = outs[0]
-    shape, dt = final.shape, final.dtype
+    dt = final.dtype
     stages = ["matmul"] + ["alpha"] * (alpha != 1) + ["beta"] * (beta != 0) + ["bias"] * has_bias
     pre = outs[1] if aux else None if activation else final  # the value before the activation
 
     def into(stage: str) -> TensorMeta | None:
         return pre if stage == stages[-1] else None
 
-    value = emit_matmul(e, x.inputs, x.metas, *dims.values(), shape, dt, into("matmul"))
+    value = emit_matmul(e, x.inputs, x.metas, *dims.values(), dt, into("matmul"))
     if alpha != 1:
-        value = e.emit("mul", [value, alpha], shape, dt, into("alpha"))
+        value = e.emit("mul", [value, alpha], into("alpha"))
     if beta != 0:
         c = _as(e, x.inputs[2], x.metas[2], dt)
-        c = c if beta == 1 else e.emit("mul", [c, beta], shape, dt)
-        value = e.emit("add", [value, c], shape, dt, into("beta"))
+        c = c if beta == 1 else e.emit("mul", [c, beta])
+        value = e.emit("add", [value, c], into("beta"))
     if has_bias:
         value = e.emit("add", [value, _gemm_bias(e, x, len(dims["rhs_contracting_dimensions"])
-                                                 + len(dims["rhs_batch_dimensions"]), final)], shape, dt, into("bias"))
+                                                 + len(dims["rhs_batch_dimensions"]), final)], into("bias"))
     if activation:
-        e.emit(activation, [value], shape, dt, final, **({"approximate": "tanh"} if activation == "gelu" else {}))
+        e.emit(activation, [value], final, **({"approximate": "tanh"} if activation == "gelu" else {}))
 
 
 def _gemm_bias(e: Emitter, x: XlaOp, rhs_bound: int, out: TensorMeta) -> str:
@@ -141,7 +140,7 @@ def _gemm_bias(e: Emitter, x: XlaOp, rhs_bound: int, out: TensorMeta) -> str:
     if not isinstance(bias, str) or list(meta.shape) != [out.shape[d] for d in trailing]:
         raise Unmapped("a GEMM bias that is not a vector over the right operand's free dims")
     bias = _as(e, bias, meta, out.dtype)
-    return e.emit("broadcast", [bias], out.shape, out.dtype, shape=list(out.shape), broadcast_dims=trailing)
+    return e.emit("broadcast", [bias], shape=list(out.shape), broadcast_dims=trailing)
 
 
 # --- cuDNN convolutions ----------------------------------------------------------------------
@@ -179,26 +178,23 @@ def _conv_forward(e: Emitter, x: XlaOp) -> None:
     activation = _conv_activation(mode, float(config.get("leakyrelu_alpha", 0)))
     stages = ["conv"] + ["scale"] * (scale != 1) + ["side"] * (len(x.inputs) == 4) + ["bias"] * (len(x.inputs) > 2)
     into = lambda stage: (None if activation else out) if stage == stages[-1] else None
-    conv = into("conv") or e.fresh(shape, dt)
-    forms.expand_conv(e, x.inputs[0], named(x, 0), x.inputs[1], named(x, 1), form, conv)
-    value = conv.name
+    value = forms.expand_conv(e, x.inputs[0], named(x, 0), x.inputs[1], named(x, 1), form, into("conv"), dt)
     if scale != 1:
-        value = e.emit("mul", [value, scale], shape, dt, into("scale"))
+        value = e.emit("mul", [value, scale], into("scale"))
     if len(x.inputs) == 4:
         side = _as(e, x.inputs[3], x.metas[3], dt)
         side_scale = float(config.get("side_input_scale", 0))
-        side = side if side_scale == 1 else e.emit("mul", [side, side_scale], shape, dt)
-        value = e.emit("add", [value, side], shape, dt, into("side"))
+        side = side if side_scale == 1 else e.emit("mul", [side, side_scale])
+        value = e.emit("add", [value, side], into("side"))
     if len(x.inputs) > 2:
         feature = form.out_spec[1]
         if list(x.metas[2].shape) != [shape[feature]]:
             raise Unmapped("a cuDNN convolution bias that is not a vector over the output features")
-        bias = e.emit("broadcast", [_as(e, x.inputs[2], x.metas[2], dt)], shape, dt, shape=list(shape),
-                      broadcast_dims=[feature])
-        value = e.emit("add", [value, bias], shape, dt, into("bias"))
+        bias = e.emit("broadcast", [_as(e, x.inputs[2], x.metas[2], dt)], shape=list(shape), broadcast_dims=[feature])
+        value = e.emit("add", [value, bias], into("bias"))
     if activation:
         op, bounds, attrs = activation
-        e.emit(op, [value, *bounds], shape, dt, out, **attrs)
+        e.emit(op, [value, *bounds], out, **attrs)
 
 
 def _conv_activation(mode: str, leaky_alpha: float) -> tuple[str, list, dict] | None:

@@ -45,16 +45,15 @@ def _bitcast(e: Emitter, x: XlaOp) -> None:
         return
     bits = x.inputs[0]
     if value.dtype != out.dtype:
-        bits = e.emit("bitcast", [bits], value.shape, out.dtype, dtype=out.dtype, from_dtype=value.dtype)
+        bits = e.emit("bitcast", [bits], dtype=out.dtype, from_dtype=value.dtype)
     major_in = list(reversed(src)) or list(range(len(value.shape)))
     major_out = list(reversed(dst)) or list(range(len(out.shape)))
     if major_in == sorted(major_in) and major_out == sorted(major_out):
-        e.reshape(bits, out.shape, out.dtype, out)
+        e.reshape(bits, out.shape, out)
         return
-    memory = e.permute(bits, value.shape, out.dtype, major_in)
-    flat = e.reshape(memory, [out.shape[d] for d in major_out], out.dtype)
-    e.permute(flat, [out.shape[d] for d in major_out], out.dtype, [major_out.index(d) for d in range(len(major_out))],
-              out)
+    memory = e.permute(bits, major_in)
+    flat = e.reshape(memory, [out.shape[d] for d in major_out])
+    e.permute(flat, [major_out.index(d) for d in range(len(major_out))], out)
 
 
 def _slice(e: Emitter, x: XlaOp) -> None:

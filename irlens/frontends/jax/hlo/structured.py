@@ -29,16 +29,16 @@ def _dot(e: Emitter, x: XlaOp) -> None:
         lc, rc = x.ints("lhs_contracting_dims") or [], x.ints("rhs_contracting_dims") or []
         lb, rb = x.ints("lhs_batch_dims") or [], x.ints("rhs_batch_dims") or []
     out = x.outs[0]
-    emit_matmul(e, x.inputs, x.metas, lc, rc, lb, rb, out.shape, out.dtype, out)
+    emit_matmul(e, x.inputs, x.metas, lc, rc, lb, rb, out.dtype, out)
 
 
-def emit_matmul(e: Emitter, inputs: list, metas: list[TensorMeta], lc, rc, lb, rb, shape, dtype: str,
+def emit_matmul(e: Emitter, inputs: list, metas: list[TensorMeta], lc, rc, lb, rb, dtype: str,
                 out: TensorMeta | None = None) -> str:
     """A dot of the first two operands by its dimension numbers, accumulated in `dtype` (the result's)."""
-    inputs = [v if m.dtype == dtype or not isinstance(v, str) else e.emit("convert", [v], m.shape, dtype, dtype=dtype)
+    inputs = [v if m.dtype == dtype or not isinstance(v, str) else e.emit("convert", [v], dtype=dtype)
               for v, m in zip(inputs[:2], metas[:2])]
     attrs = matmul_attrs(len(metas[0].shape), len(metas[1].shape), lc, rc, lb, rb)
-    return e.emit("matmul", inputs, shape, dtype, out, **attrs)
+    return e.emit("matmul", inputs, out, **attrs)
 
 
 def _reduce(e: Emitter, x: XlaOp) -> None:
@@ -69,9 +69,8 @@ def _reduce(e: Emitter, x: XlaOp) -> None:
     if not isinstance(init, str) and init == identity:
         forms.emit_accumulating(e, reduce, [value], out, dims=dims, keepdim=False)
         return
-    part = forms.emit_accumulating(e, reduce, [value], e.fresh(out.shape, out.dtype), False, dims=dims,
-                                     keepdim=False)
-    e.emit(combine, [part, init], out.shape, out.dtype, out)
+    part = forms.emit_accumulating(e, reduce, [value], None, dims=dims, keepdim=False)
+    e.emit(combine, [part, init], out)
 
 
 def _arg_reduce(e: Emitter, x: XlaOp) -> None:
@@ -93,8 +92,8 @@ def _arg_reduce(e: Emitter, x: XlaOp) -> None:
     if value_init != forms.identity_of(reduce, x.metas[0].dtype):
         raise Unmapped(f"an {arg} whose initial value is not the identity")
     best, where = x.outs
-    e.emit(reduce, [values], best.shape, best.dtype, best, dims=dims, keepdim=False)
-    e.emit(arg, [values], where.shape, where.dtype, where, dim=dims[0], keepdim=False)
+    e.emit(reduce, [values], best, dims=dims, keepdim=False)
+    e.emit(arg, [values], where, dim=dims[0], keepdim=False)
 
 
 def _window(x: XlaOp, rank: int, reversible: bool = False) -> tuple[list[int], list[int], list[list[int]], list[int],
@@ -183,14 +182,14 @@ def _select_window(e: Emitter, x: XlaOp, body: Body, window: dict) -> None:
     xm = x.metas[0]
     for k, out in enumerate(x.outs):
         if k or real_only:
-            e.emit("select_and_gather_add", [operands[k], operands[0]], out.shape, out.dtype, out, **attrs)
+            e.emit("select_and_gather_add", [operands[k], operands[0]], out, **attrs)
             continue
         # where the window selects padding the value is the fill (the init), where the canonical op
         # gives padding's tangent 0: the selection of ones tells the two apart
-        ones = e.emit("full", [], xm.shape, xm.dtype, shape=list(xm.shape), value=1.0, dtype=xm.dtype)
-        real = e.emit("select_and_gather_add", [ones, operands[0]], out.shape, out.dtype, **attrs)
-        value = e.emit("select_and_gather_add", [operands[0], operands[0]], out.shape, out.dtype, **attrs)
-        e.emit("where", [e.emit("ne", [real, 0.0], out.shape, "bool"), value, inits[0]], out.shape, out.dtype, out)
+        ones = e.emit("full", [], shape=list(xm.shape), value=1.0, dtype=xm.dtype)
+        real = e.emit("select_and_gather_add", [ones, operands[0]], **attrs)
+        value = e.emit("select_and_gather_add", [operands[0], operands[0]], **attrs)
+        e.emit("where", [e.emit("ne", [real, 0.0]), value, inits[0]], out)
 
 
 def _select_and_scatter(e: Emitter, x: XlaOp) -> None:
@@ -262,8 +261,8 @@ def _map(e: Emitter, x: XlaOp) -> None:
     for i, op in enumerate(body.ops):
         last = i == len(body.ops) - 1
         attrs = {"dtype": op.dtype} if op.opcode == "convert" else {}
-        values[f"o{i}"] = e.emit(OPCODES.get(op.opcode, op.opcode), [values[r] for r in op.operands], out.shape,
-                                 op.dtype, out if last else None, **attrs)
+        values[f"o{i}"] = e.emit(OPCODES.get(op.opcode, op.opcode), [values[r] for r in op.operands],
+                                 out if last else None, **attrs)
 
 
 def named(x: XlaOp, k: int) -> TensorMeta:
@@ -294,9 +293,8 @@ def _sort(e: Emitter, x: XlaOp) -> None:
     floats = not key.dtype.startswith(("int", "uint", "bool"))
     operands, metas, outs = x.inputs, x.metas, x.outs
     if rounded:  # sorted by the rounded elements, which the first output does not hold
-        low = narrowed(e, x.inputs[0], key, rounded.dtype)
-        operands, metas = [low, *operands], [TensorMeta(low, key.shape, rounded.dtype), *metas]
-        outs = [e.fresh(key.shape, rounded.dtype), *outs]
+        low = narrowed(e, x.inputs[0], rounded.dtype)
+        operands, metas, outs = [low, *operands], [e.meta(low), *metas], [None, *outs]
     forms.expand_sort(e, operands, metas, outs, dim, descending, stable or root is not None, iotas,
                       total_order=floats and not body.canonicalizes_nan())
 

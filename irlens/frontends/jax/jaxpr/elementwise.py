@@ -18,7 +18,7 @@ def _rename(op: str):
             return
         out = q.outs[0]  # lax.mul(x, y, out_dtype=...): the operands converted first
         inputs = [as_dtype(e, v, m, out.dtype) for v, m in zip(q.inputs, q.metas)]
-        e.emit(op, inputs, out.shape, out.dtype, out)
+        e.emit(op, inputs, out)
     return handle
 
 
@@ -41,7 +41,7 @@ def _round(e: Emitter, q: Eqn) -> None:
 
 def _shift(kind: str):
     def handle(e: Emitter, q: Eqn) -> None:
-        forms.expand_shift(e, kind, q.inputs, q.metas, q.outs[0])
+        forms.expand_shift(e, kind, q.inputs, q.outs[0])
     return handle
 
 
@@ -87,8 +87,8 @@ def _select_n(e: Emitter, q: Eqn) -> None:
         return
     value = cases[-1]
     for k in range(len(cases) - 2, -1, -1):
-        pick = e.emit("eq", [which, k], q.metas[0].shape, "bool")
-        value = e.emit("where", [pick, cases[k], value], out.shape, out.dtype, out if k == 0 else None)
+        pick = e.emit("eq", [which, k])
+        value = e.emit("where", [pick, cases[k], value], out if k == 0 else None)
 
 
 def _clamp(e: Emitter, q: Eqn) -> None:
@@ -100,12 +100,12 @@ def as_dtype(e: Emitter, value: Arg, meta: TensorMeta, dtype: str) -> Arg:
     """preferred_element_type: the operands converted to the dtype the op accumulates in."""
     if meta.dtype == dtype or not isinstance(value, str):
         return value
-    return e.emit("convert", [value], meta.shape, dtype, dtype=dtype)
+    return e.emit("convert", [value], dtype=dtype)
 
 
 def _device_put(e: Emitter, q: Eqn) -> None:
-    for value, meta, out in zip(q.inputs, q.metas, q.outs):
-        e.emit("copy", [value], out.shape, out.dtype, out)
+    for value, out in zip(q.inputs, q.outs):
+        e.emit("copy", [value], out)
 
 
 def _zeros_like(e: Emitter, q: Eqn) -> None:
@@ -114,9 +114,8 @@ def _zeros_like(e: Emitter, q: Eqn) -> None:
 
 
 def _one_minus_square(e: Emitter, q: Eqn) -> None:  # jax >= 0.11, in tanh's derivative: 1 - x*x
-    out = q.outs[0]
-    square = e.emit("mul", [q.inputs[0], q.inputs[0]], out.shape, out.dtype)
-    e.emit("sub", [1.0, square], out.shape, out.dtype, out)
+    square = e.emit("mul", [q.inputs[0], q.inputs[0]])
+    e.emit("sub", [1.0, square], q.outs[0])
 
 
 def _reduce_precision(e: Emitter, q: Eqn) -> None:

@@ -24,8 +24,8 @@ def _reshape(e: Emitter, q: Eqn) -> None:
         q.one(e, "full", [], **full_attrs(out.shape, x, out.dtype))
         return
     if perm is not None:
-        x = e.permute(x, q.metas[0].shape, q.metas[0].dtype, ints(perm))
-    e.reshape(x, out.shape, out.dtype, out)
+        x = e.permute(x, ints(perm))
+    e.reshape(x, out.shape, out)
 
 
 def _iota(e: Emitter, q: Eqn) -> None:
@@ -41,12 +41,12 @@ def _iota_2x32_shape(e: Emitter, q: Eqn) -> None:
     strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
     index = None
     for dim, stride in enumerate(strides):
-        term = e.emit("iota", [], shape, "int64", shape=shape, dim=dim, dtype="int64")
-        term = term if stride == 1 else e.emit("mul", [term, stride], shape, "int64")
-        index = term if index is None else e.emit("add", [index, term], shape, "int64")
+        term = e.emit("iota", [], shape=shape, dim=dim, dtype="int64")
+        term = term if stride == 1 else e.emit("mul", [term, stride])
+        index = term if index is None else e.emit("add", [index, term])
     hi, lo = q.outs
-    e.emit("convert", [e.emit("bitwise_right_shift", [index, 32], shape, "int64")], shape, "uint32", hi, dtype="uint32")
-    e.emit("convert", [e.emit("bitwise_and", [index, 2**32 - 1], shape, "int64")], shape, "uint32", lo, dtype="uint32")
+    e.emit("convert", [e.emit("bitwise_right_shift", [index, 32])], hi, dtype="uint32")
+    e.emit("convert", [e.emit("bitwise_and", [index, 2**32 - 1])], lo, dtype="uint32")
 
 
 def _empty(e: Emitter, q: Eqn) -> None:
@@ -70,21 +70,19 @@ def _split(e: Emitter, q: Eqn) -> None:
         start, limit = [0] * len(shape), list(shape)
         start[axis], limit[axis] = offset, offset + size
         offset += size
-        kept = [*shape[:axis], size, *shape[axis + 1:]]
         if q.prim == "split":
-            e.emit("slice", [q.inputs[0]], kept, out.dtype, out, start=start, limit=limit, step=[1] * len(shape))
+            e.emit("slice", [q.inputs[0]], out, start=start, limit=limit, step=[1] * len(shape))
         else:
-            part = e.emit("slice", [q.inputs[0]], kept, out.dtype, start=start, limit=limit, step=[1] * len(shape))
-            e.reshape(part, out.shape, out.dtype, out)
+            part = e.emit("slice", [q.inputs[0]], start=start, limit=limit, step=[1] * len(shape))
+            e.reshape(part, out.shape, out)
 
 
 def _tile(e: Emitter, q: Eqn) -> None:
     """tile(x, reps): x broadcast to [r0, d0, r1, d1, ...], then merged to [r0*d0, ...]."""
     reps, x = ints(q.params["reps"]), q.metas[0]
     wide = [v for r, d in zip(reps, x.shape) for v in (r, d)]
-    spread = e.emit("broadcast", [q.inputs[0]], wide, x.dtype, shape=wide,
-                    broadcast_dims=list(range(1, 2 * len(reps), 2)))
-    e.reshape(spread, q.outs[0].shape, x.dtype, q.outs[0])
+    spread = e.emit("broadcast", [q.inputs[0]], shape=wide, broadcast_dims=list(range(1, 2 * len(reps), 2)))
+    e.reshape(spread, q.outs[0].shape, q.outs[0])
 
 
 def _pad(e: Emitter, q: Eqn) -> None:

@@ -21,10 +21,9 @@ def _while(e: Emitter, q: Eqn) -> None:
     n, carry = len(q.inputs), list(range(nc + nb, len(q.inputs)))
     ins = [TensorMeta(f"in{i}", m.shape, m.dtype) for i, m in enumerate(q.metas)]
     cond = q.subgraph("cond", q.params["cond_jaxpr"], ins, [*range(nc), *carry], [TensorMeta("", (), "bool")])
-    consts = [TensorMeta(f"{e.base}.const{i}", m.shape, m.dtype) for i, m in enumerate(q.metas[:nc + nb])]
     body = q.subgraph("body", q.params["body_jaxpr"], ins, [*range(nc, n)], ins[nc + nb:])
     body.outputs = [t.name for t in ins[:nc + nb]] + body.outputs
-    forms.emit_while(e, q.inputs, [*consts, *q.outs], cond, body)
+    forms.emit_while(e, q.inputs, [*([None] * (nc + nb)), *q.outs], cond, body)
 
 
 def _cond(e: Emitter, q: Eqn) -> None:
@@ -54,7 +53,7 @@ def _arg_reduce(e: Emitter, q: Eqn) -> None:
 
 
 def _scan(e: Emitter, q: Eqn) -> None:
-    forms.emit_scan(e, SCANS[q.prim], q.inputs[0], q.metas[0], q.outs[0], int(q.params["axis"]),
+    forms.emit_scan(e, SCANS[q.prim], q.inputs[0], q.outs[0], int(q.params["axis"]),
                     bool(q.params["reverse"]))
 
 
@@ -81,10 +80,9 @@ def _generic_reduce(e: Emitter, q: Eqn) -> None:
     if not isinstance(init, str) and init == forms.identity_of(reduce, out.dtype):
         forms.emit_accumulating(e, reduce, [x], out, dims=dims, keepdim=False)
         return
-    part = forms.emit_accumulating(e, reduce, [x], e.fresh(out.shape, out.dtype), False, dims=dims,
-                                   keepdim=False)
+    part = forms.emit_accumulating(e, reduce, [x], None, dims=dims, keepdim=False)
     combine = {"sum": "add", "prod": "mul", "amax": "maximum", "amin": "minimum"}[reduce]
-    e.emit(combine, [part, init], out.shape, out.dtype, out)
+    e.emit(combine, [part, init], out)
 
 
 def _window_form(p: dict, reduce: str) -> forms.WindowForm:
@@ -129,7 +127,7 @@ def _dot_general(e: Emitter, q: Eqn) -> None:
     out = q.outs[0]
     inputs = [as_dtype(e, v, m, out.dtype) for v, m in zip(q.inputs, q.metas)]
     attrs = matmul_attrs(len(q.metas[0].shape), len(q.metas[1].shape), lc, rc, lb, rb)
-    e.emit("matmul", inputs, out.shape, out.dtype, out, **attrs)
+    e.emit("matmul", inputs, out, **attrs)
 
 
 def _conv(e: Emitter, q: Eqn) -> None:
@@ -214,11 +212,11 @@ def _conj(e: Emitter, q: Eqn) -> None:
 
 
 def _cholesky(e: Emitter, q: Eqn) -> None:
-    linalg.cholesky_primitive(e, q.inputs[0], q.metas[0], q.outs[0])
+    linalg.cholesky_primitive(e, q.inputs[0], q.outs[0])
 
 
 def _lu(e: Emitter, q: Eqn) -> None:
-    linalg.lu_primitive(e, q.inputs[0], q.metas[0], q.outs)
+    linalg.lu_primitive(e, q.inputs[0], q.outs)
 
 
 def _qr(e: Emitter, q: Eqn) -> None:

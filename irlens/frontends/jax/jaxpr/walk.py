@@ -173,13 +173,14 @@ class _Builder:
         xs = list(zip(values[n_consts + n_carry:], eqn.invars[n_consts + n_carry:]))
         ys_by_step = {}
         for i in (reversed(range(steps)) if p["reverse"] else range(steps)):
-            e = Emitter(self.next_id(), "scan", scope)
+            e = Emitter(self.next_id(), "scan", scope,
+                        known={value: _meta(value, var.aval) for value, var in xs if isinstance(value, str)})
             step_xs = []
             for value, var in xs:
-                shape, dtype = tuple(int(d) for d in var.aval.shape), canonical_dtype(var.aval.dtype)
-                row = e.emit("slice", [value], (1, *shape[1:]), dtype, start=[i] + [0] * (len(shape) - 1),
-                             limit=[i + 1, *shape[1:]], step=[1] * len(shape))
-                step_xs.append(e.reshape(row, shape[1:], dtype))
+                shape = [int(d) for d in var.aval.shape]
+                row = e.emit("slice", [value], start=[i] + [0] * (len(shape) - 1), limit=[i + 1, *shape[1:]],
+                             step=[1] * len(shape))
+                step_xs.append(e.reshape(row, shape[1:]))
             for node in e.nodes:
                 self.add(node)
             outs = self.call(p["jaxpr"], [*consts, *carry, *step_xs], f"{scope}/scan[{i}]" if scope else f"scan[{i}]")
@@ -192,9 +193,9 @@ class _Builder:
             (out,) = self.outputs([outer], self.next_id())
             e = Emitter(self.next_id(), "scan", scope)
             rows = [ys_by_step[i][j] for i in range(steps)]
-            rows = [r if isinstance(r, str) else e.emit("full", [], out.shape[1:], out.dtype,
-                                                        **full_attrs(out.shape[1:], r, out.dtype)) for r in rows]
-            e.emit("stack", rows, out.shape, out.dtype, out, dim=0)
+            rows = [r if isinstance(r, str) else e.emit("full", [], **full_attrs(out.shape[1:], r, out.dtype))
+                    for r in rows]
+            e.emit("stack", rows, out, dim=0)
             for node in e.nodes:
                 self.add(node)
 
@@ -218,7 +219,7 @@ class _Builder:
         inputs = [self.read(a) for a in eqn.invars]
         metas = [_meta(v if isinstance(v, str) else "", a.aval) for v, a in zip(inputs, eqn.invars)]
         outs = self.outputs(eqn.outvars, node_id)
-        e = Emitter(node_id, prim, scope)
+        e = Emitter(node_id, prim, scope, known={v: m for v, m in zip(inputs, metas) if isinstance(v, str)})
         reason = why_unknown(prim, eqn.params)
         if reason is None:
             try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from irlens.core.ir import Arg, Graph, Node, TensorMeta
 from irlens.core.ops import conform
+from irlens.core.ops.infer import Misfit, NotInferable, infer
 
 
 # reductions by their body op (HLO opcode / lax primitive names)
@@ -39,49 +40,72 @@ class Unmapped(ValueError):
 @dataclass
 class Emitter:
     """Writes the canonical nodes one source op becomes: ids `<base>.<k>`, except the node that
-    produces the op's own outputs, which keeps `base` (kernels and origins refer to it)."""
+    produces the op's own outputs, which keeps `base` (kernels and origins refer to it). The
+    source op's own outputs keep the metadata its IR states; an intermediate value's shape and
+    dtype are its op's rule (`irlens.core.ops.infer`) on its inputs' (`known`: the source op's
+    operands, then every value emitted) and its attrs. An intermediate the rule cannot give
+    leaves the op `Unmapped`, saying why."""
 
     base: str
     native: str
     scope: str = ""
     provenance: dict = field(default_factory=dict)
+    known: dict[str, TensorMeta] = field(default_factory=dict)  # value name -> its metadata
     nodes: list[Node] = field(default_factory=list)
     _base_taken: bool = False
     _fresh: int = 0
 
-    def emit(self, op: str, inputs: list[Arg], oshape, odtype: str, out: TensorMeta | None = None,
-             final: bool | None = None, **attrs) -> str:
+    def emit(self, op: str, inputs: list[Arg], out: TensorMeta | None = None, final: bool | None = None,
+             **attrs) -> str:
         """One node with one output (`out`: the source op's, else a fresh value); its value name."""
-        meta = out or self.fresh(oshape, odtype)
-        self.node(op, inputs, [meta], final=out is not None if final is None else final, **attrs)
-        return meta.name
+        node = self.node(op, inputs, [out], final=out is not None if final is None else final, **attrs)
+        return node.outputs[0].name
 
-    def node(self, op: str, inputs: list[Arg], outputs: list[TensorMeta], final: bool = False,
+    def node(self, op: str, inputs: list[Arg], outputs: list[TensorMeta | None] | None = None, final: bool = False,
              subgraphs: dict | None = None, **attrs) -> Node:
+        """One node; `outputs` the source op's own values, a None among them (or None for all) a
+        fresh value whose metadata the op infers."""
+        if outputs is None or None in outputs:
+            inferred = self._inferred(op, inputs, attrs, subgraphs or {})
+            outputs = inferred if outputs is None else [o or m for o, m in zip(outputs, inferred)]
         node_id = self.base if final and not self._base_taken else f"{self.base}.{len(self.nodes)}"
         self._base_taken = self._base_taken or node_id == self.base
         node = conform(Node(node_id, op, list(inputs), outputs, {**attrs, **self.provenance}, native=self.native,
                             scope=self.scope, subgraphs=subgraphs or {}))
         self.nodes.append(node)
+        self.known.update((o.name, o) for o in outputs)
         return node
 
+    def meta(self, value: str) -> TensorMeta:
+        """A value's metadata: an operand's, or an emitted value's."""
+        return self.known[value]
+
+    def _inferred(self, op: str, inputs: list[Arg], attrs: dict, subgraphs: dict) -> list[TensorMeta]:
+        metas = {a: (tuple(self.known[a].shape), self.known[a].dtype) for a in inputs
+                 if isinstance(a, str) and a in self.known}
+        try:
+            found = infer(op, inputs, metas, attrs, subgraphs)
+        except (NotInferable, Misfit) as e:
+            raise Unmapped(f"an intermediate {op} whose outputs its rule does not give: {e}") from e
+        return [self.fresh(shape, dtype) for shape, dtype in found]
+
     def fresh(self, shape, dtype: str) -> TensorMeta:
-        """A new intermediate value. Its name cannot be one of the source op's own outputs
-        (`<base>.<k>`, a tuple's elements) nor an earlier fresh one."""
+        """A new value. Its name cannot be one of the source op's own outputs (`<base>.<k>`, a
+        tuple's elements) nor an earlier fresh one."""
         self._fresh += 1
         return TensorMeta(f"{self.base}.v{self._fresh}", tuple(int(d) for d in shape), dtype)
 
     # the few shapes of node every form needs
-    def permute(self, x: str, shape, dtype: str, perm: list[int], out: TensorMeta | None = None) -> str:
+    def permute(self, x: str, perm: list[int], out: TensorMeta | None = None) -> str:
         if perm == list(range(len(perm))):
             return self.copy_to(x, out)
-        return self.emit("permute", [x], [shape[p] for p in perm], dtype, out, perm=list(perm))
+        return self.emit("permute", [x], out, perm=list(perm))
 
-    def reshape(self, x: str, shape, dtype: str, out: TensorMeta | None = None) -> str:
-        return self.emit("reshape", [x], shape, dtype, out, shape=list(shape))
+    def reshape(self, x: str, shape, out: TensorMeta | None = None) -> str:
+        return self.emit("reshape", [x], out, shape=list(shape))
 
     def copy_to(self, x: str, out: TensorMeta | None) -> str:
-        return x if out is None else self.emit("copy", [x], out.shape, out.dtype, out)
+        return x if out is None else self.emit("copy", [x], out)
 
 
 # --- convolution ---------------------------------------------------------------------------
@@ -105,45 +129,40 @@ class ConvForm:
 
 
 def expand_conv(e: Emitter, lhs: str, lm: TensorMeta, rhs: str, rm: TensorMeta, form: ConvForm,
-                out: TensorMeta) -> None:
+                out: TensorMeta | None, dtype: str | None = None) -> str:
     """conv_general_dilated as `convolution` on [N, C, *spatial] / [O, I, *spatial]: the input
     permuted there, dilated and padded by one `pad` (lhs_dilation: interior padding), batch
-    groups folded into feature groups."""
+    groups folded into feature groups; into `out` (None: a fresh value of `dtype`). Its value name."""
     f = form
     n_sp = len(f.lhs_spec) - 2
-    dt = out.dtype
+    dt = out.dtype if out is not None else dtype
     if lm.dtype != dt:  # preferred_element_type: the convolution accumulates in the output's dtype
-        lhs = e.emit("convert", [lhs], lm.shape, dt, dtype=dt)
+        lhs = e.emit("convert", [lhs], dtype=dt)
     if rm.dtype != dt:
-        rhs = e.emit("convert", [rhs], rm.shape, dt, dtype=dt)
+        rhs = e.emit("convert", [rhs], dtype=dt)
     x_shape = [lm.shape[d] for d in f.lhs_spec]
-    x = e.permute(lhs, lm.shape, dt, list(f.lhs_spec))
-    w = e.permute(rhs, rm.shape, dt, list(f.rhs_spec))
+    x = e.permute(lhs, list(f.lhs_spec))
+    w = e.permute(rhs, list(f.rhs_spec))
     if any(f.reversal):  # XLA's CPU rewrites may reverse a window: the same as the flipped kernel
-        w = e.emit("flip", [w], [rm.shape[d] for d in f.rhs_spec], dt, dims=[2 + i for i, r in enumerate(f.reversal) if r])
+        w = e.emit("flip", [w], dims=[2 + i for i, r in enumerate(f.reversal) if r])
     groups = f.feature_group_count
     if f.batch_group_count > 1:
         if groups > 1:
             raise Unmapped("both feature and batch groups")
         g = f.batch_group_count
         n, c = x_shape[0], x_shape[1]
-        split = e.reshape(x, [g, n // g, c, *x_shape[2:]], dt)
-        moved = e.permute(split, [g, n // g, c, *x_shape[2:]], dt, [1, 0, 2, *range(3, 3 + n_sp)])
-        x_shape = [n // g, g * c, *x_shape[2:]]
-        x = e.reshape(moved, x_shape, dt)
+        split = e.reshape(x, [g, n // g, c, *x_shape[2:]])
+        moved = e.permute(split, [1, 0, 2, *range(3, 3 + n_sp)])
+        x = e.reshape(moved, [n // g, g * c, *x_shape[2:]])
         groups = g
     config = [[0, 0, 0], [0, 0, 0]] + [[lo, hi, d - 1] for (lo, hi), d in zip(f.padding, f.lhs_dilation)]
     if any(v for row in config for v in row):
-        x_shape = [s if i < 2 else s + max(s - 1, 0) * row[2] + row[0] + row[1]
-                   for i, (s, row) in enumerate(zip(x_shape, config))]
-        x = e.emit("pad", [x, 0.0 if dt.startswith(("float", "bfloat")) else 0], x_shape, dt, padding=config)
-    o_shape = [out.shape[d] for d in f.out_spec]
+        x = e.emit("pad", [x, 0.0 if dt.startswith(("float", "bfloat")) else 0], padding=config)
     inverse = [list(f.out_spec).index(d) for d in range(len(f.out_spec))]
     identity = list(f.out_spec) == list(range(len(f.out_spec)))
-    y = e.emit("convolution", [x, w], o_shape, dt, out if identity else None, stride=list(f.strides),
-               padding=[0] * n_sp, dilation=list(f.rhs_dilation), groups=groups)
-    if not identity:
-        e.permute(y, o_shape, dt, inverse, out)
+    y = e.emit("convolution", [x, w], out if identity else None, stride=list(f.strides), padding=[0] * n_sp,
+               dilation=list(f.rhs_dilation), groups=groups)
+    return y if identity else e.permute(y, inverse, out)
 
 
 # --- windows and scans ---------------------------------------------------------------------
@@ -193,54 +212,53 @@ def expand_reduce_window(e: Emitter, x: str, xm: TensorMeta, init: Arg, form: Wi
             d = along[0]
             n = xm.shape[d]
             if f.window[d] == n and tuple(f.padding[d]) in ((n - 1, 0), (0, n - 1)):
-                emit_scan(e, _SCANS[f.reduce], x, xm, out, d, tuple(f.padding[d]) == (0, n - 1))
+                emit_scan(e, _SCANS[f.reduce], x, out, d, tuple(f.padding[d]) == (0, n - 1))
                 return
         tiles = (f.reduce != "logsumexp" and list(f.window) == list(f.strides) and all(p == (0, 0) for p in f.padding)
                  and all(s % w == 0 for s, w in zip(xm.shape, f.window)))
         if tiles:
             split = [v for s, w in zip(xm.shape, f.window) for v in (s // w, w)]
-            windows = e.reshape(x, split, xm.dtype)
+            windows = e.reshape(x, split)
             emit_accumulating(e, f.reduce, [windows], out, dims=list(range(1, len(split), 2)), keepdim=False)
             return
-    e.emit("reduce_window", [x, init], out.shape, out.dtype, out, reduce=f.reduce, window=list(f.window),
+    e.emit("reduce_window", [x, init], out, reduce=f.reduce, window=list(f.window),
            strides=list(f.strides), padding=[list(p) for p in f.padding], base_dilation=list(f.base_dilation),
            window_dilation=list(f.window_dilation))
 
 
-def expand_sort(e: Emitter, operands: list[str], metas: list[TensorMeta], outs: list[TensorMeta], dim: int,
+def expand_sort(e: Emitter, operands: list[str], metas: list[TensorMeta], outs: list[TensorMeta | None], dim: int,
                 descending: bool, stable: bool, iotas: set[str], num_keys: int = 1, total_order: bool = False) -> None:
     """A sort by the first operand; the others follow its permutation (an iota along dim: the
     permutation itself, argsort). By several keys (lexicographic, the first most significant):
     stable sorts from the last key to the first, each of the keys permuted so far. `total_order`
     (floats compared by their bits: -NaN first, NaN last) is a stable `topk` of every element,
-    whose order is that one; `sort` puts every NaN last, as jax's canonicalizing comparator does."""
+    whose order is that one; `sort` puts every NaN last, as jax's canonicalizing comparator does.
+    An output None is not the source op's (its metadata inferred)."""
     keys = metas[0]
     if num_keys > 1:
         perm = None
         for k in range(num_keys - 1, -1, -1):
-            key = operands[k] if perm is None else e.emit("gather", [operands[k], perm], keys.shape, metas[k].dtype,
-                                                            dim=dim)
-            order = e.fresh(keys.shape, "int64")
-            e.node("sort", [key], [e.fresh(keys.shape, metas[k].dtype), order], dim=dim, descending=descending,
-                   stable=True)
-            perm = order.name if perm is None else e.emit("gather", [perm, order.name], keys.shape, "int64", dim=dim)
-        for name, meta, out in zip(operands, metas, outs):
+            key = operands[k] if perm is None else e.emit("gather", [operands[k], perm], dim=dim)
+            order = e.node("sort", [key], dim=dim, descending=descending, stable=True).outputs[1].name
+            perm = order if perm is None else e.emit("gather", [perm, order], dim=dim)
+        for name, out in zip(operands, outs):
             if name in iotas:
-                e.emit("convert", [perm], out.shape, out.dtype, out, dtype=out.dtype)
+                e.emit("convert", [perm], out, dtype=out.dtype)
             else:
-                e.emit("gather", [name, perm], out.shape, out.dtype, out, dim=dim)
+                e.emit("gather", [name, perm], out, dim=dim)
         return
-    perm = e.fresh(keys.shape, "int64")
     if total_order:
-        e.node("topk", [operands[0]], [outs[0], perm], final=True, k=keys.shape[dim], dim=dim, largest=descending,
-               sorted=True)
+        sorted_ = e.node("topk", [operands[0]], [outs[0], None], final=True, k=keys.shape[dim], dim=dim,
+                         largest=descending, sorted=True)
     else:
-        e.node("sort", [operands[0]], [outs[0], perm], final=True, dim=dim, descending=descending, stable=stable)
-    for name, meta, out in zip(operands[1:], metas[1:], outs[1:]):
+        sorted_ = e.node("sort", [operands[0]], [outs[0], None], final=True, dim=dim, descending=descending,
+                         stable=stable)
+    perm = sorted_.outputs[1].name
+    for name, out in zip(operands[1:], outs[1:]):
         if name in iotas:
-            e.emit("convert", [perm.name], out.shape, out.dtype, out, dtype=out.dtype)
+            e.emit("convert", [perm], out, dtype=out.dtype)
         else:
-            e.emit("gather", [name, perm.name], out.shape, out.dtype, out, dim=dim)
+            e.emit("gather", [name, perm], out, dim=dim)
 
 
 # --- shifts --------------------------------------------------------------------------------
@@ -248,7 +266,7 @@ def expand_sort(e: Emitter, operands: list[str], metas: list[TensorMeta], outs: 
 _TORCH_SHIFTS = ("int8", "int16", "int32", "int64", "uint8")  # the integer dtypes torch shifts
 
 
-def expand_shift(e: Emitter, kind: str, inputs: list[Arg], metas: list[TensorMeta], out: TensorMeta) -> None:
+def expand_shift(e: Emitter, kind: str, inputs: list[Arg], out: TensorMeta) -> None:
     """XLA's shifts (kind: left, right_arithmetic, right_logical) on torch's: shift-left and an
     arithmetic right shift of a signed integer are torch's << and >> (also past the width); an
     unsigned arithmetic shift goes through a bitcast to the signed dtype; a logical shift, and
@@ -257,63 +275,56 @@ def expand_shift(e: Emitter, kind: str, inputs: list[Arg], metas: list[TensorMet
     dtype = out.dtype
     if kind == "right_arithmetic" and dtype.startswith("uint") and dtype != "uint64":
         signed = dtype[1:]
-        x, y = (e.emit("bitcast", [v], m.shape, signed, dtype=signed, from_dtype=dtype) if isinstance(v, str) else v
-                for v, m in zip(inputs, metas))
-        shifted = e.emit("bitwise_right_shift", [x, y], out.shape, signed)
-        e.emit("bitcast", [shifted], out.shape, dtype, out, dtype=dtype, from_dtype=signed)
+        x, y = (e.emit("bitcast", [v], dtype=signed, from_dtype=dtype) if isinstance(v, str) else v for v in inputs)
+        shifted = e.emit("bitwise_right_shift", [x, y])
+        e.emit("bitcast", [shifted], out, dtype=dtype, from_dtype=signed)
         return
     op = "bitwise_left_shift" if kind == "left" else "bitwise_right_shift"
     if dtype in _TORCH_SHIFTS and not (kind == "right_logical" and not dtype.startswith("uint")):
-        e.emit(op, list(inputs), out.shape, dtype, out)
+        e.emit(op, list(inputs), out)
         return
     width = int("".join(c for c in dtype if c.isdigit()))
     if dtype == "uint64":  # torch shifts no uint64: the same bits as int64, and back
-        signed = [e.emit("bitcast", [v], m.shape, "int64", dtype="int64", from_dtype="uint64") if isinstance(v, str)
-                  else v for v, m in zip(inputs, metas)]
-        result = TensorMeta(e.fresh(out.shape, "int64").name, out.shape, "int64")
+        signed = [e.emit("bitcast", [v], dtype="int64", from_dtype="uint64") if isinstance(v, str) else v
+                  for v in inputs]
         if kind == "right_logical":
-            _logical_shift_int64(e, signed, metas, result, final=False)
+            result = _logical_shift_int64(e, signed, None)
         else:
-            e.emit("bitwise_left_shift" if kind == "left" else "bitwise_right_shift", signed, out.shape, "int64", result,
-                   final=False)
-        e.emit("bitcast", [result.name], out.shape, dtype, out, dtype=dtype, from_dtype="int64")
+            result = e.emit("bitwise_left_shift" if kind == "left" else "bitwise_right_shift", signed)
+        e.emit("bitcast", [result], out, dtype=dtype, from_dtype="int64")
         return
     if dtype == "int64":  # a logical shift: the arithmetic one with the sign-filled bits masked away
-        _logical_shift_int64(e, inputs, metas, out)
+        _logical_shift_int64(e, inputs, out)
         return
     x, n = inputs
-    x_shape = metas[0].shape  # x's own: it may broadcast against n
-    wide = e.emit("convert", [x], x_shape, "int64", dtype="int64") if isinstance(x, str) else x
+    wide = e.emit("convert", [x], dtype="int64") if isinstance(x, str) else x
     if not dtype.startswith("uint"):  # the bits of a negative value, as an unsigned number
-        wide = e.emit("bitwise_and", [wide, (1 << width) - 1], x_shape, "int64")
+        wide = e.emit("bitwise_and", [wide, (1 << width) - 1])
     if isinstance(n, str):
-        n = e.emit("convert", [n], metas[1].shape, "int64", dtype="int64")
-        n = e.emit("where", [e.emit("lt", [n, 0], metas[1].shape, "bool"), 64, n], metas[1].shape, "int64")
+        n = e.emit("convert", [n], dtype="int64")
+        n = e.emit("where", [e.emit("lt", [n, 0]), 64, n])
     elif n < 0:
         n = 64  # XLA reads a shift amount as unsigned: past the width
-    shifted = e.emit(op, [wide, n], out.shape, "int64")
-    e.emit("convert", [shifted], out.shape, dtype, out, dtype=dtype)  # wraps to the width
+    shifted = e.emit(op, [wide, n])
+    e.emit("convert", [shifted], out, dtype=dtype)  # wraps to the width
 
 
-def _logical_shift_int64(e: Emitter, inputs: list[Arg], metas: list[TensorMeta], out: TensorMeta,
-                         final: bool = True) -> None:
-    """x >> n filling zeros, on int64: (x >> n) & (2**(64 - n) - 1), 0 for n outside [0, 64)."""
+def _logical_shift_int64(e: Emitter, inputs: list[Arg], out: TensorMeta | None) -> str:
+    """x >> n filling zeros, on int64: (x >> n) & (2**(64 - n) - 1), 0 for n outside [0, 64); into
+    `out` (None: a fresh value). Its value name."""
     x, n = inputs
-    shape = out.shape
-    shifted = e.emit("bitwise_right_shift", [x, n], shape, "int64")
+    shifted = e.emit("bitwise_right_shift", [x, n])
     if not isinstance(n, str):
         if not 0 <= n < 64:
-            e.emit("full", [], shape, "int64", out, final, shape=list(shape), value=0, dtype="int64")
-            return
+            shape = list(out.shape if out is not None else e.meta(x).shape)  # n is a literal: x's shape
+            return e.emit("full", [], out, shape=shape, value=0, dtype="int64")
         mask = (1 << (64 - n)) - 1
-        e.emit("bitwise_and", [shifted, mask if mask < 1 << 63 else -1], shape, "int64", out, final)
-        return
-    room = e.emit("sub", [64, n], metas[1].shape, "int64")
-    mask = e.emit("sub", [e.emit("bitwise_left_shift", [1, room], metas[1].shape, "int64"), 1], metas[1].shape, "int64")
-    kept = e.emit("bitwise_and", [shifted, mask], shape, "int64")
-    outside = e.emit("logical_or", [e.emit("lt", [n, 0], metas[1].shape, "bool"),
-                                    e.emit("ge", [n, 64], metas[1].shape, "bool")], metas[1].shape, "bool")
-    e.emit("where", [outside, 0, kept], shape, "int64", out, final)
+        return e.emit("bitwise_and", [shifted, mask if mask < 1 << 63 else -1], out)
+    room = e.emit("sub", [64, n])
+    mask = e.emit("sub", [e.emit("bitwise_left_shift", [1, room]), 1])
+    kept = e.emit("bitwise_and", [shifted, mask])
+    outside = e.emit("logical_or", [e.emit("lt", [n, 0]), e.emit("ge", [n, 64])])
+    return e.emit("where", [outside, 0, kept], out)
 
 
 def wraps(dtype: str) -> bool:
@@ -321,25 +332,27 @@ def wraps(dtype: str) -> bool:
     return dtype.startswith(("int", "uint")) and not dtype.endswith("64")
 
 
-def emit_accumulating(e: Emitter, op: str, inputs: list[Arg], out: TensorMeta, final: bool = True, **attrs) -> str:
-    """A sum or product (reduction or scan) into `out`: of a narrow integer dtype, computed in int64
-    (torch's accumulator) and converted back, which wraps as XLA's arithmetic in that dtype does."""
-    if op not in ("sum", "prod", "cumsum", "cumprod") or not wraps(out.dtype):
-        return e.emit(op, inputs, out.shape, out.dtype, out, final, **attrs)
-    wide = e.emit(op, inputs, out.shape, "int64", **attrs)
-    return e.emit("convert", [wide], out.shape, out.dtype, out, final, dtype=out.dtype)
+def emit_accumulating(e: Emitter, op: str, inputs: list[Arg], out: TensorMeta | None, **attrs) -> str:
+    """A sum or product (reduction or scan) into `out` (None: a fresh value): of a narrow integer
+    dtype, computed in int64 (torch's accumulator) and converted back, which wraps as XLA's
+    arithmetic in that dtype does. Its value name."""
+    dtype = out.dtype if out is not None else e.meta(inputs[0]).dtype  # XLA's keeps its operand's dtype
+    if op not in ("sum", "prod", "cumsum", "cumprod") or not wraps(dtype):
+        return e.emit(op, inputs, out, **attrs)
+    wide = e.emit(op, inputs, **attrs)
+    return e.emit("convert", [wide], out, dtype=dtype)
 
 
-def emit_scan(e: Emitter, op: str, x: str, xm: TensorMeta, out: TensorMeta, dim: int, reverse: bool) -> None:
+def emit_scan(e: Emitter, op: str, x: str, out: TensorMeta, dim: int, reverse: bool) -> None:
     """An inclusive scan along dim into `out`; cummax and cummin (ATen's, with no reverse) of a
     reversed scan run on x flipped, the result flipped back."""
     if op in ("cummax", "cummin"):
         if reverse:
-            flipped = e.emit("flip", [x], xm.shape, xm.dtype, dims=[dim])
-            running = e.emit(op, [flipped], out.shape, out.dtype, dim=dim)
-            e.emit("flip", [running], out.shape, out.dtype, out, dims=[dim])
+            flipped = e.emit("flip", [x], dims=[dim])
+            running = e.emit(op, [flipped], dim=dim)
+            e.emit("flip", [running], out, dims=[dim])
         else:
-            e.emit(op, [x], out.shape, out.dtype, out, dim=dim)
+            e.emit(op, [x], out, dim=dim)
         return
     emit_accumulating(e, op, [x], out, dim=dim, reverse=reverse)
 
@@ -363,12 +376,12 @@ def emit_bitcast(e: Emitter, x: str, xm: TensorMeta, out: TensorMeta) -> None:
     one XLA takes the last dim away, torch leaves it as 1, reshaped away after."""
     src, dst = dtype_bits(xm.dtype), dtype_bits(out.dtype)
     if src > dst:
-        x = e.reshape(x, [*xm.shape, 1], xm.dtype)
+        x = e.reshape(x, [*xm.shape, 1])
     if src < dst:
-        wide = e.emit("bitcast", [x], [*out.shape, 1], out.dtype, dtype=out.dtype, from_dtype=xm.dtype)
-        e.reshape(wide, out.shape, out.dtype, out)
+        wide = e.emit("bitcast", [x], dtype=out.dtype, from_dtype=xm.dtype)
+        e.reshape(wide, out.shape, out)
     else:
-        e.emit("bitcast", [x], out.shape, out.dtype, out, dtype=out.dtype, from_dtype=xm.dtype)
+        e.emit("bitcast", [x], out, dtype=out.dtype, from_dtype=xm.dtype)
 
 
 # --- while loops and conditionals ---------------------------------------------------------------
@@ -420,7 +433,7 @@ def emit_cond(e: Emitter, index: Arg, index_meta: TensorMeta, operands: list[Arg
     if not branches or any(len(b.inputs) != len(operands) or len(b.outputs) != len(outs) for b in branches):
         raise Unmapped("a conditional whose branches do not take its operands and give its results")
     if index_meta.dtype == "bool":
-        index = int(index) if not isinstance(index, str) else e.emit("convert", [index], (), "int32", dtype="int32")
+        index = int(index) if not isinstance(index, str) else e.emit("convert", [index], dtype="int32")
     e.node("cond", [index, *_values(e, operands, branches[0].inputs)], outs, final=True,
            subgraphs={f"branch{k}": b for k, b in enumerate(branches)})
 
@@ -438,5 +451,5 @@ def full_attrs(shape, value: Arg, dtype: str) -> dict:
 
 def _values(e: Emitter, inputs: list[Arg], metas: list[TensorMeta]) -> list[str]:
     """Operands a subgraph takes as tensors: a literal made a `full` of the subgraph input's type."""
-    return [v if isinstance(v, str) else e.emit("full", [], m.shape, m.dtype, **full_attrs(m.shape, v, m.dtype))
+    return [v if isinstance(v, str) else e.emit("full", [], **full_attrs(m.shape, v, m.dtype))
             for v, m in zip(inputs, metas, strict=True)]

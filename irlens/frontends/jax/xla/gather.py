@@ -73,35 +73,33 @@ def _components(e: Emitter, indices: str, idx: TensorMeta, vector_dim: int, coun
             raise Unmapped(f"{count} indexed dims but no index vector dim")
         return [indices], batch
     if count == 1:
-        return [e.reshape(indices, batch, idx.dtype)], batch
+        return [e.reshape(indices, batch)], batch
     parts = []
     for k in range(count):
         start = [0] * len(idx.shape)
         limit = list(idx.shape)
         start[vector_dim], limit[vector_dim] = k, k + 1
-        part = e.emit("slice", [indices], [1 if i == vector_dim else d for i, d in enumerate(idx.shape)], idx.dtype,
-                      start=start, limit=limit, step=[1] * len(idx.shape))
-        parts.append(e.reshape(part, batch, idx.dtype))
+        part = e.emit("slice", [indices], start=start, limit=limit, step=[1] * len(idx.shape))
+        parts.append(e.reshape(part, batch))
     return parts, batch
 
 
-def _in_bounds(e: Emitter, comps: list[str], highest: list[int], batch: list[int], dtype: str) -> str:
+def _in_bounds(e: Emitter, comps: list[str], highest: list[int]) -> str:
     """bool[batch]: every start within [0, highest]."""
     mask = None
     for c, n in zip(comps, highest):
-        ok = e.emit("logical_and", [e.emit("ge", [c, 0], batch, "bool"), e.emit("le", [c, n], batch, "bool")],
-                    batch, "bool")
-        mask = ok if mask is None else e.emit("logical_and", [mask, ok], batch, "bool")
+        ok = e.emit("logical_and", [e.emit("ge", [c, 0]), e.emit("le", [c, n])])
+        mask = ok if mask is None else e.emit("logical_and", [mask, ok])
     return mask
 
 
-def _clamped(e: Emitter, comps: list[str], highest: list[int], batch: list[int], dtype: str) -> list[str]:
-    return [e.emit("clamp", [c, 0, n], batch, dtype) for c, n in zip(comps, highest)]
+def _clamped(e: Emitter, comps: list[str], highest: list[int]) -> list[str]:
+    return [e.emit("clamp", [c, 0, n]) for c, n in zip(comps, highest)]
 
 
 def _batch_iotas(e: Emitter, batch: list[int], positions: list[int]) -> list[str]:
     """For each batching dim: the batch coordinate along `positions[k]` of the batch shape."""
-    return [e.emit("iota", [], batch, "int64", shape=list(batch), dim=p, dtype="int64") for p in positions]
+    return [e.emit("iota", [], shape=list(batch), dim=p, dtype="int64") for p in positions]
 
 
 def _batch_positions(index_rank: int, vector_dim: int, dims) -> list[int]:
@@ -128,79 +126,74 @@ def expand_gather(e: Emitter, operand: str, x: TensorMeta, indices: str, idx: Te
     # windows of a non-indexed dim narrower than the dim start at 0: a static slice first
     if any(f.slice_sizes[d] != x.shape[d] for d in windows):
         limit = [f.slice_sizes[d] if d in windows else x.shape[d] for d in range(rank)]
-        operand = e.emit("slice", [operand], limit, x.dtype, start=[0] * rank, limit=limit, step=[1] * rank)
-        x = TensorMeta(operand, tuple(limit), x.dtype)
+        operand = e.emit("slice", [operand], start=[0] * rank, limit=limit, step=[1] * rank)
+        x = e.meta(operand)
     comps, batch = _components(e, indices, idx, f.index_vector_dim, len(indexed))
     highest = [x.shape[d] - f.slice_sizes[d] for d in indexed]  # the last start a whole window fits at
-    mask = _in_bounds(e, comps, highest, batch, idx.dtype) if f.mode == "fill" else None
+    mask = _in_bounds(e, comps, highest) if f.mode == "fill" else None
     if f.mode in ("clip", "fill"):
-        comps = _clamped(e, comps, highest, batch, idx.dtype)
+        comps = _clamped(e, comps, highest)
     pairs = _batch_positions(len(idx.shape), f.index_vector_dim, f.start_indices_batching_dims)
     free = [p for p in range(len(batch)) if p not in pairs]
-    dt = x.dtype
     spans = [d for d in indexed if f.slice_sizes[d] > 1]  # indexed dims read as windows, not points
     # the gathering node: its op, inputs, attrs, and `labels` naming each of its dims
     # ("b", batch position), ("w", operand dim), or ("1", dim) for a size-1 dim the output lacks
     if spans:
-        op, inputs, attrs, labels, shape = _windowed_index(e, operand, x, comps, batch, indexed, batching, pairs,
-                                                           windows, spans, f.slice_sizes, idx.dtype)
+        op, inputs, attrs, labels = _windowed_index(e, operand, x, comps, batch, indexed, batching, pairs, windows,
+                                                    spans, f.slice_sizes)
     elif len(indexed) == 1 and not batching:
         d = indexed[0]
         op, inputs, attrs = "take", [operand, comps[0]], {"dim": d}
         labels = [("w", w) for w in range(d)] + [("b", p) for p in range(len(batch))] + \
                  [("w", w) for w in range(d + 1, rank)]
-        shape = [*x.shape[:d], *batch, *x.shape[d + 1:]]
     elif len(indexed) == 1 and len(free) <= 1:
-        op, inputs, attrs, labels, shape = _take_along(e, operand, x, comps[0], batch, indexed[0], batching, pairs,
-                                                       free, idx.dtype)
+        op, inputs, attrs, labels = _take_along(e, operand, x, comps[0], batch, indexed[0], batching, pairs, free)
     else:
-        xp = e.permute(operand, x.shape, dt, indexed + batching + windows)
+        xp = e.permute(operand, indexed + batching + windows)
         op, inputs, attrs = "index", [xp, *comps, *_batch_iotas(e, batch, pairs)], {}
-        shape = [*batch, *(x.shape[w] for w in windows)]
         labels = [("b", p) for p in range(len(batch))] + [("w", w) for w in windows]
-    perm = _output_perm(labels, shape, f, rank, len(out.shape), len(batch))
-    permuted = [shape[p] for p in perm]
-    direct = mask is None and perm == list(range(len(perm))) and permuted == list(out.shape)
-    value = e.emit(op, inputs, shape, dt, out if direct else None, **attrs)
+    perm, dropped = _output_perm(labels, f, rank, len(out.shape), len(batch))
+    direct = mask is None and not dropped and perm == list(range(len(out.shape)))
+    value = e.emit(op, inputs, out if direct else None, **attrs)
     if direct:
         return
+    shape = e.meta(value).shape
+    if any(shape[i] != 1 for i in dropped):
+        raise Unmapped("a gathered dim the output does not hold")
     last = mask is None
-    if permuted != list(out.shape):
-        value = e.permute(value, shape, dt, perm)
-        value = e.reshape(value, out.shape, dt, out if last else None)
+    if [shape[p] for p in perm] != list(out.shape):
+        value = e.permute(value, perm)
+        value = e.reshape(value, out.shape, out if last else None)
     else:
-        value = e.permute(value, shape, dt, perm, out if last else None)
+        value = e.permute(value, perm, out if last else None)
     if mask is not None:
         batch_slots = [p for p in range(len(out.shape)) if p not in f.offset_dims]
-        wide = e.emit("broadcast", [mask], out.shape, "bool", shape=list(out.shape), broadcast_dims=batch_slots)
-        fill = f.fill_value if f.fill_value is not None else default_fill(dt)
-        e.emit("where", [wide, value, fill], out.shape, dt, out)
+        wide = e.emit("broadcast", [mask], shape=list(out.shape), broadcast_dims=batch_slots)
+        fill = f.fill_value if f.fill_value is not None else default_fill(x.dtype)
+        e.emit("where", [wide, value, fill], out)
 
 
-def _windowed_index(e, operand, x, comps, batch, indexed, batching, pairs, windows, spans, slice_sizes, index_dtype):
+def _windowed_index(e, operand, x, comps, batch, indexed, batching, pairs, windows, spans, slice_sizes):
     """Windows at computed starts along some indexed dims (vmap of dynamic_slice): advanced indexing
     with, per such dim, start + iota over the window on an axis of its own after the batch axes."""
     nb, ns = len(batch), len(spans)
-    xp = e.permute(operand, x.shape, x.dtype, indexed + batching + windows)
-    grid = [*batch, *(slice_sizes[d] for d in spans)]
+    xp = e.permute(operand, indexed + batching + windows)
     points = []
     for d, c in zip(indexed, comps):
-        c = e.reshape(c, [*batch, *([1] * ns)], index_dtype)
+        c = e.reshape(c, [*batch, *([1] * ns)])
         if d in spans:
             k = spans.index(d)
             along = [slice_sizes[d] if i == k else 1 for i in range(ns)]
-            offsets = e.emit("iota", [], [*([1] * nb), *along], index_dtype, shape=[*([1] * nb), *along], dim=nb + k,
-                             dtype=index_dtype)
-            c = e.emit("add", [c, offsets], [*batch, *along], index_dtype)
+            offsets = e.emit("iota", [], shape=[*([1] * nb), *along], dim=nb + k, dtype=e.meta(c).dtype)
+            c = e.emit("add", [c, offsets])
         points.append(c)
     for b in _batch_iotas(e, batch, pairs):
-        points.append(e.reshape(b, [*batch, *([1] * ns)], "int64"))
-    shape = [*grid, *(x.shape[w] for w in windows)]
+        points.append(e.reshape(b, [*batch, *([1] * ns)]))
     labels = [("b", p) for p in range(nb)] + [("w", d) for d in spans] + [("w", w) for w in windows]
-    return "index", [xp, *points], {}, labels, shape
+    return "index", [xp, *points], {}, labels
 
 
-def _take_along(e, operand, x, comp, batch, d, batching, pairs, free, index_dtype):
+def _take_along(e, operand, x, comp, batch, d, batching, pairs, free):
     """One indexed dim d and batching dims: torch.gather along d, the index laid out in the
     operand's dims (batching dims at theirs, the free batch dim at d) and broadcast over windows."""
     rank = len(x.shape)
@@ -208,23 +201,23 @@ def _take_along(e, operand, x, comp, batch, d, batching, pairs, free, index_dtyp
     if free:
         where_in_operand[free[0]] = d
     by_operand = sorted(range(len(batch)), key=lambda p: where_in_operand[p])
-    permuted = e.permute(comp, batch, index_dtype, by_operand)
+    permuted = e.permute(comp, by_operand)
     view = [1] * rank
     for p in range(len(batch)):
         view[where_in_operand[p]] = batch[p]
-    viewed = e.reshape(permuted, view, index_dtype) if view != [batch[p] for p in by_operand] else permuted
+    viewed = e.reshape(permuted, view) if view != [batch[p] for p in by_operand] else permuted
     full = [view[o] if (o in batching or o == d) else x.shape[o] for o in range(rank)]
-    index = viewed if full == view else e.emit("broadcast", [viewed], full, index_dtype, shape=full,
-                                               broadcast_dims=list(range(rank)))
+    index = viewed if full == view else e.emit("broadcast", [viewed], shape=full, broadcast_dims=list(range(rank)))
     operand_to_batch = {o: p for p, o in where_in_operand.items()}
     labels = [("b", operand_to_batch[o]) if o in operand_to_batch else ("1", o) if o == d else ("w", o)
               for o in range(rank)]
-    return "gather", [operand, index], {"dim": d}, labels, full
+    return "gather", [operand, index], {"dim": d}, labels
 
 
-def _output_perm(labels, shape, f: GatherForm, rank: int, out_rank: int, n_batch: int) -> list[int]:
+def _output_perm(labels, f: GatherForm, rank: int, out_rank: int, n_batch: int) -> tuple[list[int], list[int]]:
     """The permutation of the gathered value into XLA's output order (batch dims where offset_dims
-    are not, window dims in operand order); size-1 dims the output lacks go last, to be reshaped away."""
+    are not, window dims in operand order), and the gathered dims the output lacks: those go
+    last, to be reshaped away (each must be of size 1)."""
     offset = list(f.offset_dims)
     batch_slots = [p for p in range(out_rank) if p not in offset]
     window_dims = [d for d in range(rank) if d not in f.collapsed_slice_dims and d not in f.operand_batching_dims]
@@ -232,9 +225,7 @@ def _output_perm(labels, shape, f: GatherForm, rank: int, out_rank: int, n_batch
     target.update({("w", w): slot for slot, w in zip(offset, window_dims)})
     present = sorted((lab for lab in labels if lab in target), key=target.get)
     rest = [i for i, lab in enumerate(labels) if lab not in target]
-    if any(shape[i] != 1 for i in rest):
-        raise Unmapped("a gathered dim the output does not hold")
-    return [labels.index(lab) for lab in present] + rest
+    return [labels.index(lab) for lab in present] + rest, rest
 
 
 def _one_window(idx: TensorMeta, vector_dim: int) -> bool:
@@ -245,7 +236,7 @@ def _one_window(idx: TensorMeta, vector_dim: int) -> bool:
 def _starts(e: Emitter, indices: str, idx: TensorMeta, vector_dim: int, dims: tuple[int, ...], rank: int) -> list[Arg]:
     """One scalar start per operand dim: the index vector's entry for an indexed dim, else 0."""
     comps, _ = _components(e, indices, idx, vector_dim, len(dims))
-    scalars = [e.reshape(c, [], idx.dtype) for c in comps]
+    scalars = [e.reshape(c, []) for c in comps]
     at = dict(zip(dims, scalars))
     return [at.get(d, 0) for d in range(rank)]
 
@@ -254,9 +245,8 @@ def _window_in_bounds(e: Emitter, starts: list[Arg], x: TensorMeta, sizes: list[
     """bool[]: the window at `starts` lies within x along the indexed dims."""
     mask = None
     for d in dims:
-        ok = e.emit("logical_and", [e.emit("ge", [starts[d], 0], [], "bool"),
-                                    e.emit("le", [starts[d], x.shape[d] - sizes[d]], [], "bool")], [], "bool")
-        mask = ok if mask is None else e.emit("logical_and", [mask, ok], [], "bool")
+        ok = e.emit("logical_and", [e.emit("ge", [starts[d], 0]), e.emit("le", [starts[d], x.shape[d] - sizes[d]])])
+        mask = ok if mask is None else e.emit("logical_and", [mask, ok])
     return mask
 
 
@@ -269,13 +259,13 @@ def _gather_window(e: Emitter, operand: str, x: TensorMeta, indices: str, idx: T
     sizes = list(f.slice_sizes)
     mask = _window_in_bounds(e, starts, x, sizes, f.start_index_map) if f.mode == "fill" else None
     last = mask is None
-    window = e.emit("dynamic_slice", [operand, *starts], sizes, x.dtype, out if last and sizes == list(out.shape) else None,
+    window = e.emit("dynamic_slice", [operand, *starts], out if last and sizes == list(out.shape) else None,
                     sizes=sizes)
     if sizes != list(out.shape):
-        window = e.reshape(window, out.shape, x.dtype, out if last else None)
+        window = e.reshape(window, out.shape, out if last else None)
     if mask is not None:
         fill = f.fill_value if f.fill_value is not None else default_fill(x.dtype)
-        e.emit("where", [mask, window, fill], out.shape, x.dtype, out)
+        e.emit("where", [mask, window, fill], out)
 
 
 def _scatter_window(e: Emitter, operand: str, x: TensorMeta, indices: str, idx: TensorMeta, updates: str,
@@ -283,7 +273,7 @@ def _scatter_window(e: Emitter, operand: str, x: TensorMeta, indices: str, idx: 
     """A scatter of one window (x.at[i:i+k] at a computed i): `dynamic_update_slice` of the window
     (combined with the current one); XLA drops a window out of bounds where dynamic_update_slice
     would clamp it, so x is kept there."""
-    rank, dt = len(x.shape), x.dtype
+    rank = len(x.shape)
     starts = _starts(e, indices, idx, f.index_vector_dim, f.scatter_dims_to_operand_dims, rank)
     if f.mode == "clip":
         raise Unmapped("a clipped single-window scatter")
@@ -291,16 +281,16 @@ def _scatter_window(e: Emitter, operand: str, x: TensorMeta, indices: str, idx: 
     window_dims = iter(upd.shape)
     for d in range(rank):
         sizes.append(1 if d in f.inserted_window_dims else next(window_dims))
-    values = updates if list(upd.shape) == sizes else e.reshape(updates, sizes, upd.dtype)
+    values = updates if list(upd.shape) == sizes else e.reshape(updates, sizes)
     if kind != "set":
-        current = e.emit("dynamic_slice", [operand, *starts], sizes, dt, sizes=sizes)
+        current = e.emit("dynamic_slice", [operand, *starts], sizes=sizes)
         combine = {"add": "add", "mul": "mul", "min": "minimum", "max": "maximum"}[kind]
-        values = e.emit(combine, [current, values], sizes, dt)
+        values = e.emit(combine, [current, values])
     drop = f.mode in ("drop", "promise")  # XLA drops an out-of-bounds window in both (a promise costs one where)
-    written = e.emit("dynamic_update_slice", [operand, values, *starts], x.shape, dt, None if drop else out)
+    written = e.emit("dynamic_update_slice", [operand, values, *starts], None if drop else out)
     if drop:
         mask = _window_in_bounds(e, starts, x, sizes, f.scatter_dims_to_operand_dims)
-        e.emit("where", [mask, written, operand], x.shape, dt, out)
+        e.emit("where", [mask, written, operand], out)
 
 
 # --- scatter -------------------------------------------------------------------------------
@@ -317,7 +307,7 @@ def expand_scatter(e: Emitter, operand: str, x: TensorMeta, indices: str, idx: T
     indexed, batching = list(f.scatter_dims_to_operand_dims), list(f.operand_batching_dims)
     if _one_window(idx, f.index_vector_dim) and not batching and f.update_window_dims == tuple(range(len(upd.shape))):
         if f.kind == "sub":
-            updates = e.emit("neg", [updates], upd.shape, upd.dtype)
+            updates = e.emit("neg", [updates])
         _scatter_window(e, operand, x, indices, idx, updates, upd, f, "add" if f.kind == "sub" else f.kind, out)
         return
     windows = [d for d in range(rank) if d not in f.inserted_window_dims and d not in batching]
@@ -332,22 +322,21 @@ def expand_scatter(e: Emitter, operand: str, x: TensorMeta, indices: str, idx: T
             raise Unmapped(f"inserted dim {d} without an index")
         if d in free_windows and window_sizes[d] != x.shape[d]:
             raise Unmapped(f"partial window {window_sizes[d]} of {x.shape[d]} along dim {d}")
-    dt, it = x.dtype, idx.dtype
+    dt = x.dtype
     kind = f.kind
     if kind == "sub":  # x - u == x + (-u) exactly
-        updates, kind = e.emit("neg", [updates], upd.shape, upd.dtype), "add"
+        updates, kind = e.emit("neg", [updates]), "add"
     comps, batch = _components(e, indices, idx, f.index_vector_dim, len(indexed))
     sizes = [x.shape[d] for d in indexed]
     if f.mode == "clip":
-        comps = _clamped(e, comps, [n - 1 for n in sizes], batch, it)
+        comps = _clamped(e, comps, [n - 1 for n in sizes])
     target, final = x, out
     if f.mode == "drop":  # an out-of-bounds update goes to a padding row, sliced away at the end
-        mask = _in_bounds(e, comps, [n - 1 for n in sizes], batch, it)
-        comps = [e.emit("where", [mask, c, n], batch, it) for c, n in zip(comps, sizes)]
-        grown = [n + (d in indexed) for d, n in enumerate(x.shape)]
-        operand = e.emit("pad", [operand, False if dt == "bool" else 0], grown, dt,
+        mask = _in_bounds(e, comps, [n - 1 for n in sizes])
+        comps = [e.emit("where", [mask, c, n]) for c, n in zip(comps, sizes)]
+        operand = e.emit("pad", [operand, False if dt == "bool" else 0],
                          padding=[[0, int(d in indexed), 0] for d in range(rank)])
-        target, final = TensorMeta(operand, tuple(grown), dt), None
+        target, final = e.meta(operand), None
     # the updates as batch dims + free window dims in operand order (kept size-1 indexed windows go)
     scatter_slots = [p for p in range(len(upd.shape)) if p not in f.update_window_dims]
     slot_of = dict(zip(windows, f.update_window_dims))
@@ -355,70 +344,65 @@ def expand_scatter(e: Emitter, operand: str, x: TensorMeta, indices: str, idx: T
     values_shape = [*batch, *(x.shape[d] for d in free_windows)]
     if [upd.shape[p] for p in perm][:len(values_shape)] != values_shape:
         raise Unmapped("updates do not match the indices' batch shape")
-    values = e.permute(updates, upd.shape, upd.dtype, perm)
+    values = e.permute(updates, perm)
     if len(perm) != len(values_shape):
-        values = e.reshape(values, values_shape, upd.dtype)
+        values = e.reshape(values, values_shape)
     pairs = _batch_positions(len(idx.shape), f.index_vector_dim, f.scatter_indices_batching_dims)
     if len(indexed) == 1 and not batching:
-        result = _scatter_one_dim(e, operand, target, comps[0], it, values, batch, indexed[0], kind, final)
+        result = _scatter_one_dim(e, operand, target, comps[0], values, batch, indexed[0], kind, final)
     else:
-        result = _scatter_points(e, operand, target, comps, it, values, batch, indexed, batching, pairs,
-                                 free_windows, kind, final)
+        result = _scatter_points(e, operand, target, comps, values, batch, indexed, batching, pairs, free_windows,
+                                 kind, final)
     if f.mode == "drop":
-        e.emit("slice", [result], out.shape, dt, out, start=[0] * rank, limit=list(x.shape), step=[1] * rank)
+        e.emit("slice", [result], out, start=[0] * rank, limit=list(x.shape), step=[1] * rank)
 
 
-def _scatter_one_dim(e, operand, x, comp, index_dtype, values, batch, d, kind, out):
+def _scatter_one_dim(e, operand, x, comp, values, batch, d, kind, out):
     """Updates along one indexed dim d: index_add, index_put, or scatter_reduce over the batch flattened."""
-    rank, dt, nb = len(x.shape), x.dtype, len(batch)
-    values_shape = [*batch, *x.shape[:d], *x.shape[d + 1:]]
+    rank, nb = len(x.shape), len(batch)
     # batch + windows -> windows before d, batch, windows after d: take(x, comp, d)'s layout
     perm = list(range(nb, nb + d)) + list(range(nb)) + list(range(nb + d, nb + rank - 1))
-    moved = e.permute(values, values_shape, dt, perm)
+    moved = e.permute(values, perm)
     if kind == "add":
-        return e.emit("index_add", [operand, comp, moved], x.shape, dt, out, dim=d)
+        return e.emit("index_add", [operand, comp, moved], out, dim=d)
     if kind == "set":
-        return e.emit("index_put", [operand, moved, *([None] * d), comp], x.shape, dt, out, accumulate=False)
+        return e.emit("index_put", [operand, moved, *([None] * d), comp], out, accumulate=False)
     n = math.prod(batch)
     flat_shape = [*x.shape[:d], n, *x.shape[d + 1:]]
-    flat = e.reshape(moved, flat_shape, dt)
+    flat = e.reshape(moved, flat_shape)
     view = [1] * rank
     view[d] = n
-    index = e.emit("broadcast", [e.reshape(comp, view, index_dtype)], flat_shape, index_dtype, shape=flat_shape,
-                   broadcast_dims=list(range(rank)))
-    return e.emit("scatter_reduce", [operand, index, flat], x.shape, dt, out, dim=d, reduce=_SCATTER_REDUCE[kind],
+    index = e.emit("broadcast", [e.reshape(comp, view)], shape=flat_shape, broadcast_dims=list(range(rank)))
+    return e.emit("scatter_reduce", [operand, index, flat], out, dim=d, reduce=_SCATTER_REDUCE[kind],
                   include_self=True)
 
 
-def _scatter_points(e, operand, x, comps, index_dtype, values, batch, indexed, batching, pairs, free_windows, kind,
-                    out):
+def _scatter_points(e, operand, x, comps, values, batch, indexed, batching, pairs, free_windows, kind, out):
     """Several indexed (or batching) dims: with those dims moved first, index_put at the points, or
     scatter_reduce over them flattened into one; then the dims moved back."""
-    dt = x.dtype
     order = indexed + batching + free_windows
     xp_shape = [x.shape[o] for o in order]
-    xp = e.permute(operand, x.shape, dt, order)
+    xp = e.permute(operand, order)
     points = comps + _batch_iotas(e, batch, pairs)
     inverse = [order.index(d) for d in range(len(order))]
     in_place = order == sorted(order)
     if kind in ("add", "set"):
-        done = e.emit("index_put", [xp, values, *points], xp_shape, dt, out if in_place else None,
-                      accumulate=kind == "add")
-        return done if in_place else e.permute(done, xp_shape, dt, inverse, out)
+        done = e.emit("index_put", [xp, values, *points], out if in_place else None, accumulate=kind == "add")
+        return done if in_place else e.permute(done, inverse, out)
     k = len(points)
     lead, rest = xp_shape[:k], xp_shape[k:]
+    index_dtype = e.meta(comps[0]).dtype
     linear = None
     for c, stride in zip(points, [math.prod(lead[i + 1:]) for i in range(k)]):
-        c = c if c in comps else e.emit("convert", [c], batch, index_dtype, dtype=index_dtype)
-        term = c if stride == 1 else e.emit("mul", [c, stride], batch, index_dtype)
-        linear = term if linear is None else e.emit("add", [linear, term], batch, index_dtype)
+        c = c if c in comps else e.emit("convert", [c], dtype=index_dtype)
+        term = c if stride == 1 else e.emit("mul", [c, stride])
+        linear = term if linear is None else e.emit("add", [linear, term])
     n = math.prod(batch)
-    flat_values = e.reshape(values, [n, *rest], dt)
-    column = e.reshape(linear, [n] + [1] * len(rest), index_dtype)
-    index = e.emit("broadcast", [column], [n, *rest], index_dtype, shape=[n, *rest],
-                   broadcast_dims=list(range(1 + len(rest))))
-    rows = e.reshape(xp, [math.prod(lead), *rest], dt)
-    done = e.emit("scatter_reduce", [rows, index, flat_values], [math.prod(lead), *rest], dt, dim=0,
-                  reduce=_SCATTER_REDUCE[kind], include_self=True)
-    back = e.reshape(done, xp_shape, dt, out if in_place else None)
-    return back if in_place else e.permute(back, xp_shape, dt, inverse, out)
+    flat_values = e.reshape(values, [n, *rest])
+    column = e.reshape(linear, [n] + [1] * len(rest))
+    index = e.emit("broadcast", [column], shape=[n, *rest], broadcast_dims=list(range(1 + len(rest))))
+    rows = e.reshape(xp, [math.prod(lead), *rest])
+    done = e.emit("scatter_reduce", [rows, index, flat_values], dim=0, reduce=_SCATTER_REDUCE[kind],
+                  include_self=True)
+    back = e.reshape(done, xp_shape, out if in_place else None)
+    return back if in_place else e.permute(back, inverse, out)

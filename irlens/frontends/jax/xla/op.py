@@ -170,7 +170,8 @@ _IGNORED_ATTRS = frozenset({
 def convert(op: XlaOp) -> list[Node]:
     """The canonical nodes of one op; an op the vocabulary cannot express exactly is one
     `unknown:<opcode>` node with the reason in attrs."""
-    e = Emitter(op.id, op.native, op.scope, dict(op.provenance))
+    e = Emitter(op.id, op.native, op.scope, dict(op.provenance),
+                {v: m for v, m in zip(op.inputs, op.metas) if isinstance(v, str)})
     reason = CLASSIFIED.get(op.opcode)
     if reason is None:
         handler, reads = HANDLERS.get(op.opcode, (None, frozenset()))
