@@ -104,6 +104,21 @@ def test_inference_is_torch_own():
         infer("neg", ["x"], {})
 
 
+def test_a_node_inferred_again_gets_the_same_answer_from_the_memo():
+    """The memo keys on the literal's type too: an int and a float literal promote differently."""
+    metas = {"n": ((3,), "int64"), "x": ((2, 3), "float32")}
+    first = infer("add", ["n", 1], metas)
+    assert infer("add", ["n", 1], metas) == first == [((3,), "int64")]
+    assert infer("add", ["n", True], metas) == [((3,), "int64")]
+    assert infer("add", ["x", 2.0], metas) == [((2, 3), "float32")]
+    assert infer("sum", ["x"], metas, {"dims": [1], "keepdim": True}) == [((2, 1), "float32")]
+    assert infer("sum", ["x"], metas, {"dims": [1], "keepdim": False}) == [((2,), "float32")]
+    with pytest.raises(Misfit):  # a refusal is not remembered as an answer
+        infer("matmul", ["x", "x"], metas)
+    with pytest.raises(Misfit):
+        infer("matmul", ["x", "x"], metas)
+
+
 def test_dynamic_slices_infer_without_reading_their_starts():
     """The starts' values say where, never the shapes: a dynamic slice has its sizes, an update
     the operand's shape; sizes, updates or starts that do not fit the operand are a misfit."""

@@ -81,7 +81,34 @@ def infer(op: str, inputs: Sequence, metas: Mapping[str, Meta], attrs: dict | No
     return _meta_rule(decl.meaning, args, attrs, op)
 
 
+_MEMO: dict = {}  # (op, args, attrs) -> outputs: one fake-tensor evaluation per distinct node (a few ms each)
+_MEMO_SIZE = 100_000
+
+
 def _meta_rule(meaning: Callable, args: list, attrs: dict, op: str) -> list[Meta]:
+    try:
+        key = (op, _frozen(args), _frozen(attrs))
+        hash(key)
+    except TypeError:  # an attribute with no value form (a callable): evaluated every time
+        return _evaluate(meaning, args, attrs, op)
+    if key not in _MEMO:
+        if len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.clear()
+        _MEMO[key] = _evaluate(meaning, args, attrs, op)
+    return list(_MEMO[key])
+
+
+def _frozen(value):
+    """`value` with its lists and dicts as tuples, so that it keys the memo (types kept: 1 and 1.0
+    and True give different dtypes)."""
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, _frozen(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_frozen(v) for v in value))
+    return (type(value).__name__, value)
+
+
+def _evaluate(meaning: Callable, args: list, attrs: dict, op: str) -> list[Meta]:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     with FakeTensorMode(allow_non_fake_inputs=True), _quiet_fake_tensors():
