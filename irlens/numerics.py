@@ -236,11 +236,12 @@ SLICE = 1 << 24  # elements a float64 comparison converts at once: a GB-sized re
 
 
 def float64_slices(result: torch.Tensor, reference: torch.Tensor):
-    """`result` and `reference` (one shape) flattened, slice by slice, in float64 on the reference's
-    device: the checks of a cell beside others on a GPU stay within a few hundred MB."""
+    """`result` and `reference` (one shape) flattened, slice by slice, in float64 on the result's
+    device: the checks of a cell beside others on a GPU stay within a few hundred MB, and a
+    reference kept on the host comes to the GPU a slice at a time."""
     a, b = result.detach().reshape(-1), reference.detach().reshape(-1)
     for i in range(0, max(b.numel(), 1), SLICE):
-        yield a[i:i + SLICE].to(device=b.device, dtype=torch.float64), b[i:i + SLICE].to(torch.float64)
+        yield a[i:i + SLICE].to(torch.float64), b[i:i + SLICE].to(device=a.device, dtype=torch.float64)
 
 
 def rel_err(result: torch.Tensor, reference: torch.Tensor) -> float:

@@ -307,6 +307,8 @@ def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: 
                 row = new_row(wl, spec.mode, backend, spec.frontend)
                 return jsonable(row.fail("reference", failure_reason(f"{type(e).__name__}: {e}"),
                                          traceback.format_exc()[-3000:]).to_record(), finite=True)
+            if spec.device != "cpu":
+                reference = reference.results_on_host()
             release_memory(spec.device)  # the float64 copy's intermediates, for the cells beside this one
         else:
             call_progress.stage("loading its reference")

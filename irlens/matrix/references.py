@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_leaves, tree_map
 
 from irlens.runtime import call_progress
 from irlens.cache_upkeep import MIN_FREE_BYTES, GiB, disk_free
@@ -89,8 +89,23 @@ class Reference:
         """`inst` on the reference's weights and inputs, on its own device: a reference computed on the
         CPU (no room for float64 on the GPU) pins a GPU instance too."""
         inst.module.load_state_dict(self.state)
-        inst.inputs = tree_map(lambda x: x.to(inst.device) if isinstance(x, torch.Tensor) else x, self.inputs)
+        target = torch.device(inst.device)
+        if target.type == "cuda" and target.index is None:  # "cuda" is the current one, as tensors name it
+            target = torch.device("cuda", torch.cuda.current_device())
+        elsewhere = any(isinstance(x, torch.Tensor) and x.device != target for x in tree_leaves(self.inputs))
+        # the same tuple where it can be: a cross worker's acquisition keeps the inputs it was made on
+        inst.inputs = tree_map(lambda x: x.to(inst.device) if isinstance(x, torch.Tensor) else x,
+                               self.inputs) if elsewhere else self.inputs
         return inst
+
+    def results_on_host(self) -> "Reference":
+        """The float64 results (and eager's outputs) moved to the host, the weights and inputs the cell
+        runs on left where they are: a GPU cell's checks copy them back slice by slice
+        (irlens.numerics.float64_slices). Four bench cells beside each other on one H100, each with its
+        float64 copies on the GPU, ran it out of memory (two workers held 33 and 35 GiB)."""
+        def host(tensors: dict) -> dict:
+            return {n: t.cpu() if isinstance(t, torch.Tensor) else t for n, t in tensors.items()}
+        return dataclasses.replace(self, results=host(self.results), eager_outputs=host(self.eager_outputs))
 
     def nbytes(self) -> int:
         """About what `save` writes: the bytes of its tensors."""

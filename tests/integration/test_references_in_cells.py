@@ -117,3 +117,26 @@ def test_a_reference_computed_on_the_cpu_pins_a_gpu_instance_on_its_own_device()
     out = run_eager(inst.module, inst, "fwd")
     ((name, got),) = [(n, t) for n, t in out.items() if n in reference.results]
     torch.testing.assert_close(got.cpu().double(), reference.results[name].double(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_a_reference_on_the_host_judges_a_gpu_cell_as_on_the_gpu():
+    """A GPU cell's reference waits on the host while the cell runs (results_on_host): its errors
+    are those against the same reference on the GPU."""
+    import torch
+
+    from irlens.matrix.references import compute_reference
+    from irlens.numerics import compare_results
+    from irlens.workloads.builtin import resolve_workload
+    from irlens.workloads.workload import run_eager
+
+    wl = resolve_workload("block")
+    on_gpu = compute_reference(wl, "fwdbwd", "cuda", "tiny", "float32")
+    on_host = on_gpu.results_on_host()
+    assert all(t.device.type == "cpu" for t in on_host.results.values() if isinstance(t, torch.Tensor))
+    inst = on_host.pin(wl.instantiate("tiny", "float32", "cuda"))
+    got = run_eager(inst.module, inst, "fwdbwd")
+    here, there = compare_results(got, on_host.results, 1e-4), compare_results(got, on_gpu.results, 1e-4)
+    assert not here.problems and here.errors.keys() == there.errors.keys()
+    for name, err in here.errors.items():
+        assert err == pytest.approx(there.errors[name], rel=1e-9, abs=1e-15), name
