@@ -33,7 +33,7 @@ from irlens.matrix.backend_run import BackendRun, drop_compiled_code, run_backen
 from irlens.matrix.draws import cell_time_used, judge_over_draws, rejudged
 from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
 from irlens.matrix.references import Reference, failure_reason, first_line, reference_anywhere, release_memory
-from irlens.matrix.row import CROSS, Row
+from irlens.matrix.row import CROSS, STAGES_NOTE, Row
 from irlens.matrix.spec import CellSpec
 from irlens.numerics import Comparison, compare_results, judged_bounds, tolerance
 from irlens.core.ops import is_compute
@@ -50,7 +50,6 @@ def refused_natively(wl: Workload, backend: Backend) -> str | None:
     return FRONTENDS.get(backend.frontend).refuses(wl)
 
 
-STAGES_NOTE = "seconds_by_stage"  # where a worker's cell spent its time: the float64 reference, compiling, timing...
 RECHECK_BY = 0.4  # the recheck with eager's roundings (a second compile) starts only before this share of the timeout
 
 

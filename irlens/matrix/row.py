@@ -49,6 +49,9 @@ BROKEN_WORKER_PHASE = "broken-worker"
 # a row's phase in a document written while its run went on, or after the run stopped at an error,
 # when its cell had not finished (irlens.bench.checkpoint)
 STOPPED_PHASE = "stopped"
+# a row's note: where its worker's cell spent its time, seconds per stage (the float64 reference,
+# compiling, timing, checking numerics, waiting for a turn on the device)
+STAGES_NOTE = "seconds_by_stage"
 # rows a later run's row for the cell replaces (irlens zoo --from)
 NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE, BROKEN_WORKER_PHASE, STOPPED_PHASE)
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from irlens.reporting.time_spent import time_lines
+from irlens.reporting.time_spent import stage_lines, time_lines
 from irlens.ceilings import Ceilings, describe
 from irlens.matrix import Document, Row
 from irlens.matrix.join import run_parts
+from irlens.matrix.row import STAGES_NOTE
 from irlens.matrix.table import via_lines
 from irlens.precision import describe_rows as describe_precision
 from irlens.reporting.records import launches_of
@@ -100,6 +101,7 @@ def write_results_page(doc: Document, md_path: Path, json_name: str, command: st
     ]
     if doc.time_spent and not doc.parts:  # one GPU's run (several GPUs' and reruns' times are not added up)
         parts += time_lines(doc.time_spent, doc.wall_s)
+    parts += stage_lines(doc.rows, STAGES_NOTE)
     figures = []
     for dtype in sorted({r.dtype for r in doc.rows}):
         for mode in ("fwd", "fwdbwd"):

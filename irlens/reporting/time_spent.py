@@ -88,3 +88,30 @@ def time_lines(time_spent: dict, wall_s: float) -> list[str]:
     lines += [f"| the rest | | | {_minutes(rest)} | | | |", f"| wall time | 0:00 | {clock_text(wall_s)} | "
               f"{_minutes(wall_s)} | | | |", ""]
     return lines
+
+
+def stage_lines(rows, note: str) -> list[str]:
+    """"Inside the cells": their seconds per stage (each worker cell's `note`, irlens.matrix.cell),
+    added up over the rows that have one, by backend; nothing where no row has one."""
+    totals: dict[str, dict[str, float]] = {}
+    for row in rows:
+        for stage, seconds in (row.notes or {}).get(note, {}).items():
+            by_backend = totals.setdefault(_stage_kind(stage), {})
+            by_backend[row.backend] = by_backend.get(row.backend, 0.0) + seconds
+    if not totals:
+        return []
+    backends = sorted({b for by_backend in totals.values() for b in by_backend})
+    lines = ["### Inside the cells", "",
+             "Each cell's minutes per stage, in its worker, added up (its waits for a turn on the device apart); "
+             "the worker's start is not in them.", "",
+             "| stage | " + " | ".join(backends) + " | all |", "|---|" + "---:|" * (len(backends) + 1)]
+    for kind, by_backend in sorted(totals.items(), key=lambda item: -sum(item[1].values())):
+        lines.append(f"| {kind} | " + " | ".join(_minutes(by_backend.get(b)) for b in backends)
+                     + f" | {_minutes(sum(by_backend.values()))} |")
+    return lines + [""]
+
+
+def _stage_kind(stage: str) -> str:
+    """A stage's kind: "computing the float64 reference on cuda alone" and "timing: its second call"
+    count with their kind."""
+    return stage.split(" on ")[0].split(":")[0]

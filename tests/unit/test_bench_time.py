@@ -85,3 +85,22 @@ def test_a_document_without_them_reads_and_a_bad_one_names_the_field(tmp_path):
     bad = {**old, "time_spent": {"spans": [{"name": "ceilings", "start_s": "soon", "end_s": 3.0}]}}
     with pytest.raises(BadDocument, match=r"field 'time_spent' span 1: field 'start_s' is 'soon', not a number"):
         write_results_page(Document.from_json(bad), tmp_path / "r.md", "r.json", "irlens bench")
+
+
+def test_the_page_adds_up_the_cells_stages_by_backend():
+    """Each worker cell's seconds per stage (Row.notes), added up by stage kind and backend: a
+    reference computed alone counts with the others, minutes to one decimal."""
+    from irlens.matrix.row import STAGES_NOTE, Row
+    from irlens.reporting.time_spent import stage_lines
+
+    rows = [Row("gelu", "fwd", "eager", notes={STAGES_NOTE: {"computing the float64 reference on cuda": 60.0,
+                                                             "timing": 30.0}}),
+            Row("gelu", "fwd", "xla", notes={STAGES_NOTE: {"computing the float64 reference on cuda alone": 120.0,
+                                                           "compiling": 240.0, "timing: its second call": 6.0}}),
+            Row("block", "fwd", "xla", notes={})]
+    lines = stage_lines(rows, STAGES_NOTE)
+    table = [line for line in lines if line.startswith("| ")]
+    assert table[0] == "| stage | eager | xla | all |"
+    assert table[1:] == ["| compiling | - | 4.0 | 4.0 |", "| computing the float64 reference | 1.0 | 2.0 | 3.0 |",
+                         "| timing | 0.5 | 0.1 | 0.6 |"]
+    assert stage_lines(rows[2:], STAGES_NOTE) == []
