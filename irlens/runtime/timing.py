@@ -159,9 +159,11 @@ _CUPTI_TAKEN = False
 
 
 def cupti_taken() -> bool:
-    """Whether this process has profiled CUDA through torch.profiler: its CUPTI subscription
-    stays, and CUPTI allows one subscriber (nvFuser's own profiler then cannot start)."""
-    return _CUPTI_TAKEN
+    """Whether this process has profiled CUDA through torch.profiler, or runs under a tool CUDA
+    injects (Nsight Compute, Nsight Systems: `CUDA_INJECTION64_PATH`): CUPTI allows one subscriber,
+    and nvFuser's own profiler started beside theirs ends the process (the likely end of the nvFuser
+    runs of scripts/ncu_check.py under Nsight Compute, which exited 1 with no kernel matched)."""
+    return _CUPTI_TAKEN or bool(os.environ.get("CUDA_INJECTION64_PATH"))
 
 
 def mark_cupti_taken() -> None:

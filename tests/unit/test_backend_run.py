@@ -83,3 +83,15 @@ def test_a_kernel_reader_that_fails_leaves_the_run_unmapped_with_the_kept_notes(
     assert torch.equal(run.results["out0"], torch.full((2,), 3.0)) and run.run_us > 0
     assert run.unmapped == "LookupError: no records" and run.kernels == [] and run.launch_count() is None
     assert run.notes["lowered_graphs"] == 1 and "unreadable" in run.notes["kernel_mapping_traceback"]
+
+
+def test_a_process_under_an_injected_cuda_tool_has_cupti_taken(monkeypatch):
+    """Nsight Compute and Nsight Systems inject themselves through CUDA_INJECTION64_PATH and hold
+    CUPTI: nvFuser's own profiler must not start beside them."""
+    from irlens.runtime import timing
+
+    monkeypatch.setattr(timing, "_CUPTI_TAKEN", False)
+    monkeypatch.delenv("CUDA_INJECTION64_PATH", raising=False)
+    assert not timing.cupti_taken()
+    monkeypatch.setenv("CUDA_INJECTION64_PATH", "/opt/nvidia/nsight-compute/target/linux-desktop-glibc_2_11_3-x64/libTreeLauncherTargetInjection.so")
+    assert timing.cupti_taken()
