@@ -1,7 +1,9 @@
 """Faithfulness: every built-in workload, mode and frontend, its common views (both levels) run
 by the float64 reference interpreter, give the workload's float64 results: outputs, loss and
 gradients, with the frontend's forward graph feeding its backward graph as the frontend does
-(irlens.frontends.bindings). Acquisitions are made once per test process."""
+(irlens.frontends.bindings); and every node of every stage and level records the output shapes
+and dtypes its op's rule infers (irlens.conformance.metadata). Acquisitions are made once per
+test process: both walks take the same ones."""
 from __future__ import annotations
 
 
@@ -15,10 +17,12 @@ from irlens.workloads.builtin import workload_names
 from irlens.numerics import compare_results
 from irlens.workloads.workload import MODES
 
+from tests.support.output_metadata import assert_outputs_inferred
 from tests.support.workload_cache import acquired, instance, reference
 from tests.support.slow_cases import marked_slow
 
 FRONTENDS = ("dynamo", "thunder", "jax")
+CASES = marked_slow([(n, m) for m in MODES for n in workload_names()], {("minigpt", "fwdbwd")})
 # torch's graphs hold float64-exact constants: only reassociation differs. jaxprs hold their
 # literals (sqrt(2/pi), 1/sqrt(d)) as float32 constants, which shows at ~1e-8.
 TOLERANCE = {"dynamo": 1e-12, "thunder": 1e-12, "jax": 1e-7}
@@ -29,8 +33,7 @@ def interpreted(level: str):
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
-@pytest.mark.parametrize("name, mode", marked_slow([(n, m) for m in MODES for n in workload_names()],
-                                                   {("minigpt", "fwdbwd")}))
+@pytest.mark.parametrize("name, mode", CASES)
 def test_common_views_reproduce_the_workload(name, mode, frontend):
     """Each program (fwd: every forward stage; fwdbwd: forward -> loss -> backward), at both levels."""
     acq = acquired(name, mode, frontend)
@@ -46,6 +49,16 @@ def test_common_views_reproduce_the_workload(name, mode, frontend):
             got = run_program(program, inst, interpreted(level))
             cmp = compare_results(got, reference(name, mode), TOLERANCE[frontend])
             assert cmp.ok, f"{stage} ({level}): {cmp.reason}"
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("name, mode", CASES)
+def test_recorded_outputs_are_the_inferred_ones(name, mode, frontend):
+    """Every stage the frontend captured, at both levels (tests/integration/test_output_metadata.py
+    has the check failing on a wrong shape or dtype)."""
+    for stage in acquired(name, mode, frontend).stages.values():
+        for level in ("composite", "primitive"):
+            assert_outputs_inferred(stage.common(level))
 
 
 def test_fwdbwd_programs_chain_forward_into_backward():

@@ -1,8 +1,8 @@
 """Output metadata: every node a frontend writes records the output shapes and dtypes its op's
-rule infers (irlens.core.ops.infer) from the node's inputs and attrs, in every stage and level of the
-built-in workloads (tiny preset) through dynamo, thunder and jax; a wrong one is caught; and the
-Dynamo converters that let emit infer their intermediates give graphs the interpreter runs to
-the float64 results."""
+rule infers (irlens.core.ops.infer) from the node's inputs and attrs (over the built-in workloads'
+stages and levels in tests/integration/test_faithfulness.py, which holds their acquisitions); a
+wrong one is caught; and the Dynamo converters that let emit infer their intermediates give graphs
+the interpreter runs to the float64 results."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -15,39 +15,15 @@ from irlens.frontends import get_frontend
 from irlens.frontends.bindings import run_program, stage_programs
 from irlens.core.interpret import interpret
 from irlens.core.ir import Graph
-from irlens.workloads.builtin import workload_names
 from irlens.numerics import compare_results
 from irlens.core.ops import OPS
 from irlens.core.ops.infer import RULES, Misfit, NotInferable, infer
-from irlens.workloads.workload import MODES, Workload, run_eager
+from irlens.workloads.workload import Workload, run_eager
 
-from tests.support.slow_cases import marked_slow
+from tests.support.output_metadata import assert_outputs_inferred as _checked
 from tests.support.workload_cache import acquired
 
-FRONTENDS = ("dynamo", "thunder", "jax")
 LEVELS = ("composite", "primitive")
-# the one kind of node left uninferred: an op whose dtype comes from a literal (JAX's 1.0 / 512.0
-# in a gradient), which has none in the common view
-LITERALS_ONLY = "comes from a literal"
-
-
-def _checked(graph):
-    found = check_metadata(graph)
-    assert found.ok, f"{graph.stage} ({graph.level}):\n" + "\n".join(map(str, found.disagreements))
-    others = {n: why for n, why in found.not_inferred.items() if LITERALS_ONLY not in why}
-    assert not others, f"{graph.stage} ({graph.level}): not inferred: {others}"
-    assert found.checked > 0
-    return found
-
-
-@pytest.mark.parametrize("frontend", FRONTENDS)
-@pytest.mark.parametrize("name, mode", marked_slow([(n, m) for m in MODES for n in workload_names()],
-                                                   {("minigpt", "fwdbwd")}))
-def test_recorded_outputs_are_the_inferred_ones(name, mode, frontend):
-    acq = acquired(name, mode, frontend)
-    for stage in acq.stages.values():
-        for level in LEVELS:
-            _checked(stage.common(level))
 
 
 def test_a_wrong_shape_or_dtype_is_caught():
