@@ -281,19 +281,25 @@ def _call(sample):
     return sample[0] if isinstance(sample, tuple) else sample
 
 
-@functools.cache
-def traced(family: str):
+def traced(family: str, keys: tuple[str, ...] | None = None):
     """The family's calls as one function, jitted (its traces: the acquired one first, the
     execution trace last) or, for primitives no CPU executor runs and those without defined
-    values, traced only: ((key, sample index) per call, the function, the traces)."""
+    values, traced only: ((key, sample index) per call, the function, the traces). With `keys`:
+    those calls alone, traced only (what their symbols became; jitting runs Inductor on them)."""
+    return _traced(family, keys)  # one cache entry for traced(f) and traced(f, None)
+
+
+@functools.cache
+def _traced(family: str, keys: tuple[str, ...] | None):
     names = list(inputs())
-    calls = [(key, k, _call(fn)) for key, fns in samples(family).items() for k, fn in enumerate(fns)]
+    calls = [(key, k, _call(fn)) for key, fns in samples(family).items() if keys is None or key in keys
+             for k, fn in enumerate(fns)]
 
     def program(*tensors):
         t = SimpleNamespace(**dict(zip(names, tensors)))
         return tuple(fn(t) for _, _, fn in calls)
 
-    if family in ("trace_only", "unchecked"):
+    if keys is not None or family in ("trace_only", "unchecked"):
         from thunder.common import trace
 
         traces = [trace()(program, *inputs().values())]
@@ -324,9 +330,9 @@ def labeled(family: str) -> list[tuple[tuple[str, int], torch.Tensor]]:
             for r in (result if isinstance(result, tuple) else (result,))]
 
 
-def groups_by_key(family: str, which: int) -> list:
-    """(table key, the nodes its top-level symbol became) for each call, in order."""
-    calls, _, traces = traced(family)
+def groups_by_key(family: str, which: int, keys: tuple[str, ...] | None = None) -> list:
+    """(table key, the nodes its top-level symbol became) for each call (of `keys`, as traced's), in order."""
+    calls, _, traces = traced(family, keys)
     graph, groups = thunder_trace.trace_to_graph_and_groups(traces[which], name=family, stage=f"trace[{which}]")
     nodes = {n.id: n for n in graph.nodes}
     keyed = [(thunder_trace.resolve(g.bsym)[1], [nodes[i] for i in g.node_ids]) for g in groups]
@@ -405,8 +411,9 @@ def test_an_argument_an_entry_cannot_carry_expands_the_call():
 
 def test_integer_division_by_primitives_truncates():
     """prims.div on integers is C division (Thunder's torch implementation); floor division
-    (Python's //) is floor: -7 // 2 is -4, prims.div(-7, 2) is -3."""
-    _, keyed = groups_by_key("prims", 0)
+    (Python's //) is floor: -7 // 2 is -4, prims.div(-7, 2) is -3. prims.div's calls are traced
+    alone: jitting the whole family is the long tail."""
+    _, keyed = groups_by_key("prims", 0, ("prims.div",))
     divs = [nodes[0] for key, nodes in keyed if key == "prims.div"]
     assert [n.attrs.get("rounding_mode") for n in divs] == [None, "trunc"]
     _, keyed = groups_by_key("torch", 0)
