@@ -11,7 +11,7 @@ MODIFIER changes one setting (MODIFIERS: `no_sp`, `bf16_reduce`, `layersN`); `@B
 size B (sequences per data-parallel rank). `--table NAME` takes a preset (TABLES: the model, the
 rows in order of importance, steps and time limits), made to finish within 9 minutes on its
 GPUs. Each row is a TrainConfig (irlens.parallel.config: the table's settings, then the row's),
-run in its own worker process (irlens.runtime.isolation: it gets the config's JSON, and spawns the ranks)
+run in its own worker process (a pool of one, irlens.runtime.pool: it gets the config's JSON, and spawns the ranks)
 with a time limit, so a crash or hang costs that row only; its full log is kept beside the
 output. A row whose pass cannot run on the machine (async TP without symmetric memory) is "not
 run" with `irlens train`'s reason. With `--profile`, every row profiles its last 2 steps
@@ -31,7 +31,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from irlens.runtime.isolation import CallFailed, Worker
+from irlens.runtime.isolation import CallFailed
+from irlens.runtime.pool import WorkerPool
 from irlens.parallel.config import CompileConfig, ModelConfig, ParallelismConfig, TrainConfig, TrainingConfig
 
 
@@ -170,14 +171,12 @@ def run_row(spec: str, base: TrainConfig, timeout: float, logs: Path, profile: b
     t0 = time.time()
     row = {"row": spec, "options": passes_text(tc)}
     # a worker of its own, in its own process group: on a timeout the spawned ranks go too, and free their GPUs
-    worker = Worker(preload=("irlens.parallel.train.loop",), log=log)
     try:
-        summary = worker.call("irlens.parallel.train.loop:training_in_worker", {"config": tc.to_json()}, timeout)
+        with WorkerPool(1, ("irlens.parallel.train.loop",), log=log) as worker:
+            summary = worker.call("irlens.parallel.train.loop:training_in_worker", {"config": tc.to_json()}, timeout)
     except CallFailed as e:
         first = next((line for line in e.reason.splitlines() if line.strip()), "")
         return {**row, "wall_s": time.time() - t0, "status": "failed", "reason": first[:200], "config": tc.to_json()}
-    finally:
-        worker.close()
     if summary["status"] == "not run":  # a pass this machine cannot run
         return {**row, "wall_s": time.time() - t0, "status": "not run", "reason": summary["reason"],
                 "config": summary["config"]}

@@ -204,23 +204,21 @@ def _native_region(spec: CellSpec, out: str, stem: str, result: ReproResult, tmp
     """Phase 0 for an nvFuser crash: the cell again with the flight recorder (`nvfuser_regions`);
     the region that never finished, as a standalone nvFuser script. Returns it as a reducer Case
     (None where the traces do not name it)."""
-    from irlens.runtime.isolation import Worker
+    from irlens.runtime.pool import WorkerPool
     from irlens.repro import nvfuser_regions
 
     directory = os.path.join(tmp, "regions")
     os.makedirs(directory)
     log("[repro] running the cell again, recording each nvFuser region before it runs ...")
-    worker = Worker(preload=("irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin"))
     # the cell as Thunder runs it with nvFuser's executors, whatever backend runs its path in a file
     recorded_cell = dataclasses.replace(spec, backend="nvfuser")
     try:
-        ran = worker.call(ENTRY, dict(spec=recorded_cell.to_json(), what="record", directory=directory,
-                                      embed_max=embed_max), timeout)
+        with WorkerPool(1, ("irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin")) as worker:
+            ran = worker.call(ENTRY, dict(spec=recorded_cell.to_json(), what="record", directory=directory,
+                                          embed_max=embed_max), timeout)
         recorded = Outcome("ok", "", f"{ran['regions']} regions ran")
     except CallFailed as e:
         recorded = worker_failure(e)
-    finally:
-        worker.close()
     log(f"[repro] the recorded run: {recorded}")
     result.recorded_outcome = recorded
     entry = nvfuser_regions.culprit(directory)

@@ -2,7 +2,7 @@
 
 Starting from a graph that fails (a `Case` of the cell's program whose run through the path's
 lowering fails), the reducer tries smaller graphs, each run in an isolated worker (a crash
-costs the worker, which is started again), and keeps one when it fails the same way: the same
+costs the worker, which is started again: `Runner`), and keeps one when it fails the same way: the same
 status class and the same first error line (`Outcome.same_failure`). In order:
 
 1. prefix: the shortest prefix of the nodes that still fails (bisection);
@@ -24,9 +24,10 @@ from typing import Callable
 
 from irlens.core.ir import Graph
 from irlens.repro.cases import Case
-from irlens.runtime.isolation import CallFailed, Worker
+from irlens.runtime.isolation import CallFailed
 from irlens.repro.cell import Outcome, worker_failure
 from irlens.repro.graphs import dimension_sizes, shape_problem, shrink, size_text, subgraph
+from irlens.runtime.pool import WorkerPool
 
 WORKER_MODULES = ("irlens.repro.run_graph", "irlens.repro.cases", "irlens.backends", "irlens.workloads.builtin")
 
@@ -49,14 +50,14 @@ class Reduction:
 
 
 class Runner:
-    """Runs candidates in a worker process, replaced after a crash or a timeout. Once one has
-    died, a spare is kept starting in the background: a crashing graph's candidates then do
-    not each wait for a worker to import torch and the backends."""
+    """Runs candidates in a pool of one worker (irlens.runtime.pool), a fresh one after a crash, a
+    timeout or a CUDA fault. Once one has been replaced, the pool keeps a spare starting: a crashing
+    graph's candidates then do not each wait for a worker to import torch and the backends."""
 
     def __init__(self, backend: str, device: str, tol: float, timeout: float):
         self.backend, self.device, self.tol, self.timeout = backend, device, tol, timeout
-        self.worker = Worker(WORKER_MODULES)
-        self.spare: Worker | None = None
+        self.pool = WorkerPool(1, WORKER_MODULES, spare=True)
+        self._fresh = False  # the last candidate left its worker's CUDA context broken
 
     def outcome(self, graph: Graph, case: Case) -> Outcome:
         kwargs = dict(graph=graph.to_json(), case=case.to_json(), backend=self.backend, device=self.device,
@@ -65,28 +66,15 @@ class Runner:
             outcome = Outcome.from_json(self.call("irlens.repro.run_graph:run_candidate", kwargs))
         except CallFailed as e:
             return worker_failure(e)
-        if outcome.cuda_fault:  # the worker's CUDA context is broken for good: the next candidate needs another
-            self._replace()
+        self._fresh = bool(outcome.cuda_fault)  # broken for good: the next candidate needs another worker
         return outcome
 
     def call(self, fn: str, kwargs: dict, timeout: float | None = None):
-        if not self.worker.alive:
-            self._replace()
-        try:
-            return self.worker.call(fn, kwargs, timeout or self.timeout)
-        except CallFailed:
-            if not self.worker.alive:
-                self._replace()
-            raise
-
-    def _replace(self) -> None:
-        self.worker.close()
-        self.worker, self.spare = self.spare or Worker(WORKER_MODULES), Worker(WORKER_MODULES)
+        fresh, self._fresh = self._fresh, False
+        return self.pool.call(fn, kwargs, timeout or self.timeout, fresh=fresh)
 
     def close(self) -> None:
-        for worker in (self.worker, self.spare):
-            if worker is not None:
-                worker.close()
+        self.pool.close()
 
 
 class Reducer:

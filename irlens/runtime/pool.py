@@ -11,12 +11,16 @@ that leave the worker's state whole (`kept_on`: the references' wait for disk ro
 worker after its call where the worker must not keep what it holds (`close_after`: XLA keeps its
 device memory until its process ends), or gives a call a fresh worker (`fresh`: a call run again
 alone). A pool of one slot is one worker for a run of calls (the references', a bench's work
-counts and ceilings, `irlens explain`'s cell): a caller that must hold no device memory does its
-device work there, and everything the worker held goes with the pool. The pool knows nothing of
-what the calls compute.
+counts and ceilings, `irlens explain`'s cell, `irlens repro`'s reducer, a parallel table's row): a
+caller that must hold no device memory does its device work there, and everything the worker held
+goes with the pool. A pool that keeps a `spare` starts a slot's next worker beside the one that
+replaced another, so that a run of calls that each end their worker (a reducer's crashing
+candidates) does not wait for every worker's start. The pool knows nothing of what the calls
+compute.
 """
 from __future__ import annotations
 
+import os
 import threading
 
 from irlens.runtime.isolation import CallFailed, Worker, worker_env
@@ -24,10 +28,13 @@ from irlens.runtime.isolation import CallFailed, Worker, worker_env
 
 class WorkerPool:
     def __init__(self, slots: int, preload: tuple[str, ...] = (), turns: str | None = None,
-                 threads: int | None = None):
-        """`slots` workers at most; `preload`, `turns` and `threads` as Worker's, for each of them."""
-        self.preload, self.turns, self.threads = preload, turns, threads
+                 threads: int | None = None, log: str | os.PathLike | None = None, spare: bool = False):
+        """`slots` workers at most; `preload`, `turns`, `threads` and `log` as Worker's, for each of
+        them; with `spare`, a slot's worker that replaced another has the next one starting beside it."""
+        self.preload, self.turns, self.threads, self.log = preload, turns, threads, log
         self._slots: list[tuple[object, Worker] | None] = [None] * max(1, slots)
+        self._spares: list[tuple[object, Worker] | None] | None = [None] * len(self._slots) if spare else None
+        self._started = [0] * len(self._slots)  # the workers each slot started
         self._lock = threading.Lock()
         self._local = threading.local()
         self._taken = 0  # the slots given to threads so far (`slot=None`)
@@ -71,15 +78,42 @@ class WorkerPool:
             return current[1]
         if current is not None:
             self._drop(slot, current[1])
-        worker = Worker(preload=self.preload, env={**worker_env(), **(env or {})}, turns=self.turns,
-                        threads=self.threads)
+        worker = self._spare(slot, key) or self._start(env)
         with self._lock:
             self._slots[slot] = (key, worker)
-            if self._closed:  # closed while it started (another thread's run that stops early)
-                self._slots[slot] = None
-                worker.close()
-                raise CallFailed("the worker pool was closed")
+            replaced, self._started[slot] = self._started[slot] > 0, self._started[slot] + 1
+            closed = self._closed
+        if closed:  # closed while it started (another thread's run that stops early)
+            self._drop(slot, worker)
+            raise CallFailed("the worker pool was closed")
+        if replaced and self._spares is not None:
+            self._keep_spare(slot, key, self._start(env))
         return worker
+
+    def _start(self, env: dict[str, str] | None) -> Worker:
+        return Worker(preload=self.preload, env={**worker_env(), **(env or {})}, turns=self.turns,
+                      threads=self.threads, log=self.log)
+
+    def _spare(self, slot: int, key) -> Worker | None:
+        """The slot's spare if it serves `key` and lives (closed otherwise); None without one."""
+        if self._spares is None:
+            return None
+        with self._lock:
+            spare, self._spares[slot] = self._spares[slot], None
+        if spare is None:
+            return None
+        if spare[0] == key and spare[1].alive:
+            return spare[1]
+        spare[1].close()
+        return None
+
+    def _keep_spare(self, slot: int, key, worker: Worker) -> None:
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._spares[slot] = (key, worker)
+        if closed:
+            worker.close()
 
     def _drop(self, slot: int, worker: Worker) -> None:
         with self._lock:
@@ -91,8 +125,9 @@ class WorkerPool:
         """Close every worker, mid-call ones included (their calls fail); the pool takes no more calls."""
         with self._lock:
             self._closed = True
-            workers = [entry[1] for entry in self._slots if entry is not None]
+            workers = [entry[1] for entry in [*self._slots, *(self._spares or [])] if entry is not None]
             self._slots = [None] * len(self._slots)
+            self._spares = None if self._spares is None else [None] * len(self._slots)
         for worker in workers:
             worker.close()
 

@@ -1,8 +1,10 @@
 """The worker pool (irlens.runtime.pool): a slot's worker serves the calls of one key, a failed call
 leaves the next a fresh worker unless its caller named the error as harmless, a caller closes a
-worker after its call or asks for a fresh one, and each thread has a slot of its own. Real worker processes, calling tiny functions."""
+worker after its call or asks for a fresh one, each thread has a slot of its own, a spare waits
+beside a replaced worker where asked, and the workers' output goes to the pool's log. Real worker processes, calling tiny functions."""
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +30,9 @@ def hang():
 
 def fail():
     raise ValueError("bad input")
+
+def say(text):
+    print(text)
 """
 
 
@@ -36,6 +41,19 @@ def entries(tmp_path, monkeypatch):
     """The module `entries`, importable in the workers (they get this process's import path)."""
     (tmp_path / "entries.py").write_text(ENTRIES)
     monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def children() -> set[int]:
+    """The processes this one started and that are still there."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # ended while it was read
+        if ppid == os.getpid():
+            found.add(int(stat.parent.name))
+    return found
 
 
 def ended(pid: int) -> bool:
@@ -126,3 +144,39 @@ def test_each_thread_has_a_slot_of_its_own_and_a_closed_pool_takes_no_call(entri
     assert all(ended(pid) for pid in pids.values())
     with pytest.raises(CallFailed, match="the worker pool was closed"):
         pool.call("entries:pid", {}, 60, key="a", slot=0)
+
+
+def test_a_pool_with_a_spare_starts_the_next_worker_beside_one_that_replaced_another(entries):
+    """The first worker starts alone; the one that replaces it has a spare starting beside it,
+    which the next replacement is, so a run of crashing calls does not wait for each start."""
+    with WorkerPool(1, spare=True) as pool:
+        first = pool.call("entries:pid", {}, 60)
+        assert children() == {first}
+        with pytest.raises(CallFailed):
+            pool.call("entries:crash", {}, 60)
+        second = pool.call("entries:pid", {}, 60)
+        (spare,) = children() - {second}
+        with pytest.raises(CallFailed):
+            pool.call("entries:crash", {}, 60)
+        assert pool.call("entries:pid", {}, 60) == spare
+        assert len(children() - {spare}) == 1  # the next spare
+        kept = children()
+    assert all(ended(pid) for pid in kept)
+
+
+def test_a_pool_without_a_spare_runs_one_worker_at_a_time(entries):
+    with WorkerPool(1) as pool:
+        for _ in range(2):
+            with pytest.raises(CallFailed):
+                pool.call("entries:crash", {}, 60)
+            worker = pool.call("entries:pid", {}, 60)
+            assert children() == {worker}
+
+
+def test_a_pools_workers_append_what_they_print_to_its_log(entries, tmp_path):
+    log = tmp_path / "workers.log"
+    with WorkerPool(1, log=log) as pool:
+        pool.call("entries:say", {"text": "from the first worker"}, 60)
+        pool.call("entries:say", {"text": "from the second worker"}, 60, fresh=True)
+    text = log.read_text()
+    assert text.index("from the first worker") < text.index("from the second worker")
