@@ -4,8 +4,8 @@
 holds what only that call knows (the reference's file, the device turns' lock, a folder to write
 into). The workload and the backend are resolved here, once, and handed to the purpose:
 
-    cell     a compare or cross cell against its float64 reference: its Row as a record (irlens.matrix.cell)
-    cross    a cross cell in this process: the cross grid's JSON row (irlens.cross.cell)
+    cell     a compare or cross cell against its float64 reference: its Row as a record, the worker's
+             reply (irlens.matrix.cell.cell_record; a cell run in this process is a Row: run_cell, cross_row)
     warm     compiled and run once, nothing checked (irlens.matrix.compile_ahead)
     explain  one run's kernels with their source (irlens.explain)
     record   Thunder's nvFuser regions written down as they run (irlens.repro.nvfuser_regions)
@@ -17,14 +17,13 @@ from __future__ import annotations
 from irlens.runtime import call_progress
 from irlens.backends import get_backend
 from irlens.explain import backend_run_record
-from irlens.matrix.cell import cell_record, cross_row
+from irlens.matrix.cell import cell_record
 from irlens.matrix.compile_ahead import warm_cell
 from irlens.matrix.spec import CellSpec
 from irlens.workloads.builtin import resolve_workload
 from irlens.repro.nvfuser_regions import record
 
-PURPOSES = {"cell": cell_record, "cross": cross_row, "warm": warm_cell, "explain": backend_run_record,
-            "record": record}
+PURPOSES = {"cell": cell_record, "warm": warm_cell, "explain": backend_run_record, "record": record}
 
 
 def run_spec(spec: dict, what: str, **runtime) -> dict:

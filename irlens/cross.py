@@ -25,14 +25,16 @@ from __future__ import annotations
 import dataclasses
 
 from irlens.backends import BACKENDS, get_backend
-from irlens.cell_entry import run_spec
 from irlens.frontends import get_frontend
 from irlens.matrix import DEFAULT_TIMEOUT_S, Document, Plan, plan_matrix, run_plan
+from irlens.matrix.cell import cross_row
 from irlens.matrix.plan import split
 from irlens.matrix.references import Reference
+from irlens.matrix.row import Row
 from irlens.matrix.spec import CellSpec
 from irlens.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.core.registry import UnknownName
+from irlens.workloads.builtin import resolve_workload
 
 
 def lowering_backends() -> list[str]:
@@ -64,10 +66,11 @@ def run_grid(workloads=None, modes=None, device: str = "cpu", preset: str = "tin
 
 
 def cell(workload: str, acquired_by: str, executed_by: str, mode: str, device: str, preset: str,
-         dtype: str | None, reference_path: str | None, reference: Reference | None = None) -> dict:
-    """One cell in this process, as its JSON row; every exception becomes the row's status."""
+         dtype: str | None, reference_path: str | None, reference: Reference | None = None) -> Row:
+    """One cell in this process, its Row (written as the document's `row.to_json(CROSS)`); every
+    exception becomes the row's status."""
     spec = CellSpec(workload, executed_by, mode, dtype, device, preset, frontend=acquired_by)
-    return run_spec(spec.to_json(), "cross", reference_path=reference_path, reference=reference)
+    return cross_row(spec, resolve_workload(spec.workload), get_backend(spec.backend), reference_path, reference)
 
 
 def format_grid(doc: Document) -> str:

@@ -28,12 +28,12 @@ from irlens.frontends.base import NoProgram, Program, Unavailable
 from irlens.frontends.bindings import program_for
 from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu
 from irlens.core.ir import Graph, Kernel, jsonable
-from irlens.lowering import LEVEL
+from irlens.backends.lowering import LEVEL
 from irlens.matrix.backend_run import BackendRun, drop_compiled_code, run_backend, run_compiled
 from irlens.matrix.draws import cell_time_used, judge_over_draws, rejudged
 from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
 from irlens.matrix.references import Reference, failure_reason, first_line, reference_anywhere, release_memory
-from irlens.matrix.row import CROSS, STAGES_NOTE, Row
+from irlens.matrix.row import STAGES_NOTE, Row
 from irlens.matrix.spec import CellSpec
 from irlens.numerics import Comparison, compare_results, judged_bounds, tolerance
 from irlens.core.ops import is_compute
@@ -323,12 +323,10 @@ def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: 
 
 
 def cross_row(spec: CellSpec, wl: Workload, backend: Backend, reference_path: str | None = None,
-              reference: Reference | None = None) -> dict:
-    """(irlens.cell_entry's `cross`, in this process) A cross cell, as the cross grid's JSON row;
-    every exception becomes the row's status."""
-    reference = reference or Reference.load(reference_path, spec.device)
-    row = run_cell(spec, wl, backend, reference)
-    return jsonable(row.to_json(CROSS), finite=True)
+              reference: Reference | None = None) -> Row:
+    """(irlens.cross.cell, in this process) A cross cell against `reference`, or the one saved in
+    `reference_path`: its Row; every exception becomes the row's status."""
+    return run_cell(spec, wl, backend, reference or Reference.load(reference_path, spec.device))
 
 
 _OUT_OF_MEMORY = ("out of memory", "resource_exhausted", "outofmemoryerror")

@@ -1,5 +1,5 @@
 """The cross grid: graphs acquired by one frontend, lowered from the common view and executed by
-another stack's backend, checked against the float64 reference (irlens.cross, irlens.lowering)."""
+another stack's backend, checked against the float64 reference (irlens.cross, irlens.backends.lowering)."""
 from __future__ import annotations
 
 import argparse
@@ -14,8 +14,9 @@ from irlens.backends import get_backend
 from irlens.cli.compare import run as cross_main
 from irlens.cross import cell, format_grid, run_grid
 from irlens.core.ir import Graph, Node, TensorMeta
-from irlens.lowering import Unsupported
+from irlens.backends.lowering import Unsupported
 from irlens.matrix import Document
+from irlens.matrix.row import Row
 from irlens.matrix.references import compute_reference
 from irlens.workloads.builtin import get_workload
 from irlens.workloads.workload import MODES
@@ -27,7 +28,7 @@ def reference(workload: str, mode: str, device: str = "cpu"):
     return compute_reference(get_workload(workload), mode, device, "tiny", None)
 
 
-def run(workload: str, acquired_by: str, executed_by: str, mode: str, device: str = "cpu") -> dict:
+def run(workload: str, acquired_by: str, executed_by: str, mode: str, device: str = "cpu") -> Row:
     return cell(workload, acquired_by, executed_by, mode, device, "tiny", None, None,
                 reference=reference(workload, mode, device))
 
@@ -38,29 +39,29 @@ def run(workload: str, acquired_by: str, executed_by: str, mode: str, device: st
     {("jax", "inductor", "block")}))
 def test_graphs_of_one_stack_run_on_another_backend(acquired_by, executed_by, workload, mode):
     row = run(workload, acquired_by, executed_by, mode)
-    assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
-    assert row["max_rel_err"] <= row["tol"] and row["level"] == "primitive"
+    assert row.status == "ok", f"{row.reason}\n{row.detail}"
+    assert row.max_rel_err <= row.tol and row.level == "primitive"
     wanted = {"out0"} | ({"loss", "grad:input0"} if mode == "fwdbwd" else set())
     if workload == "block" and mode == "fwdbwd":
         wanted |= {"grad:qkv.weight", "grad:ln_2.bias", "grad:mlp_out.weight"}
-    assert wanted <= set(row["per_result"])
+    assert wanted <= set(row.results)
     # Dynamo's fwdbwd is two graphs, both lowered: the backward computes the gradients from the
     # forward's saved tensors; JAX's value_and_grad is one.
-    stages = [g["stage"] for g in row["graphs"]]
+    stages = [g.stage for g in row.lowered]
     assert stages == ({"dynamo": ["aot.forward", "aot.backward"], "jax": ["jax.grad"]}[acquired_by]
                       if mode == "fwdbwd" else {"dynamo": ["aot.forward"], "jax": ["jax.jaxpr"]}[acquired_by])
-    assert row["kernel_count"] == len(row["kernels"]) >= 1 and row["run_us"] > 0
+    assert row.kernel_count == len(row.kernels) >= 1 and row.run_us > 0
     backend = {"inductor": "inductor", "xla": "xla"}[executed_by]
-    assert all(k["backend"] == backend and k["stage"].split(":")[0] in stages for k in row["kernels"])
+    assert all(k.backend == backend and k.stage.split(":")[0] in stages for k in row.kernels)
     if executed_by == "inductor" and workload == "gelu" and mode == "fwd":
-        assert row["kernel_count"] == 1 and row["kernels"][0]["kind"] == "fused"  # GELU fuses into one C++ loop
+        assert row.kernel_count == 1 and row.kernels[0].kind == "fused"  # GELU fuses into one C++ loop
 
 
 def test_wrong_numbers_are_a_mismatch():
     ref = reference("gelu", "fwd")
     skewed = type(ref)({k: v * 1.01 for k, v in ref.results.items()}, ref.state, ref.inputs)
     row = cell("gelu", "dynamo", "xla", "fwd", "cpu", "tiny", None, None, reference=skewed)
-    assert row["status"] == "mismatch" and "out0: rel err" in row["reason"]
+    assert row.status == "mismatch" and "out0: rel err" in row.reason
 
 
 def test_an_unsupported_op_makes_the_cell_unavailable(monkeypatch):
@@ -68,7 +69,7 @@ def test_an_unsupported_op_makes_the_cell_unavailable(monkeypatch):
 
     monkeypatch.setattr(jax_lowering, "SUPPORTED", jax_lowering.SUPPORTED - {"tanh"})
     row = run("gelu", "thunder", "xla", "fwd")
-    assert row["status"] == "unavailable" and row["reason"] == "the jax lowering does not support: tanh"
+    assert row.status == "unavailable" and row.reason == "the jax lowering does not support: tanh"
 
 
 def test_lowerings_name_every_op_they_lack():
@@ -116,7 +117,7 @@ def test_fx_lowering_computes_literals_on_the_target_device(workload):
     the GPU. Lowered for the meta device, every value of the graph must be on it."""
     from irlens.frontends.bindings import program_for
     from irlens.frontends import get_frontend
-    from irlens.lowering import LEVEL
+    from irlens.backends.lowering import LEVEL
     from irlens.backends.inductor.lower import to_graph_module
 
     inst = get_workload(workload).instantiate("tiny", None, "cpu")
@@ -161,8 +162,8 @@ def test_cli_arguments_are_checked(capsys):
 @pytest.mark.parametrize("acquired_by", ["dynamo", "thunder", "jax"])
 def test_nvfuser_runs_every_frontends_graphs(acquired_by, workload, mode):
     row = run(workload, acquired_by, "nvfuser", mode, device="cuda")
-    assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
-    assert any(k["backend"] == "nvfuser" and k["kind"] == "fused" and k["nodes"] for k in row["kernels"])
+    assert row.status == "ok", f"{row.reason}\n{row.detail}"
+    assert any(k.backend == "nvfuser" and k.kind == "fused" and k.node_ids for k in row.kernels)
 
 
 class _FakeNvFuser:
@@ -257,11 +258,11 @@ def test_nvfuser_lowering_regions_compute_the_graph(monkeypatch, acquired_by, wo
     monkeypatch.setattr(nvfuser_lowering, "nvfuser_direct", lambda: _FakeNvFuser)
     monkeypatch.setattr(nvfuser_lowering, "check_device", lambda device: None)
     row = run(workload, acquired_by, "nvfuser", mode)
-    assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
-    fused = [k for k in row["kernels"] if k["kind"] == "fused"]
-    assert fused and all(k["name"].startswith("nvFusion:") for k in fused)
+    assert row.status == "ok", f"{row.reason}\n{row.detail}"
+    fused = [k for k in row.kernels if k.kind == "fused"]
+    assert fused and all(k.name.startswith("nvFusion:") for k in fused)
     if workload == "gelu" and mode == "fwd":
-        assert len(row["kernels"]) == 1  # the whole formula is one region
+        assert len(row.kernels) == 1  # the whole formula is one region
 
 
 def test_nvfuser_lowering_sums_half_precision_in_float32(monkeypatch):
@@ -276,7 +277,7 @@ def test_nvfuser_lowering_sums_half_precision_in_float32(monkeypatch):
     monkeypatch.setitem(_FakeNvFuser.IMPL, "sum", lambda x, dims: (summed.append(x.dtype), x.sum(dims))[1])
     row = cell("block", "dynamo", "nvfuser", "fwd", "cpu", "tiny", "bfloat16", None,
                reference=compute_reference(get_workload("block"), "fwd", "cpu", "tiny", "bfloat16"))
-    assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
+    assert row.status == "ok", f"{row.reason}\n{row.detail}"
     assert summed and set(summed) == {torch.float32}
 
 
@@ -297,5 +298,5 @@ def test_nvfuser_lowering_skips_its_profiler_once_torch_profiler_holds_cupti(mon
     monkeypatch.setattr(nvfuser_lowering, "check_device", lambda device: None)
     monkeypatch.setattr(timing, "_CUPTI_TAKEN", True)
     row = run("gelu", "dynamo", "nvfuser", "fwd")
-    assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
-    assert [k["kind"] for k in row["kernels"]] == ["fused"] and not started
+    assert row.status == "ok", f"{row.reason}\n{row.detail}"
+    assert [k.kind for k in row.kernels] == ["fused"] and not started

@@ -16,7 +16,7 @@ from irlens.frontends.bindings import program_for, run_program
 from irlens.cross import cell
 from irlens.frontends import get_frontend
 from irlens.core.interpret import interpret
-from irlens.lowering import LEVEL
+from irlens.backends.lowering import LEVEL
 from irlens.matrix.references import compute_reference
 from irlens.workloads.workload import Workload, run_eager
 
@@ -73,5 +73,5 @@ def test_thunder_max_pool_arguments_are_read_by_name():
 def test_thunder_max_pool_runs_on_xla(mode):
     ref = compute_reference(POOL, mode, "cpu", "tiny", None)
     row = cell(f"{__file__}:POOL", "thunder", "xla", mode, "cpu", "tiny", None, None, reference=ref)
-    assert row["status"] == "ok", f"{row['reason']}\n{row['detail']}"
-    assert row["max_rel_err"] < 1e-6
+    assert row.status == "ok", f"{row.reason}\n{row.detail}"
+    assert row.max_rel_err < 1e-6
