@@ -25,7 +25,7 @@ import torch
 
 from irlens.frontends.bindings import program_for
 from irlens.frontends import get_frontend
-from irlens.lowering import LEVEL
+from irlens.backends.lowering import LEVEL
 from irlens.workloads.workload import Workload
 
 

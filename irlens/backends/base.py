@@ -14,7 +14,7 @@ from typing import Any, Callable
 from irlens.frontends.base import Availability, Program, Stage, Unavailable
 from irlens.frontends.bindings import run_program
 from irlens.core.ir import Graph, Kernel
-from irlens.lowering import LEVEL
+from irlens.backends.lowering import LEVEL
 from irlens.core.registry import Registry
 from irlens.workloads.workload import Instance, Step
 
@@ -98,7 +98,7 @@ class Backend(ABC):
         return {}
 
     # How this backend compiles one common-view graph of any frontend (its primitive level), for
-    # the cross grid (irlens.cross): `lower(graph, device, name) -> irlens.lowering.LoweredGraph`,
+    # the cross grid (irlens.cross): `lower(graph, device, name) -> irlens.backends.lowering.LoweredGraph`,
     # a method of the backends that have a lowering; None: it runs only its own frontend's graphs.
     lower: Callable[[Graph, str, str], Any] | None = None
     # The frontend whose program a backend with a lowering runs where its own frontend cannot take

@@ -91,7 +91,7 @@ def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: 
     them (after Dynamo's graph breaks, each graph as the program traces it); returns them as JSON."""
     from irlens.frontends.bindings import program_for, run_program
     from irlens.frontends import get_frontend
-    from irlens.lowering import LEVEL
+    from irlens.backends.lowering import LEVEL
     from irlens.workloads.builtin import resolve_workload
 
     inst = resolve_workload(workload).instantiate(preset, dtype, device)

@@ -20,7 +20,7 @@ from irlens.frontends.jax.hlo.stablehlo import stablehlo_to_graph
 from irlens.frontends.jax.jaxpr.walk import at_level, jaxpr_to_graph
 from irlens.core.interpret import Uninterpretable, interpret
 from irlens.core.ir import Graph, Node, TensorMeta
-from irlens.lowering import Unsupported
+from irlens.backends.lowering import Unsupported
 
 STAGES = ("jaxpr", "stablehlo", "hlo")
 

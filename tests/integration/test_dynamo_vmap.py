@@ -11,7 +11,7 @@ import torch
 from irlens.frontends.bindings import run_program, stage_programs
 from irlens.frontends import get_frontend
 from irlens.core.interpret import interpret
-from irlens.lowering import LEVEL
+from irlens.backends.lowering import LEVEL
 from irlens.workloads.workload import Workload, run_eager
 
 

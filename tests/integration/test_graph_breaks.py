@@ -17,7 +17,7 @@ from irlens.errors import NoNativePath
 from irlens.frontends import get_frontend
 from irlens.frontends.bindings import program_for, run_program, stage_programs
 from irlens.core.interpret import interpret
-from irlens.lowering import LEVEL
+from irlens.backends.lowering import LEVEL
 from irlens.matrix import run_matrix
 from irlens.workloads.workload import MODES, Workload, run_eager
 

@@ -3,7 +3,7 @@
 Every node becomes one `call_function` of the op's meaning in `irlens.core.interpret.MEANINGS`
 (the table the reference interpreter runs, dtype-preserving), with the node's attrs as a
 constant first argument; multi-output nodes are unpacked with `getitem`. Creation ops get the
-target device in their attrs, and so do elementwise ops of literals only (`irlens.lowering.node_attrs`),
+target device in their attrs, and so do elementwise ops of literals only (`irlens.backends.lowering.node_attrs`),
 which are then cast to their declared dtype. `torch.compile` then traces the module
 (inlining the table's torch calls) and Inductor compiles it;
 the Inductor backend's capture (`irlens.backends.inductor.backend.InductorCapture`, handed in by the
@@ -18,7 +18,7 @@ import torch
 
 from irlens.core.interpret import MEANINGS, all_outputs, output_specs
 from irlens.core.ir import Graph, Kernel
-from irlens.lowering import check_supported, node_attrs, straight_line
+from irlens.backends.lowering import check_supported, node_attrs, straight_line
 from irlens.core.ops import COMPOSITE, ELEMENTWISE, category
 
 SUPPORTED = straight_line(MEANINGS)

@@ -6,7 +6,7 @@ convert, slice, concat and plain matmuls). Each region becomes one `FusionDefini
 on the first call, for the inputs' shapes and dtypes, as Thunder's nvFuser executor does in
 `thunder/executors/nvfuserex_impl.py`); every other node runs as its torch meaning from
 `irlens.core.interpret.MEANINGS` (dtype-preserving). So every op of the table is supported but control
-flow (a while loop's body is a graph, not one call; `irlens.lowering.straight_line`), and
+flow (a while loop's body is a graph, not one call; `irlens.backends.lowering.straight_line`), and
 the nvFuser share is visible in the kernels: one per nvFuser segment of each region (from
 `nvfuser_direct.PythonProfiler`, with its time and bytes), one per torch op outside them.
 """
@@ -19,7 +19,7 @@ import torch
 from irlens.frontends.base import Unavailable
 from irlens.core.interpret import MEANINGS, TORCH_DTYPES, all_outputs, output_specs
 from irlens.core.ir import Graph, Kernel, Node, canonical_dtype
-from irlens.lowering import check_supported, node_attrs, straight_line
+from irlens.backends.lowering import check_supported, node_attrs, straight_line
 from irlens.core.ops import MATMUL, OPS, category
 from irlens.core.ops._torch import NV_DTYPES, nv_dtype
 

@@ -15,7 +15,7 @@ import torch
 
 from irlens.core.ir import Graph, Kernel, canonical_dtype
 from irlens import precision
-from irlens.lowering import check_supported
+from irlens.backends.lowering import check_supported
 from irlens.core.ops import OPS
 from irlens.workloads.workload import to_jax
 

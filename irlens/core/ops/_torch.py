@@ -78,7 +78,7 @@ def _from_int64_bits(t):
 
 def elementwise(fn: Callable) -> Callable:
     """A torch function of tensors as a meaning: literals become 0-d tensors. An op of literals
-    only computes where a lowering says (`a["device"]`, see irlens.lowering.node_attrs), else on the CPU.
+    only computes where a lowering says (`a["device"]`, see irlens.backends.lowering.node_attrs), else on the CPU.
     uint16/32 operands are computed on in int64, uint64 ones in int64's bits (see above)."""
     name = getattr(fn, "__name__", "elementwise")
 
