@@ -17,10 +17,10 @@ import torch
 from irlens.json_values import read_record
 from irlens.parallel.parallelize.distributed import ParallelDims
 from irlens.parallel.models.families import ModelFamily, resolve
+from irlens.parallel.models.llama3.parallelize import check_divisible
 from irlens.parallel.names import EXECUTIONS
 from irlens.parallel.passes.catalog import validate_passes
 from irlens.parallel.parallelize.simple_fsdp import MixedPrecision
-from irlens.parallel.parallelize.tensor_parallel import check_divisible
 
 # gradient reduction dtypes: float32 (the default, as torchtitan's mixed_precision_reduce) sums
 # bf16-computed gradients without rounding each partial sum; bfloat16 halves the bytes moved

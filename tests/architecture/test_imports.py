@@ -1,7 +1,8 @@
 """The package's shape holds: no import circle (lazy imports included) between modules or between
 subpackages, no module importing another's private names, no submodule that would hide an
 API function of the same name, and the folders' rules: the runtime imports no orchestration, the
-backends no runtime, the core no stack, runtime, workload or orchestration."""
+backends no runtime, the core no stack, runtime, workload or orchestration, the parallel path's
+generic parallelisms no model."""
 from __future__ import annotations
 
 import ast
@@ -139,3 +140,26 @@ def test_the_core_rule_names_an_edge_through_another_module():
              "irlens.frontends.base": set(), "irlens.core.ir": {"irlens.errors"}, "irlens.errors": set(),
              "irlens.cores": {"irlens.matrix.plan"}, "irlens.matrix.plan": set()}
     assert core_reaching_out(edges) == ["irlens.core.cost -> irlens.frontends.base"]
+
+
+def parallelisms_reaching_models(edges: dict[str, set[str]]) -> list[str]:
+    """`parallelize_module -> model_module` for each module of irlens.parallel.models a module of
+    irlens.parallel.parallelize imports, directly or through others."""
+    return [f"{m} -> {t}" for m in sorted(edges) if in_package(m, "irlens.parallel.parallelize")
+            for t in sorted(reach(edges, m)) if in_package(t, "irlens.parallel.models")]
+
+
+def test_the_generic_parallelisms_import_no_model():
+    """As torchtitan's layout: a model's own plan lives beside it (irlens.parallel.models.<name>.parallelize)
+    and is built from the generic parallelisms (irlens.parallel.parallelize: FSDP, TP, EP, the meshes),
+    which import no model: the arrows go one way, models -> parallelize."""
+    assert parallelisms_reaching_models(import_edges(modules())) == []
+
+
+def test_the_parallelisms_rule_names_an_edge_through_another_module():
+    edges = {"irlens.parallel.parallelize.expert_parallel": {"irlens.parallel.config"},
+             "irlens.parallel.config": {"irlens.parallel.models.families"}, "irlens.parallel.models.families": set(),
+             "irlens.parallel.parallelizer": {"irlens.parallel.models.llama3.model"},
+             "irlens.parallel.models.llama3.model": set()}
+    assert parallelisms_reaching_models(edges) == ["irlens.parallel.parallelize.expert_parallel -> "
+                                                   "irlens.parallel.models.families"]

@@ -2,7 +2,7 @@
 
 A family gives a config per preset (with `vocab_size`, `seq_len`, `doc_len`, `batch_size` (the
 default sequences per data-parallel rank) and `flops_per_token()`), the module built from it (its one output: logits) and its tensor-parallel
-plan; a mixture-of-experts family also its expert parallelism and its router's load counters.
+plan (the model's parallelize.py); a mixture-of-experts family also its expert parallelism and its router's load counters.
 """
 from __future__ import annotations
 
@@ -15,11 +15,9 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor
 
-from irlens.parallel.models.deepseek_v3 import model as deepseek_v3
-from irlens.parallel.models.llama3 import model as llama3
+from irlens.parallel.models.deepseek_v3 import model as deepseek_v3, parallelize as deepseek_v3_plan
+from irlens.parallel.models.llama3 import model as llama3, parallelize as llama3_plan
 from irlens.parallel.names import DEFAULT_PRESET
-from irlens.parallel.parallelize.expert_parallel import expert_parallel
-from irlens.parallel.parallelize.tensor_parallel import tensor_parallel as llama3_tensor_parallel
 from irlens.core.registry import Registry
 
 
@@ -37,9 +35,10 @@ class ModelFamily:
 
 
 FAMILIES: Registry[ModelFamily] = Registry("parallel model family")
-FAMILIES.register(ModelFamily("llama3", llama3.get_config, llama3.Llama3, llama3_tensor_parallel))
+FAMILIES.register(ModelFamily("llama3", llama3.get_config, llama3.Llama3, llama3_plan.tensor_parallel))
 FAMILIES.register(ModelFamily("deepseek_v3", deepseek_v3.get_config, deepseek_v3.DeepSeekV3,
-                              deepseek_v3.tensor_parallel, expert_parallel, deepseek_v3.expert_load))
+                              deepseek_v3_plan.tensor_parallel, deepseek_v3_plan.expert_parallel,
+                              deepseek_v3.expert_load))
 
 
 def resolve(model: str, flex: bool = False, seq_len: int | None = None,

@@ -1,4 +1,5 @@
-"""Expert parallelism: routed experts sharded over an `ep` mesh dimension, tokens moved by all-to-all.
+"""Expert parallelism: routed experts sharded over an `ep` mesh dimension, tokens moved by all-to-all
+(a model's MoE layers are sharded by its own plan: irlens.parallel.models.deepseek_v3.parallelize).
 
 The ep ranks are borrowed from data parallelism (as torchtitan does): `dp_shard` ranks factor
 as `dp_shard_mod_ep x ep`, giving the expert mesh `(dp_shard_mod_ep, ep[, tp])` over the same
@@ -21,7 +22,6 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
-from irlens.parallel.models.deepseek_v3.model import DeepSeekV3, GroupedExperts
 from irlens.parallel.parallelize.simple_fsdp import MixedPrecision, parametrized_class
 
 EFSDP_DIM = "dp_shard_mod_ep"
@@ -57,22 +57,15 @@ class GatherExpertsForCompute:
         return _ScaleGrad.apply(local, 1.0 / self.ep)
 
 
-def expert_parallel(model: DeepSeekV3, mesh: DeviceMesh, mp: MixedPrecision | None = None) -> DeepSeekV3:
-    """Shard every MoE layer's routed experts over `mesh` ((dp_shard_mod_ep, ep[, tp])) in place and
-    route its tokens by all-to-all over ep. Run before SimpleFSDP, which then leaves the experts alone."""
-    mp = mp or MixedPrecision()
-    ep = mesh[EP_DIM].size()
-    if model.cfg.n_experts % ep:
-        raise ValueError(f"expert parallelism {ep} does not divide n_experts={model.cfg.n_experts}")
+def shard_experts(experts: nn.Module, mesh: DeviceMesh, mp: MixedPrecision) -> None:
+    """Shard a grouped-experts module (each parameter [n_experts, ...]) over `mesh`
+    ((dp_shard_mod_ep, ep[, tp])) in place: whole experts per ep rank, their dim 1 over
+    dp_shard_mod_ep, gathered for compute (`GatherExpertsForCompute`)."""
     placements = (Shard(1), Shard(0), *(Replicate(),) * (mesh.ndim - 2))
-    for moe in model.moe_layers():
-        experts: GroupedExperts = moe.experts
-        names = tuple(experts._parameters)
-        for n in names:
-            # every rank holds the same full tensor (same seed): slice locally, no broadcast
-            full = experts._parameters[n].detach()
-            experts._parameters[n] = nn.Parameter(distribute_tensor(full, mesh, placements, src_data_rank=None))
-        experts.__class__ = parametrized_class(GroupedExperts, names)
-        object.__setattr__(experts, "_fsdp_gather", GatherExpertsForCompute(mesh, mp))
-        moe.ep_mesh = mesh[EP_DIM]
-    return model
+    names = tuple(experts._parameters)
+    for n in names:
+        # every rank holds the same full tensor (same seed): slice locally, no broadcast
+        full = experts._parameters[n].detach()
+        experts._parameters[n] = nn.Parameter(distribute_tensor(full, mesh, placements, src_data_rank=None))
+    experts.__class__ = parametrized_class(type(experts), names)
+    object.__setattr__(experts, "_fsdp_gather", GatherExpertsForCompute(mesh, mp))

@@ -13,7 +13,7 @@ that are dropped (the token keeps its other experts and the shared expert). The 
 counts per expert accumulate in a buffer, `expert_load`, which training reads (and resets) each
 step to report the router's load balance and the dropped share.
 
-Expert parallelism (expert_parallel.py) sets `MoE.ep_mesh`: the experts' slots then go to the
+Expert parallelism (parallelize.py) sets `MoE.ep_mesh`: the experts' slots then go to the
 rank holding the expert by an all-to-all and come back by another.
 """
 from __future__ import annotations
@@ -26,20 +26,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributed._functional_collectives import all_to_all_single_autograd
 from torch.distributed.device_mesh import DeviceMesh
-from torch.distributed.tensor import Replicate
-from torch.distributed.tensor.parallel import ColwiseParallel, PrepareModuleInputOutput, RowwiseParallel
 
 from irlens.workloads.builtin.common.feed_forward import FeedForward
 from irlens.parallel.models.llama3 import model as llama3
-from irlens.parallel.parallelize.tensor_parallel import (
-    ATTENTION_INPUTS,
-    BLOCK_PLAN,
-    SEQUENCE,
-    SEQUENCE_PARALLEL_BLOCK,
-    llama3_block_plan,
-    prepared_input,
-)
-from irlens.parallel.parallelize.tensor_parallel import tensor_parallel as llama3_tensor_parallel
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,7 +124,7 @@ class MoE(nn.Module):
         self.experts = GroupedExperts(cfg)
         self.shared_expert = FeedForward(cfg.dim, cfg.moe_hidden * cfg.n_shared_experts)
         self.register_buffer("expert_load", torch.zeros(2, cfg.n_experts), persistent=False)
-        self.ep_mesh: DeviceMesh | None = None  # set by expert_parallel.expert_parallel
+        self.ep_mesh: DeviceMesh | None = None  # set by parallelize.expert_parallel
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         cfg, shape = self.cfg, x.shape
@@ -187,44 +176,6 @@ class DeepSeekV3(llama3.Llama3):
 
     def moe_layers(self) -> list[MoE]:
         return [layer.feed_forward for layer in self.layers.values() if isinstance(layer.feed_forward, MoE)]
-
-
-MOE_BLOCK_PLAN = {
-    **{k: v for k, v in BLOCK_PLAN.items() if k.startswith("attention.")},
-    "feed_forward.shared_expert.w1": ColwiseParallel(),
-    "feed_forward.shared_expert.w3": ColwiseParallel(),
-    "feed_forward.shared_expert.w2": RowwiseParallel(),
-    # the MoE hands the shared expert its tokens plain (with or without SP): w1's and w3's input
-    # gradients then add up before one all-reduce
-    "feed_forward.shared_expert": prepared_input(1, sequence_parallel=False),
-}
-
-# Sequence parallelism around the MoE: the router and routed experts need every token of the
-# sequence (each TP rank routes the same tokens), so the MoE takes the gathered sequence and
-# gives back its rank's shard of the output (a slice: no communication; its backward all-gathers)
-MOE_SEQUENCE_PARALLEL = {
-    **{k: v for k, v in SEQUENCE_PARALLEL_BLOCK.items() if not k.startswith("feed_forward")},
-    "feed_forward": PrepareModuleInputOutput(input_layouts=(SEQUENCE,), desired_input_layouts=(Replicate(),),
-                                             use_local_input=True, output_layouts=(Replicate(),),
-                                             desired_output_layouts=(SEQUENCE,)),
-}
-
-
-def _block_plan(block: nn.Module, sequence_parallel: bool) -> dict:
-    if not isinstance(block.feed_forward, MoE):
-        return llama3_block_plan(block, sequence_parallel)
-    attention = {"attention": prepared_input(ATTENTION_INPUTS, sequence_parallel)}
-    return {**MOE_BLOCK_PLAN, **attention, **(MOE_SEQUENCE_PARALLEL if sequence_parallel else {})}
-
-
-def tensor_parallel(model: DeepSeekV3, tp_mesh: DeviceMesh, sequence_parallel: bool = True,
-                    loss_parallel: bool = True) -> DeepSeekV3:
-    """llama3's plan for attention, the dense FFNs, embedding and output; the shared expert as a
-    column/row-wise pair. The router and the routed experts stay whole on every TP rank (each TP
-    rank routes the same tokens: experts are not tensor-parallel)."""
-    if (model.cfg.moe_hidden * model.cfg.n_shared_experts) % tp_mesh.size():
-        raise ValueError(f"tensor parallelism {tp_mesh.size()} does not divide the shared expert's hidden size")
-    return llama3_tensor_parallel(model, tp_mesh, sequence_parallel, loss_parallel, _block_plan)
 
 
 def expert_load(model: DeepSeekV3) -> torch.Tensor:
