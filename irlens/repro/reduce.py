@@ -50,9 +50,10 @@ class Reduction:
 
 
 class Runner:
-    """Runs candidates in a pool of one worker (irlens.runtime.pool), a fresh one after a crash, a
-    timeout or a CUDA fault. Once one has been replaced, the pool keeps a spare starting: a crashing
-    graph's candidates then do not each wait for a worker to import torch and the backends."""
+    """Runs candidates in a pool of one worker (irlens.runtime.pool), a fresh one after a failed call
+    (a crash, a timeout, an error out of the function) or a candidate's CUDA fault. Once one has
+    been replaced, the pool keeps a spare starting: a crashing graph's candidates then do not each
+    wait for a worker to import torch and the backends."""
 
     def __init__(self, backend: str, device: str, tol: float, timeout: float):
         self.backend, self.device, self.tol, self.timeout = backend, device, tol, timeout
