@@ -23,6 +23,9 @@ what Thunder runs (`torch_fallback.KEPT_WHOLE`), by torch's decomposition of the
 stands for (`torch_fallback`). Only a symbol with none of these becomes
 `unknown:<native>`, its reason in attrs `reason`. Bookkeeping symbols (unpacking arguments,
 return, del, comments, checks) become the graph's inputs and outputs or are dropped.
+
+A `prims.copy_` (an in-place update) gives the tensor it writes a new value, read from there on;
+through a view, the view's base and every other tensor sharing its memory too (views.py).
 """
 from __future__ import annotations
 
@@ -220,6 +223,7 @@ class _GraphBuilder:
             if kind == "maybe" and inner.sym.name == "to":  # torch's `to` gives its input itself unless it changes it
                 if (Call(inner).args.get("copy") or dtype_name(source.dtype) != dtype_name(out.dtype)
                         or str(source.device) != str(out.device)):
+                    self._views.own(out.name)
                     continue
             elif kind == "maybe":
                 steps = None

@@ -76,11 +76,18 @@ class Views:
     version: dict[str, int] = field(default_factory=dict)  # a base -> how many writes it took
     writes: dict[str, tuple[Write, ...]] = field(default_factory=dict)
     flags: dict[int, str] = field(default_factory=dict)  # a copy_'s node index -> why it is unknown
+    # bases known to own their memory though Thunder's alias analysis takes them for views (a `to` that converts)
+    owners: frozenset[str] = frozenset()
 
     def snapshot(self) -> "Views":
         """A copy to go back to (every value held is immutable)."""
         return Views(*(dict(d) for d in (self.current, self.base, self.chain, self.seen, self.version, self.writes,
-                                          self.flags)))
+                                          self.flags)), self.owners)
+
+    def own(self, name: str) -> None:
+        """`name` owns its memory, though made by a symbol that may return a view (`join` keeps it apart)."""
+        self.base[name], self.chain[name], self.seen[name] = name, (), 0
+        self.owners |= {name}
 
     def value(self, name: str) -> str:
         return self.current.get(name, name)
@@ -98,17 +105,17 @@ class Views:
         self.seen[view] = self.version.get(base, 0)
 
     def join(self, names: list[str]) -> None:
-        """`names` (each noted) share one memory, as Thunder's alias analysis says (update_aliases).
-        Where they are of several bases here (a view op not recognized), the larger group takes the
-        others' tensors, with chains not known; where a write came before, their values are not known
-        to agree: the other group's writes are taken as not followed, and its tensors as made before
-        every write, so a read of any of them flags the writes."""
+        """`names` (each noted) share one memory, as Thunder's alias analysis says (update_aliases), but
+        for those known to own theirs (`own`). Where they are of several bases here (a view op not
+        recognized), the larger group takes the others' tensors, with chains not known; where a write
+        came before, their values are not known to agree: the other group's writes are taken as not
+        followed, and its tensors as made before every write, so a read of any of them flags the writes."""
+        bases = [b for b in dict.fromkeys(self.base[n] for n in names) if b not in self.owners]
+        if len(bases) < 2:
+            return
         groups: dict[str, list[str]] = {}
         for name, base in self.base.items():
             groups.setdefault(base, []).append(name)
-        bases = list(dict.fromkeys(self.base[n] for n in names))
-        if len(bases) < 2:
-            return
         major = max(bases, key=lambda b: len(groups[b]))
         for base in bases:
             if base == major:
@@ -202,7 +209,7 @@ def _inverse(chain: tuple[Step, ...], base: str, value: str, base_name: str, nat
         s = chain[i]
         hint = f"{base_name}_updated" if i == 0 else f"{base_name}_updated{i}"
         if s.op == "slice":
-            value = emit("slice_scatter", [inputs[i], value], {k: s.attrs[k] for k in ("start", "limit", "step")},
+            value = emit("slice_scatter", [inputs[i], value], {k: s.attrs.get(k) for k in ("start", "limit", "step")},
                          s.in_shape, s.dtype, native, hint)
         elif s.op == "permute":
             perm = list(s.attrs["perm"])
