@@ -188,10 +188,6 @@ class _GraphBuilder:
     # passes by the new), and the tensors that share memory with it (views.py)
     _views: Views = field(default_factory=Views)
 
-    def current(self, name: Arg) -> Arg:
-        """The name of a tensor's value now, as last made (`read` brings it up to date)."""
-        return self._views.value(name) if isinstance(name, str) else name
-
     def read(self, name: Arg) -> Arg:
         """The name of a tensor's value now: a view of memory written since re-derived (views.py)."""
         return self._views.read(name, self._emit) if isinstance(name, str) else name

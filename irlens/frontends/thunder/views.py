@@ -139,9 +139,10 @@ class Views:
         base = self.base.get(name)
         if base is None or self.seen[name] == self.version.get(base, 0):
             return self.value(name)
-        missed = [w for w in self.writes[base] if w.version > self.seen[name]]
+        writes = self.writes.get(base, ())
+        missed = [w for w in writes if w.version > self.seen[name]]
         chain = self.chain[name]
-        lost = [w for w in self.writes[base] if not w.followed]  # the base's value misses these
+        lost = [w for w in writes if not w.followed]  # the base's value misses these
         if chain is None or lost:
             for w in missed if chain is None else lost:
                 self.flags.setdefault(w.at, _reason(w, name, f"{name} is a view the adapter cannot replay"
