@@ -23,6 +23,9 @@ what Thunder runs (`torch_fallback.KEPT_WHOLE`), by torch's decomposition of the
 stands for (`torch_fallback`). Only a symbol with none of these becomes
 `unknown:<native>`, its reason in attrs `reason`. Bookkeeping symbols (unpacking arguments,
 return, del, comments, checks) become the graph's inputs and outputs or are dropped.
+
+A `prims.copy_` (an in-place update) gives the tensor it writes a new value, read from there on;
+through a view, the view's base and every other tensor sharing its memory too (views.py).
 """
 from __future__ import annotations
 
@@ -30,12 +33,13 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from irlens.core.ir import LEVELS, Arg, Graph, Node
+from irlens.core.ir import LEVELS, Arg, Graph, Node, TensorMeta
 from irlens.frontends.thunder import torch_fallback
-from irlens.frontends.thunder.call import (Call, Spec, Unmapped, arg, is_tensor, is_value, output_metas,
+from irlens.frontends.thunder.call import (Call, Spec, Unmapped, arg, dtype_name, is_tensor, is_value, output_metas,
                                            tensor_meta)
 from irlens.frontends.thunder.ops import (  # noqa: F401  (NAME_TABLE, TORCH_OPS, PRIMS_OPS: the tables)
     NAME_TABLE, PRIMS_OPS, TABLE, TORCH_OPS, normalize)
+from irlens.frontends.thunder.views import Views, chain_of
 from irlens.core.ops import conform, node_problem
 
 # Symbols that carry no computation: argument unpacking (-> Graph.inputs), return (-> Graph.outputs),
@@ -92,8 +96,7 @@ def trace_to_graph_and_groups(trace, *, name: str, frontend: str = "thunder",
         else:
             ids = builder.add(bsym, scope="")
             groups.append(ExecutionGroup(bsym.name_with_module(), False, ids, bsym))
-    outputs = list(dict.fromkeys(builder.current(n) for n in _output_names(returned)))
-    builder.flag_stale_views(outputs)
+    outputs = builder.finish(_output_names(returned))
     graph = Graph(name, frontend, stage, "composite", builder.inputs, builder.nodes, outputs)
     return graph, groups
 
@@ -180,57 +183,58 @@ class _GraphBuilder:
     nodes: list[Node] = field(default_factory=list)
     _ids: set[str] = field(default_factory=set)
     _defined: set[str] = field(default_factory=set)
-    # a tensor `prims.copy_` wrote -> the name of its new value: the acquired trace reads a tensor
-    # an in-place op updated (`y.add_(v)`, `y[i] = v`) by its old name, Thunder's later passes by the new
-    _current: dict[str, str] = field(default_factory=dict)
-    # tensors that share memory (a view op's input and outputs, update_aliases'), joined (union-find);
-    # and each prims.copy_'s node with the tensor it wrote: an alias of that tensor read after it
-    # would keep its old value here (the adapter does not follow views), so such a copy is flagged
-    _base: dict[str, str] = field(default_factory=dict)
-    _writes: list[tuple[int, str]] = field(default_factory=list)
+    # what in-place writes (`prims.copy_`) did: each written tensor's new value (the acquired trace
+    # reads a tensor an in-place op updated, `y.add_(v)`, `y[i] = v`, by its old name, Thunder's later
+    # passes by the new), and the tensors that share memory with it (views.py)
+    _views: Views = field(default_factory=Views)
 
-    def current(self, name: Arg) -> Arg:
-        return self._current.get(name, name) if isinstance(name, str) else name
+    def read(self, name: Arg) -> Arg:
+        """The name of a tensor's value now: a view of memory written since re-derived (views.py)."""
+        return self._views.read(name, self._emit) if isinstance(name, str) else name
 
-    def _note_view(self, bsym, inner) -> None:
-        """Join the tensors `bsym` (which `inner` stands for) makes share memory: a view op's first
-        input and its outputs; update_aliases' tensors and their new names (Thunder's execution
-        traces mark aliases so)."""
+    def finish(self, outputs: list[Arg]) -> list[Arg]:
+        """The graph's outputs (their values now); a write whose effect a read could not see, unknown."""
+        names = list(dict.fromkeys(self.read(n) for n in outputs))
+        for at, reason in self._views.flags.items():
+            node = self.nodes[at]
+            node.op, node.attrs = f"unknown:{node.native}", {"reason": reason}
+        return names
+
+    def _note_views(self, bsym, inner, key: str, mark: int) -> None:
+        """Record which tensors `bsym` (`inner`, `key`: what it stands for) makes share memory, and how:
+        a view op's outputs its first input's (a `to` that changes nothing: the input itself; reshape,
+        flatten, contiguous: a view or a copy, not known here); update_aliases' new names their
+        tensors', all of its tensors one memory (as Thunder's alias analysis found)."""
+        args = [a for a in bsym.flat_proxy_args if is_tensor(a)]
+        outs = [o for o in bsym.flat_proxy_outs if is_tensor(o)]
+        kind = _view_kind({bsym.sym.id, inner.sym.id, key})
         if bsym.sym.name == "update_aliases":
-            shared = [self.current(a.name) for a in bsym.flat_proxy_args if is_tensor(a)]
-        elif _returns_views(bsym) or _returns_views(inner):
-            shared = [self.current(a.name) for a in bsym.flat_proxy_args if is_tensor(a)][:1]
+            pairs = list(zip(args, outs))
+        elif kind is not None and args:
+            pairs = [(args[0], o) for o in outs]
         else:
             return
-        names = shared + [o.name for o in bsym.flat_proxy_outs if is_tensor(o)]
-        if names:
-            root = self._root(names[0])
-            self._base.setdefault(root, root)
-            for name in names[1:]:
-                self._base[self._root(name)] = root
+        for source, out in pairs:
+            steps = chain_of(self.nodes[mark:], self._views.value(source.name), source.shape, out.name)
+            if kind == "maybe" and inner.sym.name == "to":  # torch's `to` gives its input itself unless it changes it
+                if (Call(inner).args.get("copy") or dtype_name(source.dtype) != dtype_name(out.dtype)
+                        or str(source.device) != str(out.device)):
+                    self._views.own(out.name)
+                    continue
+            elif kind == "maybe":
+                steps = None
+            self._views.note(source.name, out.name, steps)
+        if bsym.sym.name == "update_aliases":
+            self._views.join([t.name for t in args + outs])
 
-    def _root(self, name: str) -> str:
-        while self._base.get(name, name) != name:
-            name = self._base[name]
+    def _emit(self, op: str, inputs: list[Arg], attrs: dict, shape: tuple, dtype: str, native: str, hint: str) -> str:
+        """One node the adapter adds to follow a write (views.py); the name of its output."""
+        name, k = hint, 0
+        while name in self._defined or name in self._ids:
+            k += 1
+            name = f"{hint}_{k}"
+        self._commit([Node(name, op, list(inputs), [TensorMeta(name, tuple(shape), dtype)], dict(attrs), native)])
         return name
-
-    def flag_stale_views(self, outputs: list[Arg]) -> None:
-        """A copy into a tensor that shares memory with others read after it: unknown, with the
-        reason (the adapter does not follow views: it would read their values from before)."""
-        if not self._writes:
-            return
-        aliases: dict[str, set[str]] = {}  # root -> every tensor sharing its memory
-        for name in self._base:
-            aliases.setdefault(self._root(name), set()).add(name)
-        last_read = {a: i for i, n in enumerate(self.nodes) for a in n.value_inputs()}
-        last_read.update({a: len(self.nodes) for a in outputs})
-        for at, written in self._writes:
-            node = self.nodes[at]
-            others = aliases.get(self._root(written), set()) - {written, node.outputs[0].name}
-            if any(last_read.get(n, -1) > at for n in others):
-                node.attrs = {"reason": f"an in-place update of {written}, whose views "
-                                        f"{sorted(others)} are read after it: the adapter does not follow views"}
-                node.op = f"unknown:{node.native}"
 
     def add_inputs(self, proxies) -> None:
         for p in proxies:
@@ -240,52 +244,62 @@ class _GraphBuilder:
                 self._defined.add(meta.name)
 
     def add(self, bsym, scope: str) -> list[str]:
-        """Append the nodes `bsym` normalizes to; returns their ids."""
-        printed = bsym.name_with_module()
+        """Append the nodes `bsym` normalizes to (and those re-deriving the views it reads); returns their ids."""
+        mark = len(self.nodes)
         inner, key = resolve(bsym)
-        self._note_view(bsym, inner)
+        if self._add(bsym, inner, key, scope) and len(self.nodes) > mark:
+            self._note_views(bsym, inner, key, mark)
+        return [n.id for n in self.nodes[mark:]]
+
+    def _add(self, bsym, inner, key: str, scope: str) -> bool:
+        """Append the nodes of `bsym` (`inner`, `key`: what it stands for); False where it has none."""
+        printed = bsym.name_with_module()
         if _is_bookkeeping(inner.sym.name):  # a shape query inside a fusion region computes nothing
-            return []
+            return False
         outs = [p for p in inner.flat_proxy_outs if is_tensor(p)]
         if all(o.name in self._defined for o in outs) and (outs or not _tensor_args(inner)):
-            return []  # nothing new (an input or an alias of one), or numbers only
+            return False  # nothing new (an input or an alias of one), or numbers only
         reason = f"{key} has no entry in the Thunder name tables"
         if key in TABLE:
             try:
                 nodes = self._nodes(normalize(key, inner), printed, scope, inner)
                 problem = next((p for p in map(node_problem, nodes) if p), None)
                 if problem is None:
-                    ids = self._commit(nodes)
-                    if key == "prims.copy_":  # its output is copy_to's value from here on
-                        written = Call(inner).get("copy_to").name
-                        self._current[written] = outs[0].name
-                        self._writes.append((len(self.nodes) - 1, written))
-                    return ids
+                    self._commit(nodes)
+                    if key == "prims.copy_":  # its output is copy_to's value from here on, and its views' base's
+                        self._views.write(Call(inner).get("copy_to").name, outs[0].name, len(self.nodes) - 1,
+                                          printed, self._emit)
+                    return True
                 reason = problem
             except Unmapped as e:
                 reason = str(e)
         if inner.subsymbols and key not in torch_fallback.KEPT_WHOLE:
-            expanded = self._expand(inner, f"{scope}/{printed}" if scope else printed)
-            if expanded is not None:
-                return expanded
+            if self._expand(inner, f"{scope}/{printed}" if scope else printed):
+                return True
             reason += "; its subsymbols do not give its outputs"
         decomposed = torch_fallback.expansion(inner, key, scope)
         if decomposed is not None:
-            return self._commit(decomposed)
+            args = {a.name for a in _tensor_args(inner)}
+            for node in decomposed:  # its inputs are the symbol's arguments as named in the trace
+                node.inputs = [self.read(i) if i in args else i for i in node.inputs]
+            self._commit(decomposed)
+            return True
         spec = Spec(f"unknown:{printed}", [arg(a) for a in inner.flat_args if is_value(a)], {"reason": reason},
                     list(inner.flat_proxy_outs))
-        return self._commit([self._node(spec, printed, scope)])
+        self._commit([self._node(spec, printed, scope)])
+        return True
 
-    def _expand(self, bsym, scope: str) -> list[str] | None:
-        """Thunder's decomposition of `bsym` (its subsymbols, recursively), or None (nothing
+    def _expand(self, bsym, scope: str) -> bool:
+        """Thunder's decomposition of `bsym` (its subsymbols, recursively) appended; False (nothing
         kept) when it does not define every tensor `bsym` gives."""
-        mark, saved = len(self.nodes), (set(self._defined), set(self._ids), dict(self._current), list(self._writes))
-        added = [i for sub in bsym.subsymbols for i in self.add(sub, scope)]
+        mark, saved = len(self.nodes), (set(self._defined), set(self._ids), self._views.snapshot())
+        for sub in bsym.subsymbols:
+            self.add(sub, scope)
         if all(o.name in self._defined for o in bsym.flat_proxy_outs if is_tensor(o)):
-            return added
+            return True
         del self.nodes[mark:]
-        self._defined, self._ids, self._current, self._writes = saved
-        return None
+        self._defined, self._ids, self._views = saved
+        return False
 
     def _nodes(self, specs: list[Spec], native: str, scope: str, bsym) -> list[Node]:
         """The nodes of one symbol's specs; a value one derives is known to those after it."""
@@ -298,7 +312,7 @@ class _GraphBuilder:
 
     def _node(self, spec: Spec, native: str, scope: str, known: dict | None = None) -> Node:
         outputs = output_metas(spec, known or {})
-        return Node(outputs[0].name if outputs else native, spec.op, [self.current(i) for i in spec.inputs], outputs,
+        return Node(outputs[0].name if outputs else native, spec.op, [self.read(i) for i in spec.inputs], outputs,
                     spec.attrs, native, scope)
 
     def _commit(self, nodes: list[Node]) -> list[str]:
@@ -313,11 +327,21 @@ class _GraphBuilder:
         return ids
 
 
-def _returns_views(bsym) -> bool:
-    """A symbol whose outputs may share memory with its input (a view, a reshape, a split)."""
+@functools.cache
+def _view_ids() -> dict[Any, str]:
+    """Symbol ids (torch names, as table keys) of view ops: "always" where torch gives a view of the
+    first input, "maybe" where a view or a copy as the input's strides decide (reshape, contiguous,
+    to), as Thunder lists them. torch.nn.functional.unfold, which Thunder lists as a view under
+    Tensor.unfold's id, is a copy (im2col): "maybe"."""
     import thunder.torch as ltorch
 
-    return bsym.sym in ltorch._syms_returning_views or bsym.sym in ltorch._syms_that_may_return_views
+    ids = {s.id: "always" for s in ltorch._syms_returning_views}
+    return ids | {s.id: "maybe" for s in ltorch._syms_that_may_return_views} | {"torch.nn.functional.unfold": "maybe"}
+
+
+def _view_kind(ids: set) -> str | None:
+    kinds = {_view_ids().get(i) for i in ids} - {None}
+    return "maybe" if "maybe" in kinds else next(iter(kinds), None)
 
 
 def _tensor_args(bsym) -> list:
