@@ -66,6 +66,7 @@ def run(args) -> int:
 
     from irlens.frontends.base import Acquisition, Unavailable
     from irlens.workloads.builtin import resolve_workload
+    from irlens.workloads.graphnet import file_stem, portable_name
     from irlens.core.registry import UnknownName
 
     preset, device, view = args.preset or "tiny", args.device or "cpu", args.view or "native"
@@ -108,7 +109,8 @@ def run(args) -> int:
             out = Path(args.out)
             out.mkdir(parents=True, exist_ok=True)
             level = f".{args.level}" if view == "common" else ""
-            path = out / f"{workload.name}.{source.name}.{stage.name}.{view}{level}.{'json' if args.format == 'json' else 'txt'}"
+            path = out / (f"{file_stem(portable_name(workload.name))}.{source.name}.{stage.name}.{view}{level}."
+                          f"{'json' if args.format == 'json' else 'txt'}")
             path.write_text(text + "\n")
             print(f"wrote {path}", file=sys.stderr)
         else:

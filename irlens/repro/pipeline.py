@@ -9,14 +9,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Callable
 
 from irlens.errors import UsageError
-from irlens.workloads.graphnet import portable_name
+from irlens.workloads.graphnet import file_stem, portable_name
 from irlens.runtime.isolation import CallFailed
 from irlens.matrix.spec import ENTRY, CellSpec
 from irlens.numerics import tolerance
@@ -142,11 +141,6 @@ def _note_run(path: str, outcome: Outcome) -> None:
     line = f"When irlens ran it: {outcome}."
     with open(path, "w") as f:
         f.write(text.replace(NOT_RUN, line.replace('"""', "'''")[:400], 1))
-
-
-def file_stem(text: str) -> str:
-    """`text` as one file name: what a path or a shell would read otherwise ('/', ':', '+') becomes '_'."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", text)
 
 
 def _reduce(spec: CellSpec, path, dtype: str, out: str, stem: str, result: ReproResult, runner, budget_s: float,

@@ -113,6 +113,16 @@ def test_a_folder_of_samples_stands_for_each_of_them_in_a_list_and_is_refused_as
     assert len(err) == 1 and "is a folder of 2 GraphNet samples" in err[0]
 
 
+def test_a_samples_dump_files_are_named_by_its_source_and_name(tmp_path):
+    """`irlens dump --out` of a sample writes one file per stage, named by source and name (its
+    path, slashes and all, in the name made the files unwritable)."""
+    sample = linear_cuda(tmp_path / "samples" / "timm" / "a")
+    out = tmp_path / "dump"
+    assert main(["dump", f"graphnet:{sample}", "--frontend", "dynamo", "--out", str(out)]) == 0
+    written = sorted(os.listdir(out))
+    assert written and all(name.startswith("timm_a.dynamo.") for name in written), written
+
+
 def test_a_samples_reproducer_is_named_by_its_source_and_name_and_needs_no_clone(tmp_path, capsys):
     sample = linear_cuda(tmp_path / "samples" / "timm" / "a")
     out = tmp_path / "repro"

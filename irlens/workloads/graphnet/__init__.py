@@ -12,6 +12,7 @@ elements have. Its size is the sample's own: both presets are the same.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -52,6 +53,11 @@ def portable_name(workload: str) -> str:
     """A workload's name as files, tables and cell lists write it: a sample's `source/name` (the
     same under any clone), any other workload's own name."""
     return label(workload)[1] if is_graphnet(str(workload)) else str(workload)
+
+
+def file_stem(text: str) -> str:
+    """`text` as one file name: what a path or a shell would read otherwise ('/', ':', '+') becomes '_'."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)
 
 
 def sample_workload(name_or_path: str | Path) -> Workload:
