@@ -578,6 +578,14 @@ def _mask_update(x, v):
     return mask[:, :, :, :5] * 1, part + 0
 
 
+def _transposes_and_type_as(x, v):
+    y = x.clone().view(4, 5)
+    m, t = y.mT, y.T  # Thunder's trace calls prims.transpose for these: views all the same
+    m[1:3, 0] = 2.0
+    y.type_as(v)[3].mul_(3)  # y itself: it converts nothing
+    return y * 1, t + 0
+
+
 def _view_samples():
     g = torch.Generator().manual_seed(3)
     return {"x": torch.randn(20, generator=g), "v": torch.randn(5, 5, generator=g)}
@@ -588,13 +596,15 @@ def _as_tuple(out):
 
 
 @pytest.mark.parametrize("program", [_through_a_view, _view_transpose_slice, _select_narrow_unsqueeze,
-                                     _permute_squeeze_strided, _expanded_alias, _through_to, _mask_update],
+                                     _permute_squeeze_strided, _expanded_alias, _through_to, _mask_update,
+                                     _transposes_and_type_as],
                          ids=lambda f: f.__name__.strip("_"))
 def test_a_write_through_views_is_read_back_by_every_alias(program):
-    """A copy_ into a view (slices, select, narrow, view, transpose, permute, squeeze, unsqueeze)
-    gives its base's new value, and the base and every alias read after it (made before the write,
-    or after) read it: in the acquired trace and the execution trace (update_aliases' names), at
-    both levels, the float64 meaning of the program, with no unknown op."""
+    """A copy_ into a view (slices, select, narrow, view, transpose, permute, squeeze, unsqueeze,
+    .mT and .T, a conversion that changes nothing) gives its base's new value, and the base and
+    every alias read after it (made before the write, or after) read it: in the acquired trace and
+    the execution trace (update_aliases' names), at both levels, the float64 meaning of the
+    program, with no unknown op."""
     args = _view_samples()
     jfn = thunder().jit(program)
     got32 = _as_tuple(jfn(*args.values()))
@@ -624,6 +634,13 @@ def _through_a_diagonal(x, v):
     return y * 1
 
 
+def _through_channels_last(x, v):
+    y = x.clone().view(1, 5, 2, 2)
+    z = y.to(memory_format=torch.channels_last)  # a copy or y itself, as y's strides decide
+    z.mul_(2)
+    return y * 1
+
+
 def _updates_then_reshapes(x, v):
     y = x.clone()
     y.add_(v[0, 0])  # before any view: nothing else shares y yet
@@ -631,13 +648,13 @@ def _updates_then_reshapes(x, v):
 
 
 @pytest.mark.parametrize("program, flagged", [(_through_a_reshape, True), (_through_a_diagonal, True),
-                                              (_updates_then_reshapes, False)],
-                         ids=["reshape", "diagonal", "update_before_views"])
+                                              (_through_channels_last, True), (_updates_then_reshapes, False)],
+                         ids=["reshape", "diagonal", "channels_last", "update_before_views"])
 def test_a_write_the_adapter_cannot_follow_stays_unknown(program, flagged):
-    """A write into a tensor whose view chain is not known exactly (a reshape, which may copy) or
-    holds an op the adapter cannot invert (a diagonal), its base read after it: that copy is
-    unknown with its reason in every trace, never a graph reading the base's old values. An update
-    before any view is read back by its new name and stays known."""
+    """A write into a tensor whose view chain is not known exactly (a reshape, a `to` with a
+    memory format: either may copy) or holds an op the adapter cannot invert (a diagonal), its
+    base read after it: that copy is unknown with its reason in every trace, never a graph reading
+    the base's old values. An update before any view is read back by its new name and stays known."""
     args = _view_samples()
     jfn = thunder().jit(program)
     assert torch.equal(jfn(*args.values()), program(*args.values()))

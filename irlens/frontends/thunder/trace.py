@@ -37,8 +37,9 @@ from irlens.core.ir import LEVELS, Arg, Graph, Node, TensorMeta
 from irlens.frontends.thunder import torch_fallback
 from irlens.frontends.thunder.call import (Call, Spec, Unmapped, arg, dtype_name, is_tensor, is_value, output_metas,
                                            tensor_meta)
+from irlens.frontends.thunder.normalize_movement import convert
 from irlens.frontends.thunder.ops import (  # noqa: F401  (NAME_TABLE, TORCH_OPS, PRIMS_OPS: the tables)
-    NAME_TABLE, PRIMS_OPS, TABLE, TORCH_OPS, normalize)
+    NAME_TABLE, PRIMS_OPS, TABLE, TORCH, TORCH_OPS, normalize)
 from irlens.frontends.thunder.views import Views, chain_of
 from irlens.core.ops import conform, node_problem
 
@@ -200,27 +201,32 @@ class _GraphBuilder:
             node.op, node.attrs = f"unknown:{node.native}", {"reason": reason}
         return names
 
-    def _note_views(self, bsym, inner, key: str, mark: int) -> None:
-        """Record which tensors `bsym` (`inner`, `key`: what it stands for) makes share memory, and how:
-        a view op's outputs its first input's (a `to` that changes nothing: the input itself; reshape,
-        flatten, contiguous: a view or a copy, not known here); update_aliases' new names their
-        tensors', all of its tensors one memory (as Thunder's alias analysis found)."""
+    def _note_views(self, bsym, inner, key: str, mark: int, scope: str) -> None:
+        """Record which tensors `bsym` (`inner`, `key`: what it stands for; `scope` empty where the trace
+        calls it) makes share memory, and how: a view op's outputs its first input's (a conversion, `to`,
+        `type_as`, `double`, that changes nothing: the input itself; reshape, flatten, contiguous: a view
+        or a copy, not known here); update_aliases' new names their tensors', all of its tensors one
+        memory (as Thunder's alias analysis found)."""
         args = [a for a in bsym.flat_proxy_args if is_tensor(a)]
         outs = [o for o in bsym.flat_proxy_outs if is_tensor(o)]
-        kind = _view_kind({bsym.sym.id, inner.sym.id, key})
+        kind = _view_kind({bsym.sym.id, inner.sym.id, key}) or (None if scope else _CALLED_VIEWS.get(key))
+        converts = inner.sym.name == "to" or (key in TORCH and TORCH[key].normalize is convert)
         if bsym.sym.name == "update_aliases":
             pairs = list(zip(args, outs))
-        elif kind is not None and args:
+        elif (kind is not None or converts) and args:
             pairs = [(args[0], o) for o in outs]
         else:
             return
         for source, out in pairs:
             steps = chain_of(self.nodes[mark:], self._views.value(source.name), source.shape, out.name)
-            if kind == "maybe" and inner.sym.name == "to":  # torch's `to` gives its input itself unless it changes it
-                if (Call(inner).args.get("copy") or dtype_name(source.dtype) != dtype_name(out.dtype)
+            if converts:  # torch's conversions give their input itself unless they change it
+                call = Call(inner).args
+                if (call.get("copy") or dtype_name(source.dtype) != dtype_name(out.dtype)
                         or str(source.device) != str(out.device)):
                     self._views.own(out.name)
                     continue
+                if _sets_layout(call.get("memory_format")):  # itself or a copy, as its strides decide
+                    steps = None
             elif kind == "maybe":
                 steps = None
             self._views.note(source.name, out.name, steps)
@@ -248,7 +254,7 @@ class _GraphBuilder:
         mark = len(self.nodes)
         inner, key = resolve(bsym)
         if self._add(bsym, inner, key, scope) and len(self.nodes) > mark:
-            self._note_views(bsym, inner, key, mark)
+            self._note_views(bsym, inner, key, mark, scope)
         return [n.id for n in self.nodes[mark:]]
 
     def _add(self, bsym, inner, key: str, scope: str) -> bool:
@@ -337,6 +343,18 @@ def _view_ids() -> dict[Any, str]:
 
     ids = {s.id: "always" for s in ltorch._syms_returning_views}
     return ids | {s.id: "maybe" for s in ltorch._syms_that_may_return_views} | {"torch.nn.functional.unfold": "maybe"}
+
+
+def _sets_layout(memory_format) -> bool:
+    """A memory format other than the input's own (torch.preserve_format, or none given)."""
+    import torch
+
+    return memory_format is not None and memory_format != torch.preserve_format
+
+
+# Primitives a trace calls itself that give views: Thunder's `.mT` and `.T` are a prims.transpose, which
+# torch (and its executor: permute) makes a view; inside a fusion or a decomposition their output is the region's own.
+_CALLED_VIEWS = {"prims.transpose": "always"}
 
 
 def _view_kind(ids: set) -> str | None:
