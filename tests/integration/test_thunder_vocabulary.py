@@ -586,6 +586,14 @@ def _transposes_and_type_as(x, v):
     return y * 1, t + 0
 
 
+def _an_update_returns_its_tensor(x, v):
+    y = x.clone()
+    r = y.add_(1)  # r is y, though no view op made it
+    r[2:4] = 5.0
+    y.mul_(v[0, 0])
+    return y * 1, r + 0
+
+
 def _view_samples():
     g = torch.Generator().manual_seed(3)
     return {"x": torch.randn(20, generator=g), "v": torch.randn(5, 5, generator=g)}
@@ -597,14 +605,14 @@ def _as_tuple(out):
 
 @pytest.mark.parametrize("program", [_through_a_view, _view_transpose_slice, _select_narrow_unsqueeze,
                                      _permute_squeeze_strided, _expanded_alias, _through_to, _mask_update,
-                                     _transposes_and_type_as],
+                                     _transposes_and_type_as, _an_update_returns_its_tensor],
                          ids=lambda f: f.__name__.strip("_"))
 def test_a_write_through_views_is_read_back_by_every_alias(program):
     """A copy_ into a view (slices, select, narrow, view, transpose, permute, squeeze, unsqueeze,
-    .mT and .T, a conversion that changes nothing) gives its base's new value, and the base and
-    every alias read after it (made before the write, or after) read it: in the acquired trace and
-    the execution trace (update_aliases' names), at both levels, the float64 meaning of the
-    program, with no unknown op."""
+    .mT and .T, a conversion that changes nothing, the tensor an in-place op returns) gives its
+    base's new value, and the base and every alias read after it (made before the write, or after)
+    read it: in the acquired trace and the execution trace (update_aliases' names), at both levels,
+    the float64 meaning of the program, with no unknown op."""
     args = _view_samples()
     jfn = thunder().jit(program)
     got32 = _as_tuple(jfn(*args.values()))

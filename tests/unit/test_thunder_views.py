@@ -49,6 +49,18 @@ def test_a_write_through_an_invertible_chain_gives_the_base_and_its_aliases_new_
     assert torch.equal(got[0], want_b) and torch.equal(got[1], want_a) and torch.equal(got[2], w)
 
 
+def test_the_tensor_a_write_returns_is_the_one_it_wrote():
+    """copy_'s output is the tensor it wrote (`r = y.add_(1)` is y), views of y or none: a write
+    into r is y's new value, and a write into y after it r's."""
+    views, emit = Views(), Emitted()
+    views.write("y", "r", at=0, native="copy_", emit=emit)
+    views.write("r", "r2", at=1, native="copy_", emit=emit)
+    assert views.read("y", emit) == "r2"
+    views.write("y", "y3", at=2, native="copy_", emit=emit)
+    assert views.read("r", emit) == "y3" and views.read("r2", emit) == "y3"
+    assert not views.flags and not emit.nodes
+
+
 def test_a_write_through_a_real_broadcast_is_flagged_by_a_read_of_its_base():
     """An expand's elements share memory: a write into one cannot be undone into the base."""
     views, emit = Views(), Emitted()

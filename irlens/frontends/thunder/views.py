@@ -96,13 +96,17 @@ class Views:
         """`view` shares `source`'s memory, its value made from `source`'s by `steps` (None: not known)."""
         if view == source:
             return
-        if source not in self.base:
-            self.base[source], self.chain[source] = source, ()
-            self.seen[source] = self.version.get(source, 0)
+        self._as_base(source)
         base, chain = self.base[source], self.chain[source]
         self.base[view] = base
         self.chain[view] = None if chain is None or steps is None else chain + tuple(s for s in steps if s.op != "copy")
         self.seen[view] = self.version.get(base, 0)
+
+    def _as_base(self, name: str) -> None:
+        """`name`, where nothing shares its memory yet: a base of its own."""
+        if name not in self.base:
+            self.base[name], self.chain[name] = name, ()
+            self.seen[name] = self.version.get(name, 0)
 
     def join(self, names: list[str]) -> None:
         """`names` (each noted) share one memory, as Thunder's alias analysis says (update_aliases), but
@@ -157,12 +161,11 @@ class Views:
 
     def write(self, written: str, value: str, at: int, native: str, emit: Emit) -> None:
         """`prims.copy_` wrote `value` (the name of its output, `written`'s new value) into `written`:
-        the base's new value where the chain can be inverted; then `value` shares the memory too."""
+        the base's new value where the chain can be inverted; then `value` shares the memory too (in
+        torch it is `written` itself: `r = y.add_(1)` is y, and a write into r later writes y)."""
         self.current[written] = value
-        base = self.base.get(written)
-        if base is None:
-            return
-        chain = self.chain[written]
+        self._as_base(written)
+        base, chain = self.base[written], self.chain[written]
         why = (f"{written} is a view the adapter cannot invert" if chain is None
                else next((f"{written} is made by {s.cannot_invert()}, which the adapter cannot invert" for s in chain
                           if s.cannot_invert()), ""))
