@@ -354,39 +354,39 @@ def test_compiling_ahead_gives_no_cell_to_a_worker_an_error_escaped_a_cell_of(tm
     assert len(lost[plan.dtype]) == 2 and len(started) == 2 and all(w.closed for w in started)
 
 
+def reference_entries(plan, tmp_path) -> list:
+    """Each cell's reference entry from a references' worker run over `plan` (its workers faked)."""
+    from irlens.matrix.references import References
+
+    refs = References(plan, str(tmp_path), 60.0)
+    try:
+        refs.start()
+        return [refs.get(cell.workload, cell.mode) for cell in plan.cells()]
+    finally:
+        refs.close()
+
+
 def test_the_references_worker_is_replaced_after_a_failed_reference(tmp_path, monkeypatch):
     """A reference that failed in its worker leaves the next reference a new worker (a CUDA error
     there would fail every later reference, each blamed on its own model)."""
-    from irlens.matrix.references import References
-
     (tmp_path / "workload.py").write_text(WORKLOAD)
     plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager"], ["fwd", "fwdbwd"], "cpu", "tiny", None)
     failed = CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered",
                         raised="AcceleratorError")
     started = fake_workers(monkeypatch, failed, failed)
-    refs = References(plan, str(tmp_path), 60.0)
-    try:
-        refs.start()
-        entries = [refs.get(cell.workload, cell.mode) for cell in plan.cells()]
-    finally:
-        refs.close()
+    entries = reference_entries(plan, tmp_path)
     assert all(e.path is None and "illegal memory access" in e.error for e in entries)
     assert len(started) == 2 and all(w.closed for w in started)
 
 
 def test_the_references_worker_serves_on_after_a_wait_for_disk_room_ran_out(tmp_path, monkeypatch):
     """NoRoom (the disk stayed full) breaks nothing in the worker: the next reference runs in it."""
-    from irlens.matrix.references import NoRoom, References
+    from irlens.matrix.references import NoRoom
 
     (tmp_path / "workload.py").write_text(WORKLOAD)
     plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager"], ["fwd", "fwdbwd"], "cpu", "tiny", None)
     started = fake_workers(monkeypatch, CallFailed("NoRoom: not enough disk for the float64 reference",
                                                    raised=NoRoom.__name__))
-    refs = References(plan, str(tmp_path), 60.0)
-    try:
-        refs.start()
-        entries = [refs.get(cell.workload, cell.mode) for cell in plan.cells()]
-    finally:
-        refs.close()
+    entries = reference_entries(plan, tmp_path)
     assert all(e.path is None and "not enough disk" in e.error for e in entries)
     assert len(started) == 1 and started[0].closed  # one worker for both, closed with the run
