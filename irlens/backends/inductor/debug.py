@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Iterator
 from irlens.frontends.base import Stage
 from irlens.backends.inductor.code import CompiledGraph
 from irlens.frontends.jax.jaxpr.walk import at_level
+from irlens.logs import quiet_logger
 
 TRITON_ASM = ("ttir", "ttgir", "ptx")  # Triton's stages, in compile order
 
@@ -49,18 +49,12 @@ def debug_trace() -> Iterator[SchedulerIr]:
     from torch._inductor import config
 
     ir = SchedulerIr()
-    # Inductor logs a warning naming each debug folder; the folder is temporary.
-    debug_log = logging.getLogger("torch._inductor.debug")
-    level = debug_log.level
     with tempfile.TemporaryDirectory(prefix="irlens-inductor-") as tmp:
         patches = {"trace.enabled": True, "trace.debug_dir": tmp, "trace.fx_graph": False,
                    "trace.fx_graph_transformed": False, "trace.output_code": False}
-        debug_log.setLevel(logging.ERROR)
-        try:
-            with config.patch(patches):
-                yield ir
-        finally:
-            debug_log.setLevel(level)
+        # Inductor logs a warning naming each debug folder; the folder is temporary.
+        with quiet_logger("torch._inductor.debug"), config.patch(patches):
+            yield ir
         ir.pre_fusion = _read_one(Path(tmp), "ir_pre_fusion.txt")
         ir.post_fusion = _read_one(Path(tmp), "ir_post_fusion.txt")
 

@@ -27,7 +27,6 @@ the node is wrong, not the rule.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 from typing import Callable, Mapping, Sequence
@@ -36,6 +35,7 @@ import torch
 
 from irlens.core.ops._torch import torch_dtype
 from irlens.core.ops.core import CREATION, OPS, UNKNOWN_PREFIX
+from irlens.logs import quiet_logger
 
 Meta = tuple[tuple[int, ...], str]  # (shape, canonical dtype name)
 
@@ -111,7 +111,8 @@ def _frozen(value):
 def _evaluate(meaning: Callable, args: list, attrs: dict, op: str) -> list[Meta]:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    with FakeTensorMode(allow_non_fake_inputs=True), _quiet_fake_tensors():
+    # fake tensors log a traceback for every refused op before raising; the raise is the answer here
+    with FakeTensorMode(allow_non_fake_inputs=True), quiet_logger("torch._subclasses.fake_tensor", logging.CRITICAL):
         values = [torch.empty(a[0], dtype=torch_dtype(a[1])) if _is_meta(a) else a for a in args]
         try:
             result = meaning(attrs, *values)
@@ -146,18 +147,6 @@ def _value_reads() -> tuple[type, ...]:
 
     return (DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException,
             GuardOnDataDependentSymNode)
-
-
-@contextlib.contextmanager
-def _quiet_fake_tensors():
-    """Fake tensors log a traceback for every refused op before raising; the raise is the answer here."""
-    log = logging.getLogger("torch._subclasses.fake_tensor")
-    level = log.level
-    log.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
 
 
 def _is_meta(a) -> bool:

@@ -19,13 +19,13 @@ ops take their peer-to-peer path instead of the multimem one.
 """
 from __future__ import annotations
 
-import contextlib
-import logging
 import warnings
 from collections import Counter
 
 import torch
 from torch import fx
+
+from irlens.logs import quiet_logger
 
 # the fused ops by op name -> the kind pass summaries count them as
 FUSED_OPS = {"fused_all_gather_matmul": "all_gather_matmul", "fused_matmul_reduce_scatter": "matmul_reduce_scatter"}
@@ -98,7 +98,8 @@ def micro_pipeline(gm: fx.GraphModule, tp_group: str) -> tuple[fx.GraphModule, s
 
     enable_symmetric_memory(tp_group)
     _fold_gathered_reshapes(gm.graph)
-    with warnings.catch_warnings(), _quiet_pass_log():
+    # the pass logs a warning per pair it leaves (e.g. the output projection's gather); the note counts them instead
+    with warnings.catch_warnings(), quiet_logger("torch._inductor.fx_passes.micro_pipeline_tp"):
         warnings.simplefilter("ignore")
         micro_pipeline_tp_pass(gm.graph)
     gm.graph.lint()
@@ -147,14 +148,3 @@ def _tp_collective(node: fx.Node, tp_group: str) -> str | None:
     return None if name == "wait_tensor" else name.removesuffix("_into_tensor").removesuffix("_tensor")
 
 
-@contextlib.contextmanager
-def _quiet_pass_log():
-    """The pass logs a warning per pair it leaves (e.g. the output projection's gather); the note
-    counts what is left instead."""
-    logger = logging.getLogger("torch._inductor.fx_passes.micro_pipeline_tp")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
