@@ -210,7 +210,7 @@ def _select_and_scatter(e: Emitter, x: XlaOp) -> None:
 
 
 def _gather(e: Emitter, x: XlaOp) -> None:
-    operand, indices = x.metas[0], x.metas[1]
+    indices = x.metas[1]
     vector_dim = x.ints("index_vector_dim")
     form = xla_gather.GatherForm(
         tuple(x.ints("offset_dims") or []), tuple(x.ints("collapsed_slice_dims") or []),
