@@ -246,19 +246,17 @@ def float64_slices(result: torch.Tensor, reference: torch.Tensor):
 
 def rel_err(result: torch.Tensor, reference: torch.Tensor) -> float:
     """||result - reference|| / ||reference|| in float64; inf when the result is not finite."""
-    if result.shape != reference.shape:  # they broadcast: compared whole
-        a, b = result.detach().to(device=reference.device, dtype=torch.float64), reference.detach().to(torch.float64)
+    if result.shape == reference.shape:
+        pairs = float64_slices(result, reference)
+    else:  # they broadcast: compared whole
+        pairs = [(result.detach().to(device=reference.device, dtype=torch.float64), reference.detach().to(torch.float64))]
+    errs, refs = [], []
+    for a, b in pairs:
         if not torch.isfinite(a).all():
             return math.inf
-        ref_norm, err = torch.linalg.vector_norm(b).item(), torch.linalg.vector_norm(a - b).item()
-        return err / ref_norm if ref_norm > 0 else err
-    err_sq = ref_sq = 0.0
-    for a, b in float64_slices(result, reference):
-        if not torch.isfinite(a).all():
-            return math.inf
-        ref_sq += torch.linalg.vector_norm(b).item() ** 2
-        err_sq += torch.linalg.vector_norm(a - b).item() ** 2
-    ref_norm, err = math.sqrt(ref_sq), math.sqrt(err_sq)
+        refs.append(torch.linalg.vector_norm(b).item())
+        errs.append(torch.linalg.vector_norm(a - b).item())
+    ref_norm, err = math.hypot(*refs), math.hypot(*errs)  # the slices' norms joined without squaring them
     return err / ref_norm if ref_norm > 0 else err
 
 
