@@ -93,6 +93,12 @@ def test_a_folder_that_is_not_a_sample_is_bad_input(tmp_path, capsys):
     assert main(["graphnet", "--root", str(tmp_path / "nonesuch"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and "not a GraphNet sample" in err[0] and "no GraphNet sample under it" in err[1]
+    # another package's model.py below it (no graph_net.json beside) is no sample: the folder named is refused
+    (tmp_path / "site" / "pkg").mkdir(parents=True)
+    (tmp_path / "site" / "pkg" / "model.py").write_text("x = 1\n")
+    assert main(["compare", "--workloads", f"graphnet:{tmp_path / 'site'}", "--mode", "fwd"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"{tmp_path / 'site'} is not a GraphNet sample" in line, line
 
 
 def test_a_folder_of_samples_stands_for_each_of_them_in_a_list_and_is_refused_as_one(tmp_path, capsys):

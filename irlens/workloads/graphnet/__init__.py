@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from irlens.core.dtypes import COMPUTE_DTYPES, TORCH_DTYPES
-from irlens.workloads.graphnet.meta import MODEL, BadSample, SampleMeta, forward_arguments, missing_files, read_meta
+from irlens.workloads.graphnet.meta import JSON, MODEL, BadSample, SampleMeta, forward_arguments, missing_files, read_meta
 from irlens.workloads.graphnet.module import CONSTANT, INPUT, GraphNetModule, draw, role
 from irlens.workloads.user_code import GRAPHNET as PREFIX
 from irlens.workloads.workload import PRESETS, Workload
@@ -33,12 +33,13 @@ def is_graphnet(name: str) -> bool:
 
 
 def sample_dirs(folder: Path) -> list[Path]:
-    """The sample folders at or under `folder` (those with a model.py), sorted; GraphNet nests some
-    (transformers-auto-model/<org>/<name>)."""
+    """The sample folders at or under `folder` (`folder` itself where it has a model.py; below it,
+    those with a model.py beside GraphNet's graph_net.json, which every sample has: another
+    package's model.py is no sample), sorted; GraphNet nests some (transformers-auto-model/<org>/<name>)."""
     folder = Path(folder)
     if (folder / MODEL).is_file():
         return [folder]
-    return sorted(p.parent for p in folder.rglob(MODEL))
+    return sorted(p.parent for p in folder.rglob(MODEL) if (p.parent / JSON).is_file())
 
 
 def label(path: str | Path) -> tuple[str, str]:
@@ -63,8 +64,9 @@ def file_stem(text: str) -> str:
 def sample_workload(name_or_path: str | Path) -> Workload:
     """The workload of one sample folder (`graphnet:PATH` or PATH); BadSample if it is not one."""
     path = Path(os.path.abspath(str(name_or_path).removeprefix(PREFIX)))
-    if path.is_dir() and not (path / MODEL).is_file() and sample_dirs(path):
-        raise BadSample(f"{path} is a folder of {len(sample_dirs(path))} GraphNet samples, not one: name each, "
+    inside = sample_dirs(path) if path.is_dir() and not (path / MODEL).is_file() else []
+    if inside:
+        raise BadSample(f"{path} is a folder of {len(inside)} GraphNet samples, not one: name each, "
                         f"or run them with `irlens graphnet --root {path}`")
     meta = read_meta(path)
     source = (path / MODEL).read_text()
