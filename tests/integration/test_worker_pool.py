@@ -41,10 +41,16 @@ def entries(tmp_path, monkeypatch):
     """The module `entries`, importable in the workers (they get this process's import path)."""
     (tmp_path / "entries.py").write_text(ENTRIES)
     monkeypatch.syspath_prepend(str(tmp_path))
+    _EARLIER.clear()
+    _EARLIER.update(children())
+
+
+_EARLIER: set[int] = set()  # set by `entries`
 
 
 def children() -> set[int]:
-    """The processes this one started and that are still there."""
+    """The processes this one started and that are still there, but those it had before the test
+    (an earlier test file's compile pool, in the same test worker): the pools' workers."""
     found = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -53,7 +59,7 @@ def children() -> set[int]:
             continue  # ended while it was read
         if ppid == os.getpid():
             found.add(int(stat.parent.name))
-    return found
+    return found - _EARLIER
 
 
 def ended(pid: int) -> bool:
