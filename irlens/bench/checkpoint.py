@@ -1,8 +1,9 @@
 """A bench's document, written after every row, so that no way of stopping loses what finished.
 
-From the ceilings on, every finished timed row is added and the whole document written again
-(`save`: irlens.matrix.write_document, which replaces the file only once the new one is
-complete): a run killed at any point (SIGKILL, a crash) leaves the rows that finished, and one
+From the ceilings on, every finished timed row is added and the whole document written again,
+off the cells' threads (irlens.matrix.saving; `save`: irlens.matrix.write_document, which replaces
+the file only once the new one is complete): a run killed at any point (SIGKILL, a crash) leaves
+the rows that finished (but those of the write under way), and one
 row per cell that had not (`unavailable`, phase STOPPED_PHASE, saying so), which `irlens bench
 --rerun` runs and puts in place. A run stopped by an exception writes the same document, its
 not-run rows naming the error, before the error goes on to the command line.
@@ -18,6 +19,7 @@ from irlens.matrix import Document, Plan, Row
 from irlens.matrix.document import device_name, versions
 from irlens.matrix.execution import cell_row
 from irlens.matrix.row import STOPPED_PHASE
+from irlens.matrix.saving import BackgroundSave
 from irlens.matrix.spec import CellSpec
 from irlens.reporting.roofline import apply_roofline
 
@@ -25,14 +27,17 @@ NOT_REACHED = "not run: the run had not reached it when this document was writte
 
 
 class Checkpoint:
-    """The rows of `plans` (one per dtype) finished so far; `save(document)` after each."""
+    """The rows of `plans` (one per dtype) finished so far; `save(document)` after each, in the
+    background, until `close()`."""
 
     def __init__(self, plans: list[Plan], save, started: float):
         self.plans, self.save, self.started = plans, save, started
         self.finished: dict[tuple[str, CellSpec], Row] = {}
         self.measured: Ceilings | None = None
         self._header: tuple | None = None
-        self._lock = threading.RLock()  # a document is made and written under it: the last one written is the newest
+        self._lock = threading.RLock()  # a document is made under it
+        # the only writer beside the caller's thread, which writes before the first row and after close()
+        self._saver = None if save is None else BackgroundSave(self.write, "the bench's document")
 
     def begin(self, measured: Ceilings) -> None:
         """The timed cells start, against `measured`: the first document, every row not run yet."""
@@ -43,7 +48,8 @@ class Checkpoint:
         """A finished row (annotated: its dtype, its work, its kernels' times), then the document."""
         with self._lock:
             self.finished[(plan.dtype, cell)] = row
-        self.write()
+        if self._saver is not None:
+            self._saver.request()
 
     def document(self, not_run: str = NOT_REACHED) -> Document:
         """Every planned cell in plan order: its finished row, else an `unavailable` row saying `not_run`;
@@ -62,12 +68,17 @@ class Checkpoint:
 
     def write(self, not_run: str = NOT_REACHED) -> None:
         if self.save is not None:
-            with self._lock:
-                self.save(self.document(not_run))
+            self.save(self.document(not_run))
+
+    def close(self) -> None:
+        """No more writes in the background (a later `write` is the caller's)."""
+        if self._saver is not None:
+            self._saver.close()
 
     def stopped(self, error: BaseException) -> str:
         """The document written for a run that `error` stopped; a line saying so."""
         reason = f"not run: the run stopped at {type(error).__name__}: {error}"
+        self.close()
         self.write(reason)
         done = len(self.finished)
         cells = sum(len(plan.cells()) for plan in self.plans)

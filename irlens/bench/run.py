@@ -256,6 +256,8 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
     except BaseException as e:  # what finished is written, the cells not run say why; then the error goes on
         print(saved.stopped(e), file=sys.stderr, flush=True)
         raise
+    finally:
+        saved.close()  # before the caller writes the final document
     return result
 
 

@@ -26,7 +26,7 @@ from irlens.workloads.graphnet.meta import sizes
 from irlens.workloads.workload import MODES
 from irlens.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.matrix.call_plan import listed_cells
-from irlens.zoo.run import listed_backends, rows_checkpoint, shard_of, zoo_backends
+from irlens.zoo.run import CorpusRows, listed_backends, shard_of, zoo_backends
 
 # a sample's inputs and weights take this many times their float64 size at most on the device: the
 # float64 reference's copy, the run's, eager's results and the backend's (a bound, not a measurement)
@@ -186,9 +186,12 @@ def run_corpus(cfg: GraphNetConfig, command: str | None = None, progress: bool =
     if cfg.cells is not None:  # the plan's workloads by their own names (absolute paths)
         plan = dataclasses.replace(plan, only=frozenset((w.name, m, b) for w in plan.workloads.values()
                                                         for n, m, b in cells if n == cell_name(w.name)))
-    on_row = rows_checkpoint(checkpoint, [], rows, cfg.device, "tiny", cfg.dtype, runs, commands)
-    doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s, on_row=on_row) \
-        if runnable else Document("compare", [], cfg.device, preset="tiny", dtype=cfg.dtype)
+    on_row = CorpusRows(checkpoint, [], rows, cfg.device, "tiny", cfg.dtype, runs, commands)
+    try:
+        doc = run_plan(plan, cfg.timeout, progress=progress, jobs=cfg.jobs, budget_s=cfg.budget_s, on_row=on_row) \
+            if runnable else Document("compare", [], cfg.device, preset="tiny", dtype=cfg.dtype)
+    finally:
+        on_row.close()
     doc.rows += rows
     doc.commands, doc.runs = commands, runs
     return doc

@@ -72,8 +72,9 @@ def run_compiled(compiled: Compiled, device: str) -> BackendRun:
     `notes["kernel_mapping_traceback"]`), so a failure to map kernels never fails a run. Where the
     step fails and the backend has a fallback, the fallback runs instead."""
     while True:
+        events = [] if compiled.profiler_name is not None else None
         try:
-            results, compile_s, run_us = _measured(compiled, device)
+            results, compile_s, run_us = _measured(compiled, device, events)
             break
         except Exception as e:  # noqa: BLE001  (the backend's own fallback decides what it takes)
             if compiled.fallback is None:
@@ -82,10 +83,8 @@ def run_compiled(compiled: Compiled, device: str) -> BackendRun:
     again = compiled.step if compiled.reruns else None
     try:
         read = compiled.read_kernels(cupti_taken())
-        if compiled.profiler_name is not None:
-            step = compiled.step if isinstance(compiled.step, Step) else _whole(compiled.step)
-            args = step.prepare()
-            time_kernels(lambda: step.call(args), read.kernels, device, compiled.profiler_name)
+        if events is not None:
+            time_kernels(events, read.kernels, device, compiled.profiler_name)
     except Exception as e:  # noqa: BLE001  (any failure of the mapping; the run itself finished)
         text = str(e).strip()
         reason = f"{type(e).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
@@ -96,17 +95,18 @@ def run_compiled(compiled: Compiled, device: str) -> BackendRun:
                       compiled.lowered(), read.launches, again=again)
 
 
-def _measured(compiled: Compiled, device: str) -> tuple[dict, float, float]:
-    """(results, compile_s, run_us) of the compiled step; a failure after the backend captured the
-    model (it failed compiling or running it) carries the captured graphs, so the row counts the
-    model as acquired and keeps them (`irlens_acquired_graphs`)."""
+def _measured(compiled: Compiled, device: str, kernel_events: list | None) -> tuple[dict, float, float]:
+    """(results, compile_s, run_us) of the compiled step (`measure`, which profiles its kernels
+    into `kernel_events` where that is a list); a failure after the backend captured the model (it
+    failed compiling or running it) carries the captured graphs, so the row counts the model as
+    acquired and keeps them (`irlens_acquired_graphs`)."""
     try:
         if compiled.ahead is None:
-            return measure(compiled.step, device)
+            return measure(compiled.step, device, kernel_events=kernel_events)
         start = time.perf_counter()
         compiled.ahead()
         ahead_s = time.perf_counter() - start
-        results, _, run_us = measure(compiled.step, device)
+        results, _, run_us = measure(compiled.step, device, kernel_events=kernel_events)
         return results, ahead_s, run_us
     except Exception as e:
         graphs = compiled.acquired()
@@ -120,7 +120,7 @@ def _whole(call: Callable[[], Any]) -> Step:
 
 
 def measure(step: Step | Callable[[], Any], device: str, min_repeats: int = 5, max_repeats: int = 1000,
-            budget_s: float = 0.05) -> tuple[Any, float, float]:
+            budget_s: float = 0.05, kernel_events: list | None = None) -> tuple[Any, float, float]:
     """Time `step` (`eager_step(compiled, inst, mode)`, or a plain callable, timed whole) the way
     BackendRun reports it: its arguments are prepared once and its results packaged after, outside
     the timed calls, as `torch.utils.benchmark.Timer` keeps setup out of what it times.
@@ -130,6 +130,8 @@ def measure(step: Step | Callable[[], Any], device: str, min_repeats: int = 5, m
     steady-state calls, more (up to `max_repeats`) while they fit in `budget_s`: a call of tens of
     µs is read hundreds of times, as a timer's blocks would, not 20. Timed with the device alone where
     workers take turns on it (irlens.runtime.gpu_turns; the calls' times go to `recording_host_time`).
+    With a `kernel_events` list, profiled steady-state calls follow in the same turn and their
+    events go there (`profile_kernels`, for `time_kernels`): one wait for the device, not two.
     """
     if not isinstance(step, Step):
         step = _whole(step)
@@ -157,38 +159,52 @@ def measure(step: Step | Callable[[], Any], device: str, min_repeats: int = 5, m
         recorder = active_recorder()
         if recorder is not None and device.startswith("cuda"):
             recorder.record(lambda: step.call(args))
+        if kernel_events is not None:
+            kernel_events += profile_kernels(lambda: step.call(args), device)
     record_host_times([t * 1e6 for t in times], lambda: step.call(args))
     call_progress.stage("reading kernels")  # what follows the timed steps (launches, kernel records and times)
     run_s = statistics.median(times)
     return results, max(first_s - run_s, 0.0), run_s * 1e6
 
 
-def time_kernels(call: Callable[[], object], kernels: list[Kernel], device: str, profiler_name: Callable[[str], str],
-                 repeats: int = 10) -> None:
-    """Fill `Kernel.time_us`: the median over `repeats` profiled steady-state calls, after one
-    profiled call left out (the profiler's own warm-up), launches matched to profiler events by
-    name (`profiler_name` of each) in order, with the device alone as `measure` has it. On CUDA a
-    fused kernel's time is its device kernel's and a library call's the device time of the ATen op
-    that made it; on CPU both are host times. A kernel the profiler did not record keeps None."""
+KERNEL_REPEATS = 10  # profiled steady-state calls a kernel's time is the median of
+
+
+def profile_kernels(call: Callable[[], object], device: str, repeats: int = KERNEL_REPEATS) -> list[tuple[str, float]]:
+    """(profiler event name, time µs) of `repeats` + 1 profiled steady-state calls (the first, the
+    profiler's own warm-up, left out later), in order of their start: on CUDA each device event's
+    device time and each ATen op's device time (a library call's), on the CPU host times. The
+    caller has the device alone (`measure`)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity
 
     cuda = device.startswith("cuda")
     if cuda:
         mark_cupti_taken()  # a later nvFuser profiler in this process would end it
-    with timing_turn(), profiled([ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+    with profiled([ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
         for _ in range(repeats + 1):
             call()
         if cuda:
             torch.cuda.synchronize()
-    times: dict[str, list[float]] = defaultdict(list)
+    events = []
     for e in sorted(prof.events(), key=lambda e: e.time_range.start):
-        name = profiler_name(e.name)
-        on_device = e.device_type == DeviceType.CUDA
         if not cuda:
-            times[name].append(e.cpu_time_total)
-        elif on_device or name.startswith("aten::"):
-            times[name].append(e.device_time_total)
+            events.append((e.name, e.cpu_time_total))
+        elif e.device_type == DeviceType.CUDA or e.name.startswith("aten::"):
+            events.append((e.name, e.device_time_total))
+    return events
+
+
+def time_kernels(events: list[tuple[str, float]], kernels: list[Kernel], device: str,
+                 profiler_name: Callable[[str], str], repeats: int = KERNEL_REPEATS) -> None:
+    """Fill `Kernel.time_us` from `profile_kernels`' events: the median over the `repeats` calls
+    after the first, launches matched to events by name (`profiler_name` of each) in order. On
+    CUDA a fused kernel's time is its device kernel's and a library call's the device time of the
+    ATen op that made it; on CPU both are host times. A kernel the profiler did not record keeps
+    None."""
+    times: dict[str, list[float]] = defaultdict(list)
+    for name, us in events:
+        times[profiler_name(name)].append(us)
     per_call = Counter(profiler_name(k.name) for k in kernels)
     seen: Counter = Counter()
     for k in kernels:

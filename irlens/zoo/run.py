@@ -27,6 +27,7 @@ from irlens.matrix.call_plan import listed_cells
 from irlens.matrix.cells import cells_not_ok
 from irlens.matrix.document import device_name, versions
 from irlens.matrix.row import Row
+from irlens.matrix.saving import BackgroundSave
 from irlens.workloads.builtin import get_workload
 from irlens.workloads.zoo import FAMILIES, zoo_names
 from irlens.precision import DEFAULT as DEFAULT_PRECISION
@@ -181,7 +182,7 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True, c
     runs = [{"zoo": {"shard": list(cfg.shard) if cfg.shard else None, "models": names, "backends_not_run": skipped}}]
     commands = [command] if command else None
     done: list[Row] = []
-    on_row = rows_checkpoint(checkpoint, done, not_installed, cfg.device, cfg.preset, cfg.run_dtype, runs, commands)
+    on_row = CorpusRows(checkpoint, done, not_installed, cfg.device, cfg.preset, cfg.run_dtype, runs, commands)
 
     if runnable:
         plan = dataclasses.replace(plan_matrix(runnable, backends, modes, cfg.device, cfg.preset, cfg.run_dtype,
@@ -196,6 +197,8 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True, c
                       f"{plural(len(done), 'row')} that finished (`irlens zoo --fill` on it runs the rest)",
                       file=sys.stderr, flush=True)
             raise
+        finally:
+            on_row.close()
     else:
         plan_matrix([], backends, modes, cfg.device, cfg.preset, cfg.run_dtype, precision=cfg.precision)  # the checks
         doc = Document("compare", [], cfg.device, preset=cfg.preset, dtype=cfg.run_dtype)
@@ -204,18 +207,33 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True, c
     return doc
 
 
-def rows_checkpoint(checkpoint, done: list[Row], other_rows: list[Row], device: str, preset: str,
-                    dtype: str | None, runs: list, commands: list | None):
-    """A run_plan `on_row` that appends each finished row to `done` and hands `checkpoint` the
-    document of those rows and `other_rows` (rows made without running), written whole each time;
-    None without a checkpoint."""
-    if checkpoint is None:
-        return None
-    lock = threading.Lock()
+class CorpusRows:
+    """A run_plan `on_row` for a corpus run (the zoo, GraphNet): each finished row, without its graphs
+    (a corpus document stays small; one cell's graphs are an `irlens compare` or `irlens dump` of it
+    away), is added to `done`; with `checkpoint(doc)`, the document of those rows and `other_rows`
+    (rows made without running) is written off the cells' threads (irlens.matrix.saving) until
+    `close()`."""
 
-    def finished(cell, row: Row) -> None:
-        with lock:
-            done.append(row)
-            checkpoint(Document("compare", [*done, *other_rows], device, device_name(device), versions(), preset,
-                                dtype, runs=runs, commands=commands))
-    return finished
+    def __init__(self, checkpoint, done: list[Row], other_rows: list[Row], device: str, preset: str,
+                 dtype: str | None, runs: list, commands: list | None):
+        self.done, self._lock = done, threading.Lock()
+        header = (device, device_name(device), versions(), preset, dtype)
+
+        def save() -> None:
+            with self._lock:
+                rows = [*done, *other_rows]
+            device, name, found, preset, dtype = header
+            checkpoint(Document("compare", rows, device, name, found, preset, dtype, runs=runs, commands=commands))
+
+        self._saver = None if checkpoint is None else BackgroundSave(save)
+
+    def __call__(self, cell, row: Row) -> None:
+        row.graphs = {}
+        with self._lock:
+            self.done.append(row)
+        if self._saver is not None:
+            self._saver.request()
+
+    def close(self) -> None:
+        if self._saver is not None:
+            self._saver.close()
