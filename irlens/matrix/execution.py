@@ -272,7 +272,7 @@ class IsolatedRunner:
     """Runs cells in a pool of worker processes (irlens.runtime.pool): one per thread, serving consecutive
     cells of one backend (a cross grid: of one acquiring frontend), started again after a crash, a hang or
     an error out of the cell's entry (its own failures are rows). A cell's waits for turns on the device
-    do not count against its timeout (irlens.runtime.call_progress), up to `max_wait_s()`."""
+    do not count against its timeout (irlens.runtime.call_progress), up to `max_wait_s(timeout)`."""
 
     def __init__(self, plan: Plan, refs: References, timeout: float, timing_lock: str | None, threads: int | None = None,
                  jobs: int = 1, deadline: float | None = None):
@@ -294,13 +294,15 @@ class IsolatedRunner:
             row.notes["gpu_alone"] = "ran out of device memory beside other cells; run again alone"
         return row
 
-    def max_wait_s(self) -> float:
-        """How long a cell starting now may wait for turns without it counting: one timeout per other
-        worker sharing the device (the other cells', the references'), whose turns each end within
-        their own timeout; with a time budget, only until its end, so that a cell started within it
-        still ends within one timeout after it."""
+    def max_wait_s(self, timeout: float) -> float:
+        """How long a cell starting now with `timeout` may wait for turns without it counting: one
+        timeout per other worker sharing the device (the other cells', the references'), whose turns
+        each end within their own timeout; with a time budget, only what its end (and grace) leaves
+        past the cell's own timeout, so that the budget bounds the run's wall time."""
         wait = self.timeout * self.jobs
-        return wait if self.deadline is None else max(0.0, min(wait, self.deadline - time.monotonic()))
+        if self.deadline is None:
+            return wait
+        return max(0.0, min(wait, self.deadline + BUDGET_GRACE_S - time.monotonic() - timeout))
 
     def _call(self, cell: CellSpec, kwargs: dict, fresh: bool = False, close_after: bool = False) -> Row:
         timeout, cut = self.timeout, False
@@ -309,7 +311,7 @@ class IsolatedRunner:
             if left < timeout:
                 timeout, cut = max(left, 1.0), True
         try:
-            return Row.from_record(self.pool.call(ENTRY, kwargs, timeout, self.max_wait_s(),
+            return Row.from_record(self.pool.call(ENTRY, kwargs, timeout, self.max_wait_s(timeout),
                                                   key=worker_key(self.plan, cell),
                                                   env=self.plan.backends[cell.backend].worker_env(),
                                                   fresh=fresh, close_after=close_after))

@@ -1,9 +1,12 @@
 """Taking turns on the device between worker processes: a GPU, or on the CPU the cores.
 
-Cells in several worker processes share the device while they compile, run and check numerics;
-a timing has it alone, or other cells' kernels would slow its kernels down (on a GPU), or their
-threads take its cores (on the CPU: the float64 references beside a timed step once read
-31,986 µs for a 52 µs step). A readers-writer lock over files: sharers hold `path` with
+Cells in several worker processes share the device while they compute references, instantiate,
+run and check numerics; a timing has it alone, or other cells' kernels would slow its kernels
+down (on a GPU), or their threads take its cores (on the CPU: the float64 references beside a
+timed step once read 31,986 µs for a 52 µs step). On a GPU a compile steps aside (`stepped_aside`):
+it is host work, on its worker's share of the cores, beside which a timing may run; were it
+shared, every timing would wait for the longest compile under way (a minute or two for Thunder on
+real models), and a run of many cells would compile little more than one at a time. A readers-writer lock over files: sharers hold `path` with
 LOCK_SH, a timing with LOCK_EX. A timing that waits holds `path.turnstile`, which every new
 sharer passes through, so that sharers arriving later wait behind it (a waiting timing is never
 starved). Locks die with their process. Without a path (one process does everything) every
@@ -54,6 +57,26 @@ def sharing_gpu(path: str | None):
         finally:
             _GPU_TURN = None
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def stepped_aside():
+    """Hold no turn for the block: a compile's work on the host (tracing, code generation, and the
+    first call's kernels, a moment), which a timing elsewhere may run beside; then share again
+    (behind a waiting timing). For a GPU's turns only: on the CPU a compile takes a timing's cores."""
+    global _GPU_TURN
+
+    if _GPU_TURN is None or _GPU_TURN[0] != "shared":
+        yield
+        return
+    held = _GPU_TURN
+    fcntl.flock(held[1], fcntl.LOCK_UN)
+    _GPU_TURN = None
+    try:
+        yield
+    finally:
+        _GPU_TURN = held
+        _share(held[1].name, held[1])
 
 
 @contextlib.contextmanager

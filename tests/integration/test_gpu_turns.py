@@ -3,11 +3,19 @@ sharers overlap, a timing has it alone, and sharers that arrive while a timing w
 import multiprocessing as mp
 import time
 
-from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu
+from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu, stepped_aside
 
 
 def _hold(path: str, kind: str, delay: float, hold: float, log, t0: float) -> None:
     time.sleep(max(0.0, t0 + delay - time.time()))
+    if kind == "share-compile-aside":  # a cell that compiles, holding no turn, in the middle of its share
+        with sharing_gpu(path):
+            with stepped_aside():
+                start = time.time()
+                time.sleep(hold)
+                log.put((kind, start - t0, time.time() - t0))
+            log.put(("shared again", time.time() - t0, time.time() - t0))
+        return
     if kind == "share-then-alone":  # a cell that is timed in the middle of its share
         with sharing_gpu(path):
             with gpu_alone(path):
@@ -21,13 +29,13 @@ def _hold(path: str, kind: str, delay: float, hold: float, log, t0: float) -> No
         log.put((kind, start - t0, time.time() - t0))
 
 
-def _run(path: str, plan: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
+def _run(path: str, plan: list[tuple[str, float, float]], messages: int | None = None) -> list[tuple[str, float, float]]:
     ctx = mp.get_context("spawn")
     log, t0 = ctx.Queue(), time.time() + 2.0  # time for the spawned interpreters to start
     procs = [ctx.Process(target=_hold, args=(path, kind, delay, hold, log, t0)) for kind, delay, hold in plan]
     for p in procs:
         p.start()
-    out = [log.get(timeout=30) for _ in procs]
+    out = [log.get(timeout=30) for _ in range(messages or len(procs))]
     for p in procs:
         p.join(timeout=30)
     return sorted(out, key=lambda r: r[1])
@@ -54,6 +62,16 @@ def test_a_sharer_steps_out_to_be_timed(tmp_path):
     runs = _run(lock, [("share-then-alone", 0.0, 0.4), ("share-then-alone", 0.0, 0.4), ("share", 0.1, 0.2)])
     timed = [r for r in runs if r[0] == "share-then-alone"]
     assert len(timed) == 2 and not _overlap(*timed)
+
+
+def test_a_timing_runs_beside_a_compile_and_the_compiler_shares_again_after_it(tmp_path):
+    lock = str(tmp_path / "gpu.lock")
+    # a 1.5 s compile stepped aside from t=0; a timing asks at 0.3 s and gets the device at once
+    runs = _run(lock, [("share-compile-aside", 0.0, 1.5), ("alone", 0.3, 1.5)], messages=3)
+    compile_, alone, again = (next(r for r in runs if r[0] == k) for k in ("share-compile-aside", "alone",
+                                                                           "shared again"))
+    assert _overlap(compile_, alone) and alone[1] < 0.3 + 0.5
+    assert again[1] >= alone[2]  # sharing again waits for the timing to end
 
 
 def _measure_in_share(path: str, delay: float, log, t0: float) -> None:
