@@ -3,7 +3,10 @@
 The error of one result is norm-wise, ||result - reference|| / ||reference|| (computed in
 float64; an all-zero reference falls back to the absolute norm). Norm-wise rather than
 element-wise so that a few tiny reference values (near-zeros of a GELU, a softmax's far tail)
-do not dominate. A NaN or Inf where the reference is finite never passes.
+do not dominate. A NaN or Inf is compared by value: where the reference holds the same (NaN where
+NaN, the same infinity) it is the same value and left out of both norms (a drawn BatchNorm
+running variance below zero makes NaN in float64 as in float32); a NaN or Inf where the reference
+holds another value, or a finite value where the reference has a NaN or Inf, never passes.
 
 Tolerances hold for eager torch in the same dtype too (eager float32 is not float64):
 
@@ -30,7 +33,7 @@ k and the floor are per dtype (CRITERIA); u is the dtype's unit roundoff. The fl
 result that eager happens to compute almost exactly (a copy, an index) where a compiler rounds
 once more. `condition` is 0 for every result but the loss: how far the loss moves, relative to
 itself, when each output it reduces is off by one relative unit independently (as rounding
-leaves them; `references.loss_condition`, in float64). A near-cancelling loss is so allowed
+leaves them; `irlens.matrix.conditions.loss_condition`, in float64). A near-cancelling loss is so allowed
 the error its terms' rounding makes, even where eager's own error came out small by luck
 (one of eight seeds of the mean of cubes: eager 4e-4, inductor 2.8e-2, thunder 5.6e-2).
 In float32 the flat tolerance stays an upper bound (a result must pass both); in float16 and
@@ -64,7 +67,8 @@ eager's own where eager is noisier than that. It is named in the row like an ill
 
 Vacuous checks (`Comparison.vacuous`): a result whose float64 reference and whose value in the run
 are both exactly zero everywhere passes whatever the backend computed before it (timm's MLP-Mixer
-zero-initializes its classifier head: its output, loss and every gradient are exactly 0). Each such
+zero-initializes its classifier head: its output, loss and every gradient are exactly 0); so does
+one whose every element is a NaN or Inf both share, or zero (nothing compared). Each such
 result is named; a row whose every output (or every result) is vacuous compared nothing
 (`Row.compared_nothing`), and says so. One all-zero gradient among many (a parameter the loss
 truly does not reach) is common and legitimate: it is named in the notes, not an alarm.
@@ -202,6 +206,7 @@ def noise_scales(results: dict[str, torch.Tensor | None], dtype: str) -> dict[st
     then measures absolutely)."""
     norms = {n: torch.linalg.vector_norm(t.detach().double()).item() for n, t in results.items()
              if n.startswith("grad:") and not _INPUT_GRAD.fullmatch(n) and t is not None and t.is_floating_point()}
+    norms = {n: v for n, v in norms.items() if math.isfinite(v)}  # a NaN or Inf sibling gives no scale
     u, scales = unit_roundoff(dtype), {}
     for name, own in norms.items():
         module = name.rpartition(".")[0]
@@ -245,27 +250,62 @@ def float64_slices(result: torch.Tensor, reference: torch.Tensor):
 
 
 def rel_err(result: torch.Tensor, reference: torch.Tensor) -> float:
-    """||result - reference|| / ||reference|| in float64; inf when the result is not finite."""
+    """||result - reference|| / ||reference|| in float64 over the finite elements. A NaN or Inf equal
+    in both (NaN where NaN, +inf where +inf, -inf where -inf) is the same value, left out of both
+    norms; one where the other holds another value (finite, or another non-finite) makes it inf."""
     if result.shape == reference.shape:
         pairs = float64_slices(result, reference)
     else:  # they broadcast: compared whole
         pairs = [(result.detach().to(device=reference.device, dtype=torch.float64), reference.detach().to(torch.float64))]
     errs, refs = [], []
     for a, b in pairs:
-        if not torch.isfinite(a).all():
-            return math.inf
-        refs.append(torch.linalg.vector_norm(b).item())
-        errs.append(torch.linalg.vector_norm(a - b).item())
+        err, ref = torch.linalg.vector_norm(a - b).item(), torch.linalg.vector_norm(b).item()
+        if not (math.isfinite(err) and math.isfinite(ref)):  # a NaN or Inf on either side: only then masked
+            if not bool((_same_non_finite(a, b) | (torch.isfinite(a) & torch.isfinite(b))).all()):
+                return math.inf
+            err = torch.linalg.vector_norm(torch.where(torch.isfinite(a), a - b, 0.0)).item()
+            ref = torch.linalg.vector_norm(torch.where(torch.isfinite(b), b, 0.0)).item()
+        errs.append(err)
+        refs.append(ref)
     ref_norm, err = math.hypot(*refs), math.hypot(*errs)  # the slices' norms joined without squaring them
     return err / ref_norm if ref_norm > 0 else err
+
+
+def _same_non_finite(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Where `a` and `b` hold the same value, NaN counted equal to NaN."""
+    return (a == b) | (a.isnan() & b.isnan())
+
+
+def non_finite_problem(result: torch.Tensor, reference: torch.Tensor) -> str:
+    """Why `rel_err` of two same-shaped tensors is inf because of a NaN or Inf, one line with the
+    elements counted; "" where no NaN or Inf is out of place (a norm beyond float64's range)."""
+    stray = displaced = 0  # NaN or Inf in the result where the reference differs; finite where it is not
+    for a, b in float64_slices(result, reference):
+        finite = torch.isfinite(a)
+        stray += int((~finite & ~_same_non_finite(a, b)).sum())
+        displaced += int((finite & ~torch.isfinite(b)).sum())
+    total = reference.numel()
+    problems = []
+    if stray:
+        problems.append(f"NaN or Inf in the result ({elements_of(stray, total)}) where the reference has another value")
+    if displaced:
+        problems.append(f"finite values where the reference has NaN or Inf ({elements_of(displaced, total)})")
+    return "; ".join(problems)
+
+
+def elements_of(n: int, total: int) -> str:
+    """ "12 of 4,096 elements" """
+    return f"{n:,} of {total:,} {'element' if total == 1 else 'elements'}"
 
 
 BUFFER = "buffer:"  # the results that are buffers a step updates in place (irlens.workloads.workload.eager_step)
 
 
 def exactly_zero(t: torch.Tensor) -> bool:
-    """Every element is 0 (an empty tensor too): a check against it cannot tell anything apart."""
-    return not bool(t.detach().any())
+    """Every element `rel_err` compares is 0 (an empty tensor too, and one whose every element is a
+    NaN or Inf, which it leaves out): a check against it cannot tell anything apart."""
+    t = t.detach()
+    return not bool(t.any()) or not bool((torch.isfinite(t) & (t != 0)).any())
 
 
 @dataclass
@@ -335,12 +375,13 @@ def compare_results(results: dict[str, torch.Tensor], reference: dict[str, torch
         err = rel_err(got, ref)
         bound = tol[name] if isinstance(tol, dict) else Bound(tol, f"tol {tol:.0e}")
         cmp.errors[name], cmp.allowed[name] = err, bound.value
-        if not math.isfinite(err):
-            cmp.problems.append(f"{name}: NaN or Inf in the result")
+        out_of_place = non_finite_problem(got, ref) if not math.isfinite(err) else ""
+        if out_of_place:
+            cmp.problems.append(f"{name}: {out_of_place}")
         elif not err <= bound.value:
             cmp.problems.append(f"{name}: rel err {err:.2e} > {bound.why}")
             cmp.past_bound.append(name)
-        elif exactly_zero(ref) and exactly_zero(got):
+        elif err == 0 and exactly_zero(ref):  # the run then equals it wherever it is compared
             cmp.vacuous.append(name)
     return cmp
 

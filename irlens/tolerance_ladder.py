@@ -7,10 +7,17 @@ in the same dtype, with lg(atol) and lg(rtol) linear in t: atol(t) = 10^(a t), r
 1 at t = 0). Integer and bool outputs ("others") must be equal.
 
 `passing_level` is the lowest t of the ladder (LEVELS, -10..0) at which every result passes, or
-ABOVE_ZERO where one fails even at t = 0 (or is not finite, or differs in shape or dtype): the
-check passes at every t from there up, so one integer per row holds it (irlens.graphnet.score).
+ABOVE_ZERO where one fails even at t = 0 (or differs in shape or dtype): the check passes at every
+t from there up, so one integer per row holds it (irlens.graphnet.score).
+
+NaN and Inf as GraphNet's own check (graph_net_bench's `torch.allclose(compiled, eager, atol, rtol)`,
+assert_close's rule with equal_nan off) treats them: an infinity equal to eager's passes, a NaN
+never does (not even where eager has one), and a finite value where eager has an infinity fails,
+however large rtol |eager| is.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -54,11 +61,10 @@ def passing_level(results: dict[str, torch.Tensor | None], baselines: dict[str, 
 
 
 def _lowest_passing(x: torch.Tensor, y: torch.Tensor, dtype: torch.dtype, lowest: int) -> int:
-    """The lowest level from `lowest` on at which assert_close's check, |x - y| <= atol + rtol |y|
-    everywhere (x finite), passes; ABOVE_ZERO where none does. The check is monotone in t: bisection."""
-    if not bool(torch.isfinite(x).all()):
-        return ABOVE_ZERO
-    diff, size = (x - y).abs(), y.abs()
+    """The lowest level from `lowest` on at which assert_close's check, x == y or a finite |x - y| <=
+    atol + rtol |y|, passes everywhere; ABOVE_ZERO where none does. The check is monotone in t: bisection."""
+    diff, size = (x - y).abs().where(x != y, 0.0), y.abs()
+    diff = diff.where(diff.isfinite(), math.nan)  # NaN: no tolerance passes it (a NaN, an infinity off)
     low, high = LEVELS.index(lowest), len(LEVELS)
     while low < high:
         mid = (low + high) // 2

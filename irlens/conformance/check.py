@@ -287,7 +287,7 @@ def dtype_verdict(got: list, reference: list, eager: list, rtol: float, format_o
       an eager that is itself far off (a cancelling result) excuses no large error.
     NaN or Inf out of place, a wrong integer or an error like 0.2 or 20 is wrong either way."""
     from irlens.core.ir import canonical_dtype
-    from irlens.numerics import CRITERIA, allowed_error
+    from irlens.numerics import CRITERIA, allowed_error, rel_err
 
     if format_ops:
         _, problem = compare_outputs(got, eager, rtol)
@@ -302,8 +302,8 @@ def dtype_verdict(got: list, reference: list, eager: list, rtol: float, format_o
         if g is None or not x.is_floating_point() or dtype not in CRITERIA or not r.is_floating_point() \
                 or tuple(g.shape) != tuple(r.shape):
             return None
-        own = _rel_err(x.double(), r.double())
-        err = _rel_err(torch.as_tensor(g).double(), r.double())
+        own = rel_err(x.double(), r.double())
+        err = rel_err(torch.as_tensor(g).double(), r.double())
         if not (math.isfinite(own) and err <= allowed_error(dtype, "fwd", own, floor=rtol).value):
             return None
         budgets.append(f"rel err {err:.2e} <= {CRITERIA[dtype].k:g} x eager's own {own:.2e} + {rtol:g}")
@@ -350,7 +350,7 @@ def compare_outputs(got: list, reference: list, rtol: float) -> tuple[float | No
     norm-wise (||got - ref|| / ||ref||). Integer and bool results must be equal, and of the
     same kind as the reference's."""
     from irlens.core.ir import canonical_dtype
-    from irlens.numerics import tolerance
+    from irlens.numerics import rel_err, tolerance
 
     if len(got) != len(reference):
         return None, f"{len(got)} outputs, eager has {len(reference)}"
@@ -367,7 +367,7 @@ def compare_outputs(got: list, reference: list, rtol: float) -> tuple[float | No
             if not torch.equal(g.long(), r.long()):
                 return worst, f"out{i}: {int((g.long() != r.long()).sum())} of {r.numel()} values differ"
             continue
-        err = _rel_err(g.double(), r.double())
+        err = rel_err(g.double(), r.double())
         worst = err if worst is None else max(worst, err)
         tol = rtol if r.dtype == torch.float64 else tolerance(canonical_dtype(r.dtype), "fwd")
         if math.isinf(err):
@@ -379,16 +379,3 @@ def compare_outputs(got: list, reference: list, rtol: float) -> tuple[float | No
 
 def _kind(t: torch.Tensor) -> str:
     return "bool" if t.dtype == torch.bool else "float" if t.is_floating_point() else "int"
-
-
-def _rel_err(g: torch.Tensor, r: torch.Tensor) -> float:
-    if not torch.equal(g.isnan(), r.isnan()):
-        return math.inf
-    special = r.isinf() | g.isinf()
-    if not torch.equal(g[special], r[special]):
-        return math.inf
-    finite = torch.isfinite(r)
-    diff = torch.linalg.vector_norm(g[finite] - r[finite]).item()
-    norm = torch.linalg.vector_norm(r[finite]).item()
-    return diff / norm if norm > 0 else diff
-

@@ -8,6 +8,9 @@ float64 version, such as a grouped matmul; a graph that builds float16 tensors i
 float64 copy then mixes with float64 ones; a graph that builds its tensors on a GPU, whose
 float64 copy ran out of that GPU's memory) in the highest precision that runs, down to eager
 itself as the cells run it (the run's dtype, the instance not cast), saying why (`fallback`).
+Eager as the cells run it is the reference too where it has a NaN or Inf that the higher precision
+has not (random weights whose float32 activations overflow where float64's stay finite): that
+precision cannot judge what the run's dtype cannot hold (`not_finite_below`).
 Only where eager fails as the cells run it is there no reference (`ReferenceFailed`, naming
 every precision's failure). Beside the results eager's own error in the run's dtype on the same numbers, and the
 loss's condition, which the cells are judged with (irlens.numerics). `References` computes them
@@ -46,9 +49,10 @@ from irlens.runtime import call_progress
 from irlens.cache_upkeep import MIN_FREE_BYTES, GiB, disk_free
 from irlens.core.dtypes import TORCH_DTYPES
 from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu
+from irlens.matrix.conditions import gradient_conditions, loss_condition
 from irlens.matrix.plan import Plan
 from irlens.workloads.builtin import resolve_workload
-from irlens.numerics import TwinMismatch, check_jax_twin, rel_err
+from irlens.numerics import TwinMismatch, check_jax_twin, elements_of, rel_err
 from irlens.workloads.workload import Instance, Workload, run_eager
 
 TWIN_PRESET = "tiny"  # a twin computes the same function at every size: checked where it is cheap
@@ -127,7 +131,8 @@ class Reference:
 def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None,
                       failed: dict[str, str] | None = None) -> Reference:
     """Eager's results in the highest precision that runs (float64, else float32, else eager as
-    the cells run it), from the same weights and inputs a backend gets (rounded to its dtype);
+    the cells run it; eager too where it is not finite where that precision is), from the same
+    weights and inputs a backend gets (rounded to its dtype);
     eager's own error in the run's dtype on them; the loss's condition. `failed`: precisions
     known not to run (dtype -> why), not tried again. Out of memory is raised (the worker tries
     elsewhere); when no precision runs, ReferenceFailed."""
@@ -148,17 +153,41 @@ def reference_of(inst: Instance, mode: str, failed: dict[str, str] | None = None
         try:
             own = as_run(inst)
             eager = run_eager(own.module, own, mode)
-            reference.eager_errors = {n: rel_err(eager[n], r) for n, r in results.items()
-                                      if r is not None and eager.get(n) is not None and eager[n].shape == r.shape}
-            reference.eager_outputs = outputs(eager)
         except torch.OutOfMemoryError:
             raise
         except Exception as e:
             reference.eager_problem = f"eager failed in {inst.dtype}: {type(e).__name__}: {first_line(e)}"
-    if mode == "fwdbwd":
+        else:
+            beyond = not_finite_below(eager, results, inst.dtype, ref_dtype)
+            if beyond:  # the higher precision cannot judge what the run's dtype cannot hold: eager judges
+                why = "; ".join(filter(None, [fallback, beyond]))
+                reference = Reference(eager, state, inst.inputs, inst.dtype, why, eager_outputs=outputs(eager),
+                                      eager_problem=f"the reference is eager {inst.dtype} itself: {beyond}")
+            else:
+                reference.eager_errors = {n: rel_err(eager[n], r) for n, r in results.items()
+                                          if r is not None and eager.get(n) is not None and eager[n].shape == r.shape}
+                reference.eager_outputs = outputs(eager)
+    if mode == "fwdbwd":  # from the highest precision that ran, finite where the run's dtype overflows
         values = {**{f"input{i}": t for i, t in enumerate(inst.inputs)}, **inst.params()}
         reference.conditions = {"loss": loss_condition(inst.workload, results), **gradient_conditions(results, values)}
     return reference
+
+
+def not_finite_below(eager: dict[str, torch.Tensor], results: dict[str, torch.Tensor], dtype: str,
+                     ref_dtype: str) -> str:
+    """Where eager in the run's `dtype` has NaN or Inf and the `ref_dtype` reference is finite (random
+    weights whose activations grow past float32's 3.4e38), in one line ("" where nowhere): the
+    reference cannot judge a value the run's dtype cannot hold, and every stack would mismatch."""
+    counts = []
+    for name, ref in results.items():
+        got = eager.get(name)
+        if not (isinstance(got, torch.Tensor) and isinstance(ref, torch.Tensor)) or got.shape != ref.shape \
+                or not got.is_floating_point():
+            continue
+        n = int((~torch.isfinite(got) & torch.isfinite(ref.to(got.device))).sum())
+        if n:
+            counts.append(f"{name}: {elements_of(n, got.numel())}")
+    return f"{ref_dtype} is finite where {dtype} is not ({'; '.join(counts)})" if counts else ""
 
 
 def outputs(results: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -200,47 +229,6 @@ def highest_precision_results(inst: Instance, mode: str, failed: dict[str, str] 
                 raise ReferenceFailed(f"eager fails in every precision: {'; '.join(failures)}") from e
             continue
         return ref_dtype, results, "; ".join(failures)
-
-
-def loss_condition(wl: Workload, results: dict[str, torch.Tensor]) -> float:
-    """The loss's condition with respect to the outputs it reduces: how far it moves, relative to
-    itself, when each output is off by one relative unit independently, as rounding leaves them:
-    sqrt(sum (dL/do * o)^2) / |L| (the absolute figure where L is 0, as `rel_err` then is), from
-    the reference's outputs. A mean of cubes that nearly cancels is large; a mean square is
-    far under 1. 0 where the loss is not differentiable in its outputs."""
-    outs = [results[f"out{i}"] for i in range(len(results)) if f"out{i}" in results]
-    leaves = [o.detach().clone().requires_grad_(o.is_floating_point()) for o in outs]
-    floating = [leaf for leaf in leaves if leaf.requires_grad]
-    try:
-        with torch.enable_grad():
-            loss = wl.loss(tuple(leaves))
-            grads = torch.autograd.grad(loss, floating, allow_unused=True)
-    except Exception:  # a loss that is not differentiable in its outputs: no condition to add
-        return 0.0
-    terms = [(g.double() * o.detach().double()).square().sum() for g, o in zip(grads, floating) if g is not None]
-    spread = float(sum(terms)) ** 0.5 if terms else 0.0
-    size = abs(float(loss.detach()))
-    return spread / size if size > 0 else spread
-
-
-def gradient_conditions(results: dict[str, torch.Tensor], values: dict[str, torch.Tensor]) -> dict[str, float]:
-    """Each gradient's condition: |L| / (||dL/dv|| ||v||), the inverse of how far the loss moves,
-    relative to itself, when the value v it is the gradient of moves by one relative unit. A
-    gradient whose loss barely sees it (a conv bias before a train-mode BatchNorm, attention's key
-    bias: exactly zero in truth) has a huge condition: float32 noise in it is invisible to the loss,
-    and `numerics.allowed_error` allows the error the loss's own rounding hides. ||g|| counts as 1
-    where g is 0 (its error is then absolute, see `rel_err`), ||v|| as sqrt(numel) where v is 0
-    (a zero-initialized bias: a unit per element)."""
-    loss = abs(float(results["loss"])) if results.get("loss") is not None else 0.0
-    conditions = {}
-    for name, g in results.items():
-        value = values.get(name[len("grad:"):]) if name.startswith("grad:") else None
-        if g is None or value is None or loss == 0.0:
-            continue
-        g_norm = torch.linalg.vector_norm(g.detach().double()).item() or 1.0
-        v_norm = torch.linalg.vector_norm(value.detach().double()).item() or value.numel() ** 0.5
-        conditions[name] = loss / (g_norm * v_norm)
-    return conditions
 
 
 def twin_problem(wl: Workload, device: str, dtype: str | None) -> str:

@@ -150,10 +150,11 @@ def vacuous_lines(rows: list[Row]) -> list[str]:
         where = f"{w}/{m}, {_named(list(results))}"
         if (w, m) in empty:
             lines.append(f"{VACUOUS_MARK} a check that cannot fail ({where}; {', '.join(empty[w, m])}): every output "
-                         f"is exactly zero in the float64 reference and in the run, so nothing of the model was compared")
+                         f"is exactly zero (or NaN or Inf alike) in the reference and in the run, so nothing of the "
+                         f"model was compared")
         else:
-            lines.append(f"exactly zero in the float64 reference and in the run, checks that cannot fail ({where}); "
-                         f"the other results are compared")
+            lines.append(f"exactly zero (or NaN or Inf alike) in the reference and in the run, checks that cannot fail "
+                         f"({where}); the other results are compared")
     return lines
 
 

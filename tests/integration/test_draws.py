@@ -148,8 +148,10 @@ def test_a_cell_with_a_nan_on_another_draw_stays_a_mismatch(case):
     wl, reference, push = case
     row = _cell(case, Pushed(reference.inputs[0], push, nan_elsewhere=True))
     assert row.status == "mismatch"
-    assert row.notes["draws"] == {"verdict": "mismatch", "draws": DRAWS, "why": "draw 1: out0: NaN or Inf in the result"}
-    assert "over 5 input draws too: draw 1: out0: NaN or Inf in the result" in row.reason
+    draws = row.notes["draws"]
+    assert draws["verdict"] == "mismatch" and draws["draws"] == DRAWS
+    assert draws["why"].startswith("draw 1: out0: NaN or Inf in the result (")
+    assert f"over 5 input draws too: {draws['why']}" in row.reason
 
 
 def test_a_cell_that_keeps_no_step_or_has_no_time_left_is_not_judged_over_draws_and_says_why(case):

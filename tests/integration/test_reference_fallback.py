@@ -19,6 +19,7 @@ from irlens.matrix import Document, format_table
 from tests.support.cell_runs import run_in_process
 from irlens.matrix.references import Reference, ReferenceFailed, compute_reference, reference_in_worker
 from irlens.numerics import rel_err, tolerance
+from irlens.tolerance_ladder import ABOVE_ZERO
 from irlens.workloads.workload import Workload
 from tests.support.perturbed_eager import PerturbedEager
 
@@ -152,3 +153,95 @@ def test_a_gpu_graph_whose_float64_copy_runs_out_of_memory_gets_a_float32_refere
     assert reference.dtype == "float32" and reference.results["out0"].is_cuda
     assert reference.fallback.startswith("float64 failed: out of memory on cuda, and on the CPU: ")
     assert reference.eager_problem == "no precision above float32 ran"
+
+
+# --- a run's dtype that overflows where float64 does not ------------------------------------------
+
+class Overflows(torch.nn.Module):
+    """Its first four columns scaled twice by 1e30: about 1e60 in float64, past float32's 3.4e38
+    (+-inf) in float32; the other columns stay a plain tanh layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        y = torch.tanh(self.proj(x))
+        return torch.cat([y[:, :4] * 1e30 * 1e30, y[:, 4:]], dim=1)
+
+
+def _overflows() -> Workload:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return Workload.from_module("overflows", Overflows(), ((8, 16),))
+
+
+def test_an_overflow_only_the_runs_dtype_has_is_judged_against_eager_in_that_dtype():
+    wl = _overflows()
+    inst = wl.instantiate("tiny", "float32")
+    own, wide = inst.module(*inst.inputs), inst.cast("float64")
+    assert torch.isfinite(wide.module(*wide.inputs)).all()
+    overflowed = int((~torch.isfinite(own)).sum())
+    assert 0 < overflowed < own.numel()  # the finite rest is still compared
+    doc = irlens.compare(wl, backends=["eager", "inductor"], modes=["fwd", "fwdbwd"], isolate=False)
+    why = f"float64 is finite where float32 is not (out0: {overflowed} of {own.numel()} elements"
+    for row in doc["rows"]:
+        label = (row["backend"], row["mode"])
+        assert row["status"] == "ok", (label, row["reason"])
+        assert row["reference_dtype"] == "float32" and row["reference_fallback"].startswith(why), label
+        assert 0 <= row["per_result"]["out0"] <= row["per_result_allowed"]["out0"], label
+        if row["mode"] == "fwd":  # GraphNet's check against eager: an infinity equal to eager's passes
+            assert row["notes"]["graphnet_t"] <= 0, label
+    table = irlens.compare_table(doc)
+    assert f"judged against eager float32, not float64 (overflows/fwd): {why})" in table
+
+
+class Finite(PerturbedEager):
+    """Eager with its infinities replaced by float32's largest values: finite where eager overflowed."""
+
+    name, description = "finite", "eager with its infinities made finite"
+
+    def perturb(self, results: dict) -> None:
+        results["out0"] = torch.nan_to_num(results["out0"])
+
+
+def test_a_backend_finite_where_eager_overflowed_is_a_mismatch():
+    wl = _overflows()
+    reference = compute_reference(wl, "fwd", "cpu", "tiny", "float32")
+    assert reference.dtype == "float32" and reference.eager_errors is None
+    overflowed = int((~torch.isfinite(reference.results["out0"])).sum())
+    row = run_in_process(wl, Finite(), "fwd", "cpu", "tiny", "float32", reference)
+    assert row.status == "mismatch"
+    assert row.reason == (f"out0: finite values where the reference has NaN or Inf "
+                          f"({overflowed} of {reference.results['out0'].numel()} elements)")
+    assert row.notes["graphnet_t"] == ABOVE_ZERO  # GraphNet's check fails it too
+
+
+class NegativeVariance(torch.nn.Module):
+    """An eval-mode BatchNorm whose running variance is below zero in its first channels (as a drawn
+    one can be): NaN there in float64 as in float32."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(8))
+        self.register_buffer("var", torch.linspace(-1.0, 2.0, 8))
+
+    def forward(self, x):
+        return F.batch_norm(x, self.mean, self.var, training=False, eps=1e-5)
+
+
+def test_a_nan_in_float64_where_eager_has_it_too_is_the_same_value():
+    wl = Workload.from_module("negative_variance", NegativeVariance(), ((4, 8),))
+    reference = compute_reference(wl, "fwd", "cpu", "tiny", "float32")
+    nan = reference.results["out0"].isnan()
+    assert reference.dtype == "float64" and not reference.fallback and 0 < int(nan.sum()) < nan.numel()
+    own = reference.eager_outputs["out0"]
+    assert torch.equal(own.isnan(), nan)
+    finite = ~nan
+    expected = (torch.linalg.vector_norm(own[finite].double() - reference.results["out0"][finite])
+                / torch.linalg.vector_norm(reference.results["out0"][finite])).item()
+    assert reference.eager_errors["out0"] == pytest.approx(expected, rel=1e-12, abs=1e-300)
+    doc = irlens.compare(wl, backends=["eager", "inductor"], modes=["fwd"], isolate=False)
+    for row in doc["rows"]:
+        assert row["status"] == "ok" and row["reference_dtype"] == "float64", (row["backend"], row["reason"])
+        assert row["per_result"]["out0"] <= row["per_result_allowed"]["out0"]
