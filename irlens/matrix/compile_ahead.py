@@ -1,7 +1,7 @@
 """Compiling a bench's cells ahead of their timed runs, many at once.
 
-A timed cell has the GPU to itself (irlens.runtime.gpu_turns): another cell compiling beside it would
-disturb its kernels, so its compile waits for the timing and the timing for the compiles. Each
+A timed cell has the GPU to itself (irlens.runtime.gpu_turns) but for other cells' compiles, which
+are host work on their own cores; the fewer of them beside a timing, the steadier it reads. Each
 timed cell compiles too, but first every cell of the run is compiled and run once in `jobs`
 worker processes side by side, nothing timed and nothing checked: what that leaves are the
 compilers' persistent caches (irlens.compile_caches: Triton kernels and their autotuning, XLA
