@@ -789,3 +789,22 @@ def test_an_input_updated_in_place_binds_before_the_outputs():
     assert set(got) == set(want)
     for name in want:
         assert torch.allclose(got[name], want[name], rtol=1e-9, atol=1e-12), name
+
+
+def test_aten_copy_broadcasts_and_converts_its_source():
+    """aten.copy(self, src): src's values in self's dtype, broadcast to self's shape (Inductor's
+    post-grad graphs write a 0-d fill into a slice this way), mapped to convert + broadcast."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from irlens.core.interpret import interpret
+
+    def fill(x, v):
+        return torch.ops.aten.copy.default(x[:, :3], v) * 2
+
+    x, v = torch.randn(4, 5), torch.tensor(1.5, dtype=torch.float64)
+    gm = make_fx(fill)(x, v)
+    g = fx_to_graph(gm, name="fill", frontend="dynamo", stage="aten")
+    assert not [n for n in g.nodes if n.is_unknown]
+    assert {"convert", "broadcast"} <= set(g.op_counts())
+    (got,) = interpret(g, [x.double(), v])
+    torch.testing.assert_close(got, fill(x, v).double())

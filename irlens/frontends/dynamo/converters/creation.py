@@ -49,7 +49,7 @@ def _copy_into(c: Call, src: Any) -> list[Node]:
         value = nodes[-1].outputs[0].name
     rank = len(out.shape)
     dims = list(range(rank - len(meta.shape), rank))
-    return nodes + [c.emit("broadcast", [value], {"shape": list(out.shape), "broadcast_dims": dims}, op="broadcast")]
+    return nodes + [c.emit("broadcast", [value], {"shape": list(out.shape), "broadcast_dims": dims})]
 
 
 _FILL_VALUES = {"ones": 1, "ones_like": 1, "new_ones": 1, "zeros": 0, "zeros_like": 0, "new_zeros": 0, "zero": 0,
