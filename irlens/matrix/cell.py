@@ -27,7 +27,7 @@ from irlens.frontends import FRONTENDS, get_frontend
 from irlens.frontends.base import NoProgram, Program, Unavailable
 from irlens.frontends.bindings import program_for
 from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu
-from irlens.core.ir import Graph, Kernel, jsonable
+from irlens.core.ir import Graph, Kernel, Node, jsonable
 from irlens.backends.lowering import LEVEL
 from irlens.matrix.backend_run import BackendRun, drop_compiled_code, run_backend, run_compiled
 from irlens.matrix.draws import cell_time_used, judge_over_draws, rejudged
@@ -287,7 +287,14 @@ def kernel_coverage(kernels: list[Kernel], graphs: list[Graph]) -> Coverage:
     return Coverage(compute_nodes=len(explained),
                     uncovered=[n for n in explained if not covered[n]],
                     duplicates=sorted(n for n, c in covered.items() if c > 1),
-                    unknown=[f"{stage}:{n.id} ({n.native or n.op})" for stage, n in nodes if n.is_unknown])
+                    unknown=[f"{stage}:{n.id} ({unknown_name(n)})" for stage, n in nodes if n.is_unknown])
+
+
+def unknown_name(node: Node) -> str:
+    """What an unknown node is called where unknown ops are counted: its native op, and for a
+    custom call (XLA's) its target: "custom-call" alone would name every library call the same."""
+    native = node.native or node.op
+    return f"{native} {node.attrs['target']}" if node.attrs.get("target") else native
 
 
 def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: str | None,

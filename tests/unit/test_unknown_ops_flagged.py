@@ -33,6 +33,14 @@ def test_an_unknown_node_no_kernel_covers_is_uncovered():
     assert cov.uncovered == [] and len(cov.unknown) == 1
 
 
+def test_an_unknown_custom_call_is_counted_by_its_target():
+    call = Node("cc", "unknown:custom-call", ["x"], [_t("cc", 4, 8)], {"reason": "custom call __cudnn$fmha: no canonical op",
+                                                                  "target": "__cudnn$fmha"}, native="custom-call")
+    g = Graph("w", "jax", "xla.hlo", "primitive", [_t("x", 4, 8)], [call], ["cc"])
+    kernels = [Kernel("xla", "cc", "library", ["cc"], "xla.hlo")]
+    assert kernel_coverage(kernels, [g]).unknown == ["xla.hlo:cc (custom-call __cudnn$fmha)"]
+
+
 def _row() -> Row:
     g = graph()
     kernels = [Kernel("inductor", "k0", "fused", ["mul", "exp"], "aot.forward")]
