@@ -269,7 +269,8 @@ class InProcessRunner:
 
 
 class IsolatedRunner:
-    """Runs cells in a pool of worker processes (irlens.runtime.pool): one per thread, serving consecutive
+    """Runs cells in a pool of worker processes (irlens.runtime.pool): one per thread, each on its own
+    share of the cores (a timing never shares a core with another cell's compile), serving consecutive
     cells of one backend (a cross grid: of one acquiring frontend), started again after a crash, a hang or
     an error out of the cell's entry (its own failures are rows). A cell's waits for turns on the device
     do not count against its timeout (irlens.runtime.call_progress), up to `max_wait_s(timeout)`."""
@@ -278,7 +279,7 @@ class IsolatedRunner:
                  jobs: int = 1, deadline: float | None = None):
         self.plan, self.refs, self.timeout, self.timing_lock = plan, refs, timeout, timing_lock
         self.jobs, self.deadline = jobs, deadline
-        self.pool = WorkerPool(jobs, WORKER_PRELOAD, turns=timing_lock, threads=threads)
+        self.pool = WorkerPool(jobs, WORKER_PRELOAD, turns=timing_lock, threads=threads, pinned=True)
 
     def run(self, cell: CellSpec) -> Row:
         p = self.plan

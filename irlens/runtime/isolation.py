@@ -105,14 +105,17 @@ class CallFailed(RuntimeError):
 
 class Worker:
     def __init__(self, preload: tuple[str, ...] = (), env: dict[str, str] | None = None, turns: str | None = None,
-                 threads: int | None = None, log: str | os.PathLike | None = None):
+                 threads: int | None = None, log: str | os.PathLike | None = None, cpus: list[int] | None = None):
         """`turns`: the device turns' lock (irlens.runtime.gpu_turns): the worker imports its preload
         sharing the device, so that no timing in another worker runs beside its start.
         `threads`: its thread pools' size, where the environment sets none (`thread_env`).
-        `log`: a file its stderr (and what it prints) is appended to and kept, else a temporary one."""
+        `log`: a file its stderr (and what it prints) is appended to and kept, else a temporary one.
+        `cpus`: the cores it and the processes it starts keep to (`cpu_slice`); None: any."""
         self._stderr = open(log, "a+b") if log is not None else tempfile.TemporaryFile()
         env = dict(env if env is not None else worker_env())
         env.update(thread_env(threads, env))
+        if cpus:
+            env[CPUS_ENV] = ",".join(map(str, cpus))
         if turns:
             env[TURNS_ENV] = turns
         # beside the turns' lock: in the run's folder
@@ -261,6 +264,7 @@ def cpu_cores() -> int:
 
 THREAD_COUNTS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # torch reads both; MKL's wins where both are set
 COMPILE_THREADS = "TORCHINDUCTOR_COMPILE_THREADS"
+CPUS_ENV = "IRLENS_CPUS"  # the cores a worker keeps to (`cpu_slice`)
 
 
 def thread_env(threads: int | None, env: dict[str, str]) -> dict[str, str]:
@@ -273,6 +277,18 @@ def thread_env(threads: int | None, env: dict[str, str]) -> dict[str, str]:
         return {}
     counts = {} if any(k in env for k in THREAD_COUNTS) else {k: str(threads) for k in THREAD_COUNTS}
     return counts if COMPILE_THREADS in env else {**counts, COMPILE_THREADS: str(threads)}
+
+
+def cpu_slice(index: int, count: int) -> list[int]:
+    """Slice `index` of `count` near-equal slices of the cores this process may run on (its
+    affinity mask; slices wrap around where there are more slices than cores): the cores of one
+    of `count` workers, so that a timing in one never shares a core with another's compile."""
+    cores = sorted(os.sched_getaffinity(0))
+    count = min(count, len(cores))
+    index %= count
+    size, extra = divmod(len(cores), count)
+    start = index * size + min(index, extra)
+    return cores[start:start + size + (index < extra)]
 
 
 def worker_threads(workers: int) -> int:
@@ -335,6 +351,8 @@ def exit_when_orphaned(parent: int) -> None:
 
 
 def serve(preload: list[str]) -> None:
+    if os.environ.get(CPUS_ENV):  # first: every thread and process it starts keeps to these cores
+        os.sched_setaffinity(0, {int(c) for c in os.environ[CPUS_ENV].split(",")})
     threading.Thread(target=exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

@@ -23,15 +23,17 @@ from __future__ import annotations
 import os
 import threading
 
-from irlens.runtime.isolation import CallFailed, Worker, worker_env
+from irlens.runtime.isolation import CallFailed, Worker, cpu_slice, worker_env
 
 
 class WorkerPool:
     def __init__(self, slots: int, preload: tuple[str, ...] = (), turns: str | None = None,
-                 threads: int | None = None, log: str | os.PathLike | None = None, spare: bool = False):
+                 threads: int | None = None, log: str | os.PathLike | None = None, spare: bool = False,
+                 pinned: bool = False):
         """`slots` workers at most; `preload`, `turns`, `threads` and `log` as Worker's, for each of
-        them; with `spare`, a slot's worker that replaced another has the next one starting beside it."""
-        self.preload, self.turns, self.threads, self.log = preload, turns, threads, log
+        them; with `spare`, a slot's worker that replaced another has the next one starting beside it;
+        `pinned`: each slot's workers keep to that slot's share of the cores (`cpu_slice`)."""
+        self.preload, self.turns, self.threads, self.log, self.pinned = preload, turns, threads, log, pinned
         self._slots: list[tuple[object, Worker] | None] = [None] * max(1, slots)
         self._spares: list[tuple[object, Worker] | None] | None = [None] * len(self._slots) if spare else None
         self._started = [0] * len(self._slots)  # the workers each slot started
@@ -78,7 +80,7 @@ class WorkerPool:
             return current[1]
         if current is not None:
             self._drop(slot, current[1])
-        worker = self._spare(slot, key) or self._start(env)
+        worker = self._spare(slot, key) or self._start(env, slot)
         with self._lock:
             self._slots[slot] = (key, worker)
             replaced, self._started[slot] = self._started[slot] > 0, self._started[slot] + 1
@@ -87,12 +89,13 @@ class WorkerPool:
             self._drop(slot, worker)
             raise CallFailed("the worker pool was closed")
         if replaced and self._spares is not None:
-            self._keep_spare(slot, key, self._start(env))
+            self._keep_spare(slot, key, self._start(env, slot))
         return worker
 
-    def _start(self, env: dict[str, str] | None) -> Worker:
+    def _start(self, env: dict[str, str] | None, slot: int) -> Worker:
         return Worker(preload=self.preload, env={**worker_env(), **(env or {})}, turns=self.turns,
-                      threads=self.threads, log=self.log)
+                      threads=self.threads, log=self.log,
+                      cpus=cpu_slice(slot, len(self._slots)) if self.pinned else None)
 
     def _spare(self, slot: int, key) -> Worker | None:
         """The slot's spare if it serves `key` and lives (closed otherwise); None without one."""

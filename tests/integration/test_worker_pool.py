@@ -33,6 +33,9 @@ def fail():
 
 def say(text):
     print(text)
+
+def cores():
+    return sorted(os.sched_getaffinity(0))
 """
 
 
@@ -186,3 +189,16 @@ def test_a_pools_workers_append_what_they_print_to_its_log(entries, tmp_path):
         pool.call("entries:say", {"text": "from the second worker"}, 60, fresh=True)
     text = log.read_text()
     assert text.index("from the first worker") < text.index("from the second worker")
+
+
+def test_a_pinned_pools_slots_keep_to_their_own_cores(entries):
+    """Each slot's worker keeps to its share of the cores (a timing in one never shares a core with
+    another's compile); an unpinned pool's worker may run on any."""
+    cores = sorted(os.sched_getaffinity(0))
+    with WorkerPool(2, pinned=True) as pool:
+        got = [set(pool.call("entries:cores", {}, 60, slot=slot)) for slot in (0, 1)]
+    if len(cores) > 1:
+        assert got[0] and got[1] and not got[0] & got[1]
+    assert got[0] | got[1] == set(cores)
+    with WorkerPool(1) as pool:
+        assert pool.call("entries:cores", {}, 60) == cores
