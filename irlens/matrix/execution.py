@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from irlens import precision
+from irlens.runtime.gpu_turns import COMPILES_SHARE_ENV
 from irlens.runtime.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, worker_threads
 from irlens.runtime.pool import WorkerPool
 from irlens.matrix.cell import new_row, out_of_memory, refused_natively, run_cell
@@ -295,6 +296,11 @@ class IsolatedRunner:
             row.notes["gpu_alone"] = "ran out of device memory beside other cells; run again alone"
         return row
 
+    def worker_env(self, cell: CellSpec) -> dict[str, str]:
+        """The backend's environment; a bench's (device-timed) compiles keep their share of the GPU."""
+        env = self.plan.backends[cell.backend].worker_env()
+        return {**env, COMPILES_SHARE_ENV: "1"} if self.plan.device_timing else env
+
     def max_wait_s(self, timeout: float) -> float:
         """How long a cell starting now with `timeout` may wait for turns without it counting: one
         timeout per other worker sharing the device (the other cells', the references'), whose turns
@@ -314,7 +320,7 @@ class IsolatedRunner:
         try:
             return Row.from_record(self.pool.call(ENTRY, kwargs, timeout, self.max_wait_s(timeout),
                                                   key=worker_key(self.plan, cell),
-                                                  env=self.plan.backends[cell.backend].worker_env(),
+                                                  env=self.worker_env(cell),
                                                   fresh=fresh, close_after=close_after))
         except CallFailed as e:
             # a cell's own failures come back as rows: what escaped it broke the worker's state (the pool

@@ -4,9 +4,10 @@ Cells in several worker processes share the device while they compute references
 run and check numerics; a timing has it alone, or other cells' kernels would slow its kernels
 down (on a GPU), or their threads take its cores (on the CPU: the float64 references beside a
 timed step once read 31,986 µs for a 52 µs step). On a GPU a compile steps aside (`stepped_aside`):
-it is host work, on its worker's share of the cores, beside which a timing may run; were it
-shared, every timing would wait for the longest compile under way (a minute or two for Thunder on
-real models), and a run of many cells would compile little more than one at a time. A readers-writer lock over files: sharers hold `path` with
+it is host work, on its worker's own cores, beside which a timing may run; were it shared, every
+timing would wait for the longest compile under way (a minute or two for Thunder on real
+models), and a run of many cells would compile little more than one at a time. A bench, whose
+device timings are its point and whose cells compile ahead, keeps its compiles shared. A readers-writer lock over files: sharers hold `path` with
 LOCK_SH, a timing with LOCK_EX. A timing that waits holds `path.turnstile`, which every new
 sharer passes through, so that sharers arriving later wait behind it (a waiting timing is never
 starved). Locks die with their process. Without a path (one process does everything) every
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 from typing import Any
 
 from irlens.runtime.call_progress import waiting
@@ -28,6 +30,8 @@ def current_turn() -> str | None:
     """This process's hold on the GPU: "shared", "alone", or None."""
     return _GPU_TURN[0] if _GPU_TURN else None
 
+
+COMPILES_SHARE_ENV = "IRLENS_COMPILES_SHARE"  # set: a compile keeps its share (`stepped_aside` does nothing)
 
 SHARE = "its turn to share the device"
 ALONE = "the device to itself"
@@ -63,10 +67,11 @@ def sharing_gpu(path: str | None):
 def stepped_aside():
     """Hold no turn for the block: a compile's work on the host (tracing, code generation, and the
     first call's kernels, a moment), which a timing elsewhere may run beside; then share again
-    (behind a waiting timing). For a GPU's turns only: on the CPU a compile takes a timing's cores."""
+    (behind a waiting timing). For a GPU's turns only: on the CPU a compile takes a timing's cores.
+    A worker whose environment sets COMPILES_SHARE_ENV keeps sharing (a bench's device timings)."""
     global _GPU_TURN
 
-    if _GPU_TURN is None or _GPU_TURN[0] != "shared":
+    if _GPU_TURN is None or _GPU_TURN[0] != "shared" or os.environ.get(COMPILES_SHARE_ENV):
         yield
         return
     held = _GPU_TURN

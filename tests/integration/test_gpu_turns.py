@@ -1,12 +1,14 @@
 """Taking turns on one GPU between worker processes (irlens.runtime.gpu_turns.sharing_gpu / gpu_alone):
 sharers overlap, a timing has it alone, and sharers that arrive while a timing waits go after it."""
 import multiprocessing as mp
+import os
 import time
 
-from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu, stepped_aside
+from irlens.runtime.gpu_turns import COMPILES_SHARE_ENV, gpu_alone, sharing_gpu, stepped_aside
 
 
-def _hold(path: str, kind: str, delay: float, hold: float, log, t0: float) -> None:
+def _hold(path: str, kind: str, delay: float, hold: float, log, t0: float, env: dict | None = None) -> None:
+    os.environ.update(env or {})
     time.sleep(max(0.0, t0 + delay - time.time()))
     if kind == "share-compile-aside":  # a cell that compiles, holding no turn, in the middle of its share
         with sharing_gpu(path):
@@ -29,10 +31,11 @@ def _hold(path: str, kind: str, delay: float, hold: float, log, t0: float) -> No
         log.put((kind, start - t0, time.time() - t0))
 
 
-def _run(path: str, plan: list[tuple[str, float, float]], messages: int | None = None) -> list[tuple[str, float, float]]:
+def _run(path: str, plan: list[tuple[str, float, float]], messages: int | None = None,
+         env: dict | None = None) -> list[tuple[str, float, float]]:
     ctx = mp.get_context("spawn")
     log, t0 = ctx.Queue(), time.time() + 2.0  # time for the spawned interpreters to start
-    procs = [ctx.Process(target=_hold, args=(path, kind, delay, hold, log, t0)) for kind, delay, hold in plan]
+    procs = [ctx.Process(target=_hold, args=(path, kind, delay, hold, log, t0, env)) for kind, delay, hold in plan]
     for p in procs:
         p.start()
     out = [log.get(timeout=30) for _ in range(messages or len(procs))]
@@ -72,6 +75,16 @@ def test_a_timing_runs_beside_a_compile_and_the_compiler_shares_again_after_it(t
                                                                            "shared again"))
     assert _overlap(compile_, alone) and alone[1] < 0.3 + 0.5
     assert again[1] >= alone[2]  # sharing again waits for the timing to end
+
+
+def test_a_benchs_compile_keeps_its_share(tmp_path):
+    """Where the workers' environment says compiles share (a bench's device timings), a timing
+    waits for the compile."""
+    lock = str(tmp_path / "gpu.lock")
+    runs = _run(lock, [("share-compile-aside", 0.0, 1.0), ("alone", 0.3, 0.3)], messages=3,
+                env={COMPILES_SHARE_ENV: "1"})
+    compile_, alone = (next(r for r in runs if r[0] == k) for k in ("share-compile-aside", "alone"))
+    assert not _overlap(compile_, alone) and alone[1] >= compile_[2]
 
 
 def _measure_in_share(path: str, delay: float, log, t0: float) -> None:
