@@ -263,20 +263,16 @@ def cpu_cores() -> int:
 
 
 THREAD_COUNTS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # torch reads both; MKL's wins where both are set
-COMPILE_THREADS = "TORCHINDUCTOR_COMPILE_THREADS"
 CPUS_ENV = "IRLENS_CPUS"  # the cores a worker keeps to (`cpu_slice`)
 
 
 def thread_env(threads: int | None, env: dict[str, str]) -> dict[str, str]:
     """The thread counts a worker gets: `threads` for OpenMP (torch's intra-op pool and the
-    loops Inductor generates) and MKL, unless `env` (the user) sets either, and for Inductor's
-    parallel compile (its own pool of one process per core otherwise: several workers compiling
-    at once would each take every core, a timing's too), unless set. XLA's pool follows the
-    affinity mask."""
-    if threads is None:
+    loops Inductor generates) and MKL, unless `env` (the user) sets either. XLA's pool and
+    Inductor's parallel compile follow the affinity mask (a pinned worker's: `cpu_slice`)."""
+    if threads is None or any(k in env for k in THREAD_COUNTS):
         return {}
-    counts = {} if any(k in env for k in THREAD_COUNTS) else {k: str(threads) for k in THREAD_COUNTS}
-    return counts if COMPILE_THREADS in env else {**counts, COMPILE_THREADS: str(threads)}
+    return {k: str(threads) for k in THREAD_COUNTS}
 
 
 def cpu_slice(index: int, count: int) -> list[int]:

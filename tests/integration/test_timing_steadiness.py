@@ -50,10 +50,8 @@ def test_cpu_cores_follow_a_containers_quota(monkeypatch, tmp_path):
     assert cpu_cores() == len(isolation.os.sched_getaffinity(0))
     quota.write_text("100000 100000\n")
     assert cpu_cores() == 1
-    assert thread_env(1, {}) == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}
-    # the user's own counts stay
-    assert thread_env(1, {"MKL_NUM_THREADS": "4"}) == {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
-    assert thread_env(2, {"TORCHINDUCTOR_COMPILE_THREADS": "8"}) == {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    assert thread_env(1, {}) == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    assert thread_env(1, {"MKL_NUM_THREADS": "4"}) == {}  # the user's own count stays
 
 
 def test_spread_is_the_interquartile_range_over_the_median():
