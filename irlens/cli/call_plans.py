@@ -69,12 +69,14 @@ def plan_calls(command: str, cells, docs: list, limit_s: float, jobs: int, timeo
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("call-*.cells"):  # an earlier plan's lists: a call this plan has not would run them again
         stale.unlink()
-    sources = {s: sum(c.source == s for c in costs.values()) for s in ("recorded", "timed out", "default")}
+    sources = {s: sum(c.source == s for c in costs.values()) for s in ("recorded", "timed out", "its backend's", "default")}
+    alike = sources["its backend's"]
     print(f"irlens {command} --plan-calls {limit_s:g}: {plural(len(costs), 'cell')} in {plural(len(plan.calls), 'call')}, "
           f"{jobs} at once in each; of each call's {limit_s:g} s, {plan.usable_s:.0f} s for its cells ({MARGIN:.0%} margin, "
           f"{CALL_START_S:.0f} s to start)")
     print(f"estimates ({CELL_OVERHEAD_S:.0f} s a cell beside its compile and steps): {sources['recorded']} from "
-          f"earlier rows, {sources['timed out']} timed out before (at least that), {sources['default']} defaults "
+          f"earlier rows, {sources['timed out']} timed out before (at least that), {alike} from "
+          f"their backend's recorded cells (upper quartile), {sources['default']} defaults "
           f"(no row of theirs); {sum(c.times_out for c in costs.values())} will time out "
           f"(over --timeout {timeout_s:g} s)")
     commands = []
@@ -88,7 +90,8 @@ def plan_calls(command: str, cells, docs: list, limit_s: float, jobs: int, timeo
         print(f"\n{name}: about {call.estimate_s:.0f} s, {plural(len(call.cells), 'cell')} -> {path}{warn}")
         for c in sorted(call.cells, key=lambda c: (-costs[c].seconds, c)):
             cost = costs[c]
-            note = {"timed out": "  (timed out before)", "default": "  (default)"}.get(cost.source, "")
+            note = {"timed out": "  (timed out before)", "its backend's": "  (its backend's)",
+                    "default": "  (default)"}.get(cost.source, "")
             print(f"  {cost.seconds:6.0f} s  {' '.join(c)}{note}{'  (will time out)' if cost.times_out else ''}")
         commands.append(["irlens", command, "--cells", str(path), *run_options, "--out", str(out / name),
                          "--json", str(out / f"{name}.json")])

@@ -46,7 +46,9 @@ _TIMED_OUT = re.compile(r"timed out after (\d+(?:\.\d+)?) s")
 @dataclass(frozen=True)
 class Cost:
     seconds: float  # what the cell takes in a call, its overhead included
-    source: str  # "recorded" | "timed out" (it took at least its timeout) | "default" (no row of it said)
+    # "recorded" | "timed out" (it took at least its timeout) | "its backend's" (no row of it said: its
+    # backend's and mode's recorded cells) | "default" (no row of it or of enough of its backend's cells)
+    source: str
     times_out: bool = False  # longer than the run's per-cell timeout, or timed out at one as long before
 
 
@@ -80,20 +82,40 @@ def default_seconds(backend: str, mode: str) -> float:
     return DEFAULT_S.get(backend, OTHER_BACKEND_S)[mode]
 
 
+# rows of a backend and mode that make its recorded times the estimate of its cells no row holds
+LIKE_ITS_BACKEND_MIN = 5
+LIKE_ITS_BACKEND_QUANTILE = 0.75  # as DEFAULT_S: a cell more often shorter than its estimate than longer
+
+
+def backend_seconds(known: dict[Cell, tuple[float, str]]) -> dict[tuple[str, str], float]:
+    """(backend, mode) -> the upper quartile of the seconds its recorded cells took, where at least
+    LIKE_ITS_BACKEND_MIN of them ran: the machine's and the corpus's own figure, for its other cells."""
+    by_backend: dict[tuple[str, str], list[float]] = {}
+    for (_, mode, backend), (seconds, source) in known.items():
+        if source == "recorded":
+            by_backend.setdefault((backend, mode), []).append(seconds)
+    return {k: sorted(v)[min(len(v) - 1, int(LIKE_ITS_BACKEND_QUANTILE * len(v)))]
+            for k, v in by_backend.items() if len(v) >= LIKE_ITS_BACKEND_MIN}
+
+
 def estimate_costs(cells: Iterable[Cell], rows: Iterable[Row], timeout_s: float | None = None,
                    key: Callable[[str], str] = lambda name: name) -> dict[Cell, Cost]:
     """Each cell's cost: the longest any row of it says (`key` maps a row's workload to the cells'
-    name for it), else the backend's default, plus CELL_OVERHEAD_S; at most `timeout_s` (the run's
-    per-cell timeout: the cell stops there), all of it for one that timed out before."""
+    name for it), else what the rows say of its backend and mode (`backend_seconds`), else the
+    backend's default, plus CELL_OVERHEAD_S; at most `timeout_s` (the run's per-cell timeout: the
+    cell stops there), all of it for one that timed out before."""
     known: dict[Cell, tuple[float, str]] = {}
     for r in rows:
         said = row_seconds(r)
         cell = (key(r.workload), r.mode, r.backend)
         if said is not None and (cell not in known or said[0] > known[cell][0]):
             known[cell] = said
+    alike = backend_seconds(known)
     costs = {}
     for cell in cells:
-        seconds, source = known.get(cell) or (default_seconds(cell[2], cell[1]), "default")
+        like = alike.get((cell[2], cell[1]))
+        seconds, source = known.get(cell) or ((like, "its backend's") if like is not None else
+                                             (default_seconds(cell[2], cell[1]), "default"))
         times_out = False
         if timeout_s is not None:
             times_out = seconds >= timeout_s if source == "timed out" else seconds > timeout_s

@@ -130,3 +130,17 @@ def test_costs_come_from_the_rows_that_ran_timed_out_or_a_default():
     keyed = estimate_costs([("s", "fwd", "inductor")], [Row("/x/samples/s", "fwd", "inductor", status="ok",
                                                             compile_s=7.0, run_us=0.0)], key=lambda w: w.rsplit("/")[-1])
     assert keyed[("s", "fwd", "inductor")] == Cost(7.0 + CELL_OVERHEAD_S, "recorded")
+
+
+def test_a_cell_no_row_holds_costs_what_its_backends_recorded_cells_took():
+    """Enough recorded cells of a backend and mode: their upper quartile for its other cells (the
+    machine's and the corpus's own figure); too few, or another mode: the default."""
+    rows = [Row(f"m{i}", "fwd", "nvfuser", status="ok", compile_s=float(s), run_us=0.0)
+            for i, s in enumerate((40, 50, 60, 70, 80, 130))]
+    rows += [Row(f"m{i}", "fwd", "xla", status="ok", compile_s=5.0, run_us=0.0) for i in range(4)]
+    cells = [("new", "fwd", "nvfuser"), ("new", "fwdbwd", "nvfuser"), ("new", "fwd", "xla"), ("m0", "fwd", "nvfuser")]
+    costs = estimate_costs(cells, rows)
+    assert costs[cells[0]] == Cost(80.0 + CELL_OVERHEAD_S, "its backend's")
+    assert costs[cells[1]] == Cost(default_seconds("nvfuser", "fwdbwd") + CELL_OVERHEAD_S, "default")
+    assert costs[cells[2]].source == "default"  # 4 xla rows: too few to speak for the others
+    assert costs[cells[3]] == Cost(40.0 + CELL_OVERHEAD_S, "recorded")
