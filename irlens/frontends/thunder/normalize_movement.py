@@ -258,8 +258,8 @@ def _basic_setitem(c: Call, a, keys: list, value) -> list[Spec]:
     out, dtype = c.outs[0], dtype_name(a.dtype)
     src = Derived(f"{out.name}_src")
     if is_number(value):
-        if plain(value) is None or isinstance(plain(value), complex) and not dtype.startswith("complex"):
-            raise Unmapped(f"copy_with_setitem: a value {value!r} (symbolic, or complex into a real tensor)")
+        if isinstance(plain(value), complex) and not dtype.startswith("complex"):  # a symbolic one: plain raises
+            raise Unmapped(f"copy_with_setitem: a complex value {value!r} into a real tensor")
         specs = [Spec("full", [], {"shape": kept, "value": plain(value), "dtype": dtype}, [src])]
     elif is_tensor(value):
         specs, v = [], value
