@@ -16,7 +16,9 @@ import torch.nn.functional as F
 
 from irlens.frontends import get_frontend
 from irlens.core.interpret import interpret
+from irlens.core.ir import Graph, Node, TensorMeta
 from irlens.frontends.thunder import ops as thunder_ops, trace as thunder_trace
+from tests.support.output_metadata import assert_outputs_inferred
 from tests.support.slow_cases import marked_slow
 
 pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reason="lightning-thunder not importable")
@@ -65,6 +67,7 @@ def inputs() -> dict[str, torch.Tensor]:
         "buf": unit(4, 5), "lsm": torch.log_softmax(torch.randn(4, 5, generator=g), 1),
         "k4": torch.randn(1, 2, 4, 3, generator=g), "v4": torch.randn(1, 2, 4, 3, generator=g),
         "cs": torch.complex(torch.randn(4, 5, generator=g), torch.randn(4, 5, generator=g)),  # real/imag's input
+        "eps0": torch.tensor(0.3), "d0": torch.tensor(0.25, dtype=torch.float64),  # hyperparameters as 0-d tensors
     }
 
 
@@ -257,6 +260,18 @@ def _torch_samples():
     }
 
 
+# A 0-d tensor's `.item()` (a number known only when the program runs) used as an operand and as
+# what would be an attribute (eps, scale, p): two symbols a call. Operands: a float with float32
+# (a float64 one included: no promotion), an int with int64. (Thunder traces no int number with a
+# float tensor: test_a_0d_value_promotes_as_a_python_number has that pair.)
+def _number_samples():
+    return {"prims.item": [
+        lambda t: t.x + t.eps0.item(), lambda t: t.x * t.d0.item(), lambda t: t.i * t.r0.item(),
+        lambda t: F.layer_norm(t.s, (5,), t.fw, t.fb, eps=t.eps0.item()),
+        lambda t: F.scaled_dot_product_attention(t.q, t.k, t.vv, scale=t.eps0.item()),
+        lambda t: F.dropout(t.s, t.eps0.item(), training=False)]}
+
+
 # Calls with an argument the entry cannot carry: never that entry's op at the top level.
 def _unmappable_samples():
     return {
@@ -274,7 +289,7 @@ GPU_ONLY = {k for k in thunder_ops.TABLE if k.startswith(("sdpaex_", "sdpafx_"))
 def samples(family: str) -> dict:
     """key -> calls; a trace-only family's calls are (call, torch reference) pairs."""
     return {"prims": _prim_samples, "torch": _torch_samples, "unchecked": _unchecked_prim_samples,
-            "unmappable": _unmappable_samples, "trace_only": _trace_only_samples}[family]()
+            "unmappable": _unmappable_samples, "trace_only": _trace_only_samples, "numbers": _number_samples}[family]()
 
 
 def _call(sample):
@@ -355,7 +370,7 @@ def test_every_primitive_is_mapped_bookkeeping_or_unmapped_with_a_reason():
 
 
 def test_every_table_entry_is_walked():
-    walked = {key for family in ("prims", "torch", "unchecked", "trace_only") for key in samples(family)}
+    walked = {key for family in ("prims", "torch", "unchecked", "trace_only", "numbers") for key in samples(family)}
     assert set(thunder_ops.TABLE) - GPU_ONLY <= walked, sorted(set(thunder_ops.TABLE) - GPU_ONLY - walked)
     assert walked <= set(thunder_ops.TABLE), sorted(walked - set(thunder_ops.TABLE))
 
@@ -375,7 +390,7 @@ def test_each_call_becomes_its_entrys_op(family):
 
 @pytest.mark.parametrize("level", ["composite", "primitive"])
 @pytest.mark.parametrize("which", [0, -1])
-@pytest.mark.parametrize("family", marked_slow(["prims", "torch", "unmappable", "trace_only"], {"prims"}))
+@pytest.mark.parametrize("family", marked_slow(["prims", "torch", "unmappable", "trace_only", "numbers"], {"prims"}))
 def test_the_interpreter_reproduces_every_call(family, which, level):
     _, _, traces = traced(family)
     graph = thunder_trace.trace_to_graph(traces[which], name=family, stage=f"trace[{which}]", level=level)
@@ -390,6 +405,44 @@ def test_the_interpreter_reproduces_every_call(family, which, level):
             assert torch.allclose(g, w.double(), rtol=1e-9, atol=1e-12, equal_nan=True), (label, (g - w).abs().max())
         else:
             assert torch.equal(g, w), label
+
+
+@pytest.mark.parametrize("which", [0, -1])
+def test_a_symbolic_number_is_a_value_of_the_graph_never_an_attribute(which):
+    """`.item()` is a 0-d value named as Thunder's number, which the ops after it take as an input;
+    layer_norm's eps, sdpa's scale and dropout's p, numbers known only when the program runs, are
+    no attribute: those calls are Thunder's decompositions, the number one of their inputs. Every
+    node records the shapes and dtypes its op's rule infers (torch's promotion of the 0-d value)."""
+    _, _, traces = traced("numbers")
+    graph = thunder_trace.trace_to_graph(traces[which], name="numbers", stage=f"trace[{which}]")
+    items = [n for n in graph.nodes if n.native == "prims.item"]
+    assert items and all(n.op == "reshape" and n.outputs[0].shape == () for n in items), items
+    readers = {n.op for n in graph.nodes if {i.id for i in items} & set(n.inputs)}
+    assert {"add", "mul", "pow"} <= readers, readers  # operands, layer_norm's eps + var, sdpa's sqrt(scale)
+    whole = [n for n in graph.nodes if n.op in ("layer_norm", "sdpa", "dropout") and not n.scope]
+    assert not whole, whole  # (sdpa's decomposition has a dropout of its own, p a constant 0.0)
+    assert_outputs_inferred(graph)
+
+
+@pytest.mark.parametrize("tensor, number", [
+    (torch.float32, 0.3), (torch.float32, torch.tensor(0.3, dtype=torch.float64).item()), (torch.float32, 3),
+    (torch.int32, 3), (torch.int64, 3), (torch.int64, 2.5), (torch.bool, 3), (torch.bool, 2.5)])
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_a_0d_value_promotes_as_a_python_number(tensor, number, op):
+    """The common view's 0-d value (what `.item()` becomes) meeting a tensor of dims gives, in the
+    interpreter, torch's result with the Python number, in float64: no promotion within a category
+    (an int32 tensor stays int32), a category above the tensor's lifts it (int with float: float)."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(4, 5, generator=g) * 4).to(tensor)
+    zero_d = {bool: torch.bool, int: torch.int64, float: torch.float64}[type(number)]
+    graph = Graph("promote", "thunder", "t", "composite", [TensorMeta("x", (4, 5), str(tensor).removeprefix("torch.")),
+                                                         TensorMeta("n", (), str(zero_d).removeprefix("torch."))],
+                  [Node("y", op, ["x", "n"], [TensorMeta("y", (4, 5), "float64")])], ["y"])
+    x64 = x.double() if x.is_floating_point() else x
+    (got,) = interpret(graph, [x64, torch.tensor(number, dtype=zero_d)])
+    want = getattr(torch, op)(x64, number)
+    want = want.double() if want.is_floating_point() else want
+    assert got.dtype == want.dtype and torch.equal(got, want), (got.dtype, want.dtype)
 
 
 def _position(name: str) -> int:

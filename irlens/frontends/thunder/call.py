@@ -8,7 +8,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
-from irlens.core.ir import Arg, TensorMeta, canonical_dtype
+from irlens.core.ir import UNKNOWN_PREFIX, Arg, TensorMeta, canonical_dtype
 
 
 class Unmapped(Exception):
@@ -155,10 +155,15 @@ def tensor_meta(p) -> TensorMeta | None:
 
 
 def output_metas(spec: Spec, known: dict[str, TensorMeta]) -> list[TensorMeta]:
-    """A spec's outputs: a proxy's metadata as the trace states it, a `Derived` value's inferred
-    by its op's rule (`irlens.core.ops.infer`) from the inputs' (`known`: the symbol's tensors and
-    the values derived before it) and the attrs; Unmapped where the rule gives none."""
-    if not any(isinstance(p, Derived) for p in spec.outputs):
+    """A spec's outputs: a proxy's metadata as the trace states it, a `Derived` value's or a
+    symbolic number's (a 0-d value) inferred by its op's rule (`irlens.core.ops.infer`) from the
+    inputs' (`known`: the symbol's tensors and the values defined before it) and the attrs;
+    Unmapped where the rule gives none. An unknown op's symbolic number is 0-d in the dtype of
+    its Python type."""
+    if spec.op.startswith(UNKNOWN_PREFIX):
+        return [m for m in (number_meta(p) if is_symbolic(p) else tensor_meta(p) for p in spec.outputs)
+                if m is not None]
+    if not any(isinstance(p, Derived) or is_symbolic(p) for p in spec.outputs):
         return [m for m in map(tensor_meta, spec.outputs) if m is not None]
     from irlens.core.ops.infer import Misfit, NotInferable, infer
 
@@ -169,8 +174,21 @@ def output_metas(spec: Spec, known: dict[str, TensorMeta]) -> list[TensorMeta]:
         raise Unmapped(f"an intermediate {spec.op} whose outputs its rule does not give: {e}") from e
     if len(found) < len(spec.outputs):
         raise Unmapped(f"an intermediate {spec.op}: its rule gives {len(found)} of {len(spec.outputs)} outputs")
-    return [TensorMeta(p.name, shape, dtype) if isinstance(p, Derived) else tensor_meta(p)
-            for p, (shape, dtype) in zip(spec.outputs, found) if isinstance(p, Derived) or is_tensor(p)]
+    return [TensorMeta(p.name, shape, dtype) if isinstance(p, Derived) or is_symbolic(p) else tensor_meta(p)
+            for p, (shape, dtype) in zip(spec.outputs, found) if isinstance(p, Derived) or is_node_output(p)]
+
+
+def is_node_output(p) -> bool:
+    """An output the common view holds: a tensor, or a symbolic number (a 0-d value)."""
+    return is_tensor(p) or is_symbolic(p)
+
+
+# The dtype a Python number of each type is, as a 0-d value.
+_NUMBER_DTYPES = {bool: "bool", int: "int64", float: "float64", complex: "complex128"}
+
+
+def number_meta(p) -> TensorMeta:
+    return TensorMeta(p.name, (), _NUMBER_DTYPES[p.python_type])
 
 
 def is_tensor(x) -> bool:
@@ -183,6 +201,14 @@ def is_number(x) -> bool:
     from thunder.core.proxies import NumberProxy
 
     return isinstance(x, (NumberProxy, bool, int, float))
+
+
+def is_symbolic(x) -> bool:
+    """A number Thunder knows only when the program runs (`item_1 = prims.item(t)`, printed "float ?"):
+    in the common view a 0-d value, named as the proxy, that later ops take as an input."""
+    from thunder.core.proxies import NumberProxy
+
+    return isinstance(x, NumberProxy) and x.value is None
 
 
 def is_value(x) -> bool:
@@ -201,10 +227,13 @@ def arg(x) -> Arg:
 
 
 def plain(v: Any) -> Any:
-    """A literal attribute value: numbers, strings and sequences of them (dtypes as names)."""
+    """A literal attribute value: numbers, strings and sequences of them (dtypes as names).
+    A symbolic number has none: Unmapped (an attribute can only hold a constant)."""
     from thunder.core.proxies import NumberProxy
 
     if isinstance(v, NumberProxy):
+        if v.value is None:
+            raise Unmapped(f"{v.name} is a number known only when the program runs, not a constant attribute")
         return v.value
     if isinstance(v, (list, tuple)):
         return [plain(x) for x in v]
@@ -218,6 +247,8 @@ def is_exact(x) -> bool:
     if is_tensor(x):
         name = dtype_name(x.dtype)
         return name == "bool" or name.startswith(("int", "uint"))
+    if is_symbolic(x):
+        return x.python_type in (bool, int)
     return isinstance(plain(x), (bool, int))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from irlens.frontends.thunder.call import (Call, Derived, Spec, Unmapped, arg, dim, dtype_name, flat_ints, is_number,
-                                           is_tensor, plain)
+                                           is_symbolic, is_tensor, plain)
 
 
 def same_dtype(c: Call, x) -> None:
@@ -19,6 +19,17 @@ def reshape(op: str, c: Call) -> list[Spec]:
     c.read_all()
     same_dtype(c, x)
     return c.spec(op, [x.name], shape=c.out_shape)
+
+
+def item(op: str, c: Call) -> list[Spec]:
+    """prims.item(a): the one element of `a`, a number. Known only when the program runs, it is a
+    0-d value in `a`'s dtype, named as Thunder's number, which later symbols take as an input (torch
+    promotes a 0-d tensor as it does a Python number when it meets a tensor of dims); a number
+    Thunder knows (a constant) is a literal wherever it is used: no node."""
+    a = c.get("a")
+    if not is_symbolic(c.outs[0]):
+        return []
+    return c.spec(op, [a.name], shape=[])
 
 
 def permute(op: str, c: Call) -> list[Spec]:
@@ -247,8 +258,8 @@ def _basic_setitem(c: Call, a, keys: list, value) -> list[Spec]:
     out, dtype = c.outs[0], dtype_name(a.dtype)
     src = Derived(f"{out.name}_src")
     if is_number(value):
-        if plain(value) is None or isinstance(plain(value), complex) and not dtype.startswith("complex"):
-            raise Unmapped(f"copy_with_setitem: a value {value!r} (symbolic, or complex into a real tensor)")
+        if isinstance(plain(value), complex) and not dtype.startswith("complex"):  # a symbolic one: plain raises
+            raise Unmapped(f"copy_with_setitem: a complex value {value!r} into a real tensor")
         specs = [Spec("full", [], {"shape": kept, "value": plain(value), "dtype": dtype}, [src])]
     elif is_tensor(value):
         specs, v = [], value

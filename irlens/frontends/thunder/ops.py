@@ -26,7 +26,7 @@ from irlens.frontends.thunder.normalize_compute import (Normalizer, argsort, con
                                                         norm, ordered, prim_div, reduction, sdpa, softmax_like, sort,
                                                         std, topk, values, var_mean, with_dim)
 from irlens.frontends.thunder.normalize_movement import (aliases, broadcast, concat, convert, copy, copy_into, empty,
-                                                         flip, full, index_put, iota, pad, permute, randint, randn,
+                                                         flip, full, index_put, iota, item, pad, permute, randint, randn,
                                                          reshape, setitem, slice_, take, tensor_from_sequence, uniform,
                                                          unfold)
 from irlens.core.ops import check_vocabulary
@@ -124,6 +124,7 @@ PRIMS: dict[str, Entry] = {
     "prims.index_put": Entry("index_put", index_put), "prims.copy_with_setitem": Entry("index_put", setitem),
     # data movement and casts
     "prims.reshape": Entry("reshape", reshape), "prims.view": Entry("reshape", reshape),
+    "prims.item": Entry("reshape", item),
     "prims.squeeze": Entry("reshape", reshape), "prims.broadcast_in_dim": Entry("broadcast", broadcast),
     "prims.transpose": Entry("permute", permute), "prims.slice_prim": Entry("slice", slice_),
     "prims.cat": Entry("concat", concat), "prims.flip": Entry("flip", flip), "prims.pad": Entry("pad", pad),
@@ -140,7 +141,7 @@ PRIMS: dict[str, Entry] = {
 
 # Prims that compute no tensor the common view holds, or that it has no meaning for, and why.
 UNMAPPED_PRIMS = {
-    "bitcast": "reinterprets bits", "item": "a Python number (data-dependent)",
+    "bitcast": "reinterprets bits",
     "multinomial": "random sampling without a canonical op",
     "exogenous_like": "an intermediate of the grad transform",
     "_grouped_mm": "grouped matmul with data-dependent offsets",

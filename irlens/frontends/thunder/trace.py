@@ -35,8 +35,8 @@ from typing import Any
 
 from irlens.core.ir import LEVELS, Arg, Graph, Node, TensorMeta
 from irlens.frontends.thunder import torch_fallback
-from irlens.frontends.thunder.call import (Call, Spec, Unmapped, arg, dtype_name, is_tensor, is_value, output_metas,
-                                           tensor_meta)
+from irlens.frontends.thunder.call import (Call, Spec, Unmapped, arg, dtype_name, is_node_output, is_symbolic,
+                                           is_tensor, is_value, output_metas, tensor_meta)
 from irlens.frontends.thunder.normalize_movement import convert
 from irlens.frontends.thunder.ops import (  # noqa: F401  (NAME_TABLE, TORCH_OPS, PRIMS_OPS: the tables)
     NAME_TABLE, PRIMS_OPS, TABLE, TORCH, TORCH_OPS, normalize)
@@ -184,6 +184,8 @@ class _GraphBuilder:
     nodes: list[Node] = field(default_factory=list)
     _ids: set[str] = field(default_factory=set)
     _defined: set[str] = field(default_factory=set)
+    # every 0-d value by name: the metadata of a symbolic number (`prims.item`'s), which later symbols read
+    _numbers: dict[str, TensorMeta] = field(default_factory=dict)
     # what in-place writes (`prims.copy_`) did: each written tensor's new value (the acquired trace
     # reads a tensor an in-place op updated, `y.add_(v)`, `y[i] = v`, by its old name, Thunder's later
     # passes by the new), and the tensors that share memory with it (views.py)
@@ -262,9 +264,9 @@ class _GraphBuilder:
         printed = bsym.name_with_module()
         if _is_bookkeeping(inner.sym.name):  # a shape query inside a fusion region computes nothing
             return False
-        outs = [p for p in inner.flat_proxy_outs if is_tensor(p)]
+        outs = [p for p in inner.flat_proxy_outs if is_node_output(p)]
         if all(o.name in self._defined for o in outs) and (outs or not _tensor_args(inner)):
-            return False  # nothing new (an input or an alias of one), or numbers only
+            return False  # nothing new (an input or an alias of one), or constant numbers only
         reason = f"{key} has no entry in the Thunder name tables"
         if key in TABLE:
             try:
@@ -301,7 +303,7 @@ class _GraphBuilder:
         mark, saved = len(self.nodes), (set(self._defined), set(self._ids), self._views.snapshot())
         for sub in bsym.subsymbols:
             self.add(sub, scope)
-        if all(o.name in self._defined for o in bsym.flat_proxy_outs if is_tensor(o)):
+        if all(o.name in self._defined for o in bsym.flat_proxy_outs if is_node_output(o)):
             return True
         del self.nodes[mark:]
         self._defined, self._ids, self._views = saved
@@ -310,6 +312,7 @@ class _GraphBuilder:
     def _nodes(self, specs: list[Spec], native: str, scope: str, bsym) -> list[Node]:
         """The nodes of one symbol's specs; a value one derives is known to those after it."""
         known = {m.name: m for m in map(tensor_meta, bsym.flat_args) if m is not None}
+        known |= {a.name: self._numbers[a.name] for a in bsym.flat_args if is_symbolic(a) and a.name in self._numbers}
         nodes = []
         for spec in specs:
             nodes.append(self._node(spec, native, scope, known))
@@ -329,6 +332,7 @@ class _GraphBuilder:
             self._ids.add(node.id)
             self.nodes.append(conform(node))
             self._defined.update(o.name for o in node.outputs)
+            self._numbers.update((o.name, o) for o in node.outputs if not o.shape)
             ids.append(node.id)
         return ids
 
