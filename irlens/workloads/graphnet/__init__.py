@@ -81,7 +81,7 @@ def sample_workload(name_or_path: str | Path) -> Workload:
 
     def build(cfg: dict) -> GraphNetModule:
         state = {n: draw(meta.tensors[n]) for n, r in roles if r not in (INPUT, CONSTANT)}
-        return GraphNetModule(source, path / MODEL, roles, state, constants)
+        return GraphNetModule(source, path / MODEL, roles, state, constants, inputs)
 
     def example_inputs(cfg: dict, dtype: torch.dtype, gen: torch.Generator) -> tuple:
         drawn = [draw(m, gen) for m in inputs]

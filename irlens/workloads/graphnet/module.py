@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from irlens.workloads.graphnet.devices import for_device
+from irlens.workloads.graphnet.dtype_gen import HALF, generalize, keeps_float32
 from irlens.workloads.graphnet.meta import Argument, BadSample, TensorMeta
 
 PARAMETER, BUFFER, INPUT, CONSTANT = "parameter", "buffer", "input", "constant"
@@ -74,10 +75,14 @@ def graph_class(source: str, filename: str, device: str) -> type[nn.Module]:
 
 class GraphNetModule(nn.Module):
     """The graph with its weights (see the module docstring); forward takes the inputs in the
-    forward's order. `to(device)` recompiles the graph for that device."""
+    forward's order. `to(device)` recompiles the graph for that device; `to(dtype)` casts the
+    weights and generalizes the graph to that dtype as GraphNet does (irlens.workloads.graphnet.dtype_gen):
+    in a half dtype the weights GraphNet keeps stay float32 and the graph casts float32 arguments
+    of its matmuls and convolutions, and so does a copy of it in any dtype (to that dtype); a
+    module never cast to a half dtype runs the sample's own graph."""
 
     def __init__(self, source: str, path: Path, arguments: list[tuple[str, str]], state: dict[str, torch.Tensor],
-                 constants: dict[str, int]):
+                 constants: dict[str, int], inputs: list[TensorMeta]):
         super().__init__()
         self._source, self._file = source, str(path)
         self._arguments = arguments  # (name, role) in the forward's order
@@ -87,6 +92,9 @@ class GraphNetModule(nn.Module):
             elif r == BUFFER:
                 self.register_buffer(name, state[name])
         self._constants = constants
+        self._inputs = inputs  # the inputs' meta, in the forward's order: what the graph is generalized for
+        self._device, self._dtype = torch.device("cpu"), None  # the dtype `to` cast it to (None: as drawn)
+        self._generalized = False  # cast to a half dtype once: its graph casts to its dtype from then on
         self.graph = graph_class(source, self._file, "cpu")()
 
     @property
@@ -95,13 +103,32 @@ class GraphNetModule(nn.Module):
 
     def forward(self, *inputs):
         given = dict(zip(self.input_names, inputs))
-        args = {n: given[n] if r == INPUT else self._constants[n] if r == CONSTANT else getattr(self, n)
+        return self.graph(**self._arguments_with(given))
+
+    def _arguments_with(self, inputs: dict) -> dict:
+        return {n: inputs[n] if r == INPUT else self._constants[n] if r == CONSTANT else getattr(self, n)
                 for n, r in self._arguments}
-        return self.graph(**args)
 
     def to(self, *args, **kwargs):
-        device = torch._C._nn._parse_to(*args, **kwargs)[0]
+        device, dtype = torch._C._nn._parse_to(*args, **kwargs)[:2]
+        kept = {n: t.detach() for n, t in self._state().items() if keeps_float32(n, t, dtype)}
         module = super().to(*args, **kwargs)
-        if device is not None:
-            module.graph = graph_class(self._source, self._file, str(device))()
+        self._device, self._dtype = device or self._device, dtype or self._dtype
+        self._generalized = self._generalized or self._dtype in HALF
+        with torch.no_grad():
+            for name, t in kept.items():
+                getattr(self, name).data = t.to(self._device)
+        if device is not None or dtype is not None:
+            self.graph = generalize(graph_class(self._source, self._file, str(self._device))(),
+                                    list(self._arguments_with(self._input_shapes()).values()),
+                                    self._dtype if self._generalized else None, self._device)
         return module
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        return {**dict(self.named_parameters()), **dict(self.named_buffers())}
+
+    def _input_shapes(self) -> dict[str, torch.Tensor]:
+        """Tensors without storage of the inputs' shapes and dtypes as the run casts them (floating
+        ones to its dtype): what generalizing the graph runs it on."""
+        return {m.name: torch.empty(m.shape, dtype=self._dtype if self._dtype and m.dtype.is_floating_point
+                                    else m.dtype, device="meta") for m in self._inputs}
