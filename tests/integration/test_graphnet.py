@@ -1,5 +1,6 @@
 """GraphNet's samples as workloads: the meta read, weights as parameters, a graph built on cuda:0
-running on the CPU, the corpus command's selection and exit codes, and a compare on a sample."""
+running on the CPU, a sample in bfloat16 as GraphNet's dtype generalization makes it, the corpus
+command's selection and exit codes, and a compare on a sample."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,9 @@ from irlens.workloads.builtin import resolve_workload
 from irlens.workloads.graphnet import BadSample, read_meta, sample_workload
 from irlens.workloads.graphnet.devices import for_device
 from irlens.workloads.graphnet.meta import sizes
-from tests.support.graphnet_samples import EMBEDDING_META, LINEAR_META, embedding_int, linear_cuda, meta_text, write_sample
+from irlens.workloads.graphnet.module import graph_class
+from tests.support.graphnet_samples import (EMBEDDING_META, LINEAR_META, embedding_int, linear_cuda, meta_text, table_f32,
+                                            write_sample)
 
 
 def test_meta_sizes_without_running(tmp_path):
@@ -66,6 +69,55 @@ def test_a_sample_keeps_its_own_dtype(tmp_path):
             for n, (shape, dtype, extra) in EMBEDDING_META.items()}
     wl = sample_workload(write_sample(tmp_path / "h", (embedding_int(tmp_path / "e") / "model.py").read_text(), half))
     assert wl.dtype == "float16"
+
+
+def casts(graph) -> list:
+    """The `.to(dtype)` nodes of a generalized graph (the test samples' own graphs have none)."""
+    return [n for n in graph.graph.nodes if n.op == "call_method" and n.target == "to"]
+
+
+def test_a_half_run_casts_a_float32_table_before_its_matmul_as_graphnet_does(tmp_path):
+    """In bfloat16 the graph's own float32 table meets a bfloat16 weight in a matmul, which fails as
+    written; generalized, one `.to(bfloat16)` feeds the matmul, the LayerNorm weight GraphNet keeps
+    stays float32, and the float64 copy (the reference) casts to float64 and computes what the
+    graph says. In float32 and float64 the graph is the sample's own."""
+    sample = table_f32(tmp_path / "t")
+    wl = sample_workload(sample)
+    half = wl.instantiate("tiny", "bfloat16", "cpu")
+    p = half.params()
+    assert p["L_self_modules_proj_parameters_weight_"].dtype == torch.bfloat16
+    assert p["L_self_modules_ln_parameters_weight_"].dtype == torch.float32
+    own = graph_class((sample / "model.py").read_text(), str(sample / "model.py"), "cpu")()
+    with pytest.raises(RuntimeError, match="same dtype"):
+        own(half.inputs[0], *p.values())
+    (cast,) = casts(half.module.graph)
+    assert cast.args[1] == torch.bfloat16 and [u.target for u in cast.users] == [torch.matmul]
+    (out,) = half.module(*half.inputs)
+    assert out.dtype == torch.bfloat16
+
+    ref = half.cast("float64")
+    (cast,) = casts(ref.module.graph)
+    assert cast.args[1] == torch.float64
+    x, w, ln = (t.detach() for t in (ref.inputs[0], *ref.params().values()))
+    position = torch.arange(6, dtype=torch.float32)  # the graph builds its table in float32 in any run
+    table = torch.sin(position[:, None] * 0.5 + position[None, :4]).double()
+    expected = torch.nn.functional.layer_norm(x + table @ w, (5,), ln)
+    torch.testing.assert_close(ref.module(*ref.inputs)[0], expected, rtol=1e-12, atol=1e-12)
+    for dtype in ("float32", "float64"):
+        assert type(wl.instantiate("tiny", dtype, "cpu").module.graph) is type(own)
+
+
+def test_compare_runs_a_generalized_sample_in_bfloat16_to_ok(tmp_path):
+    """eager and Inductor on the CPU, fwd and fwd+bwd, in bfloat16: each ok against a float64 reference."""
+    sample = table_f32(tmp_path / "t")
+    out = tmp_path / "doc.json"
+    assert main(["compare", "--workloads", f"graphnet:{sample}", "--backends", "eager,inductor", "--dtype", "bfloat16",
+                 "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert {(r["backend"], r["mode"], r["status"]) for r in rows} == {
+        (b, m, "ok") for b in ("eager", "inductor") for m in ("fwd", "fwdbwd")}
+    assert all(r["dtype"] == "bfloat16" and r.get("reference_fallback") is None for r in rows)
+    assert all(math.isfinite(r["max_rel_err"]) for r in rows)
 
 
 @pytest.mark.parametrize("break_it, words", [
