@@ -78,7 +78,8 @@ def casts(graph) -> list:
 
 def test_a_half_run_casts_a_float32_table_before_its_matmul_as_graphnet_does(tmp_path):
     """In bfloat16 the graph's own float32 table meets a bfloat16 weight in a matmul, which fails as
-    written; generalized, one `.to(bfloat16)` feeds the matmul, the LayerNorm weight GraphNet keeps
+    written; generalized, one `.to(bfloat16)` feeds the matmul (the table still built by the graph,
+    not a constant of the rewrite), the LayerNorm weight GraphNet keeps
     stays float32, and the float64 copy (the reference) casts to float64 and computes what the
     graph says. In float32 and float64 the graph is the sample's own."""
     sample = table_f32(tmp_path / "t")
@@ -92,6 +93,8 @@ def test_a_half_run_casts_a_float32_table_before_its_matmul_as_graphnet_does(tmp
         own(half.inputs[0], *p.values())
     (cast,) = casts(half.module.graph)
     assert cast.args[1] == torch.bfloat16 and [u.target for u in cast.users] == [torch.matmul]
+    nodes = half.module.graph.graph.nodes
+    assert torch.arange in {n.target for n in nodes} and "get_attr" not in {n.op for n in nodes}  # built, not folded
     (out,) = half.module(*half.inputs)
     assert out.dtype == torch.bfloat16
 

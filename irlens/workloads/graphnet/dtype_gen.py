@@ -13,7 +13,7 @@ it computes the same graph, not one that mixes float32 with float64 where the ru
 `generalize` finds those arguments by running the graph once on fake tensors (shapes and dtypes,
 no values) with the casts applied as it goes, and inserts a `.to` node for each: an argument
 that is already in the target dtype gets none, as GraphNet drops the redundant ones. A graph
-that `torch.fx.symbolic_trace` cannot trace (functorch's vmap calls) is left as it is.
+that fx cannot trace (functorch's vmap calls) is left as it is.
 """
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import fx, nn
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_leaves
 
 from irlens.core.dtypes import HALF_DTYPES, TORCH_DTYPES
 
@@ -48,7 +50,7 @@ def generalize(graph: nn.Module, args: list, dtype: torch.dtype | None, device: 
     if dtype in (None, torch.float32):
         return graph
     try:
-        traced = fx.symbolic_trace(graph)
+        traced = fx.GraphModule(graph, _Tracer().trace(graph))
     except Exception:  # noqa: BLE001 (a graph fx cannot trace runs as it was written)
         return graph
     finder = _Float32Arguments(traced, dtype)
@@ -70,6 +72,36 @@ def generalize(graph: nn.Module, args: list, dtype: torch.dtype | None, device: 
             node.update_kwarg(key, cast)
     traced.recompile()
     return traced
+
+
+class _Tracer(fx.Tracer):
+    """symbolic_trace's tracer, except that a torch call on no traced value (a graph's
+    `torch.arange(...)`, `torch.full(...)`) is a node of the graph, as in the sample, and not a
+    constant computed once while tracing; and a tensor it makes may be assigned into."""
+
+    def trace(self, root, concrete_args=None):
+        with _Recorded(self):
+            return super().trace(root, concrete_args)
+
+    def proxy(self, node: fx.Node) -> fx.Proxy:
+        return _SettableProxy(node, self)
+
+
+class _Recorded(TorchFunctionMode):
+    def __init__(self, tracer: fx.Tracer):
+        super().__init__()
+        self.tracer = tracer
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if any(isinstance(a, fx.Proxy) for a in tree_leaves((args, kwargs))):
+            return func(*args, **kwargs)  # the proxy records it
+        return self.tracer.create_proxy("call_function", func, args, kwargs)
+
+
+class _SettableProxy(fx.Proxy):
+    def __setitem__(self, key, value):
+        self.tracer.create_proxy("call_function", operator.setitem, (self, key, value), {})
 
 
 def _fake(arg, mode: FakeTensorMode, device: torch.device):
