@@ -275,10 +275,13 @@ def thread_env(threads: int | None, env: dict[str, str]) -> dict[str, str]:
     return {k: str(threads) for k in THREAD_COUNTS}
 
 
-def cpu_slice(index: int, count: int) -> list[int]:
+def cpu_slice(index: int, count: int) -> list[int] | None:
     """Slice `index` of `count` near-equal slices of the cores this process may run on (its
     affinity mask; slices wrap around where there are more slices than cores): the cores of one
-    of `count` workers, so that a timing in one never shares a core with another's compile."""
+    of `count` workers, so that a timing in one never shares a core with another's compile. None
+    where the system has no affinity masks (macOS): the workers run anywhere."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
     cores = sorted(os.sched_getaffinity(0))
     count = min(count, len(cores))
     index %= count
