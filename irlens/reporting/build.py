@@ -214,6 +214,9 @@ def _kernel_table(row: Row, ceiling, dtype: str) -> list[Table | Text]:
             errors.append(f"k{i} {k.name}: {verdict.model_error}")
         elif verdict.via_l2:
             errors.append(f"k{i} {k.name}: {verdict.via_l2}")
+    if not graphs:  # a corpus document keeps none (irlens.zoo.run.CorpusRows)
+        errors.append(f"ops not shown: the document keeps no graphs of {row.label} (zoo and GraphNet runs leave "
+                      f"them out); `irlens compare` of this workload and backend shows them")
     return [table] + ([Text(errors, style="note")] if errors else [])
 
 

@@ -389,3 +389,13 @@ def test_a_graph_out_of_topological_order_is_drawn_and_says_so():
     fmap = build_fusion_map("tinyhead", "fwd", typed(rows))
     column = next(c for c in fmap.columns if c.backend == "inductor")
     assert column.panels and any("before" in n and "edge not drawn" in n for n in column.notes)
+
+
+def test_a_kernel_table_without_graphs_says_why_its_ops_are_not_shown():
+    """A corpus document (zoo, GraphNet) keeps no graphs: its kernel tables say so, once per row."""
+    doc = synthetic_document()
+    kept = render_markdown(build_report(Document.from_json(doc)))
+    assert "ops not shown" not in kept
+    without = render_markdown(build_report(Document.from_json({**doc, "rows": [{**r, "graphs": {}} for r in doc["rows"]]})))
+    with_kernels = [r for r in doc["rows"] if r.get("kernels")]
+    assert with_kernels and without.count("ops not shown: the document keeps no graphs of") == len(with_kernels)
