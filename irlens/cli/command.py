@@ -27,6 +27,11 @@ from irlens.core.registry import UnknownName
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 T = TypeVar("T")
 
+# a corpus run's --jobs (zoo, graphnet)
+JOBS_HELP = ("cells run in parallel, each worker on its own share of the cores (default: 1); on a GPU they "
+             "compile side by side while one at a time is timed, so several shorten a run as far as the cores and "
+             "the GPU's memory go")
+
 
 def error(message: str) -> None:
     print(f"irlens: error: {message}", file=sys.stderr)

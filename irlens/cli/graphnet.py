@@ -10,8 +10,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from irlens.cli.command import (backends, add_device_option, add_modes_option, csv, guarded, output_file, output_folder,
-                                 positive_float, positive_int, read_documents, write_page)
+from irlens.cli.command import (JOBS_HELP, backends, add_device_option, add_modes_option, csv, guarded, output_file,
+                                output_folder, positive_float, positive_int, read_documents, write_page)
 from irlens.cli.call_plans import add_options as add_call_plan_options
 from irlens.precision import add_option as add_precision_option
 
@@ -42,7 +42,7 @@ def add_arguments(p) -> None:
 
     p.add_argument("--dtype", choices=COMPUTE_DTYPES, default=None,
                    help="compute dtype (default: each sample's own, the one most of its elements have)")
-    p.add_argument("--jobs", type=positive_int, default=1, help="cells run in parallel (default: 1)")
+    p.add_argument("--jobs", type=positive_int, default=1, help=JOBS_HELP)
     p.add_argument("--timeout", type=positive_float, default=300.0,
                    help="seconds per cell and per float64 reference (default: 300)")
     p.add_argument("--budget-s", type=positive_float, default=None,

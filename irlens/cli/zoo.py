@@ -10,7 +10,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from irlens.cli.command import (backends, add_config_option, add_device_option, add_modes_option, add_preset_option,
+from irlens.cli.command import (JOBS_HELP, backends, add_config_option, add_device_option, add_modes_option, add_preset_option,
                                  add_frontend_settings,
                                  apply_frontend_settings, csv, guarded, output_file, output_folder,
                                  positive_float, positive_int, read_documents, write_page)
@@ -36,9 +36,7 @@ def add_arguments(p) -> None:
     p.add_argument("--shard", default=None, metavar="K/N",
                    help="run shard K of N (0 <= K < N): every N-th model of the sorted names from the K-th "
                         "(default: all of them)")
-    p.add_argument("--jobs", type=positive_int, default=1, help="cells run in parallel (default: 1); on a GPU a "
-                   "timing waits until every other cell's compile has ended: a few compile-heavy cells per GPU "
-                   "(Thunder, nvFuser), more for quick ones")
+    p.add_argument("--jobs", type=positive_int, default=1, help=JOBS_HELP)
     p.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per cell and per float64 reference (default: 300)")
     p.add_argument("--budget-s", type=positive_float, default=None,
                    help="cells not started within this many seconds are `unavailable` rows saying so (a call with a "
