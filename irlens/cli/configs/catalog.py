@@ -59,7 +59,7 @@ for mode in ("fwd", "fwdbwd"):
 add(Zoo(name="zoo-gpu-bf16-quick-stacks", description="every zoo model, fwd and fwd+bwd, through eager, Inductor and "
         "XLA, 6 cells at once", backends=("eager", "inductor", "xla"), modes=("fwd", "fwdbwd"), jobs=6, timeout=300,
         out="zoo-gpu-bf16-quick-stacks", **ZOO_GPU))
-# compile-heavy: two cells at once, a timing waits until every other cell's compile has ended
+# compile-heavy: two cells at once (sized when a timing still waited for every other cell's compile)
 add(Zoo(name="zoo-gpu-bf16-thunder-nvfuser", description="every zoo model, fwd and fwd+bwd, through eager, Thunder "
         "and nvFuser, 2 cells at once", backends=("eager", "thunder+torchcompile", "nvfuser"), modes=("fwd", "fwdbwd"),
         jobs=2, timeout=480, out="zoo-gpu-bf16-thunder-nvfuser", **ZOO_GPU))
