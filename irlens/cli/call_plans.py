@@ -69,7 +69,8 @@ def plan_calls(command: str, cells, docs: list, limit_s: float, jobs: int, timeo
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("call-*.cells"):  # an earlier plan's lists: a call this plan has not would run them again
         stale.unlink()
-    sources = {s: sum(c.source == s for c in costs.values()) for s in ("recorded", "timed out", "its backend's", "default")}
+    sources = {s: sum(c.source == s for c in costs.values())
+               for s in ("recorded", "timed out", "its backend's", "default")}
     alike = sources["its backend's"]
     print(f"irlens {command} --plan-calls {limit_s:g}: {plural(len(costs), 'cell')} in {plural(len(plan.calls), 'call')}, "
           f"{jobs} at once in each; of each call's {limit_s:g} s, {plan.usable_s:.0f} s for its cells ({MARGIN:.0%} margin, "

@@ -10,8 +10,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from irlens.cli.command import (JOBS_HELP, backends, add_config_option, add_device_option, add_modes_option, add_preset_option,
-                                 add_frontend_settings,
+from irlens.cli.command import (JOBS_HELP, backends, add_config_option, add_device_option, add_modes_option,
+                                 add_preset_option, add_frontend_settings,
                                  apply_frontend_settings, csv, guarded, output_file, output_folder,
                                  positive_float, positive_int, read_documents, write_page)
 from irlens.cli.call_plans import add_options as add_call_plan_options

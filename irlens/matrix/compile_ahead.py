@@ -1,11 +1,11 @@
 """Compiling a bench's cells ahead of their timed runs, many at once.
 
-A timed cell has the GPU to itself (irlens.runtime.gpu_turns) but for other cells' compiles, which
-are host work on their own cores; the fewer of them beside a timing, the steadier it reads. Each
-timed cell compiles too, but first every cell of the run is compiled and run once in `jobs`
-worker processes side by side, nothing timed and nothing checked: what that leaves are the
-compilers' persistent caches (irlens.compile_caches: Triton kernels and their autotuning, XLA
-executables, nvFuser kernels), so the timed cells find their kernels compiled.
+A timed cell has the GPU to itself (irlens.runtime.gpu_turns), and in a bench a cell's compile keeps
+its share of the device (gpu_turns.COMPILES_SHARE_ENV), so a timing waits for the compiles beside it
+and they for the timing. Each timed cell compiles too, but first every cell of the run is compiled
+and run once in `jobs` worker processes side by side, nothing timed and nothing checked: what that
+leaves are the compilers' persistent caches (irlens.compile_caches: Triton kernels and their
+autotuning, XLA executables, nvFuser kernels), so the timed cells find their kernels compiled.
 
 A cell whose worker crashed or hung here is not run again: it would crash or hang again, after
 its whole timeout; its row says so (a cell out of device memory beside the others runs again

@@ -216,16 +216,18 @@ class CorpusRows:
 
     def __init__(self, checkpoint, done: list[Row], other_rows: list[Row], device: str, preset: str,
                  dtype: str | None, runs: list, commands: list | None):
-        self.done, self._lock = done, threading.Lock()
-        header = (device, device_name(device), versions(), preset, dtype)
+        self.done, self._lock, self._saver = done, threading.Lock(), None
+        if checkpoint is None:
+            return
+        header = dict(device=device, device_name=device_name(device), versions=versions(), preset=preset, dtype=dtype,
+                      runs=runs, commands=commands)
 
         def save() -> None:
             with self._lock:
                 rows = [*done, *other_rows]
-            device, name, found, preset, dtype = header
-            checkpoint(Document("compare", rows, device, name, found, preset, dtype, runs=runs, commands=commands))
+            checkpoint(Document("compare", rows, **header))
 
-        self._saver = None if checkpoint is None else BackgroundSave(save)
+        self._saver = BackgroundSave(save)
 
     def __call__(self, cell, row: Row) -> None:
         row.graphs = {}
