@@ -37,14 +37,22 @@ from irlens.bench.ncu import AGREE, BYTES, FLOAT_OPS, TENSOR_PREFIX, agreement, 
 NCU = os.environ.get("NCU", "/usr/local/cuda/bin/ncu")
 CELLS = ["block:fwdbwd:bfloat16", "lm_cross_entropy:fwdbwd:bfloat16", "llama_block:fwdbwd:bfloat16"]
 BACKENDS = ["inductor", "xla", "nvfuser"]
-# kernels the issue found above 100 % of ceiling, and their kind: sampled first
+# kernel kinds found above 100 % of ceiling on a one-GPU page: sampled first
 INTERESTING = re.compile(r"scatter|gather|select|embedding|index|cat|slice|sum|reduce")
 MB = 1e6
 
 
-def record(cell: str, backend: str, path: Path, device: str = "cuda", preset: str = "bench") -> None:
-    """Run one cell as the bench does; write its kernel records (irlens's model of each)."""
+def record(cell: str, backend: str, path: Path, device: str = "cuda", preset: str = "bench",
+           under_ncu: bool = False) -> None:
+    """Run one cell as the bench does; write its kernel records (irlens's model of each).
+    `under_ncu`: Nsight Compute holds CUPTI, and nvFuser's own profiler, started beside it, ends the
+    process (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED): the records then come from the run without it."""
     import torch
+
+    from irlens.runtime.timing import mark_cupti_taken
+
+    if under_ncu:
+        mark_cupti_taken()
 
     from irlens.core import cost
     from irlens.backends import get_backend
@@ -70,10 +78,11 @@ def record(cell: str, backend: str, path: Path, device: str = "cuda", preset: st
 
 def sample(kernels: list[dict], count: int) -> list[str]:
     """The device names to profile: kernels whose launch has a name of irlens's (fused ones; a
-    library call's device kernel is cuBLAS's or cuDNN's), with bytes counted, the kinds the issue
-    found above 100 % first, then the largest."""
-    named = [k for k in kernels if k["kind"] not in ("library",) and k["bytes_read"] is not None
-             and not k["name"].startswith(("extern_kernels.", "torch.ops.", "aten."))]
+    library or ATen call's device kernel is cuBLAS's, cuDNN's or ATen's own: Thunder's
+    `torch.nn.functional.linear`), with bytes counted, the kinds found above 100 % of ceiling
+    first (scatters, gathers, reductions...), then the largest."""
+    named = [k for k in kernels if k["kind"] not in ("library", "extern") and k["bytes_read"] is not None
+             and not k["name"].startswith(("extern_kernels.", "torch.", "aten."))]
     ranked = sorted(named, key=lambda k: (not INTERESTING.search(k["name"]) and not k["combines"],
                                           -(k["bytes_read"] + k["bytes_written"])))
     return list(dict.fromkeys(k["device_name"] for k in ranked))[:count]
@@ -98,7 +107,7 @@ def profile(cell: str, backend: str, names: list[str], metrics: list[str], out: 
     """The cell run again under Nsight Compute, profiling `names` only: its CSV text, and its status."""
     cmd = [NCU, "--csv", "--print-units", "base", "--print-kernel-base", "function", "--cache-control", "all",
            "--target-processes", "all", "--metrics", ",".join(metrics), "-k", name_filter(names),
-           sys.executable, __file__, "--record", cell, "--backend", backend, "--json", str(out)]
+           sys.executable, __file__, "--record", cell, "--backend", backend, "--json", str(out), "--under-ncu"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=os.environ)
     except subprocess.TimeoutExpired as e:
@@ -203,9 +212,10 @@ def main() -> int:
     ap.add_argument("--record", help=argparse.SUPPRESS)  # one cell, as the bench runs it: its kernel records
     ap.add_argument("--backend", help=argparse.SUPPRESS)
     ap.add_argument("--json", help=argparse.SUPPRESS)
+    ap.add_argument("--under-ncu", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.record:
-        record(args.record, args.backend, Path(args.json))
+        record(args.record, args.backend, Path(args.json), under_ncu=args.under_ncu)
         return 0
 
     out = Path(args.out)

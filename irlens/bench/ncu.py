@@ -29,10 +29,12 @@ AGREE = 0.10  # the target: within 10 %
 
 def kernel_base(name: str) -> str:
     """A kernel's function name: no namespace, template or parameters (CUPTI and Nsight Compute
-    print nvFuser's as `CudaCodeGen::nvfuser_pointwise_f0_c1_r0_g0(...)`)."""
+    print nvFuser's as `nvf::nvfuser_pointwise_f0_c1_r0_g0(...)`), and no fusion region (irlens
+    names an nvFuser kernel `nvFusion5/nvfuser_pointwise_f0_c1_r0_g1`: the same kernel name
+    recurs in other regions, their launches keep the regions' order)."""
     name = re.sub(r"\(.*$", "", name.strip())
     name = re.sub(r"<.*>$", "", name)
-    return name.split("::")[-1].split(" ")[-1]
+    return name.split("::")[-1].split(" ")[-1].split("/")[-1]
 
 
 def name_filter(names: list[str]) -> str:

@@ -93,7 +93,7 @@ def _run_native(row: Row, spec: CellSpec, wl: Workload, backend: Backend, refere
             return row.unavailable("", available.reason)
         phase = "instantiate"
         call_progress.stage("instantiating")
-        inst = reference.pin(wl.instantiate(spec.preset, spec.dtype, device))
+        inst = reference.instance(wl, spec.preset, spec.dtype, device)
         row.tol, row.dtype, row.preset = tolerance(inst.dtype, mode), inst.dtype, spec.preset
         row.module_mode = inst.module_mode
         phase = "run"
@@ -160,7 +160,7 @@ def _recheck_with_eager_roundings(row: Row, spec: CellSpec, wl: Workload, backen
     if "torch._dynamo" in sys.modules:
         torch._dynamo.reset()
     try:
-        inst = reference.pin(wl.instantiate(spec.preset, spec.dtype, spec.device))
+        inst = reference.instance(wl, spec.preset, spec.dtype, spec.device)
         with rounding:
             again = run_backend(backend, inst, spec.mode)
         probe = new_row(wl, spec.mode, backend, None)
@@ -236,7 +236,7 @@ def acquired_program(spec: CellSpec, wl: Workload, reference: Reference) -> tupl
 
 
 def _acquire(spec: CellSpec, wl: Workload, reference: Reference) -> tuple[Instance, Program]:
-    inst = reference.pin(wl.instantiate(spec.preset, spec.dtype, spec.device))
+    inst = reference.instance(wl, spec.preset, spec.dtype, spec.device)
     fe = get_frontend(spec.frontend)
     available = fe.availability()
     if not available:

@@ -88,6 +88,20 @@ class Reference:
     eager_outputs: dict[str, torch.Tensor] = field(default_factory=dict)
     # what it is known by in a worker: its file, or a name of its own where it was computed there
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # where this process computed it: the instance its results came from, untouched (every step ran
+    # on copies of it), handed out once by `instance`
+    kept: Instance | None = field(default=None, repr=False, compare=False)
+
+    def instance(self, wl: Workload, preset: str, dtype: str | None, device: str, seed: int = 0) -> Instance:
+        """`wl` at `preset`, `dtype`, `device` on the reference's weights and inputs: the instance it
+        was computed from, once, where this process computed it on that device (a GPU cell built a
+        bench-size module and its inputs again in 1 to 3 s, only to load the reference's into them);
+        else built and pinned."""
+        kept, self.kept = self.kept, None
+        if kept is not None and (kept.workload.name, kept.preset, kept.dtype, kept.device, kept.seed) == \
+                (wl.name, preset, dtype or wl.dtype, device, seed):
+            return kept
+        return self.pin(wl.instantiate(preset, dtype, device, seed))
 
     def pin(self, inst: Instance) -> Instance:
         """`inst` on the reference's weights and inputs, on its own device: a reference computed on the
@@ -144,7 +158,7 @@ def reference_of(inst: Instance, mode: str, failed: dict[str, str] | None = None
     irlens.matrix.draws)."""
     state = {k: v.clone() for k, v in inst.module.state_dict().items()}  # before any forward could change it
     ref_dtype, results, fallback = highest_precision_results(inst, mode, failed)
-    reference = Reference(results, state, inst.inputs, ref_dtype, fallback)
+    reference = Reference(results, state, inst.inputs, ref_dtype, fallback, kept=inst)
     if ref_dtype == inst.dtype:
         reference.eager_problem = (f"the reference is eager {ref_dtype} itself" if not fallback else
                                    f"no precision above {inst.dtype} ran")
@@ -162,7 +176,7 @@ def reference_of(inst: Instance, mode: str, failed: dict[str, str] | None = None
             if beyond:  # the higher precision cannot judge what the run's dtype cannot hold: eager judges
                 why = "; ".join(filter(None, [fallback, beyond]))
                 reference = Reference(eager, state, inst.inputs, inst.dtype, why, eager_outputs=outputs(eager),
-                                      eager_problem=f"the reference is eager {inst.dtype} itself: {beyond}")
+                                      eager_problem=f"the reference is eager {inst.dtype} itself: {beyond}", kept=inst)
             else:
                 reference.eager_errors = {n: rel_err(eager[n], r) for n, r in results.items()
                                           if r is not None and eager.get(n) is not None and eager[n].shape == r.shape}

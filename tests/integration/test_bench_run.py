@@ -323,3 +323,20 @@ def test_the_ncu_check_sets_counters_beside_the_model(tmp_path):
     assert f"## xla: {len(rows) - 1} of {len(rows)} kernels within 10 % (bytes)" in table
     assert "| +100 % |" in table and "- a note" in table
     assert json.loads((tmp_path / "ncu-check.json").read_text())["rows"][0]["kernel"] == first["name"]
+
+
+def test_an_nvfuser_record_names_its_device_kernel_and_aten_calls_are_not_sampled():
+    """nvFuser's records carry their fusion region (`nvFusion5/...`), which the device name does not; the
+    same kernel name in two regions keeps both records; Thunder's ATen calls (`torch.matmul`) launch
+    kernels of other names and are not sampled."""
+    from irlens.bench.ncu import kernel_base
+
+    assert kernel_base("nvFusion5/nvfuser_pointwise_f0_c1_r0_g1") == "nvfuser_pointwise_f0_c1_r0_g1"
+    assert kernel_base("nvf::nvfuser_pointwise_f0_c1_r0_g1(nvf::Tensor<nvf::__bfloat, 3, 3>)") == \
+        "nvfuser_pointwise_f0_c1_r0_g1"
+    check = _ncu_check()
+    kernels = [{"name": n, "device_name": kernel_base(n), "kind": kind, "bytes_read": 10, "bytes_written": 10,
+                "combines": 1} for n, kind in [("nvFusion2/nvfuser_pointwise_f0_c1_r0_g0", "fused"),
+                                               ("torch.matmul", "matmul"), ("torch.split", "extern"),
+                                               ("nvFusion3/nvfuser_pointwise_f0_c1_r0_g0", "fused")]]
+    assert check.sample(kernels, 8) == ["nvfuser_pointwise_f0_c1_r0_g0"]
