@@ -68,10 +68,19 @@ eager's own where eager is noisier than that. It is named in the row like an ill
 Vacuous checks (`Comparison.vacuous`): a result whose float64 reference and whose value in the run
 are both exactly zero everywhere passes whatever the backend computed before it (timm's MLP-Mixer
 zero-initializes its classifier head: its output, loss and every gradient are exactly 0); so does
-one whose every element is a NaN or Inf both share, or zero (nothing compared). Each such
+one whose every element is a NaN or Inf both share, zero, or beyond the run dtype's range (nothing
+compared). Each such
 result is named; a row whose every output (or every result) is vacuous compared nothing
 (`Row.compared_nothing`), and says so. One all-zero gradient among many (a parameter the loss
 truly does not reach) is common and legitimate: it is named in the notes, not an alarm.
+
+Values beyond the run dtype's range (`Comparison.beyond_range`): where the float64 reference
+exceeds what the run's dtype holds (GraphNet's torchvision/mnasnet0_5 on random weights ends at
+1.3e81, past float32's 3.4e38), no value in that dtype is right: eager overflows to NaN or Inf, and
+a stack whose clamp turns a NaN into a bound returns finite numbers; which one it gets tells how NaN
+flows through its ops, not whether it computes right. Those elements are not judged, in any stack,
+and the row counts them (`notes.beyond_range`); where they are all a result has, it compared
+nothing (vacuous).
 
 Buffers a step updates in place (`buffer:<name>`): where the reference updated one and the run
 did not, the run's value is the buffer as it was before the step (`before`): a wrong value, judged
@@ -249,16 +258,38 @@ def float64_slices(result: torch.Tensor, reference: torch.Tensor):
         yield a[i:i + SLICE].to(torch.float64), b[i:i + SLICE].to(device=a.device, dtype=torch.float64)
 
 
+def held_by(dtype: torch.dtype) -> float:
+    """The largest magnitude a result of `dtype` holds (inf for a dtype that is not floating)."""
+    return torch.finfo(dtype).max if dtype.is_floating_point else math.inf
+
+
+def beyond(reference: torch.Tensor, limit: float) -> torch.Tensor:
+    """Where the reference is finite and larger than `limit` (`held_by` the run's dtype)."""
+    return torch.isfinite(reference) & (reference.abs() > limit)
+
+
+def _judged(a: torch.Tensor, b: torch.Tensor, limit: float, ref_norm: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """`a`, `b` with the elements where the reference lies beyond the run dtype's range zeroed:
+    not judged (see the module docstring); a reference norm within the range has none."""
+    if not ref_norm > limit:
+        return a, b
+    out = beyond(b, limit)
+    return (a.masked_fill(out, 0.0), b.masked_fill(out, 0.0)) if bool(out.any()) else (a, b)
+
+
 def rel_err(result: torch.Tensor, reference: torch.Tensor) -> float:
     """||result - reference|| / ||reference|| in float64 over the finite elements. A NaN or Inf equal
     in both (NaN where NaN, +inf where +inf, -inf where -inf) is the same value, left out of both
-    norms; one where the other holds another value (finite, or another non-finite) makes it inf."""
+    norms; one where the other holds another value (finite, or another non-finite) makes it inf.
+    Where the reference lies beyond what the result's dtype holds, the element is left out too."""
     if result.shape == reference.shape:
         pairs = float64_slices(result, reference)
     else:  # they broadcast: compared whole
         pairs = [(result.detach().to(device=reference.device, dtype=torch.float64), reference.detach().to(torch.float64))]
+    limit = held_by(result.dtype)
     errs, refs = [], []
     for a, b in pairs:
+        a, b = _judged(a, b, limit, torch.linalg.vector_norm(b).item())
         err, ref = torch.linalg.vector_norm(a - b).item(), torch.linalg.vector_norm(b).item()
         if not (math.isfinite(err) and math.isfinite(ref)):  # a NaN or Inf on either side: only then masked
             if not bool((_same_non_finite(a, b) | (torch.isfinite(a) & torch.isfinite(b))).all()):
@@ -280,7 +311,9 @@ def non_finite_problem(result: torch.Tensor, reference: torch.Tensor) -> str:
     """Why `rel_err` of two same-shaped tensors is inf because of a NaN or Inf, one line with the
     elements counted; "" where no NaN or Inf is out of place (a norm beyond float64's range)."""
     stray = displaced = 0  # NaN or Inf in the result where the reference differs; finite where it is not
+    limit = held_by(result.dtype)
     for a, b in float64_slices(result, reference):
+        a, b = _judged(a, b, limit, torch.linalg.vector_norm(b).item())
         finite = torch.isfinite(a)
         stray += int((~finite & ~_same_non_finite(a, b)).sum())
         displaced += int((finite & ~torch.isfinite(b)).sum())
@@ -301,11 +334,18 @@ def elements_of(n: int, total: int) -> str:
 BUFFER = "buffer:"  # the results that are buffers a step updates in place (irlens.workloads.workload.eager_step)
 
 
-def exactly_zero(t: torch.Tensor) -> bool:
+def exactly_zero(t: torch.Tensor, limit: float = math.inf) -> bool:
     """Every element `rel_err` compares is 0 (an empty tensor too, and one whose every element is a
-    NaN or Inf, which it leaves out): a check against it cannot tell anything apart."""
+    NaN or Inf, or beyond `limit`, the run dtype's range, which it leaves out): a check against it
+    cannot tell anything apart."""
     t = t.detach()
-    return not bool(t.any()) or not bool((torch.isfinite(t) & (t != 0)).any())
+    return not bool(t.any()) or not bool((torch.isfinite(t) & (t != 0) & (t.abs() <= limit)).any())
+
+
+def count_beyond(result: torch.Tensor, reference: torch.Tensor) -> int:
+    """How many elements of the reference lie beyond what the result's dtype holds."""
+    limit = held_by(result.dtype)
+    return sum(int(beyond(b, limit).sum()) for _, b in float64_slices(result, reference)) if limit < math.inf else 0
 
 
 @dataclass
@@ -318,6 +358,7 @@ class Comparison:
     problems: list[str] = field(default_factory=list)  # why it does not match, one line each
     past_bound: list[str] = field(default_factory=list)  # the results whose problem is an error past its bound
     vacuous: list[str] = field(default_factory=list)  # exactly zero in the reference and the run (see above)
+    beyond_range: dict[str, str] = field(default_factory=dict)  # result name -> its elements not judged (see above)
 
     @property
     def ok(self) -> bool:
@@ -373,6 +414,9 @@ def compare_results(results: dict[str, torch.Tensor], reference: dict[str, torch
             cmp.problems.append(f"{name}: shape {tuple(got.shape)} vs reference {tuple(ref.shape)}")
             continue
         err = rel_err(got, ref)
+        out = count_beyond(got, ref) if ref.is_floating_point() and got.is_floating_point() else 0
+        if out:
+            cmp.beyond_range[name] = elements_of(out, ref.numel())
         bound = tol[name] if isinstance(tol, dict) else Bound(tol, f"tol {tol:.0e}")
         cmp.errors[name], cmp.allowed[name] = err, bound.value
         out_of_place = non_finite_problem(got, ref) if not math.isfinite(err) else ""
@@ -381,7 +425,7 @@ def compare_results(results: dict[str, torch.Tensor], reference: dict[str, torch
         elif not err <= bound.value:
             cmp.problems.append(f"{name}: rel err {err:.2e} > {bound.why}")
             cmp.past_bound.append(name)
-        elif err == 0 and exactly_zero(ref):  # the run then equals it wherever it is compared
+        elif err == 0 and exactly_zero(ref, held_by(got.dtype)):  # the run then equals it wherever it is compared
             cmp.vacuous.append(name)
     return cmp
 

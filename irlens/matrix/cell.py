@@ -120,7 +120,7 @@ def _run_native(row: Row, spec: CellSpec, wl: Workload, backend: Backend, refere
         phase = "compare"
         call_progress.stage("checking numerics")
         first = _check(row, run, reference, inst.dtype, host.timing)
-        row.notes = run.notes
+        row.notes = {**row.notes, **run.notes}  # beside what the acquisition and the check noted
         if reference.eager_outputs:  # GraphNet's check: the lowest tolerance level its outputs pass against eager's
             row.notes[GRAPHNET_NOTE] = passing_level(run.results, reference.eager_outputs)
         if row.status == "mismatch" and rejudged(inst.dtype, first, row.ill_conditioned):
@@ -260,6 +260,8 @@ def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: Ho
     decisive = row.decisive_result
     row.eager_err, row.allowed = eager.get(decisive), cmp.allowed.get(decisive)
     row.reference_dtype, row.reference_fallback = reference.dtype, reference.fallback or None
+    if cmp.beyond_range:  # elements no value of the run's dtype could match (irlens.numerics): not judged
+        row.notes = {**row.notes, "beyond_range": cmp.beyond_range}
     row.compile_s, row.run_us = run.compile_s, run.run_us
     row.run_spread = host.spread if host is not None else None
     row.kernels = [KernelRecord.of(k) for k in run.kernels]

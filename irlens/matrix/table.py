@@ -88,6 +88,7 @@ def format_table(doc: Document) -> str:
     notes += ill_conditioned_lines(doc)
     notes += draws_lines(doc.rows)
     notes += vacuous_lines(doc.rows)
+    notes += beyond_range_lines(doc.rows)
     notes += module_mode_lines(doc.rows)
     shaky = [r for r in doc.rows if r.ran and unsteady(r.run_spread)]
     if shaky:
@@ -134,6 +135,18 @@ def draws_lines(rows: list[Row]) -> list[str]:
             f"{r.notes['draws'].get('own_inputs', '')}" for r in rows if r.judged_over_draws]
 
 
+def beyond_range_lines(rows: list[Row]) -> list[str]:
+    """One line per workload, mode and run dtype whose float64 reference holds values past that
+    dtype's range: elements no stack could match, left out of every check (irlens.numerics)."""
+    found: dict[tuple[str, str, str], dict[str, str]] = {}
+    for r in rows:
+        if r.ran and r.notes.get("beyond_range"):
+            found.setdefault((r.workload, r.mode, r.dtype or "?"), {}).update(r.notes["beyond_range"])
+    return [f"not judged: beyond {dtype}'s range in the float64 reference ({w}/{m}, "
+            f"{', '.join(f'{n}: {count}' for n, count in results.items())})"
+            for (w, m, dtype), results in found.items()]
+
+
 def vacuous_lines(rows: list[Row]) -> list[str]:
     """One line per workload and mode with results exactly zero in the reference and the run (a
     check that cannot fail, irlens.numerics): an alarm, with the backends, where a row compared
@@ -150,8 +163,8 @@ def vacuous_lines(rows: list[Row]) -> list[str]:
         where = f"{w}/{m}, {_named(list(results))}"
         if (w, m) in empty:
             lines.append(f"{VACUOUS_MARK} a check that cannot fail ({where}; {', '.join(empty[w, m])}): every output "
-                         f"is exactly zero (or NaN or Inf alike) in the reference and in the run, so nothing of the "
-                         f"model was compared")
+                         f"is exactly zero (or NaN or Inf alike, or beyond the run dtype's range) in the reference and in "
+                         f"the run, so nothing of the model was compared")
         else:
             lines.append(f"exactly zero (or NaN or Inf alike) in the reference and in the run, checks that cannot fail "
                          f"({where}); the other results are compared")

@@ -170,34 +170,64 @@ class Overflows(torch.nn.Module):
         return torch.cat([y[:, :4] * 1e30 * 1e30, y[:, 4:]], dim=1)
 
 
-def _overflows() -> Workload:
+class OverflowsInside(Overflows):
+    """The same overflow, divided by itself: about 1 in float64, NaN (inf / inf) in float32."""
+
+    def forward(self, x):
+        y = torch.tanh(self.proj(x))
+        big = y[:, :4] * 1e30 * 1e30
+        return torch.cat([big / (big + 1.0), y[:, 4:]], dim=1)
+
+
+def _seeded(name: str, module: type) -> Workload:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        return Workload.from_module("overflows", Overflows(), ((8, 16),))
+        return Workload.from_module(name, module(), ((8, 16),))
 
 
-def test_an_overflow_only_the_runs_dtype_has_is_judged_against_eager_in_that_dtype():
-    wl = _overflows()
+def _not_finite(wl: Workload) -> tuple[int, int]:
+    """(elements not finite in float32, all of them), float64 finite everywhere."""
     inst = wl.instantiate("tiny", "float32")
     own, wide = inst.module(*inst.inputs), inst.cast("float64")
     assert torch.isfinite(wide.module(*wide.inputs)).all()
     overflowed = int((~torch.isfinite(own)).sum())
     assert 0 < overflowed < own.numel()  # the finite rest is still compared
+    return overflowed, own.numel()
+
+
+def test_values_past_the_runs_dtypes_range_are_not_judged_the_rest_against_float64():
+    """No float32 value is right where float64 holds 1e60: those elements are left out (counted in
+    the row's notes and the table), the rest is judged against float64 as usual."""
+    wl = _seeded("overflows", Overflows)
+    overflowed, total = _not_finite(wl)
     doc = irlens.compare(wl, backends=["eager", "inductor"], modes=["fwd", "fwdbwd"], isolate=False)
-    why = f"float64 is finite where float32 is not (out0: {overflowed} of {own.numel()} elements"
+    for row in doc["rows"]:
+        label = (row["backend"], row["mode"])
+        assert row["status"] == "ok", (label, row["reason"])
+        assert row["reference_dtype"] == "float64" and not row.get("reference_fallback"), label
+        assert row["notes"]["beyond_range"]["out0"] == f"{overflowed} of {total} elements", label
+        assert 0 < row["per_result"]["out0"] <= row["per_result_allowed"]["out0"], label
+    table = irlens.compare_table(doc)
+    assert f"not judged: beyond float32's range in the float64 reference (overflows/fwd, out0: {overflowed} of " \
+           f"{total} elements)" in table
+
+
+def test_an_overflow_only_the_runs_dtype_has_inside_is_judged_against_eager_in_that_dtype():
+    wl = _seeded("overflows_inside", OverflowsInside)
+    overflowed, total = _not_finite(wl)
+    doc = irlens.compare(wl, backends=["eager", "inductor"], modes=["fwd", "fwdbwd"], isolate=False)
+    why = f"float64 is finite where float32 is not (out0: {overflowed} of {total} elements"
     for row in doc["rows"]:
         label = (row["backend"], row["mode"])
         assert row["status"] == "ok", (label, row["reason"])
         assert row["reference_dtype"] == "float32" and row["reference_fallback"].startswith(why), label
         assert 0 <= row["per_result"]["out0"] <= row["per_result_allowed"]["out0"], label
-        if row["mode"] == "fwd":  # GraphNet's check against eager: an infinity equal to eager's passes
-            assert row["notes"]["graphnet_t"] <= 0, label
     table = irlens.compare_table(doc)
-    assert f"judged against eager float32, not float64 (overflows/fwd): {why})" in table
+    assert f"judged against eager float32, not float64 (overflows_inside/fwd): {why})" in table
 
 
 class Finite(PerturbedEager):
-    """Eager with its infinities replaced by float32's largest values: finite where eager overflowed."""
+    """Eager with its NaN and infinities replaced by finite values: finite where eager overflowed."""
 
     name, description = "finite", "eager with its infinities made finite"
 
@@ -205,8 +235,8 @@ class Finite(PerturbedEager):
         results["out0"] = torch.nan_to_num(results["out0"])
 
 
-def test_a_backend_finite_where_eager_overflowed_is_a_mismatch():
-    wl = _overflows()
+def test_a_backend_finite_where_eager_overflowed_inside_is_a_mismatch():
+    wl = _seeded("overflows_inside", OverflowsInside)
     reference = compute_reference(wl, "fwd", "cpu", "tiny", "float32")
     assert reference.dtype == "float32" and reference.eager_errors is None
     overflowed = int((~torch.isfinite(reference.results["out0"])).sum())

@@ -116,3 +116,24 @@ def test_graphnets_level_is_where_torch_allclose_first_passes(case):
     passing = [t for t in LEVELS if torch.allclose(x, y, *reversed(tolerances(torch.float32, t)))]
     assert passing_level({"out0": x}, {"out0": y}) == (passing[0] if passing else ABOVE_ZERO)
     assert passing == [t for t in LEVELS if t >= (passing[0] if passing else ABOVE_ZERO)]  # monotone in t
+
+
+def test_elements_beyond_the_run_dtypes_range_are_not_judged_and_counted():
+    """A float64 reference past float32's 3.4e38 (GraphNet's mnasnet0_5 on random weights ends at
+    1e81): no float32 value is right there, so eager's NaN and a stack's clamped finite number are
+    both left out; the rest is compared, and a result with nothing else compared nothing."""
+    ref = torch.tensor([1.0, 2.0, 1e81, -3e40], dtype=torch.float64)
+    eager = torch.tensor([1.0, 2.0, NAN, -INF], dtype=torch.float32)
+    clamped = torch.tensor([1.0, 2.0, 6.0, 0.0], dtype=torch.float32)
+    for result in (eager, clamped):
+        assert rel_err(result, ref) == 0.0
+        cmp = compare_results({"out0": result}, {"out0": ref}, 1e-6)
+        assert cmp.ok and cmp.beyond_range == {"out0": numerics.elements_of(2, 4)} and not cmp.vacuous
+    off = torch.tensor([1.0, 2.5, NAN, 0.0], dtype=torch.float32)
+    assert not compare_results({"out0": off}, {"out0": ref}, 1e-6).ok
+    huge = ref[2:]
+    cmp = compare_results({"out0": eager[2:]}, {"out0": huge}, 1e-6)
+    assert cmp.ok and cmp.vacuous == ["out0"] and exactly_zero(huge, numerics.held_by(torch.float32))
+    assert rel_err(huge.clone(), huge) == 0.0 and not exactly_zero(huge)  # float64 itself holds them: judged
+    in_float64 = compare_results({"out0": huge * (1 + 1e-3)}, {"out0": huge}, 1e-6)  # a float64 run holds them
+    assert not in_float64.ok and not in_float64.beyond_range
