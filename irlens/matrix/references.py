@@ -143,14 +143,17 @@ class Reference:
 
 
 def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None,
-                      failed: dict[str, str] | None = None) -> Reference:
+                      failed: dict[str, str] | None = None, turn=contextlib.nullcontext) -> Reference:
     """Eager's results in the highest precision that runs (float64, else float32, else eager as
     the cells run it; eager too where it is not finite where that precision is), from the same
     weights and inputs a backend gets (rounded to its dtype);
     eager's own error in the run's dtype on them; the loss's condition. `failed`: precisions
     known not to run (dtype -> why), not tried again. Out of memory is raised (the worker tries
-    elsewhere); when no precision runs, ReferenceFailed."""
-    return reference_of(wl.instantiate(preset, dtype, device), mode, failed)
+    elsewhere); when no precision runs, ReferenceFailed. `turn()`: held while it computes, after
+    the instance is built (the device's turn, irlens.runtime.gpu_turns)."""
+    inst = wl.instantiate(preset, dtype, device)
+    with turn():
+        return reference_of(inst, mode, failed)
 
 
 def reference_of(inst: Instance, mode: str, failed: dict[str, str] | None = None) -> Reference:
@@ -296,7 +299,10 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
 
     def compute(where: str, turn) -> Reference:
         call_progress.stage(f"computing the float64 reference on {where}{' alone' if turn is gpu_alone else ''}")
-        with turn(gpu_lock if where == device else None):  # the turns are the plan's device's
+        lock = gpu_lock if where == device else None  # the turns are the plan's device's
+        if turn is sharing_gpu and device != "cpu":  # building the instance is the host's work: a GPU timing may
+            return compute_reference(wl, mode, where, preset, dtype, turn=lambda: turn(lock))  # run beside it
+        with turn(lock):
             return compute_reference(wl, mode, where, preset, dtype)
 
     for (where, turn), (then, then_turn) in zip(tries, tries[1:]):  # out of memory: the next try

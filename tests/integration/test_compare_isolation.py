@@ -250,11 +250,11 @@ def test_a_reference_out_of_gpu_memory_is_computed_on_the_cpu(monkeypatch, tmp_p
 
     real, devices = compare.compute_reference, []
 
-    def on_a_full_gpu(wl, mode, device, *args):
+    def on_a_full_gpu(wl, mode, device, *args, **kwargs):
         devices.append(device)
         if device != "cpu":
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
-        return real(wl, mode, device, *args)
+        return real(wl, mode, device, *args, **kwargs)
 
     monkeypatch.setattr(compare, "compute_reference", on_a_full_gpu)
     path = str(tmp_path / "ref.pt")

@@ -151,3 +151,25 @@ def test_a_worker_starts_sharing_the_device(tmp_path):
     finally:
         worker.close()
         holder.join()
+
+
+def test_a_gpu_reference_builds_its_instance_before_it_takes_a_turn(monkeypatch, tmp_path):
+    """On a GPU, building a bench-size module and its inputs is the host's work (seconds of random
+    numbers on the CPU): a timing may run beside it; the float64 computing shares the turns. On the
+    CPU both hold the turn (a CPU timing would share its cores)."""
+    from irlens.runtime import gpu_turns
+    from irlens.matrix import references
+    from irlens.workloads.builtin import resolve_workload
+    from irlens.workloads.workload import Workload
+
+    seen, real_instantiate, real_of = [], Workload.instantiate, references.reference_of
+    monkeypatch.setattr(Workload, "instantiate", lambda wl, *a, **kw: seen.append(("instance", gpu_turns.current_turn()))
+                        or real_instantiate(wl, "tiny", None, "cpu"))
+    monkeypatch.setattr(references, "reference_of", lambda *a: seen.append(("float64", gpu_turns.current_turn()))
+                        or real_of(*a))
+    lock = str(tmp_path / "turns.lock")
+    references.reference_anywhere(resolve_workload("gelu"), "fwd", "cuda", "tiny", None, lock)
+    assert seen == [("instance", None), ("float64", "shared")]
+    seen.clear()
+    references.reference_anywhere(resolve_workload("gelu"), "fwd", "cpu", "tiny", None, lock)
+    assert seen == [("instance", "shared"), ("float64", "shared")]
