@@ -268,13 +268,15 @@ def beyond(reference: torch.Tensor, limit: float) -> torch.Tensor:
     return torch.isfinite(reference) & (reference.abs() > limit)
 
 
-def _judged(a: torch.Tensor, b: torch.Tensor, limit: float, ref_norm: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """`a`, `b` with the elements where the reference lies beyond the run dtype's range zeroed:
-    not judged (see the module docstring); a reference norm within the range has none."""
+def _judged(a: torch.Tensor, b: torch.Tensor, limit: float, ref_norm: float) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """`a`, `b` with the elements where the reference lies beyond the run dtype's range zeroed (not
+    judged, see the module docstring), and how many they are; a reference norm within the range
+    has none, and costs no pass over it."""
     if not ref_norm > limit:
-        return a, b
+        return a, b, 0
     out = beyond(b, limit)
-    return (a.masked_fill(out, 0.0), b.masked_fill(out, 0.0)) if bool(out.any()) else (a, b)
+    n = int(out.sum())
+    return (a.masked_fill(out, 0.0), b.masked_fill(out, 0.0), n) if n else (a, b, 0)
 
 
 def rel_err(result: torch.Tensor, reference: torch.Tensor) -> float:
@@ -282,24 +284,33 @@ def rel_err(result: torch.Tensor, reference: torch.Tensor) -> float:
     in both (NaN where NaN, +inf where +inf, -inf where -inf) is the same value, left out of both
     norms; one where the other holds another value (finite, or another non-finite) makes it inf.
     Where the reference lies beyond what the result's dtype holds, the element is left out too."""
+    return _rel_err(result, reference)[0]
+
+
+def _rel_err(result: torch.Tensor, reference: torch.Tensor) -> tuple[float, int]:
+    """`rel_err`, and how many elements it left out as beyond the result dtype's range."""
     if result.shape == reference.shape:
         pairs = float64_slices(result, reference)
     else:  # they broadcast: compared whole
         pairs = [(result.detach().to(device=reference.device, dtype=torch.float64), reference.detach().to(torch.float64))]
     limit = held_by(result.dtype)
-    errs, refs = [], []
+    errs, refs, left_out, out_of_place = [], [], 0, False
     for a, b in pairs:
-        a, b = _judged(a, b, limit, torch.linalg.vector_norm(b).item())
+        a, b, n = _judged(a, b, limit, torch.linalg.vector_norm(b).item())
+        left_out += n
         err, ref = torch.linalg.vector_norm(a - b).item(), torch.linalg.vector_norm(b).item()
         if not (math.isfinite(err) and math.isfinite(ref)):  # a NaN or Inf on either side: only then masked
             if not bool((_same_non_finite(a, b) | (torch.isfinite(a) & torch.isfinite(b))).all()):
-                return math.inf
+                out_of_place = True  # the error is inf; the later slices still count what is left out
+                continue
             err = torch.linalg.vector_norm(torch.where(torch.isfinite(a), a - b, 0.0)).item()
             ref = torch.linalg.vector_norm(torch.where(torch.isfinite(b), b, 0.0)).item()
         errs.append(err)
         refs.append(ref)
+    if out_of_place:
+        return math.inf, left_out
     ref_norm, err = math.hypot(*refs), math.hypot(*errs)  # the slices' norms joined without squaring them
-    return err / ref_norm if ref_norm > 0 else err
+    return (err / ref_norm if ref_norm > 0 else err), left_out
 
 
 def _same_non_finite(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -313,7 +324,7 @@ def non_finite_problem(result: torch.Tensor, reference: torch.Tensor) -> str:
     stray = displaced = 0  # NaN or Inf in the result where the reference differs; finite where it is not
     limit = held_by(result.dtype)
     for a, b in float64_slices(result, reference):
-        a, b = _judged(a, b, limit, torch.linalg.vector_norm(b).item())
+        a, b, _ = _judged(a, b, limit, torch.linalg.vector_norm(b).item())
         finite = torch.isfinite(a)
         stray += int((~finite & ~_same_non_finite(a, b)).sum())
         displaced += int((finite & ~torch.isfinite(b)).sum())
@@ -340,12 +351,6 @@ def exactly_zero(t: torch.Tensor, limit: float = math.inf) -> bool:
     cannot tell anything apart."""
     t = t.detach()
     return not bool(t.any()) or not bool((torch.isfinite(t) & (t != 0) & (t.abs() <= limit)).any())
-
-
-def count_beyond(result: torch.Tensor, reference: torch.Tensor) -> int:
-    """How many elements of the reference lie beyond what the result's dtype holds."""
-    limit = held_by(result.dtype)
-    return sum(int(beyond(b, limit).sum()) for _, b in float64_slices(result, reference)) if limit < math.inf else 0
 
 
 @dataclass
@@ -413,10 +418,9 @@ def compare_results(results: dict[str, torch.Tensor], reference: dict[str, torch
         if tuple(got.shape) != tuple(ref.shape):
             cmp.problems.append(f"{name}: shape {tuple(got.shape)} vs reference {tuple(ref.shape)}")
             continue
-        err = rel_err(got, ref)
-        out = count_beyond(got, ref) if ref.is_floating_point() and got.is_floating_point() else 0
-        if out:
-            cmp.beyond_range[name] = elements_of(out, ref.numel())
+        err, left_out = _rel_err(got, ref)
+        if left_out:
+            cmp.beyond_range[name] = elements_of(left_out, ref.numel())
         bound = tol[name] if isinstance(tol, dict) else Bound(tol, f"tol {tol:.0e}")
         cmp.errors[name], cmp.allowed[name] = err, bound.value
         out_of_place = non_finite_problem(got, ref) if not math.isfinite(err) else ""
