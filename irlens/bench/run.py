@@ -87,6 +87,7 @@ class BenchConfig:
     cache_max_gb: float | None = None  # what the compilers' caches may hold (None: irlens.compile_caches' default)
     remeasure: bool = False  # sweep the ceilings again, whatever the cache holds
     precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.precision; --tf32: "tf32")
+    compiles_aside: bool = False  # timed cells run beside other cells' compiles (their compiles hold no turn)
 
 
 def step_flops(wl, mode: str, preset: str, device: str) -> tuple[int, int, list[Gemm]]:
@@ -190,7 +191,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
           timeout: float = 600.0, jobs: int = 1, budget_s: float | None = None, checkpoint=None,
           only: dict[str, frozenset] | None = None, compile_jobs: int = 0, cache_dir: Path | None = None,
           remeasure: bool = False, precision: str = DEFAULT_PRECISION,
-          cache_max_gb: float | None = None) -> Document:
+          cache_max_gb: float | None = None, compiles_aside: bool = False) -> Document:
     """The bench document. First, beside each other, the work each step must do is counted in a
     worker and every cell is compiled ahead, `compile_jobs` at a time (irlens.matrix.compile_ahead;
     0: none); then the ceilings are measured (or read from the cache, irlens.bench.ceilings_cache; every
@@ -202,7 +203,9 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
     `checkpoint(doc)` gets the document so far after the ceilings, after every row and when an
     exception stops the run (irlens.bench.checkpoint). `only` ({dtype: {(workload, mode, backend)}})
     runs just those cells. `precision`: the float32 policy every process computes under, the
-    ceilings' sweep included (irlens.precision)."""
+    ceilings' sweep included (irlens.precision). `compiles_aside`: a timed cell's compile holds no
+    turn on the GPU, so timings run beside other cells' compiles (with `compile_jobs` 0, cells
+    compile and are timed in one pass); each row's repeat figure shows what sharing the GPU cost."""
     backends = backends or BENCH_BACKENDS
     dtypes = dtypes or BENCH_DTYPES
     plans = [plan_matrix(workloads, backends, modes, device, preset, dtype, device_timing=True, precision=precision)
@@ -248,7 +251,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
                 progress.note(f"ceilings: {describe(measured).replace('**', '')}")
                 saved.begin(measured)
                 result = run_timed(plans, musts, measured, progress, timeout, jobs, budget_s, saved, lost, early,
-                                   caches.check_disk)
+                                   caches.check_disk, compiles_aside)
                 result.time_spent = time_spent(progress)
             finally:
                 for refs in early.values():
@@ -272,7 +275,8 @@ def compile_deadline(budget_s: float | None) -> float | None:
 
 
 def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: BenchProgress, timeout: float, jobs: int,
-              budget_s: float | None, saved: Checkpoint, lost: dict, early: dict, after_row) -> Document:
+              budget_s: float | None, saved: Checkpoint, lost: dict, early: dict, after_row,
+              compiles_aside: bool = False) -> Document:
     """Each dtype's cells, timed (`lost`: rows of cells not to run again; `early`: the twins'
     checks, started beside the compiles), each row added to `saved` as it finishes, then `after_row()`; the roofline
     over the rows so far after each dtype."""
@@ -288,7 +292,7 @@ def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: Benc
             after_row()
 
         doc = run_plan(plan, timeout, progress=progress, jobs=jobs, budget_s=left, known=lost.get(plan.dtype),
-                       references=early.get(plan.dtype), on_row=finished)
+                       references=early.get(plan.dtype), on_row=finished, compiles_share=not compiles_aside)
         rows += doc.rows
         ceilings = apply_roofline(rows, measured)  # the earlier dtypes' rows again: a raise moves their figures
         if ceilings.raised:
@@ -320,6 +324,8 @@ def child_argv(config: BenchConfig, dtypes: list[str], modes: list[str], json_pa
         argv += ["--cache-max-gb", str(config.cache_max_gb)]
     if config.precision == "tf32":
         argv += ["--tf32"]
+    if config.compiles_aside:
+        argv += ["--compiles-aside"]
     if config.rerun:
         argv += ["--rerun", config.rerun]
     for flag, names in (("--workloads", config.workloads), ("--backends", config.backends)):
@@ -427,5 +433,5 @@ def run_configured(config: BenchConfig, command: str, previous: Document | None 
     doc = bench(config.workloads, config.backends, config.modes, config.dtypes, "cuda", config.preset, config.timeout,
                 config.jobs, config.budget_s, checkpoint=checkpoint, only=config.only,
                 compile_jobs=config.compile_jobs, cache_dir=config.cache_dir, remeasure=config.remeasure,
-                cache_max_gb=config.cache_max_gb, precision=config.precision)
+                cache_max_gb=config.cache_max_gb, precision=config.precision, compiles_aside=config.compiles_aside)
     return finished(doc)

@@ -35,6 +35,10 @@ def add_arguments(b) -> None:
     b.add_argument("--compile-jobs", type=non_negative_int, default=4,
                    help="before the timed runs, every cell compiled ahead in this many worker processes at once, "
                         "filling the compilers' caches (0: no compiling ahead)")
+    b.add_argument("--compiles-aside", action="store_true",
+                   help="time cells beside other cells' compiles (a compile then holds no turn on the GPU): with "
+                        "--compile-jobs 0, cells compile and are timed in one pass, the quickest cold run; each "
+                        "row's repeat figure shows what sharing the GPU cost")
     b.add_argument("--cache-dir", type=output_folder, default=str(default_root()),
                    help="the compilers' persistent caches (Inductor/Triton kernels and autotuning, XLA executables, "
                         "nvFuser kernels) and the measured ceilings, reused run after run")

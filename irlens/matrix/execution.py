@@ -59,7 +59,7 @@ WORKER_PRELOAD = ("irlens.cell_entry", "irlens.backends", "irlens.frontends", "i
 
 def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs: int = 1,
              isolate: bool = True, budget_s: float | None = None, known: dict[CellSpec, Row] | None = None,
-             references: References | None = None, on_row=None) -> Document:
+             references: References | None = None, on_row=None, compiles_share: bool = True) -> Document:
     """Run a planned matrix: one row per cell, in `Plan.cells()` order. Each cell and each float64
     reference has `timeout` seconds, not counting its waits for turns on the device (up to one
     timeout per other worker, and for a cell only until the budget's end: `IsolatedRunner.max_wait_s`);
@@ -72,7 +72,10 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
     (irlens.bench.run: beside the compiles, so none is computed beside a timing). `progress`: a bar on stderr, none, or an
     object with `start(label)`, `finish()` and `close()` that hears of each cell. `on_row(cell, row)`
     hears of each row as it finishes (in the thread that ran it), so a caller can write what is done
-    so far. A JAX twin that disagrees raises TwinMismatch before any cell runs."""
+    so far. A JAX twin that disagrees raises TwinMismatch before any cell runs. `compiles_share`:
+    timed on the device, a cell's compile keeps its share of the device's turns, so no timing runs
+    beside it; False: it steps aside as elsewhere (irlens.runtime.gpu_turns.stepped_aside), and
+    timings run beside other cells' compiles."""
     deadline = None if budget_s is None else time.monotonic() + budget_s
     if os.environ.get(WORKER_ENV):  # a user file that compares at import time, loaded by a worker
         raise RuntimeError("irlens.compare was called while a compare worker loaded a workload file; "
@@ -102,7 +105,7 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
             if plan.device_timing and not isolate and plan.device.startswith("cuda"):
                 torch.cuda.empty_cache()
             bar = progress if hasattr(progress, "start") else Progress(len(cells), bool(progress))
-            runner = (IsolatedRunner(plan, refs, timeout, lock, threads, jobs, deadline) if isolate
+            runner = (IsolatedRunner(plan, refs, timeout, lock, threads, jobs, deadline, compiles_share) if isolate
                       else InProcessRunner(plan, refs))
             # a worker serves consecutive cells of one backend (one acquiring frontend)
             order = sorted(cells, key=lambda cell: worker_key(plan, cell))
@@ -277,9 +280,9 @@ class IsolatedRunner:
     do not count against its timeout (irlens.runtime.call_progress), up to `max_wait_s(timeout)`."""
 
     def __init__(self, plan: Plan, refs: References, timeout: float, timing_lock: str | None, threads: int | None = None,
-                 jobs: int = 1, deadline: float | None = None):
+                 jobs: int = 1, deadline: float | None = None, compiles_share: bool = True):
         self.plan, self.refs, self.timeout, self.timing_lock = plan, refs, timeout, timing_lock
-        self.jobs, self.deadline = jobs, deadline
+        self.jobs, self.deadline, self.compiles_share = jobs, deadline, compiles_share
         self.pool = WorkerPool(jobs, WORKER_PRELOAD, turns=timing_lock, threads=threads, pinned=True)
 
     def run(self, cell: CellSpec) -> Row:
@@ -297,9 +300,10 @@ class IsolatedRunner:
         return row
 
     def worker_env(self, cell: CellSpec) -> dict[str, str]:
-        """The backend's environment; a bench's (device-timed) compiles keep their share of the GPU."""
+        """The backend's environment; a bench's (device-timed) compiles keep their share of the GPU,
+        unless they step aside (`compiles_share` False)."""
         env = self.plan.backends[cell.backend].worker_env()
-        return {**env, COMPILES_SHARE_ENV: "1"} if self.plan.device_timing else env
+        return {**env, COMPILES_SHARE_ENV: "1"} if self.plan.device_timing and self.compiles_share else env
 
     def max_wait_s(self, timeout: float) -> float:
         """How long a cell starting now with `timeout` may wait for turns without it counting: one

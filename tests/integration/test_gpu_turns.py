@@ -87,6 +87,23 @@ def test_a_benchs_compile_keeps_its_share(tmp_path):
     assert not _overlap(compile_, alone) and alone[1] >= compile_[2]
 
 
+def test_a_timed_plans_workers_keep_compiles_shared_unless_they_step_aside():
+    """The environment a bench's cell workers start with: compiles keep their share of the GPU's
+    turns by default, and step aside with `irlens bench --compiles-aside`."""
+    import irlens.matrix as cmp
+    from irlens.matrix.execution import IsolatedRunner
+    from irlens.matrix.references import References
+
+    plan = cmp.plan_matrix(["gelu"], ["eager"], ["fwd"], "cpu", "tiny", None, device_timing=True)
+    cell = plan.cells()[0]
+    for share in (True, False):
+        runner = IsolatedRunner(plan, References(plan, None, 60.0), 60.0, None, compiles_share=share)
+        try:
+            assert (COMPILES_SHARE_ENV in runner.worker_env(cell)) is share
+        finally:
+            runner.close()
+
+
 def _measure_in_share(path: str, delay: float, log, t0: float) -> None:
     """A cell: shares the device, and `measure` times its steps (each 20 ms) with the device alone."""
     from irlens.matrix.backend_run import measure

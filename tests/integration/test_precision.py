@@ -149,6 +149,9 @@ def test_bench_tf32_reaches_its_config_and_each_gpus_child_run():
     argv = child_argv(tf32, ["float32"], ["fwd"], "part.json")
     assert "--tf32" in argv and "--tf32" not in child_argv(BenchConfig(), ["float32"], ["fwd"], "part.json")
     assert options(BenchConfig, parser.parse_args(argv[1:])).precision == "tf32"  # the child reads it back
+    aside = options(BenchConfig, parser.parse_args(["--compiles-aside"]))  # the same road for compiles beside timings
+    assert aside.compiles_aside and not tf32.compiles_aside
+    assert options(BenchConfig, parser.parse_args(child_argv(aside, ["float32"], ["fwd"], "p.json")[1:])).compiles_aside
 
 
 def test_a_document_written_before_the_policy_reads_with_none_and_its_pages_say_not_recorded():
