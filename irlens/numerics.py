@@ -272,7 +272,7 @@ def _judged(a: torch.Tensor, b: torch.Tensor, limit: float, ref_norm: float) -> 
     """`a`, `b` with the elements where the reference lies beyond the run dtype's range zeroed (not
     judged, see the module docstring), and how many they are; a reference norm within the range
     has none, and costs no pass over it."""
-    if not ref_norm > limit:
+    if ref_norm <= limit:  # a NaN norm (a NaN in the slice) says nothing: looked at element by element
         return a, b, 0
     out = beyond(b, limit)
     n = int(out.sum())

@@ -123,7 +123,9 @@ class Reference:
         float64 copies on the GPU, ran it out of memory (two workers held 33 and 35 GiB)."""
         def host(tensors: dict) -> dict:
             return {n: t.cpu() if isinstance(t, torch.Tensor) else t for n, t in tensors.items()}
-        return dataclasses.replace(self, results=host(self.results), eager_outputs=host(self.eager_outputs))
+        moved = dataclasses.replace(self, results=host(self.results), eager_outputs=host(self.eager_outputs))
+        self.kept = None  # handed out once: the copy has it
+        return moved
 
     def nbytes(self) -> int:
         """About what `save` writes: the bytes of its tensors."""
@@ -143,25 +145,27 @@ class Reference:
 
 
 def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: str | None,
-                      failed: dict[str, str] | None = None, turn=contextlib.nullcontext) -> Reference:
+                      failed: dict[str, str] | None = None, turn=contextlib.nullcontext, keep: bool = False) -> Reference:
     """Eager's results in the highest precision that runs (float64, else float32, else eager as
     the cells run it; eager too where it is not finite where that precision is), from the same
     weights and inputs a backend gets (rounded to its dtype);
     eager's own error in the run's dtype on them; the loss's condition. `failed`: precisions
     known not to run (dtype -> why), not tried again. Out of memory is raised (the worker tries
     elsewhere); when no precision runs, ReferenceFailed. `turn()`: held while it computes, after
-    the instance is built (the device's turn, irlens.runtime.gpu_turns)."""
+    the instance is built (the device's turn, irlens.runtime.gpu_turns). `keep`: the reference keeps
+    that instance for its cell (`Reference.instance`)."""
     inst = wl.instantiate(preset, dtype, device)
     with turn():
-        return reference_of(inst, mode, failed)
+        return reference_of(inst, mode, failed, keep)
 
 
-def reference_of(inst: Instance, mode: str, failed: dict[str, str] | None = None) -> Reference:
+def reference_of(inst: Instance, mode: str, failed: dict[str, str] | None = None, keep: bool = False) -> Reference:
     """`compute_reference` of an instance's own weights and inputs (a draw of other inputs:
     irlens.matrix.draws)."""
     state = {k: v.clone() for k, v in inst.module.state_dict().items()}  # before any forward could change it
     ref_dtype, results, fallback = highest_precision_results(inst, mode, failed)
-    reference = Reference(results, state, inst.inputs, ref_dtype, fallback, kept=inst)
+    kept = inst if keep else None
+    reference = Reference(results, state, inst.inputs, ref_dtype, fallback, kept=kept)
     if ref_dtype == inst.dtype:
         reference.eager_problem = (f"the reference is eager {ref_dtype} itself" if not fallback else
                                    f"no precision above {inst.dtype} ran")
@@ -179,7 +183,7 @@ def reference_of(inst: Instance, mode: str, failed: dict[str, str] | None = None
             if beyond:  # the higher precision cannot judge what the run's dtype cannot hold: eager judges
                 why = "; ".join(filter(None, [fallback, beyond]))
                 reference = Reference(eager, state, inst.inputs, inst.dtype, why, eager_outputs=outputs(eager),
-                                      eager_problem=f"the reference is eager {inst.dtype} itself: {beyond}", kept=inst)
+                                      eager_problem=f"the reference is eager {inst.dtype} itself: {beyond}", kept=kept)
             else:
                 reference.eager_errors = {n: rel_err(eager[n], r) for n, r in results.items()
                                           if r is not None and eager.get(n) is not None and eager[n].shape == r.shape}
@@ -301,9 +305,9 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
         call_progress.stage(f"computing the float64 reference on {where}{' alone' if turn is gpu_alone else ''}")
         lock = gpu_lock if where == device else None  # the turns are the plan's device's
         if turn is sharing_gpu and device != "cpu":  # building the instance is the host's work: a GPU timing may
-            return compute_reference(wl, mode, where, preset, dtype, turn=lambda: turn(lock))  # run beside it
+            return compute_reference(wl, mode, where, preset, dtype, turn=lambda: turn(lock), keep=True)  # beside it
         with turn(lock):
-            return compute_reference(wl, mode, where, preset, dtype)
+            return compute_reference(wl, mode, where, preset, dtype, keep=True)
 
     for (where, turn), (then, then_turn) in zip(tries, tries[1:]):  # out of memory: the next try
         try:

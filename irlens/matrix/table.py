@@ -142,7 +142,7 @@ def beyond_range_lines(rows: list[Row]) -> list[str]:
     for r in rows:
         if r.ran and r.notes.get("beyond_range"):
             found.setdefault((r.workload, r.mode, r.dtype or "?"), {}).update(r.notes["beyond_range"])
-    return [f"not judged: beyond {dtype}'s range in the float64 reference ({w}/{m}, "
+    return [f"not judged: beyond {dtype}'s range in the reference ({w}/{m}, "
             f"{', '.join(f'{n}: {count}' for n, count in results.items())})"
             for (w, m, dtype), results in found.items()]
 

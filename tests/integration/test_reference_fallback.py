@@ -208,7 +208,7 @@ def test_values_past_the_runs_dtypes_range_are_not_judged_the_rest_against_float
         assert row["notes"]["beyond_range"]["out0"] == f"{overflowed} of {total} elements", label
         assert 0 < row["per_result"]["out0"] <= row["per_result_allowed"]["out0"], label
     table = irlens.compare_table(doc)
-    assert f"not judged: beyond float32's range in the float64 reference (overflows/fwd, out0: {overflowed} of " \
+    assert f"not judged: beyond float32's range in the reference (overflows/fwd, out0: {overflowed} of " \
            f"{total} elements)" in table
 
 

@@ -15,15 +15,17 @@ from irlens.workloads.builtin import resolve_workload
 
 def test_the_computing_process_hands_out_the_reference_instance_once_then_pins_fresh_ones():
     wl = resolve_workload("block")
-    reference = compute_reference(wl, "fwdbwd", "cpu", "tiny", "float32")
+    assert compute_reference(wl, "fwd", "cpu", "tiny", "float32").kept is None  # kept only where asked
+    reference = compute_reference(wl, "fwdbwd", "cpu", "tiny", "float32", keep=True)
     first = reference.instance(wl, "tiny", "float32", "cpu")
+    assert first is not None and reference.kept is None
     assert first.inputs is reference.inputs
     again = reference.instance(wl, "tiny", "float32", "cpu")
     assert again is not first and again.module is not first.module
     for instance in (first, again):  # the reference's weights, untouched by the steps it ran
         state = instance.module.state_dict()
         assert all(torch.equal(state[name], value) for name, value in reference.state.items())
-    other = compute_reference(wl, "fwd", "cpu", "tiny", "float32")
+    other = compute_reference(wl, "fwd", "cpu", "tiny", "float32", keep=True)
     assert other.instance(wl, "tiny", "bfloat16", "cpu").dtype == "bfloat16"  # not the kept one: another dtype
 
 

@@ -141,28 +141,31 @@ def test_nvfuser_runs_dynamos_graphs_where_thunder_cannot(monkeypatch):
 
 
 def test_xla_lowering_converts_an_unchanged_argument_once_and_a_changed_one_again(monkeypatch):
-    """The lowered graph's arguments that come back unchanged (a weight, an input) keep their JAX
-    array from the call before, so a timed step is XLA's, not irlens's conversions; a tensor changed
-    in place, or a new one, is converted again; only the last call's arrays are kept."""
+    """An argument of the lowered graph that comes back unchanged from one call to the next (a weight,
+    an input) keeps its JAX array from then on, so a timed step is XLA's, not irlens's conversions;
+    one new each call (a backward's saved activations) is converted each time and not held; a
+    tensor changed in place is new."""
     import numpy as np
 
     from irlens.backends.xla.lower import XlaLowered
-
     from irlens.frontends.jax.frontend import jax_device
 
     lowered = XlaLowered.__new__(XlaLowered)  # its arguments alone: no graph needed
-    lowered.jax_device, lowered._arrays = jax_device("cpu"), {}
+    lowered.jax_device, lowered._arrays, lowered._seen = jax_device("cpu"), {}, set()
     converted = []
     original = XlaLowered._to_jax
     monkeypatch.setattr(XlaLowered, "_to_jax", lambda self, t: converted.append(t) or original(self, t))
     weight, ids = torch.randn(4, 3), torch.arange(5)
-    first = lowered._arguments([weight, ids, torch.ones(2)])
-    assert len(converted) == 3
-    again = lowered._arguments([weight.detach(), ids, torch.ones(2)])  # a new tensor over the same storage: kept
-    assert len(converted) == 4 and again[0] is first[0] and again[1] is first[1]
+    activations = [torch.ones(2), torch.ones(2)]  # held: each call's own storage
+    lowered._arguments([weight, ids, activations[0]])
+    kept = lowered._arguments([weight.detach(), ids, activations[1]])  # a new tensor over the same storage: the same
+    assert len(converted) == 6 and len(lowered._arrays) == 2
+    again = lowered._arguments([weight, ids])
+    assert len(converted) == 6 and again[0] is kept[0] and again[1] is kept[1]
     with torch.no_grad():
         weight.add_(1.0)
     changed = lowered._arguments([weight, ids])
-    assert len(converted) == 5 and changed[1] is first[1]
+    assert len(converted) == 7 and changed[1] is kept[1] and len(lowered._arrays) == 1  # not held until seen again
     np.testing.assert_allclose(np.asarray(changed[0]), weight.numpy())
-    assert len(lowered._arrays) == 2
+    lowered._arguments([weight, ids])
+    assert len(converted) == 8 and len(lowered._arrays) == 2

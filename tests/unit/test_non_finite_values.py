@@ -137,3 +137,10 @@ def test_elements_beyond_the_run_dtypes_range_are_not_judged_and_counted():
     assert rel_err(huge.clone(), huge) == 0.0 and not exactly_zero(huge)  # float64 itself holds them: judged
     in_float64 = compare_results({"out0": huge * (1 + 1e-3)}, {"out0": huge}, 1e-6)  # a float64 run holds them
     assert not in_float64.ok and not in_float64.beyond_range
+
+
+def test_a_nan_beside_a_value_past_the_range_does_not_hide_it():
+    """A NaN in the reference's slice makes its norm NaN: the elements past the range are still found."""
+    ref = torch.tensor([NAN, 1e81, 1.0], dtype=torch.float64)
+    cmp = compare_results({"out0": torch.tensor([NAN, NAN, 1.0])}, {"out0": ref}, 1e-6)
+    assert cmp.ok and cmp.beyond_range == {"out0": numerics.elements_of(1, 3)}

@@ -117,7 +117,9 @@ class XlaLowered:
         self.device = device
         self.compiled = None
         self._read = None  # the optimized HLO, read once
-        self._arrays: dict[tuple, tuple[torch.Tensor, object]] = {}  # the last call's arguments (`_arguments`)
+        # arguments seen again from one call to the next, converted (`_arguments`); the last call's others
+        self._arrays: dict[tuple, tuple[torch.Tensor, object]] = {}
+        self._seen: set[tuple] = set()
 
     def _compile(self, args) -> None:
         import jax
@@ -137,18 +139,26 @@ class XlaLowered:
 
     def _arguments(self, inputs: list) -> list:
         """The inputs as JAX arrays. A tensor that comes back unchanged (the same storage, shape,
-        strides and version: a weight, a step's input) keeps the array of the call before: converting
-        each of a GraphNet sample's hundreds of weights again on every call was most of XLA's timed
-        step on small models (10 to 150 us a tensor through DLPack, a host round trip for int64),
-        time a JAX program, its arrays made once, does not spend. Only the last call's arrays are
-        kept (with their tensors, so that no other tensor takes their storage)."""
-        arrays, args = {}, []
+        strides and version: a weight, a step's input) from one call to the next keeps its array
+        from then on: converting each of a GraphNet sample's hundreds of weights again on every call
+        was most of XLA's timed step on small models (10 to 150 us a tensor through DLPack, a host
+        round trip for int64), time a JAX program, its arrays made once, does not spend. The others
+        (a backward's saved activations, new every step) are converted each call and not held; of
+        them only their keys are remembered, for one call. A kept array holds its tensor, so that no
+        other tensor takes its storage, until a call passes it no more."""
+        arrays, seen, args = {}, set(), []
         for t in inputs:
             key = (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t.device, t._version)
             kept = self._arrays.get(key)
-            arrays[key] = kept if kept is not None else (t, self._to_jax(t))
-            args.append(arrays[key][1])
-        self._arrays = arrays
+            if kept is None:
+                kept = (t, self._to_jax(t))
+                if key not in self._seen:
+                    seen.add(key)
+                    args.append(kept[1])
+                    continue
+            arrays[key] = kept
+            args.append(kept[1])
+        self._arrays, self._seen = arrays, seen
         return args
 
     def _to_jax(self, t: torch.Tensor):
