@@ -310,7 +310,8 @@ def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: 
     try:
         if reference_path is None:
             try:
-                reference = reference_anywhere(wl, spec.mode, spec.device, spec.preset, spec.dtype, timing_lock)
+                reference = reference_anywhere(wl, spec.mode, spec.device, spec.preset, spec.dtype, timing_lock,
+                                               keep=True)
             except Exception as e:  # the cell fails as where the references' worker failed
                 row = new_row(wl, spec.mode, backend, spec.frontend)
                 return jsonable(row.fail("reference", failure_reason(f"{type(e).__name__}: {e}"),

@@ -290,13 +290,15 @@ def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtyp
 
 
 def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype: str | None,
-                       gpu_lock: str | None = None) -> Reference:
+                       gpu_lock: str | None = None, keep: bool = False) -> Reference:
     """`compute_reference` where it fits. With `gpu_lock` (the turns on the plan's device: a GPU,
     or the CPU) it shares the device like a cell: no timing runs beside it. Out of device memory,
     it tries again with the GPU alone, then on the CPU: float64 needs twice float32's memory
     (attention_manual's [B, H, S, S] scores at the bench size do not fit twice over). A graph the
     CPU cannot run (one that builds its tensors on `cuda:0`) goes back to the device alone below
-    float64. Cells pin the reference's own weights and inputs, so they compute on the same numbers."""
+    float64. Cells pin the reference's own weights and inputs, so they compute on the same numbers;
+    `keep`: the cell in this process runs on the very instance (`Reference.instance`). On a GPU the
+    instance is built before the turn is taken: host work, a timing may run beside it."""
     tries = [(device, sharing_gpu), (device, gpu_alone)] if gpu_lock else [(device, sharing_gpu)]
     if device != "cpu":
         tries.append(("cpu", sharing_gpu))
@@ -305,9 +307,9 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
         call_progress.stage(f"computing the float64 reference on {where}{' alone' if turn is gpu_alone else ''}")
         lock = gpu_lock if where == device else None  # the turns are the plan's device's
         if turn is sharing_gpu and device != "cpu":  # building the instance is the host's work: a GPU timing may
-            return compute_reference(wl, mode, where, preset, dtype, turn=lambda: turn(lock), keep=True)  # beside it
+            return compute_reference(wl, mode, where, preset, dtype, turn=lambda: turn(lock), keep=keep)  # beside it
         with turn(lock):
-            return compute_reference(wl, mode, where, preset, dtype, keep=True)
+            return compute_reference(wl, mode, where, preset, dtype, keep=keep)
 
     for (where, turn), (then, then_turn) in zip(tries, tries[1:]):  # out of memory: the next try
         try:

@@ -137,7 +137,7 @@ def test_a_cpu_reference_shares_the_cpu_like_a_cell(monkeypatch, tmp_path):
 
     turns, real = [], references.compute_reference
     monkeypatch.setattr(references, "compute_reference",
-                        lambda *a: turns.append(gpu_turns.current_turn()) or real(*a))
+                        lambda *a, **kw: turns.append(gpu_turns.current_turn()) or real(*a, **kw))
     references.reference_in_worker("gelu", "fwd", "cpu", "tiny", None, str(tmp_path / "ref.pt"),
                                    gpu_lock=str(tmp_path / "turns.lock"))
     assert turns == ["shared"]
