@@ -304,10 +304,16 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
         tries.append(("cpu", sharing_gpu))
 
     def compute(where: str, turn) -> Reference:
-        call_progress.stage(f"computing the float64 reference on {where}{' alone' if turn is gpu_alone else ''}")
+        label = f"computing the float64 reference on {where}{' alone' if turn is gpu_alone else ''}"
         lock = gpu_lock if where == device else None  # the turns are the plan's device's
         if turn is sharing_gpu and device != "cpu":  # building the instance is the host's work: a GPU timing may
-            return compute_reference(wl, mode, where, preset, dtype, turn=lambda: turn(lock), keep=keep)  # beside it
+            call_progress.stage("instantiating")  # run beside it
+
+            def computing():
+                call_progress.stage(label)
+                return turn(lock)
+            return compute_reference(wl, mode, where, preset, dtype, turn=computing, keep=keep)
+        call_progress.stage(label)
         with turn(lock):
             return compute_reference(wl, mode, where, preset, dtype, keep=keep)
 

@@ -174,7 +174,7 @@ def test_a_gpu_reference_builds_its_instance_before_it_takes_a_turn(monkeypatch,
     """On a GPU, building a bench-size module and its inputs is the host's work (seconds of random
     numbers on the CPU): a timing may run beside it; the float64 computing shares the turns. On the
     CPU both hold the turn (a CPU timing would share its cores)."""
-    from irlens.runtime import gpu_turns
+    from irlens.runtime import call_progress, gpu_turns
     from irlens.matrix import references
     from irlens.workloads.builtin import resolve_workload
     from irlens.workloads.workload import Workload
@@ -185,8 +185,12 @@ def test_a_gpu_reference_builds_its_instance_before_it_takes_a_turn(monkeypatch,
     monkeypatch.setattr(references, "reference_of", lambda *a: seen.append(("float64", gpu_turns.current_turn()))
                         or real_of(*a))
     lock = str(tmp_path / "turns.lock")
+    for name in ("_now", "_began", "_spent", "_waited_before"):  # restored after the test: a call begun here only
+        monkeypatch.setattr(call_progress, name, getattr(call_progress, name))
+    call_progress.begin("loading the workload")
     references.reference_anywhere(resolve_workload("gelu"), "fwd", "cuda", "tiny", None, lock)
     assert seen == [("instance", None), ("float64", "shared")]
+    assert {"instantiating", "computing the float64 reference on cuda"} <= set(call_progress.spent())
     seen.clear()
     references.reference_anywhere(resolve_workload("gelu"), "fwd", "cpu", "tiny", None, lock)
     assert seen == [("instance", "shared"), ("float64", "shared")]
