@@ -56,6 +56,22 @@ def test_device_constants_follow_the_run(tmp_path):
     assert for_device('y = "cuda"', torch.device("cpu")).strip() == "y = 'cpu'"
 
 
+def test_floats_are_drawn_as_graphnets_replay_draws_them():
+    """GraphNet's replay_tensor: normal(mean, std / 5), std 0.1 where none is recorded, clamped to the
+    recorded range and to [-100, 100]."""
+    from irlens.workloads.graphnet.meta import TensorMeta
+    from irlens.workloads.graphnet.module import draw
+
+    gen = torch.Generator().manual_seed(0)
+    wide = draw(TensorMeta("w", (200_000,), torch.float32, mean=1.0, std=5.0), gen)
+    assert abs(wide.mean().item() - 1.0) < 0.01 and abs(wide.std().item() - 1.0) < 0.01
+    assert abs(draw(TensorMeta("u", (200_000,), torch.float32), gen).std().item() - 0.02) < 0.001
+    far = draw(TensorMeta("f", (1000,), torch.float32, mean=300.0, std=1.0), gen)
+    assert far.max().item() == 100.0
+    var = draw(TensorMeta("running_var", (1000,), torch.float32, mean=0.0, std=10.0, min_val=0.0), gen)
+    assert var.min().item() == 0.0
+
+
 def test_int_inputs_are_drawn_in_their_range_and_get_no_gradient(tmp_path):
     inst = sample_workload(embedding_int(tmp_path / "e")).instantiate("tiny", None, "cpu")
     (ids,) = inst.inputs

@@ -8,10 +8,13 @@ arguments. Which argument is which comes from the forward's annotations (Dynamo'
 state, `L_self_...`, `..._buffers_...`, `G_...`, else an input; `torch.SymInt` an int, passed as
 the constant the meta gives).
 
-Values (`draw`): `data` where the meta gives it; integers uniform over [min_val, max_val] (both
-ends, as GraphNet's own replay draws them); bools half true; floats normal(mean, std), clamped to
-[min_val, max_val] where given (BatchNorm's running variance has min_val 0), `mean` itself where
-std is 0.
+Values (`draw`), as GraphNet's own replay draws them (graph_net/torch/utils.py `replay_tensor`),
+from irlens's seeded generator: `data` where the meta gives it; integers uniform over [min_val,
+max_val] (both ends); bools true where a standard normal is above 0.5; floats normal(mean, std / 5)
+(std 0.1 and mean 0 where the meta has none), clamped to [min_val, max_val] where given (BatchNorm's
+running variance has min_val 0) and to [-100, 100], `mean` itself where std is 0. With the recorded
+spread instead, deep CNNs on such weights overflow float32 (torchvision's mnasnet0_5 ends at 1e81 in
+float64), and every stack compares nothing there.
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ from irlens.workloads.graphnet.dtype_gen import HALF, generalize, keeps_float32
 from irlens.workloads.graphnet.meta import Argument, BadSample, TensorMeta
 
 PARAMETER, BUFFER, INPUT, CONSTANT = "parameter", "buffer", "input", "constant"
+# GraphNet's replay: a fifth of the recorded standard deviation (0.1 where none is recorded), within +-100
+REPLAY_SPREAD, REPLAY_STD, REPLAY_BOUND = 0.2, 0.1, 100.0
 _STATE_PREFIXES = ("L_self_", "G_")  # Dynamo's names for a module's attributes and for globals
 
 
@@ -49,16 +54,17 @@ def draw(meta: TensorMeta, gen: torch.Generator | None = None) -> torch.Tensor:
         return torch.tensor(meta.data, dtype=torch.float64 if meta.dtype.is_floating_point else None)\
             .to(meta.dtype).reshape(meta.shape)
     if meta.dtype == torch.bool:
-        return torch.rand(meta.shape, generator=gen) < 0.5
+        return torch.randn(meta.shape, generator=gen) > 0.5
     if not (meta.dtype.is_floating_point or meta.dtype.is_complex):
         if meta.min_val is None or meta.max_val is None:
             raise BadSample(f"integer tensor {meta.name} has neither data nor min_val and max_val")
         return torch.randint(int(meta.min_val), int(meta.max_val) + 1, meta.shape, generator=gen, dtype=meta.dtype)
-    mean, std = meta.mean or 0.0, meta.std or 0.0
-    values = torch.randn(meta.shape, generator=gen, dtype=torch.float64) * std + mean
+    mean = 0.0 if meta.mean is None else meta.mean
+    std = REPLAY_STD if meta.std is None else meta.std
+    values = torch.randn(meta.shape, generator=gen, dtype=torch.float64) * (std * REPLAY_SPREAD) + mean
     if meta.min_val is not None or meta.max_val is not None:
         values = values.clamp(meta.min_val, meta.max_val)
-    return values.to(meta.dtype)
+    return values.clamp(-REPLAY_BOUND, REPLAY_BOUND).to(meta.dtype)
 
 
 @functools.lru_cache(maxsize=16)
