@@ -9,10 +9,9 @@ float64 copy then mixes with float64 ones; a graph that builds its tensors on a 
 float64 copy ran out of that GPU's memory) in the highest precision that runs, down to eager
 itself as the cells run it (the run's dtype, the instance not cast), saying why (`fallback`).
 Eager as the cells run it is the reference too where it has a NaN or Inf that the higher precision
-has not (random weights whose float32 activations overflow where float64's stay finite): that
-precision cannot judge what the run's dtype cannot hold (`not_finite_below`).
-Only where eager fails as the cells run it is there no reference (`ReferenceFailed`, naming
-every precision's failure). Beside the results eager's own error in the run's dtype on the same numbers, and the
+has not, within the run dtype's range (an overflow inside: `not_finite_below`). Only where eager
+fails as the cells run it is there no reference (`ReferenceFailed`, naming every precision's
+failure). Beside the results eager's own error in the run's dtype on the same numbers, and the
 loss's condition, which the cells are judged with (irlens.numerics). `References` computes them
 for a plan: in this process when first asked for, or (isolated) in one worker process in the
 background, twins first, so that a cell starts as soon as its own reference is there while
@@ -88,15 +87,12 @@ class Reference:
     eager_outputs: dict[str, torch.Tensor] = field(default_factory=dict)
     # what it is known by in a worker: its file, or a name of its own where it was computed there
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
-    # where this process computed it: the instance its results came from, untouched (every step ran
-    # on copies of it), handed out once by `instance`
+    # the instance its results came from, untouched (steps ran on copies), for the cell in this process
     kept: Instance | None = field(default=None, repr=False, compare=False)
 
     def instance(self, wl: Workload, preset: str, dtype: str | None, device: str, seed: int = 0) -> Instance:
-        """`wl` at `preset`, `dtype`, `device` on the reference's weights and inputs: the instance it
-        was computed from, once, where this process computed it on that device (a GPU cell built a
-        bench-size module and its inputs again in 1 to 3 s, only to load the reference's into them);
-        else built and pinned."""
+        """`wl` on the reference's weights and inputs: `kept`, once, where it matches (building a bench-size
+        module and inputs again took a GPU cell 1 to 3 s), else built and pinned."""
         kept, self.kept = self.kept, None
         if kept is not None and (kept.workload.name, kept.preset, kept.dtype, kept.device, kept.seed) == \
                 (wl.name, preset, dtype or wl.dtype, device, seed):
@@ -117,14 +113,13 @@ class Reference:
         return inst
 
     def results_on_host(self) -> "Reference":
-        """The float64 results (and eager's outputs) moved to the host, the weights and inputs the cell
-        runs on left where they are: a GPU cell's checks copy them back slice by slice
-        (irlens.numerics.float64_slices). Four bench cells beside each other on one H100, each with its
-        float64 copies on the GPU, ran it out of memory (two workers held 33 and 35 GiB)."""
-        def host(tensors: dict) -> dict:
-            return {n: t.cpu() if isinstance(t, torch.Tensor) else t for n, t in tensors.items()}
-        moved = dataclasses.replace(self, results=host(self.results), eager_outputs=host(self.eager_outputs))
-        self.kept = None  # handed out once: the copy has it
+        """The float64 results (and eager's outputs) moved to the host, the weights and inputs (and
+        `kept`, which this one gives up) left where they are: a GPU cell's checks copy them back slice
+        by slice (irlens.numerics.float64_slices). Four bench cells beside each other on one H100, each
+        with its float64 copies on the GPU, ran it out of memory (two workers held 33 and 35 GiB)."""
+        host = {name: {n: t.cpu() if isinstance(t, torch.Tensor) else t for n, t in getattr(self, name).items()}
+                for name in ("results", "eager_outputs")}
+        moved, self.kept = dataclasses.replace(self, **host), None
         return moved
 
     def nbytes(self) -> int:
@@ -151,9 +146,8 @@ def compute_reference(wl: Workload, mode: str, device: str, preset: str, dtype: 
     weights and inputs a backend gets (rounded to its dtype);
     eager's own error in the run's dtype on them; the loss's condition. `failed`: precisions
     known not to run (dtype -> why), not tried again. Out of memory is raised (the worker tries
-    elsewhere); when no precision runs, ReferenceFailed. `turn()`: held while it computes, after
-    the instance is built (the device's turn, irlens.runtime.gpu_turns). `keep`: the reference keeps
-    that instance for its cell (`Reference.instance`)."""
+    elsewhere); when no precision runs, ReferenceFailed. `turn()`: held while it computes, after the
+    instance is built (the device's, irlens.runtime.gpu_turns); `keep`: `Reference.kept` is that instance."""
     inst = wl.instantiate(preset, dtype, device)
     with turn():
         return reference_of(inst, mode, failed, keep)
@@ -196,18 +190,16 @@ def reference_of(inst: Instance, mode: str, failed: dict[str, str] | None = None
 
 def not_finite_below(eager: dict[str, torch.Tensor], results: dict[str, torch.Tensor], dtype: str,
                      ref_dtype: str) -> str:
-    """Where eager in the run's `dtype` has NaN or Inf and the `ref_dtype` reference is finite (random
-    weights whose activations grow past float32's 3.4e38), in one line ("" where nowhere): the
-    reference cannot judge a value the run's dtype cannot hold, and every stack would mismatch."""
+    """Where eager in the run's `dtype` has NaN or Inf and the `ref_dtype` reference is finite within that
+    dtype's range (an overflow inside), in one line ("" where nowhere): every stack would mismatch."""
     counts = []
     for name, ref in results.items():
         got = eager.get(name)
         if not (isinstance(got, torch.Tensor) and isinstance(ref, torch.Tensor)) or got.shape != ref.shape \
                 or not got.is_floating_point():
             continue
-        limit = held_by(got.dtype)  # beyond it no value of `dtype` is right: not judged (irlens.numerics)
-        n = sum(int((~torch.isfinite(a) & torch.isfinite(b) & ~beyond(b, limit)).sum())
-                for a, b in float64_slices(got, ref))
+        n = sum(int((~torch.isfinite(a) & torch.isfinite(b) & ~beyond(b, held_by(got.dtype))).sum())
+                for a, b in float64_slices(got, ref))  # past the range: not judged at all (irlens.numerics)
         if n:
             counts.append(f"{name}: {elements_of(n, got.numel())}")
     return f"{ref_dtype} is finite where {dtype} is not ({'; '.join(counts)})" if counts else ""
@@ -296,9 +288,8 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
     it tries again with the GPU alone, then on the CPU: float64 needs twice float32's memory
     (attention_manual's [B, H, S, S] scores at the bench size do not fit twice over). A graph the
     CPU cannot run (one that builds its tensors on `cuda:0`) goes back to the device alone below
-    float64. Cells pin the reference's own weights and inputs, so they compute on the same numbers;
-    `keep`: the cell in this process runs on the very instance (`Reference.instance`). On a GPU the
-    instance is built before the turn is taken: host work, a timing may run beside it."""
+    float64. Cells pin the reference's own weights and inputs (`keep`: this process's runs on the
+    very instance), so they compute on the same numbers. On a GPU the instance is built outside the turn."""
     tries = [(device, sharing_gpu), (device, gpu_alone)] if gpu_lock else [(device, sharing_gpu)]
     if device != "cpu":
         tries.append(("cpu", sharing_gpu))
@@ -306,13 +297,10 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
     def compute(where: str, turn) -> Reference:
         label = f"computing the float64 reference on {where}{' alone' if turn is gpu_alone else ''}"
         lock = gpu_lock if where == device else None  # the turns are the plan's device's
-        if turn is sharing_gpu and device != "cpu":  # building the instance is the host's work: a GPU timing may
-            call_progress.stage("instantiating")  # run beside it
-
-            def computing():
-                call_progress.stage(label)
-                return turn(lock)
-            return compute_reference(wl, mode, where, preset, dtype, turn=computing, keep=keep)
+        if turn is sharing_gpu and device != "cpu":  # building the instance is host work: a GPU timing may run beside it
+            call_progress.stage("instantiating")
+            return compute_reference(wl, mode, where, preset, dtype, turn=lambda: call_progress.stage(label)
+                                     or turn(lock), keep=keep)
         call_progress.stage(label)
         with turn(lock):
             return compute_reference(wl, mode, where, preset, dtype, keep=keep)
