@@ -88,6 +88,15 @@ def sample(kernels: list[dict], count: int) -> list[str]:
     return list(dict.fromkeys(k["device_name"] for k in ranked))[:count]
 
 
+def ncu_version() -> str:
+    """`ncu --version`'s last line (the release), or why there is none."""
+    try:
+        out = subprocess.run([NCU, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unknown ({type(e).__name__})"
+    return out.splitlines()[-1] if out else "unknown"
+
+
 def metrics_to_ask() -> list[str]:
     """The counters to collect that this GPU's Nsight Compute offers (asking for one it lacks
     fails the whole run): the DRAM bytes and time, the float instruction counts, and the
@@ -225,6 +234,7 @@ def main() -> int:
 
     started, rows, notes, device = time.time(), [], [], "?"
     metrics = metrics_to_ask()
+    notes.append(f"Nsight Compute: {ncu_version()}")
     notes.append(f"metrics: {', '.join(metrics)}")
     pairs = [(cell, backend) for cell in args.cells.split(",") for backend in args.backends.split(",")]
     with compile_caches(Path(args.cache_dir or tempfile.mkdtemp(prefix="irlens-ncu-"))):
