@@ -296,9 +296,12 @@ def _rel_err(result: torch.Tensor, reference: torch.Tensor) -> tuple[float, int]
     limit = held_by(result.dtype)
     errs, refs, left_out, out_of_place = [], [], 0, False
     for a, b in pairs:
-        a, b, n = _judged(a, b, limit, torch.linalg.vector_norm(b).item())
-        left_out += n
-        err, ref = torch.linalg.vector_norm(a - b).item(), torch.linalg.vector_norm(b).item()
+        ref = torch.linalg.vector_norm(b).item()
+        a, b, n = _judged(a, b, limit, ref)
+        if n:  # its norm again, without them
+            left_out += n
+            ref = torch.linalg.vector_norm(b).item()
+        err = torch.linalg.vector_norm(a - b).item()
         if not (math.isfinite(err) and math.isfinite(ref)):  # a NaN or Inf on either side: only then masked
             if not bool((_same_non_finite(a, b) | (torch.isfinite(a) & torch.isfinite(b))).all()):
                 out_of_place = True  # the error is inf; the later slices still count what is left out

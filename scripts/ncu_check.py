@@ -49,18 +49,16 @@ def record(cell: str, backend: str, path: Path, device: str = "cuda", preset: st
     process (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED): the records then come from the run without it."""
     import torch
 
-    from irlens.runtime.timing import mark_cupti_taken
-
-    if under_ncu:
-        mark_cupti_taken()
-
     from irlens.core import cost
     from irlens.backends import get_backend
     from irlens.bench.run import device_name_of
     from irlens.matrix.backend_run import run_backend
     from irlens.workloads.builtin import resolve_workload
     from irlens.reporting.records import kernel_stage
+    from irlens.runtime.timing import mark_cupti_taken
 
+    if under_ncu:
+        mark_cupti_taken()
     workload, mode, dtype = cell.split(":")
     run = run_backend(get_backend(backend), resolve_workload(workload).instantiate(preset, dtype, device), mode)
     graphs = {g.stage: g for g in run.graphs}

@@ -7,8 +7,8 @@ read 31,986 µs for a 52 µs step). On a GPU a compile steps aside (`stepped_asi
 on its worker's own cores, beside which a timing may run; were it shared, every timing would wait
 for the longest compile under way (a minute or two for Thunder on real models), and a run of many
 cells would compile little more than one at a time. A bench, whose device timings are its point and
-whose cells compile ahead, keeps its compiles shared. A readers-writer lock over files: sharers hold
-`path` with LOCK_SH, a timing with LOCK_EX. A timing that waits holds `path.turnstile`, which every
+whose cells compile ahead, keeps its compiles shared (unless `--compiles-aside`). A readers-writer
+lock over files: sharers hold `path` with LOCK_SH, a timing with LOCK_EX. A timing that waits holds `path.turnstile`, which every
 new sharer passes through, so that sharers arriving later wait behind it (a waiting timing is never
 starved). Locks die with their process. Without a path (one process does everything) every block
 runs at once. The names say GPU; on a CPU run the same turns are the CPU's. A worker's waits for a

@@ -159,10 +159,11 @@ _CUPTI_TAKEN = False
 
 
 def cupti_taken() -> bool:
-    """Whether this process has profiled CUDA through torch.profiler, or runs under a tool CUDA
-    injects (Nsight Compute, Nsight Systems: `CUDA_INJECTION64_PATH`): CUPTI allows one subscriber,
-    and nvFuser's own profiler started beside theirs ends the process (the likely end of the nvFuser
-    runs of scripts/ncu_check.py under Nsight Compute, which exited 1 with no kernel matched)."""
+    """Whether this process has profiled CUDA through torch.profiler, runs under a tool CUDA injects
+    where it says so (`CUDA_INJECTION64_PATH`), or was told (`mark_cupti_taken`: scripts/ncu_check.py's
+    run under Nsight Compute, which that variable did not reveal): CUPTI allows one subscriber, and
+    nvFuser's own profiler started beside another ends the process
+    (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)."""
     return _CUPTI_TAKEN or bool(os.environ.get("CUDA_INJECTION64_PATH"))
 
 

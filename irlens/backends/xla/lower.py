@@ -149,14 +149,11 @@ class XlaLowered:
         arrays, seen, args = {}, set(), []
         for t in inputs:
             key = (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t.device, t._version)
-            kept = self._arrays.get(key)
-            if kept is None:
-                kept = (t, self._to_jax(t))
-                if key not in self._seen:
-                    seen.add(key)
-                    args.append(kept[1])
-                    continue
-            arrays[key] = kept
+            kept = self._arrays.get(key) or (t, self._to_jax(t))
+            if key in self._arrays or key in self._seen:
+                arrays[key] = kept
+            else:
+                seen.add(key)
             args.append(kept[1])
         self._arrays, self._seen = arrays, seen
         return args
