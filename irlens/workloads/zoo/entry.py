@@ -154,13 +154,15 @@ def trained_statistics(model: nn.Module) -> nn.Module:
     """The model, each BatchNorm's running mean drawn from N(0, STATISTICS_MEAN_STD^2) and its
     running variance from U(STATISTICS_VAR_RANGE), with a generator seeded STATISTICS_SEED (see the
     module docstring); the same on every backend and dtype (drawn in float32, then cast)."""
-    gen = torch.Generator().manual_seed(STATISTICS_SEED)
     low, high = STATISTICS_VAR_RANGE
+    gen = None  # on the device the model was built on
     with torch.no_grad():
         for bn in model.modules():
             if isinstance(bn, nn.modules.batchnorm._BatchNorm) and bn.track_running_stats:
-                bn.running_mean.copy_(STATISTICS_MEAN_STD * torch.randn(bn.num_features, generator=gen))
-                bn.running_var.copy_(low + (high - low) * torch.rand(bn.num_features, generator=gen))
+                at = bn.running_mean.device
+                gen = gen or torch.Generator(at).manual_seed(STATISTICS_SEED)
+                bn.running_mean.copy_(STATISTICS_MEAN_STD * torch.randn(bn.num_features, generator=gen, device=at))
+                bn.running_var.copy_(low + (high - low) * torch.rand(bn.num_features, generator=gen, device=at))
     return model
 
 
