@@ -169,3 +169,41 @@ def test_xla_lowering_converts_an_unchanged_argument_once_and_a_changed_one_agai
     np.testing.assert_allclose(np.asarray(changed[0]), weight.numpy())
     lowered._arguments([weight, ids])
     assert len(converted) == 8 and len(lowered._arrays) == 2
+
+
+def test_xla_lowering_passes_a_lowered_graphs_output_on_as_its_array(monkeypatch):
+    """A forward's output that its backward takes (a saved activation) is the forward's JAX array, not
+    converted back; an output no call takes is not held past its graph's next call; one written in
+    place since is converted."""
+    import jax.numpy as jnp
+
+    from irlens.backends.xla import lower as xla_lower
+    from irlens.backends.xla.lower import XlaLowered
+    from irlens.frontends.jax.frontend import jax_device
+
+    def lowered(fn):
+        low = XlaLowered.__new__(XlaLowered)
+        low.jax_device, low._arrays, low._seen, low._produced, low.compiled = jax_device("cpu"), {}, set(), [], fn
+        return low
+
+    monkeypatch.setattr(xla_lower, "_PRODUCED", {})
+    converted = []
+    original = XlaLowered._to_jax
+    monkeypatch.setattr(XlaLowered, "_to_jax", lambda self, t: converted.append(t) or original(self, t))
+    forward = lowered(lambda x: (x * 2.0, x + 1.0))
+    backward = lowered(lambda saved, cotangent: (saved * cotangent,))
+    x = torch.arange(3.0)
+    saved, unused = forward([x])
+    assert len(converted) == 1 and len(xla_lower._PRODUCED) == 2
+    (grad,) = backward([saved, torch.ones(3)])
+    assert len(converted) == 2  # the cotangent alone
+    torch.testing.assert_close(grad, x * 2.0)
+    unused_key = xla_lower._key(unused)
+    assert unused_key in xla_lower._PRODUCED
+    forward([x])
+    assert unused_key not in xla_lower._PRODUCED  # the first call's output no call took went with the next call
+    saved, _ = forward([x])
+    saved.add_(1.0)
+    (grad,) = backward([saved, torch.ones(3)])
+    assert len(converted) == 5  # x once more (kept from its second call on), then the output written in place
+    torch.testing.assert_close(grad, x * 2.0 + 1.0)

@@ -104,6 +104,19 @@ def as_declared(node, results, strict: bool = False) -> tuple:
     return (*checked, *results[len(checked):])
 
 
+def _key(t: torch.Tensor) -> tuple:
+    """What a tensor's JAX array is known by: its memory and layout, and its version (an in-place
+    write since makes it another value)."""
+    return (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t.device, t._version)
+
+
+# The JAX arrays of lowered graphs' outputs, by their tensors' keys, until another lowered graph takes
+# them as arguments (a forward's saved activations, which its backward takes): converting them back
+# through DLPack was most of XLA's fwd+bwd step on GraphNet's small graphs (0.2 ms a tensor on the CPU).
+# The tensor is a view of the array's own memory, so the array is that tensor's value.
+_PRODUCED: dict[tuple, object] = {}
+
+
 class XlaLowered:
     """A graph as a jitted JAX function; compiled on the first call, for the inputs' shapes."""
 
@@ -120,6 +133,7 @@ class XlaLowered:
         # arguments seen again from one call to the next, converted (`_arguments`); the last call's others
         self._arrays: dict[tuple, tuple[torch.Tensor, object]] = {}
         self._seen: set[tuple] = set()
+        self._produced: list[tuple] = []  # the keys of its last call's outputs in _PRODUCED
 
     def _compile(self, args) -> None:
         import jax
@@ -131,24 +145,34 @@ class XlaLowered:
         import jax
 
         args = self._arguments(inputs)
+        for key in self._produced:  # the last call's outputs no later call took: not held past this one
+            _PRODUCED.pop(key, None)
         if self.compiled is None:
             self._compile(args)
         outputs = jax.block_until_ready(self.compiled(*args))
         # a graph output may be None (AOTAutograd's gradient of an input that gets none)
-        return [None if o is None else torch.from_dlpack(o) for o in outputs]
+        tensors = [None if o is None else torch.from_dlpack(o) for o in outputs]
+        self._produced = [_key(t) for t in tensors if t is not None]
+        _PRODUCED.update({key: o for key, o in zip(self._produced, (o for o in outputs if o is not None))})
+        return tensors
 
     def _arguments(self, inputs: list) -> list:
         """The inputs as JAX arrays. A tensor that comes back unchanged (the same storage, shape,
         strides and version: a weight, a step's input) from one call to the next keeps its array
         from then on: converting each of a GraphNet sample's hundreds of weights again on every call
         was most of XLA's timed step on small models (10 to 150 us a tensor through DLPack, a host
-        round trip for int64), time a JAX program, its arrays made once, does not spend. The others
-        (a backward's saved activations, new every step) are converted each call and not held; of
-        them only their keys are remembered, for one call. A kept array holds its tensor, so that no
+        round trip for int64), time a JAX program, its arrays made once, does not spend. A lowered
+        graph's output (a forward's saved activation) is its own array (`_PRODUCED`). The others (a
+        backward's cotangents, new every step) are converted each call and not held; of them only
+        their keys are remembered, for one call. A kept array holds its tensor, so that no
         other tensor takes its storage, until a call passes it no more."""
         arrays, seen, args = {}, set(), []
         for t in inputs:
-            key = (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t.device, t._version)
+            key = _key(t)
+            produced = _PRODUCED.pop(key, None)
+            if produced is not None:  # another lowered graph's output (a forward's, saved for the backward)
+                args.append(produced)
+                continue
             kept = self._arrays.get(key) or (t, self._to_jax(t))
             if key in self._arrays or key in self._seen:
                 arrays[key] = kept
