@@ -51,7 +51,7 @@ from irlens.matrix.cells import cells_not_ok
 from irlens.matrix.compile_ahead import LOG, Log, compile_ahead
 from irlens.matrix.document import device_name, versions
 from irlens.matrix.join import PARTS, RERUN, join, part
-from irlens.matrix.references import References
+from irlens.matrix.plan_references import References
 from irlens.matrix.row import STOPPED_PHASE
 from irlens.workloads.builtin import resolve_workload
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision
@@ -230,7 +230,7 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
                     if compile_jobs:
                         threads = worker_threads(compile_jobs + 2)
                         # the twins only: on a GPU each cell computes its own float64 reference
-                        # (irlens.matrix.references.computed_in_cells)
+                        # (irlens.matrix.plan_references.computed_in_cells)
                         plan = plans[0]
                         early[plan.dtype] = References(plan, tmp, timeout, check_twins=True, threads=threads)
                         early[plan.dtype].start()

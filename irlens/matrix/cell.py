@@ -302,7 +302,7 @@ def unknown_name(node: Node) -> str:
 def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: str | None,
                 timing_lock: str | None = None, alone: bool = False) -> dict:
     """(a worker: irlens.cell_entry's `cell`) One cell against the reference in `reference_path`,
-    or where that is None against one computed here first (irlens.matrix.references.computed_in_cells),
+    or where that is None against one computed here first (irlens.matrix.plan_references.computed_in_cells),
     its Row as a record."""
     what = f"{wl.name} {backend.name}" if spec.frontend is None else f"cross {wl.name} {spec.frontend}->{backend.name}"
     print(f"[irlens] {what} {spec.mode}", file=sys.stderr, flush=True)

@@ -45,7 +45,7 @@ from irlens.matrix.cell import new_row, out_of_memory, refused_natively, run_cel
 from irlens.matrix.cell_queue import CellQueue
 from irlens.matrix.document import Document, device_name, versions
 from irlens.matrix.plan import Plan
-from irlens.matrix.references import References
+from irlens.matrix.plan_references import References
 from irlens.matrix.row import BUDGET_PHASE, STARVED_PHASE, Row
 from irlens.matrix.spec import ENTRY, CellSpec
 

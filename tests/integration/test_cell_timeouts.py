@@ -326,7 +326,7 @@ def test_a_run_with_a_starved_cell_exits_1():
 def test_no_reference_starts_after_the_runs_deadline(tmp_path):
     """Past a run's budget no float64 reference is computed (its cells would not start): the
     entry says the budget ran out, and the cell gets a budget row, not a reference failure."""
-    from irlens.matrix.references import References
+    from irlens.matrix.plan_references import References
 
     (tmp_path / "workload.py").write_text(WORKLOAD)
     plan = cmp.plan_matrix([f"{tmp_path}/workload.py:TANH"], ["eager"], ["fwd"], "cpu", "tiny", None)
@@ -356,7 +356,7 @@ def test_compiling_ahead_gives_no_cell_to_a_worker_an_error_escaped_a_cell_of(tm
 
 def reference_entries(plan, tmp_path) -> list:
     """Each cell's reference entry from a references' worker run over `plan` (its workers faked)."""
-    from irlens.matrix.references import References
+    from irlens.matrix.plan_references import References
 
     refs = References(plan, str(tmp_path), 60.0)
     try:

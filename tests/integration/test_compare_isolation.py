@@ -25,7 +25,7 @@ from irlens.backends.base import Backend, Compiled
 from irlens.cli.compare import run as compare_main
 from irlens.frontends.base import Availability
 from irlens.runtime.isolation import worker_env
-from irlens.matrix import references
+from irlens.matrix import plan_references, references
 from irlens.matrix.cell import out_of_memory
 from irlens.workloads.builtin import get_workload
 from irlens.workloads.workload import Workload, run_eager
@@ -163,8 +163,9 @@ def test_compare_bad_arguments_exit_2_listing_the_choices(tmp_path, capsys, fiel
 def test_compare_reference_is_computed_once_per_workload_and_mode(monkeypatch):
     calls = []
     real = references.compute_reference
-    monkeypatch.setattr(references, "compute_reference",
-                        lambda wl, mode, *a: calls.append((wl.name, mode)) or real(wl, mode, *a))
+    for module in (references, plan_references):  # a plan's references, and the twin check's
+        monkeypatch.setattr(module, "compute_reference",
+                            lambda wl, mode, *a: calls.append((wl.name, mode)) or real(wl, mode, *a))
     doc = cmp.run_matrix(["gelu"], ["eager", ref("WRONG"), ref("RAISE")], ["fwd", "fwdbwd"], progress=False,
                          isolate=False).to_json()
     # once per mode for the six cells, and once more for the JAX twin check (always at the tiny preset)
@@ -245,10 +246,9 @@ def test_worker_dies_with_its_parent_even_mid_call():
 def test_a_reference_out_of_gpu_memory_is_computed_on_the_cpu(monkeypatch, tmp_path):
     # float64 needs twice float32's memory: a reference that does not fit on the GPU falls back
     # to the CPU, with the weights and inputs the cells will be pinned to
-    from irlens.matrix import references as compare
     from irlens.matrix.references import Reference
 
-    real, devices = compare.compute_reference, []
+    real, devices = references.compute_reference, []
 
     def on_a_full_gpu(wl, mode, device, *args, **kwargs):
         devices.append(device)
@@ -256,13 +256,13 @@ def test_a_reference_out_of_gpu_memory_is_computed_on_the_cpu(monkeypatch, tmp_p
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
         return real(wl, mode, device, *args, **kwargs)
 
-    monkeypatch.setattr(compare, "compute_reference", on_a_full_gpu)
+    monkeypatch.setattr(references, "compute_reference", on_a_full_gpu)
     path = str(tmp_path / "ref.pt")
-    compare.reference_in_worker("tinyhead", "fwd", "cuda", "tiny", None, path)
+    plan_references.reference_in_worker("tinyhead", "fwd", "cuda", "tiny", None, path)
     assert devices == ["cuda", "cpu"]
     # with GPU turns (a bench run): first beside the other cells, then with the GPU alone, then the CPU
     devices.clear()
-    compare.reference_in_worker("tinyhead", "fwd", "cuda", "tiny", None, path, gpu_lock=str(tmp_path / "gpu.lock"))
+    plan_references.reference_in_worker("tinyhead", "fwd", "cuda", "tiny", None, path, gpu_lock=str(tmp_path / "gpu.lock"))
     assert devices == ["cuda", "cuda", "cpu"]
     ref = Reference.load(path, "cpu")
     assert ref.results["out0"].dtype == torch.float64 and ref.results["out0"].shape == (16, 600)
@@ -338,7 +338,7 @@ def test_closing_the_references_stops_their_worker_before_its_folder_goes(tmp_pa
     """A run that stops early (a JAX twin that disagrees) removes the folder the reference worker
     writes into: `close` kills the worker mid-call and waits for its thread first."""
     from irlens.matrix.plan import plan_matrix
-    from irlens.matrix.references import References
+    from irlens.matrix.plan_references import References
 
     plan = plan_matrix(workloads=["gelu", "block"], backends=["eager"], modes=["fwd", "fwdbwd"])
     refs = References(plan, str(tmp_path), timeout=120)

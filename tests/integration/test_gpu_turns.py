@@ -92,7 +92,7 @@ def test_a_timed_plans_workers_keep_compiles_shared_unless_they_step_aside():
     turns by default, and step aside with `irlens bench --compiles-aside`."""
     import irlens.matrix as cmp
     from irlens.matrix.execution import IsolatedRunner
-    from irlens.matrix.references import References
+    from irlens.matrix.plan_references import References
 
     plan = cmp.plan_matrix(["gelu"], ["eager"], ["fwd"], "cpu", "tiny", None, device_timing=True)
     cell = plan.cells()[0]
@@ -133,13 +133,13 @@ def test_measure_times_its_steps_with_the_device_alone(tmp_path):
 
 def test_a_cpu_reference_shares_the_cpu_like_a_cell(monkeypatch, tmp_path):
     from irlens.runtime import gpu_turns
-    from irlens.matrix import references
+    from irlens.matrix import plan_references, references
 
     turns, real = [], references.compute_reference
     monkeypatch.setattr(references, "compute_reference",
                         lambda *a, **kw: turns.append(gpu_turns.current_turn()) or real(*a, **kw))
-    references.reference_in_worker("gelu", "fwd", "cpu", "tiny", None, str(tmp_path / "ref.pt"),
-                                   gpu_lock=str(tmp_path / "turns.lock"))
+    plan_references.reference_in_worker("gelu", "fwd", "cpu", "tiny", None, str(tmp_path / "ref.pt"),
+                                        gpu_lock=str(tmp_path / "turns.lock"))
     assert turns == ["shared"]
 
 

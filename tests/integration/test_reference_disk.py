@@ -1,4 +1,4 @@
-"""The float64 reference files of an isolated run (irlens.matrix.references) do not fill the disk:
+"""The float64 reference files of an isolated run (irlens.matrix.plan_references) do not fill the disk:
 a file goes once the last cell of its workload x mode has finished, and a reference that would
 leave the disk nearly full fails its cells with the sizes, while the run goes on."""
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pytest
 
 import irlens.matrix as cmp
 from irlens.cache_upkeep import MIN_FREE_BYTES
-from irlens.matrix import references
-from irlens.matrix.references import NoRoom, References
+from irlens.matrix import plan_references
+from irlens.matrix.plan_references import References
+from irlens.matrix.references import NoRoom, compute_reference
 from irlens.workloads.builtin import resolve_workload
 
 # eager runs everywhere; nvFuser is a second cell per workload x mode that is unavailable on the
@@ -59,16 +60,16 @@ def test_a_run_leaves_no_reference_file_and_each_cell_had_its_own(tmp_path):
 
 
 def test_saving_a_reference_that_leaves_the_disk_nearly_full_fails_with_the_sizes(tmp_path, monkeypatch):
-    reference = references.compute_reference(resolve_workload("gelu"), "fwd", "cpu", "tiny", None)
+    reference = compute_reference(resolve_workload("gelu"), "fwd", "cpu", "tiny", None)
     needs = reference.nbytes()
     assert needs > 0
-    monkeypatch.setattr(references, "disk_free", lambda path: MIN_FREE_BYTES + needs - 1)
+    monkeypatch.setattr(plan_references, "disk_free", lambda path: MIN_FREE_BYTES + needs - 1)
     path = tmp_path / "reference0.pt"
     with pytest.raises(NoRoom, match=r"^not enough disk for the float64 reference: needs 0\.0 GiB, 2\.0 GiB free"):
-        references.save_with_room(reference, str(path), wait_s=0.0)
+        plan_references.save_with_room(reference, str(path), wait_s=0.0)
     assert not path.exists()
-    monkeypatch.setattr(references, "disk_free", lambda path: MIN_FREE_BYTES + needs)
-    references.save_with_room(reference, str(path), wait_s=0.0)
+    monkeypatch.setattr(plan_references, "disk_free", lambda path: MIN_FREE_BYTES + needs)
+    plan_references.save_with_room(reference, str(path), wait_s=0.0)
     assert path.is_file()
 
 
@@ -81,12 +82,12 @@ def test_cells_of_a_reference_without_room_say_so_and_the_run_goes_on(tmp_path, 
     small = tmp_path / "small.py"
     small.write_text("import torch, irlens\n"
                      "from irlens.cache_upkeep import MIN_FREE_BYTES\n"
-                     "from irlens.matrix import references\n"
-                     f"references.disk_free = lambda path: MIN_FREE_BYTES + {TIGHT_DISK}\n"
+                     "from irlens.matrix import plan_references\n"
+                     f"plan_references.disk_free = lambda path: MIN_FREE_BYTES + {TIGHT_DISK}\n"
                      "one = irlens.Workload.from_module('one', lambda x: torch.tanh(x), example_inputs=((4, 8),))\n"
                      "two = irlens.Workload.from_module('two', lambda x: torch.sin(x), example_inputs=((4, 8),))\n")
-    monkeypatch.setattr(references, "disk_free", references.disk_free)  # planning imports it here too
-    needs = references.compute_reference(resolve_workload("gelu"), "fwd", "cpu", "tiny", None).nbytes()
+    monkeypatch.setattr(plan_references, "disk_free", plan_references.disk_free)  # planning imports it here too
+    needs = compute_reference(resolve_workload("gelu"), "fwd", "cpu", "tiny", None).nbytes()
     assert needs > TIGHT_DISK
     plan = cmp.plan_matrix([f"{small}:one", "gelu", f"{small}:two"], ["eager"], ["fwd"], "cpu", "tiny", None)
     folder = tmp_path / "references"

@@ -17,7 +17,8 @@ import irlens
 from irlens.backends import get_backend
 from irlens.matrix import Document, format_table
 from tests.support.cell_runs import run_in_process
-from irlens.matrix.references import Reference, ReferenceFailed, compute_reference, reference_in_worker
+from irlens.matrix.plan_references import reference_in_worker
+from irlens.matrix.references import Reference, ReferenceFailed, compute_reference
 from irlens.numerics import rel_err, tolerance
 from irlens.tolerance_ladder import ABOVE_ZERO
 from irlens.workloads.workload import Workload

@@ -1,4 +1,4 @@
-"""A cell that computes its own float64 reference (on a GPU, irlens.matrix.references.computed_in_cells)
+"""A cell that computes its own float64 reference (on a GPU, irlens.matrix.plan_references.computed_in_cells)
 runs on the instance the reference was computed from, rather than building the module and its inputs
 again: once, on the same weights and inputs; later callers get a fresh instance pinned to them."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""On a GPU each cell's worker computes its own float64 reference (irlens.matrix.references.
+"""On a GPU each cell's worker computes its own float64 reference (irlens.matrix.plan_references.
 computed_in_cells): no file, no wait for the references' worker. The same path on the CPU, chosen
 here by hand: its cells get the verdicts and figures the cells loading the files get, a reference
 eager cannot run fails its cells naming why, and no reference file is written."""
@@ -9,7 +9,7 @@ import os
 import pytest
 
 import irlens.matrix as cmp
-from irlens.matrix.references import References, computed_in_cells
+from irlens.matrix.plan_references import References, computed_in_cells
 
 pytestmark = pytest.mark.slow  # worker processes, one per cell kind
 
