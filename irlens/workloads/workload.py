@@ -132,6 +132,8 @@ def _drawn(build: Callable[[], torch.nn.Module], device: str, seed: int) -> torc
             torch.manual_seed(seed)
             try:
                 return build()
+            except torch.OutOfMemoryError:
+                raise
             except Exception:
                 if at == tries[-1]:
                     raise
