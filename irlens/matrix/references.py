@@ -22,7 +22,9 @@ import copy
 import dataclasses
 import gc
 import importlib.util
+import re
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -31,13 +33,19 @@ from torch.utils._pytree import tree_leaves, tree_map
 
 from irlens.runtime import call_progress
 from irlens.core.dtypes import TORCH_DTYPES
-from irlens.runtime.gpu_turns import gpu_alone, sharing_gpu
+from irlens.runtime.call_progress import waiting
+from irlens.runtime.gpu_turns import gpu_alone, reference_place, sharing_gpu
 from irlens.matrix.conditions import gradient_conditions, loss_condition
 from irlens.numerics import TwinMismatch, beyond, check_jax_twin, elements_of, float64_slices, held_by, rel_err
 from irlens.workloads.workload import Instance, Workload, run_eager
 
 TWIN_PRESET = "tiny"  # a twin computes the same function at every size: checked where it is cheap
 REFERENCE_DTYPES = ("float64", "float32")  # a reference's precision, the highest that runs; else the run's own
+# out of memory beside other cells: how long a reference waits for the memory it needs before it tries
+# with the device alone (then the CPU); the wait does not count against its cell's timeout
+MEMORY_WAIT_S = 60.0
+MEMORY_POLL_S = 0.5
+MEMORY = "device memory for its float64 reference"
 
 
 class ReferenceFailed(Exception):
@@ -241,8 +249,10 @@ def twin_problem(wl: Workload, device: str, dtype: str | None) -> str:
 def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype: str | None,
                        gpu_lock: str | None = None, keep: bool = False) -> Reference:
     """`compute_reference` where it fits. With `gpu_lock` (the turns on the plan's device: a GPU,
-    or the CPU) it shares the device like a cell: no timing runs beside it. Out of device memory,
-    it tries again with the GPU alone, then on the CPU: float64 needs twice float32's memory
+    or the CPU) it shares the device like a cell: no timing runs beside it, and on a GPU at most
+    REFERENCE_PLACES references compute at once (irlens.runtime.gpu_turns.reference_place). Out of
+    device memory, it waits (up to MEMORY_WAIT_S, holding no turn) for the memory its try needed,
+    tries again with the GPU alone, then on the CPU: float64 needs twice float32's memory
     (attention_manual's [B, H, S, S] scores at the bench size do not fit twice over). A graph the
     CPU cannot run (one that builds its tensors on `cuda:0`) goes back to the device alone below
     float64. Cells pin the reference's own weights and inputs (`keep`: this process's runs on the
@@ -254,21 +264,27 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
     def compute(where: str, turn) -> Reference:
         label = f"computing the float64 reference on {where}{' alone' if turn is gpu_alone else ''}"
         lock = gpu_lock if where == device else None  # the turns are the plan's device's
-        if turn is sharing_gpu and device != "cpu":  # building the instance is host work: a GPU timing may run beside it
-            call_progress.stage("instantiating")
-            return compute_reference(wl, mode, where, preset, dtype, turn=lambda: call_progress.stage(label)
-                                     or turn(lock), keep=keep)
-        call_progress.stage(label)
-        with turn(lock):
-            return compute_reference(wl, mode, where, preset, dtype, keep=keep)
+        if where != "cpu" and torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats(where)  # what a try that runs out needed: memory_needed
+        with reference_place(lock if where != "cpu" else None):
+            if turn is sharing_gpu and device != "cpu":  # building the instance is host work: a timing may run beside it
+                call_progress.stage("instantiating")
+                return compute_reference(wl, mode, where, preset, dtype, turn=lambda: call_progress.stage(label)
+                                         or turn(lock), keep=keep)
+            call_progress.stage(label)
+            with turn(lock):
+                return compute_reference(wl, mode, where, preset, dtype, keep=keep)
 
     for (where, turn), (then, then_turn) in zip(tries, tries[1:]):  # out of memory: the next try
         try:
             return compute(where, turn)
-        except torch.OutOfMemoryError:
+        except torch.OutOfMemoryError as e:
             print(f"[irlens] reference {wl.name} {mode}: out of memory in float64 on {where}; next: "
                   f"{'the device alone' if then_turn is gpu_alone else then}", file=sys.stderr, flush=True)
+            needed = memory_needed(e, where)
             release_memory(device)
+            if then_turn is gpu_alone and needed is not None:  # the other cells' memory goes as they end
+                wait_for_memory(where, needed, MEMORY_WAIT_S)
     last, turn = tries[-1]
     try:
         return compute(last, turn)
@@ -279,6 +295,33 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
         with gpu_alone(gpu_lock):
             return compute_reference(wl, mode, device, preset, dtype, failed={
                 "float64": f"out of memory on {device}, and on the CPU: {first_line(e)}"})
+
+
+def memory_needed(error: torch.OutOfMemoryError, device: str) -> int | None:
+    """What a try on a GPU that ran out of memory needed at least: its peak until then and the
+    allocation it was refused (None: not told, or no GPU here)."""
+    refused = re.search(r"Tried to allocate ([\d.]+) (GiB|MiB|KiB|B)\b", str(error))
+    if refused is None or not torch.cuda.is_available():
+        return None
+    return int(float(refused[1]) * _UNITS[refused[2]]) + torch.cuda.max_memory_allocated(device)
+
+
+_UNITS = {"GiB": 1 << 30, "MiB": 1 << 20, "KiB": 1 << 10, "B": 1}
+
+
+def wait_for_memory(device: str, needed: int, wait_s: float) -> bool:
+    """Wait, holding no turn, up to `wait_s` until `device` has `needed` bytes free (other cells'
+    memory goes as they end); whether it has. Not at all where the device has less in all: a
+    reference computed on the CPU instead took a bench cell 10 to 134 s."""
+    free, total = torch.cuda.mem_get_info(device)
+    if needed > total:
+        return False
+    end = time.monotonic() + wait_s
+    with waiting(MEMORY):
+        while free < needed and time.monotonic() < end:
+            time.sleep(MEMORY_POLL_S)
+            free, _ = torch.cuda.mem_get_info(device)
+    return free >= needed
 
 
 def release_memory(device: str) -> None:

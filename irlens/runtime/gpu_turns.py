@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from typing import Any
 
 from irlens.runtime.call_progress import waiting
@@ -35,6 +36,13 @@ COMPILES_SHARE_ENV = "IRLENS_COMPILES_SHARE"  # set: a compile keeps its share (
 
 SHARE = "its turn to share the device"
 ALONE = "the device to itself"
+PLACE = "a place to compute its float64 reference"
+
+# float64 references computed at once on a GPU: float64 takes four times bfloat16's memory, and six bench
+# cells computing theirs at once ran an H100 out of memory, even with the device alone afterwards (the
+# other cells' own memory stayed), so that ten references fell back to the CPU at 10 to 134 s each
+REFERENCE_PLACES = 2
+PLACE_POLL_S = 0.05
 
 
 def _share(path: str, lock) -> None:
@@ -120,3 +128,38 @@ def gpu_alone(path: str | None):
             fcntl.flock(lock, fcntl.LOCK_UN)
             if held is not None:
                 _share(path, held[1])
+
+
+@contextlib.contextmanager
+def reference_place(path: str | None, places: int = REFERENCE_PLACES):
+    """Hold one of `places` places to compute a float64 reference on the device of the turns at
+    `path` (a lock file each, `path.reference<i>`), waiting for one to free; take it before the
+    turn, so that a reference waiting for a place holds no turn. Without a path, nothing to wait for."""
+    if not path:
+        yield
+        return
+    files = [open(f"{path}.reference{i}", "a") for i in range(places)]
+    try:
+        held = _free_place(files)
+        if held is None:
+            with waiting(PLACE):
+                while (held := _free_place(files)) is None:
+                    time.sleep(PLACE_POLL_S)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+    finally:
+        for f in files:
+            f.close()
+
+
+def _free_place(files: list) -> Any:
+    """The first of `files` this call could lock, or None."""
+    for f in files:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue
+        return f
+    return None

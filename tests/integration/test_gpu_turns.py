@@ -4,7 +4,7 @@ import multiprocessing as mp
 import os
 import time
 
-from irlens.runtime.gpu_turns import COMPILES_SHARE_ENV, gpu_alone, sharing_gpu, stepped_aside
+from irlens.runtime.gpu_turns import COMPILES_SHARE_ENV, gpu_alone, reference_place, sharing_gpu, stepped_aside
 
 
 def _hold(path: str, kind: str, delay: float, hold: float, log, t0: float, env: dict | None = None) -> None:
@@ -24,6 +24,12 @@ def _hold(path: str, kind: str, delay: float, hold: float, log, t0: float, env: 
                 start = time.time()
                 time.sleep(hold)
                 log.put((kind, start - t0, time.time() - t0))
+        return
+    if kind == "place":  # a float64 reference: one of two places, then its share
+        with reference_place(path, places=2), sharing_gpu(path):
+            start = time.time()
+            time.sleep(hold)
+            log.put((kind, start - t0, time.time() - t0))
         return
     with (sharing_gpu(path) if kind == "share" else gpu_alone(path)):
         start = time.time()
@@ -194,3 +200,38 @@ def test_a_gpu_reference_builds_its_instance_before_it_takes_a_turn(monkeypatch,
     seen.clear()
     references.reference_anywhere(resolve_workload("gelu"), "fwd", "cpu", "tiny", None, lock)
     assert seen == [("instance", "shared"), ("float64", "shared")]
+
+
+def test_at_most_two_float64_references_compute_at_once(tmp_path):
+    first, second, third = _run(str(tmp_path / "gpu.lock"), [("place", 0.0, 1.5), ("place", 0.0, 1.5),
+                                                                ("place", 0.3, 1.5)])
+    assert _overlap(first, second) and third[1] >= min(first[2], second[2]) - 0.05
+
+
+def test_a_reference_out_of_memory_waits_for_what_it_needed_before_it_tries_alone(monkeypatch, tmp_path):
+    """Out of device memory beside other cells, a reference waits (holding no turn) for the memory its
+    try needed, then tries with the device alone; the CPU comes last."""
+    import contextlib
+
+    import torch
+
+    from irlens.matrix import references
+    from irlens.runtime import gpu_turns
+    from irlens.workloads.builtin import resolve_workload
+
+    real, events = references.compute_reference, []
+
+    def full_until_alone(wl, mode, device, *a, turn=None, **kw):
+        with (turn or contextlib.nullcontext)():
+            events.append(("try", device, gpu_turns.current_turn()))
+            if gpu_turns.current_turn() == "shared":
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (simulated)")
+        return real(wl, mode, "cpu", *a, **kw)
+
+    monkeypatch.setattr(references, "compute_reference", full_until_alone)
+    monkeypatch.setattr(references, "memory_needed", lambda e, device: 3 << 30 if "2.00 GiB" in str(e) else None)
+    monkeypatch.setattr(references, "wait_for_memory", lambda device, needed, wait_s: events.append(
+        ("wait", needed, gpu_turns.current_turn())) or True)
+    monkeypatch.setattr(references, "release_memory", lambda device: None)
+    references.reference_anywhere(resolve_workload("gelu"), "fwd", "cuda", "tiny", None, str(tmp_path / "gpu.lock"))
+    assert events == [("try", "cuda", "shared"), ("wait", 3 << 30, None), ("try", "cuda", "alone")]
