@@ -1,0 +1,30 @@
+"""On a GPU: a float64 reference's results wait for the checks on the host, in pinned memory, equal to
+what was computed; a reference out of memory waits for memory only where the device could hold it."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from irlens.matrix.references import compute_reference, release_memory, wait_for_memory
+from irlens.workloads.builtin import resolve_workload
+
+pytestmark = pytest.mark.gpu
+
+
+def test_a_references_results_wait_on_the_host_in_pinned_memory():
+    reference = compute_reference(resolve_workload("minigpt"), "fwdbwd", "cuda", "tiny", None)
+    on_host = reference.results_on_host()
+    for name, t in on_host.results.items():
+        if isinstance(t, torch.Tensor):
+            assert t.device.type == "cpu" and t.is_pinned() and torch.equal(t, reference.results[name].cpu()), name
+    release_memory("cuda")
+
+
+def test_a_reference_waits_for_memory_only_where_the_device_could_hold_it():
+    free, total = torch.cuda.mem_get_info("cuda")
+    start = time.monotonic()
+    assert not wait_for_memory("cuda", total + 1, wait_s=30.0)
+    assert wait_for_memory("cuda", 1, wait_s=30.0)
+    assert time.monotonic() - start < 5.0
