@@ -9,8 +9,8 @@ takes the next cell whose reference is ready, of its worker's backend where it c
 Where device work happens: isolated (the default), nowhere in this process. On the CPU one
 worker computes every reference into a file and checks the JAX twins, in the background (cells
 start as soon as their own reference is there); cell workers load the files, and a file goes when
-the last cell of its workload x mode has finished (irlens.matrix.references says how the disk is
-kept). On a GPU each cell's worker computes its own reference first (`computed_in_cells`: no
+the last cell of its workload x mode has finished (irlens.matrix.plan_references says how the disk
+is kept). On a GPU each cell's worker computes its own reference first (`computed_in_cells`: no
 files, no wait for one worker), and the background worker only checks the twins. On a GPU, the memory
 torch's and JAX's allocators keep after any work in this process would otherwise starve the
 cell workers. In-process (`isolate=False`, for tests and unpicklable workloads) everything

@@ -111,9 +111,10 @@ class Reference:
         def moved(t):
             return t.to("cpu", non_blocking=True) if isinstance(t, torch.Tensor) and t.is_cuda else t
 
+        tensors = [t for name in ("results", "eager_outputs") for t in getattr(self, name).values()]
         host = {name: {n: moved(t) for n, t in getattr(self, name).items()} for name in ("results", "eager_outputs")}
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()  # the copies are done before the host reads them
+        for gpu in {t.device for t in tensors if isinstance(t, torch.Tensor) and t.is_cuda}:
+            torch.cuda.synchronize(gpu)  # the copies are done before the host reads them
         on_host, self.kept = dataclasses.replace(self, **host), None
         return on_host
 
@@ -273,7 +274,7 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
     def compute(where: str, turn) -> Reference:
         label = f"computing the float64 reference on {where}{' alone' if turn is gpu_alone else ''}"
         lock = gpu_lock if where == device else None  # the turns are the plan's device's
-        if where != "cpu" and torch.cuda.is_available():
+        if where != "cpu" and torch.cuda.is_initialized():  # (before CUDA starts there is no peak to reset)
             torch.cuda.reset_peak_memory_stats(where)  # what a try that runs out needed: memory_needed
         with reference_place(lock if where != "cpu" else None):
             if turn is sharing_gpu and device != "cpu":  # building the instance is host work: a timing may run beside it
@@ -291,9 +292,10 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
             print(f"[irlens] reference {wl.name} {mode}: out of memory in float64 on {where}; next: "
                   f"{'the device alone' if then_turn is gpu_alone else then}", file=sys.stderr, flush=True)
             needed = memory_needed(e, where)
-            release_memory(device)
-            if then_turn is gpu_alone and needed is not None:  # the other cells' memory goes as they end
-                wait_for_memory(where, needed, MEMORY_WAIT_S)
+        # out of the handler: its traceback held the failed try's tensors, which no release could give back
+        release_memory(device)
+        if then_turn is gpu_alone and needed is not None:  # the other cells' memory goes as they end
+            wait_for_memory(where, needed, MEMORY_WAIT_S)
     last, turn = tries[-1]
     try:
         return compute(last, turn)
@@ -309,13 +311,14 @@ def reference_anywhere(wl: Workload, mode: str, device: str, preset: str, dtype:
 def memory_needed(error: torch.OutOfMemoryError, device: str) -> int | None:
     """What a try on a GPU that ran out of memory needed at least: its peak until then and the
     allocation it was refused (None: not told, or no GPU here)."""
-    refused = re.search(r"Tried to allocate ([\d.]+) (GiB|MiB|KiB|B)\b", str(error))
+    refused = re.search(r"Tried to allocate ([\d.]+) (GiB|MiB|KiB|bytes)\b", str(error))
     if refused is None or not torch.cuda.is_available():
         return None
-    return int(float(refused[1]) * _UNITS[refused[2]]) + torch.cuda.max_memory_allocated(device)
+    asked = int(float(refused[1]) * _UNITS[refused[2]])
+    return max(torch.cuda.max_memory_allocated(device), torch.cuda.memory_allocated(device) + asked)
 
 
-_UNITS = {"GiB": 1 << 30, "MiB": 1 << 20, "KiB": 1 << 10, "B": 1}
+_UNITS = {"GiB": 1 << 30, "MiB": 1 << 20, "KiB": 1 << 10, "bytes": 1}
 
 
 def wait_for_memory(device: str, needed: int, wait_s: float) -> bool:
@@ -341,7 +344,7 @@ def release_memory(device: str) -> None:
     if device.startswith("cuda") and torch.cuda.is_available():
         torch.cuda.empty_cache()
         stats = torch.cuda.host_memory_stats()
-        held = stats.get("allocated_bytes.current", stats.get("reserved_bytes.current"))  # None: not told
+        held = stats.get("allocated_bytes.current")  # pinned blocks in use and cached; None: not told
         if held is None or held > HOST_PINNED_SHARE * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"):
             torch._C._host_emptyCache()
 

@@ -12,7 +12,9 @@ lock over files: sharers hold `path` with LOCK_SH, a timing with LOCK_EX. A timi
 new sharer passes through, so that sharers arriving later wait behind it (a waiting timing is never
 starved). Locks die with their process. Without a path (one process does everything) every block
 runs at once. The names say GPU; on a CPU run the same turns are the CPU's. A worker's waits for a
-turn are told to its parent (irlens.runtime.call_progress), whose timeout leaves them out.
+turn are told to its parent (irlens.runtime.call_progress), whose timeout leaves them out. Beside
+the turns, float64 references on a GPU take one of REFERENCE_PLACES places first (`reference_place`),
+which bounds the memory they take at once.
 """
 from __future__ import annotations
 

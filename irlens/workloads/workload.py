@@ -106,32 +106,33 @@ class Workload:
         missing = self.missing()
         if missing:
             raise MissingLibrary(missing)
-        module = _drawn(lambda: self.torch(cfg), device, seed)
+        module = _drawn(lambda at: self.torch(cfg), device, seed)
         module = module.to(device=device, dtype=TORCH_DTYPES[dtype])
         if self.training is not None:
             module.train(self.training)
-        where = torch.device(device)
-        gen = torch.Generator(where).manual_seed(seed + 1)
-        with where:
-            inputs = tuple(self.inputs(cfg, TORCH_DTYPES[dtype], gen))
+        inputs = _drawn(lambda at: tuple(self.inputs(cfg, TORCH_DTYPES[dtype], torch.Generator(at).manual_seed(seed + 1))),
+                        device, seed + 1)
         inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
         return Instance(self, preset, cfg, dtype, device, module, inputs, seed)
 
 
-def _drawn(build: Callable[[], torch.nn.Module], device: str, seed: int) -> torch.nn.Module:
-    """`build()` with its parameters drawn on `device` from its seeded generator: a bench-size module
-    drawn on the CPU took seconds (minigpt's 442M parameters, 3.7 s on two cores), on a GPU
-    milliseconds. The values depend on the device's generator, the same for every cell on that device.
-    A factory that cannot build there (it moves its tensors to the CPU itself) builds on the CPU."""
+def _drawn(draw: Callable[[torch.device], Any], device: str, seed: int) -> Any:
+    """`draw(at)` on `device` (its tensors made there, its random numbers from that device's generators
+    seeded `seed`, restored after): a bench-size module drawn on the CPU took seconds (minigpt's 442M
+    parameters, 3.7 s on two cores), on a GPU milliseconds. The values are the device's, the same for
+    every cell on it. A factory that cannot draw there (it moves its tensors to the CPU itself, or
+    hands them to numpy) draws on the CPU."""
     where = torch.device(device)
     tries = [where, torch.device("cpu")] if where.type != "cpu" else [where]
     for at in tries:
-        on_gpu = at.type == "cuda"
-        with torch.random.fork_rng(devices=[at.index if at.index is not None else torch.cuda.current_device()]
-                                   if on_gpu else []), at:
-            torch.manual_seed(seed)
+        gpu = [at.index if at.index is not None else torch.cuda.current_device()] if at.type == "cuda" else []
+        with torch.random.fork_rng(devices=gpu), at:
+            torch.random.default_generator.manual_seed(seed)
+            if gpu:
+                with torch.cuda.device(gpu[0]):
+                    torch.cuda.manual_seed(seed)
             try:
-                return build()
+                return draw(at)
             except torch.OutOfMemoryError:
                 raise
             except Exception:

@@ -9,6 +9,8 @@ as the xla backend reads them (`irlens.backends.xla.backend`).
 """
 from __future__ import annotations
 
+import weakref
+
 from typing import Callable
 
 import torch
@@ -111,9 +113,9 @@ def _key(t: torch.Tensor) -> tuple:
 
 
 # The JAX arrays of lowered graphs' outputs, by their tensors' keys, until another lowered graph takes
-# them as arguments (a forward's saved activations, which its backward takes): converting them back
-# through DLPack was most of XLA's fwd+bwd step on GraphNet's small graphs (0.2 ms a tensor on the CPU).
-# The tensor is a view of the array's own memory, so the array is that tensor's value.
+# them as arguments (a forward's saved activations, which its backward takes) or their tensors go:
+# converting them back through DLPack was most of XLA's fwd+bwd step on GraphNet's small graphs (0.2 ms
+# a tensor on the CPU). The tensor is a view of the array's own memory, so the array is that tensor's value.
 _PRODUCED: dict[tuple, object] = {}
 
 
@@ -133,7 +135,6 @@ class XlaLowered:
         # arguments seen again from one call to the next, converted (`_arguments`); the last call's others
         self._arrays: dict[tuple, tuple[torch.Tensor, object]] = {}
         self._seen: set[tuple] = set()
-        self._produced: list[tuple] = []  # the keys of its last call's outputs in _PRODUCED
 
     def _compile(self, args) -> None:
         import jax
@@ -145,15 +146,16 @@ class XlaLowered:
         import jax
 
         args = self._arguments(inputs)
-        for key in self._produced:  # the last call's outputs no later call took: not held past this one
-            _PRODUCED.pop(key, None)
         if self.compiled is None:
             self._compile(args)
         outputs = jax.block_until_ready(self.compiled(*args))
         # a graph output may be None (AOTAutograd's gradient of an input that gets none)
         tensors = [None if o is None else torch.from_dlpack(o) for o in outputs]
-        self._produced = [_key(t) for t in tensors if t is not None]
-        _PRODUCED.update({key: o for key, o in zip(self._produced, (o for o in outputs if o is not None))})
+        for t, o in zip(tensors, outputs):
+            if t is not None:
+                key = _key(t)
+                _PRODUCED[key] = o
+                weakref.finalize(t, _PRODUCED.pop, key, None)  # held no longer than its tensor
         return tensors
 
     def _arguments(self, inputs: list) -> list:

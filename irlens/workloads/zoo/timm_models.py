@@ -64,11 +64,13 @@ def live_head(model: torch.nn.Module) -> torch.nn.Module:
     a zero elsewhere (BEiT's relative position bias tables) is the architecture's own starting
     point and leaves the output live; a zero bias is kept."""
     heads = model.get_classifier()
+    gen = None  # on the device the model was built on
     with torch.no_grad():
         for head in heads if isinstance(heads, tuple) else (heads,):
             for weight in head.parameters():
-                if weight.ndim >= 2 and not weight.any():  # the generator of the device it was built on
-                    weight.normal_(0.0, HEAD_STD, generator=torch.Generator(weight.device).manual_seed(HEAD_SEED))
+                if weight.ndim >= 2 and not weight.any():
+                    gen = gen or torch.Generator(weight.device).manual_seed(HEAD_SEED)
+                    weight.normal_(0.0, HEAD_STD, generator=gen)
     return model
 
 
