@@ -205,3 +205,20 @@ def test_xla_lowering_passes_a_lowered_graphs_output_on_as_its_array(monkeypatch
     (grad,) = backward([saved, torch.ones(3)])
     assert len(converted) == 5  # x once more (kept from its second call on), then the output written in place
     torch.testing.assert_close(grad, x * 2.0 + 1.0)
+
+
+def test_xla_lowering_narrows_int64_arguments_only_where_they_fit():
+    """Without JAX's 64-bit types an int64 argument becomes int32 with the same values; one holding a
+    value outside int32 is an error, not a silently wrapped number."""
+    import numpy as np
+
+    from irlens.backends.xla.lower import LoweringDtypeError, XlaLowered
+    from irlens.frontends.jax.frontend import jax_device
+
+    lowered = XlaLowered.__new__(XlaLowered)
+    lowered.jax_device = jax_device("cpu")
+    ids = torch.tensor([[0, 5, 2**31 - 1], [-(2**31), 7, 3]])
+    array = lowered._to_jax(ids)
+    assert str(array.dtype) == "int32" and np.array_equal(np.asarray(array), ids.numpy())
+    with pytest.raises(LoweringDtypeError, match="outside int32"):
+        lowered._to_jax(torch.tensor([2**31]))

@@ -19,7 +19,6 @@ from irlens.core.ir import Graph, Kernel, canonical_dtype
 from irlens import precision
 from irlens.backends.lowering import check_supported
 from irlens.core.ops import OPS
-from irlens.workloads.workload import to_jax
 
 
 def _resolve(name: str) -> Callable:
@@ -186,12 +185,18 @@ class XlaLowered:
 
     def _to_jax(self, t: torch.Tensor):
         """Through DLPack, on the tensor's device (no host round trip on a GPU); int64 without
-        JAX's 64-bit mode is narrowed on the host, as `irlens.workloads.workload.to_jax` does."""
+        JAX's 64-bit mode narrowed to int32 there, and only where its values fit (JAX itself would
+        wrap the others silently: a LoweringDtypeError instead)."""
         import jax
 
+        t = t.detach()
         if t.dtype == torch.int64 and not jax.config.jax_enable_x64:
-            return jax.device_put(to_jax(t), self.jax_device)
-        return jax.dlpack.from_dlpack(t.detach().contiguous())
+            narrow = t.to(torch.int32)
+            if not torch.equal(narrow.to(torch.int64), t):
+                raise LoweringDtypeError(f"an int64 argument of shape {tuple(t.shape)} holds values outside int32, "
+                                         "which JAX without 64-bit types cannot hold")
+            t = narrow
+        return jax.dlpack.from_dlpack(t.contiguous())
 
     def _hlo(self):
         from irlens.backends.xla.kernels import read_hlo
