@@ -9,6 +9,8 @@ into). The workload and the backend are resolved here, once, and handed to the p
     warm     compiled and run once, nothing checked (irlens.matrix.compile_ahead)
     explain  one run's kernels with their source (irlens.explain)
     record   Thunder's nvFuser regions written down as they run (irlens.repro.nvfuser_regions)
+    kernel   the kernel that dominates the cell's time, its source written down (irlens.repro.worker)
+    cases    the program of the cell's frontend, one reducer case per graph (irlens.repro.cases)
 
 irlens.runtime.isolation reaches it by name (`irlens.matrix.spec.ENTRY`).
 """
@@ -21,9 +23,12 @@ from irlens.matrix.cell import cell_record
 from irlens.matrix.compile_ahead import warm_cell
 from irlens.matrix.spec import CellSpec
 from irlens.workloads.builtin import resolve_workload
+from irlens.repro.cases import prepare
 from irlens.repro.nvfuser_regions import record
+from irlens.repro.worker import dominant_kernel
 
-PURPOSES = {"cell": cell_record, "warm": warm_cell, "explain": backend_run_record, "record": record}
+PURPOSES = {"cell": cell_record, "warm": warm_cell, "explain": backend_run_record, "record": record,
+            "kernel": dominant_kernel, "cases": prepare}
 
 
 def run_spec(spec: dict, what: str, **runtime) -> dict:

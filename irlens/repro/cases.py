@@ -17,8 +17,11 @@ import os
 
 import torch
 
+from irlens.backends import Backend
 from irlens.core.interpret import TORCH_DTYPES
 from irlens.core.ir import Graph
+from irlens.matrix.spec import CellSpec
+from irlens.workloads.workload import Workload
 
 
 @dataclasses.dataclass
@@ -85,23 +88,23 @@ def save_case(graph: Graph, inputs: dict, stage: str, graph_path: str, values_pa
     return Case(stage, graph_path, values_path).to_json()
 
 
-def prepare(workload: str, frontend: str, mode: str, dtype: str | None, device: str, preset: str,
-            directory: str) -> list[dict]:
-    """Write one Case per step of the program into `directory`, in the order the program runs
-    them (after Dynamo's graph breaks, each graph as the program traces it); returns them as JSON."""
+def prepare(s: CellSpec, wl: Workload, backend: Backend, directory: str) -> list[dict]:
+    """(a worker: irlens.cell_entry's `cases`) Write one Case per step of the program `s.frontend`
+    acquires (the backend's repro path's: its graphs are what the reducer lowers) into `directory`,
+    in the order the program runs them (after Dynamo's graph breaks, each graph as the program traces
+    it); returns them as JSON."""
     from irlens.frontends.bindings import program_for, run_program
     from irlens.frontends import get_frontend
     from irlens.backends.lowering import LEVEL
-    from irlens.workloads.builtin import resolve_workload
 
-    inst = resolve_workload(workload).instantiate(preset, dtype, device)
-    program = program_for(get_frontend(frontend).acquire(inst, mode), inst)
+    inst = wl.instantiate(s.preset, s.dtype, s.device)
+    program = program_for(get_frontend(s.frontend).acquire(inst, s.mode), inst)
     cases = []
 
     def saved(step, values: list) -> list:  # the program's executor: each graph saved as a case, then computed
         graph = step.graph(LEVEL)
         inputs = {t.name: declared(v, t.dtype) for t, v in zip(graph.inputs, values)}
-        computed = all_values(graph, [inputs[t.name] for t in graph.inputs], device)
+        computed = all_values(graph, [inputs[t.name] for t in graph.inputs], s.device)
         index = len(cases)
         cases.append(save_case(graph, inputs, step.stage.name, os.path.join(directory, f"case{index}.json"),
                                os.path.join(directory, f"case{index}.values.pt")))

@@ -1,7 +1,7 @@
 """`irlens repro` from start to end: the cell's file, its run, the reduction, the reduced file.
 
-Everything that runs the workload happens in worker processes (`irlens.repro.worker`,
-`irlens.repro.run_graph`, `irlens.repro.cases`); files run in fresh Python processes
+Everything that runs the workload happens in worker processes (a cell through `irlens.cell_entry`,
+`irlens.repro.worker`, `irlens.repro.run_graph`); files run in fresh Python processes
 (`irlens.repro.cell.run_file`), as a user would run them.
 """
 from __future__ import annotations
@@ -121,7 +121,7 @@ def repro(spec: CellSpec, out: str, *, reduce: bool = False, slow: bool = False,
 def _dominant_kernel(runner, spec: CellSpec, out: str, log) -> dict:
     log("[repro] running the cell to find the kernel that dominates its time ...")
     try:
-        return runner.call("irlens.repro.worker:dominant_kernel", dict(spec=spec.to_json(), directory=out))
+        return runner.call(ENTRY, dict(spec=spec.to_json(), what="kernel", directory=out))
     except CallFailed as e:
         return {"reason": f"the cell did not run: {worker_failure(e)}"}
 
@@ -163,9 +163,10 @@ def _reduce(spec: CellSpec, path, dtype: str, out: str, stem: str, result: Repro
         if cases is None:
             log(f"[repro] acquiring the cell's program in the common view ({path.frontend}) ...")
             try:
-                cases = [Case(**c) for c in runner.call("irlens.repro.cases:prepare", dict(
-                    workload=spec.workload, frontend=path.frontend, mode=spec.mode, dtype=spec.dtype,
-                    device=spec.device, preset=spec.preset, directory=tmp))]
+                # the reducer lowers the graphs of the path's frontend: the cell as a cross cell
+                acquired = dataclasses.replace(spec, frontend=path.frontend)
+                cases = [Case(**c) for c in runner.call(ENTRY, dict(spec=acquired.to_json(), what="cases",
+                                                                    directory=tmp))]
             except CallFailed as e:
                 result.notes.append(f"not reduced: the common view could not be acquired: {worker_failure(e)}")
                 return

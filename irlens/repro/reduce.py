@@ -29,7 +29,7 @@ from irlens.repro.cell import Outcome, worker_failure
 from irlens.repro.graphs import dimension_sizes, shape_problem, shrink, size_text, subgraph
 from irlens.runtime.pool import WorkerPool
 
-WORKER_MODULES = ("irlens.repro.run_graph", "irlens.repro.cases", "irlens.backends", "irlens.workloads.builtin")
+WORKER_MODULES = ("irlens.repro.run_graph", "irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin")
 
 
 @dataclass

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import sys
 
+from irlens.backends import Backend
 from irlens.matrix.spec import CellSpec
+from irlens.workloads.workload import Workload
 
 
 def write_cell_file(spec: dict, out: str, notes: list[str], embed_max: int, timed: bool) -> None:
@@ -35,18 +37,14 @@ def _give_back_memory(device: str) -> None:
         torch.cuda.empty_cache()
 
 
-def dominant_kernel(spec: dict, directory: str) -> dict:
-    """Run the cell natively (timed on the device on a GPU), and write the source of the kernel
-    that took the most time into `directory`. Returns {"name", "time_us", "share", "kind",
-    "source_file", "kernels"} or {"reason"} when no kernel has a time."""
+def dominant_kernel(s: CellSpec, wl: Workload, backend: Backend, directory: str) -> dict:
+    """(a worker: irlens.cell_entry's `kernel`) Run the cell natively (timed on the device on a GPU),
+    and write the source of the kernel that took the most time into `directory`. Returns {"name",
+    "time_us", "share", "kind", "source_file", "kernels"} or {"reason"} when no kernel has a time."""
     from irlens.matrix.backend_run import run_backend
-    from irlens.repro.paths import find_backend
     from irlens.runtime.timing import recording_device_time
-    from irlens.workloads.builtin import resolve_workload
 
-    s = CellSpec.from_json(spec)
-    backend, _ = find_backend(s.backend)
-    inst = resolve_workload(s.workload).instantiate(s.preset, s.dtype, s.device)
+    inst = wl.instantiate(s.preset, s.dtype, s.device)
     run = run_backend(backend, inst, s.mode)  # Inductor's and nvFuser's kernels carry their times
     timed = [k for k in run.kernels if k.time_us]
     if not timed and run.kernels and s.device.startswith("cuda"):

@@ -160,11 +160,14 @@ def test_the_cross_grid_runs_dynamo_s_graphs_on_each_lowering():
 
 
 def test_the_reducer_gets_every_graph_as_the_program_runs_it(tmp_path):
-    """`irlens repro`'s cases (irlens.repro.cases): one per graph, forward then the backward in
-    autograd's order, each with the values its inputs had there."""
-    from irlens.repro.cases import Case, prepare
+    """`irlens repro`'s cases (irlens.repro.cases, the worker's `cases` purpose): one per graph,
+    forward then the backward in autograd's order, each with the values its inputs had there."""
+    from irlens.cell_entry import run_spec
+    from irlens.matrix.spec import CellSpec
+    from irlens.repro.cases import Case
 
-    cases = [Case(**c) for c in prepare(REF, "dynamo", "fwdbwd", None, "cpu", "tiny", str(tmp_path))]
+    cell = CellSpec(REF, "inductor", "fwdbwd", frontend="dynamo")
+    cases = [Case(**c) for c in run_spec(cell.to_json(), "cases", directory=str(tmp_path))]
     assert [c.stage for c in cases] == ["aot.forward", "aot.forward[1]", "aot.forward[2]",
                                         "aot.backward[2]", "aot.backward[1]", "aot.backward"]
     for case in cases:

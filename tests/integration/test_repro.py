@@ -350,12 +350,15 @@ def test_a_thunder_cell_file_takes_thunderfx_where_thunder_jit_fails_as_the_cell
 
 @pytest.mark.parametrize("backend", ["eager", "xla"])
 def test_graph_files_run_ok_through_each_path(tmp_path, backend):
+    from irlens.cell_entry import run_spec
+    from irlens.matrix.spec import CellSpec
     from irlens.numerics import tolerance
-    from irlens.repro.cases import Case, prepare
+    from irlens.repro.cases import Case
     from irlens.repro.cell import run_file
     from irlens.repro.run_graph import write_graph_file
 
-    case = Case(**prepare("tinyhead", "dynamo", "fwd", None, "cpu", "tiny", str(tmp_path))[0])
+    cell = CellSpec("tinyhead", backend, frontend="dynamo")  # Dynamo's graphs, whatever lowers them
+    case = Case(**run_spec(cell.to_json(), "cases", directory=str(tmp_path))[0])
     out = str(tmp_path / f"{backend}.py")
     write_graph_file(case.graph().to_json(), case.to_json(), backend, "cpu", "float32", tolerance("float32", "fwd"),
                      "a graph", ["a note"], out, 4096)
@@ -451,12 +454,15 @@ def test_gpu_cell_files_run_ok(tmp_path, backend):
 
 @pytest.mark.gpu
 def test_gpu_nvfuser_graph_file_is_its_fusion_definitions_and_runs_ok(tmp_path):
+    from irlens.cell_entry import run_spec
+    from irlens.matrix.spec import CellSpec
     from irlens.numerics import tolerance
-    from irlens.repro.cases import Case, prepare
+    from irlens.repro.cases import Case
     from irlens.repro.cell import run_file
     from irlens.repro.run_graph import run_candidate, write_graph_file
 
-    case = Case(**prepare("gelu", "dynamo", "fwd", None, "cuda", "tiny", str(tmp_path))[0])
+    cell = CellSpec("gelu", "nvfuser", device="cuda", frontend="dynamo")
+    case = Case(**run_spec(cell.to_json(), "cases", directory=str(tmp_path))[0])
     graph = case.graph().to_json()
     assert run_candidate(graph, case.to_json(), "nvfuser", "cuda", 1e-4)["status"] == "ok"
     out = str(tmp_path / "gelu-nvfuser.py")
