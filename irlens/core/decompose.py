@@ -8,6 +8,11 @@ rule is declared with its op in `irlens.core.ops` (`@decomposition(op)`) and rec
 and `scope` = `n7`, so a kernel that covers `n7` covers its expansion. The expansion's last
 value keeps the composite's output name; consumers need no rewiring.
 
+A rule states an emitted node's output shape and dtype only where the op's inference
+(`irlens.core.ops.infer`) cannot give them; otherwise they are inferred from its inputs' metadata
+and attrs, and a value that keeps one of the composite's output names keeps that output's
+metadata (its consumers read it), as a frontend keeps its source op's outputs.
+
 A control-flow node's subgraphs (a while loop's cond and body) are taken to the primitive level
 in turn.
 
@@ -21,6 +26,7 @@ from dataclasses import replace
 from irlens.core import ops
 from irlens.core.dtypes import HALF_DTYPES
 from irlens.core.ir import Arg, Graph, Node, TensorMeta
+from irlens.core.ops.infer import infer
 
 RULES = {name: op.decomposition for name, op in ops.OPS.items() if op.decomposition is not None}
 # ATen computes these in float32 for half-precision tensors and rounds each result once (the
@@ -34,8 +40,9 @@ OPMATH_OPS = frozenset({"softmax", "log_softmax", "softmax_backward", "log_softm
 class Emitter:
     """Builds the expansion of one composite node (`parent`)."""
 
-    def __init__(self, parent: Node, taken: set[str]):
+    def __init__(self, parent: Node, taken: set[str], vals: dict[str, TensorMeta]):
         self.parent = parent
+        self.vals = vals  # the values before the expansion: the parent's inputs among them
         self.attrs = ops.OPS[parent.op].attrs_of(parent.attrs)
         self.nodes: list[Node] = []
         self.taken = taken  # ids and value names in use: fresh ones skip them
@@ -45,8 +52,10 @@ class Emitter:
         """The parent's attr, or its declared default."""
         return self.attrs[name]
 
-    def emit(self, op: str, inputs: list[Arg], oshape, odtype: str, oname: str | None = None, **attrs) -> str:
-        """Append one node; returns its output's value name (`oname`, else a fresh one)."""
+    def emit(self, op: str, inputs: list[Arg], oshape=None, odtype: str | None = None, oname: str | None = None,
+             **attrs) -> str:
+        """Append one node; returns its output's value name (`oname`, else a fresh one). An omitted
+        shape or dtype is the parent's output's where `oname` is one, else the op's inference."""
         nid = f"{self.parent.id}.{self.next}"
         while nid in self.taken:  # an adapter's own `<node>.<k>` (addmm -> matmul + add) may hold it
             self.next += 1
@@ -55,10 +64,23 @@ class Emitter:
         self.taken.add(nid)
         name = oname or nid
         scope = self.parent.id if not self.parent.scope else f"{self.parent.scope}/{self.parent.id}"
+        if oshape is None or odtype is None:
+            shape, dtype = self._inferred(op, inputs, name, attrs)
+            oshape, odtype = shape if oshape is None else oshape, dtype if odtype is None else odtype
         node = Node(nid, op, list(inputs), [TensorMeta(name, tuple(oshape), odtype)], dict(attrs),
                     self.parent.native or self.parent.op, scope)
         self.nodes.append(ops.conform(node))
         return name
+
+    def _inferred(self, op: str, inputs: list[Arg], name: str, attrs: dict) -> tuple[tuple[int, ...], str]:
+        """The output's metadata: the parent's output `name`'s, else the op's inference (its
+        NotInferable or Misfit raised: a rule that emits it must state the output)."""
+        kept = next((o for o in self.parent.outputs if o.name == name), None)
+        if kept is not None:
+            return tuple(kept.shape), kept.dtype
+        known = {**self.vals, **self.values()}
+        metas = {a: (tuple(known[a].shape), known[a].dtype) for a in inputs if isinstance(a, str) and a in known}
+        return infer(op, inputs, metas, attrs)[0]
 
     def out(self, k: int = 0) -> TensorMeta | None:
         outs = self.parent.outputs
@@ -77,7 +99,7 @@ def expand(node: Node, vals: dict[str, TensorMeta], taken: set[str]) -> list[Nod
         return None
     if node.op in OPMATH_OPS and any(m.dtype in HALF_DTYPES for m in _metas(node, vals)):
         return _expand_in_float32(node, vals, taken)
-    e = Emitter(node, taken)
+    e = Emitter(node, taken, vals)
     try:
         rule(e, vals)
     except NotImplementedError:
@@ -99,7 +121,7 @@ def _metas(node: Node, vals: dict[str, TensorMeta]) -> list[TensorMeta]:
 def _expand_in_float32(node: Node, vals: dict[str, TensorMeta], taken: set[str]) -> list[Node] | None:
     """`node` computed in float32: its half-precision inputs converted up, its expansion, its
     half-precision results converted back under their own names."""
-    e = Emitter(node, taken)
+    e = Emitter(node, taken, vals)
     up = lambda a: e.emit("convert", [a], vals[a].shape, "float32", dtype="float32")  # noqa: E731
     inputs = [up(a) if isinstance(a, str) and a in vals and vals[a].dtype in HALF_DTYPES else a for a in node.inputs]
     outputs = []
@@ -111,7 +133,7 @@ def _expand_in_float32(node: Node, vals: dict[str, TensorMeta], taken: set[str])
     inner = expand(wide, {**vals, **e.values()}, taken)
     if inner is None:
         return None
-    down = Emitter(node, taken)
+    down = Emitter(node, taken, vals)
     for o, w in zip(node.outputs, outputs):
         if w is not o:
             down.emit("convert", [w.name], o.shape, o.dtype, o.name, dtype=o.dtype)

@@ -34,29 +34,28 @@ meaning(silu)(lambda a, x: F.silu(x))
 @decomposition(gelu)
 def _gelu_rule(e, vals):
     x, out = e.parent.inputs[0], e.out()
-    sh, dt = out.shape, out.dtype
-    half_x = e.emit("mul", [x, 0.5], sh, dt)
+    half_x = e.emit("mul", [x, 0.5])
     if e.attr("approximate") == "tanh":
-        cube = e.emit("pow", [x, 3], sh, dt)
-        inner = e.emit("add", [x, e.emit("mul", [cube, 0.044715], sh, dt)], sh, dt)
-        t = e.emit("tanh", [e.emit("mul", [inner, _SQRT_2_OVER_PI], sh, dt)], sh, dt)
-        e.emit("mul", [half_x, e.emit("add", [t, 1.0], sh, dt)], sh, dt, out.name)
+        cube = e.emit("pow", [x, 3])
+        inner = e.emit("add", [x, e.emit("mul", [cube, 0.044715])])
+        t = e.emit("tanh", [e.emit("mul", [inner, _SQRT_2_OVER_PI])])
+        e.emit("mul", [half_x, e.emit("add", [t, 1.0])], oname=out.name)
     else:
-        erf = e.emit("erf", [e.emit("mul", [x, _SQRT1_2], sh, dt)], sh, dt)
-        e.emit("mul", [half_x, e.emit("add", [erf, 1.0], sh, dt)], sh, dt, out.name)
+        erf = e.emit("erf", [e.emit("mul", [x, _SQRT1_2])])
+        e.emit("mul", [half_x, e.emit("add", [erf, 1.0])], oname=out.name)
 
 
 @decomposition(relu)
 def _relu_rule(e, vals):
     out = e.out()
-    e.emit("maximum", [e.parent.inputs[0], 0.0], out.shape, out.dtype, out.name)
+    e.emit("maximum", [e.parent.inputs[0], 0.0], oname=out.name)
 
 
 @decomposition(silu)
 def _silu_rule(e, vals):
     x, out = e.parent.inputs[0], e.out()
-    s = e.emit("sigmoid", [x], out.shape, out.dtype)
-    e.emit("mul", [x, s], out.shape, out.dtype, out.name)
+    s = e.emit("sigmoid", [x])
+    e.emit("mul", [x, s], oname=out.name)
 
 
 dropout = composite("dropout", outputs="y mask?", p=Attr("float", 0.5), training=Attr("bool", True),
@@ -81,14 +80,14 @@ def _dropout_rule(e, vals):
     x, out, mask = e.parent.inputs[0], e.out(), e.out(1)
     sh, dt = out.shape, out.dtype
     if not _random_dropout(e.attrs):
-        e.emit("copy", [x], sh, dt, out.name)
+        e.emit("copy", [x], oname=out.name)
         if mask is not None:
-            e.emit("full", [], sh, "bool", mask.name, shape=list(sh), value=True, dtype="bool")
+            e.emit("full", [], oname=mask.name, shape=list(sh), value=True, dtype="bool")
         return
     p = e.attr("p")
-    r = e.emit("rand", [], sh, dt, shape=list(sh), dtype=dt, distribution="uniform")
-    keep = e.emit("ge", [r, p], sh, "bool", mask.name if mask is not None else None)
-    e.emit("where", [keep, e.emit("mul", [x, 1.0 / (1.0 - p)], sh, dt), 0.0], sh, dt, out.name)
+    r = e.emit("rand", [], shape=list(sh), dtype=dt, distribution="uniform")
+    keep = e.emit("ge", [r, p], oname=mask.name if mask is not None else None)
+    e.emit("where", [keep, e.emit("mul", [x, 1.0 / (1.0 - p)]), 0.0], oname=out.name)
 
 
 # --- parametric activations ---------------------------------------------------------------------
@@ -104,25 +103,23 @@ meaning(leaky_relu)(lambda a, x: F.leaky_relu(x, a["negative_slope"]))
 @decomposition(elu)
 def _elu_rule(e, vals):
     x, out = e.parent.inputs[0], e.out()
-    sh, dt = out.shape, out.dtype
-    positive = e.emit("gt", [x, 0.0], sh, "bool")
-    neg = e.emit("mul", [e.emit("expm1", [e.emit("mul", [x, e.attr("input_scale")], sh, dt)], sh, dt),
-                         e.attr("alpha") * e.attr("scale")], sh, dt)
-    e.emit("where", [positive, e.emit("mul", [x, e.attr("scale")], sh, dt), neg], sh, dt, out.name)
+    positive = e.emit("gt", [x, 0.0])
+    neg = e.emit("mul", [e.emit("expm1", [e.emit("mul", [x, e.attr("input_scale")])]),
+                         e.attr("alpha") * e.attr("scale")])
+    e.emit("where", [positive, e.emit("mul", [x, e.attr("scale")]), neg], oname=out.name)
 
 
 @decomposition(hardtanh)
 def _hardtanh_rule(e, vals):
     out = e.out()
-    e.emit("clamp", [e.parent.inputs[0], e.attr("min_val"), e.attr("max_val")], out.shape, out.dtype, out.name)
+    e.emit("clamp", [e.parent.inputs[0], e.attr("min_val"), e.attr("max_val")], oname=out.name)
 
 
 @decomposition(leaky_relu)
 def _leaky_relu_rule(e, vals):
     x, out = e.parent.inputs[0], e.out()
-    sh, dt = out.shape, out.dtype
-    positive = e.emit("gt", [x, 0.0], sh, "bool")
-    e.emit("where", [positive, x, e.emit("mul", [x, e.attr("negative_slope")], sh, dt)], sh, dt, out.name)
+    positive = e.emit("gt", [x, 0.0])
+    e.emit("where", [positive, x, e.emit("mul", [x, e.attr("negative_slope")])], oname=out.name)
 
 
 # --- backward --------------------------------------------------------------------------------
@@ -144,58 +141,53 @@ meaning(threshold_backward)(lambda a, g, x: torch.where(x <= a["threshold"], tor
 def _tanh_backward_rule(e, vals):
     g, y = e.parent.inputs[:2]
     out = e.out()
-    sh, dt = out.shape, out.dtype
-    one_minus = e.emit("sub", [1.0, e.emit("mul", [y, y], sh, dt)], sh, dt)
-    e.emit("mul", [g, one_minus], sh, dt, out.name)
+    one_minus = e.emit("sub", [1.0, e.emit("mul", [y, y])])
+    e.emit("mul", [g, one_minus], oname=out.name)
 
 
 @decomposition(gelu_backward)
 def _gelu_backward_rule(e, vals):
     g, x = e.parent.inputs[:2]
     out = e.out()
-    sh, dt = out.shape, out.dtype
     if e.attr("approximate") == "tanh":
         # d/dx 0.5 x (1 + tanh(u)), u = c (x + 0.044715 x^3)
-        x2 = e.emit("mul", [x, x], sh, dt)
-        inner = e.emit("add", [x, e.emit("mul", [e.emit("mul", [x2, x], sh, dt), 0.044715], sh, dt)], sh, dt)
-        t = e.emit("tanh", [e.emit("mul", [inner, _SQRT_2_OVER_PI], sh, dt)], sh, dt)
-        du = e.emit("mul", [e.emit("add", [e.emit("mul", [x2, 3 * 0.044715], sh, dt), 1.0], sh, dt),
-                            _SQRT_2_OVER_PI], sh, dt)
-        sech2 = e.emit("sub", [1.0, e.emit("mul", [t, t], sh, dt)], sh, dt)
-        right = e.emit("mul", [e.emit("mul", [x, e.emit("mul", [sech2, du], sh, dt)], sh, dt), 0.5], sh, dt)
-        left = e.emit("mul", [e.emit("add", [t, 1.0], sh, dt), 0.5], sh, dt)
-        d = e.emit("add", [left, right], sh, dt)
+        x2 = e.emit("mul", [x, x])
+        inner = e.emit("add", [x, e.emit("mul", [e.emit("mul", [x2, x]), 0.044715])])
+        t = e.emit("tanh", [e.emit("mul", [inner, _SQRT_2_OVER_PI])])
+        du = e.emit("mul", [e.emit("add", [e.emit("mul", [x2, 3 * 0.044715]), 1.0]),
+                            _SQRT_2_OVER_PI])
+        sech2 = e.emit("sub", [1.0, e.emit("mul", [t, t])])
+        right = e.emit("mul", [e.emit("mul", [x, e.emit("mul", [sech2, du])]), 0.5])
+        left = e.emit("mul", [e.emit("add", [t, 1.0]), 0.5])
+        d = e.emit("add", [left, right])
     else:
-        cdf = e.emit("mul", [e.emit("add", [e.emit("erf", [e.emit("mul", [x, _SQRT1_2], sh, dt)], sh, dt), 1.0], sh, dt),
-                             0.5], sh, dt)
-        pdf = e.emit("mul", [e.emit("exp", [e.emit("mul", [e.emit("mul", [x, x], sh, dt), -0.5], sh, dt)], sh, dt),
-                             _INV_SQRT_2PI], sh, dt)
-        d = e.emit("add", [cdf, e.emit("mul", [x, pdf], sh, dt)], sh, dt)
-    e.emit("mul", [g, d], sh, dt, out.name)
+        cdf = e.emit("mul", [e.emit("add", [e.emit("erf", [e.emit("mul", [x, _SQRT1_2])]), 1.0]),
+                             0.5])
+        pdf = e.emit("mul", [e.emit("exp", [e.emit("mul", [e.emit("mul", [x, x]), -0.5])]),
+                             _INV_SQRT_2PI])
+        d = e.emit("add", [cdf, e.emit("mul", [x, pdf])])
+    e.emit("mul", [g, d], oname=out.name)
 
 
 @decomposition(sigmoid_backward)
 def _sigmoid_backward_rule(e, vals):
     g, y = e.parent.inputs[:2]
     out = e.out()
-    sh, dt = out.shape, out.dtype
-    e.emit("mul", [g, e.emit("mul", [y, e.emit("sub", [1.0, y], sh, dt)], sh, dt)], sh, dt, out.name)
+    e.emit("mul", [g, e.emit("mul", [y, e.emit("sub", [1.0, y])])], oname=out.name)
 
 
 @decomposition(silu_backward)
 def _silu_backward_rule(e, vals):
     g, x = e.parent.inputs[:2]
     out = e.out()
-    sh, dt = out.shape, out.dtype
-    s = e.emit("sigmoid", [x], sh, dt)
-    d = e.emit("mul", [s, e.emit("add", [e.emit("mul", [x, e.emit("sub", [1.0, s], sh, dt)], sh, dt), 1.0], sh, dt)],
-               sh, dt)
-    e.emit("mul", [g, d], sh, dt, out.name)
+    s = e.emit("sigmoid", [x])
+    d = e.emit("mul", [s, e.emit("add", [e.emit("mul", [x, e.emit("sub", [1.0, s])]), 1.0])])
+    e.emit("mul", [g, d], oname=out.name)
 
 
 @decomposition(threshold_backward)
 def _threshold_backward_rule(e, vals):
     g, x = e.parent.inputs[:2]
     out = e.out()
-    below = e.emit("le", [x, e.attr("threshold")], out.shape, "bool")
-    e.emit("where", [below, 0.0, g], out.shape, out.dtype, out.name)
+    below = e.emit("le", [x, e.attr("threshold")])
+    e.emit("where", [below, 0.0, g], oname=out.name)
