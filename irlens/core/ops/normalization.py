@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from irlens.core.ops.core import Attr, composite, decomposition, meaning
-from irlens.core.ops.shapes import last_dims, numel, reduced
+from irlens.core.ops.shapes import last_dims, numel
 
 
 # --- norms ------------------------------------------------------------------------------------
@@ -40,37 +40,35 @@ def _rms_norm(a, x, w=None):
 def _layer_norm_rule(e, vals):
     x, w, b = (list(e.parent.inputs) + [None, None])[:3]
     out = e.out()
-    sh, dt = out.shape, out.dtype
-    dims = last_dims(sh, e.attr("normalized_ndim"))
-    ksh, n = reduced(sh, dims, True), float(numel(sh, dims))
+    dims = last_dims(out.shape, e.attr("normalized_ndim"))
+    n = float(numel(out.shape, dims))
     mean_out, rstd_out = e.out(1), e.out(2)
-    s = e.emit("sum", [x], ksh, dt, dims=dims, keepdim=True)
-    mean = e.emit("div", [s, n], ksh, mean_out.dtype if mean_out else dt, mean_out.name if mean_out else None)
-    xc = e.emit("sub", [x, mean], sh, dt)
-    v = e.emit("div", [e.emit("sum", [e.emit("mul", [xc, xc], sh, dt)], ksh, dt, dims=dims, keepdim=True), n], ksh, dt)
-    rstd = e.emit("rsqrt", [e.emit("add", [v, e.attr("eps")], ksh, dt)], ksh, dt, rstd_out.name if rstd_out else None)
-    y = e.emit("mul", [xc, rstd], sh, dt, out.name if w is None and b is None else None)
+    s = e.emit("sum", [x], dims=dims, keepdim=True)
+    mean = e.emit("div", [s, n], oname=mean_out.name if mean_out else None)
+    xc = e.emit("sub", [x, mean])
+    v = e.emit("div", [e.emit("sum", [e.emit("mul", [xc, xc])], dims=dims, keepdim=True), n])
+    rstd = e.emit("rsqrt", [e.emit("add", [v, e.attr("eps")])], oname=rstd_out.name if rstd_out else None)
+    y = e.emit("mul", [xc, rstd], oname=out.name if w is None and b is None else None)
     if w is not None:
-        y = e.emit("mul", [y, w], sh, dt, out.name if b is None else None)
+        y = e.emit("mul", [y, w], oname=out.name if b is None else None)
     if b is not None:
-        e.emit("add", [y, b], sh, dt, out.name)
+        e.emit("add", [y, b], oname=out.name)
 
 
 @decomposition(rms_norm)
 def _rms_norm_rule(e, vals):
     x, w = (list(e.parent.inputs) + [None])[:2]
     out, rstd_out = e.out(), e.out(1)
-    sh, dt = out.shape, out.dtype
+    sh = out.shape
     dims = last_dims(sh, e.attr("normalized_ndim"))
-    ksh = reduced(sh, dims, True)
-    ms = e.emit("div", [e.emit("sum", [e.emit("mul", [x, x], sh, dt)], ksh, dt, dims=dims, keepdim=True),
-                        float(numel(sh, dims))], ksh, dt)
-    r = e.emit("rsqrt", [e.emit("add", [ms, e.attr("eps")], ksh, dt)], ksh, dt)
-    y = e.emit("mul", [x, r], sh, dt, out.name if w is None else None)
+    ms = e.emit("div", [e.emit("sum", [e.emit("mul", [x, x])], dims=dims, keepdim=True),
+                        float(numel(sh, dims))])
+    r = e.emit("rsqrt", [e.emit("add", [ms, e.attr("eps")])])
+    y = e.emit("mul", [x, r], oname=out.name if w is None else None)
     if w is not None:
-        e.emit("mul", [y, w], sh, dt, out.name)
+        e.emit("mul", [y, w], oname=out.name)
     if rstd_out is not None:
-        e.emit("reshape", [r], rstd_out.shape, rstd_out.dtype, rstd_out.name, shape=list(rstd_out.shape))
+        e.emit("reshape", [r], oname=rstd_out.name, shape=list(rstd_out.shape))
 
 
 layer_norm_backward = composite(
@@ -101,28 +99,27 @@ def _layer_norm_backward(a, g, x, mean, rstd, w=None, b=None):
 def _layer_norm_backward_rule(e, vals):
     g, x, mean, rstd, w, _b = (list(e.parent.inputs) + [None] * 6)[:6]
     grads = e.attr("grads") or [True, w is not None, _b is not None]
-    xm = vals[x]
-    sh, dt = xm.shape, xm.dtype
+    sh = vals[x].shape
     dims = last_dims(sh, e.attr("normalized_ndim"))
     batch_dims = [i for i in range(len(sh)) if i not in dims]
-    ksh, n = reduced(sh, dims, True), float(numel(sh, dims))
+    n = float(numel(sh, dims))
     outs = iter(e.parent.outputs)
-    xhat = e.emit("mul", [e.emit("sub", [x, mean], sh, dt), rstd], sh, dt)
+    xhat = e.emit("mul", [e.emit("sub", [x, mean]), rstd])
     if grads[0]:
         dx_out = next(outs)
-        gw = e.emit("mul", [g, w], sh, dt) if w is not None else g
-        mean_g = e.emit("div", [e.emit("sum", [gw], ksh, dt, dims=dims, keepdim=True), n], ksh, dt)
-        mean_gx = e.emit("div", [e.emit("sum", [e.emit("mul", [gw, xhat], sh, dt)], ksh, dt, dims=dims, keepdim=True),
-                                 n], ksh, dt)
-        inner = e.emit("sub", [e.emit("sub", [gw, mean_g], sh, dt), e.emit("mul", [xhat, mean_gx], sh, dt)], sh, dt)
-        e.emit("mul", [inner, rstd], dx_out.shape, dx_out.dtype, dx_out.name)
+        gw = e.emit("mul", [g, w]) if w is not None else g
+        mean_g = e.emit("div", [e.emit("sum", [gw], dims=dims, keepdim=True), n])
+        mean_gx = e.emit("div", [e.emit("sum", [e.emit("mul", [gw, xhat])], dims=dims, keepdim=True),
+                                 n])
+        inner = e.emit("sub", [e.emit("sub", [gw, mean_g]), e.emit("mul", [xhat, mean_gx])])
+        e.emit("mul", [inner, rstd], oname=dx_out.name)
     if len(grads) > 1 and grads[1]:
         dw_out = next(outs)
-        e.emit("sum", [e.emit("mul", [g, xhat], sh, dt)], dw_out.shape, dw_out.dtype, dw_out.name,
+        e.emit("sum", [e.emit("mul", [g, xhat])], oname=dw_out.name,
                dims=batch_dims, keepdim=False)
     if len(grads) > 2 and grads[2]:
         db_out = next(outs)
-        e.emit("sum", [g], db_out.shape, db_out.dtype, db_out.name, dims=batch_dims, keepdim=False)
+        e.emit("sum", [g], oname=db_out.name, dims=batch_dims, keepdim=False)
 
 
 # --- batch and group norm ---------------------------------------------------------------------------
@@ -171,7 +168,7 @@ def _batch_norm(a, x, w=None, b=None, rmean=None, rvar=None):
 def _batch_norm_rule(e, vals):
     x, w, b, rmean, rvar = (list(e.parent.inputs) + [None] * 5)[:5]
     out = e.out()
-    sh, dt = out.shape, out.dtype
+    sh = out.shape
     C, rank = sh[1], len(sh)
     dims = [d for d in range(rank) if d != 1]
     n = float(numel(sh, dims))
@@ -182,31 +179,30 @@ def _batch_norm_rule(e, vals):
         return outs[k].name if k < len(outs) else None
 
     if e.attr("training"):
-        mean = e.emit("div", [e.emit("sum", [x], [C], dt, dims=dims, keepdim=False), n], [C], dt, name(1))
-        xc = e.emit("sub", [x, e.emit("reshape", [mean], chan, dt, shape=chan)], sh, dt)
-        var = e.emit("div", [e.emit("sum", [e.emit("mul", [xc, xc], sh, dt)], [C], dt, dims=dims, keepdim=False), n],
-                     [C], dt)
-        rstd = e.emit("rsqrt", [e.emit("add", [var, e.attr("eps")], [C], dt)], [C], dt, name(2))
+        mean = e.emit("div", [e.emit("sum", [x], dims=dims, keepdim=False), n], oname=name(1))
+        xc = e.emit("sub", [x, e.emit("reshape", [mean], shape=chan)])
+        var = e.emit("div", [e.emit("sum", [e.emit("mul", [xc, xc])], dims=dims, keepdim=False), n])
+        rstd = e.emit("rsqrt", [e.emit("add", [var, e.attr("eps")])], oname=name(2))
         if rmean is not None and len(outs) > 3:
             m = e.attr("momentum")
-            for k, running, stat in ((3, rmean, mean), (4, rvar, e.emit("mul", [var, n / max(n - 1, 1)], [C], dt))):
-                kept = e.emit("mul", [running, 1 - m], [C], dt)
-                e.emit("add", [kept, e.emit("mul", [stat, m], [C], dt)], [C], dt, name(k))
+            for k, running, stat in ((3, rmean, mean), (4, rvar, e.emit("mul", [var, n / max(n - 1, 1)]))):
+                kept = e.emit("mul", [running, 1 - m])
+                e.emit("add", [kept, e.emit("mul", [stat, m])], oname=name(k))
     else:
-        xc = e.emit("sub", [x, e.emit("reshape", [rmean], chan, dt, shape=chan)], sh, dt)
-        rstd = e.emit("rsqrt", [e.emit("add", [rvar, e.attr("eps")], [C], dt)], [C], dt)
+        xc = e.emit("sub", [x, e.emit("reshape", [rmean], shape=chan)])
+        rstd = e.emit("rsqrt", [e.emit("add", [rvar, e.attr("eps")])])
         for k in (1, 2):
             if name(k):
-                e.emit("empty", [], [0], outs[k].dtype, name(k), shape=[0], dtype=outs[k].dtype)
+                e.emit("empty", [], oname=name(k), shape=[0], dtype=outs[k].dtype)
         for k, running in ((3, rmean), (4, rvar)):  # the running statistics, unchanged
             if name(k):
-                e.emit("copy", [running], [C], dt, name(k))
-    y = e.emit("mul", [xc, e.emit("reshape", [rstd], chan, dt, shape=chan)], sh, dt,
-               out.name if w is None and b is None else None)
+                e.emit("copy", [running], oname=name(k))
+    y = e.emit("mul", [xc, e.emit("reshape", [rstd], shape=chan)],
+               oname=out.name if w is None and b is None else None)
     if w is not None:
-        y = e.emit("mul", [y, e.emit("reshape", [w], chan, dt, shape=chan)], sh, dt, out.name if b is None else None)
+        y = e.emit("mul", [y, e.emit("reshape", [w], shape=chan)], oname=out.name if b is None else None)
     if b is not None:
-        e.emit("add", [y, e.emit("reshape", [b], chan, dt, shape=chan)], sh, dt, out.name)
+        e.emit("add", [y, e.emit("reshape", [b], shape=chan)], oname=out.name)
 
 
 @meaning(group_norm)
@@ -227,26 +223,25 @@ def _group_norm(a, x, w=None, b=None):
 def _group_norm_rule(e, vals):
     x, w, b = (list(e.parent.inputs) + [None, None])[:3]
     out, mean_out, rstd_out = e.out(), e.out(1), e.out(2)
-    sh, dt = out.shape, out.dtype
+    sh = out.shape
     N, C, groups, rank = sh[0], sh[1], e.attr("groups"), len(sh)
     grouped = [N, groups, numel(sh) // max(N * groups, 1)]
-    kept = [N, groups, 1]
-    xg = e.emit("reshape", [x], grouped, dt, shape=grouped)
-    mean = e.emit("div", [e.emit("sum", [xg], kept, dt, dims=[2], keepdim=True), float(grouped[2])], kept, dt)
-    xc = e.emit("sub", [xg, mean], grouped, dt)
-    var = e.emit("div", [e.emit("sum", [e.emit("mul", [xc, xc], grouped, dt)], kept, dt, dims=[2], keepdim=True),
-                         float(grouped[2])], kept, dt)
-    rstd = e.emit("rsqrt", [e.emit("add", [var, e.attr("eps")], kept, dt)], kept, dt)
-    y = e.emit("reshape", [e.emit("mul", [xc, rstd], grouped, dt)], sh, dt, out.name if w is None and b is None else None,
+    xg = e.emit("reshape", [x], shape=grouped)
+    mean = e.emit("div", [e.emit("sum", [xg], dims=[2], keepdim=True), float(grouped[2])])
+    xc = e.emit("sub", [xg, mean])
+    var = e.emit("div", [e.emit("sum", [e.emit("mul", [xc, xc])], dims=[2], keepdim=True),
+                         float(grouped[2])])
+    rstd = e.emit("rsqrt", [e.emit("add", [var, e.attr("eps")])])
+    y = e.emit("reshape", [e.emit("mul", [xc, rstd])], oname=out.name if w is None and b is None else None,
                shape=list(sh))
     chan = [1, C] + [1] * (rank - 2)
     if w is not None:
-        y = e.emit("mul", [y, e.emit("reshape", [w], chan, dt, shape=chan)], sh, dt, out.name if b is None else None)
+        y = e.emit("mul", [y, e.emit("reshape", [w], shape=chan)], oname=out.name if b is None else None)
     if b is not None:
-        e.emit("add", [y, e.emit("reshape", [b], chan, dt, shape=chan)], sh, dt, out.name)
+        e.emit("add", [y, e.emit("reshape", [b], shape=chan)], oname=out.name)
     for stat, meta in ((mean, mean_out), (rstd, rstd_out)):
         if meta is not None:
-            e.emit("reshape", [stat], meta.shape, meta.dtype, meta.name, shape=list(meta.shape))
+            e.emit("reshape", [stat], oname=meta.name, shape=list(meta.shape))
 
 
 @meaning(group_norm_backward)
@@ -263,33 +258,31 @@ def _group_norm_backward_rule(e, vals):
     scales the gradient per channel first, dweight and dbias sum per channel."""
     g, x, mean, rstd, w = (list(e.parent.inputs) + [None])[:5]
     grads = e.attr("grads")
-    sh, dt = vals[x].shape, vals[x].dtype
+    sh = vals[x].shape
     N, C, groups, rank = sh[0], sh[1], e.attr("groups"), len(sh)
     grouped, kept = [N, groups, numel(sh) // max(N * groups, 1)], [N, groups, 1]
     chan = [1, C] + [1] * (rank - 2)
     per_channel = [0] + list(range(2, rank))  # the dims dweight and dbias sum over
     outs = iter(e.parent.outputs)
-    rstd_k = e.emit("reshape", [rstd], kept, dt, shape=kept)
-    xhat = e.emit("mul", [e.emit("sub", [e.emit("reshape", [x], grouped, dt, shape=grouped),
-                                         e.emit("reshape", [mean], kept, dt, shape=kept)], grouped, dt), rstd_k],
-                  grouped, dt)
+    rstd_k = e.emit("reshape", [rstd], shape=kept)
+    xhat = e.emit("mul", [e.emit("sub", [e.emit("reshape", [x], shape=grouped),
+                                         e.emit("reshape", [mean], shape=kept)]), rstd_k])
     if grads[0]:
         dx_out = next(outs)
-        gw = e.emit("mul", [g, e.emit("reshape", [w], chan, dt, shape=chan)], sh, dt) if w is not None else g
-        gw = e.emit("reshape", [gw], grouped, dt, shape=grouped)
+        gw = e.emit("mul", [g, e.emit("reshape", [w], shape=chan)]) if w is not None else g
+        gw = e.emit("reshape", [gw], shape=grouped)
         n = float(grouped[2])
-        mean_g = e.emit("div", [e.emit("sum", [gw], kept, dt, dims=[2], keepdim=True), n], kept, dt)
-        mean_gx = e.emit("div", [e.emit("sum", [e.emit("mul", [gw, xhat], grouped, dt)], kept, dt, dims=[2],
-                                        keepdim=True), n], kept, dt)
-        inner = e.emit("sub", [e.emit("sub", [gw, mean_g], grouped, dt), e.emit("mul", [xhat, mean_gx], grouped, dt)],
-                       grouped, dt)
-        dx = e.emit("mul", [inner, rstd_k], grouped, dt)
-        e.emit("reshape", [dx], dx_out.shape, dx_out.dtype, dx_out.name, shape=list(dx_out.shape))
+        mean_g = e.emit("div", [e.emit("sum", [gw], dims=[2], keepdim=True), n])
+        mean_gx = e.emit("div", [e.emit("sum", [e.emit("mul", [gw, xhat])], dims=[2],
+                                        keepdim=True), n])
+        inner = e.emit("sub", [e.emit("sub", [gw, mean_g]), e.emit("mul", [xhat, mean_gx])])
+        dx = e.emit("mul", [inner, rstd_k])
+        e.emit("reshape", [dx], oname=dx_out.name, shape=list(dx_out.shape))
     if len(grads) > 1 and grads[1]:
         dw_out = next(outs)
-        xhat_full = e.emit("reshape", [xhat], sh, dt, shape=list(sh))
-        e.emit("sum", [e.emit("mul", [g, xhat_full], sh, dt)], dw_out.shape, dw_out.dtype, dw_out.name,
+        xhat_full = e.emit("reshape", [xhat], shape=list(sh))
+        e.emit("sum", [e.emit("mul", [g, xhat_full])], oname=dw_out.name,
                dims=per_channel, keepdim=False)
     if len(grads) > 2 and grads[2]:
         db_out = next(outs)
-        e.emit("sum", [g], db_out.shape, db_out.dtype, db_out.name, dims=per_channel, keepdim=False)
+        e.emit("sum", [g], oname=db_out.name, dims=per_channel, keepdim=False)
