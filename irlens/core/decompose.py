@@ -78,13 +78,17 @@ class Emitter:
         kept = next((o for o in self.parent.outputs if o.name == name), None)
         if kept is not None:
             return tuple(kept.shape), kept.dtype
-        known = {**self.vals, **self.values()}
-        metas = {a: (tuple(known[a].shape), known[a].dtype) for a in inputs if isinstance(a, str) and a in known}
+        metas = {a: (tuple(m.shape), m.dtype) for a in inputs if isinstance(a, str)
+                 for m in [self.values().get(a) or self.vals.get(a)] if m is not None}
         return infer(op, inputs, metas, attrs)[0]
 
     def out(self, k: int = 0) -> TensorMeta | None:
         outs = self.parent.outputs
         return outs[k] if k < len(outs) else None
+
+    def meta(self, value: str) -> TensorMeta:
+        """A value's metadata: the parent's input's, or an emitted value's."""
+        return self.values().get(value) or self.vals[value]
 
     def values(self) -> dict[str, TensorMeta]:
         """The values emitted so far, by name."""

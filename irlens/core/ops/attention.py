@@ -17,29 +17,27 @@ meaning(softmax)(lambda a, x: torch.softmax(x, dim=a["dim"]))
 meaning(log_softmax)(lambda a, x: torch.log_softmax(x, dim=a["dim"]))
 
 
-def softmax_core(e, x: str, dim: int, sh, dt):
+def softmax_core(e, x: str, dim: int):
     """max-subtracted exp and its sum: the shared front half of softmax and log_softmax."""
-    ksh = reduced(sh, [dim], True)
-    m = e.emit("amax", [x], ksh, dt, dims=[dim], keepdim=True)
-    shifted = e.emit("sub", [x, m], sh, dt)
-    ex = e.emit("exp", [shifted], sh, dt)
-    z = e.emit("sum", [ex], ksh, dt, dims=[dim], keepdim=True)
+    m = e.emit("amax", [x], dims=[dim], keepdim=True)
+    shifted = e.emit("sub", [x, m])
+    ex = e.emit("exp", [shifted])
+    z = e.emit("sum", [ex], dims=[dim], keepdim=True)
     return m, shifted, ex, z
 
 
 @decomposition(softmax)
 def _softmax_rule(e, vals):
     out = e.out()
-    _, _, ex, z = softmax_core(e, e.parent.inputs[0], e.attr("dim"), out.shape, out.dtype)
-    e.emit("div", [ex, z], out.shape, out.dtype, out.name)
+    _, _, ex, z = softmax_core(e, e.parent.inputs[0], e.attr("dim"))
+    e.emit("div", [ex, z], oname=out.name)
 
 
 @decomposition(log_softmax)
 def _log_softmax_rule(e, vals):
     out, dim = e.out(), e.attr("dim")
-    _, shifted, _, z = softmax_core(e, e.parent.inputs[0], dim, out.shape, out.dtype)
-    lz = e.emit("log", [z], reduced(out.shape, [dim], True), out.dtype)
-    e.emit("sub", [shifted, lz], out.shape, out.dtype, out.name)
+    _, shifted, _, z = softmax_core(e, e.parent.inputs[0], dim)
+    e.emit("sub", [shifted, e.emit("log", [z])], oname=out.name)
 
 
 # --- backward composites of activations and softmax ----------------------------------------------
@@ -53,18 +51,16 @@ meaning(log_softmax_backward)(lambda a, g, y: g - torch.exp(y) * g.sum(dim=a["di
 def _softmax_backward_rule(e, vals):
     g, y = e.parent.inputs[:2]
     out, dim = e.out(), e.attr("dim")
-    sh, dt = out.shape, out.dtype
-    s = e.emit("sum", [e.emit("mul", [g, y], sh, dt)], reduced(sh, [dim], True), dt, dims=[dim], keepdim=True)
-    e.emit("mul", [y, e.emit("sub", [g, s], sh, dt)], sh, dt, out.name)
+    s = e.emit("sum", [e.emit("mul", [g, y])], dims=[dim], keepdim=True)
+    e.emit("mul", [y, e.emit("sub", [g, s])], oname=out.name)
 
 
 @decomposition(log_softmax_backward)
 def _log_softmax_backward_rule(e, vals):
     g, y = e.parent.inputs[:2]
     out, dim = e.out(), e.attr("dim")
-    sh, dt = out.shape, out.dtype
-    s = e.emit("sum", [g], reduced(sh, [dim], True), dt, dims=[dim], keepdim=True)
-    e.emit("sub", [g, e.emit("mul", [e.emit("exp", [y], sh, dt), s], sh, dt)], sh, dt, out.name)
+    s = e.emit("sum", [g], dims=[dim], keepdim=True)
+    e.emit("sub", [g, e.emit("mul", [e.emit("exp", [y]), s])], oname=out.name)
 
 
 # --- attention --------------------------------------------------------------------------------
@@ -125,9 +121,9 @@ def _kv_for_queries(e, vals, q: str, kv: str) -> str:
     lead, (S, D) = list(km.shape[:-3]), km.shape[-2:]
     split = lead + [hk, 1, S, D]
     wide = lead + [hk, hq // hk, S, D]
-    one = e.emit("reshape", [kv], split, km.dtype, shape=split)
-    rep = e.emit("broadcast", [one], wide, km.dtype, shape=wide, broadcast_dims=list(range(len(wide))))
-    return e.emit("reshape", [rep], lead + [hq, S, D], km.dtype, shape=lead + [hq, S, D])
+    one = e.emit("reshape", [kv], shape=split)
+    rep = e.emit("broadcast", [one], shape=wide, broadcast_dims=list(range(len(wide))))
+    return e.emit("reshape", [rep], shape=lead + [hq, S, D])
 
 
 def _kv_grad(e, operands: list[str], shape, out) -> None:
@@ -135,13 +131,12 @@ def _kv_grad(e, operands: list[str], shape, out) -> None:
     group's heads summed where queries are grouped."""
     shape, declared = list(shape), list(out.shape)
     if shape == declared:
-        e.emit("matmul", operands, declared, out.dtype, out.name)
+        e.emit("matmul", operands, oname=out.name)
         return
     lead, hk = declared[:-3], declared[-3]
     split = lead + [hk, shape[-3] // hk] + declared[-2:]
-    per_head = e.emit("matmul", operands, shape, out.dtype)
-    per_group = e.emit("reshape", [per_head], split, out.dtype, shape=split)
-    e.emit("sum", [per_group], declared, out.dtype, out.name, dims=[len(lead) + 1], keepdim=False)
+    per_group = e.emit("reshape", [e.emit("matmul", operands)], shape=split)
+    e.emit("sum", [per_group], oname=out.name, dims=[len(lead) + 1], keepdim=False)
 
 
 def _attention_scores(e, vals, q: str, k: str, mask):
@@ -151,18 +146,15 @@ def _attention_scores(e, vals, q: str, k: str, mask):
     L, S = qm.shape[-2], km.shape[-2]
     ssh = list(qm.shape[:-1]) + [S]
     scale = e.attr("scale") if e.attr("scale") is not None else 1.0 / math.sqrt(qm.shape[-1])
-    kt = transpose_last2(e, k, km.shape, km.dtype)
-    s = e.emit("mul", [e.emit("matmul", [q, kt], ssh, dt), scale], ssh, dt)
+    s = e.emit("mul", [e.emit("matmul", [q, transpose_last2(e, k)]), scale])
     if e.attr("is_causal"):
-        rows = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=0, dtype="int64")
-        cols = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=1, dtype="int64")
-        keep = e.emit("ge", [rows, cols], [L, S], "bool")
-        s = e.emit("where", [keep, s, -math.inf], ssh, dt)
+        rows = e.emit("iota", [], shape=[L, S], dim=0, dtype="int64")
+        cols = e.emit("iota", [], shape=[L, S], dim=1, dtype="int64")
+        s = e.emit("where", [e.emit("ge", [rows, cols]), s, -math.inf])
     if mask is not None and vals[mask].dtype == "bool":
-        s = e.emit("where", [mask, s, -math.inf], ssh, dt)
+        s = e.emit("where", [mask, s, -math.inf])
     elif mask is not None:  # an additive mask; one wider than the scores is added at its width, then rounded
-        mdt = vals[mask].dtype
-        s = _as_dtype(e, e.emit("add", [_as_dtype(e, s, ssh, dt, mdt), mask], ssh, mdt), ssh, mdt, dt)
+        s = _as_dtype(e, e.emit("add", [_as_dtype(e, s, vals[mask].dtype), mask]), dt)
     return s, ssh, dt, scale
 
 
@@ -176,26 +168,24 @@ def _sdpa_rule(e, vals):
     vals = {**vals, **e.values()}
     s, ssh, dt, _ = _attention_scores(e, vals, q, k, mask)
     dim = len(ssh) - 1
-    m, _, ex, z = softmax_core(e, s, dim, ssh, dt)
-    p = e.emit("div", [ex, z], ssh, dt)
-    e.emit("matmul", [p, v], out.shape, out.dtype, out.name)
+    m, _, ex, z = softmax_core(e, s, dim)
+    e.emit("matmul", [e.emit("div", [ex, z]), v], oname=out.name)
     lse_out = e.out(1)
     if lse_out is not None:  # log-sum-exp of the scores, kept by fused attention for its backward
         # in the dtype the kernel keeps it (float32 beside half-precision scores)
-        ksh, ldt = reduced(ssh, [dim], True), lse_out.dtype
-        z, m = _as_dtype(e, z, ksh, dt, ldt), _as_dtype(e, m, ksh, dt, ldt)
-        lse = e.emit("add", [e.emit("log", [z], ksh, ldt), m], ksh, ldt)
+        z, m = _as_dtype(e, z, lse_out.dtype), _as_dtype(e, m, lse_out.dtype)
+        lse = e.emit("add", [e.emit("log", [z]), m])
         _lse_as_declared(e, lse, ssh[:-1], lse_out)
     for extra in e.parent.outputs[2:]:
         # RNG state and sequence bookkeeping (philox seed and offset, ...): zeros, as
         # `irlens.core.interpret.all_outputs` gives them; no canonical op reads them.
-        e.emit("full", [], extra.shape, extra.dtype, extra.name, value=0, dtype=extra.dtype, shape=list(extra.shape))
+        e.emit("full", [], oname=extra.name, value=0, dtype=extra.dtype, shape=list(extra.shape))
 
 
-def _as_dtype(e, x: str, shape, dt: str, want: str) -> str:
-    """`x` (of dtype `dt`) converted to `want`: a fused kernel keeps the log-sum-exp in float32
-    beside half-precision scores, and an op of the two computes in float32, not in the scores' dtype."""
-    return x if dt == want else e.emit("convert", [x], list(shape), want, dtype=want)
+def _as_dtype(e, x: str, want: str) -> str:
+    """`x` converted to `want`: a fused kernel keeps the log-sum-exp in float32 beside
+    half-precision scores, and an op of the two computes in float32, not in the scores' dtype."""
+    return x if e.meta(x).dtype == want else e.emit("convert", [x], dtype=want)
 
 
 def _lse_as_declared(e, lse: str, rows, lse_out) -> None:
@@ -205,14 +195,14 @@ def _lse_as_declared(e, lse: str, rows, lse_out) -> None:
     rows, declared = list(rows), list(lse_out.shape)
     kept = declared[-1] if declared else 0
     if declared[:-1] != rows[:-1] or kept == rows[-1]:
-        e.emit("reshape", [lse], declared, lse_out.dtype, lse_out.name, shape=declared)
+        e.emit("reshape", [lse], oname=lse_out.name, shape=declared)
     elif kept == 0:
-        e.emit("full", [], declared, lse_out.dtype, lse_out.name, value=0.0, dtype=lse_out.dtype, shape=declared)
+        e.emit("full", [], oname=lse_out.name, value=0.0, dtype=lse_out.dtype, shape=declared)
     else:
-        flat = e.emit("reshape", [lse], rows, lse_out.dtype, shape=rows)
+        flat = e.emit("reshape", [lse], shape=rows)
         pad = rows[:-1] + [kept - rows[-1]]
-        inf = e.emit("full", [], pad, lse_out.dtype, value=math.inf, dtype=lse_out.dtype, shape=pad)
-        e.emit("concat", [flat, inf], declared, lse_out.dtype, lse_out.name, dim=len(declared) - 1)
+        inf = e.emit("full", [], value=math.inf, dtype=lse_out.dtype, shape=pad)
+        e.emit("concat", [flat, inf], oname=lse_out.name, dim=len(declared) - 1)
 
 
 def _lse_rows(e, lse: str, lse_meta, ksh) -> str:
@@ -220,8 +210,8 @@ def _lse_rows(e, lse: str, lse_meta, ksh) -> str:
     kernel added past the last row is sliced off (see `_lse_as_declared`)."""
     shape, rows = list(lse_meta.shape), list(ksh[:-1])
     if len(shape) == len(rows) and shape[:-1] == rows[:-1] and shape[-1] > rows[-1]:
-        lse = e.emit("slice", [lse], rows, lse_meta.dtype, start=[0] * len(rows), limit=rows, step=[1] * len(rows))
-    return e.emit("reshape", [lse], ksh, lse_meta.dtype, shape=list(ksh))
+        lse = e.emit("slice", [lse], start=[0] * len(rows), limit=rows, step=[1] * len(rows))
+    return e.emit("reshape", [lse], shape=list(ksh))
 
 
 @decomposition(sdpa_backward)
@@ -236,36 +226,34 @@ def _sdpa_backward_rule(e, vals):
     if lse is not None:  # recompute the probabilities from the saved log-sum-exp, in its dtype
         ldt = vals[lse].dtype
         lse_k = _lse_rows(e, lse, vals[lse], reduced(ssh, [dim], True))
-        shifted = e.emit("sub", [_as_dtype(e, s, ssh, dt, ldt), lse_k], ssh, ldt)
-        p = _as_dtype(e, e.emit("exp", [shifted], ssh, ldt), ssh, ldt, dt)
+        shifted = e.emit("sub", [_as_dtype(e, s, ldt), lse_k])
+        p = _as_dtype(e, e.emit("exp", [shifted]), dt)
     else:
-        _, _, ex, z = softmax_core(e, s, dim, ssh, dt)
-        p = e.emit("div", [ex, z], ssh, dt)
-    _kv_grad(e, [transpose_last2(e, p, ssh, dt), go], vals[v].shape, dv_out)
-    dp = e.emit("matmul", [go, transpose_last2(e, v, vals[v].shape, vals[v].dtype)], ssh, dt)
+        _, _, ex, z = softmax_core(e, s, dim)
+        p = e.emit("div", [ex, z])
+    _kv_grad(e, [transpose_last2(e, p), go], vals[v].shape, dv_out)
+    dp = e.emit("matmul", [go, transpose_last2(e, v)])
     if o is None:
-        o = e.emit("matmul", [p, v], vals[go].shape, dt)
-    osh = vals[go].shape
-    dsum = e.emit("sum", [e.emit("mul", [go, o], osh, dt)], reduced(osh, [len(osh) - 1], True), dt,
-                  dims=[len(osh) - 1], keepdim=True)
-    d_scores = e.emit("mul", [p, e.emit("sub", [dp, dsum], ssh, dt)], ssh, dt)  # also an additive mask's gradient
-    ds = e.emit("mul", [d_scores, scale], ssh, dt)
-    e.emit("matmul", [ds, k], dq_out.shape, dq_out.dtype, dq_out.name)
-    _kv_grad(e, [transpose_last2(e, ds, ssh, dt), q], vals[k].shape, dk_out)
+        o = e.emit("matmul", [p, v])
+    last = len(vals[go].shape) - 1
+    dsum = e.emit("sum", [e.emit("mul", [go, o])], dims=[last], keepdim=True)
+    d_scores = e.emit("mul", [p, e.emit("sub", [dp, dsum])])  # also an additive mask's gradient
+    ds = e.emit("mul", [d_scores, scale])
+    e.emit("matmul", [ds, k], oname=dq_out.name)
+    _kv_grad(e, [transpose_last2(e, ds), q], vals[k].shape, dk_out)
     extras = list(e.parent.outputs[3:])
     if extras and mask is not None and "float" in vals[mask].dtype:  # an additive mask, as the meaning takes it
-        _sum_to_declared(e, d_scores, ssh, dt, extras.pop(0))
+        _sum_to_declared(e, d_scores, ssh, extras.pop(0))
     for extra in extras:  # a bool mask's gradient, where a kernel declares one: none flows
-        e.emit("full", [], extra.shape, extra.dtype, extra.name, value=0, dtype=extra.dtype, shape=list(extra.shape))
+        e.emit("full", [], oname=extra.name, value=0, dtype=extra.dtype, shape=list(extra.shape))
 
 
-def _sum_to_declared(e, x: str, shape, dt, out) -> None:
+def _sum_to_declared(e, x: str, shape, out) -> None:
     """`x` (of `shape`) summed over the dims `out` broadcasts along (a mask shared by the batch or
     the heads), as `out`."""
     declared = list(out.shape)
     lead = len(shape) - len(declared)
     dims = list(range(lead)) + [lead + i for i, n in enumerate(declared) if n == 1 and shape[lead + i] != 1]
     if dims:
-        x = e.emit("sum", [x], reduced(shape, dims, True), dt, dims=dims, keepdim=True)
-    x = _as_dtype(e, x, reduced(shape, dims, True), dt, out.dtype)
-    e.emit("reshape", [x], declared, out.dtype, out.name, shape=declared)
+        x = e.emit("sum", [x], dims=dims, keepdim=True)
+    e.emit("reshape", [_as_dtype(e, x, out.dtype)], oname=out.name, shape=declared)

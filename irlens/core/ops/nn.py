@@ -18,7 +18,7 @@ meaning(linear)(lambda a, x, w, b=None: F.linear(x, w, b))
 def _linear_rule(e, vals):
     x, w, b = (list(e.parent.inputs) + [None])[:3]
     out = e.out()
-    wt = transpose_last2(e, w, vals[w].shape, vals[w].dtype)
+    wt = transpose_last2(e, w)
     y = e.emit("matmul", [x, wt], out.shape, out.dtype, out.name if b is None else None)
     if b is not None:
         e.emit("add", [y, b], out.shape, out.dtype, out.name)

@@ -19,11 +19,10 @@ def last_dims(shape, n: int) -> list[int]:
     return list(range(len(shape) - n, len(shape)))
 
 
-def transpose_last2(e, a: str, shape, dtype: str) -> str:
+def transpose_last2(e, a: str) -> str:
     """Emit a's last two dims swapped (a decomposition rule's helper); returns the value's name."""
-    nd = len(shape)
-    perm = list(range(nd - 2)) + [nd - 1, nd - 2]
-    return e.emit("permute", [a], [shape[p] for p in perm], dtype, perm=perm)
+    nd = len(e.meta(a).shape)
+    return e.emit("permute", [a], perm=list(range(nd - 2)) + [nd - 1, nd - 2])
 
 
 def literal(value, dtype: str):
