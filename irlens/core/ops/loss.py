@@ -48,12 +48,12 @@ def _picked(e, vals, logp: str, target: str, weight):
     index shaped like logp with a 1 there, and the target's weight (0 where ignored)."""
     lm, tm = vals[logp], vals[target]
     cdim = _class_dim(lm.shape)
-    keep = e.emit("ne", [target, e.attr("ignore_index")], tm.shape, "bool")
-    safe = e.emit("where", [keep, target, 0], tm.shape, tm.dtype)
+    keep = e.emit("ne", [target, e.attr("ignore_index")])
+    safe = e.emit("where", [keep, target, 0])
     wide = list(tm.shape[:cdim]) + [1] + list(tm.shape[cdim:])
-    index = e.emit("reshape", [safe], wide, tm.dtype, shape=wide)
-    w = e.emit("take", [weight, safe], tm.shape, lm.dtype, dim=0) if weight is not None else 1.0
-    w = e.emit("where", [keep, w, 0.0], tm.shape, lm.dtype)
+    index = e.emit("reshape", [safe], shape=wide)
+    w = e.emit("take", [weight, safe], dim=0) if weight is not None else 1.0
+    w = e.emit("where", [keep, w, 0.0], tm.shape, lm.dtype)  # stated: without a weight, literals give no dtype
     return cdim, index, wide, w
 
 
@@ -61,8 +61,8 @@ def _picked(e, vals, logp: str, target: str, weight):
 def _cross_entropy_rule(e, vals):
     x, target, weight = (list(e.parent.inputs) + [None])[:3]
     out, xm = e.out(), vals[x]
-    logp = e.emit("log_softmax", [x], xm.shape, xm.dtype, dim=_class_dim(xm.shape))
-    e.emit("nll_loss", [logp, target, weight], out.shape, out.dtype, out.name, reduction=e.attr("reduction"),
+    logp = e.emit("log_softmax", [x], dim=_class_dim(xm.shape))
+    e.emit("nll_loss", [logp, target, weight], oname=out.name, reduction=e.attr("reduction"),
            ignore_index=e.attr("ignore_index"))
 
 
@@ -70,34 +70,31 @@ def _cross_entropy_rule(e, vals):
 def _nll_loss_rule(e, vals):
     logp, target, weight = (list(e.parent.inputs) + [None])[:3]
     out, total_out = e.out(), e.out(1)
-    lm, tm = vals[logp], vals[target]
-    dt = lm.dtype
+    tm = vals[target]
     cdim, index, wide, w = _picked(e, vals, logp, target, weight)
-    picked = e.emit("reshape", [e.emit("gather", [logp, index], wide, dt, dim=cdim)], tm.shape, dt, shape=list(tm.shape))
-    losses = e.emit("neg", [e.emit("mul", [picked, w], tm.shape, dt)], tm.shape, dt)
+    picked = e.emit("reshape", [e.emit("gather", [logp, index], dim=cdim)], shape=list(tm.shape))
+    losses = e.emit("neg", [e.emit("mul", [picked, w])])
     every = list(range(len(tm.shape)))
     reduction = e.attr("reduction")
-    total = e.emit("sum", [w], [], dt, total_out.name if total_out is not None and reduction != "none" else None,
+    total = e.emit("sum", [w], oname=total_out.name if total_out is not None and reduction != "none" else None,
                    dims=every, keepdim=False)
     if reduction == "none":
-        e.emit("copy", [losses], out.shape, out.dtype, out.name)
+        e.emit("copy", [losses], oname=out.name)
         if total_out is not None:
-            e.emit("full", [], [], total_out.dtype, total_out.name, shape=[], value=0.0, dtype=total_out.dtype)
+            e.emit("full", [], oname=total_out.name, shape=[], value=0.0, dtype=total_out.dtype)
         return
-    summed = e.emit("sum", [losses], [], dt, out.name if reduction == "sum" else None, dims=every, keepdim=False)
+    summed = e.emit("sum", [losses], oname=out.name if reduction == "sum" else None, dims=every, keepdim=False)
     if reduction == "mean":
-        e.emit("div", [summed, total], out.shape, out.dtype, out.name)
+        e.emit("div", [summed, total], oname=out.name)
 
 
 @decomposition(nll_loss_backward)
 def _nll_loss_backward_rule(e, vals):
     g, logp, target, weight, total = (list(e.parent.inputs) + [None] * 5)[:5]
-    out, lm, tm = e.out(), vals[logp], vals[target]
-    dt = lm.dtype
+    out, lm = e.out(), vals[logp]
     cdim, index, wide, w = _picked(e, vals, logp, target, weight)
     reduction = e.attr("reduction")
-    scale = e.emit("div", [g, total], [], dt) if reduction == "mean" else g
-    grads = e.emit("neg", [e.emit("mul", [w, scale], tm.shape, dt)], tm.shape, dt)
-    grads = e.emit("reshape", [grads], wide, dt, shape=wide)
-    zeros = e.emit("full", [], lm.shape, dt, shape=list(lm.shape), value=0.0, dtype=dt)
-    e.emit("scatter", [zeros, index, grads], out.shape, out.dtype, out.name, dim=cdim)
+    scale = e.emit("div", [g, total]) if reduction == "mean" else g
+    grads = e.emit("reshape", [e.emit("neg", [e.emit("mul", [w, scale])])], shape=wide)
+    zeros = e.emit("full", [], shape=list(lm.shape), value=0.0, dtype=lm.dtype)
+    e.emit("scatter", [zeros, index, grads], oname=out.name, dim=cdim)

@@ -19,9 +19,9 @@ def _linear_rule(e, vals):
     x, w, b = (list(e.parent.inputs) + [None])[:3]
     out = e.out()
     wt = transpose_last2(e, w)
-    y = e.emit("matmul", [x, wt], out.shape, out.dtype, out.name if b is None else None)
+    y = e.emit("matmul", [x, wt], oname=out.name if b is None else None)
     if b is not None:
-        e.emit("add", [y, b], out.shape, out.dtype, out.name)
+        e.emit("add", [y, b], oname=out.name)
 
 
 ROWS = IndexOf("weight", 0)  # an embedding's indices: rows of its weight
@@ -52,27 +52,27 @@ def _embedding_backward(a, g, idx):
 def _embedding_rule(e, vals):
     w, idx = e.parent.inputs[:2]
     out = e.out()
-    e.emit("take", [w, idx], out.shape, out.dtype, out.name, dim=0)
+    e.emit("take", [w, idx], oname=out.name, dim=0)
 
 
 @decomposition(embedding_backward)
 def _embedding_backward_rule(e, vals):
     g, idx = e.parent.inputs[:2]
     out = e.out()
-    gm, im = vals[g], vals[idx]
+    im = vals[idx]
     if e.attr("padding_idx") is not None:
-        pad = e.emit("eq", [idx, e.attr("padding_idx")], im.shape, "bool")
-        pad = e.emit("reshape", [pad], [*im.shape, 1], "bool", shape=[*im.shape, 1])
-        g = e.emit("where", [pad, 0.0, g], gm.shape, gm.dtype)
+        pad = e.emit("eq", [idx, e.attr("padding_idx")])
+        pad = e.emit("reshape", [pad], shape=[*im.shape, 1])
+        g = e.emit("where", [pad, 0.0, g])
     if e.attr("scale_grad_by_freq"):
-        zeros = e.emit("full", [], [out.shape[0]], out.dtype, value=0.0, dtype=out.dtype, shape=[out.shape[0]])
-        ones = e.emit("full", [], im.shape, out.dtype, value=1.0, dtype=out.dtype, shape=list(im.shape))
-        counts = e.emit("index_add", [zeros, idx, ones], [out.shape[0]], out.dtype, dim=0)
-        per_row = e.emit("take", [counts, idx], im.shape, out.dtype, dim=0)
-        per_row = e.emit("reshape", [per_row], [*im.shape, 1], out.dtype, shape=[*im.shape, 1])
-        g = e.emit("div", [g, per_row], gm.shape, gm.dtype)
-    zeros = e.emit("full", [], out.shape, out.dtype, value=0.0, dtype=out.dtype, shape=list(out.shape))
-    e.emit("index_add", [zeros, idx, g], out.shape, out.dtype, out.name, dim=0)
+        zeros = e.emit("full", [], value=0.0, dtype=out.dtype, shape=[out.shape[0]])
+        ones = e.emit("full", [], value=1.0, dtype=out.dtype, shape=list(im.shape))
+        counts = e.emit("index_add", [zeros, idx, ones], dim=0)
+        per_row = e.emit("take", [counts, idx], dim=0)
+        per_row = e.emit("reshape", [per_row], shape=[*im.shape, 1])
+        g = e.emit("div", [g, per_row])
+    zeros = e.emit("full", [], value=0.0, dtype=out.dtype, shape=list(out.shape))
+    e.emit("index_add", [zeros, idx, g], oname=out.name, dim=0)
 
 
 # --- masking ----------------------------------------------------------------------------------
@@ -89,11 +89,10 @@ def _triangle(name: str, keep_cmp: str, fn, doc: str):
     def rule(e, vals):
         x, out = e.parent.inputs[0], e.out()
         L, S = out.shape[-2], out.shape[-1]
-        rows = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=0, dtype="int64")
-        cols = e.emit("iota", [], [L, S], "int64", shape=[L, S], dim=1, dtype="int64")
-        shifted = e.emit("add", [rows, int(e.attr("diagonal"))], [L, S], "int64")
-        keep = e.emit(keep_cmp, [shifted, cols], [L, S], "bool")
-        e.emit("where", [keep, x, literal(0, out.dtype)], out.shape, out.dtype, out.name)
+        rows = e.emit("iota", [], shape=[L, S], dim=0, dtype="int64")
+        cols = e.emit("iota", [], shape=[L, S], dim=1, dtype="int64")
+        keep = e.emit(keep_cmp, [e.emit("add", [rows, int(e.attr("diagonal"))]), cols])
+        e.emit("where", [keep, x, literal(0, out.dtype)], oname=out.name)
     return op
 
 
@@ -107,10 +106,10 @@ def _masked_fill_rule(e, vals):
     x, mask, value = e.parent.inputs[:3]
     out = e.out()
     if isinstance(value, str) and vals[value].dtype != out.dtype:
-        value = e.emit("convert", [value], vals[value].shape, out.dtype, dtype=out.dtype)
+        value = e.emit("convert", [value], dtype=out.dtype)
     elif not isinstance(value, str):
         value = literal(value, out.dtype)
-    e.emit("where", [mask, value, x], out.shape, out.dtype, out.name)
+    e.emit("where", [mask, value, x], oname=out.name)
 
 
 embedding_bag = from_aten("embedding_bag", OTHER, torch.ops.aten._embedding_bag.default,

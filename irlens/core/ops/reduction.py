@@ -10,7 +10,7 @@ import torch
 from irlens.core.dtypes import HALF_DTYPES
 from irlens.core.ops._torch import dims_of, jnp, nv_dtype, widened
 from irlens.core.ops.core import COMPOSITE, REDUCTION, Attr, declare, decomposition, from_aten, lowering, meaning
-from irlens.core.ops.shapes import numel, reduced
+from irlens.core.ops.shapes import numel
 
 
 def _reduction(name: str, fn, jax: str | None = None, nvfuser: str | None = None, doc: str = ""):
@@ -212,8 +212,9 @@ def _mean_rule(e, vals):
     xm = vals[x]
     dims, keep = e.attr("dims"), e.attr("keepdim")
     dims = list(range(len(xm.shape))) if dims is None else dims
-    s = e.emit("sum", [x], reduced(xm.shape, dims, keep), out.dtype, dims=dims, keepdim=keep)
-    e.emit("div", [s, float(numel(xm.shape, dims))], out.shape, out.dtype, out.name)
+    # summed in the result's dtype: an integer x's sum would stay integer
+    s = e.emit("sum", [x], odtype=out.dtype, dims=dims, keepdim=keep)
+    e.emit("div", [s, float(numel(xm.shape, dims))], oname=out.name)
 
 
 @decomposition(var)
@@ -222,13 +223,11 @@ def _var_rule(e, vals):
     xm = vals[x]
     dims, keep, corr = e.attr("dims"), e.attr("keepdim"), e.attr("correction")
     dims = list(range(len(xm.shape))) if dims is None else dims
-    kshape = reduced(xm.shape, dims, True)
-    s = e.emit("sum", [x], kshape, out.dtype, dims=dims, keepdim=True)
-    m = e.emit("div", [s, float(numel(xm.shape, dims))], kshape, out.dtype)
-    c = e.emit("sub", [x, m], xm.shape, out.dtype)
-    sq = e.emit("mul", [c, c], xm.shape, out.dtype)
-    ss = e.emit("sum", [sq], reduced(xm.shape, dims, keep), out.dtype, dims=dims, keepdim=keep)
-    e.emit("div", [ss, float(max(numel(xm.shape, dims) - corr, 0))], out.shape, out.dtype, out.name)
+    s = e.emit("sum", [x], odtype=out.dtype, dims=dims, keepdim=True)  # as mean's
+    m = e.emit("div", [s, float(numel(xm.shape, dims))])
+    c = e.emit("sub", [x, m])
+    ss = e.emit("sum", [e.emit("mul", [c, c])], dims=dims, keepdim=keep)
+    e.emit("div", [ss, float(max(numel(xm.shape, dims) - corr, 0))], oname=out.name)
 histogramdd_bin_edges = from_aten("histogramdd_bin_edges", REDUCTION, A._histogramdd_bin_edges.default)
 histogramdd_from_bin_cts = from_aten("histogramdd_from_bin_cts", REDUCTION, A._histogramdd_from_bin_cts.default)
 hash_tensor = from_aten("hash_tensor", REDUCTION, A.hash_tensor.default, doc="a hash of x's bits along dims")
