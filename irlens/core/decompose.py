@@ -126,7 +126,7 @@ def _expand_in_float32(node: Node, vals: dict[str, TensorMeta], taken: set[str])
     """`node` computed in float32: its half-precision inputs converted up, its expansion, its
     half-precision results converted back under their own names."""
     e = Emitter(node, taken, vals)
-    up = lambda a: e.emit("convert", [a], vals[a].shape, "float32", dtype="float32")  # noqa: E731
+    up = lambda a: e.emit("convert", [a], dtype="float32")  # noqa: E731
     inputs = [up(a) if isinstance(a, str) and a in vals and vals[a].dtype in HALF_DTYPES else a for a in node.inputs]
     outputs = []
     for k, o in enumerate(node.outputs):
@@ -140,7 +140,7 @@ def _expand_in_float32(node: Node, vals: dict[str, TensorMeta], taken: set[str])
     down = Emitter(node, taken, vals)
     for o, w in zip(node.outputs, outputs):
         if w is not o:
-            down.emit("convert", [w.name], o.shape, o.dtype, o.name, dtype=o.dtype)
+            down.emit("convert", [w.name], oname=o.name, dtype=o.dtype)
     return e.nodes + inner + down.nodes
 
 
