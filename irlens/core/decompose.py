@@ -45,6 +45,7 @@ class Emitter:
         self.vals = vals  # the values before the expansion: the parent's inputs among them
         self.attrs = ops.OPS[parent.op].attrs_of(parent.attrs)
         self.nodes: list[Node] = []
+        self._emitted: dict[str, TensorMeta] = {}  # the values emitted so far, by name (`values`)
         self.taken = taken  # ids and value names in use: fresh ones skip them
         self.next = 0
 
@@ -69,7 +70,9 @@ class Emitter:
             oshape, odtype = shape if oshape is None else oshape, dtype if odtype is None else odtype
         node = Node(nid, op, list(inputs), [TensorMeta(name, tuple(oshape), odtype)], dict(attrs),
                     self.parent.native or self.parent.op, scope)
-        self.nodes.append(ops.conform(node))
+        node = ops.conform(node)
+        self.nodes.append(node)
+        self._emitted.update((o.name, o) for o in node.outputs)
         return name
 
     def _inferred(self, op: str, inputs: list[Arg], name: str, attrs: dict) -> tuple[tuple[int, ...], str]:
@@ -79,7 +82,7 @@ class Emitter:
         if kept is not None:
             return tuple(kept.shape), kept.dtype
         metas = {a: (tuple(m.shape), m.dtype) for a in inputs if isinstance(a, str)
-                 for m in [self.values().get(a) or self.vals.get(a)] if m is not None}
+                 for m in [self._emitted.get(a) or self.vals.get(a)] if m is not None}
         return infer(op, inputs, metas, attrs)[0]
 
     def out(self, k: int = 0) -> TensorMeta | None:
@@ -88,11 +91,11 @@ class Emitter:
 
     def meta(self, value: str) -> TensorMeta:
         """A value's metadata: the parent's input's, or an emitted value's."""
-        return self.values().get(value) or self.vals[value]
+        return self._emitted.get(value) or self.vals[value]
 
     def values(self) -> dict[str, TensorMeta]:
         """The values emitted so far, by name."""
-        return {o.name: o for n in self.nodes for o in n.outputs}
+        return dict(self._emitted)
 
 
 def expand(node: Node, vals: dict[str, TensorMeta], taken: set[str]) -> list[Node] | None:
