@@ -20,7 +20,7 @@ def last_dims(shape, n: int) -> list[int]:
 
 
 def transpose_last2(e, a: str) -> str:
-    """Emit a's last two dims swapped (a decomposition rule's helper); returns the value's name."""
+    """Emit a's last two dims swapped (for decomposition rules); returns the value's name."""
     nd = len(e.meta(a).shape)
     return e.emit("permute", [a], perm=list(range(nd - 2)) + [nd - 1, nd - 2])
 
