@@ -71,15 +71,22 @@ def dump(workload, frontend: str, stage: str | None = None, level: str = "compos
 
 
 def report(results, out: str = "irlens-report", frontends: bool = True) -> dict:
-    """Render compare results as `out/report.html` and `out/report.md` (what `irlens report` writes).
+    """Render compare results as `out/report.html` and `out/report.md`, the rows drawn as
+    `out/results.json` (what `irlens report` writes).
 
-    `results`: a document from `compare`, the path of an `irlens compare --json` file, or a list
-    of either (a CPU and a GPU run side by side). `frontends=False` leaves out the frontend table
-    (which traces every workload again). Returns the paths written, by kind.
+    `results`: a document from `compare` (or a `Document`), the path of an `irlens compare --json`
+    file, or a list of those (a CPU and a GPU run side by side). `frontends=False` leaves out the
+    frontend table (which traces every workload again). Returns the paths written, by kind.
     """
-    from irlens.matrix import Document, read_document
-    from irlens.reporting import write_report
+    from pathlib import Path
+
+    from irlens.matrix import Document, read_document, write_document
+    from irlens.reporting import RESULTS, write_report
 
     items = results if isinstance(results, list) else [results]
-    return write_report([Document.from_json(d) if isinstance(d, dict) else read_document(d) for d in items], out,
-                        frontends=frontends)
+    docs = [d if isinstance(d, Document) else Document.from_json(d) if isinstance(d, dict) else read_document(d)
+            for d in items]
+    paths, drawn = write_report(docs, out, frontends=frontends)
+    paths["json"] = Path(out) / RESULTS
+    write_document(drawn, paths["json"])
+    return paths

@@ -13,12 +13,12 @@ xla) are each stack through the common view; the native pairings themselves are
 `irlens compare`'s rows.
 
 The document: {"kind": "cross", "device", "device_name", "versions", "preset", "dtype",
-"acquired_by": [...], "executed_by": [...], "rows": [...]}, one row per workload x mode x
-acquired_by x executed_by with "workload", "mode", "acquired_by", "executed_by", "native",
-"status" (ok, mismatch, failed, unavailable), "reason", "max_rel_err", "tol", "per_result",
-"compile_s", "run_us" (one chained call: lowered graphs, plus the loss in torch between forward
-and backward), "kernel_count", "kernels", "graphs" (per lowered graph: stage and node count),
-"level", "phase", "detail" (irlens.matrix.row.CROSS).
+"acquired_by": [...] (the grid's frontends), "executed_by": [...] (its backends), "rows": [...]},
+one row per workload x mode x frontend x backend in the form every document's rows have
+(irlens.matrix.row): "frontend" is the acquiring one, "backend" the executing one, "run_us" one
+chained call (lowered graphs, plus the loss in torch between forward and backward), "level" the
+common-view level lowered, and "cross" the row's own record: "native" (the pairing is a stack's
+own) and "lowered" (per lowered graph: stage and node count).
 """
 from __future__ import annotations
 
@@ -67,8 +67,7 @@ def run_grid(workloads=None, modes=None, device: str = "cpu", preset: str = "tin
 
 def cell(workload: str, acquired_by: str, executed_by: str, mode: str, device: str, preset: str,
          dtype: str | None, reference_path: str | None, reference: Reference | None = None) -> Row:
-    """One cell in this process, its Row (written as the document's `row.to_json(CROSS)`); every
-    exception becomes the row's status."""
+    """One cell in this process, its Row; every exception becomes the row's status."""
     spec = CellSpec(workload, executed_by, mode, dtype, device, preset, frontend=acquired_by)
     return cross_row(spec, resolve_workload(spec.workload), get_backend(spec.backend), reference_path, reference)
 
@@ -103,7 +102,7 @@ def format_grid(doc: Document) -> str:
 
 
 def cell_text(r) -> str:
-    mark = "*" if r.native else ""
+    mark = "*" if r.cross and r.cross.native else ""
     if r.status not in ("ok", "mismatch"):
         return f"{r.status}{mark}"
     err = "-" if r.max_rel_err is None else f"{r.max_rel_err:.0e}"

@@ -55,7 +55,7 @@ from irlens.matrix.plan_references import References
 from irlens.matrix.row import STOPPED_PHASE
 from irlens.workloads.builtin import resolve_workload
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision
-from irlens.matrix.records import StepWork
+from irlens.matrix.records import StepWork, bench_with
 from irlens.reporting.bench_page import format_bench_table
 from irlens.reporting.records import kernel_stage
 from irlens.reporting.roofline import apply_roofline
@@ -168,7 +168,8 @@ def annotate_kernels(row: Row) -> None:
     name in the profiled step, where the counts agree (one kernel launched for two layers is two
     launches, two records). Bytes stay what the backend read from the kernel's own buffers."""
     launched: dict[str, list[float]] = {}
-    for name, us in (row.device_timing.launch_us or []) if row.device_timing else []:
+    timing = row.bench and row.bench.device_timing
+    for name, us in (timing.launch_us or []) if timing else []:
         launched.setdefault(name, []).append(us)
     names = [device_name_of(k, row.backend) for k in row.kernels]
     seen: dict[str, int] = {}
@@ -286,7 +287,7 @@ def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: Benc
         left = None if budget_s is None else max(budget_s - (time.time() - saved.started), 0.0)
 
         def finished(cell, row: Row, plan: Plan = plan) -> None:
-            row.dtype, row.must = plan.dtype, musts[(row.workload, row.mode, plan.dtype)]
+            row.dtype, row.bench = plan.dtype, bench_with(row.bench, must=musts[(row.workload, row.mode, plan.dtype)])
             annotate_kernels(row)
             saved.add(plan, cell, row)
             after_row()

@@ -261,14 +261,14 @@ def add_config_option(parser) -> None:
 def write_page(doc, page: str, out: Path, stem: str, json_path: str | None) -> None:
     """A corpus run's outputs (zoo, graphnet): OUT/STEM.md, OUT/STEM.json (and --json), the report;
     the page on stdout, what was written on stderr."""
+    from irlens.api import report
     from irlens.matrix import write_document
-    from irlens.reporting import write_report
 
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{stem}.md").write_text(page)
     write_document(doc, out / f"{stem}.json")
     if json_path:
         write_document(doc, json_path)
-    paths = write_report([doc], out, frontends=False)
+    paths = report([doc], out, frontends=False)
     print(page)
     print(f"wrote {out / f'{stem}.md'}, {out / f'{stem}.json'}, {paths['html']}", file=sys.stderr)

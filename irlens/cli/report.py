@@ -24,7 +24,8 @@ def add_arguments(r) -> None:
 @guarded
 def run(args) -> int:
     from irlens.matrix import plan_matrix, run_plan
-    from irlens.reporting import only_workloads, write_report
+    from irlens.api import report
+    from irlens.reporting import only_workloads
 
     docs = read_documents(args.from_)
     if docs and getattr(args, "workloads", None):
@@ -34,7 +35,7 @@ def run(args) -> int:
         plan = plan_matrix(getattr(args, "workloads", None), getattr(args, "backends", None),
                            getattr(args, "modes", None), device="cpu", preset="tiny")
         docs = [run_plan(plan)]
-    paths = write_report(docs, args.out or "irlens-report", frontends=getattr(args, "frontends", True))
+    paths = report(docs, args.out or "irlens-report", frontends=getattr(args, "frontends", True))
     for kind in ("html", "md", "json"):
         print(f"wrote {paths[kind]}")
     return 0

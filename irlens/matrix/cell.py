@@ -31,7 +31,7 @@ from irlens.core.ir import Graph, Kernel, Node, jsonable
 from irlens.backends.lowering import LEVEL
 from irlens.matrix.backend_run import BackendRun, drop_compiled_code, run_backend, run_compiled
 from irlens.matrix.draws import cell_time_used, judge_over_draws, rejudged
-from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
+from irlens.matrix.records import Coverage, CrossRecord, KernelRecord, LoweredGraph, ResultCheck, bench_with
 from irlens.matrix.references import Reference, failure_reason, first_line, reference_anywhere, release_memory
 from irlens.matrix.row import STAGES_NOTE, Row
 from irlens.matrix.spec import CellSpec
@@ -58,7 +58,8 @@ def new_row(wl: Workload, mode: str, backend: Backend, frontend: str | None = No
     this process computes under."""
     if frontend is None:
         return Row(wl.name, mode, backend.name, backend.frontend, precision=precision.current())
-    return Row(wl.name, mode, backend.name, frontend, native=frontend == backend.frontend, precision=precision.current())
+    return Row(wl.name, mode, backend.name, frontend, precision=precision.current(),
+               cross=CrossRecord(native=frontend == backend.frontend))
 
 
 def run_cell(spec: CellSpec, wl: Workload, backend: Backend, reference: Reference, timing_lock: str | None = None,
@@ -103,7 +104,7 @@ def _run_native(row: Row, spec: CellSpec, wl: Workload, backend: Backend, refere
                     recording_host_time() as host:
                 run = step()
             if recorder is not None and recorder.timing is not None:
-                row.device_timing = recorder.timing
+                row.bench = bench_with(row.bench, device_timing=recorder.timing)
             return run, host
 
         try:
@@ -206,7 +207,7 @@ def _run_lowered(row: Row, spec: CellSpec, wl: Workload, backend: Backend, refer
         call_progress.stage("checking numerics")
         _check(row, run, reference, inst.dtype, host.timing)
         row.level = LEVEL
-        row.lowered = [LoweredGraph(g.stage, len(g.nodes)) for g in run.lowered]
+        row.cross.lowered = [LoweredGraph(g.stage, len(g.nodes)) for g in run.lowered]
         return row
     except (Unavailable, NoNativePath, NoProgram) as e:
         row.tol = None
@@ -303,7 +304,7 @@ def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: 
                 timing_lock: str | None = None, alone: bool = False) -> dict:
     """(a worker: irlens.cell_entry's `cell`) One cell against the reference in `reference_path`,
     or where that is None against one computed here first (irlens.matrix.plan_references.computed_in_cells),
-    its Row as a record."""
+    its Row in its JSON form (`Row.to_json`, read back by `Row.from_json`)."""
     what = f"{wl.name} {backend.name}" if spec.frontend is None else f"cross {wl.name} {spec.frontend}->{backend.name}"
     print(f"[irlens] {what} {spec.mode}", file=sys.stderr, flush=True)
     reference = None
@@ -315,7 +316,7 @@ def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: 
             except Exception as e:  # the cell fails as where the references' worker failed
                 row = new_row(wl, spec.mode, backend, spec.frontend)
                 return jsonable(row.fail("reference", failure_reason(f"{type(e).__name__}: {e}"),
-                                         traceback.format_exc()[-3000:]).to_record(), finite=True)
+                                         traceback.format_exc()[-3000:]).to_json(), finite=True)
             if spec.device != "cpu":
                 reference = reference.results_on_host()
             release_memory(spec.device)  # the float64 copy's intermediates, for the cells beside this one
@@ -324,7 +325,7 @@ def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: 
             reference = Reference.load(reference_path, spec.device)
         row = run_cell(spec, wl, backend, reference, timing_lock, alone)
         row.notes[STAGES_NOTE] = {stage: round(s, 2) for stage, s in call_progress.spent().items() if s >= 0.01}
-        return jsonable(row.to_record(), finite=True)
+        return jsonable(row.to_json(), finite=True)
     finally:
         # a worker waiting for its next cell holds no cached device memory: a cell beside it, or one
         # run again alone after running out, gets what this one used

@@ -2,8 +2,9 @@
 
 One reader (`read_document`) and one writer (`write_document`) for every kind: `compare`,
 `bench` (which adds the measured ceilings, the GPUs of a `--gpus` run and its reruns) and
-`cross` (`"kind": "cross"`, the frontends and backends of the grid). The writer makes strict
-JSON (NaN and Inf become null; the row's reason says why) with the version of its form
+`cross` (`"kind": "cross"`, the frontends and backends of the grid), their rows in the one form
+of `Row.to_json` (a bench row's own fields in its `bench`, a cross row's in its `cross`). The
+writer makes strict JSON (NaN and Inf become null; the row's reason says why) with the version of its form
 (irlens.matrix.schema); the reader takes any document irlens wrote, migrating an older form to
 the current one first, and says which row and field it cannot read.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from irlens.core.ir import jsonable
-from irlens.matrix.row import LAYOUTS, STARVED_PHASE, BadDocument, Layout, Row
+from irlens.matrix.row import STARVED_PHASE, BadDocument, Row
 from irlens.matrix.schema import FIELD as SCHEMA_FIELD, SCHEMA, document_kind, migrate
 
 KINDS = ("compare", "bench", "cross")
@@ -54,12 +55,8 @@ class Document:
     # a report merged from several documents: each one's header
     runs: list[dict] | None = None
 
-    @property
-    def layout(self) -> Layout:
-        return LAYOUTS[self.kind]
-
     def to_json(self) -> dict:
-        rows = [row.to_json(self.layout) for row in self.rows]
+        rows = [row.to_json() for row in self.rows]
         return jsonable({SCHEMA_FIELD: SCHEMA, **self.header(), "rows": rows}, finite=True)
 
     def header(self) -> dict:
@@ -87,8 +84,8 @@ class Document:
         for key in d:
             if key not in known:
                 raise BadDocument(f"{where}: unknown field {key!r}")
-        layout, count = LAYOUTS[kind], len(d["rows"])
-        rows = [Row.from_json(r, layout, f"{where}: row {i + 1} of {count}") for i, r in enumerate(d["rows"])]
+        count = len(d["rows"])
+        rows = [Row.from_json(r, f"{where}: row {i + 1} of {count}") for i, r in enumerate(d["rows"])]
         return cls(**{**{k: v for k, v in d.items() if k != "rows"}, "kind": kind, "rows": rows})
 
 

@@ -322,10 +322,9 @@ class IsolatedRunner:
             if left < timeout:
                 timeout, cut = max(left, 1.0), True
         try:
-            return Row.from_record(self.pool.call(ENTRY, kwargs, timeout, self.max_wait_s(timeout),
-                                                  key=worker_key(self.plan, cell),
-                                                  env=self.worker_env(cell),
-                                                  fresh=fresh, close_after=close_after))
+            return Row.from_json(self.pool.call(ENTRY, kwargs, timeout, self.max_wait_s(timeout),
+                                                key=worker_key(self.plan, cell), env=self.worker_env(cell),
+                                                fresh=fresh, close_after=close_after), "a worker's row")
         except CallFailed as e:
             # a cell's own failures come back as rows: what escaped it broke the worker's state (the pool
             # closed it), e.g. a CUDA context a kernel's illegal memory access left unusable, which the next

@@ -21,6 +21,7 @@ import dataclasses
 from irlens.errors import UsageError
 from irlens.matrix.cells import cell_of
 from irlens.matrix.document import Document
+from irlens.matrix.records import bench_with
 from irlens.matrix.row import NOT_RUN_PHASES
 
 UNION, SHARDS, RERUN, PARTS = "union", "shards", "rerun", "parts"
@@ -85,7 +86,7 @@ def _union(docs: list[Document]) -> Document:
     if len(docs) == 1:
         return docs[0]
     rows = [dataclasses.replace(row, device=row.device or d.device, device_name=row.device_name or d.device_name,
-                                ceilings=row.ceilings or d.ceilings)
+                                bench=bench_with(row.bench, ceilings=(row.bench and row.bench.ceilings) or d.ceilings))
             for d in docs for row in d.rows]
     # a joined document's device already names its GPU; one without rows (a shard with nothing to
     # run: no GPU was asked its name) names none
@@ -104,7 +105,8 @@ def _union(docs: list[Document]) -> Document:
 def part(doc: Document, gpu: str | None) -> Document:
     """One GPU's bench document as a part of a run: its rows keep the GPU and its ceilings (their
     roofline was computed against them); its one part says which rows it ran and its wall time."""
-    return Document("bench", [dataclasses.replace(r, gpu=gpu, ceilings=doc.ceilings) for r in doc.rows], doc.device,
+    return Document("bench", [dataclasses.replace(r, bench=bench_with(r.bench, gpu=gpu, ceilings=doc.ceilings))
+                              for r in doc.rows], doc.device,
                     doc.device_name, doc.versions, doc.preset, driver=doc.driver,
                     parts=[{"gpu": gpu, "dtypes": list(dict.fromkeys(r.dtype for r in doc.rows)),
                             "modes": list(dict.fromkeys(r.mode for r in doc.rows)), "ceilings": doc.ceilings,

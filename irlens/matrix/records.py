@@ -1,7 +1,8 @@
 """The records a Row holds besides plain values: its kernels, each result's check against the
-reference, how the kernels cover the graphs, the graphs themselves, the lowered graphs of a
-cross row, the notes irlens reads, the work a step must do and the step's roofline figures (the
-device profile is `irlens.runtime.timing.DeviceTiming`).
+reference, how the kernels cover the graphs, the graphs themselves, the notes irlens reads, and
+the records only some rows have: a bench row's (`BenchRecord`: the work a step must do, its device
+profile, `irlens.runtime.timing.DeviceTiming`, its roofline figures, its GPU and that GPU's ceilings)
+and a cross row's (`CrossRecord`: the pairing, the graphs it lowered).
 
 Each is written as the JSON it always was, and read back checked field by field
 (`irlens.json_values`: a bad field is a usage error naming the file, row and field). Figures
@@ -13,15 +14,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 from irlens.core.ir import Graph, Kernel
-from irlens.json_values import BadDocument, read_record, read_value
+from irlens.json_values import BadDocument, read_record, read_value, to_plain
+from irlens.runtime.timing import DeviceTiming
 
 # written only when set: added after the first documents, or set by `irlens bench` alone (documents
 # of schema 0 wrote them as null: irlens.matrix.schema)
 KERNEL_WHEN_SET = ("bytes_read", "bytes_written", "combines", "matmul_flops", "pct_of_ceiling", "bound", "model_error", "via_l2")
+
+
+def _set_fields(record: Any) -> dict:
+    """A record's fields that are set (not None), as JSON."""
+    return {f.name: to_plain(getattr(record, f.name)) for f in dataclasses.fields(record)
+            if getattr(record, f.name) is not None}
 
 
 @dataclass
@@ -57,7 +65,7 @@ class StepWork:
     matmul_flops: int | None = None  # the exact part; None in documents written before it was counted
 
     def to_json(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return _set_fields(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "must") -> "StepWork":
@@ -79,7 +87,7 @@ class RowRoofline:
     matmul_tflops: float | None = None  # the exact part of `tflops` (matrix products); None: not told apart
 
     def to_json(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return _set_fields(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "roofline") -> "RowRoofline":
@@ -104,7 +112,7 @@ class ResultCheck:
 
     # between a worker and its parent (a row's record): one object per result
     def to_json(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return _set_fields(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "result") -> "ResultCheck":
@@ -153,7 +161,7 @@ class Coverage:
     unknown: list[str] | None = None  # every unknown node, `stage:id (native)`; None in older documents
 
     def to_json(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return _set_fields(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "coverage") -> "Coverage":
@@ -162,7 +170,7 @@ class Coverage:
 
 @dataclass
 class LoweredGraph:
-    """A graph a cross row lowered (written under the cross document's `graphs`): its stage and size."""
+    """A graph a cross row lowered (`CrossRecord.lowered`): its stage and size."""
 
     stage: str
     nodes: int
@@ -173,6 +181,47 @@ class LoweredGraph:
     @classmethod
     def from_json(cls, d: Any, where: str = "lowered graph") -> "LoweredGraph":
         return read_record(cls, d, where, required=("stage", "nodes"))
+
+
+@dataclass
+class BenchRecord:
+    """What `irlens bench` adds to a row (`Row.bench`), each field written only when set."""
+
+    must: StepWork | None = None  # the bytes and flops one step must move and do (irlens.core.cost)
+    device_timing: DeviceTiming | None = None  # the step's device profile
+    roofline: RowRoofline | None = None  # the step against the ceilings (irlens.reporting.roofline)
+    gpu: str | None = None  # the GPU it ran on (bench --gpus)
+    ceilings: dict | None = None  # that GPU's measured ceilings (bench --gpus, a report of several runs)
+
+    def to_json(self) -> dict:
+        return _set_fields(self)
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "bench") -> "BenchRecord":
+        return read_record(cls, d, where)
+
+
+def bench_with(bench: BenchRecord | None, **values: Any) -> BenchRecord | None:
+    """A copy of a row's bench record (an empty one where it has none) with `values` set; None
+    where nothing of it is set."""
+    record = dataclasses.replace(bench or BenchRecord(), **values)
+    return record if _set_fields(record) else None
+
+
+@dataclass
+class CrossRecord:
+    """What a cell of the cross grid adds to a row (`Row.cross`, irlens.cross): its frontend acquired
+    the graphs, its backend lowered and ran them."""
+
+    native: bool | None = None  # the acquiring frontend is the backend's own (None: a document did not say)
+    lowered: list[LoweredGraph] = field(default_factory=list)  # the graphs it lowered: stage and size
+
+    def to_json(self) -> dict:
+        return _set_fields(self)
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "cross") -> "CrossRecord":
+        return read_record(cls, d, where)
 
 
 def read_graph(d: Any, where: str) -> Graph:

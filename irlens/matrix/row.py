@@ -1,25 +1,27 @@
 """One row of a results document: what one cell (workload x mode x backend, and in the cross
 grid x acquiring frontend) did, and whether its numbers hold.
 
-`Row` is the one type `irlens compare`, `compare --cross`, `bench` and `report` share. Its JSON
-form depends on the document it is in (`Layout`): compare and bench rows name the backend and
-the frontend whose graphs its kernels map onto; the cross grid names the same two
-`executed_by` and `acquired_by`, and its `graphs` are the lowered graphs' sizes. A field that
-a layout lists is always written; the others only when set (a row that failed before its
-workload was instantiated has no dtype). `Row.from_json` reads a row back and says which row
-and which field is missing or unknown.
+`Row` is the one type `irlens compare`, `compare --cross`, `bench` and `report` share: the core
+every cell has, and the records only some rows have, each None elsewhere: `bench`
+(`records.BenchRecord`: the work a step must do, its device profile and roofline, its GPU and
+ceilings) and `cross` (`records.CrossRecord`: the pairing, the lowered graphs). A GraphNet sample's
+row adds nothing but notes (its passing tolerance, `irlens.tolerance_ladder.NOTE`).
+
+One JSON form in every document and in a worker's reply: a key per attribute, by its name, a
+record as its own object. The fields of `ALWAYS` are always written; any other only when set (a
+row that failed before its workload was instantiated has no dtype, a compare row no `bench`).
+`Row.from_json` reads a row back and says which row and which field is missing or unknown.
 
 Every field is read back as the type it declares (irlens.json_values): a number that is not one,
 a kernel without a name, is a BadDocument (exit 2) naming the file, the row and the field. The
-nested records are `irlens.matrix.records` (kernels, result checks, coverage, graphs, notes, the
-work a step must do, its roofline) and `irlens.runtime.timing.DeviceTiming`. The result checks, one
-record per result in `Row.results`, are written as maps, result name -> value (`per_result`,
-`per_result_eager`, `per_result_allowed`, `ill_conditioned`, `vacuous`: `records.CHECK_MAPS`).
+nested records are `irlens.matrix.records`. The result checks, one record per result in
+`Row.results`, are written as maps, result name -> value (`per_result`, `per_result_eager`,
+`per_result_allowed`, `ill_conditioned`, `vacuous`: `records.CHECK_MAPS`).
 
-A field written only when set (None otherwise) goes in `OPTIONAL`: a document without it reads
-as before. A change older documents cannot be read as (a field a layout writes always, a renamed
-one) is a new version of the form with its migration step (irlens.matrix.schema), which the
-reader applies first; tests/architecture/test_committed_documents.py migrates the committed ones.
+A field written only when set needs nothing more: a document without it reads as before. A change
+older documents cannot be read as (a field written always, a renamed or moved one) is a new
+version of the form with its migration step (irlens.matrix.schema), which the reader applies
+first; tests/architecture/test_committed_documents.py migrates the committed ones.
 """
 from __future__ import annotations
 
@@ -29,9 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlens.json_values import BadDocument, read_value, to_plain, type_hints
-from irlens.matrix.records import (CHECK_MAPS, Coverage, KernelRecord, LoweredGraph, Notes, ResultCheck, RowRoofline,
-                                   StageGraph, StepWork, checks_from_json, checks_to_json)
-from irlens.runtime.timing import DeviceTiming
+from irlens.matrix.records import (CHECK_MAPS, BenchRecord, Coverage, CrossRecord, KernelRecord, Notes, ResultCheck,
+                                   StageGraph, checks_from_json, checks_to_json)
 
 STATUSES = ("ok", "mismatch", "failed", "unavailable")
 RAN = ("ok", "mismatch")  # statuses whose row has results, timings and kernels
@@ -60,8 +61,8 @@ NOT_RUN_PHASES = (BUDGET_PHASE, STARVED_PHASE, BROKEN_WORKER_PHASE, STOPPED_PHAS
 class Row:
     workload: str  # the workload's name
     mode: str  # fwd | fwdbwd
-    backend: str  # the backend that ran it (the cross grid: executed_by)
-    frontend: str | None = None  # whose graphs its kernels map onto: dynamo | thunder | jax | None (eager); cross: acquired_by
+    backend: str  # the backend that ran it
+    frontend: str | None = None  # whose graphs its kernels map onto: dynamo | thunder | jax | None (eager); cross: the acquiring one
     status: str = "failed"  # ok | mismatch | failed | unavailable
     reason: str = ""  # why not ok, first line first
     phase: str = ""  # where it failed: reference, availability, instantiate, acquire, run, compare, worker;
@@ -94,20 +95,11 @@ class Row:
     # the float32 precision policy its process computed under (irlens.precision: ieee, tf32); None in
     # documents written before irlens recorded it, and in rows made outside a run (the zoo's missing libraries)
     precision: str | None = None
-    device_timing: DeviceTiming | None = None  # the step's device profile (bench)
     # a backend run through the common view's lowering of another frontend's graphs, its own
     # frontend unable to take the workload (errors.NoNativePath): shown as `xla (via dynamo)`
     via: str | None = None  # the frontend whose graphs it lowered (also `frontend`)
     via_reason: str | None = None  # why its own frontend's path was not taken
-    # the cross grid
-    native: bool | None = None  # the acquiring frontend is the backend's own
-    level: str | None = None  # the common-view level lowered
-    lowered: list[LoweredGraph] = field(default_factory=list)
-    # bench
-    must: StepWork | None = None  # the bytes and flops one step must move and do (irlens.core.cost)
-    roofline: RowRoofline | None = None  # the step against the ceilings (irlens.reporting.roofline)
-    gpu: str | None = None  # the GPU it ran on (bench --gpus)
-    ceilings: dict | None = None  # that GPU's measured ceilings
+    level: str | None = None  # the common-view level lowered (a row `via` another frontend, a cross row)
     # a report merged from several runs
     device: str | None = None
     device_name: str | None = None
@@ -116,6 +108,8 @@ class Row:
     # eager's step time in the run this row came from: its speedup's base where runs are joined
     # (irlens.matrix.join), since a step time is comparable only within one run
     eager_us: float | None = None
+    bench: BenchRecord | None = None  # `irlens bench`'s row
+    cross: CrossRecord | None = None  # a cell of the cross grid
 
     @property
     def ran(self) -> bool:
@@ -183,83 +177,41 @@ class Row:
         self.status, self.phase, self.reason, self.detail = "unavailable", phase, reason, detail
         return self
 
-    def to_json(self, layout: "Layout") -> dict:
+    def to_json(self) -> dict:
+        """The row's JSON form (documents and a worker's reply alike): ALWAYS, then every other field that is set."""
         checks = checks_to_json(self.results)
-
-        def value(key: str) -> Any:
-            return checks[key] if key in checks else getattr(self, layout.attribute(key))
-
         out = {}
-        for key in layout.fields:
-            out[key] = to_plain(value(key))
-        for key in OPTIONAL:
-            if key not in out and value(key) is not None:
-                out[key] = to_plain(value(key))
+        for key in _KEYS:
+            value = checks[key] if key in checks else getattr(self, key)
+            if key in ALWAYS or value is not None:
+                out[key] = to_plain(value)
         return out
 
     @classmethod
-    def from_json(cls, d: Any, layout: "Layout", where: str = "row") -> "Row":
-        """The row `d` (a JSON object in `layout`); BadDocument names `where` and the field."""
+    def from_json(cls, d: Any, where: str = "row") -> "Row":
+        """The row `d` (its JSON form); BadDocument names `where` and the field."""
         if not isinstance(d, dict):
             raise BadDocument(f"{where}: not a JSON object")
-        known = set(layout.fields) | set(OPTIONAL)
         for key in d:
-            if key not in known:
+            if key not in _KEYS:
                 raise BadDocument(f"{where}: unknown field {key!r}")
-        for key in layout.required:
+        for key in REQUIRED:
             if key not in d:
                 raise BadDocument(f"{where}: missing field {key!r}")
         if d["status"] not in STATUSES:
             raise BadDocument(f"{where}: field 'status' is {d['status']!r}, not one of {', '.join(STATUSES)}")
-        row = cls._typed({layout.attribute(k): (v, k) for k, v in d.items() if k not in _CHECKS}, where)
+        hints = type_hints(cls)
+        row = cls(**{k: read_value(v, hints[k], f"{where}: field {k!r}") for k, v in d.items() if k not in _CHECKS})
         row.results = checks_from_json(d, where)
         return row
 
-    # between a worker and its parent: every field, by its own name
-    def to_record(self) -> dict:
-        return {f.name: to_plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
-    @classmethod
-    def from_record(cls, d: dict) -> "Row":
-        return cls._typed({k: (v, k) for k, v in d.items()}, "a worker's row")
-
-    @classmethod
-    def _typed(cls, values: dict[str, tuple[Any, str]], where: str) -> "Row":
-        """The row of {attribute: (JSON value, its JSON name)}, each value read as its field's type."""
-        hints = type_hints(cls)
-        return cls(**{attr: read_value(v, hints[attr], f"{where}: field {key!r}") for attr, (v, key) in values.items()})
-
 
 _CHECKS = tuple(key for key, _, _ in CHECK_MAPS)  # the JSON maps of Row.results
-
-
-OPTIONAL = ("dtype", "preset", "device_timing", "must", "roofline", "gpu", "ceilings", "device", "device_name",
-            # judged against eager's own error in the same dtype; the spread of the timed steps
-            "per_result_eager", "per_result_allowed", "eager_err", "allowed", "reference_dtype",
-            "reference_fallback", "run_spread", "kernels_unmapped", "module_mode", "ill_conditioned", "vacuous",
-            # run through the lowering of another frontend's graphs (compare, bench), and at which level
-            "via", "via_reason", "level", "eager_us", "precision")
-
-
-@dataclass(frozen=True)
-class Layout:
-    """A row's JSON form in one kind of document: the fields always written, in order, and the
-    JSON names of fields the Row calls otherwise."""
-
-    fields: tuple[str, ...]
-    required: tuple[str, ...]  # what a row read back must have
-    names: tuple[tuple[str, str], ...] = ()  # (JSON name, Row attribute)
-
-    def attribute(self, key: str) -> str:
-        return dict(self.names).get(key, key)
-
-
-_MATRIX = ("workload", "mode", "frontend", "backend", "status", "reason", "max_rel_err", "tol", "compile_s",
-           "run_us", "kernels", "kernel_count", "per_result", "phase", "detail", "notes", "graphs", "coverage")
-COMPARE = Layout(_MATRIX, ("workload", "mode", "backend", "status"))
-BENCH = Layout(_MATRIX + ("must", "roofline"), COMPARE.required)
-CROSS = Layout(("workload", "mode", "acquired_by", "executed_by", "native", "status", "reason", "max_rel_err", "tol",
-                "per_result", "compile_s", "run_us", "kernel_count", "kernels", "graphs", "level", "phase", "detail"),
-               ("workload", "mode", "acquired_by", "executed_by", "status"),
-               (("acquired_by", "frontend"), ("executed_by", "backend"), ("graphs", "lowered")))
-LAYOUTS = {"compare": COMPARE, "bench": BENCH, "cross": CROSS}
+# written in every row, in this order (a row read back must have REQUIRED); any other field only when set
+ALWAYS = ("workload", "mode", "frontend", "backend", "status", "reason", "max_rel_err", "tol", "compile_s", "run_us",
+          "kernels", "kernel_count", "per_result", "phase", "detail", "notes", "graphs", "coverage")
+REQUIRED = ("workload", "mode", "backend", "status")
+# every key of the form, in the order written: ALWAYS, then the other fields as Row declares them
+# (the result checks' maps in the place of `results`)
+_KEYS = ALWAYS + tuple(key for f in dataclasses.fields(Row)
+                       for key in (_CHECKS if f.name == "results" else (f.name,)) if key not in ALWAYS)

@@ -5,6 +5,7 @@
 carried one) one step at a time, so the reader reads the current form alone. A change of form is
 a new version: SCHEMA goes up by one and `STEPS` gains the step that gives older documents what
 they lack (tests/architecture/test_committed_documents.py migrates every committed document).
+Each step states the form it writes itself: a later change of `Row` does not change an old step.
 """
 from __future__ import annotations
 
@@ -12,10 +13,9 @@ from typing import Any
 
 from irlens.json_values import BadDocument
 from irlens.matrix.records import KERNEL_WHEN_SET
-from irlens.matrix.row import LAYOUTS, Row
 
 FIELD = "schema"
-SCHEMA = 1
+SCHEMA = 2
 
 
 def document_kind(d: dict) -> str:
@@ -24,19 +24,31 @@ def document_kind(d: dict) -> str:
     return d.get("kind") or ("bench" if "ceilings" in d or "parts" in d else "compare")
 
 
+def _rows(d: dict, row) -> dict:
+    """`d` with `row` applied to each of its rows that is a JSON object (the reader names any other)."""
+    return {**d, "rows": [row(r) if isinstance(r, dict) else r for r in d["rows"]]}
+
+
+# Version 1 wrote a row by its document's kind (a layout): these fields always, here at their
+# defaults, any other only when set.
+_V1_MATRIX = {"frontend": None, "reason": "", "max_rel_err": None, "tol": None, "compile_s": None, "run_us": None,
+              "kernels": [], "kernel_count": None, "per_result": {}, "phase": "", "detail": "", "notes": {},
+              "graphs": {}, "coverage": None}
+_V1_ALWAYS = {"compare": _V1_MATRIX, "bench": {**_V1_MATRIX, "must": None, "roofline": None},
+              "cross": {"native": None, "reason": "", "max_rel_err": None, "tol": None, "per_result": {},
+                        "compile_s": None, "run_us": None, "kernel_count": None, "kernels": [], "graphs": [],
+                        "level": None, "phase": "", "detail": ""}}
+
+
 def _from_unversioned(d: dict) -> dict:
     """Version 0 -> 1. The first documents wrote a kernel's late figures (bytes read, % of ceiling,
     ...) and a roofline's or a step's unset figures as null, where the writer now leaves them out,
-    and some lack a field their layout now always writes (a compare row's `graphs`)."""
-    layout = LAYOUTS.get(document_kind(d))
-    if layout is None:  # an unknown kind: the reader names it
+    and some lack a field their layout writes always (a compare row's `graphs`)."""
+    defaults = _V1_ALWAYS.get(document_kind(d))
+    if defaults is None:  # an unknown kind: the reader names it
         return d
-    # what a row's layout writes always, at its default (the row's identity and status are required)
-    defaults = {k: v for k, v in Row("", "", "").to_json(layout).items() if k not in layout.required}
 
-    def row(r: Any) -> Any:
-        if not isinstance(r, dict):
-            return r
+    def row(r: dict) -> dict:
         r = {**defaults, **r}
         if isinstance(r.get("kernels"), list):
             r["kernels"] = [{k: v for k, v in kernel.items() if k not in KERNEL_WHEN_SET or v not in (None, [])}
@@ -46,10 +58,37 @@ def _from_unversioned(d: dict) -> dict:
                 r[key] = {k: v for k, v in r[key].items() if v is not None}
         return r
 
-    return {**d, "rows": [row(r) for r in d["rows"]]}
+    return _rows(d, row)
 
 
-STEPS = {0: _from_unversioned}  # version -> the step to version + 1
+_BENCH = ("must", "device_timing", "roofline", "gpu", "ceilings")  # a version 1 row's keys that version 2 keeps in "bench"
+_V2_WHEN_SET = ("level", "bench", "cross")  # keys version 1 wrote as null that version 2 leaves out
+_CROSS_LACKED = {"notes": {}, "graphs": {}, "coverage": None}  # what version 2 writes always and a v1 cross row lacked
+
+
+def _one_form(d: dict) -> dict:
+    """Version 1 -> 2: one form for every kind of document. Version 1 named a cross row's frontend
+    `acquired_by`, its backend `executed_by` and its lowered graphs `graphs` (a compare row's
+    `graphs` are its stages' common-view graphs), and wrote its `native` and `level` always;
+    version 2 names every field as the row does, keeps a cross row's own fields in `"cross"`
+    (native, lowered) and a bench row's in `"bench"` (must, device_timing, roofline, gpu,
+    ceilings: only those set, and only where one is), and writes a cross row the fields every row
+    has (notes, graphs, coverage)."""
+    cross = document_kind(d) == "cross"
+
+    def row(r: dict) -> dict:
+        r = dict(r)
+        if cross:
+            r = {"frontend" if k == "acquired_by" else "backend" if k == "executed_by" else k: v for k, v in r.items()}
+            own = {"native": r.pop("native", None), "lowered": r.pop("graphs", [])}
+            r = {**_CROSS_LACKED, **r, "cross": {k: v for k, v in own.items() if v is not None}}
+        r["bench"] = {k: v for k in _BENCH if (v := r.pop(k, None)) is not None} or None
+        return {k: v for k, v in r.items() if k not in _V2_WHEN_SET or v not in (None, {})}
+
+    return _rows(d, row)
+
+
+STEPS = {0: _from_unversioned, 1: _one_form}  # version -> the step to version + 1
 
 
 def migrate(d: dict, where: str = "the document") -> dict:

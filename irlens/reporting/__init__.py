@@ -1,8 +1,9 @@
 """`irlens report`: results documents as a self-contained HTML page and its Markdown twin.
 
 `write_report(docs, out)` renders Documents (`irlens compare`'s, `bench`'s, `compare --cross`'s, read
-back from their `--json` files or just run) into `out/report.html`,
-`out/report.md` (+ `out/figures/*.svg`) and `out/results.json` (the rows it drew).
+back from their `--json` files or just run) into `out/report.html` and `out/report.md` (+
+`out/figures/*.svg`), and returns the document of the rows it drew, which its callers (the CLI,
+irlens.api: the places a document becomes JSON) write beside them as `out/results.json` (RESULTS).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from irlens.errors import UsageError
-from irlens.matrix import Document, write_document
+from irlens.matrix import Document
 from irlens.matrix.join import UNION, join
 from irlens.reporting.blocks import Table
 from irlens.reporting.build import build_report
@@ -18,6 +19,8 @@ from irlens.reporting.cross_grid import cross_sections
 from irlens.reporting.html import render_html
 from irlens.reporting.markdown import render_markdown
 from irlens.reporting.roofline import recompute
+
+RESULTS = "results.json"  # the rows a report drew, beside its pages
 
 
 def only_workloads(docs: list[Document], workloads: list[str]) -> list[Document]:
@@ -52,9 +55,10 @@ def report_frontend_table(doc: Document) -> Table | None:
 
 
 def write_report(docs: list[Document] | Document, out: str | Path,
-                 frontends: bool = True) -> dict[str, Path]:
-    """Render; returns the paths written (html, md, json). Cross grids (`compare --cross`) are
-    drawn beside the native pairings of the other documents."""
+                 frontends: bool = True) -> tuple[dict[str, Path], Document]:
+    """Render; returns the paths written (html, md) and the document of the rows drawn (the
+    cross grids' aside). Cross grids (`compare --cross`) are drawn beside the native pairings of
+    the other documents."""
     # a bench document's roofline figures by the current rule (an older one's ceilings were not raised)
     docs = [recompute(d) if d.kind == "bench" else d
             for d in (docs if isinstance(docs, list) else [docs])]
@@ -64,8 +68,7 @@ def write_report(docs: list[Document] | Document, out: str | Path,
     report.sections += [s for d in cross for s in cross_sections(d)]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"html": out / "report.html", "md": out / "report.md", "json": out / "results.json"}
+    paths = {"html": out / "report.html", "md": out / "report.md"}
     paths["html"].write_text(render_html(report))
     paths["md"].write_text(render_markdown(report, out / "figures"))
-    write_document(doc, paths["json"])
-    return paths
+    return paths, doc

@@ -44,7 +44,7 @@ def format_bench_table(rows: list[Row]) -> str:
             "| kernels > 100 % | launches | distinct kernels |")
     lines = [head, "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        t, rf = r.device_timing, r.roofline
+        t, rf = (r.bench.device_timing, r.bench.roofline) if r.bench else (None, None)
         if rf and rf.model_error:
             pct = f"**{rf.pct_of_ceiling:.0f} ✗ model error**"
         else:
@@ -64,7 +64,7 @@ def write_results_page(doc: Document, md_path: Path, json_name: str, command: st
     from irlens.reporting.plots import bar_chart
 
     v = doc.versions
-    spreads = [r.device_timing.repeat_spread for r in doc.rows if r.device_timing]
+    spreads = [r.bench.device_timing.repeat_spread for r in doc.rows if r.bench and r.bench.device_timing]
     ok = sum(r.status == "ok" for r in doc.rows)
     parts = [
         f"# GPU comparison: {doc.device_name}",
@@ -129,7 +129,7 @@ def write_results_page(doc: Document, md_path: Path, json_name: str, command: st
 def _charted(row: Row, key: str) -> float | str | None:
     """A row's figure for a chart: its value, "model error" where its % of ceiling is above 100
     (neither its GB/s nor its % is then a speed), None without one."""
-    roofline = row.roofline
+    roofline = row.bench and row.bench.roofline
     if roofline is None:
         return None
     return "model error (above 100 % of ceiling)" if roofline.model_error else getattr(roofline, key)

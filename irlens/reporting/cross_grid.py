@@ -27,7 +27,7 @@ def cross_sections(doc: Document) -> list[Section]:
                 if r is None:
                     line.append("-")
                     continue
-                mark = " *" if r.native else ""
+                mark = " *" if r.cross and r.cross.native else ""
                 if r.ran:
                     line.append(f"{r.status}{mark} · err {fmt(r.max_rel_err, '.1e')} · "
                                 f"{fmt(r.kernel_count, 'd')} kernels · {fmt(r.run_us, '.0f')} µs")

@@ -23,10 +23,16 @@ from irlens.matrix.records import RowRoofline, StepWork
 from irlens.reporting.ceiling import ceiling_for, dram_bytes, exact_flops, judge, model_error
 
 
+def row_ceilings(row: Row) -> dict | None:
+    """The ceilings a row keeps of its own (its GPU's in `bench --gpus`, its run's in a merged report);
+    None: its document's."""
+    return row.bench.ceilings if row.bench else None
+
+
 def roofline(row: Row, must: StepWork | None, ceilings: Ceilings) -> RowRoofline | None:
     """The row's step against the ceilings: GB/s and TFLOP/s of the work it must do, its % of
     ceiling, which bound, and `model_error` where that % is above 100."""
-    timing = row.device_timing
+    timing = row.bench and row.bench.device_timing
     if must is None or row.status != "ok" or timing is None or not timing.device_us:
         return None
     seconds = timing.device_us * 1e-6
@@ -45,8 +51,8 @@ def judge_kernels(row: Row, ceilings: Ceilings | None) -> None:
     for k in row.kernels:
         verdict = judge(k, ceiling, row.dtype or "float32")
         k.pct_of_ceiling, k.bound, k.model_error, k.via_l2 = verdict.pct, verdict.bound, verdict.model_error, verdict.via_l2
-    if row.roofline is not None:
-        row.roofline.kernels_flagged = sum(bool(k.model_error) for k in row.kernels)
+    if row.bench and row.bench.roofline:
+        row.bench.roofline.kernels_flagged = sum(bool(k.model_error) for k in row.kernels)
 
 
 def kernel_rates(row: Row, ceilings: Ceilings) -> list[Seen]:
@@ -72,11 +78,12 @@ def kernel_rates(row: Row, ceilings: Ceilings) -> list[Seen]:
 def apply_roofline(rows: list[Row], measured: Ceilings) -> Ceilings:
     """The run's ceilings (the sweep's in `measured`, raised by the rows' kernels), and every
     row's roofline and kernel verdicts against them. Rows need their kernels' times and flops
-    (irlens.bench.run.annotate_kernels) and their `must`."""
+    (irlens.bench.run.annotate_kernels) and their bench record's `must`."""
     sweep = swept(measured)
     ceilings = raised_to(sweep, (s for row in rows for s in kernel_rates(row, sweep)))
     for row in rows:
-        row.roofline = roofline(row, row.must, ceilings)
+        if row.bench is not None:
+            row.bench.roofline = roofline(row, row.bench.must, ceilings)
         judge_kernels(row, ceilings)
     return ceilings
 
@@ -89,14 +96,15 @@ def recompute(doc: Document) -> Document:
 
     groups: dict[str, list[Row]] = {}
     # copies: the stored document's kernels keep their verdicts (apply_roofline makes each row's roofline anew)
-    rows = [dataclasses.replace(r, kernels=[dataclasses.replace(k) for k in r.kernels]) for r in doc.rows]
+    rows = [dataclasses.replace(r, kernels=[dataclasses.replace(k) for k in r.kernels],
+                                bench=r.bench and dataclasses.replace(r.bench)) for r in doc.rows]
     for row in rows:
-        groups.setdefault(key(row.ceilings or doc.ceilings), []).append(row)
+        groups.setdefault(key(row_ceilings(row) or doc.ceilings), []).append(row)
     now = {k: apply_roofline(group, Ceilings.from_json(json.loads(k))).to_json()
            for k, group in groups.items() if json.loads(k)}
     for row in rows:
-        if row.ceilings:
-            row.ceilings = now[key(row.ceilings)]
+        if row_ceilings(row):
+            row.bench.ceilings = now[key(row.bench.ceilings)]
     parts = None if doc.parts is None else [{**p, "ceilings": now.get(key(p["ceilings"]), p["ceilings"])}
                                             for p in doc.parts]
     ceilings = now.get(key(doc.ceilings), doc.ceilings) if doc.ceilings else None

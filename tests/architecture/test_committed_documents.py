@@ -11,7 +11,7 @@ import pytest
 
 from irlens.core.ir import Graph
 from irlens.matrix import BadDocument, Document, read_document
-from irlens.matrix.records import Coverage, KernelRecord, LoweredGraph, ResultCheck
+from irlens.matrix.records import BenchRecord, Coverage, CrossRecord, KernelRecord, LoweredGraph, ResultCheck, StepWork
 from irlens.matrix.schema import FIELD, SCHEMA, migrate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,8 +44,15 @@ def test_a_committed_document_reads_as_typed_records(name):
         assert all(isinstance(k, KernelRecord) for k in row.kernels)
         assert all(isinstance(c, ResultCheck) for c in row.results.values())
         assert all(isinstance(g, Graph) for g in row.graphs.values())
-        assert all(isinstance(g, LoweredGraph) for g in row.lowered)
         assert row.coverage is None or isinstance(row.coverage, Coverage)
+        # a row's own records: a bench row's (its work counted, where it could be) and a cross row's
+        assert (row.bench is None or isinstance(row.bench, BenchRecord)) and (row.cross is not None) == (doc.kind == "cross")
+        assert row.bench is None or row.bench.must is None or isinstance(row.bench.must, StepWork)
+        assert row.cross is None or all(isinstance(g, LoweredGraph) for g in row.cross.lowered)
+    if doc.kind == "bench":
+        assert any(row.bench and row.bench.must for row in doc.rows)
+    else:
+        assert all(row.bench is None for row in doc.rows)
     for row, raw in zip(doc.rows, data["rows"]):  # each result's error where the document has one
         assert {n: c.err for n, c in row.results.items() if c.err is not None and c.err != float("inf")} == {
             n: e for n, e in raw.get("per_result", {}).items() if e is not None}
@@ -78,19 +85,19 @@ def test_a_document_of_a_version_this_irlens_does_not_know_is_a_clear_error(tmp_
 
 
 def test_result_checks_cross_from_a_worker_and_into_a_document_the_same():
-    """A worker's row (irlens.matrix.cell.cell_record) and a document both write NaN/Inf as null:
-    each reads back as inf, not as a result that was not compared."""
+    """A worker's row (irlens.matrix.cell.cell_record) and a document's are one form, NaN/Inf
+    written as null: each reads back as inf, not as a result that was not compared."""
     from irlens.core.ir import jsonable
-    from irlens.matrix.row import COMPARE, Row
+    from irlens.matrix.row import Row
 
     inf = float("inf")
     results = {"out0": ResultCheck(inf, 1e-4, 2e-7), "loss": ResultCheck(3e-5, 1e-4, inf, "vanishes"),
                "grad:w": ResultCheck(None, None, 1e-6)}  # missing from the backend's results
     row = Row("w", "fwdbwd", "inductor", "dynamo", "mismatch", results=results)
-    assert Row.from_record(jsonable(row.to_record(), finite=True)).results == results
     written = Document("compare", [row]).to_json()["rows"][0]
+    assert jsonable(row.to_json(), finite=True) == written
     assert written["per_result"] == {"out0": None, "loss": 3e-5}
     assert written["per_result_eager"] == {"out0": 2e-7, "loss": None, "grad:w": 1e-6}
     assert written["ill_conditioned"] == {"loss": "vanishes"}
-    assert Row.from_json(written, COMPARE).results == results
+    assert Row.from_json(written).results == results
     assert row.decisive_result == "out0"
