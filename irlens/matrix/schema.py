@@ -82,8 +82,10 @@ def _one_form(d: dict) -> dict:
             r = {"frontend" if k == "acquired_by" else "backend" if k == "executed_by" else k: v for k, v in r.items()}
             own = {"native": r.pop("native", None), "lowered": r.pop("graphs", [])}
             r = {**_CROSS_LACKED, **r, "cross": {k: v for k, v in own.items() if v is not None}}
-        r["bench"] = {k: v for k in _BENCH if (v := r.pop(k, None)) is not None} or None
-        return {k: v for k, v in r.items() if k not in _V2_WHEN_SET or v not in (None, {})}
+        bench = {k: v for k in _BENCH if (v := r.pop(k, None)) is not None}
+        if bench:
+            r["bench"] = bench
+        return {k: v for k, v in r.items() if k not in _V2_WHEN_SET or v is not None}
 
     return _rows(d, row)
 

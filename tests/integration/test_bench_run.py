@@ -257,7 +257,7 @@ def test_a_bench_stopped_by_an_error_keeps_its_rows_and_a_rerun_completes_it(tmp
     assert [(r.backend, r.status, r.phase) for r in stopped.rows] == [("eager", "ok", ""),
                                                                       ("inductor", "unavailable", STOPPED_PHASE)]
     assert stopped.rows[1].reason == "not run: the run stopped at OSError: [Errno 28] No space left on device"
-    assert stopped.rows[0].must is not None and stopped.ceilings is not None  # a bench row, against its ceilings
+    assert stopped.rows[0].bench.must is not None and stopped.ceilings is not None  # a bench row, against its ceilings
 
     monkeypatch.setattr(irlens.bench.run, "annotate_kernels", real)
     config = BenchConfig(*matrix, preset="tiny")

@@ -284,7 +284,7 @@ def test_a_worker_an_error_escaped_a_cell_of_is_not_given_the_next_cell(tmp_path
 
     started = fake_workers(monkeypatch,
                            CallFailed("AcceleratorError: CUDA error: an illegal memory access was encountered"),
-                           Row("TANH", "fwd", "eager", None, status="ok").to_record())
+                           Row("TANH", "fwd", "eager", None, status="ok").to_json())
     row = runner._call(cell, {})
     assert (row.status, row.phase) == ("failed", "worker") and "illegal memory access" in row.reason
     assert [w.closed for w in started] == [True]

@@ -47,7 +47,7 @@ def test_graphs_of_one_stack_run_on_another_backend(acquired_by, executed_by, wo
     assert wanted <= set(row.results)
     # Dynamo's fwdbwd is two graphs, both lowered: the backward computes the gradients from the
     # forward's saved tensors; JAX's value_and_grad is one.
-    stages = [g.stage for g in row.lowered]
+    stages = [g.stage for g in row.cross.lowered]
     assert stages == ({"dynamo": ["aot.forward", "aot.backward"], "jax": ["jax.grad"]}[acquired_by]
                       if mode == "fwdbwd" else {"dynamo": ["aot.forward"], "jax": ["jax.jaxpr"]}[acquired_by])
     assert row.kernel_count == len(row.kernels) >= 1 and row.run_us > 0
@@ -132,7 +132,10 @@ def test_run_cross_isolated_document():
     doc = grid().to_json()  # the form `--json` writes
     assert doc["kind"] == "cross" and doc["acquired_by"] == ["dynamo"] and doc["executed_by"] == ["inductor", "nvfuser"]
     ok, nvfuser = doc["rows"]
-    assert (ok["acquired_by"], ok["executed_by"], ok["status"], ok["native"]) == ("dynamo", "inductor", "ok", True)
+    # a row in the form of every document's rows (from its worker, through that form too), its own record in "cross"
+    assert (ok["frontend"], ok["backend"], ok["status"], ok["cross"]["native"]) == ("dynamo", "inductor", "ok", True)
+    assert [g["stage"] for g in ok["cross"]["lowered"]] == ["aot.forward"] and ok["level"] == "primitive"
+    assert not {"acquired_by", "executed_by", "native", "lowered", "bench"} & set(ok)
     if not torch.cuda.is_available():
         assert nvfuser["status"] == "unavailable" and "CUDA" in nvfuser["reason"]
     json.dumps(doc, allow_nan=False)
@@ -143,7 +146,7 @@ def test_run_cross_isolated_document():
 def test_report_draws_the_grid(tmp_path):
     from irlens.reporting import write_report
 
-    paths = write_report([grid()], tmp_path, frontends=False)
+    paths, _ = write_report([grid()], tmp_path, frontends=False)
     md = paths["md"].read_text()
     assert "Cross grid: gelu · fwd" in md and "| dynamo | ok * · err" in md
     assert "Cross grid" in paths["html"].read_text()

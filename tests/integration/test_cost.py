@@ -13,7 +13,7 @@ from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 from irlens.runtime.pool import WorkerPool
 from irlens.matrix import Row
 from irlens.matrix.join import PARTS, RERUN, join, part
-from irlens.matrix.records import StepWork
+from irlens.matrix.records import BenchRecord, StepWork
 from irlens.reporting.roofline import roofline
 from irlens.runtime.timing import DeviceTiming
 from irlens.workloads.workload import Workload
@@ -90,20 +90,20 @@ def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch
     assert here == []
     assert doc["ceilings"] == ceilings.to_json()
     assert [(r["dtype"], r["status"]) for r in doc["rows"]] == [("float32", "ok"), ("bfloat16", "ok")]
-    flops = doc["rows"][0]["must"]["flops"]
+    flops = doc["rows"][0]["bench"]["must"]["flops"]
     # Linear(64, 600) on 16 tokens: 2·16·64·600 flops, exact, plus the bias add and the softmax (estimated), in
     # every dtype
     assert 2 * 16 * 64 * 600 < flops < 2 * 16 * 64 * 600 + 20 * 16 * 600
     # x, weight, bias read once; probabilities written once
     elements = 16 * 64 + 600 * 64 + 600 + 16 * 600
     exact = 2 * 16 * 64 * 600
-    assert [r["must"] for r in doc["rows"]] == [{"bytes": 4 * elements, "flops": flops, "matmul_flops": exact},
+    assert [r["bench"]["must"] for r in doc["rows"]] == [{"bytes": 4 * elements, "flops": flops, "matmul_flops": exact},
                                                 {"bytes": 2 * elements, "flops": flops, "matmul_flops": exact}]
 
 
 def test_roofline_picks_the_binding_ceiling():
     c = stub_ceilings(4000.0, bf16=800.0, fp32=50.0)
-    row = Row("w", "fwd", "b", status="ok", dtype="bfloat16", device_timing=DeviceTiming(1000.0, 1000.0))
+    row = Row("w", "fwd", "b", status="ok", dtype="bfloat16", bench=BenchRecord(device_timing=DeviceTiming(1000.0, 1000.0)))
     mem = roofline(row, StepWork(bytes=2_000_000_000, flops=1_000_000_000), c)  # 0.5 ms of copying vs 1.25 µs of math
     assert mem.bound == "memory" and mem.pct_of_ceiling == pytest.approx(50.0) and not mem.model_error
     comp = roofline(dataclasses.replace(row, dtype="float32"), StepWork(10**6, 4 * 10**10), c)  # 0.8 ms at 50 TFLOP/s
@@ -131,7 +131,7 @@ def test_bench_over_two_gpus_keeps_each_gpus_ceilings(monkeypatch, tmp_path):
         _stub_ceilings(monkeypatch, stub_ceilings(copy))
         parts.append(part(bench(["gelu"], ["eager"], ["fwd"], [dtype], device="cpu", preset="tiny"), gpu))
     doc = join(parts, PARTS)
-    assert [(r.gpu, r.dtype, r.ceilings["memory_gbps"]) for r in doc.rows] == \
+    assert [(r.bench.gpu, r.dtype, r.bench.ceilings["memory_gbps"]) for r in doc.rows] == \
         [("0", "bfloat16", 1000.0), ("1", "float32", 2000.0)]
     assert [(p["gpu"], p["dtypes"], p["modes"]) for p in doc.parts] == [("0", ["bfloat16"], ["fwd"]),
                                                                         ("1", ["float32"], ["fwd"])]
@@ -163,7 +163,7 @@ def test_bench_rerun_runs_only_the_rows_not_ok_and_replaces_them(monkeypatch, tm
     assert [(r.workload, r.backend, r.status) for r in rerun.rows] == [("gelu", "inductor", "ok")]
     first.commands, rerun.commands = ["irlens bench --gpus 0"], ["irlens bench --rerun r.json"]
     doc = join([first, rerun], RERUN)
-    assert [(r.workload, r.backend, r.status, r.gpu, r.ceilings["memory_gbps"]) for r in doc.rows] == [
+    assert [(r.workload, r.backend, r.status, r.bench.gpu, r.bench.ceilings["memory_gbps"]) for r in doc.rows] == [
         ("gelu", "eager", "ok", "0", 1000.0), ("gelu", "inductor", "ok", "3", 3000.0),
         ("tinyhead", "eager", "ok", "0", 1000.0), ("tinyhead", "inductor", "ok", "0", 1000.0)]
     assert (doc.reruns, doc.wall_s) == (1, first.wall_s + rerun.wall_s)  # the runs one after the other

@@ -156,7 +156,7 @@ def test_the_cross_grid_runs_dynamo_s_graphs_on_each_lowering():
     doc = run_grid([REF], ["fwd"], acquired_by="dynamo", executed_by="inductor,xla", isolate=False, progress=False)
     for row in doc.rows:
         assert row.status == "ok", f"{row.backend}: {row.reason}\n{row.detail}"
-        assert [g.stage for g in row.lowered] == ["aot.forward", "aot.forward[1]", "aot.forward[2]"]
+        assert [g.stage for g in row.cross.lowered] == ["aot.forward", "aot.forward[1]", "aot.forward[2]"]
 
 
 def test_the_reducer_gets_every_graph_as_the_program_runs_it(tmp_path):

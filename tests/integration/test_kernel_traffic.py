@@ -20,6 +20,7 @@ from irlens.ceilings import Ceilings
 from irlens.core.cost import kernel_flops
 from irlens.core.ir import Graph, TensorMeta
 from irlens.matrix import Document, read_document
+from irlens.matrix.records import bench_with
 from irlens.reporting.ceiling import above_100
 from irlens.reporting.roofline import recompute
 
@@ -200,7 +201,7 @@ def test_a_split_reductions_second_kernel_adds_up_partials_and_recomputes_nothin
     graph = row.graphs[stage]
     kernels = [k for k in row.kernels if k.stage == stage]
     before = {k.name: kernel_flops(k, graph) for k in kernels}
-    fp32 = Ceilings.from_json(row.ceilings).peak_tflops("float32") * 1e12  # its GPU's, measured in its run
+    fp32 = Ceilings.from_json(row.bench.ceilings).peak_tflops("float32") * 1e12  # its GPU's, measured in its run
     second = next(k for k in kernels if k.name == "triton_per_fused_gelu_gelu_backward_sum_view_3")
     assert 100 * before[second.name] / fp32 / (second.time_us * 1e-6) > 1000
 
@@ -232,7 +233,8 @@ def test_every_figure_above_100_is_flagged_in_every_output(tmp_path):
     def as_then(ceilings: dict) -> dict:
         return {**Ceilings.from_json(ceilings).to_json(), "spec": None, "l2_bytes": 60 << 20}
 
-    rows = [dataclasses.replace(r, ceilings=as_then(r.ceilings)) for r in stored.rows if r.workload in ("gelu", "block")]
+    rows = [dataclasses.replace(r, bench=bench_with(r.bench, ceilings=as_then(r.bench.ceilings)))
+            for r in stored.rows if r.workload in ("gelu", "block")]
     parts = [{**p, "ceilings": as_then(p["ceilings"])} for p in stored.parts]
     doc = recompute(dataclasses.replace(stored, rows=rows, parts=parts))
     judged = [(r, k) for r in doc.rows for k in r.kernels if k.pct_of_ceiling is not None]
@@ -244,11 +246,11 @@ def test_every_figure_above_100_is_flagged_in_every_output(tmp_path):
     table = format_bench_table(doc.rows)
     for r in doc.rows:
         count = flagged_rows[(r.workload, r.mode, r.dtype, r.backend)]
-        assert r.roofline is None or r.roofline.kernels_flagged == count
+        assert r.bench.roofline is None or r.bench.roofline.kernels_flagged == count
         line = next(line for line in table.splitlines()
                     if line.startswith(f"| {r.workload} | {r.mode} | {r.dtype} | {r.backend} |"))
         assert (f"**{count} ✗**" in line) == bool(count)
-    report = write_report(doc, tmp_path / "report", frontends=False)["md"].read_text()
+    report = write_report(doc, tmp_path / "report", frontends=False)[0]["md"].read_text()
     for r, k in above:
         assert f"{k.name}: model error: {k.pct_of_ceiling:.0f} %" in report
     cells = re.findall(r"\| (\d+\.\d)( model error| \(L2\))? \|$", report, re.M)

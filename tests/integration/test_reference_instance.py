@@ -31,5 +31,5 @@ def test_the_computing_process_hands_out_the_reference_instance_once_then_pins_f
 
 def test_a_cell_with_its_own_reference_matches_eager_on_it():
     spec = CellSpec(workload="block", mode="fwdbwd", backend="eager", device="cpu", preset="tiny", dtype="float32")
-    row = Row.from_record(cell_record(spec, resolve_workload("block"), get_backend("eager"), None))
+    row = Row.from_json(cell_record(spec, resolve_workload("block"), get_backend("eager"), None))
     assert row.status == "ok" and row.max_rel_err < 1e-5, (row.status, row.reason)

@@ -13,7 +13,6 @@ import pytest
 
 from irlens.cli.report import run as report_main
 from irlens.matrix import Document, Row
-from irlens.matrix.row import COMPARE
 from irlens.reporting import write_report
 from irlens.reporting.build import build_report
 from irlens.reporting.frontend_table import compress_stages
@@ -29,7 +28,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shuti
 
 def typed(rows: list[dict]) -> list[Row]:
     """Rows of a compare document as the report reads them."""
-    return [Row.from_json(r, COMPARE) for r in rows]
+    return [Row.from_json(r) for r in rows]
 
 
 def assert_map_matches_records(rows: list[dict]) -> None:
@@ -100,7 +99,7 @@ def test_fusion_map_contracts_data_movement_outside_kernels():
 
 
 def test_report_pages_synthetic(tmp_path):
-    paths = write_report(Document.from_json(synthetic_document()), tmp_path, frontends=False)
+    paths, _ = write_report(Document.from_json(synthetic_document()), tmp_path, frontends=False)
     html = paths["html"].read_text()
     assert "<script" not in html.lower()
     assert 'src="http' not in html and 'href="http' not in html and "@import" not in html  # no network
@@ -180,7 +179,7 @@ def real_report(tmp_path_factory):
     bwd = run_matrix(["tinyhead"], backends, ["fwdbwd"], device="cpu", preset="tiny", progress=False, isolate=False)
     doc = dataclasses.replace(fwd, rows=fwd.rows + bwd.rows)
     out = tmp_path_factory.mktemp("report")
-    return doc, write_report(doc, out)
+    return doc, write_report(doc, out)[0]
 
 
 def test_report_real_matrix(real_report):
@@ -188,7 +187,7 @@ def test_report_real_matrix(real_report):
     rows = doc.rows
     assert all(r.status == "ok" for r in rows), [(r.backend, r.reason) for r in rows if r.status != "ok"]
     for group in group_rows(rows).values():
-        assert_map_matches_records([r.to_json(COMPARE) for r in group])
+        assert_map_matches_records([r.to_json() for r in group])
     html = paths["html"].read_text()
     assert "<script" not in html.lower()
     for r in rows:
@@ -303,17 +302,32 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 @pytest.mark.parametrize("name", ["h200-bench.json.gz", "cross-h200-gelu.json", "cross-h200-block.json"])
 def test_committed_documents_read_back_with_every_field(name):
     """Every results document irlens wrote (GPU benches and cross grids, kept in tests/data) is read into Rows and
-    written back with the same fields and values."""
+    written back with the same fields and values, in the one form of the current version: a bench row's own
+    fields in its "bench", a cross row's in its "cross", its frontend and backend by those names."""
     import gzip
     import json
 
     from irlens.matrix import read_document
+    from irlens.matrix.records import BenchRecord
     from irlens.matrix.schema import SCHEMA
 
     data = json.loads(gzip.open(DATA / name).read() if name.endswith(".gz") else (DATA / name).read_text())
     doc = read_document(DATA / name)
     assert doc.kind == ("cross" if name.startswith("cross") else "bench") and len(doc.rows) == len(data["rows"])
-    assert "schema" not in data and doc.to_json() == {**data, "schema": SCHEMA}  # the version is all it adds
+    written = doc.to_json()
+    assert "schema" not in data and written["schema"] == SCHEMA
+    assert {k: v for k, v in written.items() if k not in ("schema", "rows")} == {k: v for k, v in data.items() if k != "rows"}
+    bench_fields = [f.name for f in dataclasses.fields(BenchRecord)]
+    for raw, row in zip(data["rows"], written["rows"]):
+        if doc.kind == "cross":  # and the fields every row has, which the cross form left out
+            renamed = {"acquired_by": "frontend", "executed_by": "backend"}
+            wanted = {renamed.get(k, k): v for k, v in raw.items() if k not in ("native", "graphs")}
+            wanted |= {"cross": {"native": raw["native"], "lowered": raw["graphs"]}, "notes": {}, "graphs": {},
+                       "coverage": None}
+        else:
+            own = {k: raw[k] for k in bench_fields if raw.get(k) is not None}
+            wanted = {k: v for k, v in raw.items() if k not in bench_fields} | ({"bench": own} if own else {})
+        assert row == wanted
 
 
 @pytest.mark.parametrize("path", ["h100-bench.json.gz", "h100-checks.json.gz", "zoo-cpu-tiny.json.gz",
@@ -357,10 +371,15 @@ def test_older_documents_read_as_typed_records_and_write_again_the_same(path):
     (lambda row: row["kernels"][0].update(time_us="fast"),
      "row 2 of 5: field 'kernels' item 1: field 'time_us' is 'fast', not a number"),
     (lambda row: row["kernels"][0].update(nodes="mm"), "row 2 of 5: field 'kernels' item 1: field 'nodes' is 'mm', not a list"),
+    # a bench row's fields, in an older document beside the others, are its record's now
     (lambda row: row.update(device_timing={"device_us": 1.0}),
-     "row 2 of 5: field 'device_timing': missing field 'device_us_repeat'"),
+     "row 2 of 5: field 'bench': field 'device_timing': missing field 'device_us_repeat'"),
     (lambda row: row.update(roofline={"gbps": 1, "tflops": 1, "pct_of_ceiling": 9, "bound": "memory", "speed": 3}),
-     "row 2 of 5: field 'roofline': unknown field 'speed'"),
+     "row 2 of 5: field 'bench': field 'roofline': unknown field 'speed'"),
+    (lambda row: row.update(bench={"gpu": 0}), "row 2 of 5: field 'bench': field 'gpu' is 0, not a string"),
+    (lambda row: row.update(cross={"native": "yes"}), "row 2 of 5: field 'cross': field 'native' is 'yes', not true or false"),
+    (lambda row: row.update(cross={"lowered": [{"stage": "aot.forward"}]}),
+     "row 2 of 5: field 'cross': field 'lowered' item 1: missing field 'nodes'"),
 ])
 def test_report_from_a_damaged_document_names_the_row_and_field(tmp_path, capsys, damage, message):
     import json

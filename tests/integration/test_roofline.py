@@ -21,7 +21,7 @@ from irlens.core.ir import Graph, Kernel
 from irlens.backends.inductor.code import map_kernels, read_launches
 from irlens.matrix import Document, Row, read_document
 from irlens.matrix.backend_run import run_backend
-from irlens.matrix.records import KernelRecord, RowRoofline
+from irlens.matrix.records import BenchRecord, KernelRecord, RowRoofline, bench_with
 from irlens.workloads.builtin import resolve_workload
 from irlens.reporting.build import build_report
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
@@ -258,11 +258,12 @@ def test_each_record_gets_its_own_launch_time():
         KernelRecord("inductor", "triton_a", "fused", []), KernelRecord("inductor", "triton_b", "fused", []),
         KernelRecord("inductor", "triton_a", "fused", []),
         KernelRecord("inductor", "extern_kernels.mm", "matmul", [], time_us=7.0)],
-              device_timing=launched(("triton_a", 10.0), ("triton_b", 5.0), ("nvjet_gemm", 100.0), ("triton_a", 30.0)))
+              bench=BenchRecord(device_timing=launched(("triton_a", 10.0), ("triton_b", 5.0), ("nvjet_gemm", 100.0),
+                                                       ("triton_a", 30.0))))
     annotate_kernels(row)
     assert [k.time_us for k in row.kernels] == [10.0, 5.0, 30.0, 7.0]
     xla = Row("w", "fwd", "xla", status="ok", dtype="float32", kernels=[KernelRecord("xla", "fusion.3", "fused", [])],
-              device_timing=launched(("fusion_3", 4.0)))
+              bench=BenchRecord(device_timing=launched(("fusion_3", 4.0))))
     annotate_kernels(xla)
     assert xla.kernels[0].time_us == 4.0
 
@@ -320,15 +321,16 @@ def test_kernels_above_the_ceiling_are_flagged_in_every_output(tmp_path):
     row.dtype = "float32"
     for memory_gbps, flagged in ((1e-6, len(row.kernels)), (1e9, 0)):
         judged = dataclasses.replace(row, kernels=[dataclasses.replace(k) for k in row.kernels],
-                                     roofline=RowRoofline(1.0, 1.0, pct_of_ceiling=50.0, bound="memory"))
+                                     bench=BenchRecord(roofline=RowRoofline(1.0, 1.0, pct_of_ceiling=50.0, bound="memory")))
         ceilings = _ceilings(memory_gbps, 1e9)
         annotate_kernels(judged)
         judge_kernels(judged, ceilings)
         assert sum(bool(k.model_error) for k in judged.kernels) == flagged
-        assert judged.roofline.kernels_flagged == flagged
+        assert judged.bench.roofline.kernels_flagged == flagged
         table = format_bench_table([judged])
         assert (f"| **{flagged} ✗** |" in table) == bool(flagged)
-        doc = Document("compare", [dataclasses.replace(judged, ceilings=ceilings.to_json())], "cpu", preset="tiny")
+        doc = Document("compare", [dataclasses.replace(judged, bench=bench_with(judged.bench, ceilings=ceilings.to_json()))],
+                       "cpu", preset="tiny")
         md = render_markdown(build_report(doc), tmp_path / f"figures{flagged}")
         assert ("model error:" in md) == bool(flagged)  # the reasons under the kernel table
         assert ("kernels above 100 % left out" in md) == bool(flagged)
@@ -368,7 +370,7 @@ def test_the_ceilings_are_the_best_the_device_was_seen_doing():
     pcts = [k.pct_of_ceiling for r in doc.rows for k in r.kernels if k.pct_of_ceiling is not None]
     assert pcts and max(pcts) == pytest.approx(100.0) and max(pcts) <= 100.0 + 1e-6
     assert not any(k.model_error for r in doc.rows for k in r.kernels)
-    rows = [r.roofline for r in doc.rows if r.roofline]
+    rows = [r.bench.roofline for r in doc.rows if r.bench and r.bench.roofline]
     assert rows and all(rf.pct_of_ceiling <= 100.0 and rf.kernels_flagged == 0 for rf in rows)
     assert Document.from_json(recompute(doc).to_json()).to_json() == doc.to_json()
 
@@ -387,7 +389,7 @@ def test_a_kernel_above_the_vendors_peak_is_still_a_model_error():
     assert c.matmul_tflops["bfloat16"] < spec and "bfloat16" in c.raised
     judged = next(r for r in doc.rows if r.workload == "block" and r.mode == "fwd" and r.backend == "inductor")
     assert "flops are over-counted" in judged.kernels[-1].model_error
-    assert judged.roofline.kernels_flagged == 1
+    assert judged.bench.roofline.kernels_flagged == 1
     assert sum(bool(k.model_error) for r in doc.rows for k in r.kernels) == 1
 
     unknown = read_document(H100_BENCH)
@@ -406,7 +408,7 @@ def test_the_report_and_the_bench_page_name_the_kernel_a_ceiling_was_raised_by(t
     doc.rows = [r for r in doc.rows if r.workload == "lm_cross_entropy"]
     raised = (f"raised from the sweep's {doc.ceilings['matmul_tflops']['bfloat16']:.0f} by extern_kernels.mm in "
               f"lm_cross_entropy fwdbwd inductor")
-    report = write_report(doc, tmp_path / "report", frontends=False)["md"].read_text()
+    report = write_report(doc, tmp_path / "report", frontends=False)[0]["md"].read_text()
     assert raised in report and "model error:" not in report
     page = tmp_path / "bench.md"
     write_results_page(recompute(doc), page, "bench.json", "irlens bench")

@@ -10,7 +10,7 @@ from irlens.runtime.isolation import THREAD_COUNTS, Worker, cpu_cores, thread_en
 from irlens.matrix.execution import threads_used
 from irlens.matrix import Document, format_table
 from irlens.matrix.records import ResultCheck
-from irlens.matrix.row import COMPARE, Row
+from irlens.matrix.row import Row
 from irlens.reporting import build_report, render_markdown
 from irlens.runtime.timing import UNSTEADY_SPREAD, HostTiming, recording_host_time, unsteady
 
@@ -96,5 +96,5 @@ def test_an_unsteady_row_says_so_in_the_table_and_the_report():
     report = render_markdown(build_report(back))
     assert "31986.0!" in report and "inductor: ! unsteady timing" in report
     # a row written before the field reads back without it
-    old = {k: v for k, v in _row("eager", 52.0, 0.05).to_json(COMPARE).items() if k != "run_spread"}
-    assert Row.from_json(old, COMPARE).run_spread is None
+    old = {k: v for k, v in _row("eager", 52.0, 0.05).to_json().items() if k != "run_spread"}
+    assert Row.from_json(old).run_spread is None

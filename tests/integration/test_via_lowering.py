@@ -15,7 +15,7 @@ from irlens.reporting.bench_page import format_bench_table
 from irlens.errors import NoNativePath
 from irlens.frontends.base import Availability
 from irlens.matrix import Document, run_matrix
-from irlens.matrix.row import COMPARE, Row
+from irlens.matrix.row import Row
 from irlens.matrix.table import format_table
 from irlens.reporting import write_report
 from irlens.workloads.workload import MODES, Workload
@@ -85,7 +85,7 @@ def test_xla_runs_a_torch_only_workload_via_dynamo(net_doc, mode):
     assert sorted(row["graphs"]) == sorted(stages)
     assert row["kernels"] and all(k["backend"] == "xla" and k["stage"] in stages for k in row["kernels"])
     assert row["coverage"]["uncovered"] == [] and row["coverage"]["unknown"] == []
-    assert Row.from_json(row, COMPARE).label == "xla (via dynamo)"
+    assert Row.from_json(row).label == "xla (via dynamo)"
     assert "via" not in rows_of(net_doc)["via_net", "eager", mode]  # written only where set
 
 
@@ -95,7 +95,7 @@ def test_the_table_report_and_bench_page_say_via(net_doc, tmp_path):
     assert "xla (via dynamo)" in table
     assert "xla (via dynamo) (2 cells): dynamo's graphs through the common view's lowering: workload has no JAX twin" \
         in table
-    md = write_report(doc, tmp_path, frontends=False)["md"].read_text()
+    md = write_report(doc, tmp_path, frontends=False)[0]["md"].read_text()
     assert "| via_net | fwd | xla (via dynamo) | ok |" in md and "through the common view's lowering" in md
     bench = format_bench_table([r for r in doc.rows if r.backend == "xla"])
     assert "| via_net | fwd | float32 | xla (via dynamo) | ok |" in bench

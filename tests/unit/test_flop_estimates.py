@@ -7,7 +7,7 @@ from irlens.core import cost
 from irlens.ceilings import Ceilings
 from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 from irlens.matrix import Row
-from irlens.matrix.records import KernelRecord, StepWork
+from irlens.matrix.records import BenchRecord, KernelRecord, StepWork
 from irlens.reporting.bench_page import format_bench_table
 from irlens.reporting.ceiling import ceiling_for, flops_estimated, judge
 from irlens.reporting.roofline import kernel_rates, roofline
@@ -64,7 +64,7 @@ def test_a_fused_elementwise_kernels_flops_are_estimated_and_never_compute_bound
 
 
 def test_a_rows_estimated_flops_cannot_make_it_compute_bound_and_the_table_says_est():
-    row = Row("w", "fwd", "b", status="ok", dtype="float32", device_timing=DeviceTiming(1000.0, 1000.0))
+    row = Row("w", "fwd", "b", status="ok", dtype="float32", bench=BenchRecord(device_timing=DeviceTiming(1000.0, 1000.0)))
     c = _ceilings()
     # 10⁶ bytes (1 µs at 1 TB/s) and 5·10⁸ flops (500 µs at 1 TFLOP/s), of which the matmul part is ...
     elementwise = roofline(row, StepWork(10**6, 5 * 10**8, matmul_flops=0), c)  # ... none
@@ -76,7 +76,7 @@ def test_a_rows_estimated_flops_cannot_make_it_compute_bound_and_the_table_says_
     all_matmul = roofline(row, StepWork(10**6, 5 * 10**8, matmul_flops=5 * 10**8), c)
     rows = []
     for rf, backend in ((elementwise, "elementwise"), (exact, "mixed"), (all_matmul, "gemm")):
-        rows.append(Row("w", "fwd", backend, status="ok", dtype="float32", roofline=rf,
-                        device_timing=DeviceTiming(1000.0, 1000.0)))
+        rows.append(Row("w", "fwd", backend, status="ok", dtype="float32",
+                        bench=BenchRecord(device_timing=DeviceTiming(1000.0, 1000.0), roofline=rf)))
     cells = {line.split(" | ")[3]: line.split(" | ")[8] for line in format_bench_table(rows).splitlines()[2:]}
     assert cells == {"elementwise": "0.0 + 0.5 est.", "mixed": "0.4 + 0.1 est.", "gemm": "0.5"}
