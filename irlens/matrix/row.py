@@ -62,7 +62,8 @@ class Row:
     workload: str  # the workload's name
     mode: str  # fwd | fwdbwd
     backend: str  # the backend that ran it
-    frontend: str | None = None  # whose graphs its kernels map onto: dynamo | thunder | jax | None (eager); cross: the acquiring one
+    # whose graphs its kernels map onto: dynamo | thunder | jax | None (eager); in the cross grid, the acquiring one
+    frontend: str | None = None
     status: str = "failed"  # ok | mismatch | failed | unavailable
     reason: str = ""  # why not ok, first line first
     phase: str = ""  # where it failed: reference, availability, instantiate, acquire, run, compare, worker;

@@ -9,8 +9,6 @@ Each step states the form it writes itself: a later change of `Row` does not cha
 """
 from __future__ import annotations
 
-from typing import Any
-
 from irlens.json_values import BadDocument
 from irlens.matrix.records import KERNEL_WHEN_SET
 
@@ -61,7 +59,7 @@ def _from_unversioned(d: dict) -> dict:
     return _rows(d, row)
 
 
-_BENCH = ("must", "device_timing", "roofline", "gpu", "ceilings")  # a version 1 row's keys that version 2 keeps in "bench"
+_BENCH = ("must", "device_timing", "roofline", "gpu", "ceilings")  # a v1 row's keys that version 2 keeps in "bench"
 _V2_WHEN_SET = ("level", "bench", "cross")  # keys version 1 wrote as null that version 2 leaves out
 _CROSS_LACKED = {"notes": {}, "graphs": {}, "coverage": None}  # what version 2 writes always and a v1 cross row lacked
 

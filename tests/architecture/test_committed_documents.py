@@ -46,7 +46,8 @@ def test_a_committed_document_reads_as_typed_records(name):
         assert all(isinstance(g, Graph) for g in row.graphs.values())
         assert row.coverage is None or isinstance(row.coverage, Coverage)
         # a row's own records: a bench row's (its work counted, where it could be) and a cross row's
-        assert (row.bench is None or isinstance(row.bench, BenchRecord)) and (row.cross is not None) == (doc.kind == "cross")
+        assert row.bench is None or isinstance(row.bench, BenchRecord)
+        assert isinstance(row.cross, CrossRecord) if doc.kind == "cross" else row.cross is None
         assert row.bench is None or row.bench.must is None or isinstance(row.bench.must, StepWork)
         assert row.cross is None or all(isinstance(g, LoweredGraph) for g in row.cross.lowered)
     if doc.kind == "bench":

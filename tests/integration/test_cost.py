@@ -103,7 +103,8 @@ def test_bench_counts_the_work_in_a_worker_and_its_process_does_none(monkeypatch
 
 def test_roofline_picks_the_binding_ceiling():
     c = stub_ceilings(4000.0, bf16=800.0, fp32=50.0)
-    row = Row("w", "fwd", "b", status="ok", dtype="bfloat16", bench=BenchRecord(device_timing=DeviceTiming(1000.0, 1000.0)))
+    row = Row("w", "fwd", "b", status="ok", dtype="bfloat16",
+              bench=BenchRecord(device_timing=DeviceTiming(1000.0, 1000.0)))
     mem = roofline(row, StepWork(bytes=2_000_000_000, flops=1_000_000_000), c)  # 0.5 ms of copying vs 1.25 µs of math
     assert mem.bound == "memory" and mem.pct_of_ceiling == pytest.approx(50.0) and not mem.model_error
     comp = roofline(dataclasses.replace(row, dtype="float32"), StepWork(10**6, 4 * 10**10), c)  # 0.8 ms at 50 TFLOP/s

@@ -321,7 +321,8 @@ def test_kernels_above_the_ceiling_are_flagged_in_every_output(tmp_path):
     row.dtype = "float32"
     for memory_gbps, flagged in ((1e-6, len(row.kernels)), (1e9, 0)):
         judged = dataclasses.replace(row, kernels=[dataclasses.replace(k) for k in row.kernels],
-                                     bench=BenchRecord(roofline=RowRoofline(1.0, 1.0, pct_of_ceiling=50.0, bound="memory")))
+                                     bench=BenchRecord(roofline=RowRoofline(1.0, 1.0, pct_of_ceiling=50.0,
+                                                                            bound="memory")))
         ceilings = _ceilings(memory_gbps, 1e9)
         annotate_kernels(judged)
         judge_kernels(judged, ceilings)
@@ -329,8 +330,8 @@ def test_kernels_above_the_ceiling_are_flagged_in_every_output(tmp_path):
         assert judged.bench.roofline.kernels_flagged == flagged
         table = format_bench_table([judged])
         assert (f"| **{flagged} ✗** |" in table) == bool(flagged)
-        doc = Document("compare", [dataclasses.replace(judged, bench=bench_with(judged.bench, ceilings=ceilings.to_json()))],
-                       "cpu", preset="tiny")
+        with_ceilings = dataclasses.replace(judged, bench=bench_with(judged.bench, ceilings=ceilings.to_json()))
+        doc = Document("compare", [with_ceilings], "cpu", preset="tiny")
         md = render_markdown(build_report(doc), tmp_path / f"figures{flagged}")
         assert ("model error:" in md) == bool(flagged)  # the reasons under the kernel table
         assert ("kernels above 100 % left out" in md) == bool(flagged)

@@ -64,7 +64,8 @@ def test_a_fused_elementwise_kernels_flops_are_estimated_and_never_compute_bound
 
 
 def test_a_rows_estimated_flops_cannot_make_it_compute_bound_and_the_table_says_est():
-    row = Row("w", "fwd", "b", status="ok", dtype="float32", bench=BenchRecord(device_timing=DeviceTiming(1000.0, 1000.0)))
+    row = Row("w", "fwd", "b", status="ok", dtype="float32",
+              bench=BenchRecord(device_timing=DeviceTiming(1000.0, 1000.0)))
     c = _ceilings()
     # 10⁶ bytes (1 µs at 1 TB/s) and 5·10⁸ flops (500 µs at 1 TFLOP/s), of which the matmul part is ...
     elementwise = roofline(row, StepWork(10**6, 5 * 10**8, matmul_flops=0), c)  # ... none
