@@ -194,6 +194,8 @@ def test_report_api_renders_a_compare_document(tmp_path):
     (tmp_path / "doc.json").write_text(json.dumps(doc))
     paths = irlens.report(str(tmp_path / "doc.json"), out=str(tmp_path / "rep"), frontends=False)
     assert "rmsnorm" in paths["html"].read_text() and "rmsnorm" in paths["md"].read_text()
+    assert paths["json"] == tmp_path / "rep" / "results.json"  # the rows drawn, as `irlens report` writes them
+    assert json.loads(paths["json"].read_text())["rows"] == doc["rows"]
 
 
 def test_dump_api_gives_the_common_view_of_a_user_workload():
