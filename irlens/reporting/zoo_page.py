@@ -129,7 +129,7 @@ def summarize(doc: Document) -> list[StackSummary]:
         s = by_key.setdefault((r.backend, r.mode), StackSummary(r.backend, r.mode))
         s.models += 1
         s.unavailable += r.status == "unavailable"
-        s.acquired += acquired(r)
+        s.acquired += acquired(r) and r.status != "unavailable"  # the rates' base leaves unavailable rows out
         s.ran += r.ran
         s.ok += r.status == "ok" and not r.compared_nothing
         s.vacuous += r.compared_nothing

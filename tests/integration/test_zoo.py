@@ -557,3 +557,14 @@ def test_a_model_inductor_captured_then_failed_running_counts_as_acquired(monkey
     stripped = dataclasses.replace(row, graphs={})  # a committed page keeps no graphs: the note counts
     (inductor_stats,) = summarize(Document("compare", [stripped], "cpu", "cpu", preset="tiny"))
     assert (inductor_stats.acquired, inductor_stats.ran) == (1, 0)
+
+
+def test_an_unavailable_row_that_acquired_graphs_is_outside_every_rate():
+    """A row unavailable after its frontend captured the model (XLA through the lowering of Dynamo's
+    graphs, an op the lowering lacks) is left out of the rates' base, so of their counts too: no
+    rate above 100 %."""
+    lacking = Row("gat", "fwd", "xla", "dynamo", status="unavailable", phase="acquire", via="dynamo",
+                  reason="the jax lowering does not support: scatter_reduce", notes={"acquired_graphs": 1})
+    ok = Row("mlp", "fwd", "xla", "dynamo", status="ok", via="dynamo", notes={"acquired_graphs": 1})
+    (xla,) = summarize(Document("compare", [lacking, ok], "cpu", "cpu", preset="tiny"))
+    assert (xla.models, xla.unavailable, xla.acquired, xla.ran) == (2, 1, 1, 1)
