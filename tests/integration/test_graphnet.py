@@ -17,8 +17,8 @@ from irlens.workloads.graphnet import BadSample, read_meta, sample_workload
 from irlens.workloads.graphnet.devices import for_device
 from irlens.workloads.graphnet.meta import sizes
 from irlens.workloads.graphnet.module import graph_class
-from tests.support.graphnet_samples import (EMBEDDING_META, LINEAR_META, embedding_int, linear_cuda, meta_text, table_f32,
-                                            write_sample)
+from tests.support.graphnet_samples import (EMBEDDING_META, LINEAR_META, edge_softmax, embedding_int, linear_cuda,
+                                            meta_text, table_f32, write_sample)
 
 
 def test_meta_sizes_without_running(tmp_path):
@@ -269,6 +269,19 @@ def test_compare_runs_a_sample_through_the_stacks_to_ok(tmp_path):
     levels = {r["backend"]: r["notes"]["graphnet_t"] for r in rows if r["mode"] == "fwd"}
     assert levels["eager"] == -10 and all(-10 <= t <= -4 for t in levels.values())
     assert all(math.isfinite(r["max_rel_err"]) for r in rows)
+
+
+def test_xla_lowers_a_softmax_over_a_graphs_edges_to_ok(tmp_path):
+    """GAT's per-node maximum, a scatter_reduce_ (amax, without self) into zeros, through XLA's
+    lowering of Dynamo's graphs, fwd and fwd+bwd: ok against the float64 reference, nodes without
+    an edge keeping their zero."""
+    sample = edge_softmax(tmp_path / "s")
+    out = tmp_path / "doc.json"
+    assert main(["compare", "--workloads", f"graphnet:{sample}", "--backends", "eager,xla", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert {(r["backend"], r["mode"], r["status"]) for r in rows} == {
+        (b, m, "ok") for b in ("eager", "xla") for m in ("fwd", "fwdbwd")}
+    assert all(not r["coverage"]["unknown"] for r in rows if r["backend"] == "xla")
 
 
 def test_a_stopped_corpus_run_leaves_the_rows_that_finished(tmp_path, monkeypatch):

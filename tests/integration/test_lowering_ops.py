@@ -122,6 +122,22 @@ def _long(*values) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.int64)
 
 
+def _scatter_reduce_cases() -> list[Case]:
+    """torch.scatter_reduce each way: rows 0 and 4 take several values, rows 2 and 5 none (they keep
+    x's own, include_self or not); GAT's softmax over a graph's edges is amax without self."""
+    edges = _long(0, 4, 0, 1, 3, 4, 0).view(7, 1).expand(7, 3).contiguous()
+    ints = torch.tensor([[5, -7, 3], [-2, 9, 4], [1, 1, -1], [8, -3, 6], [-5, 2, 7], [3, 3, 3]])
+    src_ints = torch.tensor([[4, -9, 2], [1, 6, -8], [-3, 7, 5], [2, 2, -2], [9, -1, 0], [-6, 8, 1], [7, -5, 3]])
+    cases = [Case("scatter_reduce", {"dim": 0, "reduce": reduce, "include_self": include_self},
+                  [_x(6, 3), edges, _x(7, 3, seed=1)], f"scatter_reduce-{reduce}-{'with' if include_self else 'without'}-self")
+             for reduce in ("sum", "prod", "mean", "amax", "amin") for include_self in (True, False)]
+    cases += [Case("scatter_reduce", {"dim": 0, "reduce": reduce, "include_self": include_self}, [ints, edges, src_ints],
+                   f"scatter_reduce-int-{reduce}-{'with' if include_self else 'without'}-self")
+              for reduce in ("mean", "amax", "amin") for include_self in (True, False)]  # mean floors
+    return cases + [Case("scatter_reduce", {"dim": 1, "reduce": "amax", "include_self": False},
+                         [_x(3, 5), _long(4, 0, 4).expand(3, 3).contiguous(), _x(3, 4, seed=1)], "scatter_reduce-dim1-src-larger")]
+
+
 def _indexing_cases() -> list[Case]:
     x, ties = _x(4, 5, 6), _x(3, 8, ties=True)
     nans = _with_nan(_x(3, 8))
@@ -137,6 +153,7 @@ def _indexing_cases() -> list[Case]:
         Case("scatter", {"dim": 0}, [_x(4, 3), rows, 2.5], "scatter-scalar"),
         Case("scatter_add", {"dim": 1}, [_x(2, 4), _long(0, 0, 3).expand(2, 3).contiguous(), _x(2, 3, seed=1)],
              "scatter_add-duplicates"),
+        *_scatter_reduce_cases(),
         Case("as_strided", {"size": [3, 4], "stride": [2, 1], "storage_offset": 1}, [_x(4, 5)], "as_strided-overlapping"),
         Case("as_strided", {"size": [2, 3], "stride": [1, 0]}, [_x(6)], "as_strided-stride-0"),
         Case("as_strided_scatter", {"size": [2, 2], "stride": [5, 2], "storage_offset": 1}, [_x(4, 5), _x(2, 2, seed=1)],

@@ -1,7 +1,7 @@
 """Small samples in GraphNet's format (model.py, weight_meta.py, input_meta.py, graph_net.json),
 written by the tests that use them: a linear layer whose graph builds a tensor on `cuda:0`, an
-embedding of int token ids, a float32 table the graph builds and multiplies with a weight, and
-malformed ones."""
+embedding of int token ids, a float32 table the graph builds and multiplies with a weight, a softmax
+over a graph's edges (torch_geometric's GAT: a scatter_reduce_ amax without self), and malformed ones."""
 from __future__ import annotations
 
 import json
@@ -44,6 +44,26 @@ class GraphModule(torch.nn.Module):
         return (normed,)
 '''
 
+# torch_geometric's softmax over the edges into each node, as GraphNet's GAT captures it: the
+# per-node maximum by an in-place scatter_reduce_ (amax, include_self=False) into zeros; nodes 4
+# and 5 receive no edge and keep their zero
+EDGE_SOFTMAX = '''import torch
+
+class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: torch.Tensor, L_edge_index_: torch.Tensor,
+                L_self_parameters_att_: torch.nn.parameter.Parameter):
+        src = L_edge_index_[0]
+        dst = L_edge_index_[1]
+        score = torch.nn.functional.leaky_relu(L_x_.index_select(0, src) * L_self_parameters_att_, 0.2)
+        detach = score.detach()
+        index = dst.view(-1, 1).expand_as(detach)
+        new_zeros = detach.new_zeros((6, 4))
+        src_max = new_zeros.scatter_reduce_(0, index, detach, reduce="amax", include_self=False)
+        out = (score - src_max.index_select(0, dst)).exp()
+        denom = torch.zeros((6, 4), dtype=out.dtype).scatter_add_(0, index, out)
+        return (out / (denom.index_select(0, dst) + 1e-16), src_max)
+'''
+
 # name -> (shape, dtype, extra fields)
 LINEAR_META = {"L_x_": ([3, 5], "torch.float32", {"mean": 0.1, "std": 1.0}),
                "L_self_parameters_weight_": ([4, 5], "torch.float32", {"mean": 0.0, "std": 0.3}),
@@ -52,6 +72,9 @@ LINEAR_META = {"L_x_": ([3, 5], "torch.float32", {"mean": 0.1, "std": 1.0}),
 TABLE_META = {"L_x_": ([6, 5], "torch.float32", {"mean": 0.0, "std": 1.0}),
               "L_self_modules_proj_parameters_weight_": ([4, 5], "torch.float32", {"mean": 0.0, "std": 0.5}),
               "L_self_modules_ln_parameters_weight_": ([5], "torch.float32", {"mean": 1.0, "std": 0.1})}
+EDGE_SOFTMAX_META = {"L_x_": ([6, 4], "torch.float32", {"mean": 0.0, "std": 5.0}),
+                     "L_edge_index_": ([2, 9], "torch.int64", {"min_val": 0, "max_val": 3}),
+                     "L_self_parameters_att_": ([4], "torch.float32", {"mean": 1.0, "std": 2.0})}
 EMBEDDING_META = {"L_input_ids_": ([2, 6], "torch.int64", {"min_val": 3, "max_val": 9}),
                   "L_self_modules_emb_parameters_weight_": ([10, 8], "torch.float32", {"mean": 0.0, "std": 1.0})}
 
@@ -85,3 +108,7 @@ def embedding_int(folder: Path) -> Path:
 
 def table_f32(folder: Path) -> Path:
     return write_sample(folder, TABLE_F32, TABLE_META, source="transformers-auto-model")
+
+
+def edge_softmax(folder: Path) -> Path:
+    return write_sample(folder, EDGE_SOFTMAX, EDGE_SOFTMAX_META, source="torchgeometric")

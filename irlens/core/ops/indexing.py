@@ -179,6 +179,35 @@ def _scatter_reduce(a, x, idx, src):
     return torch.scatter_reduce(x, a["dim"], idx.long(), src, a["reduce"], include_self=a["include_self"])
 
 
+def _reduce_identity(reduce: str, dtype):
+    """What a scatter_reduce starts from where include_self is False: the reduction's identity."""
+    np = jnp()
+    if reduce not in ("amax", "amin"):
+        return 1 if reduce == "prod" else 0
+    if np.issubdtype(dtype, np.floating):
+        return -np.inf if reduce == "amax" else np.inf
+    if dtype == np.bool_:
+        return reduce == "amin"
+    return np.iinfo(dtype).min if reduce == "amax" else np.iinfo(dtype).max
+
+
+@lowering(scatter_reduce, "jax")
+def _scatter_reduce_jax(a, x, idx, src):
+    """torch.scatter_reduce: where include_self is False the scattered positions start from the
+    reduction's identity (x's own value is left out); mean divides by the count of values each
+    position reduced (x's own counting where included), flooring for integers, as torch does."""
+    np, reduce, key = jnp(), a["reduce"], _scatter_key(idx, a["dim"])
+    s = _scattered(x, idx, src)
+    start = x if a["include_self"] else x.at[key].set(_reduce_identity(reduce, x.dtype))
+    at = start.at[key]
+    total = {"sum": at.add, "mean": at.add, "prod": at.multiply, "amax": at.max, "amin": at.min}[reduce](s)
+    if reduce != "mean":
+        return total
+    counts = np.full(x.shape, 1 if a["include_self"] else 0, x.dtype).at[key].add(np.ones_like(s))
+    counts = np.where(counts == 0, np.ones_like(counts), counts)
+    return total // counts if np.issubdtype(x.dtype, np.integer) else total / counts
+
+
 index_put = declare("index_put", DATA_MOVEMENT, "x values *indices?", accumulate=Attr("bool", False),
                     index_of={"indices": IndexOf("x", POSITION)},
                     doc="x with values written (accumulate: added) at x[indices] (None a full slice)")
