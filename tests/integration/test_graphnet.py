@@ -72,6 +72,36 @@ def test_floats_are_drawn_as_graphnets_replay_draws_them():
     assert var.min().item() == 0.0
 
 
+# torchaudio's squim_objective ends each branch so: a linear layer to one value, its bias of one element
+ONE_ELEMENT_BIAS = '''import torch
+
+class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: torch.Tensor, L_self_parameters_weight_: torch.nn.parameter.Parameter,
+                L_self_parameters_bias_: torch.nn.parameter.Parameter, L_self_parameters_alpha_: torch.nn.parameter.Parameter):
+        return (torch.prelu(torch._C._nn.linear(L_x_, L_self_parameters_weight_, L_self_parameters_bias_),
+                            L_self_parameters_alpha_).squeeze(dim=1),)
+'''
+
+
+def test_a_one_element_weight_recorded_with_a_nan_std_is_drawn_as_its_mean(tmp_path):
+    """Older captures record torch.std of a one-element tensor, NaN; drawn as is, every output is
+    NaN and no stack's result can be compared. Its spread is none: the value is the mean."""
+    meta = {"L_x_": ([3, 5], "torch.float32", {"mean": 0.0, "std": 1.0}),
+            "L_self_parameters_weight_": ([1, 5], "torch.float32", {"mean": 0.0, "std": 0.5}),
+            "L_self_parameters_bias_": ([1], "torch.float32", {"mean": 0.07, "std": math.nan}),
+            "L_self_parameters_alpha_": ([1], "torch.float32", {"mean": 0.25, "std": math.nan})}
+    inst = sample_workload(write_sample(tmp_path / "s", ONE_ELEMENT_BIAS, meta, source="torchaudio")).instantiate()
+    m = inst.module
+    assert m.L_self_parameters_bias_.item() == pytest.approx(0.07) and m.L_self_parameters_alpha_.item() == 0.25
+    x = inst.inputs[0].double()
+    z = x @ m.L_self_parameters_weight_.double().T + 0.07
+    want = torch.where(z > 0, z, 0.25 * z).squeeze(1)
+    with torch.no_grad():
+        got = m(*inst.inputs)[0]
+    assert torch.isfinite(got).all()
+    torch.testing.assert_close(got.double(), want, rtol=1e-6, atol=1e-6)
+
+
 def test_int_inputs_are_drawn_in_their_range_and_get_no_gradient(tmp_path):
     inst = sample_workload(embedding_int(tmp_path / "e")).instantiate("tiny", None, "cpu")
     (ids,) = inst.inputs

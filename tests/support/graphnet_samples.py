@@ -5,6 +5,7 @@ over a graph's edges (torch_geometric's GAT: a scatter_reduce_ amax without self
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 LINEAR_CUDA = '''import torch
@@ -79,12 +80,17 @@ EMBEDDING_META = {"L_input_ids_": ([2, 6], "torch.int64", {"min_val": 3, "max_va
                   "L_self_modules_emb_parameters_weight_": ([10, 8], "torch.float32", {"mean": 0.0, "std": 1.0})}
 
 
+def _literal(value) -> str:
+    """A meta field as GraphNet writes it: non-finite floats as float("nan"), float("inf")."""
+    return f'float("{value}")' if isinstance(value, float) and not math.isfinite(value) else repr(value)
+
+
 def meta_text(tensors: dict) -> str:
     blocks = []
     for name, (shape, dtype, extra) in tensors.items():
         fields = {"name": name, "shape": shape, "dtype": dtype, "device": "cuda:0", "mean": None, "std": None,
                   "data": None, **extra}
-        body = "\n".join(f"    {k} = {v!r}" for k, v in fields.items())
+        body = "\n".join(f"    {k} = {_literal(v)}" for k, v in fields.items())
         blocks.append(f"class Program_weight_tensor_meta_{name}:\n{body}\n")
     return "\n\n".join(blocks)
 

@@ -11,7 +11,8 @@ the constant the meta gives).
 Values (`draw`), as GraphNet's own replay draws them (graph_net/torch/utils.py `replay_tensor`),
 from irlens's seeded generator: `data` where the meta gives it; integers uniform over [min_val,
 max_val] (both ends); bools true where a standard normal is above 0.5; floats normal(mean, std / 5)
-(std 0.1 and mean 0 where the meta has none), clamped to [min_val, max_val] where given (BatchNorm's
+(std 0.1 and mean 0 where the meta has none; a NaN std, which older captures recorded for a tensor of
+one element, as 0), clamped to [min_val, max_val] where given (BatchNorm's
 running variance has min_val 0) and to [-100, 100], `mean` itself where std is 0. With the recorded
 spread instead, deep CNNs on such weights overflow float32 (torchvision's mnasnet0_5 ends at 1e81 in
 float64), and every stack compares nothing there.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import sys
 import types
 from pathlib import Path
@@ -60,7 +62,8 @@ def draw(meta: TensorMeta, gen: torch.Generator | None = None) -> torch.Tensor:
             raise BadSample(f"integer tensor {meta.name} has neither data nor min_val and max_val")
         return torch.randint(int(meta.min_val), int(meta.max_val) + 1, meta.shape, generator=gen, dtype=meta.dtype)
     mean = 0.0 if meta.mean is None else meta.mean
-    std = REPLAY_STD if meta.std is None else meta.std
+    # a NaN std is torch.std of a one-element tensor, as older captures recorded it (GraphNet now writes 0)
+    std = REPLAY_STD if meta.std is None else 0.0 if math.isnan(meta.std) else meta.std
     values = torch.randn(meta.shape, generator=gen, dtype=torch.float64) * (std * REPLAY_SPREAD) + mean
     if meta.min_val is not None or meta.max_val is not None:
         values = values.clamp(meta.min_val, meta.max_val)
