@@ -115,8 +115,10 @@ def _library_package(path: str) -> str | None:
 
 def signature(r: Row) -> str:
     """A failure's kind: backend, mode and its first line with numbers masked (shapes and errors
-    differ by model); digits within a name (`fft_c2c`, `out1`, `layer3`) are part of it."""
+    differ by model, an object's address by process); digits within a name (`fft_c2c`, `out1`,
+    `layer3`) are part of it."""
     first = (r.reason or "").splitlines()[0] if r.reason else r.status
+    first = re.sub(r"(?<![A-Za-z0-9_])0x[0-9a-fA-F]+", "N", first)  # `<... object at 0x7ff25df4bcd0>`
     first = re.sub(r"(?<![A-Za-z0-9_])[0-9]+(?:x[0-9]+)+", "N", first)  # shapes: 3x128xf32 -> Nxf32
     return f"{r.backend} {r.mode}: {re.sub(r'(?<![A-Za-z0-9_])[0-9]+', 'N', first)[:200]}"
 
