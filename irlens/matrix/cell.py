@@ -145,7 +145,15 @@ def _run_native(row: Row, spec: CellSpec, wl: Workload, backend: Backend, refere
         if graphs:  # the backend had captured the model: acquired, then failed (irlens.matrix.backend_run)
             row.graphs = {g.stage: g for g in graphs}
             row.notes = {**row.notes, "acquired_graphs": len(graphs)}
-        return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", "".join(traceback.format_exception(inner))[-3000:])
+        return row.fail(phase, _failed(phase, e), "".join(traceback.format_exception(inner))[-3000:])
+
+
+def _failed(phase: str, e: BaseException) -> str:
+    """`phase: Type: message`; where Dynamo wraps a backend's error (BackendCompilerFailed, whose
+    first line names only the backend object), that error's own type and message follow, so the
+    row's first line, and the failure's kind on a page, say what failed."""
+    inner = getattr(e, "inner_exception", None)
+    return f"{phase}: {type(e).__name__}: " + (f"{type(inner).__name__}: {inner}" if inner is not None else str(e))
 
 
 def _recheck_with_eager_roundings(row: Row, spec: CellSpec, wl: Workload, backend: Backend,
@@ -214,7 +222,7 @@ def _run_lowered(row: Row, spec: CellSpec, wl: Workload, backend: Backend, refer
         return row.unavailable(phase, str(e))
     except Exception as e:
         row.tol = None
-        return row.fail(phase, f"{phase}: {type(e).__name__}: {e}", traceback.format_exc()[-3000:])
+        return row.fail(phase, _failed(phase, e), traceback.format_exc()[-3000:])
 
 
 ACQUISITIONS_KEPT = 8

@@ -542,6 +542,30 @@ def test_rows_written_before_starved_rows_are_rewritten_by_the_same_rule():
     assert rewritten(compiling) is compiling
 
 
+def test_a_compiler_failure_dynamo_wraps_is_named_by_the_compilers_own_error(monkeypatch):
+    """Dynamo's BackendCompilerFailed names only the backend object on its first line; the row's
+    reason goes on with the compiler's own error (Inductor's attention pattern handing sdpa a
+    tensor scale, on GraphNet's GPT-J), and so does the failure's kind on the page."""
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    import irlens.matrix.backend_run as backend_run
+    from irlens.backends import get_backend
+
+    own = RuntimeError("aten::scaled_dot_product_attention() Expected a value of type 'Optional[float]' for "
+                       "argument 'scale' but instead found type 'FakeTensor'.\nPosition: 6")
+
+    def compiler_failed(step, device, **_):
+        raise BackendCompilerFailed(lambda: None, own, None)
+
+    monkeypatch.setattr(backend_run, "measure", compiler_failed)
+    wl = Workload.from_module("mlp", torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), ((2, 4),))
+    row = run_in_process(wl, get_backend("inductor"), "fwd", "cpu", "tiny", None, compute_reference(wl, "fwd", "cpu", "tiny", None))
+    first = row.reason.splitlines()[0]
+    assert first == ("run: BackendCompilerFailed: RuntimeError: aten::scaled_dot_product_attention() Expected a value "
+                     "of type 'Optional[float]' for argument 'scale' but instead found type 'FakeTensor'.")
+    assert signature(row) == f"inductor fwd: {first}"
+
+
 def test_a_model_inductor_captured_then_failed_running_counts_as_acquired(monkeypatch):
     """A native run that fails after Dynamo captured the model (CoAtNet's backward in torch's
     attention on an H200) keeps the graphs, and the page counts the model as acquired, not ran."""
