@@ -3,8 +3,12 @@ inputs from a generator on it, the same numbers each time (every cell and its re
 one draw), and the zoo's own draws (a timm head, BatchNorm statistics) on the device it was built on."""
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import torch
+
+from irlens._compat import import_timm
 
 from irlens.workloads.builtin import resolve_workload
 from irlens.workloads.workload import _drawn
@@ -30,14 +34,23 @@ def test_inputs_come_from_a_generator_on_the_gpu():
     assert torch.equal(inst.inputs[0], expected.to(torch.bfloat16))
 
 
-def test_the_zoos_head_and_statistics_are_drawn_on_the_gpu():
-    pytest.importorskip("timm")
-    from irlens.workloads.zoo.timm_models import HEAD_SEED, HEAD_STD
+def _zoo_module(name: str) -> torch.nn.Module:
+    if importlib.util.find_spec("timm") is None:
+        pytest.skip("timm is not installed (pip install 'irlens[zoo]')")
+    import_timm()  # irlens's way: torchvision's operator schemas where its extension does not load
+    return resolve_workload(name).instantiate("tiny", "float32", "cuda").module
 
-    module = resolve_workload("timm_resnet50").instantiate("tiny", "float32", "cuda").module  # eval: drawn statistics
+
+def test_the_zoos_batchnorm_statistics_are_drawn_on_the_gpu():
+    module = _zoo_module("timm_resnet50")  # eval mode: its statistics drawn
     bns = [m for m in module.modules() if isinstance(m, torch.nn.BatchNorm2d)]
     assert bns and all(bn.running_var.device.type == "cuda" for bn in bns)
     assert any(bool((bn.running_var != 1).any()) for bn in bns)
-    weight = module.get_classifier().weight
+
+
+def test_the_zoos_zero_head_is_drawn_on_the_gpu():
+    from irlens.workloads.zoo.timm_models import HEAD_SEED, HEAD_STD
+
+    weight = _zoo_module("timm_mixer").get_classifier().weight  # timm's zero head, redrawn
     expected = torch.empty_like(weight).normal_(0.0, HEAD_STD, generator=torch.Generator("cuda").manual_seed(HEAD_SEED))
-    assert torch.equal(weight, expected)
+    assert weight.device.type == "cuda" and torch.equal(weight, expected)
