@@ -305,7 +305,7 @@ def test_the_ncu_check_sets_counters_beside_the_model(tmp_path):
     names = check.sample(records["kernels"], 4)
     assert len(names) == 4 and not any(n.startswith(("extern_kernels", "custom")) for n in names)
     sampled = [k for k in records["kernels"] if k["device_name"] in names]
-    first, rest = sampled[0], sampled[1:]
+    first = sampled[0]
     warmup = [(first["device_name"], {"dram__bytes_read.sum": 1.0, "dram__bytes_write.sum": 1.0})]
     step = [(k["device_name"], {"dram__bytes_read.sum": k["bytes_read"] * (2.0 if k is first else 1.0),
                                 "dram__bytes_write.sum": k["bytes_written"], "gpu__time_duration.sum": 5000.0,

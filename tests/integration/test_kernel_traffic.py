@@ -11,15 +11,13 @@ import math
 import re
 from pathlib import Path
 
-import pytest
-
 from irlens.backends.inductor.accesses import touch_bounds
 from irlens.backends.inductor.code import mark_combining_stages, read_launches
 from irlens.reporting.bench_page import format_bench_table, write_results_page
 from irlens.ceilings import Ceilings
 from irlens.core.cost import kernel_flops
 from irlens.core.ir import Graph, TensorMeta
-from irlens.matrix import Document, read_document
+from irlens.matrix import read_document
 from irlens.matrix.records import bench_with
 from irlens.reporting.ceiling import above_100
 from irlens.reporting.roofline import recompute

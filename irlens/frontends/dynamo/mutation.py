@@ -3,7 +3,6 @@ update cannot be read as a new value of that tensor (it is a view, has views rea
 is a graph input the caller sees)."""
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import torch
