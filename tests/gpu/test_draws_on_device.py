@@ -8,8 +8,6 @@ import importlib.util
 import pytest
 import torch
 
-from irlens._compat import import_timm
-
 from irlens.workloads.builtin import resolve_workload
 from irlens.workloads.workload import _drawn
 
@@ -37,7 +35,6 @@ def test_inputs_come_from_a_generator_on_the_gpu():
 def _zoo_module(name: str) -> torch.nn.Module:
     if importlib.util.find_spec("timm") is None:
         pytest.skip("timm is not installed (pip install 'irlens[zoo]')")
-    import_timm()  # irlens's way: torchvision's operator schemas where its extension does not load
     return resolve_workload(name).instantiate("tiny", "float32", "cuda").module
 
 

@@ -175,7 +175,7 @@ def test_touch_bounds_count_accesses_per_point_and_leave_other_pointers_alone():
     two_loads = source.replace("tmp7 = tl.load(in_ptr1 + (x2), None)",
                                "tmp7 = tl.load(in_ptr1 + (x2), None) + tl.load(in_ptr1 + (1 + x2), None)")
     assert touch_bounds(two_loads)["in_ptr1"] == 2 * 4194304
-    passed_on = source.replace("tmp1 = tl.full([XBLOCK], 32000, tl.int32)", "tmp1 = helper(in_ptr1)")
+    passed_on = source.replace("tmp1 = tl.full([XBLOCK], 32000, tl.int32)", "tmp1 = passed_to(in_ptr1)")
     assert "in_ptr1" not in touch_bounds(passed_on)  # used other than by a load: no bound
     assert touch_bounds(source.replace("xnumel = 4194304", "xnumel = ks0")) == {}  # a dynamic extent
 
