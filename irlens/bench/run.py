@@ -168,7 +168,7 @@ def annotate_kernels(row: Row) -> None:
     name in the profiled step, where the counts agree (one kernel launched for two layers is two
     launches, two records). Bytes stay what the backend read from the kernel's own buffers."""
     launched: dict[str, list[float]] = {}
-    timing = row.bench and row.bench.device_timing
+    timing = row.bench_field("device_timing")
     for name, us in (timing.launch_us or []) if timing else []:
         launched.setdefault(name, []).append(us)
     names = [device_name_of(k, row.backend) for k in row.kernels]

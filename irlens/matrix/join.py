@@ -86,7 +86,7 @@ def _union(docs: list[Document]) -> Document:
     if len(docs) == 1:
         return docs[0]
     rows = [dataclasses.replace(row, device=row.device or d.device, device_name=row.device_name or d.device_name,
-                                bench=bench_with(row.bench, ceilings=(row.bench and row.bench.ceilings) or d.ceilings))
+                                bench=bench_with(row.bench, ceilings=row.bench_field("ceilings") or d.ceilings))
             for d in docs for row in d.rows]
     # a joined document's device already names its GPU; one without rows (a shard with nothing to
     # run: no GPU was asked its name) names none

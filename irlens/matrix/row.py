@@ -168,6 +168,10 @@ class Row:
         splits = self.notes.get("splits")
         return f"capture: {capture}" + (f"; {splits}" if splits else "")
 
+    def bench_field(self, name: str) -> Any:
+        """One field of the row's bench record; None where the row has none (not a bench row)."""
+        return getattr(self.bench, name) if self.bench else None
+
     def fail(self, phase: str, reason: str, detail: str = "") -> "Row":
         """Mark this row failed in `phase`; returns it."""
         self.status, self.phase, self.reason, self.detail = "failed", phase, reason, detail

@@ -64,7 +64,7 @@ def write_results_page(doc: Document, md_path: Path, json_name: str, command: st
     from irlens.reporting.plots import bar_chart
 
     v = doc.versions
-    spreads = [r.bench.device_timing.repeat_spread for r in doc.rows if r.bench and r.bench.device_timing]
+    spreads = [r.bench.device_timing.repeat_spread for r in doc.rows if r.bench_field("device_timing")]
     ok = sum(r.status == "ok" for r in doc.rows)
     parts = [
         f"# GPU comparison: {doc.device_name}",
@@ -129,7 +129,7 @@ def write_results_page(doc: Document, md_path: Path, json_name: str, command: st
 def _charted(row: Row, key: str) -> float | str | None:
     """A row's figure for a chart: its value, "model error" where its % of ceiling is above 100
     (neither its GB/s nor its % is then a speed), None without one."""
-    roofline = row.bench and row.bench.roofline
+    roofline = row.bench_field("roofline")
     if roofline is None:
         return None
     return "model error (above 100 % of ceiling)" if roofline.model_error else getattr(roofline, key)

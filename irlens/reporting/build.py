@@ -17,7 +17,6 @@ from irlens.reporting.ceiling import backend_pct, ceiling_for, flops_estimated, 
 from irlens.reporting.fusion_map import build_fusion_map, kernel_color, render_svg
 from irlens.reporting.plots import bar_chart
 from irlens.reporting.records import first_line, group_rows, kernel_stage, launches_of
-from irlens.reporting.roofline import row_ceilings
 from irlens.reporting.splits import split_sections
 from irlens.runtime.timing import unsteady
 
@@ -30,7 +29,7 @@ def build_report(doc: Document, frontend_table: Table | None = None) -> Report:
                   "(op counts: nodes of the forward common view at the composite / primitive level)."]),
             frontend_table]))
     for (workload, mode, variant), group in group_rows(rows).items():
-        ceiling = ceiling_for(row_ceilings(group[0]) or doc.ceilings)
+        ceiling = ceiling_for(group[0].bench_field("ceilings") or doc.ceilings)
         sections.append(_workload_section(workload, mode, variant, group, ceiling, doc))
     subtitle = f"{doc.device or '?'} · {doc.device_name or ''} · preset {doc.preset or '?'}"
     return Report("irlens report", subtitle, sections)

@@ -12,8 +12,8 @@ def launches_of(row: Row) -> int | None:
     recorded, the same for every backend; else the row's `kernel_count` (the launches the
     generated code makes per step, or eager's ATen ops), or one per kernel record in a row
     without a count."""
-    if row.bench and row.bench.device_timing:
-        return row.bench.device_timing.kernel_launches
+    if timing := row.bench_field("device_timing"):
+        return timing.kernel_launches
     return row.kernel_count if row.kernel_count is not None else len(row.kernels) if row.kernels else None
 
 

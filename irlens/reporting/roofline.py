@@ -23,16 +23,10 @@ from irlens.matrix.records import RowRoofline, StepWork
 from irlens.reporting.ceiling import ceiling_for, dram_bytes, exact_flops, judge, model_error
 
 
-def row_ceilings(row: Row) -> dict | None:
-    """The ceilings a row keeps of its own (its GPU's in `bench --gpus`, its run's in a merged report);
-    None: its document's."""
-    return row.bench.ceilings if row.bench else None
-
-
 def roofline(row: Row, must: StepWork | None, ceilings: Ceilings) -> RowRoofline | None:
     """The row's step against the ceilings: GB/s and TFLOP/s of the work it must do, its % of
     ceiling, which bound, and `model_error` where that % is above 100."""
-    timing = row.bench and row.bench.device_timing
+    timing = row.bench_field("device_timing")
     if must is None or row.status != "ok" or timing is None or not timing.device_us:
         return None
     seconds = timing.device_us * 1e-6
@@ -51,7 +45,7 @@ def judge_kernels(row: Row, ceilings: Ceilings | None) -> None:
     for k in row.kernels:
         verdict = judge(k, ceiling, row.dtype or "float32")
         k.pct_of_ceiling, k.bound, k.model_error, k.via_l2 = verdict.pct, verdict.bound, verdict.model_error, verdict.via_l2
-    if row.bench and row.bench.roofline:
+    if row.bench_field("roofline"):
         row.bench.roofline.kernels_flagged = sum(bool(k.model_error) for k in row.kernels)
 
 
@@ -99,11 +93,11 @@ def recompute(doc: Document) -> Document:
     rows = [dataclasses.replace(r, kernels=[dataclasses.replace(k) for k in r.kernels],
                                 bench=r.bench and dataclasses.replace(r.bench)) for r in doc.rows]
     for row in rows:
-        groups.setdefault(key(row_ceilings(row) or doc.ceilings), []).append(row)
+        groups.setdefault(key(row.bench_field("ceilings") or doc.ceilings), []).append(row)
     now = {k: apply_roofline(group, Ceilings.from_json(json.loads(k))).to_json()
            for k, group in groups.items() if json.loads(k)}
     for row in rows:
-        if row_ceilings(row):
+        if row.bench_field("ceilings"):
             row.bench.ceilings = now[key(row.bench.ceilings)]
     parts = None if doc.parts is None else [{**p, "ceilings": now.get(key(p["ceilings"]), p["ceilings"])}
                                             for p in doc.parts]
