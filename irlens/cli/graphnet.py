@@ -2,10 +2,12 @@
 fwd and fwd+bwd, as `irlens zoo` runs the zoo; the page (Markdown on stdout and in OUT/graphnet.md)
 adds pass rates per source and GraphNet's S(t) and ES(t) per stack beside irlens's verdict, the
 document goes to OUT/graphnet.json, the HTML report to OUT/report.html; `--shard K/N` runs a share,
-`--from` rebuilds the page from documents (a split run's shards). Exit 1 when a row mismatches or
-fails; 2 on bad input (a root with no sample, an unknown source, a bad option)."""
+`--from` rebuilds the page from documents (a split run's shards); `--repro` writes a reproducer per
+kind of a stack's own failure or mismatch (OUT/repro/). Exit 1 when a row mismatches or fails; 2 on
+bad input (a root with no sample, an unknown source, a bad option)."""
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -55,6 +57,9 @@ def add_arguments(p) -> None:
                         "(default: run)")
     p.add_argument("--rerun", action="store_true",
                    help="with --from: a cell several documents hold takes the last one's row (default: an error)")
+    p.add_argument("--repro", action="store_true",
+                   help="write an `irlens repro` file (the sample's own model.py and the stack's path) for each kind "
+                        "of failure that is upstream's and each kind of mismatch (OUT/repro/; default: none)")
     add_call_plan_options(p, "graphnet")
     add_precision_option(p)
 
@@ -89,9 +94,23 @@ def run(args) -> int:
         out.mkdir(parents=True, exist_ok=True)
         doc = run_corpus(cfg, command=command,  # written after every row: a stopped run keeps what finished
                          checkpoint=lambda doc: [write_document(doc, p) for p in (out / "graphnet.json", args.json) if p])
-    page = graphnet_markdown(doc)
+    repros = _write_repros(args, doc, out) if args.repro else {}
+    # files by their path from the page (OUT/graphnet.md); a kind with none says why
+    page = graphnet_markdown(doc, {sig: path if path.startswith("not written") else os.path.relpath(path, out)
+                                   for sig, path in repros.items()})
     write_page(doc, page, out, "graphnet", args.json)
     return exit_status(doc)
+
+
+def _write_repros(args, doc, out: Path) -> dict[str, str]:
+    """A reproducer per kind of a stack's own failure and per kind of mismatch (irlens.zoo.repro), on
+    the run's device (with --from, the documents'); a backend named by reference gets its file too."""
+    from irlens.backends import get_backend
+    from irlens.zoo.repro import write_repros
+
+    references = {get_backend(b).name: b for b in args.backends or [] if ":" in b}
+    return write_repros(doc, out / "repro", args.device if not args.from_ else None, mismatches=True,
+                        backends=references)
 
 
 def plan_graphnet_calls(args, cfg, out: Path) -> int:

@@ -1,12 +1,13 @@
 """The page of a GraphNet run: the zoo page's tables (irlens.reporting.zoo_page) over the samples,
-pass rates per source, GraphNet's S(t) and ES(t) per stack beside irlens's own verdict, and the
-samples where the two disagree."""
+pass rates per source, GraphNet's S(t) and ES(t) per stack beside irlens's own verdict, the
+samples where the two disagree, and each kind of failure with the reproducer written for it."""
 from __future__ import annotations
 
 import dataclasses
 
 from irlens.graphnet.score import B, LADDER, NOTE, P, StackScore, scores
 from irlens.matrix.document import Document
+from irlens.matrix.row import Row
 from irlens.workloads.graphnet import label
 from irlens.reporting.zoo_page import by_kind, failures, model_table, stack_table, summarize, timed_out, with_eager_base
 from irlens.tolerance_ladder import ABOVE_ZERO
@@ -66,7 +67,8 @@ def disagreements(doc: Document) -> list[str]:
     return lines
 
 
-def graphnet_markdown(doc: Document) -> str:
+def graphnet_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
+    """The page; `repros`: signature -> the reproducer file written for it (or why none was)."""
     gpu = str(doc.device or "").startswith("cuda")
     page = short(doc)
     runs = next((run["graphnet"] for run in doc.runs or [] if "graphnet" in run), {})
@@ -105,15 +107,26 @@ def graphnet_markdown(doc: Document) -> str:
     found = failures(page)
     if found:
         lines += ["## Failures", "", "Each kind once, with the samples it hit; upstream: the innermost frame of its "
-                  "traceback is in that package.", ""]
-        lines += [f"- **{sig}** — {f'upstream ({up})' if up else 'a time limit' if timed_out(rows[0]) else 'irlens or unknown'}"
-                  f"; {plural(len(rows), 'row')}: {', '.join(sorted({r.workload for r in rows}))}" for sig, rows, up in found]
+                  "traceback is in that package" + ("; reproducer: the `irlens repro` file --repro wrote for its first "
+                                                    "row (its path from this page), or why none was" if repros else "")
+                  + ".", ""]
+        lines += [f"- **{sig}** — {_whose(rows[0], up)}; {plural(len(rows), 'row')}: "
+                  f"{', '.join(sorted({r.workload for r in rows}))}"
+                  + (f"; reproducer: `{repros[sig]}`" if sig in (repros or {}) else "") for sig, rows, up in found]
         lines.append("")
     not_run = by_kind(page.rows, ("unavailable",))
     if not_run:
         lines += ["## Not run", "", *[f"- **{sig}** — {plural(len(rows), 'row')}: {', '.join(sorted({r.workload for r in rows}))}"
                                       for sig, rows in not_run.items()], ""]
     return "\n".join(lines)
+
+
+def _whose(r: Row, upstream: str | None) -> str:
+    if upstream:
+        return f"upstream ({upstream})"
+    if r.status == "mismatch":
+        return "a mismatch against the float64 reference"
+    return "a time limit" if timed_out(r) else "irlens or unknown"
 
 
 __all__ = ["graphnet_markdown"]

@@ -1,12 +1,15 @@
 """The standalone file of a whole cell: the workload's model code and weights, the backend's path.
 
-The model is Dynamo's graph of the workload's module (`torch_source.capture`), once in the
-cell's dtype and once cast to float64 (the reference irlens computes runs the module in
-float64: where the code names a dtype the two differ, and both are written). In fwd+bwd the
-workload's loss is captured the same way, from the module's outputs. The xla path writes the
-JAX twin's program (`irlens.workloads.builtin.jax_run.results_fn`, what the xla backend jits) as source.
+The model is Dynamo's graph of the workload's module (`torch_source.capture`; a GraphNet sample's
+own model.py instead, `irlens.repro.graphnet_sample`), once in the cell's dtype and once cast to
+float64 (the reference irlens computes runs the module in float64: where the code names a dtype
+the two differ, and both are written). In fwd+bwd the workload's loss is captured the same way,
+from the module's outputs. The xla path writes the JAX twin's program
+(`irlens.workloads.builtin.jax_run.results_fn`, what the xla backend jits) as source.
 """
 from __future__ import annotations
+
+from typing import Callable
 
 import torch
 
@@ -17,17 +20,25 @@ from irlens.repro.emit import JaxSection, ReproFile, TorchModel
 from irlens.repro.paths import ReproPath
 from irlens.repro.tensors import EMBED_MAX
 from irlens.repro.torch_source import TorchFunction, capture
+from irlens.workloads.graphnet import is_graphnet
 from irlens.workloads.workload import Instance
 
+# the module of an instance as code: (a function `name` of the workload's values, what the module returned)
+ModelCode = Callable[[Instance, str, bool], tuple[TorchFunction, tuple]]
 
-def torch_model(inst: Instance, mode: str) -> tuple[TorchModel, dict[str, torch.Tensor]]:
+
+def dynamo_code(inst: Instance, name: str, grad: bool) -> tuple[TorchFunction, tuple]:
+    """Dynamo's graph of the module (one graph: NotExpressible where it makes several)."""
+    return capture(inst.module, inst.fresh_inputs(grad), name, lambda ex: value_keys(ex, inst), grad)
+
+
+def torch_model(inst: Instance, mode: str, code: ModelCode = dynamo_code) -> tuple[TorchModel, dict[str, torch.Tensor]]:
     """The module (and in fwd+bwd its loss) as torch code, and the values the code reads by key."""
     grad = mode == "fwdbwd"
-    forward, outs = capture(inst.module, inst.fresh_inputs(grad), "model", lambda ex: value_keys(ex, inst), grad)
+    forward, outs = code(inst, "model", grad)
     values = workload_values(inst)
     ref = inst.cast("float64")
-    reference, outs64 = capture(ref.module, ref.fresh_inputs(grad), "model_float64", lambda ex: value_keys(ex, ref),
-                                grad)
+    reference, outs64 = code(ref, "model_float64", grad)
     reference = forward.or_same(reference)
     names = [f"out{i}" for i in range(len(outs))]
     model = TorchModel(forward, reference, names)
@@ -72,23 +83,27 @@ def jax_section(inst: Instance, mode: str) -> JaxSection:
 
 def cell_file(spec: CellSpec, path: ReproPath, notes: list[str], embed_max: int = EMBED_MAX,
               timed: bool = False) -> ReproFile:
+    from irlens.repro.graphnet_sample import describe, sample_code, sample_draws
     from irlens.workloads.builtin import resolve_workload
 
     inst = resolve_workload(spec.workload).instantiate(spec.preset, spec.dtype, spec.device)
-    model, values = torch_model(inst, spec.mode)
+    sample = is_graphnet(inst.workload.name)
+    model, values = torch_model(inst, spec.mode, sample_code if sample else dynamo_code)
     grads = [f"input{i}" for i in inst.grad_input_indices()] + list(inst.params()) if spec.mode == "fwdbwd" else []
     jax = jax_section(inst, spec.mode) if path.kind == "jax" else None
     if jax is not None:
         workload = workload_values(inst)
         values.update({k: workload[k] for k in jax.args})
-    what = ("The model: Dynamo's FX graph of the workload's module (torch-level calls), its parameters and "
-            "inputs as arguments" + ("; the workload's loss likewise." if spec.mode == "fwdbwd" else "."))
+    what = describe(inst, spec.mode) if sample else (
+        "The model: Dynamo's FX graph of the workload's module (torch-level calls), its parameters and "
+        "inputs as arguments" + ("; the workload's loss likewise." if spec.mode == "fwdbwd" else "."))
     if jax is not None:
         what += (" The backend runs the workload's JAX twin, written out as a jaxpr (one primitive per line); "
                  "the torch model computes the float64 reference, as irlens's reference runs the torch module.")
     return ReproFile(title=f"irlens repro: {spec.label(inst.dtype, inst.name, path.name)}", notes=[*notes, what], device=spec.device,
                      dtype=inst.dtype, tol=tolerance(inst.dtype, spec.mode), values=values, model=model, path=path,
-                     grads=grads, jax=jax, embed_max=embed_max, timed=timed, allowed=cell_bounds(spec, inst.dtype))
+                     grads=grads, jax=jax, embed_max=embed_max, timed=timed, allowed=cell_bounds(spec, inst.dtype),
+                     draws=sample_draws(inst) if sample else {})
 
 
 def cell_bounds(spec: CellSpec, dtype: str) -> dict[str, tuple[float, str]]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import torch
 
 from irlens.repro.paths import ReproPath
-from irlens.repro.tensors import EMBED_MAX, HELPERS, embed_limit, how_rebuilt, tensor_source
+from irlens.repro.tensors import DRAWN_HELPER, EMBED_MAX, HELPERS, Draw, embed_limit, how_rebuilt, tensor_source
 from irlens.repro.torch_source import TorchFunction
 
 EXIT_OK, EXIT_MISMATCH, EXIT_EXCEPTION, EXIT_REFERENCE = 0, 1, 2, 3
@@ -89,14 +89,18 @@ class ReproFile:
     timed: bool = False  # also time the backend's step (`irlens repro --slow`)
     # the cell's own bound per result, as compare judged it: name -> (allowed error, how it came about)
     allowed: dict[str, tuple[float, str]] = field(default_factory=dict)
+    # values drawn from a description where too large to embed (a GraphNet sample's meta), by key
+    draws: dict[str, Draw] = field(default_factory=dict)
 
     def render(self) -> str:
         return render(self)
 
 
 def render(f: ReproFile) -> str:
-    parts = [_header(f), _imports(f), _settings(f), "# --- inputs and weights " + "-" * 70, HELPERS,
-             _values(f), "# --- the model " + "-" * 78, _model(f),
+    values = _values(f)
+    helpers = HELPERS + ("\n\n" + DRAWN_HELPER if "drawn(" in values else "")  # a value drawn from its meta
+    parts = [_header(f), _imports(f), _settings(f), "# --- inputs and weights " + "-" * 70, helpers, values,
+             "# --- the model " + "-" * 78, _model(f),
              f"# --- the backend's path: {_path_description(f)} " + "-" * 10, _backend(f),
              "# --- run and check " + "-" * 74, _RUN_AND_CHECK]
     if f.timed:
@@ -118,7 +122,7 @@ def _header(f: ReproFile) -> str:
     made = (f"Made by irlens {v['irlens']} on {datetime.date.today().isoformat()} with torch {v['torch']}"
             + "".join(f", {k} {v[k]}" for k in ("thunder", "jax") if v.get(k)) + ".")
     body = [f.title, "", made, *[line for note in f.notes for line in ("", note)], "",
-            how_rebuilt(f.values, f.embed_max) + ".", "",
+            how_rebuilt(f.values, f.embed_max, f.draws) + ".", "",
             "Exit status: 0 ok, 1 mismatch (a result's relative error above the tolerance, or NaN), "
             "2 an exception in the backend's path, 3 the float64 reference failed; a crash ends the process.",
             "The first line printed says which."]
@@ -156,7 +160,7 @@ def _settings(f: ReproFile) -> str:
 
 def _values(f: ReproFile) -> str:
     lines = ["def make_values():", '    """Every tensor the code reads, by name, on the CPU."""', "    return {"]
-    lines += [f"        {key!r}: {tensor_source(t, seed, embed_limit(key, f.embed_max))},"
+    lines += [f"        {key!r}: {tensor_source(t, seed, embed_limit(key, f.embed_max), f.draws.get(key))},"
               for seed, (key, t) in enumerate(f.values.items())]
     lines += ["    }", "", "", "# fwd+bwd: the values gradients are taken of (floating inputs, parameters)",
               f"GRADS = {f.grads!r}"]

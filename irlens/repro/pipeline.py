@@ -68,7 +68,10 @@ def check(spec: CellSpec):
     workload.cfg(spec.preset)
     backend, path = find_backend(spec.backend)
     if path.kind == "jax" and workload.jax is None:
-        raise UsageError(f"workload {workload.name!r} has no JAX twin, which backend {backend.name} runs")
+        # its cells lower Dynamo's graphs through irlens (docs/via-lowering.md): no code of its own to write
+        raise UsageError(f"workload {workload.name!r} has no JAX twin, which backend {backend.name} runs; its cells "
+                         f"run Dynamo's graphs through irlens's lowering ({backend.name} via dynamo), which a "
+                         "standalone file cannot hold")
     available = backend.availability(spec.device)
     if not available:
         raise Unavailable(f"backend {backend.name} is unavailable on {spec.device}: {available.reason}")

@@ -4,13 +4,17 @@ A tensor of at most `embed_max` elements (and a graph's constant, whatever its s
 exactly (its bytes, base64); a larger one is regenerated from a seed with the same shape, dtype
 and layout: floating values drawn from a normal with the original's mean and standard deviation
 (of its finite values), integers and bools uniformly between the original's smallest and largest
-value (token ids stay valid ids).
+value (token ids stay valid ids). A tensor that comes with a description of how it was drawn (a
+GraphNet sample's meta: `Draw`) is drawn again from that instead: normal(mean, std) clamped to
+its range, integers uniformly in the meta's range, as irlens drew it (seeded: the same
+distribution and range, not the same numbers).
 A tensor with a layout other than contiguous (an nvFuser region's input) keeps its strides.
 """
 from __future__ import annotations
 
 import base64
 import math
+from dataclasses import dataclass
 
 EMBED_MAX = 4096
 CONST_PREFIX = "const:"  # the key of a value a graph reads as an attribute: `const:<function>.<attribute>`
@@ -52,6 +56,28 @@ def _extent(shape, stride):
 '''
 
 
+# The helper a file defines where a value is drawn from its description (`Draw`).
+DRAWN_HELPER = '''\
+def drawn(seed, dtype, shape, mean, std, low, high, stride=None, device="cpu"):
+    """A floating tensor drawn as irlens draws it from a GraphNet sample's meta: normal(mean, std)
+    in float64, clamped to [low, high]."""
+    gen = torch.Generator().manual_seed(seed)
+    flat = (torch.randn(_extent(shape, stride), generator=gen, dtype=torch.float64) * std + mean).clamp(low, high)
+    return _laid_out(flat.to(dtype), shape, stride, device)
+'''
+
+
+@dataclass(frozen=True)
+class Draw:
+    """How a value was drawn (a GraphNet sample's meta, as irlens.workloads.graphnet.module.draw reads
+    it): a floating one from normal(mean, std) clamped to [low, high], an integer one uniformly in [low, high]."""
+
+    low: float
+    high: float
+    mean: float = 0.0
+    std: float = 0.0
+
+
 def _dtype_source(dtype) -> str:
     return str(dtype)  # torch.float32, torch.bfloat16, torch.int64, torch.bool
 
@@ -72,9 +98,10 @@ def _storage(t: torch.Tensor, stride) -> torch.Tensor:
     return torch.as_strided(t, (extent,), (1,), t.storage_offset())
 
 
-def tensor_source(t: torch.Tensor, seed: int, embed_max: float = EMBED_MAX) -> str:
-    """A Python expression, a call of one of HELPERS, that rebuilds `t` on the CPU. Only an
-    embedded tensor is copied to the CPU; a large one's statistics are taken where it is."""
+def tensor_source(t: torch.Tensor, seed: int, embed_max: float = EMBED_MAX, draw: Draw | None = None) -> str:
+    """A Python expression, a call of one of HELPERS (or DRAWN_HELPER, for a large tensor with a
+    `draw`), that rebuilds `t` on the CPU. Only an embedded tensor is copied to the CPU; a large
+    one's statistics are taken where it is."""
     import torch
 
     shape, stride = _layout(t)
@@ -83,6 +110,11 @@ def tensor_source(t: torch.Tensor, seed: int, embed_max: float = EMBED_MAX) -> s
     if flat.numel() <= embed_max:
         data = base64.b64encode(flat.cpu().contiguous().view(torch.uint8).numpy().tobytes()).decode()
         return f"embedded({data!r}, {_dtype_source(t.dtype)}, {shape}{tail})"
+    if _drawn(t, draw) and t.is_floating_point():
+        return (f"drawn({seed}, {_dtype_source(t.dtype)}, {shape}, {_num(draw.mean)}, {_num(draw.std)}, "
+                f"{_num(draw.low)}, {_num(draw.high)}{tail})")
+    if _drawn(t, draw):
+        return f"integers({seed}, {_dtype_source(t.dtype)}, {shape}, {int(draw.low)}, {int(draw.high)}{tail})"
     if t.is_floating_point():
         values = flat.double()
         finite = values[torch.isfinite(values)]
@@ -108,10 +140,24 @@ def embed_limit(key: str, embed_max: int) -> float:
     return math.inf if key.startswith(CONST_PREFIX) else embed_max
 
 
-def how_rebuilt(values: dict[str, torch.Tensor], embed_max: int = EMBED_MAX) -> str:
-    """One line for a file's header: how many tensors are embedded, how many regenerated."""
-    embedded = sum(1 for k, t in values.items() if _storage(t, _layout(t)[1]).numel() <= embed_limit(k, embed_max))
-    regenerated = len(values) - embedded
-    return (f"{embedded} tensor(s) embedded exactly (those of at most {embed_max} elements, and the graphs' "
-            f"constants); {regenerated} larger one(s) regenerated from a seed (same shape and dtype; floating ones "
-            "with the original's mean and standard deviation, integers within the original's range)")
+def how_rebuilt(values: dict[str, torch.Tensor], embed_max: int = EMBED_MAX, draws: dict[str, Draw] | None = None
+                ) -> str:
+    """One line for a file's header: how many tensors are embedded, how many drawn from their
+    description, how many regenerated."""
+    large = [k for k, t in values.items() if _storage(t, _layout(t)[1]).numel() > embed_limit(k, embed_max)]
+    drawn = sum(1 for k in large if _drawn(values[k], (draws or {}).get(k)))
+    line = (f"{len(values) - len(large)} tensor(s) embedded exactly (those of at most {embed_max} elements, and the "
+            f"graphs' constants)")
+    if drawn:
+        line += (f"; {drawn} larger one(s) drawn from the GraphNet sample's meta as irlens draws them (seeded: the "
+                 "same distribution and range, not the same numbers)")
+    if len(large) > drawn or not drawn:
+        line += (f"; {len(large) - drawn} larger one(s) regenerated from a seed (same shape and dtype; floating ones "
+                 "with the original's mean and standard deviation, integers within the original's range)")
+    return line
+
+
+def _drawn(t: torch.Tensor, draw: Draw | None) -> bool:
+    """Whether a large `t` is drawn from its description: floating and integer ones (a bool or complex
+    one is regenerated from its own values)."""
+    return draw is not None and not t.is_complex() and str(t.dtype) != "torch.bool"

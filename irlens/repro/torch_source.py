@@ -88,9 +88,9 @@ def capture(fn: Callable, args: Sequence, name: str, keys: Callable[[list], list
     constants = _constants_as_parameters(gm)
     constant_keys = {f"{CONST_PREFIX}{name}.{c}": v for c, v in constants.items()}
     arg_keys = keys(example_inputs) + list(constant_keys)
-    source, imports = _source(gm, name)
+    source, imports = graph_source(gm, name)
     function = TorchFunction(name, source, arg_keys, imports, constant_keys)
-    _check(function, [*example_inputs, *constants.values()], returned)
+    check_same(function, [*example_inputs, *constants.values()], returned)
     return function, _as_tuple(returned)
 
 
@@ -116,7 +116,9 @@ def _constants_as_parameters(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor
     return values
 
 
-def _source(gm: torch.fx.GraphModule, name: str) -> tuple[str, list[str]]:
+def graph_source(gm: torch.fx.GraphModule, name: str) -> tuple[str, list[str]]:
+    """An fx graph's code as a function `name` (its placeholders its parameters), and the import
+    lines that code needs; the graph's placeholders lose their type annotations."""
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             node.type = None  # no `: torch.nn.parameter.Parameter` annotations: the signature stays readable
@@ -151,12 +153,13 @@ def load(function: TorchFunction) -> Callable:
     return namespace[function.name]
 
 
-def _check(function: TorchFunction, inputs: list, returned) -> None:
+def check_same(function: TorchFunction, inputs: list, returned) -> None:
+    """NotExpressible where `function`, run from its own source on `inputs`, does not return `returned`."""
     with torch.no_grad():
         ours = _as_tuple(load(function)(*[t.detach() if isinstance(t, torch.Tensor) else t for t in inputs]))
     theirs = _as_tuple(returned)
     if len(ours) != len(theirs) or not all(map(_same, ours, theirs)):
-        raise NotExpressible(f"Dynamo's graph of {function.name}, run from its source, does not return what the "
+        raise NotExpressible(f"the code of {function.name}, run from its source, does not return what the "
                              "callable returned (outputs reordered, merged or computed elsewhere)")
 
 

@@ -1,7 +1,8 @@
 """Small samples in GraphNet's format (model.py, weight_meta.py, input_meta.py, graph_net.json),
 written by the tests that use them: a linear layer whose graph builds a tensor on `cuda:0`, an
 embedding of int token ids, a float32 table the graph builds and multiplies with a weight, a softmax
-over a graph's edges (torch_geometric's GAT: a scatter_reduce_ amax without self), and malformed ones."""
+over a graph's edges (torch_geometric's GAT: a scatter_reduce_ amax without self), a BatchNorm whose
+eps the graph reads with `.item()` (Dynamo makes two graphs of it), and malformed ones."""
 from __future__ import annotations
 
 import json
@@ -65,6 +66,21 @@ class GraphModule(torch.nn.Module):
         return (out / (denom.index_select(0, dst) + 1e-16), src_max)
 '''
 
+# an eval-mode BatchNorm whose eps the graph reads with `.item()`: Dynamo breaks the graph there and
+# makes two; the running variance is clamped at 0 by its min_val (GraphNet records one), exp after it
+BREAK_ITEM = '''import torch
+
+class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: torch.Tensor, L_self_modules_proj_parameters_weight_: torch.nn.parameter.Parameter,
+                L_self_modules_bn_buffers_running_mean_: torch.Tensor,
+                L_self_modules_bn_buffers_running_var_: torch.Tensor, L_self_modules_bn_eps: torch.Tensor):
+        linear = torch._C._nn.linear(L_x_, L_self_modules_proj_parameters_weight_)
+        item = L_self_modules_bn_eps.item()
+        normed = torch.nn.functional.batch_norm(linear, L_self_modules_bn_buffers_running_mean_,
+                                                L_self_modules_bn_buffers_running_var_, None, None, False, 0.1, item)
+        return (torch.exp(torch.tanh(normed)) * normed,)
+'''
+
 # name -> (shape, dtype, extra fields)
 LINEAR_META = {"L_x_": ([3, 5], "torch.float32", {"mean": 0.1, "std": 1.0}),
                "L_self_parameters_weight_": ([4, 5], "torch.float32", {"mean": 0.0, "std": 0.3}),
@@ -76,6 +92,12 @@ TABLE_META = {"L_x_": ([6, 5], "torch.float32", {"mean": 0.0, "std": 1.0}),
 EDGE_SOFTMAX_META = {"L_x_": ([6, 4], "torch.float32", {"mean": 0.0, "std": 5.0}),
                      "L_edge_index_": ([2, 9], "torch.int64", {"min_val": 0, "max_val": 3}),
                      "L_self_parameters_att_": ([4], "torch.float32", {"mean": 1.0, "std": 2.0})}
+BREAK_ITEM_META = {"L_x_": ([4, 8], "torch.float32", {"mean": 0.0, "std": 1.0}),
+                   "L_self_modules_proj_parameters_weight_": ([16, 8], "torch.float32", {"mean": 0.0, "std": 0.5}),
+                   "L_self_modules_bn_buffers_running_mean_": ([16], "torch.float32", {"mean": 0.0, "std": 0.5}),
+                   "L_self_modules_bn_buffers_running_var_": ([16], "torch.float32",
+                                                               {"mean": 0.2, "std": 1.0, "min_val": 0.0}),
+                   "L_self_modules_bn_eps": ([], "torch.float32", {"data": [1e-3]})}
 EMBEDDING_META = {"L_input_ids_": ([2, 6], "torch.int64", {"min_val": 3, "max_val": 9}),
                   "L_self_modules_emb_parameters_weight_": ([10, 8], "torch.float32", {"mean": 0.0, "std": 1.0})}
 
@@ -118,3 +140,7 @@ def table_f32(folder: Path) -> Path:
 
 def edge_softmax(folder: Path) -> Path:
     return write_sample(folder, EDGE_SOFTMAX, EDGE_SOFTMAX_META, source="torchgeometric")
+
+
+def break_item(folder: Path) -> Path:
+    return write_sample(folder, BREAK_ITEM, BREAK_ITEM_META)

@@ -61,13 +61,20 @@ def draw(meta: TensorMeta, gen: torch.Generator | None = None) -> torch.Tensor:
         if meta.min_val is None or meta.max_val is None:
             raise BadSample(f"integer tensor {meta.name} has neither data nor min_val and max_val")
         return torch.randint(int(meta.min_val), int(meta.max_val) + 1, meta.shape, generator=gen, dtype=meta.dtype)
+    mean, std, low, high = replay(meta)
+    values = torch.randn(meta.shape, generator=gen, dtype=torch.float64) * std + mean
+    return values.clamp(low, high).to(meta.dtype)
+
+
+def replay(meta: TensorMeta) -> tuple[float, float, float, float]:
+    """(mean, standard deviation, low, high): the normal `draw` draws a floating tensor from, and the
+    range it ends in (its clamps together: a reproducer draws as irlens does)."""
     mean = 0.0 if meta.mean is None else meta.mean
     # a NaN std is torch.std of a one-element tensor, as older captures recorded it (GraphNet now writes 0)
     std = REPLAY_STD if meta.std is None else 0.0 if math.isnan(meta.std) else meta.std
-    values = torch.randn(meta.shape, generator=gen, dtype=torch.float64) * (std * REPLAY_SPREAD) + mean
-    if meta.min_val is not None or meta.max_val is not None:
-        values = values.clamp(meta.min_val, meta.max_val)
-    return values.clamp(-REPLAY_BOUND, REPLAY_BOUND).to(meta.dtype)
+    low = -REPLAY_BOUND if meta.min_val is None else min(max(meta.min_val, -REPLAY_BOUND), REPLAY_BOUND)
+    high = REPLAY_BOUND if meta.max_val is None else min(max(meta.max_val, -REPLAY_BOUND), REPLAY_BOUND)
+    return mean, std * REPLAY_SPREAD, low, high
 
 
 @functools.lru_cache(maxsize=16)
@@ -109,6 +116,21 @@ class GraphNetModule(nn.Module):
     @property
     def input_names(self) -> list[str]:
         return [n for n, r in self._arguments if r == INPUT]
+
+    @property
+    def arguments(self) -> list[tuple[str, str]]:
+        """(name, role) of the forward's arguments, in its order."""
+        return list(self._arguments)
+
+    @property
+    def constants(self) -> dict[str, int]:
+        """The int arguments' values, by name (the meta's)."""
+        return dict(self._constants)
+
+    def sample_source(self) -> str:
+        """model.py's source as this module's graph was compiled from it (its device constants naming
+        the module's device); where `to` generalized the graph (an fx GraphModule) its code is fx's."""
+        return for_device(self._source, self._device)
 
     def forward(self, *inputs):
         given = dict(zip(self.input_names, inputs))
