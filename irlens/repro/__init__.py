@@ -4,7 +4,8 @@ that reproduces what it does, and for a failing cell to the smallest graph that 
     from irlens.repro import CellSpec, repro
     result = repro(CellSpec("minigpt", "nvfuser", "fwdbwd", "bfloat16", "cuda", "bench"), "out/", reduce=True)
 
-The pieces: `cell_file` (a cell's file: Dynamo's graph of the module as code, the weights),
+The pieces: `cell_file` (a cell's file: Dynamo's graph of the module as code, the weights;
+`graphnet_sample`: a GraphNet sample's own model.py instead),
 `emit` (the file itself), `paths` (each backend's path in a file and in the reducer), `cases`,
 `graphs` and `reduce` (delta debugging over the common view), `run_graph` (a candidate in a
 worker), `nvfuser_regions` (Thunder's own nvFuser regions, for a crash), `jax_source` (a jaxpr

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import torch
 
 from irlens.repro.paths import ReproPath
-from irlens.repro.tensors import DRAWN_HELPER, EMBED_MAX, HELPERS, Draw, embed_limit, how_rebuilt, tensor_source
+from irlens.repro.tensors import DRAWN, EMBED_MAX, HELPERS, Draw, embed_limit, how_rebuilt, tensor_source
 from irlens.repro.torch_source import TorchFunction
 
 EXIT_OK, EXIT_MISMATCH, EXIT_EXCEPTION, EXIT_REFERENCE = 0, 1, 2, 3
@@ -98,8 +98,8 @@ class ReproFile:
 
 def render(f: ReproFile) -> str:
     values = _values(f)
-    helpers = HELPERS + ("\n\n" + DRAWN_HELPER if "drawn(" in values else "")  # a value drawn from its meta
-    parts = [_header(f), _imports(f), _settings(f), "# --- inputs and weights " + "-" * 70, helpers, values,
+    rebuild = HELPERS + ("\n\n" + DRAWN if "drawn(" in values else "")  # a value drawn from its meta
+    parts = [_header(f), _imports(f), _settings(f), "# --- inputs and weights " + "-" * 70, rebuild, values,
              "# --- the model " + "-" * 78, _model(f),
              f"# --- the backend's path: {_path_description(f)} " + "-" * 10, _backend(f),
              "# --- run and check " + "-" * 74, _RUN_AND_CHECK]

@@ -56,8 +56,8 @@ def _extent(shape, stride):
 '''
 
 
-# The helper a file defines where a value is drawn from its description (`Draw`).
-DRAWN_HELPER = '''\
+# The function a file defines where a value is drawn from its description (`Draw`).
+DRAWN = '''\
 def drawn(seed, dtype, shape, mean, std, low, high, stride=None, device="cpu"):
     """A floating tensor drawn as irlens draws it from a GraphNet sample's meta: normal(mean, std)
     in float64, clamped to [low, high]."""
@@ -99,7 +99,7 @@ def _storage(t: torch.Tensor, stride) -> torch.Tensor:
 
 
 def tensor_source(t: torch.Tensor, seed: int, embed_max: float = EMBED_MAX, draw: Draw | None = None) -> str:
-    """A Python expression, a call of one of HELPERS (or DRAWN_HELPER, for a large tensor with a
+    """A Python expression, a call of one of HELPERS (or DRAWN, for a large tensor with a
     `draw`), that rebuilds `t` on the CPU. Only an embedded tensor is copied to the CPU; a large
     one's statistics are taken where it is."""
     import torch
