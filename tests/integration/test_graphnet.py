@@ -17,8 +17,10 @@ from irlens.workloads.graphnet import BadSample, read_meta, sample_workload
 from irlens.workloads.graphnet.devices import for_device
 from irlens.workloads.graphnet.meta import sizes
 from irlens.workloads.graphnet.module import graph_class
-from tests.support.graphnet_samples import (EMBEDDING_META, LINEAR_META, edge_softmax, embedding_int, linear_cuda,
-                                            meta_text, table_f32, write_sample)
+from irlens.numerics import rel_err
+from irlens.workloads.graphnet.dtype_gen import keeps_float32
+from tests.support.graphnet_samples import (EMBEDDING_META, LINEAR_META, conv_bn, edge_softmax, embedding_int, half_mask,
+                                            linear_cuda, masked_edges, meta_text, table_f32, write_sample)
 
 
 def test_meta_sizes_without_running(tmp_path):
@@ -154,6 +156,85 @@ def test_a_half_run_casts_a_float32_table_before_its_matmul_as_graphnet_does(tmp
     torch.testing.assert_close(ref.module(*ref.inputs)[0], expected, rtol=1e-12, atol=1e-12)
     for dtype in ("float32", "float64"):
         assert type(wl.instantiate("tiny", dtype, "cpu").module.graph) is type(own)
+
+
+# a few bfloat16 roundings (2^-8 each) of float64, as a norm over the result
+BFLOAT16_BOUND = 4 * 2.0 ** -8
+
+
+def test_a_half_run_keeps_a_batch_norms_weights_float32_beside_its_statistics(tmp_path):
+    """GraphNet keeps a BatchNorm's statistics float32 by their names (`running_mean`) and its weight
+    and bias only where the module is called bn; timm names it `stem_modules_1`, and a bfloat16
+    weight beside float32 statistics is a mix batch_norm refuses. They stay float32 with the
+    statistics, the convolution's weight is cast, and the result is within bfloat16's rounding of
+    float64."""
+    half = sample_workload(conv_bn(tmp_path / "b")).instantiate("tiny", "bfloat16", "cpu")
+    state = {**half.params(), **half.buffers()}
+    assert {n for n, t in state.items() if t.dtype == torch.float32} == {n for n in state if "stem_modules_1" in n}
+    assert state["L_self_modules_stem_modules_0_parameters_weight_"].dtype == torch.bfloat16
+    assert not any(keeps_float32(n, t, torch.bfloat16) for n, t in state.items() if "_parameters_" in n)  # by name: cast
+    (out,) = half.module(*half.inputs)
+    assert out.dtype == torch.bfloat16
+
+    ref = half.cast("float64")
+    p, b = ref.params(), ref.buffers()
+    conv = torch.nn.functional.conv2d(ref.inputs[0], p["L_self_modules_stem_modules_0_parameters_weight_"], padding=1)
+    expected = torch.relu(torch.nn.functional.batch_norm(
+        conv, b["L_self_modules_stem_modules_1_buffers_running_mean_"], b["L_self_modules_stem_modules_1_buffers_running_var_"],
+        p["L_self_modules_stem_modules_1_parameters_weight_"], p["L_self_modules_stem_modules_1_parameters_bias_"],
+        eps=1e-5)).detach()
+    torch.testing.assert_close(ref.module(*ref.inputs)[0].detach(), expected, rtol=1e-12, atol=1e-12)
+    assert rel_err(out, expected) <= BFLOAT16_BOUND
+
+
+def test_a_half_run_casts_past_a_size_that_depends_on_values(tmp_path):
+    """torch_geometric's GCN: the edges a boolean mask keeps have a size only values give (Dynamo's
+    `torch._check_is_size` on it, which fx's tracing would test for truth), and float32 edge weights
+    scale bfloat16 features into the second linear layer. A run on fake tensors stops at the mask;
+    the one with values casts the float32 aggregate before that layer, as GraphNet's ShapeProp (a
+    real run) finds it, and the result is within bfloat16's rounding of float64."""
+    half = sample_workload(masked_edges(tmp_path / "g")).instantiate("tiny", "bfloat16", "cpu")
+    (cast,) = casts(half.module.graph)
+    assert cast.args[1] == torch.bfloat16 and [u.target for u in cast.users] == [torch._C._nn.linear]
+    (out,) = half.module(*half.inputs)
+    assert out.dtype == torch.bfloat16
+
+    ref = half.cast("float64")
+    x, edges = ref.inputs
+    p = ref.params()
+    kept = edges[:, edges[0] != edges[1]]
+    h = x @ p["L_self_modules_lin_parameters_weight_"].T
+    aggregated = torch.zeros(5, 4, dtype=torch.float64).index_add_(0, kept[1], h[kept[0]])
+    expected = (aggregated @ p["L_self_modules_out_parameters_weight_"].T).detach()
+    torch.testing.assert_close(ref.module(*ref.inputs)[0].detach(), expected, rtol=1e-12, atol=1e-12)
+    assert rel_err(out, expected) <= BFLOAT16_BOUND
+
+
+def test_a_float16_sample_in_bfloat16_casts_its_own_float16_mask(tmp_path):
+    """A float16 sample (OPT's float16 capture) builds its causal mask in float16; in bfloat16 the
+    attention gets it beside a bfloat16 query, which fails as written. The mask gets a
+    `.to(bfloat16)` as a float32 one would (the float64 reference's, to float64), the result is
+    within bfloat16's rounding of float64, and in its own dtype the sample runs its own graph."""
+    sample = half_mask(tmp_path / "h")
+    wl = sample_workload(sample)
+    assert wl.dtype == "float16"
+    half = wl.instantiate("tiny", "bfloat16", "cpu")
+    (cast,) = casts(half.module.graph)
+    assert cast.args[1] == torch.bfloat16
+    assert [u.target for u in cast.users] == [torch._C._nn.scaled_dot_product_attention]
+    (out,) = half.module(*half.inputs)
+    assert out.dtype == torch.bfloat16
+
+    ref = half.cast("float64")
+    assert [c.args[1] for c in casts(ref.module.graph)] == [torch.float64]
+    q, w = ref.inputs[0], ref.params()["L_self_modules_k_proj_parameters_weight_"]
+    k = q @ w.T
+    mask = torch.full((4, 4), -65504.0, dtype=torch.float64).triu(1)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=mask).detach()
+    torch.testing.assert_close(ref.module(*ref.inputs)[0].detach(), expected, rtol=1e-12, atol=1e-12)
+    assert rel_err(out, expected) <= BFLOAT16_BOUND
+    own = graph_class((sample / "model.py").read_text(), str(sample / "model.py"), "cpu")
+    assert type(wl.instantiate("tiny", "float16", "cpu").module.graph) is own
 
 
 def test_compare_runs_a_generalized_sample_in_bfloat16_to_ok(tmp_path):

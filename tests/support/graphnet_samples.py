@@ -2,7 +2,10 @@
 written by the tests that use them: a linear layer whose graph builds a tensor on `cuda:0`, an
 embedding of int token ids, a float32 table the graph builds and multiplies with a weight, a softmax
 over a graph's edges (torch_geometric's GAT: a scatter_reduce_ amax without self), a BatchNorm whose
-eps the graph reads with `.item()` (Dynamo makes two graphs of it), and malformed ones."""
+eps the graph reads with `.item()` (Dynamo makes two graphs of it), a convolution and
+a BatchNorm named as timm names them, a graph convolution over the edges a boolean mask keeps
+(torch_geometric's GCN: a size that depends on values), a float16 sample's attention with its own
+float16 mask, and malformed ones."""
 from __future__ import annotations
 
 import json
@@ -81,6 +84,56 @@ class GraphModule(torch.nn.Module):
         return (torch.exp(torch.tanh(normed)) * normed,)
 '''
 
+# a BatchNorm as timm's and torchvision's captures name it (`stem_modules_1`): no `bn` in its weights' names
+CONV_BN = '''import torch
+
+class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: torch.Tensor, L_self_modules_stem_modules_0_parameters_weight_: torch.nn.parameter.Parameter,
+                L_self_modules_stem_modules_1_buffers_running_mean_: torch.Tensor,
+                L_self_modules_stem_modules_1_buffers_running_var_: torch.Tensor,
+                L_self_modules_stem_modules_1_parameters_weight_: torch.nn.parameter.Parameter,
+                L_self_modules_stem_modules_1_parameters_bias_: torch.nn.parameter.Parameter):
+        conv = torch.conv2d(L_x_, L_self_modules_stem_modules_0_parameters_weight_, None, (1, 1), (1, 1), (1, 1), 1)
+        bn = torch.nn.functional.batch_norm(conv, L_self_modules_stem_modules_1_buffers_running_mean_,
+                                            L_self_modules_stem_modules_1_buffers_running_var_,
+                                            L_self_modules_stem_modules_1_parameters_weight_,
+                                            L_self_modules_stem_modules_1_parameters_bias_, False, 0.1, 1e-05)
+        return (torch.nn.functional.relu(bn),)
+'''
+
+# torch_geometric's GCN as GraphNet captures it: self-loops dropped by a boolean mask, Dynamo's checks of
+# the size that leaves, edge weights built in float32 whatever the features' dtype, then a linear layer
+MASKED_EDGES = '''import torch
+
+from torch import device
+
+class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: torch.Tensor, L_edge_index_: torch.Tensor,
+                L_self_modules_lin_parameters_weight_: torch.nn.parameter.Parameter,
+                L_self_modules_out_parameters_weight_: torch.nn.parameter.Parameter):
+        mask = L_edge_index_[0] != L_edge_index_[1]
+        edge_index = L_edge_index_[(slice(None, None, None), mask)]
+        sym_size_int = torch.ops.aten.sym_size.int(edge_index, 1)
+        _check_is_size = torch._check_is_size(sym_size_int)
+        ge = sym_size_int >= 0
+        _assert_scalar_default = torch.ops.aten._assert_scalar.default(ge, "Runtime assertion failed for expression u0 >= 0 on node 'ge'")
+        edge_weight = torch.ones((sym_size_int,), dtype=torch.float32, device=device(type="cuda", index=0))
+        h = torch._C._nn.linear(L_x_, L_self_modules_lin_parameters_weight_, None)
+        message = edge_weight.view(-1, 1) * h.index_select(0, edge_index[0])
+        aggregated = message.new_zeros((5, 4)).index_add_(0, edge_index[1], message)
+        return (torch._C._nn.linear(aggregated, L_self_modules_out_parameters_weight_, None),)
+'''
+
+# a float16 sample whose graph builds its causal mask in float16, as a float16 capture of OPT does
+HALF_MASK = '''import torch
+
+class GraphModule(torch.nn.Module):
+    def forward(self, L_q_: torch.Tensor, L_self_modules_k_proj_parameters_weight_: torch.nn.parameter.Parameter):
+        k = torch._C._nn.linear(L_q_, L_self_modules_k_proj_parameters_weight_, None)
+        causal = torch.full((4, 4), -65504.0, dtype=torch.float16).triu(1)
+        return (torch._C._nn.scaled_dot_product_attention(L_q_, k, k, attn_mask=causal),)
+'''
+
 # name -> (shape, dtype, extra fields)
 LINEAR_META = {"L_x_": ([3, 5], "torch.float32", {"mean": 0.1, "std": 1.0}),
                "L_self_parameters_weight_": ([4, 5], "torch.float32", {"mean": 0.0, "std": 0.3}),
@@ -98,6 +151,19 @@ BREAK_ITEM_META = {"L_x_": ([4, 8], "torch.float32", {"mean": 0.0, "std": 1.0}),
                    "L_self_modules_bn_buffers_running_var_": ([16], "torch.float32",
                                                                {"mean": 0.2, "std": 1.0, "min_val": 0.0}),
                    "L_self_modules_bn_eps": ([], "torch.float32", {"data": [1e-3]})}
+CONV_BN_META = {"L_x_": ([2, 3, 6, 6], "torch.float32", {"mean": 0.0, "std": 5.0}),
+                "L_self_modules_stem_modules_0_parameters_weight_": ([4, 3, 3, 3], "torch.float32", {"mean": 0.0, "std": 1.0}),
+                "L_self_modules_stem_modules_1_buffers_running_mean_": ([4], "torch.float32", {"mean": 0.1, "std": 0.5}),
+                "L_self_modules_stem_modules_1_buffers_running_var_": ([4], "torch.float32",
+                                                                       {"mean": 1.5, "std": 1.0, "min_val": 0.5}),
+                "L_self_modules_stem_modules_1_parameters_weight_": ([4], "torch.float32", {"mean": 1.0, "std": 0.5}),
+                "L_self_modules_stem_modules_1_parameters_bias_": ([4], "torch.float32", {"mean": 0.0, "std": 0.5})}
+MASKED_EDGES_META = {"L_x_": ([5, 3], "torch.float32", {"mean": 0.0, "std": 5.0}),
+                     "L_edge_index_": ([2, 12], "torch.int64", {"min_val": 0, "max_val": 4}),
+                     "L_self_modules_lin_parameters_weight_": ([4, 3], "torch.float32", {"mean": 0.0, "std": 2.0}),
+                     "L_self_modules_out_parameters_weight_": ([2, 4], "torch.float32", {"mean": 0.0, "std": 2.0})}
+HALF_MASK_META = {"L_q_": ([1, 2, 4, 8], "torch.float16", {"mean": 0.0, "std": 5.0}),
+                  "L_self_modules_k_proj_parameters_weight_": ([8, 8], "torch.float16", {"mean": 0.0, "std": 2.0})}
 EMBEDDING_META = {"L_input_ids_": ([2, 6], "torch.int64", {"min_val": 3, "max_val": 9}),
                   "L_self_modules_emb_parameters_weight_": ([10, 8], "torch.float32", {"mean": 0.0, "std": 1.0})}
 
@@ -144,3 +210,15 @@ def edge_softmax(folder: Path) -> Path:
 
 def break_item(folder: Path) -> Path:
     return write_sample(folder, BREAK_ITEM, BREAK_ITEM_META)
+
+
+def conv_bn(folder: Path) -> Path:
+    return write_sample(folder, CONV_BN, CONV_BN_META)
+
+
+def masked_edges(folder: Path) -> Path:
+    return write_sample(folder, MASKED_EDGES, MASKED_EDGES_META, source="torchgeometric")
+
+
+def half_mask(folder: Path) -> Path:
+    return write_sample(folder, HALF_MASK, HALF_MASK_META, source="transformers-auto-model")

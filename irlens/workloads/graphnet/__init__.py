@@ -20,7 +20,7 @@ import torch
 
 from irlens.core.dtypes import COMPUTE_DTYPES, TORCH_DTYPES
 from irlens.workloads.graphnet.meta import JSON, MODEL, BadSample, SampleMeta, forward_arguments, missing_files, read_meta
-from irlens.workloads.graphnet.module import CONSTANT, INPUT, GraphNetModule, draw, role
+from irlens.workloads.graphnet.module import CONSTANT, INPUT, GraphNetModule, cast_input, draw, role
 from irlens.workloads.user_code import GRAPHNET as PREFIX
 from irlens.workloads.workload import PRESETS, Workload
 
@@ -85,7 +85,7 @@ def sample_workload(name_or_path: str | Path) -> Workload:
 
     def example_inputs(cfg: dict, dtype: torch.dtype, gen: torch.Generator) -> tuple:
         drawn = [draw(m, gen) for m in inputs]
-        return tuple(t.to(dtype) if t.is_floating_point() else t for t in drawn)
+        return tuple(cast_input(t, dtype) for t in drawn)
 
     src, short = label(path)
     return Workload(f"{PREFIX}{path}", build, example_inputs, {p: {} for p in PRESETS}, dtype=own_dtype(meta),

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from irlens.workloads.graphnet.devices import for_device
-from irlens.workloads.graphnet.dtype_gen import HALF, generalize, keeps_float32
+from irlens.workloads.graphnet.dtype_gen import HALF, batch_norm_weights, generalize, keeps_float32
 from irlens.workloads.graphnet.meta import Argument, BadSample, TensorMeta
 
 PARAMETER, BUFFER, INPUT, CONSTANT = "parameter", "buffer", "input", "constant"
@@ -77,6 +77,11 @@ def replay(meta: TensorMeta) -> tuple[float, float, float, float]:
     return mean, std * REPLAY_SPREAD, low, high
 
 
+def cast_input(t: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
+    """A drawn input as a run in `dtype` takes it: a floating-point one cast (None: as drawn)."""
+    return t.to(dtype) if dtype is not None and t.is_floating_point() else t
+
+
 @functools.lru_cache(maxsize=16)
 def graph_class(source: str, filename: str, device: str) -> type[nn.Module]:
     """model.py's GraphModule, its device constants naming `device` (compiled once per source and device)."""
@@ -111,6 +116,7 @@ class GraphNetModule(nn.Module):
         self._inputs = inputs  # the inputs' meta, in the forward's order: what the graph is generalized for
         self._device, self._dtype = torch.device("cpu"), None  # the dtype `to` cast it to (None: as drawn)
         self._generalized = False  # cast to a half dtype once: its graph casts to its dtype from then on
+        self._batch_norm_weights = None  # the BatchNorm weights a half run keeps float32, found once
         self.graph = graph_class(source, self._file, "cpu")()
 
     @property
@@ -142,7 +148,10 @@ class GraphNetModule(nn.Module):
 
     def to(self, *args, **kwargs):
         device, dtype = torch._C._nn._parse_to(*args, **kwargs)[:2]
-        kept = {n: t.detach() for n, t in self._state().items() if keeps_float32(n, t, dtype)}
+        if dtype in HALF and self._batch_norm_weights is None:
+            self._batch_norm_weights = batch_norm_weights(self.graph)
+        kept = {n: t.detach() for n, t in self._state().items()
+                if keeps_float32(n, t, dtype, self._batch_norm_weights or frozenset())}
         module = super().to(*args, **kwargs)
         self._device, self._dtype = device or self._device, dtype or self._dtype
         self._generalized = self._generalized or self._dtype in HALF
@@ -152,11 +161,18 @@ class GraphNetModule(nn.Module):
         if device is not None or dtype is not None:
             self.graph = generalize(graph_class(self._source, self._file, str(self._device))(),
                                     list(self._arguments_with(self._input_shapes()).values()),
-                                    self._dtype if self._generalized else None, self._device)
+                                    self._dtype if self._generalized else None, self._device,
+                                    lambda: list(self._arguments_with(self._input_values()).values()))
         return module
 
     def _state(self) -> dict[str, torch.Tensor]:
         return {**dict(self.named_parameters()), **dict(self.named_buffers())}
+
+    def _input_values(self) -> dict[str, torch.Tensor]:
+        """Inputs drawn from the meta (a generator of their own: the run's draws stay as they were),
+        cast as the run casts them: what a graph whose generalizing needs values runs on."""
+        gen = torch.Generator().manual_seed(0)
+        return {m.name: cast_input(draw(m, gen), self._dtype).to(self._device) for m in self._inputs}
 
     def _input_shapes(self) -> dict[str, torch.Tensor]:
         """Tensors without storage of the inputs' shapes and dtypes as the run casts them (floating
