@@ -39,10 +39,39 @@ def _fail(value: Any, expected: str, where: str) -> typing.NoReturn:
     raise BadDocument(f"{where} is {_shown(value)}, not {expected}")
 
 
+_SCALARS = (int, float, str, bool, dict, list)
+
+
+def _is_scalar(value: Any, hint: type) -> bool:
+    if hint in (int, float):  # JSON has one kind of number; true and false are not numbers
+        return not isinstance(value, bool) and isinstance(value, (int, float) if hint is float else int)
+    return isinstance(value, hint)
+
+
+@functools.lru_cache(maxsize=None)
+def _plain(hint: Any) -> tuple[type, bool] | None:
+    """(the scalar, whether None is allowed) where `hint` is a scalar or an optional one: most of a
+    document's values, read without taking the hint apart each time."""
+    if hint in _SCALARS:
+        return hint, False
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (Union, types.UnionType) and len(args) == 2 and type(None) in args:
+        scalar = next(a for a in args if a is not type(None))
+        return (scalar, True) if scalar in _SCALARS else None
+    return None
+
+
 def read_value(value: Any, hint: Any, where: str) -> Any:
     """`value` as the type `hint` declares (a dataclass with `from_json(d, where)` is built by
     it); BadDocument names `where` when it is not one."""
     if hint is Any:
+        return value
+    plain = _plain(hint)
+    if plain is not None:
+        if value is None and plain[1]:
+            return None
+        if not _is_scalar(value, plain[0]):
+            _fail(value, _NAMES[plain[0]], where)
         return value
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Annotated:
@@ -61,17 +90,14 @@ def read_value(value: Any, hint: Any, where: str) -> Any:
         return read_value(value, options[-1], where)
     if hasattr(hint, "from_json"):
         return hint.from_json(value, where)
-    if hint in (int, float):  # JSON has one kind of number; true and false are not numbers
-        if isinstance(value, bool) or not isinstance(value, (int, float) if hint is float else int):
-            _fail(value, _NAMES[hint], where)
-        return value
-    if hint in (str, bool, dict, list):
-        if not isinstance(value, hint):
-            _fail(value, _NAMES[hint], where)
-        return value
     if origin is list:
         if not isinstance(value, list):
             _fail(value, "a list", where)
+        if args[0] in _SCALARS:  # a list of numbers (a shape, a profile): its items' place named only for a bad one
+            for i, v in enumerate(value):
+                if not _is_scalar(v, args[0]):
+                    _fail(v, _NAMES[args[0]], f"{where} item {i + 1}")
+            return list(value)
         return [read_value(v, args[0], f"{where} item {i + 1}") for i, v in enumerate(value)]
     if origin is tuple:  # a fixed pair or triple, written as a JSON list
         if not isinstance(value, list) or len(value) != len(args):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Union
 
 LEVELS = ("composite", "primitive")
@@ -253,7 +253,10 @@ class Kernel:
         self.bytes = None if read is None or written is None else read + written
 
     def to_json(self, with_source: bool = False) -> dict:
-        d = asdict(self)
+        # its fields are numbers, strings and lists of node ids: copied shallow (asdict's deep copy of
+        # every value took most of writing a zoo document)
+        d = {f.name: list(v) if isinstance(v, list) else v
+             for f in fields(self) for v in (getattr(self, f.name),)}
         d["nodes"] = d.pop("node_ids")
         if not with_source:
             d.pop("source")

@@ -201,6 +201,7 @@ def test_a_bench_compiles_ahead_then_a_second_one_reuses_the_caches(tmp_path, mo
 
 
 
+@pytest.mark.slow
 def test_compiling_ahead_stops_at_its_share_of_the_budget(tmp_path, monkeypatch, capfd):
     """A budget spent on compiles alone would leave every cell untimed (an H200 run: 0 of 28 rows
     in a 120 s budget): past its share, compiling ahead starts no cell; those cells compile in

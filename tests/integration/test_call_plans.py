@@ -98,6 +98,7 @@ def test_a_cells_list_runs_exactly_its_cells(tmp_path):
         ("hf_gpt2", "fwd", "eager", "ok"), ("hf_llama", "fwdbwd", "eager", "ok")]
 
 
+@pytest.mark.slow
 def test_graphnet_plans_by_sample_path_and_runs_a_list(tmp_path, capsys):
     """A sample is named by its path below samples/ in the lists, whatever the root: the estimates of
     a document written under another clone's root reach it."""

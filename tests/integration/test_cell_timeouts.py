@@ -106,6 +106,7 @@ def test_a_cells_timing_waits_behind_long_sharers_and_a_hung_cell_names_its_stag
                         r"(, not counting \d+ s waiting for turns on the device)?", hung["reason"]), hung["reason"]
 
 
+@pytest.mark.slow
 def test_a_cell_still_running_past_the_budget_stops_and_says_so(tmp_path, monkeypatch):
     """The budget bounds a run's wall time: a cell that started within it and still runs
     BUDGET_GRACE_S after its end is stopped, its row saying the stage (a cold bench on one H100

@@ -128,6 +128,7 @@ def test_fx_lowering_computes_literals_on_the_target_device(workload):
     assert {o.device.type for o in outputs if isinstance(o, torch.Tensor)} == {"meta"}
 
 
+@pytest.mark.slow
 def test_run_cross_isolated_document():
     doc = grid().to_json()  # the form `--json` writes
     assert doc["kind"] == "cross" and doc["acquired_by"] == ["dynamo"] and doc["executed_by"] == ["inductor", "nvfuser"]

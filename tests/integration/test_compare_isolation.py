@@ -86,6 +86,7 @@ def _args(tmp_path, **kw):
     return SimpleNamespace(**{**base, **kw})
 
 
+@pytest.mark.slow
 def test_compare_isolation_broken_backends_fail_and_the_matrix_goes_on(tmp_path, capsys):
     args = _args(tmp_path, backends=["eager", *BROKEN], modes=["fwd", "fwdbwd"], timeout=15.0, jobs=2)
     assert compare_main(args) == 1
@@ -182,6 +183,7 @@ def instantiated_here(monkeypatch) -> list[str]:
     return seen
 
 
+@pytest.mark.slow
 def test_compare_isolated_parent_does_no_device_work(instantiated_here, tmp_path):
     # On a GPU, any reference, twin check or cell computed in the parent keeps memory the
     # workers need; every one starts from Workload.instantiate, so none may happen here.

@@ -149,6 +149,7 @@ wl = irlens.Workload.from_module("grouped_only", GroupedOnly(), example_inputs=(
 '''
 
 
+@pytest.mark.slow
 def test_without_float64_the_reference_falls_back_and_every_output_says_so(tmp_path):
     path = tmp_path / "grouped.py"
     path.write_text(NO_FLOAT64)

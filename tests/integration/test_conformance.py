@@ -207,6 +207,7 @@ def test_a_frontend_or_corpus_that_cannot_run_here_says_why(planted, monkeypatch
             "(pip install 'irlens[test]')") in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cases_run_in_worker_processes():
     doc = run(SweepConfig(corpora=["lax"], patterns=["^lax:(exp|log):float32#0$"], jobs=2))
     assert sorted(r["case"] for r in doc["records"]) == ["lax:exp:float32#0", "lax:log:float32#0"]

@@ -26,6 +26,13 @@ LEVELS = ("composite", "primitive")
 # differs); jaxprs hold their literals as float32 constants, which shows at ~1e-8.
 TOLERANCE = {"dynamo": 1e-12, "thunder": 1e-12, "jax": 1e-7}
 CPU_BACKENDS = ("eager", "inductor", "thunder+torchcompile", "xla")
+# parts of llama_block (its RMSNorm, RoPE, SwiGLU and GQA attention) or of the built-in workloads that
+# other files test (minigpt's embeddings, block's LayerNorm and Linear): their own rows run in the slow tier
+SUBSUMED = {"llama_rmsnorm", "llama_rope", "llama_swiglu", "gqa_attention", "embedding", "layernorm_linear"}
+# the workload whose compare rows the default tier checks: it chains most of the corpus's layers
+COMPARED = "llama_block"
+TIERED = [  # the whole corpus, the SUBSUMED ones marked slow
+    pytest.param(n, marks=pytest.mark.slow) if n in SUBSUMED else n for n in CORPUS]
 
 
 def test_the_corpus_is_registered_apart_from_the_default_workloads():
@@ -37,7 +44,7 @@ def test_the_corpus_is_registered_apart_from_the_default_workloads():
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", CORPUS)
+@pytest.mark.parametrize("name", TIERED)
 def test_no_unknown_ops(name, mode, frontend):
     """Every stage the frontend captured, at both levels."""
     acq = acquired(name, mode, frontend)
@@ -52,7 +59,7 @@ def test_no_unknown_ops(name, mode, frontend):
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", CORPUS)
+@pytest.mark.parametrize("name", TIERED)
 def test_interpreter_reproduces_the_workload(name, mode, frontend):
     """Each program (fwd: every forward stage; fwdbwd: forward -> loss -> backward), at both levels."""
     acq = acquired(name, mode, frontend)
@@ -85,10 +92,6 @@ def test_thunder_programs_bind_arguments_by_the_prologue():
     assert sorted(bound.values()) == sorted([*instance("mamba_conv").params(), "input0"])
 
 
-# layers that llama_block chains, and the simplest ones: their rows are the long tail (`pytest -m slow`)
-SUBSUMED = {"llama_rmsnorm", "llama_rope", "llama_swiglu", "gqa_attention", "embedding", "layernorm_linear"}
-
-
 @pytest.fixture(scope="module")
 def compare_rows():
     """A corpus workload's rows over every CPU backend and both modes, from one in-process
@@ -107,7 +110,7 @@ def compare_rows():
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("backend", CPU_BACKENDS)
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SUBSUMED else n for n in CORPUS])
+@pytest.mark.parametrize("name", [n if n == COMPARED else pytest.param(n, marks=pytest.mark.slow) for n in CORPUS])
 def test_every_cpu_backend_row_is_ok(compare_rows, name, backend, mode):
     row = compare_rows(name, backend, mode)
     if row["status"] == "unavailable":

@@ -119,6 +119,7 @@ def _explain_cli(monkeypatch, runs, backend: str, kernel=None) -> int:
     return explain_main(_args(backend, kernel=kernel))
 
 
+@pytest.mark.slow
 def test_explain_times_as_compare_does_and_prints_only_its_own_lines():
     """`irlens explain` runs the backend in a worker with compare's thread count (so its kernel
     times are compare's, not this process's pools fighting over the cores), and the profiler

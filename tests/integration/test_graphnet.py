@@ -237,6 +237,7 @@ def test_a_float16_sample_in_bfloat16_casts_its_own_float16_mask(tmp_path):
     assert type(wl.instantiate("tiny", "float16", "cpu").module.graph) is own
 
 
+@pytest.mark.slow
 def test_compare_runs_a_generalized_sample_in_bfloat16_to_ok(tmp_path):
     """eager and Inductor on the CPU, fwd and fwd+bwd, in bfloat16: each ok against a float64 reference."""
     sample = table_f32(tmp_path / "t")

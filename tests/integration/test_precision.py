@@ -111,6 +111,7 @@ def test_an_unknown_policy_is_a_usage_error_and_a_worker_given_one_does_not_star
     assert "unknown precision policy 'fp16'" in failed.value.detail
 
 
+@pytest.mark.slow
 def test_compare_tf32_runs_every_cell_and_the_xla_compile_under_it_and_says_so(tmp_path, restored, capsys):
     """The rows come from the cell workers: each says the policy it computed under, XLA the matmul
     precision it compiled at; the report's run facts name it; without --tf32 the rows say ieee."""

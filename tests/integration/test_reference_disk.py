@@ -41,6 +41,7 @@ def test_a_reference_file_goes_when_the_last_cell_of_its_key_finished_and_not_be
         refs.close()
 
 
+@pytest.mark.slow
 def test_a_run_leaves_no_reference_file_and_each_cell_had_its_own(tmp_path):
     plan = cmp.plan_matrix(["gelu", "tinyhead"], BACKENDS, ["fwd", "fwdbwd"], "cpu", "tiny", None)
     refs = References(plan, str(tmp_path), timeout=120)

@@ -182,6 +182,7 @@ def real_report(tmp_path_factory):
     return doc, write_report(doc, out)[0]
 
 
+@pytest.mark.slow
 def test_report_real_matrix(real_report):
     doc, paths = real_report
     rows = doc.rows

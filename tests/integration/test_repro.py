@@ -327,6 +327,7 @@ def test_cell_files_of_ok_cells_run_ok(tmp_path, workload, backend, mode, dtype)
     assert ("thunder.get_executor('torchcompile')" in text) == (backend == "thunder+torchcompile")
 
 
+@pytest.mark.slow
 def test_a_thunder_cell_file_takes_thunderfx_where_thunder_jit_fails_as_the_cell_did(tmp_path):
     """The cell ran through ThunderFX (thunder.jit failed on the keyword linear); its file must run the
     same path, not fail on thunder.jit where the cell did not."""
@@ -504,6 +505,7 @@ def test_cli_repro_no_run_writes_the_file_and_exits_0(tmp_path, capsys):
     assert any(name.endswith(".py") for name in written), written
 
 
+@pytest.mark.slow
 def test_a_zoo_models_fwdbwd_cell_is_one_file_judged_as_compare_judges_it(tmp_path):
     """A zoo model's loss draws its projection with numpy, which breaks Dynamo's graph: the
     projection is a constant to Dynamo, the loss one graph reading it (its float32 and float64

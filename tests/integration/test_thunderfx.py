@@ -246,6 +246,7 @@ def test_fallback_kernels_are_inductor_s_and_counted(erfcx_run):
     assert coverage.uncovered == [] and coverage.duplicates == [] and coverage.unknown == []
 
 
+@pytest.mark.slow
 def test_a_model_thunder_takes_nothing_of_is_an_ok_row():
     import irlens
 

@@ -31,6 +31,7 @@ def test_workers_thread_pools_fit_the_cores(monkeypatch):
         worker.close()
 
 
+@pytest.mark.slow
 def test_a_run_sizes_its_workers_pools_to_fit_the_cores_together(monkeypatch):
     for key in THREAD_COUNTS:
         monkeypatch.delenv(key, raising=False)

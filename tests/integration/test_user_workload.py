@@ -60,6 +60,7 @@ def _args(workloads, **kw):
     return SimpleNamespace(**{**base, **kw})
 
 
+@pytest.mark.slow
 def test_compare_user_workload_by_path_through_every_backend(tmp_path):
     """`irlens compare --workloads FILE:NAME` on a file irlens has never seen: every available
     backend runs it (each cell in its own worker) and its outputs and gradients are checked."""
@@ -151,7 +152,8 @@ def test_buffers_reach_a_user_twin_by_name():
     ("missing file", "no such file: "),
     ("missing name", "has no name 'nope'; Workloads it defines: swiglu"),
     ("not a Workload", "is a SwiGLU, not an irlens Workload"),
-    ("twin disagrees", "the JAX twin of workload 'swiglu' disagrees with its torch module"),
+    pytest.param("twin disagrees", "the JAX twin of workload 'swiglu' disagrees with its torch module",
+                 marks=pytest.mark.slow),
 ])
 def test_compare_bad_user_workload_reference_exits_2(tmp_path, capsys, case, message):
     # The twin that disagrees has a classic slip: sigmoid where SwiGLU has silu.

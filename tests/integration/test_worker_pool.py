@@ -117,6 +117,7 @@ def test_an_error_named_in_kept_on_leaves_the_worker_serving(entries):
         assert failure.value.raised is None
 
 
+@pytest.mark.slow
 def test_a_worker_closed_after_its_call_or_replaced_for_a_fresh_one(entries):
     with WorkerPool(1) as pool:
         first = pool.call("entries:pid", {}, 60, key="a", close_after=True)
@@ -155,6 +156,7 @@ def test_each_thread_has_a_slot_of_its_own_and_a_closed_pool_takes_no_call(entri
         pool.call("entries:pid", {}, 60, key="a", slot=0)
 
 
+@pytest.mark.slow
 def test_a_pool_with_a_spare_starts_the_next_worker_beside_one_that_replaced_another(entries):
     """The first worker starts alone; the one that replaces it has a spare starting beside it,
     which the next replacement is, so a run of crashing calls does not wait for each start."""
@@ -191,6 +193,7 @@ def test_a_pools_workers_append_what_they_print_to_its_log(entries, tmp_path):
     assert text.index("from the first worker") < text.index("from the second worker")
 
 
+@pytest.mark.slow
 def test_a_pinned_pools_slots_keep_to_their_own_cores(entries):
     """Each slot's worker keeps to its share of the cores (a timing in one never shares a core with
     another's compile); an unpinned pool's worker may run on any."""
