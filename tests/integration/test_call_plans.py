@@ -87,6 +87,7 @@ def test_a_plan_of_nothing_to_run_says_so_and_writes_no_list(tmp_path, capsys):
     assert "no call to plan" in capsys.readouterr().err and not list(out.glob("call-*.cells"))
 
 
+@pytest.mark.slow
 def test_a_cells_list_runs_exactly_its_cells(tmp_path):
     listed = tmp_path / "call-01.cells"
     listed.write_text("# two of the eight cells of two models\nhf_llama fwdbwd eager\nhf_gpt2 fwd eager  # quick\n")

@@ -144,6 +144,7 @@ def test_run_cross_isolated_document():
     assert "gelu fwd" in text and "ok*" in text
 
 
+@pytest.mark.slow
 def test_report_draws_the_grid(tmp_path):
     from irlens.reporting import write_report
 

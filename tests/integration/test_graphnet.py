@@ -383,6 +383,7 @@ def test_compare_runs_a_sample_through_the_stacks_to_ok(tmp_path):
     assert all(math.isfinite(r["max_rel_err"]) for r in rows)
 
 
+@pytest.mark.slow
 def test_xla_lowers_a_softmax_over_a_graphs_edges_to_ok(tmp_path):
     """GAT's per-node maximum, a scatter_reduce_ (amax, without self) into zeros, through XLA's
     lowering of Dynamo's graphs, fwd and fwd+bwd: ok against the float64 reference, nodes without
