@@ -649,6 +649,14 @@ def _an_update_returns_its_tensor(x, v):
     return y * 1, r + 0
 
 
+def _fresh_tensors_written_then_stacked(x, v):
+    a = x.new_full((4, 5), -1e6)  # new allocations Thunder's update_aliases groups into one
+    a[..., :3] = v[:4, 1:4]
+    b = torch.zeros(4, 5, dtype=x.dtype)
+    b[..., 2:] = x[:12].view(4, 3)
+    return torch.stack([a, b], 0)
+
+
 def _view_samples():
     g = torch.Generator().manual_seed(3)
     return {"x": torch.randn(20, generator=g), "v": torch.randn(5, 5, generator=g)}
@@ -660,11 +668,13 @@ def _as_tuple(out):
 
 @pytest.mark.parametrize("program", [_through_a_view, _view_transpose_slice, _select_narrow_unsqueeze,
                                      _permute_squeeze_strided, _expanded_alias, _through_to, _mask_update,
-                                     _transposes_and_type_as, _an_update_returns_its_tensor],
+                                     _transposes_and_type_as, _an_update_returns_its_tensor,
+                                     _fresh_tensors_written_then_stacked],
                          ids=lambda f: f.__name__.strip("_"))
 def test_a_write_through_views_is_read_back_by_every_alias(program):
     """A copy_ into a view (slices, select, narrow, view, transpose, permute, squeeze, unsqueeze,
-    .mT and .T, a conversion that changes nothing, the tensor an in-place op returns) gives its
+    .mT and .T, a conversion that changes nothing, the tensor an in-place op returns, new tensors
+    Thunder's alias analysis groups though none is a view of another) gives its
     base's new value, and the base and every alias read after it (made before the write, or after)
     read it: in the acquired trace and the execution trace (update_aliases' names), at both levels,
     the float64 meaning of the program, with no unknown op."""

@@ -211,6 +211,10 @@ class _GraphBuilder:
         memory (as Thunder's alias analysis found)."""
         args = [a for a in bsym.flat_proxy_args if is_tensor(a)]
         outs = [o for o in bsym.flat_proxy_outs if is_tensor(o)]
+        if bsym.sym.name in _FRESH:  # a new allocation: Thunder's alias groups (conservative) cannot join it
+            for out in outs:
+                self._views.own(out.name)
+            return
         kind = _view_kind({bsym.sym.id, inner.sym.id, key}) or (None if scope else _CALLED_VIEWS.get(key))
         converts = inner.sym.name == "to" or (key in TORCH and TORCH[key].normalize is convert)
         if bsym.sym.name == "update_aliases":
@@ -359,6 +363,11 @@ def _sets_layout(memory_format) -> bool:
 # Primitives a trace calls itself that give views: Thunder's `.mT` and `.T` are a prims.transpose, which
 # torch (and its executor: permute) makes a view; inside a fusion or a decomposition their output is the region's own.
 _CALLED_VIEWS = {"prims.transpose": "always"}
+# symbols whose tensors are new allocations, never views of another's memory: update_aliases may group
+# them with others (six `torch.full` tensors written through setitem_, then stacked), but nothing shares
+# their memory but the views made of them later
+_FRESH = frozenset({"full", "full_like", "zeros", "zeros_like", "ones", "ones_like", "empty", "empty_like",
+                    "new_full", "new_zeros", "new_ones", "new_empty", "arange", "iota", "tensor_from_sequence"})
 
 
 def _view_kind(ids: set) -> str | None:
