@@ -29,8 +29,6 @@ CPU_BACKENDS = ("eager", "inductor", "thunder+torchcompile", "xla")
 # parts of llama_block (its RMSNorm, RoPE, SwiGLU and GQA attention) or of the built-in workloads that
 # other files test (minigpt's embeddings, block's LayerNorm and Linear): their own rows run in the slow tier
 SUBSUMED = {"llama_rmsnorm", "llama_rope", "llama_swiglu", "gqa_attention", "embedding", "layernorm_linear"}
-# the workload whose compare rows the default tier checks: it chains most of the corpus's layers
-COMPARED = "llama_block"
 TIERED = [  # the whole corpus, the SUBSUMED ones marked slow
     pytest.param(n, marks=pytest.mark.slow) if n in SUBSUMED else n for n in CORPUS]
 
@@ -110,7 +108,8 @@ def compare_rows():
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("backend", CPU_BACKENDS)
-@pytest.mark.parametrize("name", [n if n == COMPARED else pytest.param(n, marks=pytest.mark.slow) for n in CORPUS])
+# the slow tier (test_compare_matrix.py checks compare's rows on the built-ins in the default one)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) for n in CORPUS])
 def test_every_cpu_backend_row_is_ok(compare_rows, name, backend, mode):
     row = compare_rows(name, backend, mode)
     if row["status"] == "unavailable":

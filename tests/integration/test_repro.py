@@ -267,7 +267,8 @@ def test_reducer_finds_the_broken_op_and_the_files_reproduce_it_in_a_fresh_proce
         assert outcome.detail.startswith(f"{op}: rel err 1.00e-02 > tol 1e-04")
 
 
-@pytest.mark.parametrize("fault, status", [("raise-tanh", "failed"), ("perturb-exp", "mismatch")])
+@pytest.mark.parametrize("fault, status", [pytest.param("raise-tanh", "failed", marks=pytest.mark.slow),
+                                           ("perturb-exp", "mismatch")])  # raise-tanh's reduction: the slow tier's
 def test_the_cells_row_agrees_with_its_file(reduced, fault, status):
     """One threshold per cell: the file judges each result by the bound compare's row has for it
     (k x eager's own error + a floor, not the flat tolerance), and says it in the same words."""
