@@ -105,12 +105,10 @@ def run(args) -> int:
 def _write_repros(args, doc, out: Path) -> dict[str, str]:
     """A reproducer per kind of a stack's own failure and per kind of mismatch (irlens.zoo.repro), on
     the run's device (with --from, the documents'); a backend named by reference gets its file too."""
-    from irlens.backends import get_backend
-    from irlens.zoo.repro import write_repros
+    from irlens.zoo.repro import by_reference, write_repros
 
-    references = {get_backend(b).name: b for b in args.backends or [] if ":" in b}
     return write_repros(doc, out / "repro", args.device if not args.from_ else None, mismatches=True,
-                        backends=references)
+                        backends=by_reference(args.backends))
 
 
 def plan_graphnet_calls(args, cfg, out: Path) -> int:

@@ -74,7 +74,7 @@ def run(args) -> int:
     from irlens.reporting import only_workloads
     from irlens.reporting.zoo_page import zoo_markdown
     from irlens.cli.call_plans import read_cells
-    from irlens.zoo.repro import write_repros
+    from irlens.zoo.repro import by_reference, write_repros
     from irlens.zoo.run import ZooConfig, parse_shard, run_zoo
 
     apply_frontend_settings(args)
@@ -105,7 +105,8 @@ def run(args) -> int:
             print(f"irlens zoo: {args.fill} has an ok row for every cell these options name: nothing to run "
                   f"(a document without rows is written, for the join)" +
                   "".join(f"; {b} not run here: {why}" for b, why in skipped.items()), file=sys.stderr)
-    repros = write_repros(doc, out / "repro", args.device if not args.from_ else None) if args.repro else {}
+    repros = write_repros(doc, out / "repro", args.device if not args.from_ else None,
+                          backends=by_reference(args.backends)) if args.repro else {}
     # files by their path from the page (OUT/zoo.md); a kind with none says why
     page = zoo_markdown(doc, {sig: path if path.startswith("not written") else os.path.relpath(path, out)
                               for sig, path in repros.items()})

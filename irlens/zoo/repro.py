@@ -15,6 +15,14 @@ from irlens.matrix.row import Row
 from irlens.reporting.zoo_page import failures
 
 
+def by_reference(backends: list[str] | None) -> dict[str, str]:
+    """name -> reference of each backend a command named by reference (`path/to/file.py:NAME`): a
+    document knows it by its name alone."""
+    from irlens.backends import get_backend
+
+    return {get_backend(b).name: b for b in backends or [] if ":" in b}
+
+
 def write_repros(doc: Document, out: Path, device: str | None, mismatches: bool = False,
                  backends: dict[str, str] | None = None) -> dict[str, str]:
     """signature -> the file written for it (or why none was); `device` None: the document's own;
