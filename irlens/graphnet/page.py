@@ -7,9 +7,8 @@ import dataclasses
 
 from irlens.graphnet.score import B, LADDER, NOTE, P, StackScore, scores
 from irlens.matrix.document import Document
-from irlens.matrix.row import Row
 from irlens.workloads.graphnet import label
-from irlens.reporting.zoo_page import by_kind, failures, model_table, stack_table, summarize, timed_out, with_eager_base
+from irlens.reporting.zoo_page import by_kind, failures, model_table, stack_table, summarize, whose, with_eager_base
 from irlens.tolerance_ladder import ABOVE_ZERO
 from irlens.wording import plural
 
@@ -110,7 +109,7 @@ def graphnet_markdown(doc: Document, repros: dict[str, str] | None = None) -> st
                   "traceback is in that package" + ("; reproducer: the `irlens repro` file --repro wrote for its first "
                                                     "row (its path from this page), or why none was" if repros else "")
                   + ".", ""]
-        lines += [f"- **{sig}** — {_whose(rows[0], up)}; {plural(len(rows), 'row')}: "
+        lines += [f"- **{sig}** — {whose(rows[0], up)}; {plural(len(rows), 'row')}: "
                   f"{', '.join(sorted({r.workload for r in rows}))}"
                   + (f"; reproducer: `{repros[sig]}`" if sig in (repros or {}) else "") for sig, rows, up in found]
         lines.append("")
@@ -119,14 +118,6 @@ def graphnet_markdown(doc: Document, repros: dict[str, str] | None = None) -> st
         lines += ["## Not run", "", *[f"- **{sig}** — {plural(len(rows), 'row')}: {', '.join(sorted({r.workload for r in rows}))}"
                                       for sig, rows in not_run.items()], ""]
     return "\n".join(lines)
-
-
-def _whose(r: Row, upstream: str | None) -> str:
-    if upstream:
-        return f"upstream ({upstream})"
-    if r.status == "mismatch":
-        return "a mismatch against the float64 reference"
-    return "a time limit" if timed_out(r) else "irlens or unknown"
 
 
 __all__ = ["graphnet_markdown"]

@@ -224,6 +224,19 @@ def failures(doc: Document) -> list[tuple[str, list[Row], str | None]]:
     return [(sig, rows, upstream_of(rows[0])) for sig, rows in by_kind(doc.rows, ("failed", "mismatch")).items()]
 
 
+def whose(r: Row, upstream: str | None) -> str:
+    """Whose a kind of failure or mismatch is, as far as its first row tells (`failures`)."""
+    if upstream:
+        return f"upstream ({upstream})"
+    if r.status == "mismatch":
+        return "a mismatch against the float64 reference"
+    if timed_out(r):
+        return "a time limit, nothing crashed"
+    if kernel_fault(r):
+        return "a kernel's fault, reported at a later call: whose kernel, not known"
+    return "irlens or unknown"
+
+
 def row_dtypes(doc: Document) -> str:
     """The dtypes the rows ran in, where the document names none (merged from several)."""
     return ", ".join(sorted({r.dtype for r in doc.rows if r.dtype})) or "each model's own"
@@ -259,10 +272,7 @@ def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
         lines += ["## Failures", "", "Each kind once, with the models it hit; upstream: the innermost frame of its "
                   "traceback is in that package.", ""]
         for sig, rows, upstream in found:
-            who = (f"upstream ({upstream})" if upstream else
-                   "a time limit, nothing crashed" if timed_out(rows[0]) else
-                   "a kernel's fault, reported at a later call: whose kernel, not known" if kernel_fault(rows[0]) else
-                   "irlens or unknown")
+            who = whose(rows[0], upstream)
             models = ", ".join(sorted({r.workload for r in rows}))
             repro = (repros or {}).get(sig)
             lines.append(f"- **{sig}** — {who}; {plural(len(rows), 'row')}: {models}" + (f"; reproducer: `{repro}`" if repro else ""))
