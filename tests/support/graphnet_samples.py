@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from pathlib import Path
 
 LINEAR_CUDA = '''import torch
@@ -192,33 +193,12 @@ def write_sample(folder: Path, model: str, tensors: dict, source: str = "timm") 
     return folder
 
 
-def linear_cuda(folder: Path) -> Path:
-    return write_sample(folder, LINEAR_CUDA, LINEAR_META)
-
-
-def embedding_int(folder: Path) -> Path:
-    return write_sample(folder, EMBEDDING_INT, EMBEDDING_META, source="transformers-auto-model")
-
-
-def table_f32(folder: Path) -> Path:
-    return write_sample(folder, TABLE_F32, TABLE_META, source="transformers-auto-model")
-
-
-def edge_softmax(folder: Path) -> Path:
-    return write_sample(folder, EDGE_SOFTMAX, EDGE_SOFTMAX_META, source="torchgeometric")
-
-
-def break_item(folder: Path) -> Path:
-    return write_sample(folder, BREAK_ITEM, BREAK_ITEM_META)
-
-
-def conv_bn(folder: Path) -> Path:
-    return write_sample(folder, CONV_BN, CONV_BN_META)
-
-
-def masked_edges(folder: Path) -> Path:
-    return write_sample(folder, MASKED_EDGES, MASKED_EDGES_META, source="torchgeometric")
-
-
-def half_mask(folder: Path) -> Path:
-    return write_sample(folder, HALF_MASK, HALF_MASK_META, source="transformers-auto-model")
+# each sample's builder: write_sample(folder) with its model, its meta and its source
+linear_cuda = partial(write_sample, model=LINEAR_CUDA, tensors=LINEAR_META)
+embedding_int = partial(write_sample, model=EMBEDDING_INT, tensors=EMBEDDING_META, source="transformers-auto-model")
+table_f32 = partial(write_sample, model=TABLE_F32, tensors=TABLE_META, source="transformers-auto-model")
+edge_softmax = partial(write_sample, model=EDGE_SOFTMAX, tensors=EDGE_SOFTMAX_META, source="torchgeometric")
+break_item = partial(write_sample, model=BREAK_ITEM, tensors=BREAK_ITEM_META)
+conv_bn = partial(write_sample, model=CONV_BN, tensors=CONV_BN_META)
+masked_edges = partial(write_sample, model=MASKED_EDGES, tensors=MASKED_EDGES_META, source="torchgeometric")
+half_mask = partial(write_sample, model=HALF_MASK, tensors=HALF_MASK_META, source="transformers-auto-model")
