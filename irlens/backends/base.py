@@ -15,6 +15,7 @@ from irlens.frontends.base import Availability, Program, Stage, Unavailable
 from irlens.frontends.bindings import run_program
 from irlens.core.ir import Graph, Kernel
 from irlens.backends.lowering import LEVEL
+from irlens.backends.repro_path import ReproPath
 from irlens.core.registry import Registry
 from irlens.workloads.workload import Instance, Step
 
@@ -91,6 +92,15 @@ class Backend(ABC):
         accurate in the forward, yet a bfloat16 backward can turn that one-unit difference into
         gradients far from eager's, and irlens' bound starts from eager's own error."""
         return None
+
+    # how `irlens repro` runs it (irlens.backends.repro_path); None: irlens repro cannot
+    repro_path: ReproPath | None = None
+
+    def kernel_source_suffix(self, source: str) -> str:
+        """The file suffix of one of its kernels' `Kernel.source` (`irlens repro --slow` writes the
+        dominant kernel's): CUDA where it defines a CUDA kernel (nvFuser's), else Python (Inductor's
+        Triton, or its C++ in a string)."""
+        return ".cu" if "__global__" in source else ".py"
 
     def worker_env(self) -> dict[str, str]:
         """Environment variables a worker process started to run this backend's cells needs

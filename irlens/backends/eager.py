@@ -13,6 +13,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from irlens.backends.base import BACKENDS, Backend, Compiled, KernelRead
+from irlens.backends.repro_path import ReproPath
 from irlens.frontends.base import Availability
 from irlens.workloads.workload import Instance, eager_step
 
@@ -41,6 +42,7 @@ class EagerBackend(Backend):
     name = "eager"
     frontend = None
     description = "eager PyTorch, op by op (the baseline; no compiler, no kernel records)"
+    repro_path = ReproPath(name, "torch", "eager PyTorch, op by op", "def compile_fn(fn):\n    return fn\n")
 
     def availability(self, device: str) -> Availability:
         if device.startswith("cuda") and not torch.cuda.is_available():

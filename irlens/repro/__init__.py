@@ -6,7 +6,7 @@ that reproduces what it does, and for a failing cell to the smallest graph that 
 
 The pieces: `cell_file` (a cell's file: Dynamo's graph of the module as code, the weights;
 `graphnet_sample`: a GraphNet sample's own model.py instead),
-`emit` (the file itself), `paths` (each backend's path in a file and in the reducer), `cases`,
+`emit` (the file itself), `paths` (the backend and its `repro_path`: how a file and the reducer run it), `cases`,
 `graphs` and `reduce` (delta debugging over the common view), `run_graph` (a candidate in a
 worker), `nvfuser_regions` (Thunder's own nvFuser regions, for a crash), `jax_source` (a jaxpr
 as code), `tensors` (values as code), `pipeline` (the command from start to end); the

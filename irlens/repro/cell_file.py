@@ -17,7 +17,7 @@ from irlens.frontends.bindings import value_keys, workload_values
 from irlens.matrix.spec import CellSpec
 from irlens.numerics import judged_bounds, tolerance
 from irlens.repro.emit import JaxSection, ReproFile, TorchModel
-from irlens.repro.paths import ReproPath
+from irlens.backends.repro_path import ReproPath
 from irlens.repro.tensors import EMBED_MAX
 from irlens.repro.torch_source import TorchFunction, capture
 from irlens.workloads.graphnet import is_graphnet

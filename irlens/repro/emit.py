@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from irlens.repro.paths import ReproPath
+from irlens.backends.repro_path import ReproPath
 from irlens.repro.tensors import DRAWN, EMBED_MAX, HELPERS, Draw, embed_limit, how_rebuilt, tensor_source
 from irlens.repro.torch_source import TorchFunction
 

@@ -154,7 +154,7 @@ def _reduce(spec: CellSpec, path, dtype: str, out: str, stem: str, result: Repro
         cases = None
         # nvFuser crashes and raises are looked for among Thunder's own regions first; where the
         # cell's file did not run, the recorded run says whether there is one
-        native = path.lowering == "nvfuser" and (result.cell_outcome is None or
+        native = path.program == "fusions" and (result.cell_outcome is None or
                                                  result.cell_outcome.status in ("crash", "exception"))
         if native:
             region = _native_region(spec, out, stem, result, tmp, timeout, embed_max, log)
@@ -208,11 +208,9 @@ def _native_region(spec: CellSpec, out: str, stem: str, result: ReproResult, tmp
     directory = os.path.join(tmp, "regions")
     os.makedirs(directory)
     log("[repro] running the cell again, recording each nvFuser region before it runs ...")
-    # the cell as Thunder runs it with nvFuser's executors, whatever backend runs its path in a file
-    recorded_cell = dataclasses.replace(spec, backend="nvfuser")
-    try:
+    try:  # the cell as Thunder runs it with its backend's executors (nvFuser's)
         with WorkerPool(1, ("irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin")) as worker:
-            ran = worker.call(ENTRY, dict(spec=recorded_cell.to_json(), what="record", directory=directory,
+            ran = worker.call(ENTRY, dict(spec=spec.to_json(), what="record", directory=directory,
                                           embed_max=embed_max), timeout)
         recorded = Outcome("ok", "", f"{ran['regions']} regions ran")
     except CallFailed as e:
@@ -254,7 +252,7 @@ def _reduce_case(spec: CellSpec, path, dtype: str, out: str, stem: str, result: 
 
     case, graph, target = found
     reduction = Reducer(runner, case, target, budget_s, log,
-                        nvfuser_regions=path.lowering == "nvfuser").reduce(graph)
+                        nvfuser_regions=path.program == "fusions").reduce(graph)
     result.reduction = {"stage": case.stage, "before": size_text(graph), "after": size_text(reduction.graph),
                         "nodes_before": len(graph.nodes), "nodes_after": len(reduction.graph.nodes),
                         "ops_after": [n.op for n in reduction.graph.nodes], "target": target.to_json(),
@@ -279,10 +277,10 @@ def _reduce_case(spec: CellSpec, path, dtype: str, out: str, stem: str, result: 
 
 
 def _model_note(path) -> str:
-    if path.lowering == "jax":
+    if path.program == "jax":
         return ("The backend runs the graph's JAX function (irlens.backends.xla.lower) written out as its jaxpr; the float64 "
                 "reference is the graph's torch code (irlens.backends.inductor.lower's module as Dynamo captures it).")
-    if path.lowering == "nvfuser":
+    if path.program == "fusions":
         return ("The backend runs the FusionDefinitions irlens.backends.thunder.lower built for the graph's fusible ops, as "
                 "nvFuser prints them, and torch calls for the rest; the float64 reference is the graph's torch code.")
     return (f"The model: the graph's torch code (irlens.backends.inductor.lower's module as Dynamo captures it), run by "

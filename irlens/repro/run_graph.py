@@ -1,10 +1,10 @@
 """One graph of the common view through a backend's path, in a worker: its outcome, and its file.
 
 `run_candidate` is what the reducer calls for every candidate (in an isolated worker: a crash
-or a hang costs that worker, not the reducer). The graph runs by its path's lowering (see
-`irlens.repro.paths`) on its inputs' values, and its outputs are compared with the same graph
+or a hang costs that worker, not the reducer). The graph runs as its path's program says (see
+`irlens.backends.repro_path`) on its inputs' values, and its outputs are compared with the same graph
 computed in float64 on the same values (as the interpreter computes it, on the device). `write_graph_file` writes the standalone file of a graph: the
-same code the `source` lowering ran, the jaxpr `irlens.backends.xla.lower` jits, or the nvFuser
+same code the `torch` program ran, the jaxpr `irlens.backends.xla.lower` jits, or the nvFuser
 definitions `irlens.backends.thunder.lower` built, with the float64 model code for the reference.
 """
 from __future__ import annotations
@@ -98,11 +98,11 @@ def torch_function(graph: Graph, inputs: list, device: str, name: str):
 
 
 def _run(graph: Graph, inputs: list, backend, path, device: str) -> list:
-    """The graph's outputs, in order, computed by the path's lowering: its own code under the
+    """The graph's outputs, in order, computed as the path's program says: its own code under the
     path's `compile_fn`, or the backend's `lower` (irlens.backends.thunder.lower, irlens.backends.xla.lower)."""
     from irlens.repro.torch_source import load
 
-    if path.lowering == "source":
+    if path.program == "torch":
         function = torch_function(graph, inputs, device, "model")
         env = {**dict(zip((t.name for t in graph.inputs), inputs)), **function.constants}
         with torch.no_grad():
@@ -151,15 +151,15 @@ def write_graph_file(graph: dict, case: dict, backend: str, device: str, dtype: 
     path = find_backend(backend)[1]
     inputs = graph_inputs(g, case_values(Case(**case), device), device)
     reference = torch_function(as_float64(g), [_float64(v) for v in inputs], device, "model_float64")
-    forward = torch_function(g, inputs, device, "model") if path.lowering == "source" else reference
+    forward = torch_function(g, inputs, device, "model") if path.program == "torch" else reference
     f = ReproFile(title=title, notes=notes, device=device, dtype=dtype, tol=tol,
                   values={**{t.name: v.cpu() for t, v in zip(g.inputs, inputs)},
                           **forward.constant_values(), **reference.constant_values()},
                   model=TorchModel(forward, forward.or_same(reference), list(g.outputs)), path=path,
                   embed_max=embed_max)
-    if path.lowering == "jax":
+    if path.program == "jax":
         f.jax = jax_section(g, inputs)
-    elif path.lowering == "nvfuser":
+    elif path.program == "fusions":
         f.fusions = fusion_section(g, inputs, device)
         for step in f.fusions.steps:
             if isinstance(step, TorchCall):

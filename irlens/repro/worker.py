@@ -63,7 +63,7 @@ def dominant_kernel(s: CellSpec, wl: Workload, backend: Backend, directory: str)
     top = max(timed, key=lambda k: k.time_us)
     source_file = ""
     if top.source:
-        source_file = os.path.join(directory, f"kernel-{_safe(top.name)}{_extension(top.source, s.backend)}")
+        source_file = os.path.join(directory, f"kernel-{_safe(top.name)}{backend.kernel_source_suffix(top.source)}")
         with open(source_file, "w") as f:
             f.write(top.source)
     return {"name": top.name, "time_us": top.time_us, "share": top.time_us / total, "kind": top.kind,
@@ -73,11 +73,3 @@ def dominant_kernel(s: CellSpec, wl: Workload, backend: Backend, directory: str)
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80]
-
-
-def _extension(source: str, backend: str) -> str:
-    """XLA's fusion is HLO, nvFuser's kernel CUDA; Inductor's is the Python statement that
-    compiles it (Triton on a GPU, C++ in a string on the CPU)."""
-    if backend == "xla":
-        return ".hlo"
-    return ".cu" if "__global__" in source else ".py"

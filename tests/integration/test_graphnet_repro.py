@@ -20,7 +20,7 @@ from irlens.matrix.row import Row
 from irlens.matrix.spec import CellSpec
 from irlens.repro.cell import run_file
 from irlens.repro.cell_file import cell_file
-from irlens.repro.paths import PATHS
+from irlens.backends import get_backend
 from irlens.repro.torch_source import NotExpressible, capture
 from irlens.workloads.builtin import resolve_workload
 from irlens.workloads.graphnet import read_meta
@@ -36,7 +36,7 @@ RUNNING_VAR = "L_self_modules_bn_buffers_running_var_"
 def write_cell_file(tmp_path: Path, spec: CellSpec, embed_max: int) -> Path:
     """The cell's file, written in this process (as irlens.repro.worker writes it)."""
     file = tmp_path / "cell.py"
-    file.write_text(cell_file(spec, PATHS[spec.backend], ["Made by: a test"], embed_max).render())
+    file.write_text(cell_file(spec, get_backend(spec.backend).repro_path, ["Made by: a test"], embed_max).render())
     return file
 
 

@@ -17,7 +17,7 @@ import torch
 import irlens
 from irlens.backends.base import Backend, Compiled
 from irlens.frontends.base import Availability
-from irlens.repro.paths import ReproPath
+from irlens.backends.repro_path import ReproPath
 from irlens.workloads.workload import run_eager
 
 # A Dynamo backend that replaces every call of one op (torch.tanh, x.tanh(), aten.tanh) with `broken`.

@@ -15,6 +15,7 @@ import shutil
 import torch
 
 from irlens.backends.base import BACKENDS, Backend, Compiled, KernelRead
+from irlens.backends.repro_path import ReproPath
 from irlens.backends.inductor.debug import GraphDebug, debug_trace, graph_stages, triton_asm
 from irlens.frontends.base import Availability, Stage
 from irlens.frontends.dynamo.capture import indexed
@@ -92,6 +93,8 @@ class InductorBackend(Backend):
     frontend = "dynamo"
     description = "torch.compile(backend='inductor'): C++/OpenMP kernels on CPU, Triton kernels on CUDA"
     main_stage = "inductor.output_code"
+    repro_path = ReproPath(name, "torch", "torch.compile with Inductor",
+                           'def compile_fn(fn):\n    return torch.compile(fn, backend="inductor", dynamic=False)\n')
 
     def lower(self, graph: Graph, device: str, name: str) -> fx_lowering.InductorLowered:
         return fx_lowering.lower(graph, device, name, InductorCapture(graph.name))

@@ -29,6 +29,7 @@ import os
 import torch
 
 from irlens.backends.base import BACKENDS, Backend, Compiled, KernelRead
+from irlens.backends.repro_path import ReproPath
 from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.backends.thunder.fallback import fallback_graph, fallback_kernels, fallback_launches
 from irlens.frontends.thunder.frontend import executor_names, final_traces, import_thunder_or_raise
@@ -37,6 +38,7 @@ from irlens.frontends.thunder.thunderfx import Region as FxRegion, ThunderFX, sp
 from irlens.core.ir import Graph, Kernel
 from irlens.frontends.thunder.trace import ExecutionGroup, trace_to_graph, trace_to_graph_and_groups
 from irlens.backends.thunder import kernel_db, lower as nvfuser_lowering
+from irlens.backends.thunder.repro_source import thunder_source
 from irlens.backends.thunder.recorders import InductorRecorder, NvFuserRecorder, Region, RegionRecorder, io_bytes
 from irlens.core.ops import COMPOSITE, category
 from irlens.workloads.workload import Instance, eager_step, run_eager
@@ -261,6 +263,9 @@ class ThunderTorchCompileBackend(ThunderBackend):
                    "torch.compile (Inductor: C++ on the CPU, Triton on CUDA)")
     recorder = InductorRecorder
     main_stage = "inductor.output_code"
+    repro_path = ReproPath(name, "torch",
+                           "thunder.jit with its torchcompile fusion executor first (ThunderFX where it fails)",
+                           thunder_source(executor))
 
     def availability(self, device: str) -> Availability:
         if device.startswith("cuda") and not torch.cuda.is_available():
@@ -286,6 +291,8 @@ class NvFuserBackend(ThunderBackend):
     compile_options = {"nv_store_fusion_inputs": True}  # the profiler reruns each region on its inputs
     recorder = NvFuserRecorder
     main_stage = "nvfuser.cuda"
+    repro_path = ReproPath(name, "torch", "thunder.jit with its nvFuser executor first (ThunderFX where it fails)",
+                           thunder_source(executor), lowering="nvfuser", program="fusions")
 
     def lower(self, graph: Graph, device: str, name: str) -> nvfuser_lowering.NvFuserLowered:
         return nvfuser_lowering.lower(graph, device, name)

@@ -14,6 +14,7 @@ from collections import defaultdict
 import torch
 
 from irlens.backends.base import BACKENDS, Backend, Compiled, KernelRead
+from irlens.backends.repro_path import ReproPath
 from irlens.backends.xla.dump import compile_with_dump, xla_stages
 from irlens.frontends.base import Availability, Stage, Unavailable
 from irlens.frontends.jax.frontend import jax_device, jax_program, lower as lower_program
@@ -34,6 +35,12 @@ class XlaBackend(Backend):
     description = "jax.jit of the JAX twin: XLA fusions (CPU: LLVM loops + YNNPACK dots; GPU: loop/Triton fusions, cuBLAS)"
     main_stage = "xla.hlo"
     keeps_device_memory = True
+    repro_path = ReproPath(name, "jax",
+                           "jax.jit of the JAX program (matmul precision highest, as the xla backend runs it)",
+                           frontend="jax", lowering="jax", program="jax")
+
+    def kernel_source_suffix(self, source: str) -> str:
+        return ".hlo"  # a kernel's source is its fusion's HLO
 
     def lower(self, graph: Graph, device: str, name: str) -> jax_lowering.XlaLowered:
         return jax_lowering.lower(graph, device, name, _kernel)
