@@ -42,7 +42,13 @@ from irlens.backends.thunder import kernel_db
 from irlens.backends.thunder.kernel_db import ROOT_ENV as NVFUSER_DB_ENV, RUN_ENV as NVFUSER_RUN_ENV
 from irlens.cache_upkeep import GiB, MIN_FREE_BYTES, default_max_gb, warn_once
 
-# each cache's name in what irlens prints, and its folder under the root
+# each cache's name in what irlens prints, and its folder under the root. A cache is a compiler's, not a
+# backend's: Inductor's and Triton's serve every torch.compile of a run (the inductor backend and its
+# lowering, thunder+torchcompile's fusion regions, the regions ThunderFX leaves to Inductor under either
+# Thunder backend), JAX's every jax.jit (the xla backend's and its lowering's), so the run's environment
+# points each compiler at its folder once, for every worker whatever backend it runs. The one cache a
+# backend owns, nvFuser's kernel database, is that backend's module (irlens.backends.thunder.kernel_db),
+# and its per-worker copy comes through the backend's `worker_env`.
 FOLDERS = {"Inductor": "inductor", "Triton": "triton", "XLA": "jax", "nvFuser": "nvfuser"}
 ALL = "the compilers' persistent caches"
 # what a nearly full disk turns off for the workers started after: the caches that are optional
