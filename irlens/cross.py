@@ -27,7 +27,7 @@ import dataclasses
 from irlens.backends import BACKENDS, get_backend
 from irlens.frontends import get_frontend
 from irlens.matrix import DEFAULT_TIMEOUT_S, Document, Plan, plan_matrix, run_plan
-from irlens.matrix.cell import cross_row
+from irlens.matrix.cell import run_cell
 from irlens.matrix.plan import split
 from irlens.matrix.references import Reference
 from irlens.matrix.row import Row
@@ -65,11 +65,10 @@ def run_grid(workloads=None, modes=None, device: str = "cpu", preset: str = "tin
     return run_plan(plan, timeout, progress, isolate=isolate)
 
 
-def cell(workload: str, acquired_by: str, executed_by: str, mode: str, device: str, preset: str,
-         dtype: str | None, reference_path: str | None, reference: Reference | None = None) -> Row:
-    """One cell in this process, its Row; every exception becomes the row's status."""
-    spec = CellSpec(workload, executed_by, mode, dtype, device, preset, frontend=acquired_by)
-    return cross_row(spec, resolve_workload(spec.workload), get_backend(spec.backend), reference_path, reference)
+def cell(spec: CellSpec, reference: Reference) -> Row:
+    """One cross cell in this process (`spec.frontend` acquires, `spec.backend` executes) against
+    `reference`, its Row; every exception becomes the row's status."""
+    return run_cell(spec, resolve_workload(spec.workload), get_backend(spec.backend), reference)
 
 
 def format_grid(doc: Document) -> str:

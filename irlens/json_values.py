@@ -99,6 +99,10 @@ def read_value(value: Any, hint: Any, where: str) -> Any:
                     _fail(v, _NAMES[args[0]], f"{where} item {i + 1}")
             return list(value)
         return [read_value(v, args[0], f"{where} item {i + 1}") for i, v in enumerate(value)]
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:  # any number of one type, written as a JSON list
+        if not isinstance(value, list):
+            _fail(value, "a list", where)
+        return tuple(read_value(v, args[0], f"{where} item {i + 1}") for i, v in enumerate(value))
     if origin is tuple:  # a fixed pair or triple, written as a JSON list
         if not isinstance(value, list) or len(value) != len(args):
             _fail(value, f"a list of {len(args)}", where)

@@ -53,13 +53,13 @@ from irlens.matrix.document import device_name, versions
 from irlens.matrix.join import PARTS, RERUN, join, part
 from irlens.matrix.plan_references import References
 from irlens.matrix.row import STOPPED_PHASE
-from irlens.workloads.builtin import resolve_workload
+from irlens.matrix.spec import ENTRY, WorkSpec
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision
 from irlens.matrix.records import StepWork, bench_with
 from irlens.reporting.bench_page import format_bench_table
 from irlens.reporting.records import kernel_stage
 from irlens.reporting.roofline import apply_roofline
-from irlens.workloads.workload import run_eager
+from irlens.workloads.workload import Workload, run_eager
 
 BENCH_BACKENDS = ["eager", "inductor", "nvfuser", "xla"]
 CHILD_ENV = "IRLENS_BENCH_CHILD"  # set for the per-GPU runs of `--gpus`
@@ -90,33 +90,32 @@ class BenchConfig:
     compiles_aside: bool = False  # timed cells run beside other cells' compiles (their compiles hold no turn)
 
 
-def step_flops(wl, mode: str, preset: str, device: str) -> tuple[int, int, list[Gemm]]:
-    """Flops one step of `wl` must do, from the graphs of the frontend that counts work
+def step_flops(spec: WorkSpec, wl: Workload, mode: str) -> tuple[int, int, list[Gemm]]:
+    """Flops one step of `wl` in `mode` must do, from the graphs of the frontend that counts work
     (`Frontend.work_graphs`: composite level, so causal attention counts its unmasked half), the
     exact (matmul) part of them, and the matrix products among them. The same in every dtype."""
     counting = work_frontend()
-    graphs = counting.work_graphs(counting.acquire(wl.instantiate(preset, "bfloat16", device), mode))
+    graphs = counting.work_graphs(counting.acquire(wl.instantiate(spec.preset, "bfloat16", spec.device), mode))
     return (sum(cost.graph_flops(g) for g in graphs), sum(cost.graph_flops(g, matmul_only=True) for g in graphs),
             [gemm for g in graphs for gemm in cost.gemm_shapes(g)])
 
 
-def step_bytes(wl, mode: str, preset: str, dtype: str, device: str) -> int:
-    """Bytes one step must move: inputs and weights read once, results written once."""
-    inst = wl.instantiate(preset, dtype, device)
+def step_bytes(spec: WorkSpec, wl: Workload, mode: str, dtype: str) -> int:
+    """Bytes one step in `mode` and `dtype` must move: inputs and weights read once, results written once."""
+    inst = wl.instantiate(spec.preset, dtype, spec.device)
     return cost.workload_bytes(inst, run_eager(inst.module, inst, mode))
 
 
-def work_in_worker(workload: str, modes: list[str], dtypes: list[str], preset: str, device: str) -> dict:
-    """The worker's entry point (a worker calls it by name): {mode: {"flops": n, "matmul_flops": n,
-    "bytes": {dtype: n}, "gemms": [[batch, m, n, k], ...]}} for one workload, flops counted once
-    for all dtypes."""
-    wl = resolve_workload(workload)
+def work_in_worker(spec: WorkSpec, wl: Workload) -> dict:
+    """(a worker: irlens.cell_entry's `work`) {mode: {"flops": n, "matmul_flops": n, "bytes":
+    {dtype: n}, "gemms": [[batch, m, n, k], ...]}} for the spec's workload, flops counted once for
+    all its dtypes."""
     work = {}
-    for mode in modes:
-        flops, matmul_flops, gemms = step_flops(wl, mode, preset, device)
+    for mode in spec.modes:
+        flops, matmul_flops, gemms = step_flops(spec, wl, mode)
         work[mode] = {"flops": flops, "matmul_flops": matmul_flops,
                       "gemms": [[g.batch, g.m, g.n, g.k] for g in dict.fromkeys(gemms)],
-                      "bytes": {dtype: step_bytes(wl, mode, preset, dtype, device) for dtype in dtypes}}
+                      "bytes": {dtype: step_bytes(spec, wl, mode, dtype) for dtype in spec.dtypes}}
     return work
 
 
@@ -126,11 +125,11 @@ def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, 
     in one worker process that ends before this returns."""
     plan, dtypes = plans[0], [p.dtype for p in plans]
     musts, gemms = {}, {}
-    with WorkerPool(1, preload=("irlens.bench.run", "irlens.workloads.builtin")) as worker:
+    with WorkerPool(1, preload=("irlens.cell_entry", "irlens.workloads.builtin")) as worker:
         for key, wl in plan.workloads.items():
+            spec = WorkSpec(key, tuple(plan.modes), tuple(dtypes), plan.device, plan.preset)
             try:
-                work = worker.call("irlens.bench.run:work_in_worker", dict(workload=key, modes=plan.modes, dtypes=dtypes,
-                                                                       preset=plan.preset, device=plan.device), timeout)
+                work = worker.call(ENTRY, dict(spec=spec.to_json(), what="work"), timeout)
             except CallFailed as e:
                 print(f"irlens bench: cannot count the work of {wl.name} (no roofline for it): {e.reason}",
                       file=sys.stderr)

@@ -341,13 +341,6 @@ def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: 
         release_memory(spec.device)
 
 
-def cross_row(spec: CellSpec, wl: Workload, backend: Backend, reference_path: str | None = None,
-              reference: Reference | None = None) -> Row:
-    """(irlens.cross.cell, in this process) A cross cell against `reference`, or the one saved in
-    `reference_path`: its Row; every exception becomes the row's status."""
-    return run_cell(spec, wl, backend, reference or Reference.load(reference_path, spec.device))
-
-
 _OUT_OF_MEMORY = ("out of memory", "resource_exhausted", "outofmemoryerror")
 
 

@@ -83,7 +83,7 @@ def plan_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", 
     import torch
 
     modes = split(modes) or list(MODES)
-    validate_coordinates(modes, device, preset, dtype, precision)
+    validate_coordinates(modes, device, preset, (dtype,), precision)
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"device {device!r} asked for, but torch sees no CUDA device here")
     resolved = {}

@@ -25,36 +25,35 @@ from pathlib import Path
 
 from irlens.cache_upkeep import MIN_FREE_BYTES, GiB, disk_free
 from irlens.matrix.plan import Plan
+from irlens.matrix.spec import ENTRY, ReferenceSpec
 from irlens.matrix.references import (NoRoom, Reference, compute_reference, failure_reason, reference_anywhere,
                                       release_memory, twin_problem)
 from irlens.numerics import TwinMismatch
 from irlens.runtime import call_progress
 from irlens.runtime.gpu_turns import sharing_gpu
-from irlens.workloads.builtin import resolve_workload
+from irlens.workloads.workload import Workload
 
 ROOM_POLL_S = 2.0  # how often a reference that waits for disk looks again
 ROOM_WAIT_SHARE = 0.8  # the share of a reference's timeout it may have spent when it gives up waiting for disk
 
 
-def twin_in_worker(workload: str, device: str, dtype: str | None, gpu_lock: str | None = None) -> str:
-    """The worker's entry point for `twin_problem`."""
+def twin_in_worker(spec: ReferenceSpec, wl: Workload, gpu_lock: str | None = None) -> str:
+    """(a worker: irlens.cell_entry's `twin`) `twin_problem` in the spec's device and dtype."""
     call_progress.stage("checking the JAX twin")
     with sharing_gpu(gpu_lock):
-        return twin_problem(resolve_workload(workload), device, dtype)
+        return twin_problem(wl, spec.device, spec.dtype)
 
 
-def reference_in_worker(workload: str, mode: str, device: str, preset: str, dtype: str | None, path: str,
-                        gpu_lock: str | None = None, room_wait_s: float = 0.0) -> None:
-    """The worker's entry point (irlens.runtime.isolation calls it by name): save the reference
-    (`reference_anywhere`) to `path`, and give the memory back before the next. It is saved only
-    where its disk keeps MIN_FREE_BYTES, waiting for room until `room_wait_s` of the call counted
-    (`save_with_room`)."""
-    print(f"[irlens] reference {workload} {mode}", file=sys.stderr, flush=True)
-    call_progress.stage("loading the workload")
-    reference = reference_anywhere(resolve_workload(workload), mode, device, preset, dtype, gpu_lock)
+def reference_in_worker(spec: ReferenceSpec, wl: Workload, path: str, gpu_lock: str | None = None,
+                        room_wait_s: float = 0.0) -> None:
+    """(a worker: irlens.cell_entry's `reference`) Save the reference (`reference_anywhere`) to
+    `path`, and give the memory back before the next. It is saved only where its disk keeps
+    MIN_FREE_BYTES, waiting for room until `room_wait_s` of the call counted (`save_with_room`)."""
+    print(f"[irlens] reference {spec.workload} {spec.mode}", file=sys.stderr, flush=True)
+    reference = reference_anywhere(wl, spec.mode, spec.device, spec.preset, spec.dtype, gpu_lock)
     save_with_room(reference, path, room_wait_s)
     del reference
-    release_memory(device)
+    release_memory(spec.device)
 
 
 def save_with_room(reference: Reference, path: str, wait_s: float) -> None:
@@ -270,16 +269,16 @@ class References:
         try:
             # a failed call's worker is closed (a CUDA error would fail every later reference), but for
             # a wait for disk room that ran out
-            with WorkerPool(1, preload=(__name__, "irlens.workloads.builtin"), turns=self.gpu_lock,
+            with WorkerPool(1, preload=("irlens.cell_entry", "irlens.workloads.builtin"), turns=self.gpu_lock,
                             threads=self.threads) as worker:
                 self._pool = worker
                 for workload in self._twinned():
                     if self._stop.is_set():
                         return
                     try:
-                        self._twins[workload] = worker.call(f"{__name__}:twin_in_worker", dict(
-                            workload=workload, device=p.device, dtype=p.dtype, gpu_lock=self.gpu_lock), self.timeout,
-                            self.max_wait_s)
+                        twin = ReferenceSpec(workload, device=p.device, dtype=p.dtype)
+                        self._twins[workload] = worker.call(ENTRY, dict(
+                            spec=twin.to_json(), what="twin", gpu_lock=self.gpu_lock), self.timeout, self.max_wait_s)
                     except CallFailed as e:
                         self._twins[workload] = (f"cannot check the JAX twin of workload "
                                                  f"{p.workloads[workload].name!r}: {e.reason}")
@@ -288,12 +287,11 @@ class References:
                     if self._stop.is_set() or self._past_deadline():
                         return
                     path = os.path.join(self.directory, f"reference{i}.pt")
-                    kwargs = dict(workload=workload, mode=mode, device=p.device, preset=p.preset, dtype=p.dtype,
-                                  path=path, gpu_lock=self.gpu_lock,
+                    spec = ReferenceSpec(workload, mode, p.dtype, p.device, p.preset)
+                    kwargs = dict(spec=spec.to_json(), what="reference", path=path, gpu_lock=self.gpu_lock,
                                   room_wait_s=ROOM_WAIT_SHARE * self.timeout if self._serving else 0.0)
                     try:
-                        worker.call(f"{__name__}:reference_in_worker", kwargs, self.timeout, self.max_wait_s,
-                                    kept_on=(NoRoom.__name__,))
+                        worker.call(ENTRY, kwargs, self.timeout, self.max_wait_s, kept_on=(NoRoom.__name__,))
                         entry = Entry(None, path, "")
                     except CallFailed as e:
                         entry = Entry(None, None, failure_reason(e.reason))

@@ -3,23 +3,27 @@
 A `CellSpec` names everything a process needs to run a cell: the workload's key (a built-in name
 or a `path/to/file.py:NAME` reference a worker resolves), the backend's, the acquiring frontend of
 a cross cell, mode, device, preset, dtype, the float32 precision policy and its timing settings.
-`validate` is the one check of its coordinates; `to_json`/`from_json` are how it crosses a process
-boundary (the worker's entry point: `irlens.cell_entry.run_spec`).
+What a worker computes of a workload alone, with no backend, has a spec of its own: a
+`ReferenceSpec` (its float64 reference; its JAX twin's check) and a `WorkSpec` (the work its steps
+must do, `irlens bench`'s roofline). `validate_coordinates` is the one check of their coordinates;
+`to_json`/`from_json` are how each crosses a process boundary (the worker's one entry point:
+`irlens.cell_entry.run_spec`).
 """
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from irlens.core.dtypes import COMPUTE_DTYPES
 from irlens.errors import UsageError
-from irlens.json_values import BadDocument, read_record
+from irlens.json_values import BadDocument, read_record, to_plain
 from irlens.precision import DEFAULT as DEFAULT_PRECISION, check as check_precision
 from irlens.workloads.workload import MODES, PRESETS
 
 DEVICES = ("cpu", "cuda")
-ENTRY = "irlens.cell_entry:run_spec"  # the worker's one entry point for a cell (irlens.runtime.isolation calls it by name)
+ENTRY = "irlens.cell_entry:run_spec"  # the worker's one entry point for a spec (irlens.runtime.isolation calls it by name)
 
 
 def check_choice(kind: str, value: str, choices) -> None:
@@ -27,19 +31,48 @@ def check_choice(kind: str, value: str, choices) -> None:
         raise UsageError(f"unknown {kind} {value!r}; choose from: {', '.join(choices)}")
 
 
-def validate_coordinates(modes: Sequence[str], device: str, preset: str, dtype: str | None, precision: str) -> None:
-    """Raise a UsageError naming the first of them that does not exist (a device by its family: cuda:1 is cuda)."""
+def validate_coordinates(modes: Sequence[str], device: str, preset: str, dtypes: Sequence[str | None] = (),
+                         precision: str | None = None) -> None:
+    """Raise a UsageError naming the first of them that does not exist (a device by its family:
+    cuda:1 is cuda; a dtype None is the workload's own; a precision None: the spec names none)."""
     for mode in modes:
         check_choice("mode", mode, MODES)
     check_choice("device", device.split(":")[0], DEVICES)
     check_choice("preset", preset, PRESETS)
-    if dtype is not None:
-        check_choice("dtype", dtype, COMPUTE_DTYPES)
-    check_precision(precision)
+    for dtype in dtypes:
+        if dtype is not None:
+            check_choice("dtype", dtype, COMPUTE_DTYPES)
+    if precision is not None:
+        check_precision(precision)
+
+
+class Spec:
+    """What a worker is asked to compute on, as one value (a frozen dataclass): its JSON form and
+    its one check."""
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ("workload",)  # the fields its JSON must name
+
+    def validate(self) -> None:
+        """Raise a UsageError on a coordinate that does not exist (`validate_coordinates`)."""
+        raise NotImplementedError
+
+    def to_json(self) -> dict:
+        return to_plain(dataclasses.asdict(self))  # a tuple as the JSON list it crosses as
+
+    @classmethod
+    def from_json(cls, d, where: str = "the spec"):
+        """The spec `to_json` wrote; a BadDocument naming the field that is missing, unknown, of
+        the wrong type or not one of its choices."""
+        spec = read_record(cls, d, where, required=cls.REQUIRED)
+        try:
+            spec.validate()
+        except UsageError as e:
+            raise BadDocument(f"{where}: {e}") from None
+        return spec
 
 
 @dataclass(frozen=True)
-class CellSpec:
+class CellSpec(Spec):
     workload: str  # a built-in name or path/to/file.py:NAME (`<object>:NAME`: a Workload only this process has)
     backend: str  # a registered name or path/to/file.py:NAME (a Backend instance)
     mode: str = "fwd"
@@ -52,23 +85,11 @@ class CellSpec:
     timeout_s: float | None = field(default=None, compare=False)
     device_timing: bool = False  # also time its kernels on the device (CUDA; `irlens bench`)
 
+    REQUIRED: ClassVar[tuple[str, ...]] = ("workload", "backend")
+
     def validate(self) -> None:
         """Raise a UsageError on a mode, device, preset, dtype or precision policy that does not exist."""
-        validate_coordinates((self.mode,), self.device, self.preset, self.dtype, self.precision)
-
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, d, where: str = "the cell") -> "CellSpec":
-        """The spec `to_json` wrote; a BadDocument naming the field that is missing, unknown, of
-        the wrong type or not one of its choices."""
-        spec = read_record(cls, d, where, required=("workload", "backend"))
-        try:
-            spec.validate()
-        except UsageError as e:
-            raise BadDocument(f"{where}: {e}") from None
-        return spec
+        validate_coordinates((self.mode,), self.device, self.preset, (self.dtype,), self.precision)
 
     def label(self, dtype: str, name: str | None = None, backend: str | None = None) -> str:
         """`name` and `backend`: the workload's and the backend's names where the spec holds references."""
@@ -80,3 +101,37 @@ class CellSpec:
         dtype = f" --dtype {self.dtype}" if self.dtype else ""
         return (f"irlens repro {self.workload} --backend {self.backend} --mode {self.mode}{dtype} "
                 f"--device {self.device} --preset {self.preset}")
+
+
+@dataclass(frozen=True)
+class ReferenceSpec(Spec):
+    """A workload's float64 reference in a mode (irlens.matrix.references): a cell's coordinates
+    but the backend, the same for every backend. Its JAX twin is checked on the reference of its
+    own (`twin_problem`: fwd, at the small preset) in this spec's device and dtype."""
+
+    workload: str  # as CellSpec's
+    mode: str = "fwd"
+    dtype: str | None = None  # None: the workload's own
+    device: str = "cpu"
+    preset: str = "tiny"
+
+    def validate(self) -> None:
+        validate_coordinates((self.mode,), self.device, self.preset, (self.dtype,))
+
+
+@dataclass(frozen=True)
+class WorkSpec(Spec):
+    """The work one step of a workload must do, per mode and per dtype (`irlens bench`'s roofline:
+    irlens.bench.run.work_in_worker): counted once for all of them, as the flops are the same in
+    every dtype."""
+
+    workload: str  # as CellSpec's
+    modes: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    device: str = "cpu"
+    preset: str = "tiny"
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ("workload", "modes", "dtypes")
+
+    def validate(self) -> None:
+        validate_coordinates(self.modes, self.device, self.preset, self.dtypes)

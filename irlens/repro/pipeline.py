@@ -1,8 +1,8 @@
 """`irlens repro` from start to end: the cell's file, its run, the reduction, the reduced file.
 
-Everything that runs the workload happens in worker processes (a cell through `irlens.cell_entry`,
-`irlens.repro.worker`, `irlens.repro.run_graph`); files run in fresh Python processes
-(`irlens.repro.cell.run_file`), as a user would run them.
+Everything that runs the workload happens in worker processes, each given the cell's spec through
+`irlens.cell_entry` (`irlens.repro.worker`, `irlens.repro.cases`, `irlens.repro.run_graph`); files
+run in fresh Python processes (`irlens.repro.cell.run_file`), as a user would run them.
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from irlens.errors import UsageError
 from irlens.workloads.graphnet import file_stem, portable_name
 from irlens.runtime.isolation import CallFailed
 from irlens.matrix.spec import ENTRY, CellSpec
-from irlens.numerics import tolerance
 from irlens.repro.cell import Outcome, run_file, worker_failure
 from irlens.repro.reduce import Runner
 from irlens.repro.tensors import EMBED_MAX
@@ -95,15 +94,15 @@ def repro(spec: CellSpec, out: str, *, reduce: bool = False, slow: bool = False,
     result = ReproResult(spec, workload.name, path.name, dtype, os.path.join(out, f"{stem}.py"))
     notes = [f"Made by: {spec.command()}" + (" --slow" if slow else ""), NOT_RUN]
     # one worker for everything (writing files, the reducer's candidates); replaced when one dies
-    runner = Runner(spec.backend, spec.device, tolerance(dtype, spec.mode), timeout)
+    runner = Runner(spec, timeout)
     try:
         if slow:
             result.kernel = _dominant_kernel(runner, spec, out, log)
             notes.append(_kernel_note(result.kernel))
         log(f"[repro] writing {result.cell_file}")
         try:
-            runner.call("irlens.repro.worker:write_cell_file", dict(
-                spec=spec.to_json(), out=result.cell_file, notes=notes, embed_max=embed_max, timed=slow))
+            runner.call(ENTRY, dict(spec=spec.to_json(), what="file", out=result.cell_file, notes=notes,
+                                    embed_max=embed_max, timed=slow))
         except CallFailed as e:
             raise ReproFailed(f"the cell's file could not be written: {worker_failure(e)}") from None
         if run:
@@ -267,9 +266,8 @@ def _reduce_case(spec: CellSpec, path, dtype: str, out: str, stem: str, result: 
              _model_note(path)]
     log(f"[repro] writing {reduced}")  # nothing runs through the backend here
     try:
-        runner.call("irlens.repro.run_graph:write_graph_file", dict(
-            graph=reduction.graph.to_json(), case=case.to_json(), backend=spec.backend, device=spec.device,
-            dtype=dtype, tol=runner.tol, title=title, notes=notes, out=reduced, embed_max=embed_max))
+        runner.call(ENTRY, dict(spec=spec.to_json(), what="graph", graph=reduction.graph.to_json(),
+                                case=case.to_json(), title=title, notes=notes, out=reduced, embed_max=embed_max))
     except CallFailed as e:
         result.notes.append(f"the reduced file was not written: {worker_failure(e)}")
         return

@@ -23,13 +23,14 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from irlens.core.ir import Graph
+from irlens.matrix.spec import ENTRY, CellSpec
 from irlens.repro.cases import Case
 from irlens.runtime.isolation import CallFailed
 from irlens.repro.cell import Outcome, worker_failure
 from irlens.repro.graphs import dimension_sizes, shape_problem, shrink, size_text, subgraph
 from irlens.runtime.pool import WorkerPool
 
-WORKER_MODULES = ("irlens.repro.run_graph", "irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin")
+WORKER_MODULES = ("irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin")
 
 
 @dataclass
@@ -55,16 +56,15 @@ class Runner:
     been replaced, the pool keeps a spare starting: a crashing graph's candidates then do not each
     wait for a worker to import torch and the backends."""
 
-    def __init__(self, backend: str, device: str, tol: float, timeout: float):
-        self.backend, self.device, self.tol, self.timeout = backend, device, tol, timeout
+    def __init__(self, spec: CellSpec, timeout: float):
+        self.spec, self.timeout = spec, timeout  # the cell whose graphs the candidates are
         self.pool = WorkerPool(1, WORKER_MODULES, spare=True)
         self._fresh = False  # the last candidate left its worker's CUDA context broken
 
     def outcome(self, graph: Graph, case: Case) -> Outcome:
-        kwargs = dict(graph=graph.to_json(), case=case.to_json(), backend=self.backend, device=self.device,
-                      tol=self.tol)
+        kwargs = dict(spec=self.spec.to_json(), what="candidate", graph=graph.to_json(), case=case.to_json())
         try:
-            outcome = Outcome.from_json(self.call("irlens.repro.run_graph:run_candidate", kwargs))
+            outcome = Outcome.from_json(self.call(ENTRY, kwargs))
         except CallFailed as e:
             return worker_failure(e)
         self._fresh = bool(outcome.cuda_fault)  # broken for good: the next candidate needs another worker

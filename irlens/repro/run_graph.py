@@ -1,8 +1,9 @@
 """One graph of the common view through a backend's path, in a worker: its outcome, and its file.
 
-`run_candidate` is what the reducer calls for every candidate (in an isolated worker: a crash
-or a hang costs that worker, not the reducer). The graph runs as its path's program says (see
-`irlens.backends.repro_path`) on its inputs' values, and its outputs are compared with the same graph
+`run_candidate` is what the reducer calls for every candidate, with the cell's spec (in an
+isolated worker, through irlens.cell_entry: a crash or a hang costs that worker, not the reducer).
+The graph runs as its path's program says (see `irlens.backends.repro_path`) on its inputs' values,
+and its outputs are compared with the same graph
 computed in float64 on the same values (as the interpreter computes it, on the device). `write_graph_file` writes the standalone file of a graph: the
 same code the `torch` program ran, the jaxpr `irlens.backends.xla.lower` jits, or the nvFuser
 definitions `irlens.backends.thunder.lower` built, with the float64 model code for the reference.
@@ -14,12 +15,16 @@ import traceback
 
 import torch
 
+from irlens.backends import Backend
 from irlens.core.interpret import TORCH_DTYPES
 from irlens.core.ir import Graph
 from irlens.core.ops import index_bounds
+from irlens.matrix.spec import CellSpec
+from irlens.numerics import compare_results, tolerance
 from irlens.repro.cases import Case, case_values
 from irlens.repro.cell import Outcome, exception_outcome
 from irlens.repro.graphs import as_float64
+from irlens.workloads.workload import Workload
 
 
 def graph_inputs(graph: Graph, values: dict, device: str) -> list:
@@ -114,7 +119,6 @@ def _run(graph: Graph, inputs: list, backend, path, device: str) -> list:
 
 
 def outcome_of(graph: Graph, inputs: list, backend, path, device: str, tol: float) -> Outcome:
-    from irlens.numerics import compare_results
     from irlens.repro.cases import float64_values
 
     try:
@@ -129,26 +133,31 @@ def outcome_of(graph: Graph, inputs: list, backend, path, device: str, tol: floa
     return Outcome("ok", "", f"max rel err {cmp.max_rel_err}") if cmp.ok else Outcome("mismatch", "", cmp.reason)
 
 
-def run_candidate(graph: dict, case: dict, backend: str, device: str, tol: float) -> dict:
-    """The worker's entry point: one candidate (a graph made from the case's) and its outcome, as JSON."""
-    from irlens.repro.paths import find_backend
+def run_candidate(s: CellSpec, wl: Workload, backend: Backend, graph: dict, case: dict) -> dict:
+    """(a worker: irlens.cell_entry's `candidate`) One candidate of the cell's reduction (a graph
+    made from the case's) through the backend's path on the cell's device, and its outcome against
+    the cell's tolerance, as JSON."""
+    from irlens.repro.paths import repro_path
 
     g = Graph.from_json(graph)
-    inputs = graph_inputs(g, case_values(Case(**case), device), device)
-    return outcome_of(g, inputs, *find_backend(backend), device, tol).to_json()
+    inputs = graph_inputs(g, case_values(Case(**case), s.device), s.device)
+    tol = tolerance(s.dtype or wl.dtype, s.mode)
+    return outcome_of(g, inputs, backend, repro_path(backend), s.device, tol).to_json()
 
 
-def write_graph_file(graph: dict, case: dict, backend: str, device: str, dtype: str, tol: float, title: str,
+def write_graph_file(s: CellSpec, wl: Workload, backend: Backend, graph: dict, case: dict, title: str,
                      notes: list[str], out: str, embed_max: int) -> None:
-    """The worker's entry point: write the standalone file of a graph to `out`. Nothing runs
-    through the backend here (a crashing graph's file is written all the same): its code is
-    captured, its jaxpr traced, its nvFuser definitions built without executing them."""
+    """(a worker: irlens.cell_entry's `graph`) Write the standalone file of a graph of the cell's
+    program to `out`. Nothing runs through the backend here (a crashing graph's file is written
+    all the same): its code is captured, its jaxpr traced, its nvFuser definitions built without
+    executing them."""
     from irlens.repro.emit import ReproFile, TorchCall, TorchModel
-
-    from irlens.repro.paths import find_backend
+    from irlens.repro.paths import repro_path
 
     g = Graph.from_json(graph)
-    path = find_backend(backend)[1]
+    path = repro_path(backend)
+    device, dtype = s.device, s.dtype or wl.dtype
+    tol = tolerance(dtype, s.mode)
     inputs = graph_inputs(g, case_values(Case(**case), device), device)
     reference = torch_function(as_float64(g), [_float64(v) for v in inputs], device, "model_float64")
     forward = torch_function(g, inputs, device, "model") if path.program == "torch" else reference

@@ -11,13 +11,13 @@ from irlens.matrix.spec import CellSpec
 from irlens.workloads.workload import Workload
 
 
-def write_cell_file(spec: dict, out: str, notes: list[str], embed_max: int, timed: bool) -> None:
-    """The standalone file of a cell, written to `out`."""
+def write_cell_file(s: CellSpec, wl: Workload, backend: Backend, out: str, notes: list[str], embed_max: int,
+                    timed: bool) -> None:
+    """(a worker: irlens.cell_entry's `file`) The standalone file of a cell, written to `out`."""
     from irlens.repro.cell_file import cell_file
-    from irlens.repro.paths import find_backend
+    from irlens.repro.paths import repro_path
 
-    s = CellSpec.from_json(spec)
-    path = find_backend(s.backend)[1]
+    path = repro_path(backend)
     print(f"[irlens] repro: writing the file of {s.label(s.dtype or 'its dtype', backend=path.name)}", file=sys.stderr,
           flush=True)
     text = cell_file(s, path, notes, embed_max, timed).render()

@@ -18,6 +18,7 @@ from irlens.backends.lowering import Unsupported
 from irlens.matrix import Document
 from irlens.matrix.row import Row
 from irlens.matrix.references import compute_reference
+from irlens.matrix.spec import CellSpec
 from irlens.workloads.builtin import get_workload
 from irlens.workloads.workload import MODES
 from tests.support.slow_cases import marked_slow
@@ -29,8 +30,8 @@ def reference(workload: str, mode: str, device: str = "cpu"):
 
 
 def run(workload: str, acquired_by: str, executed_by: str, mode: str, device: str = "cpu") -> Row:
-    return cell(workload, acquired_by, executed_by, mode, device, "tiny", None, None,
-                reference=reference(workload, mode, device))
+    return cell(CellSpec(workload, executed_by, mode, device=device, frontend=acquired_by),
+                reference(workload, mode, device))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -60,7 +61,7 @@ def test_graphs_of_one_stack_run_on_another_backend(acquired_by, executed_by, wo
 def test_wrong_numbers_are_a_mismatch():
     ref = reference("gelu", "fwd")
     skewed = type(ref)({k: v * 1.01 for k, v in ref.results.items()}, ref.state, ref.inputs)
-    row = cell("gelu", "dynamo", "xla", "fwd", "cpu", "tiny", None, None, reference=skewed)
+    row = cell(CellSpec("gelu", "xla", frontend="dynamo"), skewed)
     assert row.status == "mismatch" and "out0: rel err" in row.reason
 
 
@@ -280,8 +281,8 @@ def test_nvfuser_lowering_sums_half_precision_in_float32(monkeypatch):
     monkeypatch.setattr(nvfuser_lowering, "nvfuser_direct", lambda: _FakeNvFuser)
     monkeypatch.setattr(nvfuser_lowering, "check_device", lambda device: None)
     monkeypatch.setitem(_FakeNvFuser.IMPL, "sum", lambda x, dims: (summed.append(x.dtype), x.sum(dims))[1])
-    row = cell("block", "dynamo", "nvfuser", "fwd", "cpu", "tiny", "bfloat16", None,
-               reference=compute_reference(get_workload("block"), "fwd", "cpu", "tiny", "bfloat16"))
+    row = cell(CellSpec("block", "nvfuser", dtype="bfloat16", frontend="dynamo"),
+               compute_reference(get_workload("block"), "fwd", "cpu", "tiny", "bfloat16"))
     assert row.status == "ok", f"{row.reason}\n{row.detail}"
     assert summed and set(summed) == {torch.float32}
 

@@ -22,11 +22,13 @@ import torch
 import irlens.matrix as cmp
 from irlens.runtime import gpu_turns
 from irlens.backends.base import Backend, Compiled
+from irlens.cell_entry import run_spec
 from irlens.cli.compare import run as compare_main
 from irlens.frontends.base import Availability
 from irlens.runtime.isolation import worker_env
 from irlens.matrix import plan_references, references
 from irlens.matrix.cell import out_of_memory
+from irlens.matrix.spec import ReferenceSpec
 from irlens.workloads.builtin import get_workload
 from irlens.workloads.workload import Workload, run_eager
 
@@ -260,11 +262,12 @@ def test_a_reference_out_of_gpu_memory_is_computed_on_the_cpu(monkeypatch, tmp_p
 
     monkeypatch.setattr(references, "compute_reference", on_a_full_gpu)
     path = str(tmp_path / "ref.pt")
-    plan_references.reference_in_worker("tinyhead", "fwd", "cuda", "tiny", None, path)
+    on_gpu = ReferenceSpec("tinyhead", device="cuda").to_json()
+    run_spec(on_gpu, "reference", path=path)
     assert devices == ["cuda", "cpu"]
     # with GPU turns (a bench run): first beside the other cells, then with the GPU alone, then the CPU
     devices.clear()
-    plan_references.reference_in_worker("tinyhead", "fwd", "cuda", "tiny", None, path, gpu_lock=str(tmp_path / "gpu.lock"))
+    run_spec(on_gpu, "reference", path=path, gpu_lock=str(tmp_path / "gpu.lock"))
     assert devices == ["cuda", "cuda", "cpu"]
     ref = Reference.load(path, "cpu")
     assert ref.results["out0"].dtype == torch.float64 and ref.results["out0"].shape == (16, 600)

@@ -139,13 +139,15 @@ def test_measure_times_its_steps_with_the_device_alone(tmp_path):
 
 def test_a_cpu_reference_shares_the_cpu_like_a_cell(monkeypatch, tmp_path):
     from irlens.runtime import gpu_turns
-    from irlens.matrix import plan_references, references
+    from irlens.cell_entry import run_spec
+    from irlens.matrix import references
+    from irlens.matrix.spec import ReferenceSpec
 
     turns, real = [], references.compute_reference
     monkeypatch.setattr(references, "compute_reference",
                         lambda *a, **kw: turns.append(gpu_turns.current_turn()) or real(*a, **kw))
-    plan_references.reference_in_worker("gelu", "fwd", "cpu", "tiny", None, str(tmp_path / "ref.pt"),
-                                        gpu_lock=str(tmp_path / "turns.lock"))
+    run_spec(ReferenceSpec("gelu").to_json(), "reference", path=str(tmp_path / "ref.pt"),
+             gpu_lock=str(tmp_path / "turns.lock"))
     assert turns == ["shared"]
 
 

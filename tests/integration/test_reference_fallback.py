@@ -17,7 +17,8 @@ import irlens
 from irlens.backends import get_backend
 from irlens.matrix import Document, format_table
 from tests.support.cell_runs import run_in_process
-from irlens.matrix.plan_references import reference_in_worker
+from irlens.cell_entry import run_spec
+from irlens.matrix.spec import ReferenceSpec
 from irlens.matrix.references import Reference, ReferenceFailed, compute_reference
 from irlens.numerics import rel_err, tolerance
 from irlens.tolerance_ladder import ABOVE_ZERO
@@ -149,7 +150,7 @@ def test_a_gpu_graph_whose_float64_copy_runs_out_of_memory_gets_a_float32_refere
     path = tmp_path / "on_gpu.py"
     path.write_text(ON_THE_GPU)
     out = tmp_path / "reference.pt"
-    reference_in_worker(f"{path}:wl", "fwdbwd", "cuda", "tiny", None, str(out))
+    run_spec(ReferenceSpec(f"{path}:wl", "fwdbwd", device="cuda").to_json(), "reference", path=str(out))
     reference = Reference.load(str(out), "cuda")
     assert reference.dtype == "float32" and reference.results["out0"].is_cuda
     assert reference.fallback.startswith("float64 failed: out of memory on cuda, and on the CPU: ")

@@ -354,16 +354,14 @@ def test_a_thunder_cell_file_takes_thunderfx_where_thunder_jit_fails_as_the_cell
 def test_graph_files_run_ok_through_each_path(tmp_path, backend):
     from irlens.cell_entry import run_spec
     from irlens.matrix.spec import CellSpec
-    from irlens.numerics import tolerance
     from irlens.repro.cases import Case
     from irlens.repro.cell import run_file
-    from irlens.repro.run_graph import write_graph_file
 
     cell = CellSpec("tinyhead", backend, frontend="dynamo")  # Dynamo's graphs, whatever lowers them
     case = Case(**run_spec(cell.to_json(), "cases", directory=str(tmp_path))[0])
     out = str(tmp_path / f"{backend}.py")
-    write_graph_file(case.graph().to_json(), case.to_json(), backend, "cpu", "float32", tolerance("float32", "fwd"),
-                     "a graph", ["a note"], out, 4096)
+    run_spec(cell.to_json(), "graph", graph=case.graph().to_json(), case=case.to_json(), title="a graph",
+             notes=["a note"], out=out, embed_max=4096)
     outcome = run_file(out, 300)
     assert outcome.status == "ok" and outcome.exit_status == 0, outcome
     assert ("def jax_program(" in open(out).read()) == (backend == "xla")
@@ -458,18 +456,15 @@ def test_gpu_cell_files_run_ok(tmp_path, backend):
 def test_gpu_nvfuser_graph_file_is_its_fusion_definitions_and_runs_ok(tmp_path):
     from irlens.cell_entry import run_spec
     from irlens.matrix.spec import CellSpec
-    from irlens.numerics import tolerance
     from irlens.repro.cases import Case
     from irlens.repro.cell import run_file
-    from irlens.repro.run_graph import run_candidate, write_graph_file
 
     cell = CellSpec("gelu", "nvfuser", device="cuda", frontend="dynamo")
     case = Case(**run_spec(cell.to_json(), "cases", directory=str(tmp_path))[0])
     graph = case.graph().to_json()
-    assert run_candidate(graph, case.to_json(), "nvfuser", "cuda", 1e-4)["status"] == "ok"
+    assert run_spec(cell.to_json(), "candidate", graph=graph, case=case.to_json())["status"] == "ok"
     out = str(tmp_path / "gelu-nvfuser.py")
-    write_graph_file(graph, case.to_json(), "nvfuser", "cuda", "float32", tolerance("float32", "fwd"), "gelu", [],
-                     out, 4096)
+    run_spec(cell.to_json(), "graph", graph=graph, case=case.to_json(), title="gelu", notes=[], out=out, embed_max=4096)
     text = open(out).read()
     assert "fd.ops.tanh(" in text and "FUSION_0" in text
     outcome = run_file(out, 600)

@@ -18,6 +18,7 @@ from irlens.frontends import get_frontend
 from irlens.core.interpret import interpret
 from irlens.backends.lowering import LEVEL
 from irlens.matrix.references import compute_reference
+from irlens.matrix.spec import CellSpec
 from irlens.workloads.workload import Workload, run_eager
 
 pytestmark = pytest.mark.skipif(not get_frontend("thunder").availability(), reason="lightning-thunder not importable")
@@ -72,6 +73,6 @@ def test_thunder_max_pool_arguments_are_read_by_name():
 @pytest.mark.parametrize("mode", ["fwd", "fwdbwd"])
 def test_thunder_max_pool_runs_on_xla(mode):
     ref = compute_reference(POOL, mode, "cpu", "tiny", None)
-    row = cell(f"{__file__}:POOL", "thunder", "xla", mode, "cpu", "tiny", None, None, reference=ref)
+    row = cell(CellSpec(f"{__file__}:POOL", "xla", mode, frontend="thunder"), ref)
     assert row.status == "ok", f"{row.reason}\n{row.detail}"
     assert row.max_rel_err < 1e-6

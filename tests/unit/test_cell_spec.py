@@ -1,5 +1,6 @@
-"""A cell's one form (irlens.matrix.spec.CellSpec): its JSON round trip, the field a bad one names,
-and where it may be imported from."""
+"""A cell's one form (irlens.matrix.spec.CellSpec), and a workload's without a backend (ReferenceSpec,
+WorkSpec): their JSON round trip, the field a bad one names, where they may be imported from, and
+the worker's one entry point reading each (irlens.cell_entry.run_spec)."""
 from __future__ import annotations
 
 import json
@@ -8,16 +9,20 @@ import pytest
 
 from irlens.errors import UsageError
 from irlens.json_values import BadDocument
-from irlens.matrix.spec import CellSpec
+from irlens.matrix.spec import CellSpec, ReferenceSpec, WorkSpec
 from tests.support.import_graph import import_edges, modules
 
 FULL = CellSpec("path/to/file.py:NAME", "inductor", "fwdbwd", "bfloat16", "cuda:1", "bench", frontend="jax",
                 precision="tf32", timeout_s=12.5, device_timing=True)
 
 
-@pytest.mark.parametrize("spec", [CellSpec("gelu", "eager"), FULL], ids=["defaults", "every field set"])
+@pytest.mark.parametrize("spec", [
+    CellSpec("gelu", "eager"), FULL, ReferenceSpec("gelu"), ReferenceSpec("path/to/file.py:NAME", "fwdbwd", "bfloat16",
+                                                                         "cuda:1", "bench"),
+    WorkSpec("gelu", ("fwd", "fwdbwd"), ("bfloat16", "float32"), "cuda", "bench")],
+    ids=["defaults", "every field set", "a reference's defaults", "a reference's every field", "a work count"])
 def test_round_trip_through_json_text_is_exact(spec):
-    back = CellSpec.from_json(json.loads(json.dumps(spec.to_json())))
+    back = type(spec).from_json(json.loads(json.dumps(spec.to_json())))
     assert back == spec
     assert back.to_json() == spec.to_json()  # the timeout too, which equality leaves out
 
@@ -98,3 +103,29 @@ def test_a_cross_plans_specs_name_the_acquiring_frontend():
     cells = plan_cross(["gelu"], ["fwd"], acquired_by=["dynamo", "jax"], executed_by=["inductor"]).cells()
     assert [(c.workload, c.frontend, c.backend, c.mode) for c in cells] == [("gelu", "dynamo", "inductor", "fwd"),
                                                                             ("gelu", "jax", "inductor", "fwd")]
+
+
+@pytest.mark.parametrize("spec, what, words", [
+    ({"workload": "gelu", "mode": "backward"}, "reference", "the reference spec: unknown mode 'backward'"),
+    ({"workload": "gelu", "device": "tpu"}, "twin", "the twin spec: unknown device 'tpu'"),
+    ({"workload": "gelu", "modes": "fwd", "dtypes": []}, "work", "the work spec: field 'modes' is 'fwd', not a list"),
+    ({"workload": "gelu", "modes": ["fwd"], "dtypes": ["float8"]}, "work", "the work spec: unknown dtype 'float8'"),
+    (ReferenceSpec("gelu").to_json(), "cell", "the cell spec: missing field 'backend'"),
+    (WorkSpec("gelu", ("fwd",), ("float32",)).to_json(), "reference", "the reference spec: unknown field 'modes'"),
+    (CellSpec("gelu", "eager").to_json(), "twin", "the twin spec: unknown field 'backend'"),
+])
+def test_the_worker_entry_reads_one_spec_of_its_purposes_kind_and_names_a_bad_field(spec, what, words):
+    """A worker is handed a spec's JSON and what to do with it, nothing loose: a spec of another
+    kind, or with a coordinate that does not exist, stops before anything resolves or runs."""
+    from irlens.cell_entry import run_spec
+
+    with pytest.raises(BadDocument) as raised:
+        run_spec(spec, what, path="unused")
+    assert str(raised.value).startswith(words), str(raised.value)
+
+
+def test_the_worker_entry_names_its_purposes():
+    from irlens.cell_entry import run_spec
+
+    with pytest.raises(ValueError, match=r"no purpose 'flops' for a spec; one of: cell, .*, reference, twin, work"):
+        run_spec(CellSpec("gelu", "eager").to_json(), "flops")

@@ -11,11 +11,12 @@ import sys
 import irlens  # noqa: F401  (its import shim for timm in this environment)
 from irlens.cross import cell
 from irlens.matrix.references import compute_reference
+from irlens.matrix.spec import CellSpec
 from irlens.workloads.builtin import get_workload
 
 for name in sys.argv[1:] or ["timm_coatnet", "timm_maxvit"]:
     reference = compute_reference(get_workload(name), "fwd", "cuda", "bench", "bfloat16")
-    row = cell(name, "dynamo", "nvfuser", "fwd", "cuda", "bench", "bfloat16", None, reference=reference)
+    row = cell(CellSpec(name, "nvfuser", "fwd", "bfloat16", "cuda", "bench", frontend="dynamo"), reference).to_json()
     err = "-" if row["max_rel_err"] is None else f"{row['max_rel_err']:.2e}"
     print(f"{name} fwd, dynamo -> nvfuser lowering: {row['status']}, max rel err {err} (tol {row['tol']}); "
           f"{(row['reason'] or '').splitlines()[0][:200] if row['reason'] else ''}", flush=True)
