@@ -137,12 +137,10 @@ def run_candidate(s: CellSpec, wl: Workload, backend: Backend, graph: dict, case
     """(a worker: irlens.cell_entry's `candidate`) One candidate of the cell's reduction (a graph
     made from the case's) through the backend's path on the cell's device, and its outcome against
     the cell's tolerance, as JSON."""
-    from irlens.repro.paths import repro_path
-
     g = Graph.from_json(graph)
     inputs = graph_inputs(g, case_values(Case(**case), s.device), s.device)
     tol = tolerance(s.dtype or wl.dtype, s.mode)
-    return outcome_of(g, inputs, backend, repro_path(backend), s.device, tol).to_json()
+    return outcome_of(g, inputs, backend, backend.repro_path, s.device, tol).to_json()
 
 
 def write_graph_file(s: CellSpec, wl: Workload, backend: Backend, graph: dict, case: dict, title: str,
@@ -152,10 +150,9 @@ def write_graph_file(s: CellSpec, wl: Workload, backend: Backend, graph: dict, c
     all the same): its code is captured, its jaxpr traced, its nvFuser definitions built without
     executing them."""
     from irlens.repro.emit import ReproFile, TorchCall, TorchModel
-    from irlens.repro.paths import repro_path
 
     g = Graph.from_json(graph)
-    path = repro_path(backend)
+    path = backend.repro_path
     device, dtype = s.device, s.dtype or wl.dtype
     tol = tolerance(dtype, s.mode)
     inputs = graph_inputs(g, case_values(Case(**case), device), device)

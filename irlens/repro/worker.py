@@ -15,9 +15,8 @@ def write_cell_file(s: CellSpec, wl: Workload, backend: Backend, out: str, notes
                     timed: bool) -> None:
     """(a worker: irlens.cell_entry's `file`) The standalone file of a cell, written to `out`."""
     from irlens.repro.cell_file import cell_file
-    from irlens.repro.paths import repro_path
 
-    path = repro_path(backend)
+    path = backend.repro_path
     print(f"[irlens] repro: writing the file of {s.label(s.dtype or 'its dtype', backend=path.name)}", file=sys.stderr,
           flush=True)
     text = cell_file(s, path, notes, embed_max, timed).render()
