@@ -1,7 +1,8 @@
 """Named run configurations (irlens.cli.configs): each one's command line parses with its program's own
 parser into the configuration's fields; `--config NAME` puts them first and the options given beside
 it replace them; a bad name is one line and exit 2; the plan printed first names the command line and
-the expected time, a figure that agrees with the committed run it cites."""
+the expected time: a figure that agrees with the committed run it cites, and where a budget and a
+timeout are set, the bound they give, said to be one and above every committed run's figure."""
 from __future__ import annotations
 
 import gzip
@@ -18,7 +19,7 @@ import pytest
 from irlens.cli import build_parser, main
 from irlens.cli.configs import CONFIGS
 from irlens.cli.configs.__main__ import main as runs_main
-from irlens.cli.configs.kinds import OUTPUTS, RESULTS_ENV, GpuTests, IrlensCommand, Table
+from irlens.cli.configs.kinds import OUTPUTS, RESULTS_ENV, START_S, GpuTests, IrlensCommand, Table
 
 ROOT = Path(__file__).resolve().parents[2]
 IRLENS = [c for c in CONFIGS.values() if isinstance(c, IrlensCommand)]
@@ -126,6 +127,30 @@ def test_the_plan_names_the_command_line_and_the_expected_time(config, capsys, r
         assert "unknown" in expected
     else:
         assert f"{config.expected_s:.0f} s" in expected and config.expected_from in expected
+    assert config.expected() in expected
+
+
+BUDGETED = [c for c in CONFIGS.values() if getattr(c, "budget_s", None) and getattr(c, "timeout", None)]
+
+
+def test_a_configuration_with_a_budget_and_a_timeout_states_the_bound_they_give():
+    assert {"zoo-gpu-bf16-fwd", "bench-1gpu-bf16", "parallel-llama3-1b-1gpu"} <= {c.name for c in BUDGETED}
+    zoo = CONFIGS["zoo-gpu-bf16-fwd"]  # no committed run: the bound alone, and said to be one
+    assert zoo.bound_s() == 360 + 170 + START_S
+    assert zoo.expected() == ("unknown (no committed run of this command line); at most about 9.8 min (a bound from "
+                              f"its options, not a measurement: --budget-s 360 + --timeout 170 + {START_S:.0f} s to "
+                              "start and write)")
+    measured = CONFIGS["bench-1gpu-bf16"]  # a committed run: its figure first, the bound beside it
+    assert measured.expected().startswith("about 4.0 min (241 s on one H100, tests/data/h100-bench.json.gz); "
+                                          "at most about 7.0 min (a bound from its options, not a measurement:")
+    for config in CONFIGS.values():
+        if config not in BUDGETED:
+            assert config.bound_s() is None and "at most" not in config.expected(), config.name
+
+
+@pytest.mark.parametrize("config", [c for c in BUDGETED if c.expected_s is not None], ids=lambda c: c.name)
+def test_a_committed_runs_wall_time_is_within_its_configurations_bound(config):
+    assert config.expected_s <= config.bound_s()
 
 
 def test_an_unknown_configuration_exits_2_with_one_line_naming_the_valid_ones(capsys):
@@ -150,7 +175,8 @@ def test_list_configs_lists_every_configuration_with_its_command_line(capsys):
     assert main(["list", "--configs", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["configs"]
     assert [r["name"] for r in rows] == CONFIGS.names()
-    assert all(r["expected"] == CONFIGS[r["name"]].expected() for r in rows)
+    assert all(r["expected"] == CONFIGS[r["name"]].expected() and r["bound_s"] == CONFIGS[r["name"]].bound_s()
+               for r in rows)
 
 
 def test_the_runner_refuses_an_unknown_name_with_exit_2(capsys):

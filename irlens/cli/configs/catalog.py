@@ -52,7 +52,7 @@ ZOO_SAMPLE = ("hf_gpt2", "hf_vit", "timm_resnet50", "timm_convnext", "timm_vit",
               "timm_mobilenetv3", "timm_swin", "hf_bert", "hf_whisper_encoder", "hf_wav2vec2", "hf_qwen2", "hf_llama",
               "hf_t5", "hf_mixtral", "hf_mamba")
 for mode in ("fwd", "fwdbwd"):
-    # cells of 170 s starting within 360 s: the call ends within 9.5 minutes with its whole document
+    # cells of 170 s starting within 360 s: a call of at most about 9.8 minutes (bound_s), its whole document written
     add(Zoo(name=f"zoo-gpu-bf16-{mode}", description=f"16 zoo models (a model per family and kind), {mode}, every "
             "stack", models=ZOO_SAMPLE, modes=(mode,), jobs=2, timeout=170, budget_s=360,
             out=f"zoo-gpu-bf16-{mode}", **ZOO_GPU))

@@ -1,6 +1,7 @@
 """What a named configuration is: one command line (an `irlens` command, a pytest subset, the
-parallel table script) with its arguments as typed fields, a one-line description and the wall
-time a committed run of it took (docs/configs.md).
+parallel table script) with its arguments as typed fields, a one-line description, the wall time
+a committed run of it took and, where it has a time budget and a per-cell timeout, the upper bound
+on its wall time they give (docs/configs.md).
 
 The fields of `Bench`, `Zoo` and `Compare` are named as their command's parser names its
 options' values (argparse dests: `modes` for `--mode`, `precision` for `--tf32`), so the command
@@ -22,6 +23,9 @@ from irlens.errors import UsageError
 
 RESULTS_ENV = "IRLENS_RESULTS"
 OUTPUTS = ("json", "md", "out")
+# what a budgeted command takes beside its budget and the timeout of the last cell it started: its
+# imports and first workers, and writing its outputs at the end (a guess: no committed run records it)
+START_S = 60.0
 
 
 def results_folder() -> Path:
@@ -45,10 +49,21 @@ class RunConfig:
     def command_line(self) -> list[str]:
         return [*self.program, *self.arguments()]
 
+    def bound_s(self) -> float | None:
+        """The most its wall time can be about, from its options alone: no cell starts after the
+        budget (`--budget-s`), the last one started stops within its `--timeout`, plus START_S;
+        None where it sets no budget or no timeout."""
+        budget, timeout = getattr(self, "budget_s", None), getattr(self, "timeout", None)
+        return None if budget is None or timeout is None else budget + timeout + START_S
+
     def expected(self) -> str:
-        if self.expected_s is None:
-            return "unknown (no committed run of this command line)"
-        return f"about {self.expected_s / 60:.1f} min ({self.expected_s:.0f} s on {self.expected_from})"
+        measured = ("unknown (no committed run of this command line)" if self.expected_s is None else
+                    f"about {self.expected_s / 60:.1f} min ({self.expected_s:.0f} s on {self.expected_from})")
+        bound = self.bound_s()
+        if bound is None:
+            return measured
+        return (f"{measured}; at most about {bound / 60:.1f} min (a bound from its options, not a measurement: "
+                f"--budget-s {self.budget_s:g} + --timeout {self.timeout:g} + {START_S:.0f} s to start and write)")
 
     def own_fields(self):
         """(name, value) of the fields that are the command's arguments, those set only."""

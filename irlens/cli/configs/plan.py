@@ -61,7 +61,8 @@ def expand(parser, args: list[str] | None) -> list[str] | None:
 
 
 def plan(config: RunConfig, line: list[str], replaced: list[str] = ()) -> str:
-    """What a configuration runs (its full command line) and how long it is expected to take."""
+    """What a configuration runs (its full command line) and how long it is expected to take: a committed
+    run's wall time, and the bound its budget and timeout give."""
     return "\n".join([f"irlens: configuration {config.name}: {config.description}",
                       f"irlens: runs: {shlex.join(line)}",
                       *([f"irlens: as given here, not the configuration's: {', '.join(replaced)}"] if replaced else []),
@@ -69,9 +70,10 @@ def plan(config: RunConfig, line: list[str], replaced: list[str] = ()) -> str:
 
 
 def listing(as_json: bool) -> str:
-    """Every configuration: its name, the command line it runs, its expected time and its description."""
+    """Every configuration: its name, the command line it runs, its expected time (measured, and the bound its
+    options give) and its description."""
     rows = [{"name": c.name, "command": shlex.join(c.command_line()), "description": c.description,
-             "expected_s": c.expected_s, "expected": c.expected()} for c in CONFIGS.values()]
+             "expected_s": c.expected_s, "bound_s": c.bound_s(), "expected": c.expected()} for c in CONFIGS.values()]
     if as_json:
         return json.dumps({"configs": rows}, indent=1)
     return "configurations (irlens bench|zoo|compare --config NAME; any of them: python -m irlens.cli.configs NAME):\n" + \
