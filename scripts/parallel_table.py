@@ -1,7 +1,7 @@
 """The parallel path's results table: one `irlens train` run per row, eager vs compiled, the pass
 combinations and the meshes, summarized in Markdown (and JSON) as each row finishes.
 
-    python scripts/parallel_table.py --table llama3-1b-2gpu --profile --out /tmp/r/parallel-llama3-1b-2gpu
+    python scripts/parallel_table.py --table llama3-1b-2gpu --profile --out parallel-llama3-1b-2gpu
     python scripts/parallel_table.py --model llama3:1B --steps 8 --profile \\
         --rows dp2/eager,tp2/autobucketing_full_inductor_cudagraph,tp2/async_tp_full_inductor_cudagraph --out ...
 

@@ -22,7 +22,9 @@ PATTERNS = {
     "the agent that wrote it": re.compile(r"\bhelper(?:'s\b|\s+(?:that|who)\s+(?:had|has|was|wrote|read|ran)\b"
                                           r"|,\s+then\b)|\b(?:by|from|of)\s+(?:a|the)\s+helper\b"),
     "a lent machine kind": re.compile(r"\bnvidia-h\d{3}(?:-x\d+)?\b"),
-    "a path outside the repository": re.compile(r"(?:\.\./)+shared\b|/work/(?:shared|main|notes)\b"),
+    # an absolute path on the machine a result was made on; not a URL's or a relative path's part
+    # (a word character before it), nor one under a home folder (~)
+    "a path outside the repository": re.compile(r"(?:\.\./)+shared\b|(?<![\w.~-])/(?:work|root)/"),
 }
 _ONE_IDENTIFIER = re.compile(r"[rRbBuUfF]*(['\"]{1,3})\w+\1")
 _PROSE_TOKENS = {tokenize.COMMENT, tokenize.STRING} | {getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
@@ -76,6 +78,9 @@ S, I, R = "Ses" + "sion", "is" + "sue", "r" + "un"  # spelled apart so that this
     ("models.py was written by a help" + "er that had not read the code", "the agent that wrote it"),
     ("on one GPU (nvidia-" + "h200-x4)", "a lent machine kind"),
     ("carried in by `..", "a path outside the repository"),
+    ("--out /wo" + "rk/zoo_tx --repro", "a path outside the repository"),
+    ("4 reproducers in /ro" + "ot/out/thunderfx-repros", "a path outside the repository"),
+    ('File "/wo' + 'rk/main/irlens/matrix/cell.py", line 9', "a path outside the repository"),
 ])
 def test_each_pattern_catches_its_words(text, what):
     text = text.replace("`..", "`../" + "shared/gpu`")
@@ -90,6 +95,7 @@ def test_each_pattern_catches_its_words(text, what):
     f"Lightning-AI/lightning-thunder#799, an upstream {I}",
     "nvidia-smi --query-gpu=name",
     "../../tests/data/h200-bench.json.gz",
+    "https://example.org/wo" + "rk/root/x, docs/wo" + "rk/, ~/wo" + "rk/x, the " + "root/ of a tree",
 ])
 def test_ordinary_words_pass(text):
     assert findings("x.md", text) == []

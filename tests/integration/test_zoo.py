@@ -465,7 +465,7 @@ def test_speedups_and_their_geomean_are_shown_on_a_gpu_document():
     assert upstream_of(_row("m", "fwdbwd", "nvfuser", "failed", reason="boom", detail="frame #0: f (0x1 in /usr/lib/libc.so.6)")) is None
     # a Python frame decides over native ones, its header cut off or not; irlens's own is irlens's, a
     # user's folder named like a package is not that package
-    cut = f'  File "/work/irlens/backends/x.py", line 9, in run\n{torch_frames}'
+    cut = f'  File "/home/u/irlens/backends/x.py", line 9, in run\n{torch_frames}'
     assert upstream_of(_row("m", "fwdbwd", "nvfuser", "failed", reason="boom", detail=cut)) is None
     user = 'Traceback (most recent call last):\n  File "/home/u/torch/myproj/x.py", line 9'
     assert upstream_of(_row("m", "fwdbwd", "nvfuser", "failed", reason="boom", detail=user)) is None
