@@ -32,7 +32,7 @@ from irlens.matrix.plan import split
 from irlens.matrix.references import Reference
 from irlens.matrix.row import Row
 from irlens.matrix.spec import CellSpec
-from irlens.precision import DEFAULT as DEFAULT_PRECISION
+from irlens.core.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.core.registry import UnknownName
 from irlens.workloads.builtin import resolve_workload
 

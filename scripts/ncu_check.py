@@ -228,7 +228,7 @@ def main() -> int:
     out = Path(args.out)
     raw = out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
-    from irlens.compile_caches import compile_caches
+    from irlens.bench.compile_caches import compile_caches
 
     started, rows, notes, device = time.time(), [], [], "?"
     metrics = metrics_to_ask()

@@ -1,4 +1,4 @@
-"""Measure what irlens.numerics' CRITERIA rest on: how far backends that are right stray from
+"""Measure what irlens.numerics.verdicts' CRITERIA rest on: how far backends that are right stray from
 the float64 reference, next to eager's own error in the same dtype.
 
 Runs the built-in workloads and the corpus (tiny preset, CPU) through the compiling backends in
@@ -28,7 +28,7 @@ import time
 from irlens.matrix import run_matrix
 from irlens.matrix.references import compute_reference
 from irlens.workloads.builtin import get_workload, workload_names
-from irlens.numerics import CRITERIA, LOSS_ROUNDINGS, allowed_error, unit_roundoff
+from irlens.numerics.verdicts import CRITERIA, LOSS_ROUNDINGS, allowed_error, unit_roundoff
 from irlens.workloads.workload import MODES
 
 KS = (2.0, 3.0)

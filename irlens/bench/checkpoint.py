@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 
-from irlens.ceilings import Ceilings
+from irlens.core.ceilings import Ceilings
 from irlens.bench.ceilings_cache import driver_version
 from irlens.matrix import Document, Plan, Row
 from irlens.matrix.document import device_name, versions

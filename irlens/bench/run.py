@@ -4,7 +4,7 @@ Every cell is a compare cell (isolated, numerics checked against float64) whose 
 step is also timed on the device (irlens.runtime.timing: CUPTI kernel times, cold L2, two batches).
 Per workload x mode x dtype, the bytes the step must move and the flops it must do come from
 the common view (irlens.core.cost), once for all backends, so every backend is measured against
-the same work. The ceilings (irlens.ceilings: the best of several bandwidth kernels, the best
+the same work. The ceilings (irlens.core.ceilings: the best of several bandwidth kernels, the best
 matrix product of a sweep that includes the workloads' own GEMM shapes) are measured before the
 timed cells, or read from the cache where this GPU, driver and software were measured
 (irlens.bench.ceilings_cache), and raised to the best rate a kernel of the run was timed at, within
@@ -12,7 +12,7 @@ the vendor's figure (irlens.reporting.roofline). Each kernel is charged what it 
 (the backend's records) and the flops of the nodes it computes; a figure above 100 % of ceiling
 is flagged as a model error (irlens.reporting.ceiling), in the row, its kernels, the table and
 the charts. Before the timed cells, every cell is compiled ahead in parallel workers into the
-compilers' persistent caches (irlens.matrix.compile_ahead, irlens.compile_caches).
+compilers' persistent caches (irlens.matrix.compile_ahead, irlens.bench.compile_caches).
 
 This process does no GPU work: the work counts, the ceilings, the compiles ahead, the references
 and the cells run in worker processes (irlens.runtime.isolation), so each cell worker has the whole GPU's
@@ -38,10 +38,10 @@ from irlens.core import cost
 from irlens.bench.checkpoint import Checkpoint
 from irlens.bench.progress import BenchProgress
 from irlens.bench.timeline import CEILINGS, WAITING, time_spent
-from irlens.ceilings import Ceilings, describe
+from irlens.core.ceilings import Ceilings, describe
 from irlens.core.cost import Gemm
 from irlens.bench.ceilings_cache import driver_version
-from irlens.compile_caches import compile_caches
+from irlens.bench.compile_caches import compile_caches
 from irlens.frontends import work_frontend
 from irlens.core.ir import Kernel
 from irlens.runtime.isolation import CallFailed, worker_env, worker_threads
@@ -54,7 +54,7 @@ from irlens.matrix.join import PARTS, RERUN, join, part
 from irlens.matrix.plan_references import References
 from irlens.matrix.row import STOPPED_PHASE
 from irlens.matrix.spec import ENTRY, WorkSpec
-from irlens.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision
+from irlens.core.precision import DEFAULT as DEFAULT_PRECISION, apply as apply_precision
 from irlens.matrix.records import StepWork, bench_with
 from irlens.reporting.bench_page import format_bench_table
 from irlens.reporting.records import kernel_stage
@@ -84,9 +84,9 @@ class BenchConfig:
     only: dict[str, frozenset] | None = None
     compile_jobs: int = 4  # cells compiled ahead at once, before the timed runs (0: none)
     cache_dir: str | None = None  # the compilers' persistent caches and the ceilings (None: not kept)
-    cache_max_gb: float | None = None  # what the compilers' caches may hold (None: irlens.compile_caches' default)
+    cache_max_gb: float | None = None  # what the compilers' caches may hold (None: irlens.bench.compile_caches' default)
     remeasure: bool = False  # sweep the ceilings again, whatever the cache holds
-    precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.precision; --tf32: "tf32")
+    precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.core.precision; --tf32: "tf32")
     compiles_aside: bool = False  # timed cells run beside other cells' compiles (their compiles hold no turn)
 
 
@@ -197,13 +197,13 @@ def bench(workloads=None, backends=None, modes=None, dtypes=None, device: str = 
     0: none); then the ceilings are measured (or read from the cache, irlens.bench.ceilings_cache; every
     figure swept again with `remeasure`); then each dtype's cells run, `jobs` compiling at once and
     each timed alone. `cache_dir` holds the compilers' persistent caches and the ceilings
-    (irlens.compile_caches, within `cache_max_gb`; None: the compilers' own, no ceilings kept).
+    (irlens.bench.compile_caches, within `cache_max_gb`; None: the compilers' own, no ceilings kept).
     Progress, with an estimate of the time left, goes to stderr (irlens.bench.progress).
     `budget_s` bounds the whole run: cells not started in time are `unavailable` rows that say so.
     `checkpoint(doc)` gets the document so far after the ceilings, after every row and when an
     exception stops the run (irlens.bench.checkpoint). `only` ({dtype: {(workload, mode, backend)}})
     runs just those cells. `precision`: the float32 policy every process computes under, the
-    ceilings' sweep included (irlens.precision). `compiles_aside`: a timed cell's compile holds no
+    ceilings' sweep included (irlens.core.precision). `compiles_aside`: a timed cell's compile holds no
     turn on the GPU, so timings run beside other cells' compiles (with `compile_jobs` 0, cells
     compile and are timed in one pass); each row's repeat figure shows what sharing the GPU cost."""
     backends = backends or BENCH_BACKENDS

@@ -1,4 +1,4 @@
-"""The ceilings' sweep, measured on the device in the same run (irlens.ceilings: the record it gives).
+"""The ceilings' sweep, measured on the device in the same run (irlens.core.ceilings: the record it gives).
 
 Memory bandwidth: the best of a copy (bytes read + written), a read-only reduction and a
 write-only fill, each over sizes far beyond the L2 cache, so the figure is DRAM's. Matrix
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from irlens.ceilings import Ceilings, spec_json
+from irlens.core.ceilings import Ceilings, spec_json
 from irlens.core.cost import Gemm
 
 SQUARE_SIZES = (2048, 4096, 8192, 16384)

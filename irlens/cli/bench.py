@@ -9,14 +9,14 @@ from irlens.cli.command import (backends, add_config_option, add_modes_option, a
                                   options,
                                   output_file, output_folder, positive_float, positive_int)
 from irlens.errors import UsageError
-from irlens.precision import add_option as add_precision_option
+from irlens.core.precision import add_option as add_precision_option
 from irlens.wording import plural
 
 HELP = "the matrix on a GPU: device time per row beside measured bandwidth/flop ceilings"
 
 
 def add_arguments(b) -> None:
-    from irlens.cache_upkeep import DEFAULT_MAX_GB, MAX_ENV, default_root
+    from irlens.caches.upkeep import DEFAULT_MAX_GB, MAX_ENV, default_root
     from irlens.names import COMPUTE_DTYPES
 
     b.add_argument("--workloads", type=csv, default=None,
@@ -66,7 +66,7 @@ def add_arguments(b) -> None:
 def run(args) -> int:
     import torch
 
-    from irlens.cache_upkeep import MAX_ENV, default_max_gb
+    from irlens.caches.upkeep import MAX_ENV, default_max_gb
     from irlens.bench.run import BenchConfig, restrict_to_rerun, run_configured
     from irlens.reporting.bench_page import format_bench_table, write_results_page
     from irlens.runtime.isolation import CallFailed

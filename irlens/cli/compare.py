@@ -9,7 +9,7 @@ from irlens.cli.command import (backends, add_config_option, add_device_option, 
                                  add_preset_option,
                                  add_frontend_settings, apply_frontend_settings, backend_names, csv, guarded, options,
                                  output_file, positive_float, positive_int)
-from irlens.precision import DEFAULT as DEFAULT_PRECISION, add_option as add_precision_option
+from irlens.core.precision import DEFAULT as DEFAULT_PRECISION, add_option as add_precision_option
 
 HELP = "run workloads through every backend; check numerics; list kernels"
 
@@ -47,7 +47,7 @@ class CompareOptions:
     timeout: float = 300.0
     jobs: int = 1
     cross: bool = False
-    precision: str = DEFAULT_PRECISION  # --tf32: "tf32" (irlens.precision)
+    precision: str = DEFAULT_PRECISION  # --tf32: "tf32" (irlens.core.precision)
 
 
 @guarded

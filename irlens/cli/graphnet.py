@@ -15,7 +15,7 @@ from pathlib import Path
 from irlens.cli.command import (JOBS_HELP, backends, add_device_option, add_modes_option, csv, guarded, output_file,
                                 output_folder, positive_float, positive_int, read_documents, write_page)
 from irlens.cli.call_plans import add_options as add_call_plan_options
-from irlens.precision import add_option as add_precision_option
+from irlens.core.precision import add_option as add_precision_option
 
 HELP = "GraphNet's samples through every stack: pass rates per source, GraphNet's S(t)/ES(t) beside irlens's verdict"
 

@@ -15,7 +15,7 @@ from irlens.cli.command import (JOBS_HELP, backends, add_config_option, add_devi
                                  apply_frontend_settings, csv, guarded, output_file, output_folder,
                                  positive_float, positive_int, read_documents, write_page)
 from irlens.cli.call_plans import add_options as add_call_plan_options
-from irlens.precision import add_option as add_precision_option
+from irlens.core.precision import add_option as add_precision_option
 
 HELP = "the model zoo (transformers, timm) through every stack: pass rates, unknown ops, breaks, kernels, speedups"
 

@@ -279,7 +279,7 @@ def dtype_verdict(got: list, reference: list, eager: list, rtol: float, format_o
     - it holds format-dependent ops (`format_dependent`): its meaning is the float32 computation
       itself, so it is judged against eager in the case's dtype, at the sweep's rtol;
     - every floating result is within k x eager's own error in the case's dtype (eager vs the
-      float64 reference) + rtol (`irlens.numerics.allowed_error`, float32's k: 2): a graph holding
+      float64 reference) + rtol (`irlens.numerics.verdicts.allowed_error`, float32's k: 2): a graph holding
       the dtype's own approximations (XLA's float32 Lanczos lgamma) is as accurate as eager in
       that dtype. The floor is the sweep's rtol, not numerics' 1e-5 for whole models: one op's
       eager error is ~1e-7, and a dropped term should not hide under a model's budget. Where
@@ -287,7 +287,7 @@ def dtype_verdict(got: list, reference: list, eager: list, rtol: float, format_o
       an eager that is itself far off (a cancelling result) excuses no large error.
     NaN or Inf out of place, a wrong integer or an error like 0.2 or 20 is wrong either way."""
     from irlens.core.ir import canonical_dtype
-    from irlens.numerics import CRITERIA, allowed_error, rel_err
+    from irlens.numerics.verdicts import CRITERIA, allowed_error, rel_err
 
     if format_ops:
         _, problem = compare_outputs(got, eager, rtol)
@@ -350,7 +350,7 @@ def compare_outputs(got: list, reference: list, rtol: float) -> tuple[float | No
     norm-wise (||got - ref|| / ||ref||). Integer and bool results must be equal, and of the
     same kind as the reference's."""
     from irlens.core.ir import canonical_dtype
-    from irlens.numerics import rel_err, tolerance
+    from irlens.numerics.verdicts import rel_err, tolerance
 
     if len(got) != len(reference):
         return None, f"{len(got)} outputs, eager has {len(reference)}"

@@ -10,7 +10,7 @@ DEFAULT_TIMEOUT_S = 30.0
 # meaning: reassociation, the float32 constants a jaxpr holds (~1e-8), and the float32
 # approximations XLA expands some functions into in its optimized HLO (digamma, bessel_i1e:
 # ~4e-7). A wrong meaning shows at 1e-3 and above. A result eager computes in a lower
-# precision (an explicit cast) is judged at irlens.numerics' tolerance for that dtype.
+# precision (an explicit cast) is judged at irlens.numerics.verdicts' tolerance for that dtype.
 RTOL = 1e-6
 
 

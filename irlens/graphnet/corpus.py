@@ -24,7 +24,7 @@ from irlens.matrix.row import Row
 from irlens.workloads.graphnet import PREFIX, SAMPLES, BadSample, label, missing_files, sample_dirs, sample_workload
 from irlens.workloads.graphnet.meta import sizes
 from irlens.workloads.workload import MODES
-from irlens.precision import DEFAULT as DEFAULT_PRECISION
+from irlens.core.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.matrix.call_plan import listed_cells
 from irlens.zoo.run import CorpusRows, listed_backends, shard_of, zoo_backends
 
@@ -62,7 +62,7 @@ class GraphNetConfig:
     jobs: int = 1
     timeout: float = 300.0
     budget_s: float | None = None
-    precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.precision; --tf32: "tf32")
+    precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.core.precision; --tf32: "tf32")
     # run exactly these (sample, mode, backend) of the selection, a sample by its path below samples/ (`cell_name`)
     cells: frozenset[tuple[str, str, str]] | None = None
 

@@ -9,7 +9,7 @@ from irlens.graphnet.score import B, LADDER, NOTE, P, StackScore, scores
 from irlens.matrix.document import Document
 from irlens.workloads.graphnet import label
 from irlens.reporting.zoo_page import by_kind, failures, model_table, stack_table, summarize, whose, with_eager_base
-from irlens.tolerance_ladder import ABOVE_ZERO
+from irlens.numerics.tolerance_ladder import ABOVE_ZERO
 from irlens.wording import plural
 
 CHECK_LEVEL = -5  # GraphNet's reference point: atol 1e-5, rtol 1.3e-6 in float32 (PyTorch's testing defaults)

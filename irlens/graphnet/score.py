@@ -3,7 +3,7 @@
 The definitions are the GraphNet technical report's (Li et al., arXiv 2510.24035: eq. 1-3 and
 appendices B and C); the code is irlens's own. Per sample i a stack either ran, with speedup
 s_i = eager's step time / its own (both timed in the same run) and correctness at tolerance t by
-GraphNet's assert_close against eager (irlens.tolerance_ladder), or failed with an error code c_i:
+GraphNet's assert_close against eager (irlens.numerics.tolerance_ladder), or failed with an error code c_i:
 1 an accuracy error (it ran, but fails at t), 2 a runtime crash, 3 a compilation failure.
 
     rectified speedup  r_t,i = s_i if correct and s_i >= 1;  s_i^(p+1) if correct and s_i < 1;  b otherwise
@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from irlens.matrix.row import Row
-from irlens.tolerance_ladder import ABOVE_ZERO, LEVELS, NOTE
+from irlens.numerics.tolerance_ladder import ABOVE_ZERO, LEVELS, NOTE
 
 B = 0.1  # the failure penalty (the report's default)
 P = 0.1  # the slowdown penalty (the report's default; GraphNet's plotting scripts default to 0)

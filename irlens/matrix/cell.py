@@ -19,7 +19,7 @@ from collections import Counter
 import torch
 
 from irlens.backends import Backend
-from irlens import precision
+from irlens.core import precision
 from irlens.runtime import call_progress
 from irlens.core.dtypes import HALF_DTYPES
 from irlens.errors import CaptureFailed, NoNativePath
@@ -35,10 +35,10 @@ from irlens.matrix.records import Coverage, CrossRecord, KernelRecord, LoweredGr
 from irlens.matrix.references import Reference, failure_reason, first_line, reference_anywhere, release_memory
 from irlens.matrix.row import STAGES_NOTE, Row
 from irlens.matrix.spec import CellSpec
-from irlens.numerics import Comparison, compare_results, judged_bounds, tolerance
+from irlens.numerics.verdicts import Comparison, compare_results, judged_bounds, tolerance
 from irlens.core.ops import is_compute
 from irlens.runtime.timing import HostTiming, recording_device_time, recording_host_time
-from irlens.tolerance_ladder import NOTE as GRAPHNET_NOTE, passing_level
+from irlens.numerics.tolerance_ladder import NOTE as GRAPHNET_NOTE, passing_level
 from irlens.workloads.workload import Instance, MissingLibrary, Workload
 
 
@@ -255,7 +255,7 @@ def _acquire(spec: CellSpec, wl: Workload, reference: Reference) -> tuple[Instan
 
 def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: HostTiming | None = None) -> Comparison:
     """The row's verdict, numbers and kernels from a finished run: each result against the
-    reference and against eager's own error in `dtype` (irlens.numerics.allowed_error). Returns
+    reference and against eager's own error in `dtype` (irlens.numerics.verdicts.allowed_error). Returns
     the comparison."""
     ill, bounds = judged_bounds(reference.results, dtype, row.mode, reference.eager_errors, reference.conditions)
     # a buffer the run did not update is judged as it was before the step: the state the step started from
@@ -269,7 +269,7 @@ def _check(row: Row, run: BackendRun, reference: Reference, dtype: str, host: Ho
     decisive = row.decisive_result
     row.eager_err, row.allowed = eager.get(decisive), cmp.allowed.get(decisive)
     row.reference_dtype, row.reference_fallback = reference.dtype, reference.fallback or None
-    if cmp.beyond_range:  # elements no value of the run's dtype could match (irlens.numerics): not judged
+    if cmp.beyond_range:  # elements no value of the run's dtype could match (irlens.numerics.verdicts): not judged
         row.notes = {**row.notes, "beyond_range": cmp.beyond_range}
     row.compile_s, row.run_us = run.compile_s, run.run_us
     row.run_spread = host.spread if host is not None else None

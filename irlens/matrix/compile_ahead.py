@@ -4,7 +4,7 @@ A timed cell has the GPU to itself (irlens.runtime.gpu_turns), and in a bench a 
 its share of the device (gpu_turns.COMPILES_SHARE_ENV), so a timing waits for the compiles beside it
 and they for the timing. Each timed cell compiles too, but first every cell of the run is compiled
 and run once in `jobs` worker processes side by side, nothing timed and nothing checked: what that
-leaves are the compilers' persistent caches (irlens.compile_caches: Triton kernels and their
+leaves are the compilers' persistent caches (irlens.bench.compile_caches: Triton kernels and their
 autotuning, XLA executables, nvFuser kernels), so the timed cells find their kernels compiled.
 
 A cell whose worker crashed or hung here is not run again: it would crash or hang again, after
@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from irlens.backends import Backend
-from irlens.cache_upkeep import warn_once
+from irlens.caches.upkeep import warn_once
 from irlens.runtime.isolation import CallFailed, worker_threads
 from irlens.runtime.pool import WorkerPool
 from irlens.matrix.backend_run import run_backend
@@ -111,7 +111,7 @@ def compile_ahead(plans: list[Plan], timeout: float, jobs: int, log: Log, progre
     each within `timeout`, none started after `deadline` (time.monotonic()). Returns, per dtype,
     the rows of the cells that must not run again (their worker crashed or hung). `progress`
     (irlens.bench.progress) hears of each cell, and of those left to their timed turn; `after_cell()`
-    is called after each (irlens.compile_caches.Caches.check_disk)."""
+    is called after each (irlens.bench.compile_caches.Caches.check_disk)."""
     todo = [(plan, cell) for plan in plans for cell in plan.cells(timeout)
             if cell_id(plan, cell) not in log.compiled and _runs(plan, cell)]
     # a worker serves a backend's cells in a row: its imports and its compiler's warm state are paid once

@@ -1,4 +1,4 @@
-"""The conditions a reference's checks are judged with (irlens.numerics.allowed_error): how far the
+"""The conditions a reference's checks are judged with (irlens.numerics.verdicts.allowed_error): how far the
 loss moves, relative to itself, with its outputs' rounding, and how little it sees each gradient's
 value. From the highest precision that ran (irlens.matrix.references)."""
 from __future__ import annotations

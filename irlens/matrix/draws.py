@@ -5,7 +5,7 @@ In bfloat16 or float16 a compiler that rounds elsewhere than eager (Inductor kee
 its fused kernels) can land past a bound made of eager's error on one draw of inputs while, on
 the next draw, eager lands as far past the compiler's: which of the two a single draw calls the
 worse changes with the draw. So does a float32 result that is ill-conditioned
-(`irlens.numerics.ill_conditioned`: a train-mode BatchNorm over two samples, whose eager float32
+(`irlens.numerics.verdicts.ill_conditioned`: a train-mode BatchNorm over two samples, whose eager float32
 error moved from 6.4e-5 to 5.2e-4 between two processes on the same inputs). So a half-precision
 cell whose every problem is an error past its bound (nothing missing, extra or misshapen, no NaN
 or Inf, no buffer left as it was: `Comparison.only_past_bound`), and a float32 one whose results
@@ -17,10 +17,10 @@ it, the backend's compiled step run again on each (`BackendRun.again`, irlens.ma
 result is then ok when
 
 - its median error over the draws is within the bound made of eager's median error over them
-  (`irlens.numerics.allowed_error`: k x it + the floor, with the median condition), and
+  (`irlens.numerics.verdicts.allowed_error`: k x it + the floor, with the median condition), and
 - on every draw its error is within the bound made of eager's largest error over the draws: a
   backend wrong on some inputs, past anything eager did on any, is a mismatch on that draw;
-  a noise-sized gradient (judged by its size, `irlens.numerics.noise_scales`) is within its own
+  a noise-sized gradient (judged by its size, `irlens.numerics.verdicts.noise_scales`) is within its own
   draw's bound on every draw;
 
 and every draw has every result, each finite, each buffer updated. The row's figures become the
@@ -44,7 +44,7 @@ from irlens.core.dtypes import HALF_DTYPES
 from irlens.matrix.records import ResultCheck
 from irlens.matrix.references import Reference, first_line, reference_of
 from irlens.matrix.row import Row
-from irlens.numerics import BUFFER, Bound, Comparison, compare_results, judged_bounds, noise_scales
+from irlens.numerics.verdicts import BUFFER, Bound, Comparison, compare_results, judged_bounds, noise_scales
 from irlens.workloads.workload import Instance
 
 DRAWS = 5  # the workload's own inputs and four more
@@ -66,7 +66,7 @@ class DrawErrors:
     conditions: dict[str, float] = field(default_factory=dict)
     vacuous: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)  # missing, extra, misshapen, NaN or Inf, buffers not updated
-    scales: dict[str, float] = field(default_factory=dict)  # the noise-sized gradients (irlens.numerics.noise_scales)
+    scales: dict[str, float] = field(default_factory=dict)  # the noise-sized gradients (irlens.numerics.verdicts.noise_scales)
 
 
 @dataclass

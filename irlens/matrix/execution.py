@@ -23,7 +23,7 @@ that all of them at once fit the cores (`isolation.worker_threads`; the document
 (`Plan.device_timing`), a timed cell that runs out of memory beside other cells runs again
 alone, and a JAX cell's worker ends with its cell (XLA keeps its memory until its process ends).
 
-Every process of the run computes under the plan's float32 precision policy (irlens.precision):
+Every process of the run computes under the plan's float32 precision policy (irlens.core.precision):
 this one applies it first, and the workers it starts inherit it.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from irlens import precision
+from irlens.core import precision
 from irlens.runtime.gpu_turns import COMPILES_SHARE_ENV
 from irlens.runtime.isolation import THREAD_COUNTS, WORKER_ENV, CallFailed, worker_threads
 from irlens.runtime.pool import WorkerPool

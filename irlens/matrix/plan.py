@@ -13,7 +13,7 @@ from irlens.backends import BACKENDS, Backend, get_backend
 from irlens.errors import UsageError
 from irlens.matrix.spec import CellSpec, validate_coordinates
 from irlens.workloads.builtin import expand_workload, resolve_workload, workload_names
-from irlens.precision import DEFAULT as DEFAULT_PRECISION
+from irlens.core.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.workloads.user_code import absolute_reference, reference_of
 from irlens.workloads.workload import MODES, WORKLOADS, MissingLibrary, Workload
 
@@ -33,7 +33,7 @@ class Plan:
     # (`irlens bench --rerun`); None: all of them
     only: frozenset[tuple[str, str, str]] | None = None
     frontends: list[str] | None = None  # the cross grid's acquiring frontends; None: a compare matrix
-    precision: str = DEFAULT_PRECISION  # the float32 policy every process of the run computes under (irlens.precision)
+    precision: str = DEFAULT_PRECISION  # the float32 policy every process of the run computes under (irlens.core.precision)
 
     @property
     def kind(self) -> str:

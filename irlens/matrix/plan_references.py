@@ -23,12 +23,12 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from irlens.cache_upkeep import MIN_FREE_BYTES, GiB, disk_free
+from irlens.caches.upkeep import MIN_FREE_BYTES, GiB, disk_free
 from irlens.matrix.plan import Plan
 from irlens.matrix.spec import ENTRY, ReferenceSpec
 from irlens.matrix.references import (NoRoom, Reference, compute_reference, failure_reason, reference_anywhere,
                                       release_memory, twin_problem)
-from irlens.numerics import TwinMismatch
+from irlens.numerics.verdicts import TwinMismatch
 from irlens.runtime import call_progress
 from irlens.runtime.gpu_turns import sharing_gpu
 from irlens.workloads.workload import Workload

@@ -5,7 +5,7 @@ profile, `irlens.runtime.timing.DeviceTiming`, its roofline figures, its GPU and
 and a cross row's (`CrossRecord`: the pairing, the graphs it lowered).
 
 Each is written as the JSON it always was, and read back checked field by field
-(`irlens.json_values`: a bad field is a usage error naming the file, row and field). Figures
+(`irlens.core.json_values`: a bad field is a usage error naming the file, row and field). Figures
 a record may lack are written only when set; what older documents wrote otherwise (null) the
 migration to the current form drops (irlens.matrix.schema). The result checks are the one record written otherwise: as
 maps, result name -> value, one per attribute (`CHECK_MAPS`; `vacuous` only where a result is).
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 from irlens.core.ir import Graph, Kernel
-from irlens.json_values import BadDocument, read_record, read_value, to_plain
+from irlens.core.json_values import BadDocument, read_record, read_value, to_plain
 from irlens.runtime.timing import DeviceTiming
 
 # written only when set: added after the first documents, or set by `irlens bench` alone (documents
@@ -96,7 +96,7 @@ class RowRoofline:
 
 @dataclass
 class ResultCheck:
-    """One named result against the reference (irlens.numerics). A JSON null stands for a value
+    """One named result against the reference (irlens.numerics.verdicts). A JSON null stands for a value
     that is not finite (strict JSON has no NaN or Inf) and reads back as inf."""
 
     err: float | None = None  # its relative error; None: not compared (missing, or of another shape)

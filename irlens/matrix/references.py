@@ -12,7 +12,7 @@ Eager as the cells run it is the reference too where it has a NaN or Inf that th
 has not, within the run dtype's range (an overflow inside: `not_finite_below`). Only where eager
 fails as the cells run it is there no reference (`ReferenceFailed`, naming every precision's
 failure). Beside the results eager's own error in the run's dtype on the same numbers, and the
-loss's condition, which the cells are judged with (irlens.numerics). A plan's references, computed
+loss's condition, which the cells are judged with (irlens.numerics.verdicts). A plan's references, computed
 once each or in each cell: irlens.matrix.plan_references.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from irlens.core.dtypes import TORCH_DTYPES
 from irlens.runtime.call_progress import waiting
 from irlens.runtime.gpu_turns import gpu_alone, reference_place, sharing_gpu
 from irlens.matrix.conditions import gradient_conditions, loss_condition
-from irlens.numerics import TwinMismatch, beyond, check_jax_twin, elements_of, float64_slices, held_by, rel_err
+from irlens.numerics.verdicts import TwinMismatch, beyond, check_jax_twin, elements_of, float64_slices, held_by, rel_err
 from irlens.workloads.workload import Instance, Workload, run_eager
 
 TWIN_PRESET = "tiny"  # a twin computes the same function at every size: checked where it is cheap
@@ -71,7 +71,7 @@ class Reference:
     eager_errors: dict[str, float] | None = None
     eager_problem: str = ""
     conditions: dict[str, float] = field(default_factory=dict)  # result name -> its condition (the loss's)
-    # eager's outputs in the run's dtype: the baseline of GraphNet's check (irlens.tolerance_ladder)
+    # eager's outputs in the run's dtype: the baseline of GraphNet's check (irlens.numerics.tolerance_ladder)
     eager_outputs: dict[str, torch.Tensor] = field(default_factory=dict)
     # what it is known by in a worker: its file, or a name of its own where it was computed there
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -103,7 +103,7 @@ class Reference:
     def results_on_host(self) -> "Reference":
         """The float64 results (and eager's outputs) moved to the host, the weights and inputs (and
         `kept`, which this one gives up) left where they are: a GPU cell's checks copy them back slice
-        by slice (irlens.numerics.float64_slices). Four bench cells beside each other on one H100, each
+        by slice (irlens.numerics.verdicts.float64_slices). Four bench cells beside each other on one H100, each
         with its float64 copies on the GPU, ran it out of memory (two workers held 33 and 35 GiB).
         Into pinned memory, which the worker keeps for its next cells (`release_memory`): a bench-size
         gelu's 2.1 GB took 1.6 s into fresh pageable memory on an H100's host, 1.0 s pinned the first
@@ -195,7 +195,7 @@ def not_finite_below(eager: dict[str, torch.Tensor], results: dict[str, torch.Te
                 or not got.is_floating_point():
             continue
         n = sum(int((~torch.isfinite(a) & torch.isfinite(b) & ~beyond(b, held_by(got.dtype))).sum())
-                for a, b in float64_slices(got, ref))  # past the range: not judged at all (irlens.numerics)
+                for a, b in float64_slices(got, ref))  # past the range: not judged at all (irlens.numerics.verdicts)
         if n:
             counts.append(f"{name}: {elements_of(n, got.numel())}")
     return f"{ref_dtype} is finite where {dtype} is not ({'; '.join(counts)})" if counts else ""

@@ -5,14 +5,14 @@ grid x acquiring frontend) did, and whether its numbers hold.
 every cell has, and the records only some rows have, each None elsewhere: `bench`
 (`records.BenchRecord`: the work a step must do, its device profile and roofline, its GPU and
 ceilings) and `cross` (`records.CrossRecord`: the pairing, the lowered graphs). A GraphNet sample's
-row adds nothing but notes (its passing tolerance, `irlens.tolerance_ladder.NOTE`).
+row adds nothing but notes (its passing tolerance, `irlens.numerics.tolerance_ladder.NOTE`).
 
 One JSON form in every document and in a worker's reply: a key per attribute, by its name, a
 record as its own object. The fields of `ALWAYS` are always written; any other only when set (a
 row that failed before its workload was instantiated has no dtype, a compare row no `bench`).
 `Row.from_json` reads a row back and says which row and which field is missing or unknown.
 
-Every field is read back as the type it declares (irlens.json_values): a number that is not one,
+Every field is read back as the type it declares (irlens.core.json_values): a number that is not one,
 a kernel without a name, is a BadDocument (exit 2) naming the file, the row and the field. The
 nested records are `irlens.matrix.records`. The result checks, one record per result in
 `Row.results`, are written as maps, result name -> value (`per_result`, `per_result_eager`,
@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from irlens.json_values import BadDocument, read_value, to_plain, type_hints
+from irlens.core.json_values import BadDocument, read_value, to_plain, type_hints
 from irlens.matrix.records import (CHECK_MAPS, BenchRecord, Coverage, CrossRecord, KernelRecord, Notes, ResultCheck,
                                    StageGraph, checks_from_json, checks_to_json)
 
@@ -72,9 +72,9 @@ class Row:
     detail: str = ""  # the traceback, or the tail of a crashed worker's stderr
     # numerics, against the float64 reference
     max_rel_err: float | None = None
-    tol: float | None = None  # the flat tolerance of the dtype and mode (irlens.numerics)
+    tol: float | None = None  # the flat tolerance of the dtype and mode (irlens.numerics.verdicts)
     # result name -> its error, the error it may have (judged against eager's own error in the same
-    # dtype too: irlens.numerics.allowed_error), eager's own, and why its check is ill-conditioned
+    # dtype too: irlens.numerics.verdicts.allowed_error), eager's own, and why its check is ill-conditioned
     results: dict[str, ResultCheck] = field(default_factory=dict)
     eager_err: float | None = None  # eager's own error on the decisive result (the one nearest its bound)
     allowed: float | None = None  # the error the decisive result may have
@@ -93,7 +93,7 @@ class Row:
     coverage: Coverage | None = None  # how the kernels cover the compute nodes (matrix.cell.kernel_coverage)
     dtype: str | None = None
     preset: str | None = None
-    # the float32 precision policy its process computed under (irlens.precision: ieee, tf32); None in
+    # the float32 precision policy its process computed under (irlens.core.precision: ieee, tf32); None in
     # documents written before irlens recorded it, and in rows made outside a run (the zoo's missing libraries)
     precision: str | None = None
     # a backend run through the common view's lowering of another frontend's graphs, its own
@@ -132,12 +132,12 @@ class Row:
 
     @property
     def ill_conditioned(self) -> dict[str, str]:
-        """The results whose check is ill-conditioned -> why (irlens.numerics.ill_conditioned)."""
+        """The results whose check is ill-conditioned -> why (irlens.numerics.verdicts.ill_conditioned)."""
         return {n: c.ill_conditioned for n, c in self.results.items() if c.ill_conditioned}
 
     @property
     def vacuous(self) -> list[str]:
-        """The results whose check cannot fail: exactly zero in the reference and the run (irlens.numerics)."""
+        """The results whose check cannot fail: exactly zero in the reference and the run (irlens.numerics.verdicts)."""
         return [n for n, c in self.results.items() if c.vacuous]
 
     @property

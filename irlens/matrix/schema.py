@@ -9,7 +9,7 @@ Each step states the form it writes itself: a later change of `Row` does not cha
 """
 from __future__ import annotations
 
-from irlens.json_values import BadDocument
+from irlens.core.json_values import BadDocument
 from irlens.matrix.records import KERNEL_WHEN_SET
 
 FIELD = "schema"

@@ -18,8 +18,8 @@ from typing import ClassVar
 
 from irlens.core.dtypes import COMPUTE_DTYPES
 from irlens.errors import UsageError
-from irlens.json_values import BadDocument, read_record, to_plain
-from irlens.precision import DEFAULT as DEFAULT_PRECISION, check as check_precision
+from irlens.core.json_values import BadDocument, read_record, to_plain
+from irlens.core.precision import DEFAULT as DEFAULT_PRECISION, check as check_precision
 from irlens.workloads.workload import MODES, PRESETS
 
 DEVICES = ("cpu", "cuda")
@@ -80,7 +80,7 @@ class CellSpec(Spec):
     device: str = "cpu"
     preset: str = "tiny"
     frontend: str | None = None  # a cross cell: the frontend whose graphs the backend executes; None: its own
-    precision: str = DEFAULT_PRECISION  # the float32 policy its processes compute under (irlens.precision)
+    precision: str = DEFAULT_PRECISION  # the float32 policy its processes compute under (irlens.core.precision)
     # how long it may run: not which cell it is (a cell compiled ahead under one timeout is timed under another)
     timeout_s: float | None = field(default=None, compare=False)
     device_timing: bool = False  # also time its kernels on the device (CUDA; `irlens bench`)

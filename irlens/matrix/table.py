@@ -115,7 +115,7 @@ def module_mode_lines(rows: list[Row]) -> list[str]:
 
 def ill_conditioned_lines(doc: Document) -> list[str]:
     """One line per workload and mode whose checks are ill-conditioned (the float64 value is
-    noise-sized): judged against eager, not the flat tolerance (irlens.numerics). The results are
+    noise-sized): judged against eager, not the flat tolerance (irlens.numerics.verdicts). The results are
     named by pattern (layer numbers as N, with how many), then the first one's numbers."""
     found: dict[tuple[str, str], dict[str, str]] = {}
     for r in doc.rows:
@@ -137,7 +137,7 @@ def draws_lines(rows: list[Row]) -> list[str]:
 
 def beyond_range_lines(rows: list[Row]) -> list[str]:
     """One line per workload, mode and run dtype whose float64 reference holds values past that
-    dtype's range: elements no stack could match, left out of every check (irlens.numerics)."""
+    dtype's range: elements no stack could match, left out of every check (irlens.numerics.verdicts)."""
     found: dict[tuple[str, str, str], dict[str, str]] = {}
     for r in rows:
         if r.ran and r.notes.get("beyond_range"):
@@ -149,7 +149,7 @@ def beyond_range_lines(rows: list[Row]) -> list[str]:
 
 def vacuous_lines(rows: list[Row]) -> list[str]:
     """One line per workload and mode with results exactly zero in the reference and the run (a
-    check that cannot fail, irlens.numerics): an alarm, with the backends, where a row compared
+    check that cannot fail, irlens.numerics.verdicts): an alarm, with the backends, where a row compared
     nothing (every output or result vacuous); otherwise a note, the rest being compared."""
     found: dict[tuple[str, str], dict[str, None]] = {}
     empty: dict[tuple[str, str], list[str]] = {}

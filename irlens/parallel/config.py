@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from irlens.json_values import read_record
+from irlens.core.json_values import read_record
 from irlens.parallel.parallelize.distributed import ParallelDims
 from irlens.parallel.models.families import ModelFamily, resolve
 from irlens.parallel.models.llama3.parallelize import check_divisible

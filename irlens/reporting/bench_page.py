@@ -8,12 +8,12 @@ import re
 from pathlib import Path
 
 from irlens.reporting.time_spent import stage_lines, time_lines
-from irlens.ceilings import Ceilings, describe
+from irlens.core.ceilings import Ceilings, describe
 from irlens.matrix import Document, Row
 from irlens.matrix.join import run_parts
 from irlens.matrix.row import STAGES_NOTE
 from irlens.matrix.table import via_lines
-from irlens.precision import describe_rows as describe_precision
+from irlens.core.precision import describe_rows as describe_precision
 from irlens.reporting.records import launches_of
 from irlens.wording import plural
 

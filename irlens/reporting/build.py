@@ -6,10 +6,10 @@ import math
 import re
 from collections import Counter
 
-from irlens.ceilings import Ceilings, describe
+from irlens.core.ceilings import Ceilings, describe
 from irlens.core.ir import Graph, Kernel
 from irlens.matrix import Document, Row
-from irlens.precision import describe_rows as describe_precision
+from irlens.core.precision import describe_rows as describe_precision
 from irlens.matrix.table import (DRAWS_MARK, FALLBACK_MARK, UNSTEADY_MARK, VACUOUS_MARK, error_figures, run_figure,
                                  status_text, vacuous_lines, via_lines)
 from irlens.reporting.blocks import Figure, Gallery, Report, Section, Table, Text

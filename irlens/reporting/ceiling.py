@@ -3,7 +3,7 @@ cannot be a speed.
 
 A kernel's ideal time is max(bytes / memory bandwidth, flops / peak rate of its dtype); its % of
 ceiling is ideal time / measured time. The peaks are the ones `irlens bench` measured on the
-device in the same run (`irlens.ceilings`: the best bandwidth kernel, the best matrix product
+device in the same run (`irlens.core.ceilings`: the best bandwidth kernel, the best matrix product
 of a sweep that includes the workload's own shapes, each raised to the best rate a kernel of
 the run was timed at within the vendor's figure), never datasheet figures alone; without them,
 and for kernels without time or bytes, it is None.
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irlens.ceilings import Ceilings
+from irlens.core.ceilings import Ceilings
 from irlens.core.ir import Kernel
 
 

@@ -1,5 +1,5 @@
 """A bench run's roofline figures: its ceilings (the sweep's, raised to the best rate its
-kernels were timed at: `irlens.ceilings.raised_to`), each row's step and each kernel against them.
+kernels were timed at: `irlens.core.ceilings.raised_to`), each row's step and each kernel against them.
 
 `apply_roofline` is the one computation: `irlens bench` runs it after each dtype over the rows
 so far, and `recompute` runs it again over a stored document (the sweep's figures are kept in
@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from irlens.ceilings import Ceilings, Seen, raised_to, swept
+from irlens.core.ceilings import Ceilings, Seen, raised_to, swept
 from irlens.matrix import Document, Row
 from irlens.matrix.records import RowRoofline, StepWork
 from irlens.reporting.ceiling import ceiling_for, dram_bytes, exact_flops, judge, model_error

@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from irlens.json_values import BadDocument, read_record
+from irlens.core.json_values import BadDocument, read_record
 
 
 def clock_text(seconds: float) -> str:

@@ -20,7 +20,7 @@ from irlens.runtime.isolation import cuda_fault
 from irlens.matrix.document import Document
 from irlens.matrix.join import with_eager_base
 from irlens.matrix.row import Row
-from irlens.precision import describe_rows as describe_precision
+from irlens.core.precision import describe_rows as describe_precision
 from irlens.matrix.table import (DRAWS_MARK, VACUOUS_MARK, draws_lines, ill_conditioned_lines, module_mode_lines,
                                  vacuous_lines)
 from irlens.workloads.workload import MODES

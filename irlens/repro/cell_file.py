@@ -15,7 +15,7 @@ import torch
 
 from irlens.frontends.bindings import value_keys, workload_values
 from irlens.matrix.spec import CellSpec
-from irlens.numerics import judged_bounds, tolerance
+from irlens.numerics.verdicts import judged_bounds, tolerance
 from irlens.repro.emit import JaxSection, ReproFile, TorchModel
 from irlens.backends.repro_path import ReproPath
 from irlens.repro.tensors import EMBED_MAX
@@ -109,7 +109,7 @@ def cell_file(spec: CellSpec, path: ReproPath, notes: list[str], embed_max: int 
 def cell_bounds(spec: CellSpec, dtype: str) -> dict[str, tuple[float, str]]:
     """Each result's bound as `irlens compare` judges the cell: from the same reference (eager's
     own error in the cell's dtype beside float64, the loss's condition; irlens.matrix.references),
-    through `irlens.numerics.judged_bounds` (an ill-conditioned result's bound is not capped)."""
+    through `irlens.numerics.verdicts.judged_bounds` (an ill-conditioned result's bound is not capped)."""
     from irlens.matrix.references import compute_reference
     from irlens.workloads.builtin import resolve_workload
 

@@ -5,7 +5,7 @@ It rebuilds its inputs and weights (`irlens.repro.tensors`), runs the backend's 
 the same model code eagerly in float64 on the same numbers (floating values cast up, as
 irlens's reference is made), and compares every result by name: norm-wise relative error
 against the bound irlens compare judged that result by (`ALLOWED`, from
-`irlens.numerics.allowed_error`: k x eager's own error + a floor), or, for a value with no
+`irlens.numerics.verdicts.allowed_error`: k x eager's own error + a floor), or, for a value with no
 bound of its own (a reduced graph's intermediates), the flat tolerance for the dtype and mode
 (`TOL`); NaN or Inf never passes.
 

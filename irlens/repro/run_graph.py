@@ -20,7 +20,7 @@ from irlens.core.interpret import TORCH_DTYPES
 from irlens.core.ir import Graph
 from irlens.core.ops import index_bounds
 from irlens.matrix.spec import CellSpec
-from irlens.numerics import compare_results, tolerance
+from irlens.numerics.verdicts import compare_results, tolerance
 from irlens.repro.cases import Case, case_values
 from irlens.repro.cell import Outcome, exception_outcome
 from irlens.repro.graphs import as_float64

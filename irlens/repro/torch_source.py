@@ -165,7 +165,7 @@ def check_same(function: TorchFunction, inputs: list, returned) -> None:
 
 def _same(a, b) -> bool:
     """The same result, up to the run-to-run noise of the dtype (atomics in a GPU scatter)."""
-    from irlens.numerics import TOLERANCES, rel_err
+    from irlens.numerics.verdicts import TOLERANCES, rel_err
 
     if a is None or b is None:
         return a is None and b is None

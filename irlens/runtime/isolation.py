@@ -14,7 +14,7 @@ A worker dies with its parent: it watches its parent process and, once orphaned 
 exited or was killed, e.g. by `timeout`), kills its own process group, compiler subprocesses
 included, even in the middle of a call. Which worker serves a call, when one is started again
 and when it is closed, is irlens.runtime.pool's: every caller runs its calls through a pool.
-Every worker computes under its parent's float32 precision policy (irlens.precision).
+Every worker computes under its parent's float32 precision policy (irlens.core.precision).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import threading
 import time
 import traceback
 
-from irlens import precision
+from irlens.core import precision
 from irlens.runtime import call_progress
 
 STDERR_TAIL_CHARS = 3000
@@ -192,8 +192,8 @@ class Worker:
 
     def _drop_unfinished_builds(self) -> None:
         """A compile this worker ran when it was killed or crashed may have left a C++ build half
-        written, which Inductor would load in every later process (irlens.cache_upkeep)."""
-        from irlens.cache_upkeep import drop_unfinished, inductor_folders
+        written, which Inductor would load in every later process (irlens.caches.upkeep)."""
+        from irlens.caches.upkeep import drop_unfinished, inductor_folders
 
         with contextlib.suppress(OSError):
             drop_unfinished(inductor_folders(self._env), since=self._started - 1)  # mtimes lag the clock a little

@@ -1,5 +1,5 @@
 """Device timing of a compiled step (CUDA), and the spread of the host timing. The hardware's
-ceilings are `irlens.ceilings`.
+ceilings are `irlens.core.ceilings`.
 
 Device time comes from the torch profiler (CUPTI). CUPTI sees every kernel the process
 launches, so the same measurement serves Inductor/Triton, nvFuser and XLA alike (XLA's
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from irlens.runtime.gpu_turns import gpu_alone
-from irlens.json_values import read_record
+from irlens.core.json_values import read_record
 
 _L2_FLUSH_BYTES = 256 << 20
 # a host timing whose steps' interquartile range exceeds this fraction of their median is flagged

@@ -30,7 +30,7 @@ from irlens.matrix.row import Row
 from irlens.matrix.saving import BackgroundSave
 from irlens.workloads.builtin import get_workload
 from irlens.workloads.zoo import FAMILIES, zoo_names
-from irlens.precision import DEFAULT as DEFAULT_PRECISION
+from irlens.core.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.workloads.workload import MODES
 from irlens.wording import plural
 
@@ -50,7 +50,7 @@ class ZooConfig:
     budget_s: float | None = None  # cells not started by then are `unavailable` rows saying so
     fill: Document | None = None  # run only the cells this earlier document has no ok row for
     fill_not_run: bool = False  # with `fill`: only those it has no row that ran for (not its failures)
-    precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.precision; --tf32: "tf32")
+    precision: str = DEFAULT_PRECISION  # the float32 policy (irlens.core.precision; --tf32: "tf32")
     cells: frozenset[tuple[str, str, str]] | None = None  # run exactly these (model, mode, backend) of the selection
 
     @property

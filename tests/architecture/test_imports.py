@@ -91,7 +91,7 @@ def test_the_runtime_imports_no_orchestration():
 
 
 def test_the_runtime_rule_names_an_edge_through_another_module():
-    edges = {"irlens.runtime.isolation": {"irlens.precision"}, "irlens.precision": {"irlens.matrix.cell"},
+    edges = {"irlens.runtime.isolation": {"irlens.core.precision"}, "irlens.core.precision": {"irlens.matrix.cell"},
              "irlens.matrix.cell": {"irlens.runtime.timing"}, "irlens.runtime.timing": set(),
              "irlens.runtimes": {"irlens.cli"}, "irlens.cli": set()}
     assert runtime_reaching_above(edges) == ["irlens.runtime.isolation -> irlens.matrix.cell"]

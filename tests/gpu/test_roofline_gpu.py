@@ -113,7 +113,7 @@ def test_ceilings_are_the_best_of_the_sweep_and_within_the_datasheet():
     from triton.testing import do_bench
 
     from irlens.bench.sweep import measure_ceilings
-    from irlens.ceilings import spec_for
+    from irlens.core.ceilings import spec_for
     from irlens.core.cost import Gemm
 
     own = Gemm(1, 16384, 3072, 1024)  # block's MLP product at the bench size
@@ -137,7 +137,7 @@ def test_a_bench_keeps_rows_and_kernels_within_the_ceilings():
     100 % of them (a kernel faster than DRAM for all its bytes judged on those beyond the L2,
     said so); a kernel above the datasheet's figure fails here."""
     from irlens.bench.run import bench
-    from irlens.ceilings import Ceilings
+    from irlens.core.ceilings import Ceilings
     from irlens.matrix import Document
     from irlens.reporting.roofline import recompute
 

@@ -20,7 +20,7 @@ from irlens.bench.progress import BenchProgress
 from irlens.bench.sweep import Sweep
 from irlens.core.cost import Gemm
 from irlens.bench.ceilings_cache import cache_key, cached_sweep
-from irlens.compile_caches import NVFUSER_DB_ENV, NVFUSER_RUN_ENV, cache_env, compile_caches
+from irlens.bench.compile_caches import NVFUSER_DB_ENV, NVFUSER_RUN_ENV, cache_env, compile_caches
 from irlens.runtime.pool import WorkerPool
 from tests.support.nvfuser_kernel_db import compile_into
 

@@ -157,7 +157,7 @@ from irlens.runtime import call_progress
 from irlens.runtime.gpu_turns import sharing_gpu, timing_turn
 from irlens.runtime.isolation import TURNS_ENV
 
-def started():  # returns once the worker is ready: its start imports torch (irlens.precision), seconds
+def started():  # returns once the worker is ready: its start imports torch (irlens.core.precision), seconds
     return True
 
 def timed():

@@ -8,7 +8,7 @@ from irlens.core import ops
 from irlens.backends import get_backend
 from irlens.matrix.backend_run import BackendRun, run_backend
 from irlens.workloads.builtin import get_workload
-from irlens.numerics import compare_results, tolerance
+from irlens.numerics.verdicts import compare_results, tolerance
 from irlens.workloads.workload import run_eager
 
 

@@ -53,7 +53,7 @@ def test_compare_cpu_tiny(matrix, workload, backend, mode):
 
 
 def test_compare_tolerances_are_dtype_aware():
-    from irlens.numerics import tolerance
+    from irlens.numerics.verdicts import tolerance
 
     assert tolerance("float64", "fwd") < tolerance("float32", "fwd") < tolerance("float16", "fwd") \
         < tolerance("bfloat16", "fwd")
@@ -70,7 +70,7 @@ def test_compare_eager_low_precision_within_tolerance(dtype):
 
 
 def test_compare_nan_never_passes():
-    from irlens.numerics import compare_results
+    from irlens.numerics.verdicts import compare_results
 
     ref = {"out0": torch.ones(4, dtype=torch.float64)}
     got = {"out0": torch.tensor([1.0, float("nan"), 1.0, 1.0])}

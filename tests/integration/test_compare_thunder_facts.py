@@ -11,7 +11,7 @@ from irlens.backends import get_backend
 from irlens.matrix.backend_run import BackendRun, run_backend
 from irlens.frontends.base import Unavailable
 from irlens.workloads.builtin import get_workload
-from irlens.numerics import compare_results, tolerance
+from irlens.numerics.verdicts import compare_results, tolerance
 from irlens.workloads.workload import run_eager
 
 pytestmark = pytest.mark.skipif(not get_backend("thunder+torchcompile").availability("cpu"),

@@ -1,4 +1,4 @@
-"""Verdicts that hold up in low precision (irlens.numerics.allowed_error): each result is judged
+"""Verdicts that hold up in low precision (irlens.numerics.verdicts.allowed_error): each result is judged
 against the float64 reference and against eager's own error in the same dtype, so a loss that
 nearly cancels is ok everywhere, eager included, while a compiled module 1.5 % off is a
 mismatch; where float64 cannot run, the reference falls back to the highest precision that
@@ -13,7 +13,7 @@ import torch
 import irlens
 from irlens.matrix import Document, format_table
 from irlens.matrix.references import compute_reference, loss_condition
-from irlens.numerics import CRITERIA, LOSS_ROUNDINGS, allowed_error, tolerance, unit_roundoff
+from irlens.numerics.verdicts import CRITERIA, LOSS_ROUNDINGS, allowed_error, tolerance, unit_roundoff
 from irlens.reporting import build_report, render_markdown
 from irlens.workloads.workload import Workload
 

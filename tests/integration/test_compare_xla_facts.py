@@ -9,7 +9,7 @@ from irlens.backends import get_backend
 from irlens.core.ir import Graph
 from irlens.matrix.backend_run import run_backend
 from irlens.workloads.builtin import get_workload
-from irlens.numerics import compare_results, tolerance
+from irlens.numerics.verdicts import compare_results, tolerance
 from irlens.core.ops import is_compute
 from irlens.workloads.workload import run_eager
 

@@ -1,5 +1,5 @@
-"""A cache never costs a result: the compilers' persistent caches (irlens.compile_caches,
-irlens.cache_upkeep, irlens.backends.thunder.kernel_db) on a full disk, a folder that cannot be
+"""A cache never costs a result: the compilers' persistent caches (irlens.bench.compile_caches,
+irlens.caches.upkeep, irlens.backends.thunder.kernel_db) on a full disk, a folder that cannot be
 written, a corrupt database, a run that died before merging, a size cap, and the half-written C++
 builds a killed compile leaves; and the bench document written row by row (irlens.bench.checkpoint)."""
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from irlens import cache_upkeep
+from irlens.caches import upkeep
 from irlens.backends.thunder import kernel_db
-from irlens.compile_caches import NVFUSER_RUN_ENV, compile_caches
+from irlens.bench.compile_caches import NVFUSER_RUN_ENV, compile_caches
 from irlens.runtime.isolation import CallFailed, Worker
 from tests.support.nvfuser_kernel_db import compile_into
 
@@ -26,7 +26,7 @@ FULL = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 @pytest.fixture(autouse=True)
 def _each_test_a_run():
-    cache_upkeep.new_run()  # a cache warns once per run; each test is one
+    upkeep.new_run()  # a cache warns once per run; each test is one
 
 
 def _warnings(err: str) -> list[str]:
@@ -83,14 +83,14 @@ def test_a_cache_folder_that_cannot_be_written_is_a_warning(tmp_path, capsys, mo
 
 
 def test_a_nearly_full_disk_turns_caching_off(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cache_upkeep, "disk_free", lambda path: 1 << 20)
+    monkeypatch.setattr(upkeep, "disk_free", lambda path: 1 << 20)
     with compile_caches(tmp_path / "a") as caches:
         assert caches.root is None and "JAX_COMPILATION_CACHE_DIR" not in os.environ
     assert "1.0 MiB free on the disk of" in _warnings(capsys.readouterr().err)[0]
     monkeypatch.undo()
     with compile_caches(tmp_path / "b") as caches:  # the disk fills during the run
         assert os.environ["JAX_COMPILATION_CACHE_DIR"] == str(tmp_path / "b" / "jax")
-        monkeypatch.setattr(cache_upkeep, "disk_free", lambda path: 1 << 20)
+        monkeypatch.setattr(upkeep, "disk_free", lambda path: 1 << 20)
         caches.check_disk()
         caches.check_disk()
         assert "JAX_COMPILATION_CACHE_DIR" not in os.environ and NVFUSER_RUN_ENV not in os.environ
@@ -177,10 +177,10 @@ def test_the_caches_are_kept_under_their_cap_the_oldest_entries_first(tmp_path, 
     _entry(tmp_path / "jax" / "jit_new-cache", 300 * kib, 10)
     with open(tmp_path / "in-use", "a") as other:  # another run uses the folder: nothing is removed
         fcntl.flock(other, fcntl.LOCK_SH)
-        with compile_caches(tmp_path, max_gb=600 * kib / cache_upkeep.GiB):
+        with compile_caches(tmp_path, max_gb=600 * kib / upkeep.GiB):
             pass
     assert (tmp_path / "triton" / "OLDEST").is_dir()
-    with compile_caches(tmp_path, max_gb=600 * kib / cache_upkeep.GiB):
+    with compile_caches(tmp_path, max_gb=600 * kib / upkeep.GiB):
         pass
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     listing = [f"nvfuser/{kernel_db.SHARED}/lock", f"nvfuser/{kernel_db.SHARED}/{kernel_db.DB}/{kernel_db.LIST}"]
@@ -237,8 +237,8 @@ def test_an_unfinished_build_whose_lock_is_held_is_left_to_its_builder(tmp_path)
     (tmp_path / "locks").mkdir()
     with open(tmp_path / "locks" / "cabc.lock", "a") as building:
         fcntl.flock(building, fcntl.LOCK_EX)
-        assert cache_upkeep.drop_unfinished([tmp_path]) == [tmp_path / "ab" / "cxyz.main.o"]
-    assert cache_upkeep.drop_unfinished([tmp_path]) == [tmp_path / "ab" / "cabc.main.o"]
+        assert upkeep.drop_unfinished([tmp_path]) == [tmp_path / "ab" / "cxyz.main.o"]
+    assert upkeep.drop_unfinished([tmp_path]) == [tmp_path / "ab" / "cabc.main.o"]
 
 
 COMPILE = textwrap.dedent('''
@@ -279,7 +279,7 @@ def test_an_empty_library_left_in_inductors_cache_breaks_compiles_until_removed(
     assert broken.returncode != 0 and "file too short" in broken.stderr
     for path in probes:
         path.write_bytes(b"")
-    assert sorted(cache_upkeep.drop_unfinished([tmp_path])) == sorted(built + probes)
+    assert sorted(upkeep.drop_unfinished([tmp_path])) == sorted(built + probes)
     assert run().stdout.strip() == "ok"
     assert libraries() == built and all(p.stat().st_size for p in built + probes)
 
@@ -319,6 +319,6 @@ def test_an_entry_removed_while_the_cap_walks_the_cache_is_left_out(tmp_path, mo
     (tmp_path / "kept" / "a.bin").write_bytes(b"x" * 10)
     (tmp_path / "gone").mkdir()
     (tmp_path / "gone" / "b.bin").write_bytes(b"y")
-    real = cache_upkeep._stat
-    monkeypatch.setattr(cache_upkeep, "_stat", lambda path: None if "gone" in path else real(path))
-    assert [(size, path.name) for _, size, path in cache_upkeep.entries(tmp_path)] == [(10, "kept")]
+    real = upkeep._stat
+    monkeypatch.setattr(upkeep, "_stat", lambda path: None if "gone" in path else real(path))
+    assert [(size, path.name) for _, size, path in upkeep.entries(tmp_path)] == [(10, "kept")]

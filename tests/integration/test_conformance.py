@@ -303,7 +303,7 @@ def test_dtype_verdict_allows_the_dtype_own_error_and_nothing_like_a_wrong_meani
 
 def test_dtype_verdict_is_capped_where_eager_itself_is_far_off():
     """An eager float32 result 15 % off (a cancelling result) excuses no 20 % error: the allowance
-    is capped by float32's flat tolerance (1e-4), as irlens.numerics caps it."""
+    is capped by float32's flat tolerance (1e-4), as irlens.numerics.verdicts caps it."""
     ref = torch.linspace(0.5, 3.0, 64, dtype=torch.float64)
     eager = (ref * 1.15).float()
     assert dtype_verdict([ref * 1.2], [ref], [eager], 1e-6, []) is None

@@ -13,7 +13,7 @@ import pytest
 import irlens.matrix as cmp
 from irlens.frontends.bindings import program_for, run_program, stage_programs
 from irlens.core.interpret import Uninterpretable, interpret
-from irlens.numerics import compare_results
+from irlens.numerics.verdicts import compare_results
 from irlens.workloads.builtin import get_workload, workload_names
 from irlens.workloads.workload import MODES
 

@@ -7,7 +7,7 @@ from irlens.core import cost
 from irlens.bench.run import BenchConfig, bench, restrict_to_rerun, share_matrix
 from irlens.reporting.bench_page import write_results_page
 from irlens.bench.sweep import sweep
-from irlens.ceilings import Ceilings
+from irlens.core.ceilings import Ceilings
 from irlens.core.cost import Gemm
 from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 from irlens.runtime.pool import WorkerPool

@@ -14,11 +14,11 @@ from irlens.matrix import Document, format_table
 from tests.support.cell_runs import run_in_process
 from irlens.matrix.draws import DRAWS, DrawErrors, judge_draws
 from irlens.matrix.references import compute_reference
-from irlens.numerics import tolerance
+from irlens.numerics.verdicts import tolerance
 from irlens.workloads.workload import Workload, eager_step
 
 NORM_SEED = 1  # with the BatchNorm: eager's own error is not at its largest on the own inputs either
-FLOOR = 4e-3  # bfloat16's (irlens.numerics.CRITERIA)
+FLOOR = 4e-3  # bfloat16's (irlens.numerics.verdicts.CRITERIA)
 EAGER = [8e-3, 4e-3, 5e-3, 3e-3, 5e-3]  # eager's own error over five draws: median 5e-3, largest 8e-3
 MEDIAN_BOUND, CEILING = 3 * 5e-3 + FLOOR, 3 * 8e-3 + FLOOR
 
@@ -183,7 +183,7 @@ def test_a_float32_mismatch_on_an_ill_conditioned_result_is_judged_over_draws():
     reference = compute_reference(wl, "fwd", "cpu", "tiny", "float32")
     own = reference.eager_errors["out0"]
     assert own > tolerance("float32", "fwd")  # ill-conditioned: eager itself is past the flat tolerance
-    bound = 2 * own + 1e-5  # float32's k and floor, not capped (irlens.numerics.CRITERIA)
+    bound = 2 * own + 1e-5  # float32's k and floor, not capped (irlens.numerics.verdicts.CRITERIA)
     row = run_in_process(wl, Pushed(reference.inputs[0], ((1.02 * bound) ** 2 - own ** 2) ** 0.5), "fwd", "cpu", "tiny",
                    "float32", reference)
     assert "out0" in row.ill_conditioned

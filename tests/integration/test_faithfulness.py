@@ -14,7 +14,7 @@ from irlens.frontends.bindings import program_for, run_program, stage_programs
 from irlens.core.interpret import MEANINGS, Uninterpretable, interpret
 from irlens.core.ir import Graph, Node, TensorMeta
 from irlens.workloads.builtin import workload_names
-from irlens.numerics import compare_results
+from irlens.numerics.verdicts import compare_results
 from irlens.workloads.workload import MODES
 
 from tests.support.output_metadata import assert_outputs_inferred

@@ -17,7 +17,7 @@ from irlens.workloads.graphnet import BadSample, read_meta, sample_workload
 from irlens.workloads.graphnet.devices import for_device
 from irlens.workloads.graphnet.meta import sizes
 from irlens.workloads.graphnet.module import graph_class
-from irlens.numerics import rel_err
+from irlens.numerics.verdicts import rel_err
 from irlens.workloads.graphnet.dtype_gen import keeps_float32
 from tests.support.graphnet_samples import (EMBEDDING_META, LINEAR_META, conv_bn, edge_softmax, embedding_int, half_mask,
                                             linear_cuda, masked_edges, meta_text, table_f32, write_sample)

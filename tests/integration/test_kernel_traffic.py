@@ -14,7 +14,7 @@ from pathlib import Path
 from irlens.backends.inductor.accesses import touch_bounds
 from irlens.backends.inductor.code import mark_combining_stages, read_launches
 from irlens.reporting.bench_page import format_bench_table, write_results_page
-from irlens.ceilings import Ceilings
+from irlens.core.ceilings import Ceilings
 from irlens.core.cost import kernel_flops
 from irlens.core.ir import Graph, TensorMeta
 from irlens.matrix import read_document

@@ -15,7 +15,7 @@ from irlens.frontends import get_frontend
 from irlens.frontends.bindings import run_program, stage_programs
 from irlens.core.interpret import interpret
 from irlens.core.ir import Graph
-from irlens.numerics import compare_results
+from irlens.numerics.verdicts import compare_results
 from irlens.core.ops import OPS
 from irlens.core.ops.infer import RULES, Misfit, NotInferable, infer
 from irlens.workloads.workload import Workload, run_eager

@@ -1,4 +1,4 @@
-"""The float32 precision policy (irlens.precision): one per run, applied alike in the main process and in
+"""The float32 precision policy (irlens.core.precision): one per run, applied alike in the main process and in
 every worker it starts, recorded in every row and said on every page; documents written before it read on."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from irlens import precision
+from irlens.core import precision
 from irlens.bench.run import BenchConfig, child_argv
 from irlens.cli import main
 from irlens.cli.bench import add_arguments as bench_arguments
@@ -29,7 +29,7 @@ def flags():
     import jax
     import torch
 
-    from irlens import precision
+    from irlens.core import precision
 
     return {"policy": precision.current(), "cublas_tf32": torch.backends.cuda.matmul.allow_tf32,
             "cudnn_tf32": torch.backends.cudnn.allow_tf32, "matmul": torch.get_float32_matmul_precision(),

@@ -8,7 +8,7 @@ import os
 import pytest
 
 import irlens.matrix as cmp
-from irlens.cache_upkeep import MIN_FREE_BYTES
+from irlens.caches.upkeep import MIN_FREE_BYTES
 from irlens.matrix import plan_references
 from irlens.matrix.plan_references import References
 from irlens.matrix.references import NoRoom, compute_reference
@@ -82,7 +82,7 @@ def test_cells_of_a_reference_without_room_say_so_and_the_run_goes_on(tmp_path, 
     # with TIGHT_DISK bytes above the margin (a workload file is the way test code reaches a worker)
     small = tmp_path / "small.py"
     small.write_text("import torch, irlens\n"
-                     "from irlens.cache_upkeep import MIN_FREE_BYTES\n"
+                     "from irlens.caches.upkeep import MIN_FREE_BYTES\n"
                      "from irlens.matrix import plan_references\n"
                      f"plan_references.disk_free = lambda path: MIN_FREE_BYTES + {TIGHT_DISK}\n"
                      "one = irlens.Workload.from_module('one', lambda x: torch.tanh(x), example_inputs=((4, 8),))\n"

@@ -20,8 +20,8 @@ from tests.support.cell_runs import run_in_process
 from irlens.cell_entry import run_spec
 from irlens.matrix.spec import ReferenceSpec
 from irlens.matrix.references import Reference, ReferenceFailed, compute_reference
-from irlens.numerics import rel_err, tolerance
-from irlens.tolerance_ladder import ABOVE_ZERO
+from irlens.numerics.verdicts import rel_err, tolerance
+from irlens.numerics.tolerance_ladder import ABOVE_ZERO
 from irlens.workloads.workload import Workload
 from tests.support.perturbed_eager import PerturbedEager
 

@@ -126,7 +126,7 @@ def test_a_reference_on_the_host_judges_a_gpu_cell_as_on_the_gpu():
     import torch
 
     from irlens.matrix.references import compute_reference
-    from irlens.numerics import compare_results
+    from irlens.numerics.verdicts import compare_results
     from irlens.workloads.builtin import resolve_workload
     from irlens.workloads.workload import run_eager
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from irlens.bench.run import annotate_kernels
 from irlens.reporting.bench_page import format_bench_table, write_results_page
-from irlens.ceilings import Ceilings, describe
+from irlens.core.ceilings import Ceilings, describe
 from irlens.core.ir import Graph, Kernel
 from irlens.backends.inductor.code import map_kernels, read_launches
 from irlens.matrix import Document, Row, read_document

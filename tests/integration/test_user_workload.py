@@ -16,7 +16,7 @@ import irlens.matrix as cmp
 from irlens.matrix.references import twin_problem
 from irlens.backends import BACKENDS
 from irlens.cli.compare import run as compare_main
-from irlens.numerics import TwinMismatch
+from irlens.numerics.verdicts import TwinMismatch
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "rmsnorm.py"

@@ -1,5 +1,5 @@
 """Checks that cannot fail, results that are rounding noise, and buffers a backend leaves as they
-were (irlens.numerics).
+were (irlens.numerics.verdicts).
 
 A result exactly zero in the float64 reference and in the run is vacuous: named per result; a
 row whose every output is vacuous compared nothing of the model and says so in the compare table,
@@ -22,7 +22,7 @@ from irlens.frontends.base import Availability
 from irlens.matrix import Document, format_table, plan_matrix, read_document, run_plan, write_document
 from tests.support.cell_runs import run_in_process
 from irlens.matrix.references import compute_reference
-from irlens.numerics import allowed_error, compare_results, noise_scales, tolerance, unit_roundoff
+from irlens.numerics.verdicts import allowed_error, compare_results, noise_scales, tolerance, unit_roundoff
 from irlens.reporting import build_report, render_markdown
 from irlens.reporting.zoo_page import summarize, zoo_markdown
 from irlens.workloads.workload import Workload, run_eager

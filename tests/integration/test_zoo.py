@@ -28,7 +28,7 @@ from irlens.matrix.row import Row
 from irlens.workloads.builtin import get_workload, workload_names
 from irlens.workloads.zoo import zoo_names
 from irlens.workloads.zoo.entry import projection_loss
-from irlens.numerics import Bound, allowed_errors, compare_results, ill_conditioned, rel_err, unit_roundoff
+from irlens.numerics.verdicts import Bound, allowed_errors, compare_results, ill_conditioned, rel_err, unit_roundoff
 from irlens.reporting.zoo_page import model_table, signature, summarize, upstream_of, zoo_markdown
 from irlens.workloads.workload import Workload, mean_square_loss, run_eager
 from irlens.matrix.join import RERUN, SHARDS, join
@@ -88,7 +88,7 @@ def test_dynamo_common_view_is_faithful(name, mode):
     ref = reference(name, mode)
     # A result that is noise-sized in truth (attention's key bias gradient, the running mean of a
     # BatchNorm fed by a zero-mean channel) is noise in float64 too: judged as the verdicts judge
-    # it, against float32 eager's own error (irlens.numerics.ill_conditioned)
+    # it, against float32 eager's own error (irlens.numerics.verdicts.ill_conditioned)
     eager = run_eager(inst.module, inst, mode)
     eager_errors = {n: rel_err(eager[n], r) for n, r in ref.items() if r is not None and eager.get(n) is not None}
     conditions = gradient_conditions(ref, {**{f"input{i}": t for i, t in enumerate(inst.inputs)}, **inst.params()})
@@ -222,7 +222,7 @@ def test_an_ill_conditioned_check_judges_against_eager_and_still_catches_a_backe
 def test_a_result_eager_gets_no_digit_of_is_held_to_its_order_of_magnitude():
     """Noise against noise (a running mean of a zero-mean channel): twice eager's error passes, a
     hundred times does not; a well-conditioned result keeps the flat tolerance as its cap."""
-    from irlens.numerics import allowed_error
+    from irlens.numerics.verdicts import allowed_error
 
     noise = allowed_error("float32", "fwd", 4e8, ill=True).value
     assert 2 * 4e8 < noise < 100 * 4e8
@@ -233,7 +233,7 @@ def test_a_result_eager_gets_no_digit_of_is_held_to_its_order_of_magnitude():
 def test_a_result_eager_gets_no_digit_of_is_ill_conditioned_in_every_dtype():
     """bfloat16 has no cap to go over: eager's error of 1 or more names the result itself (the H200
     zoo's XLA running mean at 3.07 x eager's 4.2e11 was a mismatch at k = 3; NOISE_ORDER holds it)."""
-    from irlens.numerics import NOISE_ORDER, allowed_error, ill_conditioned
+    from irlens.numerics.verdicts import NOISE_ORDER, allowed_error, ill_conditioned
 
     ill = ill_conditioned(["buffer:bn.running_mean", "out0"], "bfloat16", "fwd",
                           {"buffer:bn.running_mean": 4.2e11, "out0": 2e-3})

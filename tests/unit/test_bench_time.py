@@ -7,7 +7,7 @@ import pytest
 
 from irlens.bench.progress import BenchProgress
 from irlens.bench.timeline import CEILINGS, WAITING, time_spent
-from irlens.json_values import BadDocument
+from irlens.core.json_values import BadDocument
 from irlens.matrix import Document
 from irlens.reporting.bench_page import write_results_page
 

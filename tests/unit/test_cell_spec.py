@@ -8,7 +8,7 @@ import json
 import pytest
 
 from irlens.errors import UsageError
-from irlens.json_values import BadDocument
+from irlens.core.json_values import BadDocument
 from irlens.matrix.spec import CellSpec, ReferenceSpec, WorkSpec
 from tests.support.import_graph import import_edges, modules
 
@@ -73,7 +73,7 @@ def test_the_stacks_and_the_spec_import_no_orchestration():
     stacks = {m: sorted(t for t in targets if t.startswith("irlens.matrix"))
               for m, targets in edges.items() if m.startswith(("irlens.backends", "irlens.frontends", "irlens.workloads"))}
     assert {m: t for m, t in stacks.items() if t} == {}
-    assert edges["irlens.matrix.spec"] <= {"irlens.core.dtypes", "irlens.errors", "irlens.json_values", "irlens.precision",
+    assert edges["irlens.matrix.spec"] <= {"irlens.core.dtypes", "irlens.errors", "irlens.core.json_values", "irlens.core.precision",
                                            "irlens.workloads.workload"}
 
 

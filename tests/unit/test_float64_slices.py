@@ -7,13 +7,13 @@ import math
 import pytest
 import torch
 
-from irlens import numerics
-from irlens.tolerance_ladder import ABOVE_ZERO, passing_level
+from irlens.numerics import verdicts
+from irlens.numerics.tolerance_ladder import ABOVE_ZERO, passing_level
 
 
 @pytest.fixture
 def small_slices(monkeypatch):
-    monkeypatch.setattr(numerics, "SLICE", 997)  # not a divisor: the last slice is short
+    monkeypatch.setattr(verdicts, "SLICE", 997)  # not a divisor: the last slice is short
 
 
 def pair(seed: int = 0, noise: float = 1e-3) -> tuple[torch.Tensor, torch.Tensor]:
@@ -28,13 +28,13 @@ def whole_rel_err(result: torch.Tensor, reference: torch.Tensor) -> float:
 
 def test_sliced_rel_err_is_the_whole_tensors(small_slices):
     result, ref = pair()
-    assert numerics.rel_err(result, ref) == pytest.approx(whole_rel_err(result, ref), rel=1e-12)
+    assert verdicts.rel_err(result, ref) == pytest.approx(whole_rel_err(result, ref), rel=1e-12)
 
 
 def test_a_non_finite_element_in_the_last_slice_makes_it_infinite(small_slices):
     result, ref = pair()
     result[-1, -1] = float("nan")
-    assert numerics.rel_err(result, ref) == math.inf
+    assert verdicts.rel_err(result, ref) == math.inf
     assert passing_level({"o": result}, {"o": ref.float()}) == ABOVE_ZERO
 
 
@@ -42,9 +42,9 @@ def test_sliced_passing_level_is_the_whole_tensors(monkeypatch):
     for noise in (1e-6, 1e-3, 1e-1):
         result, ref = pair(noise=noise)
         whole = passing_level({"o": result}, {"o": ref.float()})
-        monkeypatch.setattr(numerics, "SLICE", 997)
+        monkeypatch.setattr(verdicts, "SLICE", 997)
         assert passing_level({"o": result}, {"o": ref.float()}) == whole
-        monkeypatch.setattr(numerics, "SLICE", 1 << 24)
+        monkeypatch.setattr(verdicts, "SLICE", 1 << 24)
 
 
 def test_one_slice_failing_decides_the_level(small_slices):

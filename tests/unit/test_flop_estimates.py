@@ -4,7 +4,7 @@ never makes a kernel or a bench row compute-bound nor raises a matmul ceiling.""
 import pytest
 
 from irlens.core import cost
-from irlens.ceilings import Ceilings
+from irlens.core.ceilings import Ceilings
 from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 from irlens.matrix import Row
 from irlens.matrix.records import BenchRecord, KernelRecord, StepWork

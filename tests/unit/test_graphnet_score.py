@@ -9,7 +9,7 @@ import torch
 
 from irlens.graphnet.score import B, P, scores
 from irlens.matrix.row import Row
-from irlens.tolerance_ladder import ABOVE_ZERO, NOTE, passing_level, tolerances
+from irlens.numerics.tolerance_ladder import ABOVE_ZERO, NOTE, passing_level, tolerances
 
 
 def rows() -> list[Row]:

@@ -1,4 +1,4 @@
-"""NaN and Inf in a result and its reference (irlens.numerics, irlens.tolerance_ladder).
+"""NaN and Inf in a result and its reference (irlens.numerics.verdicts, irlens.numerics.tolerance_ladder).
 
 irlens's check compares them by value: the same non-finite value in both is the same value, left
 out of the norms; one out of place makes the error inf, with the elements counted; a result
@@ -11,9 +11,9 @@ import math
 import pytest
 import torch
 
-from irlens import numerics
-from irlens.numerics import compare_results, exactly_zero, rel_err
-from irlens.tolerance_ladder import ABOVE_ZERO, LEVELS, passing_level, tolerances
+from irlens.numerics import verdicts
+from irlens.numerics.verdicts import compare_results, exactly_zero, rel_err
+from irlens.numerics.tolerance_ladder import ABOVE_ZERO, LEVELS, passing_level, tolerances
 
 INF, NAN = math.inf, math.nan
 
@@ -37,7 +37,7 @@ def finite_rel_err(result: torch.Tensor, reference: torch.Tensor) -> float:
 # 997 elements a slice: the non-finite values in the first, a middle and the last slice
 @pytest.mark.parametrize("slice_size", [997, 1 << 24])
 def test_matched_nan_and_inf_are_left_out_and_the_finite_rest_compared(monkeypatch, slice_size):
-    monkeypatch.setattr(numerics, "SLICE", slice_size)
+    monkeypatch.setattr(verdicts, "SLICE", slice_size)
     result, ref = pair()
     err = rel_err(result, ref)
     assert err == pytest.approx(finite_rel_err(result, ref), rel=1e-12)
@@ -52,7 +52,7 @@ def test_matched_nan_and_inf_are_left_out_and_the_finite_rest_compared(monkeypat
     (NAN, "NaN or Inf in the result"),  # NaN where +inf
 ])
 def test_a_non_finite_value_out_of_place_makes_it_inf_and_is_counted(monkeypatch, value, why):
-    monkeypatch.setattr(numerics, "SLICE", 997)
+    monkeypatch.setattr(verdicts, "SLICE", 997)
     result, ref = pair()
     result[150, 7] = value
     assert rel_err(result, ref) == math.inf
@@ -97,7 +97,7 @@ def test_broadcast_comparisons_match_non_finite_values_too():
 
 def test_noise_scales_take_no_scale_from_a_non_finite_sibling():
     grads = {"grad:m.weight": torch.tensor([INF, 1.0]), "grad:m.bias": torch.tensor([1e-3])}
-    assert numerics.noise_scales(grads, "float32") == {}
+    assert verdicts.noise_scales(grads, "float32") == {}
 
 
 CASES = {  # result, eager baseline
@@ -128,12 +128,12 @@ def test_elements_beyond_the_run_dtypes_range_are_not_judged_and_counted():
     for result in (eager, clamped):
         assert rel_err(result, ref) == 0.0
         cmp = compare_results({"out0": result}, {"out0": ref}, 1e-6)
-        assert cmp.ok and cmp.beyond_range == {"out0": numerics.elements_of(2, 4)} and not cmp.vacuous
+        assert cmp.ok and cmp.beyond_range == {"out0": verdicts.elements_of(2, 4)} and not cmp.vacuous
     off = torch.tensor([1.0, 2.5, NAN, 0.0], dtype=torch.float32)
     assert not compare_results({"out0": off}, {"out0": ref}, 1e-6).ok
     huge = ref[2:]
     cmp = compare_results({"out0": eager[2:]}, {"out0": huge}, 1e-6)
-    assert cmp.ok and cmp.vacuous == ["out0"] and exactly_zero(huge, numerics.held_by(torch.float32))
+    assert cmp.ok and cmp.vacuous == ["out0"] and exactly_zero(huge, verdicts.held_by(torch.float32))
     assert rel_err(huge.clone(), huge) == 0.0 and not exactly_zero(huge)  # float64 itself holds them: judged
     in_float64 = compare_results({"out0": huge * (1 + 1e-3)}, {"out0": huge}, 1e-6)  # a float64 run holds them
     assert not in_float64.ok and not in_float64.beyond_range
@@ -143,4 +143,4 @@ def test_a_nan_beside_a_value_past_the_range_does_not_hide_it():
     """A NaN in the reference's slice makes its norm NaN: the elements past the range are still found."""
     ref = torch.tensor([NAN, 1e81, 1.0], dtype=torch.float64)
     cmp = compare_results({"out0": torch.tensor([NAN, NAN, 1.0])}, {"out0": ref}, 1e-6)
-    assert cmp.ok and cmp.beyond_range == {"out0": numerics.elements_of(1, 3)}
+    assert cmp.ok and cmp.beyond_range == {"out0": verdicts.elements_of(1, 3)}

@@ -73,7 +73,7 @@ def test_a_train_config_crosses_to_a_worker_as_json_and_back():
 
     tc = train_config(args)
     assert TrainConfig.from_json(json.loads(json.dumps(tc.to_json()))) == tc
-    from irlens.json_values import BadDocument
+    from irlens.core.json_values import BadDocument
 
     bad = tc.to_json()
     bad["parallelism"]["tp"] = "two"

@@ -27,9 +27,9 @@ import shutil
 import uuid
 from pathlib import Path
 
-from irlens.cache_upkeep import warn_once
+from irlens.caches.upkeep import warn_once
 
-ROOT_ENV = "IRLENS_NVFUSER_KERNEL_DB"  # the folder of the shared database and the runs' copies (irlens.compile_caches)
+ROOT_ENV = "IRLENS_NVFUSER_KERNEL_DB"  # the folder of the shared database and the runs' copies (irlens.bench.compile_caches)
 CACHE_NAME = "nvFuser's kernel database"
 RUN_ENV = "IRLENS_NVFUSER_RUN"  # the run a worker's copy belongs to (merged at the run's end)
 DB = "nvfuser_kernel_db"  # nvFuser's folder under the temporary directory

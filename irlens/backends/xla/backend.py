@@ -23,7 +23,7 @@ from irlens.backends.xla.kernels import EntryOp, read_hlo
 from irlens.frontends.jax.jaxpr.walk import EqnOrigin, jaxpr_origins, jaxpr_to_graph
 from irlens.backends.xla import lower as jax_lowering
 from irlens.core.ops import CAST, CREATION, DATA_MOVEMENT, REDUCTION, category, is_compute
-from irlens import precision
+from irlens.core import precision
 from irlens.workloads.workload import Instance, Step
 
 STAGE = "jax.hlo"

@@ -4,7 +4,7 @@ The function walks the graph once at trace time, each node through the JAX lower
 with its op in `irlens.core.ops` (a graph with an op that has none is `Unsupported`); a while
 loop becomes `lax.while_loop` of its cond and body, each lowered the same way. Inputs and
 outputs are torch tensors, exchanged through DLPack on their device. Matmuls trace at the run's
-float32 policy (`irlens.precision.jax_matmul_precision`), as the xla backend's do. Kernels are read from the optimized HLO, one per launching ENTRY instruction,
+float32 policy (`irlens.core.precision.jax_matmul_precision`), as the xla backend's do. Kernels are read from the optimized HLO, one per launching ENTRY instruction,
 as the xla backend reads them (`irlens.backends.xla.backend`).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Callable
 import torch
 
 from irlens.core.ir import Graph, Kernel, canonical_dtype
-from irlens import precision
+from irlens.core import precision
 from irlens.backends.lowering import check_supported
 from irlens.core.ops import OPS
 

@@ -19,7 +19,7 @@ from typing import Callable
 
 from irlens.frontends.base import FRONTENDS, Acquisition, Availability, Frontend, Program, Stage, Unavailable
 from irlens.frontends.jax.binding import jaxpr_program, lowered_programs
-from irlens import precision
+from irlens.core import precision
 from irlens.workloads.workload import MODES, Instance, Workload
 
 
@@ -57,13 +57,13 @@ def jax_program(inst: Instance, mode: str) -> JaxProgram:
     return JaxProgram(fn, args, [_leaf_name(path) for path, _ in leaves], [_leaf_name(path[-1:]) for path, _ in outs])
 
 
-# XLA's default precision on GPU is TF32-like. The twin is checked against torch (irlens.numerics)
+# XLA's default precision on GPU is TF32-like. The twin is checked against torch (irlens.numerics.verdicts)
 # and reproduced (irlens.repro) in full float32, so the comparison is between compilers, not precisions.
 MATMUL_PRECISION = "highest"
 
 
 def lower(program: JaxProgram):
-    """`jax.jit(program.fn).lower(...)` at the run's float32 policy (irlens.precision: "highest"
+    """`jax.jit(program.fn).lower(...)` at the run's float32 policy (irlens.core.precision: "highest"
     unless TF32 was asked for): what the xla backend compiles."""
     import jax
 

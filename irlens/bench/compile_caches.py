@@ -18,7 +18,7 @@ started inside `compile_caches(root)` uses them):
   kernel's code with another's binary). Thunder's traces and nvFuser's segmentation and
   scheduling have no persistent cache: they are redone.
 
-A cache never costs a run its results (irlens.cache_upkeep): a folder that cannot be written, a
+A cache never costs a run its results (irlens.caches.upkeep): a folder that cannot be written, a
 disk with less than `MIN_FREE_BYTES` free (at the start, and after each cell), an nvFuser merge
 that fails, each is a warning printed once, and the run goes on without that cache (a full disk:
 new workers keep no XLA executables and no nvFuser kernels; Inductor and Triton still need a
@@ -37,10 +37,10 @@ import sys
 import uuid
 from pathlib import Path
 
-from irlens import cache_upkeep
+from irlens.caches import upkeep
 from irlens.backends.thunder import kernel_db
 from irlens.backends.thunder.kernel_db import ROOT_ENV as NVFUSER_DB_ENV, RUN_ENV as NVFUSER_RUN_ENV
-from irlens.cache_upkeep import GiB, MIN_FREE_BYTES, default_max_gb, warn_once
+from irlens.caches.upkeep import GiB, MIN_FREE_BYTES, default_max_gb, warn_once
 
 # each cache's name in what irlens prints, and its folder under the root. A cache is a compiler's, not a
 # backend's: Inductor's and Triton's serve every torch.compile of a run (the inductor backend and its
@@ -97,7 +97,7 @@ class Caches:
         """On a nearly full disk, the optional caches off for the workers started from now on."""
         if self.root is None or not any(os.environ.get(key) for key in OPTIONAL):
             return
-        free = cache_upkeep.disk_free(self.root)
+        free = upkeep.disk_free(self.root)
         if free < MIN_FREE_BYTES:
             for key, name in OPTIONAL.items():
                 if os.environ.pop(key, None):
@@ -106,7 +106,7 @@ class Caches:
     def sizes(self) -> dict[str, int]:
         """Bytes each cache holds (nvFuser: its shared database)."""
         folders = self.folders()
-        return {name: cache_upkeep.tree_bytes(folder) for name, folder in folders.items()}
+        return {name: upkeep.tree_bytes(folder) for name, folder in folders.items()}
 
     def folders(self) -> dict[str, Path]:
         """Each cache's folder, as eviction and sizes see it (nvFuser's runs' copies are not entries)."""
@@ -135,7 +135,7 @@ def compile_caches(root: Path | None, max_gb: float | None = None):
     each compiler's own default. Yields the run's `Caches`; its nvFuser kernels are merged, the
     environment restored and each cache's size printed after. A root that cannot be used is a
     warning: the run goes on with the compilers' own defaults."""
-    cache_upkeep.new_run()
+    upkeep.new_run()
     caches = Caches(root, max_gb)
     problem = None if caches.root is None else _unusable(caches.root)
     if problem:
@@ -182,7 +182,7 @@ def _unusable(root: Path) -> str | None:
         probe.unlink()
     except OSError as e:
         return f"{type(e).__name__}: {e}"
-    free = cache_upkeep.disk_free(root)
+    free = upkeep.disk_free(root)
     if free < MIN_FREE_BYTES:
         return f"{size_text(free)} free on the disk of {root}"
     return None
@@ -198,7 +198,7 @@ def _tidy(caches: Caches, in_use) -> None:
     except Exception as e:  # noqa: BLE001
         warn_once(kernel_db.CACHE_NAME, e)
     try:
-        cache_upkeep.drop_unfinished([root / "inductor"])
+        upkeep.drop_unfinished([root / "inductor"])
     except OSError as e:
         warn_once("Inductor's cache upkeep", e)
     try:
@@ -206,7 +206,7 @@ def _tidy(caches: Caches, in_use) -> None:
     except BlockingIOError:
         return  # another run uses the caches: their entries stay until a run finds them alone
     try:
-        caches.removed += cache_upkeep.evict(list(caches.folders().values()), caches.max_bytes)
+        caches.removed += upkeep.evict(list(caches.folders().values()), caches.max_bytes)
     except OSError as e:
         warn_once("the caches' size cap", e)
     finally:

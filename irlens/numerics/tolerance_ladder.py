@@ -21,7 +21,7 @@ import math
 
 import torch
 
-from irlens.numerics import float64_slices
+from irlens.numerics.verdicts import float64_slices
 
 LEVELS = tuple(range(-10, 1))  # the numeric tolerance levels t <= 0 GraphNet's plots span
 NOTE = "graphnet_t"  # a row's note holding its passing_level against eager (irlens.matrix.cell)
