@@ -1,11 +1,14 @@
 """The package's shape holds: no import circle (lazy imports included) between modules or between
 subpackages, no module importing another's private names, no submodule that would hide an
-API function of the same name, and the folders' rules: the runtime imports no orchestration, the
-backends no runtime, the core no stack, runtime, workload or orchestration, the parallel path's
-generic parallelisms no model."""
+API function of the same name, and the folders' rules: each folder below the orchestration imports
+only the folders its allow-list names (MAY_IMPORT: the core nothing but the floor, the runtime the
+core and the caches, the backends no runtime and no orchestration, ...), the floor imports nothing of
+irlens, and the parallel path's generic parallelisms import no model."""
 from __future__ import annotations
 
 import ast
+
+import pytest
 
 from tests.support.import_graph import import_edges, imports, modules, reach
 
@@ -70,76 +73,72 @@ def test_no_code_outside_the_frontends_names_one():
     assert named == []
 
 
-ABOVE_THE_RUNTIME = ("irlens.matrix", "irlens.bench", "irlens.zoo", "irlens.reporting", "irlens.cli")
-
-
 def in_package(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
-def runtime_reaching_above(edges: dict[str, set[str]]) -> list[str]:
-    """`runtime_module -> orchestration_module` for each orchestration module a runtime module
-    imports, directly or through others."""
-    return [f"{m} -> {t}" for m in sorted(edges) if in_package(m, "irlens.runtime")
-            for t in sorted(reach(edges, m)) if any(in_package(t, p) for p in ABOVE_THE_RUNTIME)]
+# Top-level modules that import nothing of irlens: any folder may import them.
+FLOOR = ("irlens.errors", "irlens.logs", "irlens.names", "irlens.wording", "irlens.version", "irlens._compat")
+
+# What each folder below the orchestration may import, directly or through others, besides itself and
+# the floor: an arrow not named here fails, and a new one is argued beside it (DESIGN.md, Layout).
+MAY_IMPORT = {
+    # the common view and what every layer stands on (costs, ceilings, dtypes, the precision policy)
+    "irlens.core": (),
+    # below every layer that touches a compiler's cache: a backend's worker copies, the runtime's cleanup
+    "irlens.caches": (),
+    "irlens.workloads": ("irlens.core",),
+    "irlens.frontends": ("irlens.workloads", "irlens.core"),
+    # the stacks' own: a backend compiles and reads its kernels; the runner (irlens.matrix.backend_run)
+    # times it, takes the device's turns and reports progress, so no runtime and no orchestration here
+    "irlens.backends": ("irlens.frontends", "irlens.workloads", "irlens.core", "irlens.caches"),
+    # a JAX twin is checked at the precision the xla backend runs at (irlens.frontends.jax.frontend)
+    "irlens.numerics": ("irlens.frontends", "irlens.workloads", "irlens.core"),
+    # the process and device machinery the orchestration stands on
+    "irlens.runtime": ("irlens.core", "irlens.caches"),
+    "irlens.parallel": ("irlens.frontends", "irlens.workloads", "irlens.core"),
+    # the matrix runs the stacks in the runtime's workers; it imports nothing that reports or commands it
+    "irlens.matrix": ("irlens.backends", "irlens.frontends", "irlens.workloads", "irlens.numerics",
+                      "irlens.runtime", "irlens.core", "irlens.caches"),
+}
+
+# The orchestration above them: each may import any folder below and one another one way
+# (test_no_package_circle).
+ORCHESTRATION = ("irlens", "irlens.__main__", "irlens.api", "irlens.cli", "irlens.bench", "irlens.reporting",
+                 "irlens.zoo", "irlens.graphnet", "irlens.repro", "irlens.conformance", "irlens.explain",
+                 "irlens.cross", "irlens.cell_entry")
 
 
-def test_the_runtime_imports_no_orchestration():
-    """irlens.runtime (workers, device turns, timing) is the floor the orchestration stands on:
-    nothing in it imports the matrix, the bench, the zoo's runs, the reports or the CLI."""
-    assert runtime_reaching_above(import_edges(modules())) == []
+def reaching_beyond(edges: dict[str, set[str]], package: str) -> list[str]:
+    """`module -> module` for each module a module of `package` imports, directly or through others,
+    that is neither its package's, the floor's nor of a folder MAY_IMPORT names for it."""
+    allowed = {package, *MAY_IMPORT[package], *FLOOR}
+    return [f"{m} -> {t}" for m in sorted(edges) if package_of(m) == package
+            for t in sorted(reach(edges, m)) if package_of(t) not in allowed]
 
 
-def test_the_runtime_rule_names_an_edge_through_another_module():
+def test_every_folder_has_its_place():
+    """A new folder or top-level module is the floor, a folder with its allow-list, or orchestration."""
+    placed = {*FLOOR, *MAY_IMPORT, *ORCHESTRATION}
+    assert sorted({package_of(m) for m in modules()} - placed) == []
+    assert sorted(placed - {package_of(m) for m in modules()}) == []
+
+
+def test_the_floor_imports_nothing_of_irlens():
+    edges = import_edges(modules())
+    assert {m: sorted(edges[m]) for m in FLOOR if edges[m]} == {}
+
+
+@pytest.mark.parametrize("package", sorted(MAY_IMPORT))
+def test_each_folder_imports_only_what_it_may(package):
+    assert reaching_beyond(import_edges(modules()), package) == []
+
+
+def test_the_folder_rule_names_an_edge_through_another_module():
     edges = {"irlens.runtime.isolation": {"irlens.core.precision"}, "irlens.core.precision": {"irlens.matrix.cell"},
-             "irlens.matrix.cell": {"irlens.runtime.timing"}, "irlens.runtime.timing": set(),
-             "irlens.runtimes": {"irlens.cli"}, "irlens.cli": set()}
-    assert runtime_reaching_above(edges) == ["irlens.runtime.isolation -> irlens.matrix.cell"]
-
-
-def backends_reaching_the_runtime(edges: dict[str, set[str]]) -> list[str]:
-    """`backend_module -> runtime_module` for each runtime module a backend module imports,
-    directly or through others."""
-    return [f"{m} -> {t}" for m in sorted(edges) if in_package(m, "irlens.backends")
-            for t in sorted(reach(edges, m)) if in_package(t, "irlens.runtime")]
-
-
-def test_backends_import_no_runtime():
-    """A backend compiles; the runner (irlens.matrix.backend_run) times, takes the device's turns and
-    reports progress: nothing in irlens.backends imports irlens.runtime."""
-    assert backends_reaching_the_runtime(import_edges(modules())) == []
-
-
-def test_the_backends_rule_names_an_edge_through_another_module():
-    edges = {"irlens.backends.xla.dump": {"irlens.frontends.jax.frontend"},
-             "irlens.frontends.jax.frontend": {"irlens.runtime.isolation"},
-             "irlens.runtime.isolation": set(), "irlens.backendsx": {"irlens.runtime.timing"},
-             "irlens.runtime.timing": set()}
-    assert backends_reaching_the_runtime(edges) == ["irlens.backends.xla.dump -> irlens.runtime.isolation"]
-
-
-OUTSIDE_THE_CORE = ("irlens.backends", "irlens.frontends", "irlens.runtime", "irlens.workloads", *ABOVE_THE_RUNTIME)
-
-
-def core_reaching_out(edges: dict[str, set[str]]) -> list[str]:
-    """`core_module -> module` for each stack, runtime, workload or orchestration module a module of
-    irlens.core imports, directly or through others."""
-    return [f"{m} -> {t}" for m in sorted(edges) if in_package(m, "irlens.core")
-            for t in sorted(reach(edges, m)) if any(in_package(t, p) for p in OUTSIDE_THE_CORE)]
-
-
-def test_the_core_imports_no_stack_runtime_or_orchestration():
-    """irlens.core (the common view, the vocabulary, the interpreter, costs, dtypes, registries) is what
-    every stack and the orchestration stand on: nothing in it imports a backend, a frontend, the runtime,
-    the workloads, the matrix, the bench, the zoo's runs, the reports or the CLI."""
-    assert core_reaching_out(import_edges(modules())) == []
-
-
-def test_the_core_rule_names_an_edge_through_another_module():
-    edges = {"irlens.core.cost": {"irlens.names"}, "irlens.names": {"irlens.frontends.base"},
-             "irlens.frontends.base": set(), "irlens.core.ir": {"irlens.errors"}, "irlens.errors": set(),
-             "irlens.cores": {"irlens.matrix.plan"}, "irlens.matrix.plan": set()}
-    assert core_reaching_out(edges) == ["irlens.core.cost -> irlens.frontends.base"]
+             "irlens.matrix.cell": {"irlens.runtime.timing"}, "irlens.runtime.timing": {"irlens.errors"},
+             "irlens.errors": set(), "irlens.runtimes": {"irlens.cli"}, "irlens.cli": set()}
+    assert reaching_beyond(edges, "irlens.runtime") == ["irlens.runtime.isolation -> irlens.matrix.cell"]
 
 
 def parallelisms_reaching_models(edges: dict[str, set[str]]) -> list[str]:
