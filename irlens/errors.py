@@ -12,6 +12,10 @@ class UsageError(ValueError):
     """Bad input from the user; the message says what is wrong and, where there are choices, lists them."""
 
 
+class Unavailable(RuntimeError):
+    """A frontend or backend that cannot run here; the message says why (the CLI: exit 2, as bad input)."""
+
+
 class NoNativePath(RuntimeError):
     """A backend's own frontend cannot take this workload (no JAX twin; Thunder can trace none of
     it). Not bad input: the cell runs the backend through the common view's lowering of another

@@ -20,6 +20,7 @@ from irlens.core.ir import Graph, Kernel, Node, TensorMeta
 from irlens.matrix.spec import ENTRY, CellSpec
 from irlens.core.ops import REDUCTION, category
 from irlens.workloads.workload import Workload
+from irlens.wording import plural
 
 # Composite ops that reduce inside: the dim attribute they reduce over.
 REDUCING_COMPOSITES = {"softmax": "dim", "log_softmax": "dim", "mean": "dims", "var": "dims",
@@ -148,7 +149,7 @@ def format_explanation(expl: KernelExplanation, context: str = "") -> str:
         lines += ["", f"fuses {_count(expl.nodes, 'common-view op')}: {', '.join(n.op for n in expl.nodes) or '-'}"]
         lines += [node_line(n) for n in expl.nodes]
         if expl.recomputed:
-            lines += ["", f"recomputes {len(expl.recomputed)} ops also computed elsewhere:"]
+            lines += ["", f"recomputes {plural(len(expl.recomputed), 'op')} also computed elsewhere:"]
             lines += [node_line(n) for n in expl.recomputed]
         lines += ["", f"reads {_count(expl.reads, 'tensor')}, {_bytes(sum(m.nbytes for m in expl.reads))}:"]
         lines += _tensor_lines(expl.reads, producers,
@@ -258,7 +259,7 @@ def explain_run(run, backend: str, kernel: str | int | None, context: str) -> st
     head = f"one step: {run.run_us:.1f} µs (median host wall time, timed as irlens compare times a cell)\n\n"
     if kernel is None:
         index = max(range(len(run.kernels)), key=lambda i: len(run.kernels[i].node_ids))
-        head += (f"{len(run.kernels)} kernels of {backend} for {context} (pick one with --kernel NAME|INDEX):\n"
+        head += (f"{plural(len(run.kernels), 'kernel')} of {backend} for {context} (pick one with --kernel NAME|INDEX):\n"
                 f"{format_kernel_list(run.kernels, graphs)}\n\nthe kernel that fuses the most ops, k{index}:\n\n")
     else:
         index = find_kernel(run.kernels, kernel)

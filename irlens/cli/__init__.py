@@ -64,10 +64,24 @@ def command_module(name: str):
     return importlib.import_module(f"irlens.cli.{name}")
 
 
+class CommandLine(Parser):
+    """`irlens`: an argument its subcommand does not take is that subcommand's error, pointing at
+    its own help (argparse makes it the top parser's)."""
+
+    commands: dict[str, argparse.ArgumentParser]
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.commands[parsed.command].error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(
+    p = CommandLine(
         prog="irlens", description="One workload through Dynamo, Thunder and JAX: IRs, fusions, numerics and timings.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=SubcommandParser)
+    p.commands = sub.choices
     for name in COMMANDS:
         module = command_module(name)
         sub.add_parser(name, help=module.HELP, description=module.HELP, add_arguments=module.add_arguments,

@@ -20,7 +20,7 @@ from typing import Callable, TypeVar
 
 from irlens.cli.frontend_settings import Declared, declared as declared_settings
 from irlens.cli.frontend_settings import apply as apply_frontend_settings  # noqa: F401  (the subcommands import it here)
-from irlens.errors import UsageError
+from irlens.errors import Unavailable, UsageError
 from irlens.names import BACKENDS, COMPUTE_DTYPES, MODES, PRESETS
 from irlens.core.registry import UnknownName
 
@@ -33,27 +33,27 @@ JOBS_HELP = ("cells run in parallel, each worker on its own share of the cores (
              "the GPU's memory go")
 
 
-def error(message: str) -> None:
-    print(f"irlens: error: {message}", file=sys.stderr)
+def error(message: str, command: str | None = None) -> None:
+    """One line on stderr, named as argparse names a subcommand's errors: `irlens compare: error: ...`."""
+    print(f"irlens{' ' + command if command else ''}: error: {message}", file=sys.stderr)
 
 
 def guarded(run: Callable[..., int]) -> Callable[..., int]:
     @functools.wraps(run)
     def wrapper(args) -> int:
-        from irlens.frontends.base import Unavailable
-
+        command = getattr(args, "command", None)
         try:
             return run(args)
         except (UsageError, Unavailable) as e:
-            error(str(e) + reference_hint(e, getattr(args, "workloads", None)))
+            error(str(e) + reference_hint(e, getattr(args, "workloads", None)), command)
             return EXIT_USAGE
         except KeyboardInterrupt:
-            error("interrupted")
+            error("interrupted", command)
             return 130
         except Exception as e:  # noqa: BLE001  (one line for the user; IRLENS_DEBUG=1 for the traceback)
             if os.environ.get("IRLENS_DEBUG"):
                 raise
-            error(f"{type(e).__name__}: {e} (set IRLENS_DEBUG=1 for the traceback)")
+            error(f"{type(e).__name__}: {e} (set IRLENS_DEBUG=1 for the traceback)", command)
             return EXIT_FAIL
 
     return wrapper
@@ -128,18 +128,18 @@ non_negative_int = number_type(int, zero_ok=True)
 positive_float = number_type(float)
 
 
-def _writable_below(path: Path) -> None:
-    """`path` (missing) can be made: its nearest existing ancestor is a folder this process may
-    create entries in (tried, not inferred from permission bits: root passes those everywhere)."""
-    parent = path.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise argparse.ArgumentTypeError(f"cannot write {path}: {parent} is a file, not a folder")
+def _writable_below(folder: Path, target: str) -> None:
+    """`target`, to be made in `folder` (made too if missing), can be made: the nearest existing of
+    `folder` and its ancestors is a folder this process may create entries in (tried, not inferred
+    from permission bits: root passes those everywhere)."""
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {target}: {folder} is a file, not a folder")
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".irlens-probe-", dir=parent))
+        os.rmdir(tempfile.mkdtemp(prefix=".irlens-probe-", dir=folder))
     except OSError as e:
-        raise argparse.ArgumentTypeError(f"cannot write {path}: {e.strerror} in {parent}") from None
+        raise argparse.ArgumentTypeError(f"cannot write {target}: {e.strerror} in {folder}") from None
 
 
 def output_file(text: str) -> str:
@@ -151,7 +151,7 @@ def output_file(text: str) -> str:
         if not os.access(path, os.W_OK):
             raise argparse.ArgumentTypeError(f"cannot write {text}: permission denied")
     else:
-        _writable_below(path)
+        _writable_below(path.parent, text)
     return text
 
 
@@ -160,7 +160,7 @@ def output_folder(text: str) -> str:
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
-    _writable_below(path / "x")
+    _writable_below(path, text)
     return text
 
 

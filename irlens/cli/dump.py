@@ -10,6 +10,7 @@ from irlens import names
 from irlens.cli.command import (EXIT_OK, add_device_option, add_dtype_option, add_frontend_settings, add_preset_option,
                                  apply_frontend_settings, backend_names, frontend_settings, guarded,
                                  output_folder)
+from irlens.core.registry import UnknownName
 from irlens.errors import NoNativePath, UsageError
 from irlens.core.ir import LEVELS
 from irlens.parallel import names as parallel_names
@@ -60,16 +61,19 @@ def run(args) -> int:
         raise UsageError(f"--{given[0].replace('_', '-')} applies to --frontend joint only")
     if (args.frontend is None) == (args.backend is None):
         raise UsageError("give exactly one of --frontend (its IR stages) or --backend (the stages it compiles through)")
+    if args.frontend is not None and args.frontend not in names.FRONTENDS:  # said before torch is imported
+        raise UnknownName("frontend", args.frontend, [*names.FRONTENDS, "joint"])
     if not args.workload:
         raise UsageError("give a workload: a built-in (see `irlens list`) or path/to/file.py:NAME")
     apply_frontend_settings(args)
 
     from irlens.frontends.base import Acquisition, Unavailable
+    from irlens.matrix.spec import check_device_present
     from irlens.workloads.builtin import resolve_workload
     from irlens.workloads.graphnet import file_stem, portable_name
-    from irlens.core.registry import UnknownName
 
     preset, device, view = args.preset or "tiny", args.device or "cpu", args.view or "native"
+    check_device_present(device)
     workload = resolve_workload(args.workload)
     source = _source(args)
     avail = source.availability(device) if args.backend else source.availability()
@@ -95,8 +99,8 @@ def run(args) -> int:
             print(f"# {k}: {v}")
         return EXIT_OK
 
-    names = [args.stage] if args.stage else ([_default_stage(source, acq, mode)] if not args.out else list(acq.stages))
-    for name in names:
+    chosen = [args.stage] if args.stage else ([_default_stage(source, acq, mode)] if not args.out else list(acq.stages))
+    for name in chosen:
         try:
             stage = acq.stage(name)
         except UnknownName as e:
@@ -145,14 +149,8 @@ def _source(args):
     """The frontend or backend `irlens dump` shows the stages of."""
     from irlens.backends import get_backend
     from irlens.frontends import get_frontend
-    from irlens.core.registry import UnknownName
 
-    if args.backend:
-        return get_backend(args.backend)
-    try:
-        return get_frontend(args.frontend)
-    except UnknownName as e:
-        raise UnknownName(e.kind, e.name, [*e.choices, "joint"]) from None
+    return get_backend(args.backend) if args.backend else get_frontend(args.frontend)
 
 
 def _default_stage(source, acq, mode: str) -> str:

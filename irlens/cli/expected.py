@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 
 from irlens.cli.command import guarded
+from irlens.wording import plural
 
 HELP = "expected-status tables: write a suite's from a results document, or check a document against it"
 ACTIONS = ("update", "check")
@@ -43,7 +44,7 @@ def run(args) -> int:
     if args.action == "update":
         previous = read_table(path) if path.is_file() else None
         write_table(cells, path)
-        print(f"wrote {len(cells)} cells to {path}")
+        print(f"wrote {plural(len(cells), 'cell')} to {path}")
         if previous is not None:
             print("against the table it replaced: " + findings_lines(check(previous, cells), update)[0])
         return 0

@@ -6,6 +6,7 @@ import sys
 
 from irlens.cli.command import (backend, add_device_option, add_dtype_option, add_preset_option, backend_names, guarded,
                                  positive_float)
+from irlens.wording import plural
 
 HELP = "annotate one kernel: ops fused, reads/writes, reductions, source"
 
@@ -29,10 +30,11 @@ def run(args) -> int:
     from irlens.backends import get_backend
     from irlens.explain import explain_run, run_as_compare_does
     from irlens.frontends.base import Unavailable
-    from irlens.matrix.spec import CellSpec
+    from irlens.matrix.spec import CellSpec, check_device_present
     from irlens.workloads.builtin import resolve_workload
     from irlens.workloads.user_code import absolute_reference
 
+    check_device_present(args.device)
     wl = resolve_workload(args.workload)
     backend = get_backend(args.backend)
     available = backend.availability(args.device)
@@ -44,7 +46,6 @@ def run(args) -> int:
     # a backend's own failure is no usage error: exit 1
     run = run_as_compare_does(CellSpec(absolute_reference(args.workload), absolute_reference(args.backend), args.mode,
                                        args.dtype, args.device, args.preset, timeout_s=args.timeout))
-    threads = f"{run.threads} thread{'s' if run.threads > 1 else ''}"
-    context = f"{wl.name} {args.mode} ({args.preset}, {inst.dtype}, {args.device}, {threads})"
+    context = f"{wl.name} {args.mode} ({args.preset}, {inst.dtype}, {args.device}, {plural(run.threads, 'thread')})"
     print(explain_run(run, backend.name, args.kernel, context))
     return 0

@@ -72,6 +72,7 @@ def run(args) -> int:
     from irlens.graphnet.page import graphnet_markdown
     from irlens.matrix import exit_status, write_document
     from irlens.matrix.join import RERUN, SHARDS, join
+    from irlens.matrix.spec import check_device_present
     from irlens.zoo.run import parse_shard
 
     if args.rerun and (not args.from_ or args.plan_calls):
@@ -80,6 +81,8 @@ def run(args) -> int:
         raise UsageError("--plan-calls and --cells take the samples under --root (a GraphNet clone): give it")
     if not args.plan_calls and bool(args.from_) == bool(args.root):
         raise UsageError("give --root (a GraphNet clone) to run samples, or --from documents to rebuild the page")
+    if not (args.from_ or args.plan_calls):  # --from runs nothing; a plan is made for another machine
+        check_device_present(args.device)
     out = Path(args.out)
     cfg = None if args.root is None else GraphNetConfig(
         Path(args.root), args.sources, args.max_elements, args.max_bytes, args.sample, args.seed,

@@ -15,6 +15,7 @@ import os
 from irlens.cli.command import (backend, EXIT_FAIL, EXIT_OK, add_device_option, add_dtype_option, add_preset_option,
                                  backend_names, error, guarded, non_negative_int, output_file, output_folder,
                                  positive_float)
+from irlens.wording import plural
 
 HELP = ("a standalone reproducer of one cell; --reduce: the smallest graph that still fails; --slow: timed, with its "
         "dominant kernel")
@@ -51,15 +52,16 @@ def add_arguments(p) -> None:
 
 @guarded
 def run(args) -> int:
-    from irlens.matrix.spec import CellSpec
+    from irlens.matrix.spec import CellSpec, check_device_present
     from irlens.repro.pipeline import ReproFailed, repro
 
+    check_device_present(args.device)
     spec = CellSpec(args.workload, args.backend, args.mode, args.dtype, args.device, args.preset)
     try:
         result = repro(spec, args.out, reduce=args.reduce, slow=args.slow, budget_s=args.budget_s,
                        timeout=args.timeout, embed_max=args.embed_max, run=args.run)
     except ReproFailed as e:  # the cell cannot be one file: a failed run, not bad input
-        error(f"repro: {e}")
+        error(str(e), "repro")
         return EXIT_FAIL
     print(summary(result))
     if args.json:
@@ -86,7 +88,7 @@ def summary(result) -> str:
     if result.reduction:
         r = result.reduction
         lines.append(f"reduced:      {r['stage']}: {r['before']}  ->  {r['after']} ({', '.join(r['ops_after'][:12])}"
-                     f"{' ...' if len(r['ops_after']) > 12 else ''}); {len(r['attempts'])} tries"
+                     f"{' ...' if len(r['ops_after']) > 12 else ''}); {plural(len(r['attempts']), 'try', 'tries')}"
                      + (f"; {r['stopped']}" if r["stopped"] else ""))
     if result.region_file:
         lines.append(f"region file:  {result.region_file}"

@@ -114,9 +114,11 @@ def add_arguments(t) -> None:
 def run(args) -> int:
     import torch.distributed as dist
 
+    from irlens.matrix.spec import check_device_present
     from irlens.parallel.parallelize.distributed import shutdown
     from irlens.parallel.train.loop import run_training
 
+    check_device_present(args.device)
     try:
         summary = run_training(train_config(args))
     except (ValueError, KeyError) as e:  # a bad model, mesh or pass list

@@ -70,6 +70,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from irlens.errors import UsageError
     from irlens.matrix import exit_status, read_document, write_document
+    from irlens.matrix.spec import check_device_present
     from irlens.matrix.join import RERUN, SHARDS, join
     from irlens.reporting import only_workloads
     from irlens.reporting.zoo_page import zoo_markdown
@@ -86,6 +87,8 @@ def run(args) -> int:
         raise UsageError("--fill-not-run narrows --fill: give the document with --fill")
     if args.cells and args.from_ and not args.plan_calls:
         raise UsageError("--cells selects cells to run; --from rebuilds a page without running: give one of them")
+    if not (args.from_ or args.plan_calls):  # --from runs nothing; a plan is made for another machine
+        check_device_present(args.device)
     out = Path(args.out)
     cfg = ZooConfig(args.models, args.family, args.backends, args.modes, args.device, args.preset, args.dtype,
                     parse_shard(args.shard) if args.shard else None, args.jobs, args.timeout, args.budget_s,

@@ -29,6 +29,7 @@ from collections import Counter, defaultdict
 from irlens.conformance.check import BROKEN, CAPTURED, EXCLUDED, FAILED, FAITHFUL, IN_DTYPE, LEVELS, RANDOM, \
     STAGE_STATUSES, WRONG
 from irlens.frontends import get_frontend
+from irlens.wording import plural
 
 CASE_STATUSES = (EXCLUDED, RANDOM, FAILED)
 COLUMNS = ("cases", *CASE_STATUSES, "captured", *STAGE_STATUSES)
@@ -173,10 +174,10 @@ def markdown(doc: dict, top: int = 25, examples: int = 6) -> str:
     cfg, versions = doc["config"], doc["versions"]
     lines = ["# Conformance sweep", "",
              f"Made by `{doc.get('command') or 'irlens conformance'}` on {doc['started']} "
-             f"(commit {doc.get('commit') or 'unknown'}), in {doc['seconds']:.0f} s with {cfg['jobs']} job(s), "
+             f"(commit {doc.get('commit') or 'unknown'}), in {doc['seconds']:.0f} s with {plural(cfg['jobs'], 'job')}, "
              f"timeout {cfg['timeout']:g} s per case, rtol {cfg['rtol']:g}.",
              "Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v) + ".", "",
-             "Corpora: " + "; ".join(f"`{name}` ({c['cases']} cases through {', '.join(c['frontends'])}): "
+             "Corpora: " + "; ".join(f"`{name}` ({plural(c['cases'], 'case')} through {', '.join(c['frontends'])}): "
                                      f"{c['description']}" for name, c in doc["corpora"].items()) + ".", "",
              "Columns: see `irlens/conformance/summary.py` and docs/conformance.md. "
              "`faithful%` = faithful / captured.", ""]
@@ -195,14 +196,14 @@ def markdown(doc: dict, top: int = 25, examples: int = 6) -> str:
     lines += _md_table(["frontend", "status", "reason", "cases", "e.g."], rows)
 
     found = meaning_problems(doc, IN_DTYPE)
-    lines += ["", f"## Faithful in its dtype: eager float64 missed, the case's dtype met ({len(found)} cases)", ""]
+    lines += ["", f"## Faithful in its dtype: eager float64 missed, the case's dtype met ({plural(len(found), 'case')})", ""]
     if found:
         lines += _md_table(["frontend", "case", "error vs float64", "why", "where"],
                            [[f["frontend"], f["case"], f["error"], f["why"], f["where"]] for f in found])
     for status, title in ((WRONG, "Wrong meanings: no unknown op, the interpreter disagrees with eager"),
                           (BROKEN, "Broken: no unknown op, the adapter, bindings or interpreter raised")):
         found = meaning_problems(doc, status)
-        lines += ["", f"## {title} ({len(found)} cases)", ""]
+        lines += ["", f"## {title} ({plural(len(found), 'case')})", ""]
         if found:
             hint = status == WRONG  # the error against eager in the op's own dtype, beside
             rows = [[f["frontend"], f["case"], f["error"], f["where"]] + ([_num(f.get("rel_err_vs_eager_dtype"))] * hint)
@@ -210,7 +211,7 @@ def markdown(doc: dict, top: int = 25, examples: int = 6) -> str:
             lines += _md_table(["frontend", "case", "error", "where"] + ["rel err vs eager in its dtype"] * hint, rows)
 
     found = metadata_problems(doc)
-    lines += ["", f"## Output metadata: cases {_METADATA} ({len(found)} cases)", ""]
+    lines += ["", f"## Output metadata: cases {_METADATA} ({plural(len(found), 'case')})", ""]
     if found:
         lines += _md_table(["frontend", "case", "node (op): recorded, inferred", "where"],
                            [[f["frontend"], f["case"], f["disagreement"], f["where"]] for f in found])

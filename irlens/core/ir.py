@@ -26,6 +26,8 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any, Union
 
+from irlens.wording import plural
+
 LEVELS = ("composite", "primitive")
 UNKNOWN_PREFIX = "unknown:"
 
@@ -217,7 +219,7 @@ class Graph:
         """The form a person reads: one line per node, value names, types and the native op."""
         lines = self._body_lines(f"graph {self.name} [{self.frontend} {self.stage}, {self.level}]", "")
         counts = self.op_counts()
-        lines.append(f"# {len(self.nodes)} nodes: " + ", ".join(f"{op} {c}" for op, c in sorted(counts.items())))
+        lines.append(f"# {plural(len(self.nodes), 'node')}: " + ", ".join(f"{op} {c}" for op, c in sorted(counts.items())))
         unknown = self.unknown_ops()
         if unknown:
             lines.append(f"# {sum(unknown.values())} unknown: " + ", ".join(f"{op} {c}" for op, c in sorted(unknown.items())))

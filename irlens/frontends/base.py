@@ -10,6 +10,7 @@ import torch
 
 from irlens.core.ir import Graph
 from irlens.core.registry import Registry, UnknownName
+from irlens.errors import Unavailable  # noqa: F401  (the frontends' and backends' name for it; declared without torch)
 from irlens.workloads.workload import Instance, Workload
 
 
@@ -20,10 +21,6 @@ class Availability:
 
     def __bool__(self) -> bool:
         return self.ok
-
-
-class Unavailable(RuntimeError):
-    """A frontend or backend that cannot run here; the message says why."""
 
 
 @dataclass

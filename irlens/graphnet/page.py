@@ -73,8 +73,8 @@ def graphnet_markdown(doc: Document, repros: dict[str, str] | None = None) -> st
     runs = next((run["graphnet"] for run in doc.runs or [] if "graphnet" in run), {})
     versions = ", ".join(f"{k} {v}" for k, v in (doc.versions or {}).items() if v and k not in ("python", "platform"))
     lines = ["# GraphNet samples through every stack", "",
-             f"Device: {doc.device} ({doc.device_name}); dtype {doc.dtype or 'each sample its own'}; "
-             f"{len({r.workload for r in doc.rows})} samples" + (f" from {runs['root']}" if runs.get("root") else "") + ".",
+             f"Device: {doc.machine()}; dtype {doc.dtype or 'each sample its own'}; "
+             f"{plural(len({r.workload for r in doc.rows}), 'sample')}" + (f" from {runs['root']}" if runs.get("root") else "") + ".",
              f"Versions: {versions}.", ""]
     if doc.commands:
         lines += ["Made by:", "", *[f"    {c}" for c in doc.commands], ""]

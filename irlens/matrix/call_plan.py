@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from irlens.errors import UsageError
 from irlens.matrix.row import Row
+from irlens.wording import plural
 
 Cell = tuple[str, str, str]  # (workload, mode, backend)
 
@@ -136,7 +137,7 @@ def listed_cells(listed: frozenset[Cell], selected: Iterable[Cell], selection: s
     UsageError naming how many are not and the first, and the options that made the `selection`."""
     outside = sorted(listed - set(selected))
     if outside:
-        raise UsageError(f"--cells: {len(outside)} of the {len(listed)} cells listed not in the selection "
+        raise UsageError(f"--cells: {len(outside)} of the {plural(len(listed), 'cell')} listed not in the selection "
                          f"({selection}), the first: {' '.join(outside[0])}")
     return listed
 

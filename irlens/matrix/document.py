@@ -55,6 +55,12 @@ class Document:
     # a report merged from several documents: each one's header
     runs: list[dict] | None = None
 
+    def machine(self) -> str:
+        """The device and the machine's name, `cpu (AMD EPYC 7B13)`; the device alone where it names
+        its machines already (a joined document's) or no machine was asked its name (no cell ran)."""
+        device = str(self.device or "?")
+        return device if not self.device_name or self.device_name in device else f"{device} ({self.device_name})"
+
     def to_json(self) -> dict:
         rows = [row.to_json() for row in self.rows]
         return jsonable({SCHEMA_FIELD: SCHEMA, **self.header(), "rows": rows}, finite=True)

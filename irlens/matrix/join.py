@@ -88,10 +88,8 @@ def _union(docs: list[Document]) -> Document:
     rows = [dataclasses.replace(row, device=row.device or d.device, device_name=row.device_name or d.device_name,
                                 bench=bench_with(row.bench, ceilings=row.bench_field("ceilings") or d.ceilings))
             for d in docs for row in d.rows]
-    # a joined document's device already names its GPU; one without rows (a shard with nothing to
-    # run: no GPU was asked its name) names none
-    devices = list(dict.fromkeys(str(d.device) if d.device_name and d.device_name in str(d.device)
-                                 else f"{d.device} ({d.device_name or ''})" for d in docs if d.rows))
+    # one without rows (a shard with nothing to run: no GPU was asked its name) names none
+    devices = list(dict.fromkeys(d.machine() for d in docs if d.rows))
     presets = list(dict.fromkeys(str(d.preset or "?") for d in docs))
     kind = "bench" if any(d.kind == "bench" for d in docs) else "compare"
     dtypes = {d.dtype for d in docs}

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irlens.backends import BACKENDS, Backend, get_backend
-from irlens.errors import UsageError
-from irlens.matrix.spec import CellSpec, validate_coordinates
+from irlens.matrix.spec import CellSpec, check_device_present, validate_coordinates
 from irlens.workloads.builtin import expand_workload, resolve_workload, workload_names
 from irlens.core.precision import DEFAULT as DEFAULT_PRECISION
 from irlens.workloads.user_code import absolute_reference, reference_of
@@ -80,12 +79,9 @@ def plan_matrix(workloads=None, backends=None, modes=None, device: str = "cpu", 
     """Resolve and validate every argument; raises a UsageError (UnknownName, BadReference, ...)
     on a bad one. `workloads`: names, references or Workloads (default: every built-in);
     `backends`: names or references (default: every registered one)."""
-    import torch
-
     modes = split(modes) or list(MODES)
     validate_coordinates(modes, device, preset, (dtype,), precision)
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError(f"device {device!r} asked for, but torch sees no CUDA device here")
+    check_device_present(device)
     resolved = {}
     for item in _workload_items(workloads):
         wl = item if isinstance(item, Workload) else resolve_workload(item)

@@ -71,6 +71,15 @@ class Spec:
         return spec
 
 
+def check_device_present(device: str) -> None:
+    """Raise a UsageError where `device` is a CUDA device and torch sees none: said before any
+    work, not as the first tensor put on it fails deep inside a run."""
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(f"device {device!r} asked for, but torch sees no CUDA device here")
+
+
 @dataclass(frozen=True)
 class CellSpec(Spec):
     workload: str  # a built-in name or path/to/file.py:NAME (`<object>:NAME`: a Workload only this process has)

@@ -180,7 +180,7 @@ def _named(results: list[str]) -> str:
     shown = [p if n == 1 else f"{p} (x{n})" for p, n in patterns.items()]
     more = len(shown) - NAMED_PATTERNS
     named = ", ".join(shown[:NAMED_PATTERNS]) + (f", +{more} more" if more > 0 else "")
-    return f"{len(results)} result{'s' if len(results) > 1 else ''}: {named}"
+    return f"{plural(len(results), 'result')}: {named}"
 
 
 def via_lines(rows: list[Row]) -> list[str]:
@@ -208,6 +208,6 @@ def unknown_lines(doc: Document) -> list[str]:
         if unknown:
             natives = sorted({u[u.index("(") + 1:-1] for u in unknown})
             shown = ", ".join(natives[:6]) + (f", +{len(natives) - 6} more" if len(natives) > 6 else "")
-            lines.append(f"{r.label} ({r.workload}/{r.mode}): {len(unknown)} node(s) with no meaning in the common "
+            lines.append(f"{r.label} ({r.workload}/{r.mode}): {plural(len(unknown), 'node')} with no meaning in the common "
                          f"view, counted as uncovered: {shown}")
     return ([""] if lines else []) + lines

@@ -97,6 +97,7 @@ import torch
 
 from irlens.core.dtypes import TORCH_DTYPES
 from irlens.errors import UsageError
+from irlens.wording import plural
 
 TOLERANCES = {
     "float64": {"fwd": 1e-9, "fwdbwd": 1e-9},
@@ -475,7 +476,7 @@ def check_jax_twin(inst, torch_outputs: dict[str, torch.Tensor]) -> None:
     except Exception as e:
         raise TwinMismatch(f"the JAX twin of workload {name!r} failed on the example inputs: {type(e).__name__}: {e}") from e
     if len(twin) != len(torch_outputs):
-        raise TwinMismatch(f"the JAX twin of workload {name!r} returns {len(twin)} output(s), "
+        raise TwinMismatch(f"the JAX twin of workload {name!r} returns {plural(len(twin), 'output')}, "
                            f"the torch module {len(torch_outputs)}")
     # JAX computes in float32 unless jax_enable_x64 is set, even for float64 inputs.
     tol = max(tolerance(inst.dtype, "fwd"), tolerance("float32", "fwd"))

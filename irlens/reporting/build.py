@@ -19,6 +19,7 @@ from irlens.reporting.plots import bar_chart
 from irlens.reporting.records import first_line, group_rows, kernel_stage, launches_of
 from irlens.reporting.splits import split_sections
 from irlens.runtime.timing import unsteady
+from irlens.wording import plural
 
 def build_report(doc: Document, frontend_table: Table | None = None) -> Report:
     rows = doc.rows
@@ -31,7 +32,7 @@ def build_report(doc: Document, frontend_table: Table | None = None) -> Report:
     for (workload, mode, variant), group in group_rows(rows).items():
         ceiling = ceiling_for(group[0].bench_field("ceilings") or doc.ceilings)
         sections.append(_workload_section(workload, mode, variant, group, ceiling, doc))
-    subtitle = f"{doc.device or '?'} · {doc.device_name or ''} · preset {doc.preset or '?'}"
+    subtitle = f"{doc.machine()} · preset {doc.preset or '?'}"
     return Report("irlens report", subtitle, sections)
 
 
@@ -55,7 +56,7 @@ def op_summary(kernel: Kernel, graph: Graph | None) -> str:
 # --- once per report -------------------------------------------------------------------------
 
 def _run_section(doc: Document) -> Section:
-    facts = [["device", f"{doc.device or '?'} ({doc.device_name or ''})"], ["preset", str(doc.preset or "?")]]
+    facts = [["device", doc.machine()], ["preset", str(doc.preset or "?")]]
     facts.append(["precision", describe_precision(doc.rows, doc.device)])
     if doc.threads is not None:
         facts.append(["threads per worker", f"{doc.threads} (timed steps have the device alone; docs/timing.md)"])
@@ -176,7 +177,7 @@ def _charts(stem: str, rows: list[Row], ceiling, dtype: str) -> Gallery:
     figures = [(r.label, backend_pct(r.kernels, ceiling, dtype)) for r in rows]
     pcts = [(b, f.pct) for b, f in figures]
     why = "no ceilings measured (irlens bench measures them)" if ceiling is None else "no timed kernels"
-    left_out = [f"{b}: {f.flagged} kernels above 100 % left out (model errors, see its kernel table)"
+    left_out = [f"{b}: {plural(f.flagged, 'kernel')} above 100 % left out (model errors, see its kernel table)"
                 for b, f in figures if f.flagged]
     return Gallery([
         Figure(f"kernels-{stem}", bar_chart("kernel launches per step", counts, "{:.0f}", missing="not counted"),

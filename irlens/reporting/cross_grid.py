@@ -8,6 +8,7 @@ from irlens.matrix import Document
 from irlens.reporting.blocks import Section, Table, Text
 from irlens.reporting.build import anchor, fmt
 from irlens.reporting.records import first_line
+from irlens.wording import plural
 
 
 def cross_sections(doc: Document) -> list[Section]:
@@ -29,8 +30,9 @@ def cross_sections(doc: Document) -> list[Section]:
                     continue
                 mark = " *" if r.cross and r.cross.native else ""
                 if r.ran:
-                    line.append(f"{r.status}{mark} · err {fmt(r.max_rel_err, '.1e')} · "
-                                f"{fmt(r.kernel_count, 'd')} kernels · {fmt(r.run_us, '.0f')} µs")
+                    kernels = "- kernels" if r.kernel_count is None else plural(r.kernel_count, "kernel")
+                    line.append(f"{r.status}{mark} · err {fmt(r.max_rel_err, '.1e')} · {kernels} · "
+                                f"{fmt(r.run_us, '.0f')} µs")
                 else:
                     line.append(f"{r.status}{mark}")
                 if r.status in ("mismatch", "failed"):

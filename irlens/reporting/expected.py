@@ -28,6 +28,7 @@ from irlens.matrix.document import Document
 from irlens.workloads.graphnet import portable_name
 from irlens.matrix.row import STATUSES, BadDocument, Row
 from irlens.reporting.records import first_line
+from irlens.wording import plural
 
 COLUMNS = ("workload", "mode", "backend", "dtype", "status", "graph_breaks", "unknown_ops")
 # how far a cell got; unavailable (not measured) is on no rung: leaving it is not an improvement by itself
@@ -107,7 +108,7 @@ def read_table(path: Path) -> list[Cell]:
     for n, values in enumerate(lines[1:], start=2):
         where = f"{path}, line {n}"
         if len(values) != len(COLUMNS):
-            raise BadDocument(f"{where}: {len(values)} fields, not {len(COLUMNS)}")
+            raise BadDocument(f"{where}: {plural(len(values), 'field')}, not {len(COLUMNS)}")
         workload, mode, backend, dtype, status, breaks, unknown = values
         if status not in STATUSES:
             raise BadDocument(f"{where}: status {status!r} is not one of {', '.join(STATUSES)}")
@@ -196,8 +197,9 @@ def _outcome(cell: Cell) -> str:
 
 def findings_lines(found: Findings, update: str, strict: bool = False) -> list[str]:
     """What `irlens expected check` prints; `update` is the command that rewrites the table."""
-    lines = [f"{found.compared} cells compared: {found.as_expected} as expected, {len(found.regressed)} regression(s), "
-             f"{len(found.improved)} improvement(s), {len(found.changed)} changed; {len(found.new)} new, "
+    lines = [f"{plural(found.compared, 'cell')} compared: {found.as_expected} as expected, "
+             f"{plural(len(found.regressed), 'regression')}, {plural(len(found.improved), 'improvement')}, "
+             f"{len(found.changed)} changed; {len(found.new)} new, "
              f"{len(found.not_run)} not run"]
     sections = [
         ("REGRESSED", found.regressed, "a status dropped (ok > mismatch > failed), or more graph breaks or "

@@ -12,6 +12,7 @@ import re
 from irlens.frontends.base import Availability
 from irlens.reporting.blocks import Table
 from irlens.workloads.workload import NoJaxTwin, Workload
+from irlens.wording import plural
 
 PROBE = Workload.from_module("probe", lambda x: x * 2.0, ((4,),), description="a torch-only probe (no JAX twin)")
 
@@ -75,7 +76,7 @@ def frontend_table(workloads: list[Workload], mode: str = "fwdbwd", preset: str 
                 ir = ir_type_name(parts[0].native)
                 stages += [s for s in acq.stages if s not in stages]
                 sizes = [sum(len(p.common(level).nodes) for p in parts) for level in ("composite", "primitive")]
-                split = f" in {len(parts)} regions" if acq.parts else ""
+                split = f" in {plural(len(parts), 'region')}" if acq.parts else ""
                 counts.append(f"{sizes[0]} / {sizes[1]}{split}")
             except NoJaxTwin:
                 counts.append("no JAX twin")

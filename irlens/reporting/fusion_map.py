@@ -30,6 +30,7 @@ from irlens.core.ir import Graph
 from irlens.matrix import Row
 from irlens.core.ops import is_compute
 from irlens.reporting.records import first_line, kernel_stage
+from irlens.wording import plural
 
 NODE_W, NODE_H, GAP_X, ROW_H, PAD = 88, 22, 8, 34, 14
 MOVE_H, MOVE_LANE_H = 16, 22  # data-movement nodes: smaller boxes in a lane above their row
@@ -218,14 +219,14 @@ def _legend_lines(column: Column, width: float) -> list[list[tuple[MapKernel, fl
 
 def _panel_title(panel: Panel) -> tuple[str, str]:
     """Two lines: the stage, and what is drawn of it."""
-    hidden = f" · {panel.hidden} data-movement nodes not drawn" if panel.hidden else ""
+    hidden = f" · {plural(panel.hidden, 'data-movement node')} not drawn" if panel.hidden else ""
     unknown = sum(m.unknown for m in panel.nodes)
-    flagged = f" · {unknown} unknown op{'s' if unknown > 1 else ''} (red: no meaning)" if unknown else ""
-    return panel.stage, f"{len(panel.nodes)} nodes{hidden}{flagged}"
+    flagged = f" · {plural(unknown, 'unknown op')} (red: no meaning)" if unknown else ""
+    return panel.stage, f"{plural(len(panel.nodes), 'node')}{hidden}{flagged}"
 
 
 def _column_title(c: Column) -> str:
-    return f"{c.backend} · {c.frontend} graphs · {len(c.kernels)} kernels"
+    return f"{c.backend} · {c.frontend} graphs · {plural(len(c.kernels), 'kernel')}"
 
 
 def _lanes(panel: Panel) -> dict[tuple[int, bool], list[MapNode]]:
@@ -335,7 +336,7 @@ def render_svg(fmap: FusionMap) -> str:
             for k, dx in line:
                 text = _chip_text(k)
                 out.append(f'<g class="kernel" data-kernel="{k.index}" data-name="{escape(k.name)}">'
-                           f'<title>{escape(k.name)} ({escape(k.kind)}): {len(k.node_ids)} nodes</title>'
+                           f'<title>{escape(k.name)} ({escape(k.kind)}): {plural(len(k.node_ids), "node")}</title>'
                            f'<rect x="{dx:.1f}" y="{y}" width="{_chip_w(text):.1f}" height="{CHIP_H}" rx="4" '
                            f'fill="{k.color}" stroke="#888"/>'
                            f'<text x="{dx + 5:.1f}" y="{y + 13}">{escape(text)}</text></g>')

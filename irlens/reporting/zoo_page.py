@@ -245,11 +245,9 @@ def row_dtypes(doc: Document) -> str:
 def zoo_markdown(doc: Document, repros: dict[str, str] | None = None) -> str:
     """The summary page; `repros`: signature -> the reproducer file written for it."""
     gpu = str(doc.device or "").startswith("cuda")
-    # a merged document's device already names each run's machine
-    device = doc.device if not doc.device_name or doc.device_name in str(doc.device) else f"{doc.device} ({doc.device_name})"
     versions = ", ".join(f"{k} {v}" for k, v in (doc.versions or {}).items() if v and k not in ("python", "platform"))
     lines = ["# The zoo through every stack", "",
-             f"Device: {device}; preset {doc.preset}; dtype {doc.dtype or row_dtypes(doc)}; "
+             f"Device: {doc.machine()}; preset {doc.preset}; dtype {doc.dtype or row_dtypes(doc)}; "
              f"{plural(len({r.workload for r in doc.rows}), 'model')}.",
              f"Versions: {versions or 'none recorded (no cell ran)'}.",
              f"Precision: {describe_precision(doc.rows, doc.device)}.", ""]

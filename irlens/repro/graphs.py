@@ -15,6 +15,7 @@ import dataclasses
 
 from irlens.core.ir import Graph, Node, TensorMeta
 from irlens.core.ops import is_compute
+from irlens.wording import plural
 
 _SIZE_ATTRS = ("shape", "start", "limit")
 
@@ -42,7 +43,7 @@ def elements(graph: Graph) -> int:
 
 
 def size_text(graph: Graph) -> str:
-    return f"{len(graph.nodes)} nodes ({compute_nodes(graph)} compute), {_human(elements(graph))} elements"
+    return f"{plural(len(graph.nodes), 'node')} ({compute_nodes(graph)} compute), {_human(elements(graph))} elements"
 
 
 def _human(n: int) -> str:

@@ -22,6 +22,7 @@ from irlens.repro.cell import Outcome, run_file, worker_failure
 from irlens.repro.reduce import Runner
 from irlens.repro.tensors import EMBED_MAX
 from irlens.workloads.user_code import absolute_reference
+from irlens.wording import plural
 
 NOT_RUN = "When irlens ran it: not run."
 
@@ -211,7 +212,7 @@ def _native_region(spec: CellSpec, out: str, stem: str, result: ReproResult, tmp
         with WorkerPool(1, ("irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin")) as worker:
             ran = worker.call(ENTRY, dict(spec=spec.to_json(), what="record", directory=directory,
                                           embed_max=embed_max), timeout)
-        recorded = Outcome("ok", "", f"{ran['regions']} regions ran")
+        recorded = Outcome("ok", "", f"{plural(ran['regions'], 'region')} ran")
     except CallFailed as e:
         recorded = worker_failure(e)
     log(f"[repro] the recorded run: {recorded}")
@@ -258,10 +259,10 @@ def _reduce_case(spec: CellSpec, path, dtype: str, out: str, stem: str, result: 
                         "stopped": reduction.stopped, "attempts": [dataclasses.asdict(a) for a in reduction.attempts]}
     reduced = os.path.join(out, f"{stem}-reduced.py")
     title = (f"irlens repro, reduced: {spec.label(dtype, result.name, result.backend)}; its {case.stage} graph from "
-             f"{len(graph.nodes)} to {len(reduction.graph.nodes)} nodes")
+             f"{len(graph.nodes)} to {plural(len(reduction.graph.nodes), 'node')}")
     notes = [f"Made by: {spec.command()} --reduce", NOT_RUN,
              f"What it is: a graph of irlens's common view (the {case.stage} graph at the primitive level), "
-             f"reduced by delta debugging ({len(reduction.attempts)} tries; "
+             f"reduced by delta debugging ({plural(len(reduction.attempts), 'try', 'tries')}; "
              f"{reduction.stopped or 'no smaller graph fails the same way'}). The whole graph failed: {target}.",
              _model_note(path)]
     log(f"[repro] writing {reduced}")  # nothing runs through the backend here

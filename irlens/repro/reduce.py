@@ -29,6 +29,7 @@ from irlens.runtime.isolation import CallFailed
 from irlens.repro.cell import Outcome, worker_failure
 from irlens.repro.graphs import dimension_sizes, shape_problem, shrink, size_text, subgraph
 from irlens.runtime.pool import WorkerPool
+from irlens.wording import plural
 
 WORKER_MODULES = ("irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin")
 
@@ -121,7 +122,7 @@ class Reducer:
                 break
             graph = phase(graph)
         self.log(f"[repro {self.elapsed():6.1f}s] smallest graph: {size_text(graph)} "
-                 f"({len(self.attempts)} tries{'; ' + self.stopped if self.stopped else ''})")
+                 f"({plural(len(self.attempts), 'try', 'tries')}{'; ' + self.stopped if self.stopped else ''})")
         return Reduction(graph, self.target, self.attempts, self.stopped)
 
     # --- the phases -------------------------------------------------------------------------

@@ -16,6 +16,8 @@ import base64
 import math
 from dataclasses import dataclass
 
+from irlens.wording import plural
+
 EMBED_MAX = 4096
 CONST_PREFIX = "const:"  # the key of a value a graph reads as an attribute: `const:<function>.<attribute>`
 
@@ -146,13 +148,13 @@ def how_rebuilt(values: dict[str, torch.Tensor], embed_max: int = EMBED_MAX, dra
     description, how many regenerated."""
     large = [k for k, t in values.items() if _storage(t, _layout(t)[1]).numel() > embed_limit(k, embed_max)]
     drawn = sum(1 for k in large if _drawn(values[k], (draws or {}).get(k)))
-    line = (f"{len(values) - len(large)} tensor(s) embedded exactly (those of at most {embed_max} elements, and the "
+    line = (f"{plural(len(values) - len(large), 'tensor')} embedded exactly (those of at most {embed_max} elements, and the "
             f"graphs' constants)")
     if drawn:
-        line += (f"; {drawn} larger one(s) drawn from the GraphNet sample's meta as irlens draws them (seeded: the "
+        line += (f"; {plural(drawn, 'larger one')} drawn from the GraphNet sample's meta as irlens draws them (seeded: the "
                  "same distribution and range, not the same numbers)")
     if len(large) > drawn or not drawn:
-        line += (f"; {len(large) - drawn} larger one(s) regenerated from a seed (same shape and dtype; floating ones "
+        line += (f"; {plural(len(large) - drawn, 'larger one')} regenerated from a seed (same shape and dtype; floating ones "
                  "with the original's mean and standard deviation, integers within the original's range)")
     return line
 

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 import torch
 
 from irlens.repro.tensors import CONST_PREFIX
-from irlens.wording import article
+from irlens.wording import article, plural
 
 # Names FX-generated code may use unqualified, and how a file defines them.
 _PREAMBLE = {
@@ -82,7 +82,8 @@ def capture(fn: Callable, args: Sequence, name: str, keys: Callable[[list], list
         breaks = sum(counters["graph_break"].values())
         torch._dynamo.reset()
     if len(graphs) != 1:
-        raise NotExpressible(f"Dynamo captured {len(graphs)} graphs ({breaks} graph breaks); a standalone file "
+        raise NotExpressible(f"Dynamo captured {plural(len(graphs), 'graph')} ({plural(breaks, 'graph break')}); a "
+                             "standalone file "
                              "holds one")
     gm, example_inputs = graphs[0]
     constants = _constants_as_parameters(gm)

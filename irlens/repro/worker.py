@@ -9,6 +9,7 @@ import sys
 from irlens.backends import Backend
 from irlens.matrix.spec import CellSpec
 from irlens.workloads.workload import Workload
+from irlens.wording import plural
 
 
 def write_cell_file(s: CellSpec, wl: Workload, backend: Backend, out: str, notes: list[str], embed_max: int,
@@ -56,7 +57,7 @@ def dominant_kernel(s: CellSpec, wl: Workload, backend: Backend, directory: str)
         timed = [k for k in run.kernels if k.time_us]
     _give_back_memory(s.device)
     if not timed:
-        return {"reason": f"{s.backend} reported no kernel times for this cell ({len(run.kernels)} kernels)",
+        return {"reason": f"{s.backend} reported no kernel times for this cell ({plural(len(run.kernels), 'kernel')})",
                 "run_us": run.run_us}
     total = sum(k.time_us for k in timed)
     top = max(timed, key=lambda k: k.time_us)

@@ -60,9 +60,40 @@ def test_output_paths_are_checked_before_the_run(capsys, tmp_path):
              (["repro", "gelu", "--backend", "eager", "--out", str(a_file)], "is a file, not a folder"),
              (["bench", "--md", str(a_file / "sub" / "page.md")], "is a file, not a folder")]
     if os.path.isdir("/proc"):  # nothing can be made there, whoever runs this
-        cases.append((["compare", "--json", "/proc/nope/out.json"], "cannot write /proc/nope/out.json"))
+        cases += [(["compare", "--json", "/proc/nope/out.json"], "cannot write /proc/nope/out.json: "),
+                  (["report", "--out", "/proc/nope/r.html"], "cannot write /proc/nope/r.html: ")]
     for argv, message in cases:
         assert message in one_line_error(capsys, argv), argv
+
+
+no_cuda = pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without CUDA")
+
+
+@no_cuda
+@pytest.mark.parametrize("argv", [
+    ["zoo", "--models", "hf_bert"], ["graphnet", "--root", "."], ["explain", "gelu", "--backend", "inductor"],
+    ["repro", "gelu", "--backend", "inductor"], ["dump", "gelu", "--frontend", "dynamo"], ["train"],
+    ["compare", "--workloads", "gelu"],
+])
+def test_a_cuda_device_torch_cannot_see_is_bad_input_before_any_work(capsys, tmp_path, argv):
+    out = [] if argv[0] in ("dump", "train", "compare", "explain") else ["--out", str(tmp_path / "out")]
+    err = one_line_error(capsys, [*argv, "--device", "cuda", *out])
+    assert err == f"irlens {argv[0]}: error: device 'cuda' asked for, but torch sees no CUDA device here\n"
+    assert os.listdir(tmp_path) == []
+
+
+@no_cuda
+def test_a_gpu_configuration_on_a_machine_without_cuda_is_bad_input(capsys, tmp_path):
+    assert main(["zoo", "--config", "zoo-gpu-bf16-fwd", "--out", str(tmp_path / "out")]) == 2
+    out, err = capsys.readouterr()
+    assert not out and err.splitlines()[-1] == "irlens zoo: error: device 'cuda' asked for, but torch sees no " \
+        "CUDA device here"
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_argument_a_subcommand_does_not_take_is_its_error(capsys):
+    assert one_line_error(capsys, ["compare", "--bogus", "1"]) == \
+        "irlens compare: error: unrecognized arguments: --bogus 1 (see `irlens compare --help`)\n"
 
 
 def test_a_writable_output_path_is_taken_and_the_check_leaves_nothing(tmp_path):
@@ -150,8 +181,8 @@ def test_counted_nouns_and_articles():
 
     assert [plural(n, "row") for n in (0, 1, 2)] == ["0 rows", "1 row", "2 rows"]
     assert plural(1, "model") == "1 model" and plural(2, "graph", "graphs of it") == "2 graphs of it"
-    assert [article(w) for w in ("int", "float", "Workload", "object")] == ["an int", "a float", "a Workload",
-                                                                          "an object"]
+    assert [article(w) for w in ("int", "float", "Workload", "object", "IntegerProxy")] == [
+        "an int", "a float", "a Workload", "an object", "an IntegerProxy"]
 
 
 def test_a_reference_to_something_else_names_its_type_with_the_right_article(capsys, tmp_path):
@@ -183,6 +214,16 @@ def test_the_page_of_an_empty_shard_says_nothing_it_does_not_know():
     page = zoo_markdown(Document("compare", [], "cpu", preset="tiny"))
     assert "Device: cpu; preset tiny" in page and "(None)" not in page
     assert "0 models." in page and "Versions: none recorded (no cell ran)." in page and "Versions: ." not in page
+
+
+def test_the_report_of_an_empty_shard_names_no_machine(tmp_path):
+    from irlens.api import report
+    from irlens.matrix import Document
+
+    paths = report([Document("compare", [], "cpu", preset="tiny")], tmp_path, frontends=False)
+    text = "".join(open(paths[kind]).read() for kind in ("md", "html"))
+    assert "_cpu · preset tiny_" in text and "| device | cpu |" in text
+    assert "cpu ()" not in text and " ·  · " not in text and "cpu · preset tiny" in text
 
 
 def test_an_opaque_object_a_graph_returns_prints_as_its_class():

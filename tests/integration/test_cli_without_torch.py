@@ -59,7 +59,14 @@ def test_a_bad_argument_is_one_line_and_exit_2_without_torch(command):
     probe, done = run([command, *BAD[command]])
     assert probe == {"rc": 2, "torch": False}, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "error:" in lines[0] and "--help" in lines[0], done.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"irlens {command}: error:"), done.stderr
+    assert lines[0].endswith(f"(see `irlens {command} --help`)"), done.stderr
+
+
+def test_an_unknown_frontend_is_refused_without_torch():
+    probe, done = run(["dump", "gelu", "--frontend", "nope"])
+    assert probe == {"rc": 2, "torch": False}, done.stderr
+    assert done.stderr == f"irlens dump: error: unknown frontend 'nope'; choose from: {', '.join(names.FRONTENDS)}, joint\n"
 
 
 def test_an_unknown_backend_names_the_choices():

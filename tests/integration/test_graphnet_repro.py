@@ -118,4 +118,4 @@ def test_a_kind_without_a_file_says_why(tmp_path, capsys):
     assert not (tmp_path / "repro").exists() or not os.listdir(tmp_path / "repro")
     capsys.readouterr()
     assert main(["repro", f"graphnet:{sample}", "--backend", "xla", "--out", str(tmp_path / "x")]) == 2
-    assert capsys.readouterr().err.strip().splitlines() == [f"irlens: error: {message}"]
+    assert capsys.readouterr().err.strip().splitlines() == [f"irlens repro: error: {message}"]

@@ -394,7 +394,7 @@ def test_report_from_a_damaged_document_names_the_row_and_field(tmp_path, capsys
     src.write_text(json.dumps(doc))
     assert main(["report", "--from", str(src), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert f"irlens: error: {src}: {message}" in err and "Traceback" not in err
+    assert f"irlens report: error: {src}: {message}" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
 
 

@@ -247,7 +247,7 @@ def test_a_workload_that_exits_or_raises_while_it_loads_is_bad_input(tmp_path, m
     ref, what = _failing_reference(tmp_path, monkeypatch, form, body)
     assert main(["compare", "--workloads", ref, "--backends", "eager", "--mode", "fwd"]) == 2
     err = capsys.readouterr().err
-    assert f"irlens: error: {what} {LOAD_FAILURES[body]}" in err and "Traceback" not in err
+    assert f"irlens compare: error: {what} {LOAD_FAILURES[body]}" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("command", [["explain"], ["repro", "--no-run", "--out"]])
@@ -257,7 +257,7 @@ def test_explain_and_repro_take_a_module_that_exits_as_bad_input(tmp_path, monke
     ref, what = _failing_reference(tmp_path, monkeypatch, "module", "sys.exit(0)")
     argv = [command[0], ref, "--backend", "eager", *command[1:]] + ([str(tmp_path / "out")] if len(command) > 1 else [])
     assert main(argv) == 2
-    assert f"irlens: error: {what} {LOAD_FAILURES['sys.exit(0)']}" in capsys.readouterr().err
+    assert f"irlens {command[0]}: error: {what} {LOAD_FAILURES['sys.exit(0)']}" in capsys.readouterr().err
 
 
 def test_a_missing_module_is_named_as_such(tmp_path, capsys):

@@ -63,3 +63,10 @@ def test_a_report_of_runs_keeps_each_bench_rows_ceilings_and_only_its_callers_wr
     assert main(["report", "--from", *(str(data / n) for n in ("h100-single1.json.gz", "zoo-cpu-tiny.json.gz")),
                  "--workloads", "gelu", "--out", str(out)]) == 0
     assert read_document(out / "results.json").to_json()["rows"] == drawn.to_json()["rows"]
+
+
+def test_a_document_names_its_machine_once_and_none_it_was_not_told():
+    assert Document("compare", [], "cpu", "AMD EPYC").machine() == "cpu (AMD EPYC)"
+    assert Document("compare", [], "cpu").machine() == "cpu"  # an empty shard: no cell asked the name
+    joined = "cuda (NVIDIA H200) + cuda (NVIDIA H100)"
+    assert Document("compare", [], joined, "NVIDIA H200").machine() == joined

@@ -56,7 +56,16 @@ def test_update_writes_one_line_per_cell(suite, tmp_path, capsys):
 
 def test_the_same_outcomes_pass(suite, capsys):
     assert suite("check", BASE) == 0
-    assert "3 cells compared: 3 as expected, 0 regression(s)" in capsys.readouterr().out
+    assert "3 cells compared: 3 as expected, 0 regressions" in capsys.readouterr().out
+
+
+def test_one_cell_is_counted_in_the_singular(suite, capsys):
+    capsys.readouterr()
+    assert suite("update", BASE[1:2]) == 0
+    out = capsys.readouterr().out
+    assert "wrote 1 cell to" in out and "1 cell compared: 1 as expected, 0 regressions, 0 improvements" in out
+    assert suite("check", [row(status="mismatch", unknown=[], reason="out: rel err 3e-01 > 1e-02")]) == 1
+    assert "1 cell compared: 0 as expected, 1 regression, 0 improvements" in capsys.readouterr().out
 
 
 def test_a_regression_exits_1_and_names_the_cell(suite, capsys):

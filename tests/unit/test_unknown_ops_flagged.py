@@ -51,7 +51,7 @@ def _row() -> Row:
 
 def test_the_compare_table_names_unknown_ops():
     text = format_table(Document("compare", [_row()], "cpu"))
-    assert ("inductor (w/fwd): 1 node(s) with no meaning in the common view, counted as uncovered: "
+    assert ("inductor (w/fwd): 1 node with no meaning in the common view, counted as uncovered: "
             "aten.special_thing.default") in text
 
 

@@ -11,6 +11,7 @@ from irlens.backends.thunder.fallback import inductor_kernel_names
 from irlens.frontends.base import Stage
 from irlens.frontends.thunder.trace import ExecutionGroup
 from irlens.core.ir import Graph, Kernel, canonical_dtype, dtype_size
+from irlens.wording import plural
 
 
 class RegionRecorder:
@@ -117,7 +118,8 @@ class InductorRecorder(RegionRecorder):
     def notes(self) -> dict:
         if len(self.codes) != len(self.regions):
             return {"inductor_kernels": None,
-                    "inductor_note": f"{len(self.codes)} Inductor modules for {len(self.regions)} regions: not attributed"}
+                    "inductor_note": f"{plural(len(self.codes), 'Inductor module')} for "
+                                     f"{plural(len(self.regions), 'region')}: not attributed"}
         per_region = {}
         for (key, kernel), code in zip(self.regions, self.codes):
             kernel.source = code

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from irlens.frontends.base import Stage
 from irlens.frontends.jax.hlo.walk import hlo_to_graph
+from irlens.wording import plural
 
 # dump file suffix -> (stage name prefix, what it holds)
 GENERATED = {
@@ -214,7 +215,7 @@ def ptx_of_executable(executable) -> tuple[str, str]:
     found = ptx_in_serialized(bytes(data))
     if not found:
         return "", f"{len(data)} bytes, no PTX among them (no '.version ... .target sm_' text)"
-    return "\n".join(found), f"{len(found)} PTX text(s) in {len(data)} bytes"
+    return "\n".join(found), f"{plural(len(found), 'PTX text')} in {len(data)} bytes"
 
 
 def ptx_in_serialized(data: bytes) -> list[str]:
@@ -290,7 +291,7 @@ def dump_in_fresh_process(module: str, platform: str, device_id: int) -> tuple[d
         how = f"compiled; dump: {_describe_dump(dump)}"
         if EXPECTED.get(platform) == ".ptx" and not _has(files, ".ptx"):
             ptx = ptx_in_serialized(executable.read_bytes()) if executable.exists() else []
-            how += f"; its executable: {len(ptx)} PTX text(s)" if executable.exists() else "; no executable written"
+            how += f"; its executable: {plural(len(ptx), 'PTX text')}" if executable.exists() else "; no executable written"
             if ptx:
                 files = {**files, "executable.ptx": "\n".join(ptx)}
         if stderr:

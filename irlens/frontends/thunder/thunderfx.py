@@ -31,6 +31,7 @@ import torch
 import torch._functorch.config
 
 from irlens.frontends.thunder.capture import first_line
+from irlens.wording import plural
 
 # A fallback region's backward compiles with its forward (not at the first backward), so that
 # its modules are all made inside the backend's call (torch >= 2.12 has the switch).
@@ -403,7 +404,7 @@ class ThunderFX:
                     reasons.append(_ADDRESS.sub("", f"{r.reason_type.name.lower()}: {r.info}{exception}"))
         for why, names in mine.items():  # one line per reason irlens gave, naming its nodes
             shown = ", ".join(names[:4]) + (f", +{len(names) - 4} more" if len(names) > 4 else "")
-            reasons.append(f"{why} [{len(names)} node(s): {shown}]")
+            reasons.append(f"{why} [{plural(len(names), 'node')}: {shown}]")
         return list(dict.fromkeys(reasons)) or ["ThunderFX recorded no reason for its nodes"]
 
 
@@ -427,8 +428,8 @@ def split_line(summary: dict) -> str:
     if taken == 0:
         return f"Thunder took no region: all {total} fell back to Inductor ({why})"
     if fell == 0:
-        return f"Thunder took all {total} region(s)"
-    return f"Thunder took {taken} of {total} regions; {fell} fell back to Inductor ({why})"
+        return f"Thunder took all {plural(total, 'region')}"
+    return f"Thunder took {taken} of {plural(total, 'region')}; {fell} fell back to Inductor ({why})"
 
 
 def _clip(text: str, limit: int = 160) -> str:
@@ -437,8 +438,9 @@ def _clip(text: str, limit: int = 160) -> str:
 
 def split_table(summary: dict, workload: str) -> str:
     """The `thunderfx.splits` stage: every region, who took it, and why a fallback is one."""
-    lines = [f"ThunderFX split {workload} into {summary['thunder_regions'] + summary['inductor_regions']} region(s) "
-             f"over {summary['graphs']} Dynamo graph(s) ({summary['graph_breaks']} graph break(s)).",
+    regions = summary["thunder_regions"] + summary["inductor_regions"]
+    lines = [f"ThunderFX split {workload} into {plural(regions, 'region')} over "
+             f"{plural(summary['graphs'], 'Dynamo graph')} ({plural(summary['graph_breaks'], 'graph break')}).",
              split_line(summary), "", f"{'region':<16} {'taken by':<9} {'ops':>4}  why it fell back"]
     for r in summary["regions"]:
         reasons = r.get("reasons") or [""]

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from irlens.core.ir import Graph, Node, TensorMeta
 from irlens.frontends.thunder.call import dtype_name, is_tensor, tensor_meta
+from irlens.wording import article
 
 
 # Symbols whose Thunder decomposition means something other than the function, read as the
@@ -154,7 +155,7 @@ def _torch_value(leaf) -> Any:
     if isinstance(leaf, Device):
         return torch.device(leaf.device_str())
     if isinstance(leaf, Proxy):
-        raise ValueError(f"a {type(leaf).__name__} argument")
+        raise ValueError(f"{article(type(leaf).__name__)} argument")
     return leaf
 
 

@@ -10,6 +10,7 @@ import torch
 from torch import fx
 
 from irlens.parallel.parallelize.async_tp import FUSED_OPS
+from irlens.wording import plural
 
 COLLECTIVE_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", *FUSED_OPS.values(), "wait")
 
@@ -75,7 +76,7 @@ class GraphSummary:
     def line(self) -> str:
         colls = ", ".join(f"{k} {v}" for k, v in self.collectives.items()) or "no collectives"
         buckets = "; ".join(f"{k} max {max(v) / 2**20:.2f} MiB" for k, v in self.bucket_bytes.items() if v)
-        return f"{self.nodes} nodes, {colls}" + (f" ({buckets})" if buckets else "")
+        return f"{plural(self.nodes, 'node')}, {colls}" + (f" ({buckets})" if buckets else "")
 
 
 @dataclass
