@@ -33,5 +33,5 @@ def test_a_committed_expected_table_matches_its_committed_document(suite, capsys
     assert main(["expected", "check", "--suite", suite, "--from", str(document), "--strict"]) == 0
     out = capsys.readouterr().out
     cells = len(read_document(document).rows)
-    assert f"{cells} cells compared: {cells} as expected, 0 regression(s), 0 improvement(s), 0 changed; " \
+    assert f"{cells} cells compared: {cells} as expected, 0 regressions, 0 improvements, 0 changed; " \
            "0 new, 0 not run" in out
