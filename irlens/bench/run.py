@@ -292,7 +292,8 @@ def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: Benc
             after_row()
 
         doc = run_plan(plan, timeout, progress=progress, jobs=jobs, budget_s=left, known=lost.get(plan.dtype),
-                       references=early.get(plan.dtype), on_row=finished, compiles_share=not compiles_aside)
+                       references=early.get(plan.dtype), on_row=finished, compiles_share=not compiles_aside,
+                       whole_budget_s=budget_s)
         rows += doc.rows
         ceilings = apply_roofline(rows, measured)  # the earlier dtypes' rows again: a raise moves their figures
         if ceilings.raised:

@@ -59,7 +59,8 @@ WORKER_PRELOAD = ("irlens.cell_entry", "irlens.backends", "irlens.frontends", "i
 
 def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs: int = 1,
              isolate: bool = True, budget_s: float | None = None, known: dict[CellSpec, Row] | None = None,
-             references: References | None = None, on_row=None, compiles_share: bool = True) -> Document:
+             references: References | None = None, on_row=None, compiles_share: bool = True,
+             whole_budget_s: float | None = None) -> Document:
     """Run a planned matrix: one row per cell, in `Plan.cells()` order. Each cell and each float64
     reference has `timeout` seconds, not counting its waits for turns on the device (up to one
     timeout per other worker, and for a cell only until the budget's end: `IsolatedRunner.max_wait_s`);
@@ -75,8 +76,10 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
     so far. A JAX twin that disagrees raises TwinMismatch before any cell runs. `compiles_share`:
     timed on the device, a cell's compile keeps its share of the device's turns, so no timing runs
     beside it; False: it steps aside as elsewhere (irlens.runtime.gpu_turns.stepped_aside), and
-    timings run beside other cells' compiles."""
+    timings run beside other cells' compiles. `whole_budget_s`: the budget a row left by it names,
+    where this plan is a part of a run and `budget_s` what the run had left for it (default: `budget_s`)."""
     deadline = None if budget_s is None else time.monotonic() + budget_s
+    stated_budget_s = budget_s if whole_budget_s is None else whole_budget_s
     if os.environ.get(WORKER_ENV):  # a user file that compares at import time, loaded by a worker
         raise RuntimeError("irlens.compare was called while a compare worker loaded a workload file; "
                            "put the call under `if __name__ == \"__main__\":` in that file")
@@ -114,7 +117,7 @@ def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs
                 bar.start(label(plan, cell))
                 if deadline is not None and time.monotonic() > deadline:
                     row = cell_row(plan, cell).unavailable(BUDGET_PHASE,
-                                                           f"not run: the run's time budget of {budget_s:.0f} s ran out")
+                                                           f"not run: the run's time budget of {stated_budget_s:.0f} s ran out")
                 elif known and cell in known:
                     row = known[cell]
                 else:

@@ -151,6 +151,17 @@ def test_a_cell_whose_reference_is_not_ready_within_the_budget_does_not_start(tm
     assert row["reason"] == "not run: the run's time budget ran out before its float64 reference was ready"
 
 
+
+def test_a_part_of_a_run_names_the_runs_whole_budget():
+    """A bench run times its dtypes one after another, each with what the budget has left: a cell
+    the last part did not start names the run's budget, not what was left of it (a page read 'the
+    run's time budget of 0 s ran out' for a run of 300 s)."""
+    plan = cmp.plan_matrix(["gelu"], ["eager"], ["fwd"], "cpu", "tiny", None)
+    (row,) = cmp.run_plan(plan, timeout=60, progress=False, budget_s=0, whole_budget_s=300).to_json()["rows"]
+    assert (row["status"], row["phase"]) == ("unavailable", BUDGET_PHASE), row
+    assert row["reason"] == "not run: the run's time budget of 300 s ran out"
+
+
 WAITER = """
 import os
 from irlens.runtime import call_progress
