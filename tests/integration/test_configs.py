@@ -87,8 +87,8 @@ def test_a_table_configuration_names_the_scripts_options_presets_and_rows(config
     assert options and all(re.search(rf"{o}\b", help_text) for o in options), options
     assert config.table is None or config.table in module.TABLES
     assert config.table or config.model, "a table needs a preset or a model"
-    for row in config.rows or ():
-        module.parse_row(row)  # ValueError on a row the script does not take
+    for row in config.rows or ():  # typed rows, named on the command line as the script reads them back
+        assert isinstance(row, module.Row) and module.parse_row(row.name) == row
 
 
 def test_an_option_given_beside_config_replaces_the_configurations(capsys):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from irlens.core.registry import Registry
 from irlens.cli.configs.kinds import Bench, Compare, GpuTests, RunConfig, Table, Zoo
+from irlens.parallel.table_rows import (COMPILED, EAGER, FULL_INDUCTOR, FULL_INDUCTOR_CUDAGRAPH,
+                                        SAC_FULL_INDUCTOR_CUDAGRAPH, Row)
 
 CONFIGS: Registry[RunConfig] = Registry("configuration")
 add = CONFIGS.register
@@ -103,8 +105,9 @@ for table, what in (("llama3-1b-2gpu", "2 GPUs: llama3:1B DP2, TP2 with and with
 # one GPU: full Inductor rows before their cudagraph twins reuse their compiled code (Inductor's FX graph cache)
 add(Table(name="parallel-llama3-1b-1gpu", description="one GPU: llama3:1B eager vs compiled at batch 8 (16k tokens), "
           "then batch 2 and 16", model="llama3:1B", steps=8, timeout=150, budget_s=330,
-          rows=("eager@8", "full_inductor@8", "full_inductor_cudagraph@8", "compiled@8", "eager@2",
-                "full_inductor_cudagraph@2", "sac_full_inductor_cudagraph@16"), out="parallel-llama3-1b-1gpu"))
+          rows=(Row(EAGER, batch=8), Row(FULL_INDUCTOR, batch=8), Row(FULL_INDUCTOR_CUDAGRAPH, batch=8),
+                Row(COMPILED, batch=8), Row(EAGER, batch=2), Row(FULL_INDUCTOR_CUDAGRAPH, batch=2),
+                Row(SAC_FULL_INDUCTOR_CUDAGRAPH, batch=16)), out="parallel-llama3-1b-1gpu"))
 add(Table(name="parallel-llama3-8b-1gpu", description="one GPU: Llama 3 8B's shapes with 4 layers, eager vs full "
           "Inductor with cudagraph", model="llama3:8B", n_layers=4, steps=6, timeout=120, budget_s=140,
-          rows=("eager", "full_inductor_cudagraph"), out="parallel-llama3-8b-1gpu"))
+          rows=(Row(EAGER), Row(FULL_INDUCTOR_CUDAGRAPH)), out="parallel-llama3-8b-1gpu"))

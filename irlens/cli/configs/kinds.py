@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from irlens.errors import UsageError
+from irlens.parallel.table_rows import Row
 
 RESULTS_ENV = "IRLENS_RESULTS"
 OUTPUTS = ("json", "md", "out")
@@ -208,12 +209,13 @@ class Table(RunConfig):
     steps: int | None = None
     timeout: float | None = None
     budget_s: float | None = None
-    rows: tuple[str, ...] | None = None
+    rows: tuple[Row, ...] | None = None  # typed; the command line names them (Row.name)
     out: str
 
     def arguments(self, skip: frozenset[str] = frozenset()) -> list[str]:
         out = ["--profile"]
         for dest, value in self.own_fields():
+            value = tuple(row.name for row in value) if dest == "rows" else value
             text = str(results_folder() / value) if dest in OUTPUTS else option_text(value)
             out += ["--" + dest.replace("_", "-"), text]
         return out
