@@ -108,7 +108,7 @@ class Backend(ABC):
         return {}
 
     # How this backend compiles one common-view graph of any frontend (its primitive level), for
-    # the cross grid (irlens.cross): `lower(graph, device, name) -> irlens.backends.lowering.LoweredGraph`,
+    # the cross grid (irlens.matrix.cross): `lower(graph, device, name) -> irlens.backends.lowering.LoweredGraph`,
     # a method of the backends that have a lowering; None: it runs only its own frontend's graphs.
     lower: Callable[[Graph, str, str], Any] | None = None
     # The frontend whose program a backend with a lowering runs where its own frontend cannot take

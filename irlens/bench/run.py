@@ -107,7 +107,7 @@ def step_bytes(spec: WorkSpec, wl: Workload, mode: str, dtype: str) -> int:
 
 
 def work_in_worker(spec: WorkSpec, wl: Workload) -> dict:
-    """(a worker: irlens.cell_entry's `work`) {mode: {"flops": n, "matmul_flops": n, "bytes":
+    """(a worker: irlens.worker.entry's `work`) {mode: {"flops": n, "matmul_flops": n, "bytes":
     {dtype: n}, "gemms": [[batch, m, n, k], ...]}} for the spec's workload, flops counted once for
     all its dtypes."""
     work = {}
@@ -125,7 +125,7 @@ def count_work(plans: list[Plan], timeout: float) -> tuple[dict[tuple[str, str, 
     in one worker process that ends before this returns."""
     plan, dtypes = plans[0], [p.dtype for p in plans]
     musts, gemms = {}, {}
-    with WorkerPool(1, preload=("irlens.cell_entry", "irlens.workloads.builtin")) as worker:
+    with WorkerPool(1, preload=("irlens.worker.entry", "irlens.workloads.builtin")) as worker:
         for key, wl in plan.workloads.items():
             spec = WorkSpec(key, tuple(plan.modes), tuple(dtypes), plan.device, plan.preset)
             try:

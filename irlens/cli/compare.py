@@ -1,5 +1,5 @@
 """`irlens compare`: the workload x backend x mode matrix (irlens.matrix); with `--cross`, the
-frontend x backend grid (irlens.cross). A table on stdout, progress on stderr, the document
+frontend x backend grid (irlens.matrix.cross). A table on stdout, progress on stderr, the document
 with `--json`; exit 1 when a row mismatches or fails."""
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ class CompareOptions:
 
 @guarded
 def run(args) -> int:
-    from irlens.cross import format_grid, run_grid
+    from irlens.matrix.cross import format_grid, run_grid
     from irlens.matrix import exit_status, format_table, plan_matrix, run_plan, write_document
 
     o = options(CompareOptions, args)

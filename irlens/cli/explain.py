@@ -28,7 +28,8 @@ def add_arguments(e) -> None:
 @guarded
 def run(args) -> int:
     from irlens.backends import get_backend
-    from irlens.explain import explain_run, run_as_compare_does
+    from irlens.explain.run import run_as_compare_does
+    from irlens.explain.text import explain_run
     from irlens.frontends.base import Unavailable
     from irlens.matrix.spec import CellSpec, check_device_present
     from irlens.workloads.builtin import resolve_workload

@@ -12,9 +12,10 @@ frontend), each cell run in a worker process and checked against a float64 refer
     cells.py       a row's cell; the cells an earlier document did not get right (bench --rerun, zoo --fill)
     join.py        several documents as one, by policy (a report's union, shards, reruns, a bench's GPUs)
     table.py       the table `irlens compare` prints
+    cross.py       the frontend x backend grid (`irlens compare --cross`): a plan with frontends
 
-`irlens compare` is this package; `irlens compare --cross` (irlens.cross) and `irlens bench`
-(irlens.bench.run) plan and run their matrices through it.
+`irlens compare` is this package; `irlens bench` (irlens.bench.run) plans and runs its matrices
+through it.
 """
 from irlens.matrix.document import Document, exit_status, read_document, write_document
 from irlens.matrix.execution import DEFAULT_TIMEOUT_S, run_plan

@@ -5,7 +5,7 @@ cell acquires it with another frontend and runs that frontend's program through 
 lowering (`Backend.compile_program`); what either compiled runs through irlens.matrix.backend_run.
 Every exception becomes a row: `unavailable` for a missing library, device, twin or op, `failed`
 for anything else, naming the phase it happened in.
-`cell_record` is the same in a worker process (the `cell` purpose of irlens.cell_entry.run_spec).
+`cell_record` is the same in a worker process (the `cell` purpose of irlens.worker.entry.run_spec).
 """
 from __future__ import annotations
 
@@ -310,7 +310,7 @@ def unknown_name(node: Node) -> str:
 
 def cell_record(spec: CellSpec, wl: Workload, backend: Backend, reference_path: str | None,
                 timing_lock: str | None = None, alone: bool = False) -> dict:
-    """(a worker: irlens.cell_entry's `cell`) One cell against the reference in `reference_path`,
+    """(a worker: irlens.worker.entry's `cell`) One cell against the reference in `reference_path`,
     or where that is None against one computed here first (irlens.matrix.plan_references.computed_in_cells),
     its Row in its JSON form (`Row.to_json`, read back by `Row.from_json`)."""
     what = f"{wl.name} {backend.name}" if spec.frontend is None else f"cross {wl.name} {spec.frontend}->{backend.name}"

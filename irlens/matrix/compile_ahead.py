@@ -78,7 +78,7 @@ class Log:
 
 
 def warm_cell(spec: CellSpec, wl: Workload, backend: Backend) -> dict:
-    """(a worker: irlens.cell_entry's `warm`) Compile and run one cell, check nothing;
+    """(a worker: irlens.worker.entry's `warm`) Compile and run one cell, check nothing;
     {"status": ok | unavailable | failed, "reason"}."""
     import torch
 

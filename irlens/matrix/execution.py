@@ -54,7 +54,7 @@ DEFAULT_TIMEOUT_S = 300.0
 # its row says so, so that `budget_s` bounds a run's wall time, not only when its last cell starts
 BUDGET_GRACE_S = 30.0
 # imported before a worker says it is ready, so that they do not count against a cell's timeout
-WORKER_PRELOAD = ("irlens.cell_entry", "irlens.backends", "irlens.frontends", "irlens.workloads.builtin")
+WORKER_PRELOAD = ("irlens.worker.entry", "irlens.backends", "irlens.frontends", "irlens.workloads.builtin")
 
 
 def run_plan(plan: Plan, timeout: float = DEFAULT_TIMEOUT_S, progress=True, jobs: int = 1,

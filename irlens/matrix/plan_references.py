@@ -38,7 +38,7 @@ ROOM_WAIT_SHARE = 0.8  # the share of a reference's timeout it may have spent wh
 
 
 def twin_in_worker(spec: ReferenceSpec, wl: Workload, gpu_lock: str | None = None) -> str:
-    """(a worker: irlens.cell_entry's `twin`) `twin_problem` in the spec's device and dtype."""
+    """(a worker: irlens.worker.entry's `twin`) `twin_problem` in the spec's device and dtype."""
     call_progress.stage("checking the JAX twin")
     with sharing_gpu(gpu_lock):
         return twin_problem(wl, spec.device, spec.dtype)
@@ -46,7 +46,7 @@ def twin_in_worker(spec: ReferenceSpec, wl: Workload, gpu_lock: str | None = Non
 
 def reference_in_worker(spec: ReferenceSpec, wl: Workload, path: str, gpu_lock: str | None = None,
                         room_wait_s: float = 0.0) -> None:
-    """(a worker: irlens.cell_entry's `reference`) Save the reference (`reference_anywhere`) to
+    """(a worker: irlens.worker.entry's `reference`) Save the reference (`reference_anywhere`) to
     `path`, and give the memory back before the next. It is saved only where its disk keeps
     MIN_FREE_BYTES, waiting for room until `room_wait_s` of the call counted (`save_with_room`)."""
     print(f"[irlens] reference {spec.workload} {spec.mode}", file=sys.stderr, flush=True)
@@ -269,7 +269,7 @@ class References:
         try:
             # a failed call's worker is closed (a CUDA error would fail every later reference), but for
             # a wait for disk room that ran out
-            with WorkerPool(1, preload=("irlens.cell_entry", "irlens.workloads.builtin"), turns=self.gpu_lock,
+            with WorkerPool(1, preload=("irlens.worker.entry", "irlens.workloads.builtin"), turns=self.gpu_lock,
                             threads=self.threads) as worker:
                 self._pool = worker
                 for workload in self._twinned():

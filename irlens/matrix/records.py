@@ -210,7 +210,7 @@ def bench_with(bench: BenchRecord | None, **values: Any) -> BenchRecord | None:
 
 @dataclass
 class CrossRecord:
-    """What a cell of the cross grid adds to a row (`Row.cross`, irlens.cross): its frontend acquired
+    """What a cell of the cross grid adds to a row (`Row.cross`, irlens.matrix.cross): its frontend acquired
     the graphs, its backend lowered and ran them."""
 
     native: bool | None = None  # the acquiring frontend is the backend's own (None: a document did not say)

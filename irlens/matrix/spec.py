@@ -7,7 +7,7 @@ What a worker computes of a workload alone, with no backend, has a spec of its o
 `ReferenceSpec` (its float64 reference; its JAX twin's check) and a `WorkSpec` (the work its steps
 must do, `irlens bench`'s roofline). `validate_coordinates` is the one check of their coordinates;
 `to_json`/`from_json` are how each crosses a process boundary (the worker's one entry point:
-`irlens.cell_entry.run_spec`).
+`irlens.worker.entry.run_spec`).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from irlens.core.precision import DEFAULT as DEFAULT_PRECISION, check as check_p
 from irlens.workloads.workload import MODES, PRESETS
 
 DEVICES = ("cpu", "cuda")
-ENTRY = "irlens.cell_entry:run_spec"  # the worker's one entry point for a spec (irlens.runtime.isolation calls it by name)
+ENTRY = "irlens.worker.entry:run_spec"  # the worker's one entry point for a spec (irlens.runtime.isolation calls it by name)
 
 
 def check_choice(kind: str, value: str, choices) -> None:

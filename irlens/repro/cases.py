@@ -89,7 +89,7 @@ def save_case(graph: Graph, inputs: dict, stage: str, graph_path: str, values_pa
 
 
 def prepare(s: CellSpec, wl: Workload, backend: Backend, directory: str) -> list[dict]:
-    """(a worker: irlens.cell_entry's `cases`) Write one Case per step of the program `s.frontend`
+    """(a worker: irlens.worker.entry's `cases`) Write one Case per step of the program `s.frontend`
     acquires (the backend's repro path's: its graphs are what the reducer lowers) into `directory`,
     in the order the program runs them (after Dynamo's graph breaks, each graph as the program traces
     it); returns them as JSON."""

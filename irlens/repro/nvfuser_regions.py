@@ -28,7 +28,7 @@ from irlens.workloads.workload import Workload
 
 
 def record(s: CellSpec, wl: Workload, backend: Backend, directory: str, embed_max: int) -> dict:
-    """(a worker: irlens.cell_entry's `record`) Run the cell through Thunder with `backend`'s (nvFuser's)
+    """(a worker: irlens.worker.entry's `record`) Run the cell through Thunder with `backend`'s (nvFuser's)
     executors and the flight recorder writing into `directory`. Returns how many regions ran, if the
     run ends at all."""
     import torch

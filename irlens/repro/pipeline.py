@@ -1,7 +1,7 @@
 """`irlens repro` from start to end: the cell's file, its run, the reduction, the reduced file.
 
 Everything that runs the workload happens in worker processes, each given the cell's spec through
-`irlens.cell_entry` (`irlens.repro.worker`, `irlens.repro.cases`, `irlens.repro.run_graph`); files
+`irlens.worker.entry` (`irlens.repro.worker`, `irlens.repro.cases`, `irlens.repro.run_graph`); files
 run in fresh Python processes (`irlens.repro.cell.run_file`), as a user would run them.
 """
 from __future__ import annotations
@@ -209,7 +209,7 @@ def _native_region(spec: CellSpec, out: str, stem: str, result: ReproResult, tmp
     os.makedirs(directory)
     log("[repro] running the cell again, recording each nvFuser region before it runs ...")
     try:  # the cell as Thunder runs it with its backend's executors (nvFuser's)
-        with WorkerPool(1, ("irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin")) as worker:
+        with WorkerPool(1, ("irlens.worker.entry", "irlens.backends", "irlens.workloads.builtin")) as worker:
             ran = worker.call(ENTRY, dict(spec=spec.to_json(), what="record", directory=directory,
                                           embed_max=embed_max), timeout)
         recorded = Outcome("ok", "", f"{plural(ran['regions'], 'region')} ran")

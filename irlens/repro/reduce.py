@@ -31,7 +31,7 @@ from irlens.repro.graphs import dimension_sizes, shape_problem, shrink, size_tex
 from irlens.runtime.pool import WorkerPool
 from irlens.wording import plural
 
-WORKER_MODULES = ("irlens.cell_entry", "irlens.backends", "irlens.workloads.builtin")
+WORKER_MODULES = ("irlens.worker.entry", "irlens.backends", "irlens.workloads.builtin")
 
 
 @dataclass

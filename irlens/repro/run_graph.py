@@ -1,7 +1,7 @@
 """One graph of the common view through a backend's path, in a worker: its outcome, and its file.
 
 `run_candidate` is what the reducer calls for every candidate, with the cell's spec (in an
-isolated worker, through irlens.cell_entry: a crash or a hang costs that worker, not the reducer).
+isolated worker, through irlens.worker.entry: a crash or a hang costs that worker, not the reducer).
 The graph runs as its path's program says (see `irlens.backends.repro_path`) on its inputs' values,
 and its outputs are compared with the same graph
 computed in float64 on the same values (as the interpreter computes it, on the device). `write_graph_file` writes the standalone file of a graph: the
@@ -134,7 +134,7 @@ def outcome_of(graph: Graph, inputs: list, backend, path, device: str, tol: floa
 
 
 def run_candidate(s: CellSpec, wl: Workload, backend: Backend, graph: dict, case: dict) -> dict:
-    """(a worker: irlens.cell_entry's `candidate`) One candidate of the cell's reduction (a graph
+    """(a worker: irlens.worker.entry's `candidate`) One candidate of the cell's reduction (a graph
     made from the case's) through the backend's path on the cell's device, and its outcome against
     the cell's tolerance, as JSON."""
     g = Graph.from_json(graph)
@@ -145,7 +145,7 @@ def run_candidate(s: CellSpec, wl: Workload, backend: Backend, graph: dict, case
 
 def write_graph_file(s: CellSpec, wl: Workload, backend: Backend, graph: dict, case: dict, title: str,
                      notes: list[str], out: str, embed_max: int) -> None:
-    """(a worker: irlens.cell_entry's `graph`) Write the standalone file of a graph of the cell's
+    """(a worker: irlens.worker.entry's `graph`) Write the standalone file of a graph of the cell's
     program to `out`. Nothing runs through the backend here (a crashing graph's file is written
     all the same): its code is captured, its jaxpr traced, its nvFuser definitions built without
     executing them."""

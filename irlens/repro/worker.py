@@ -14,7 +14,7 @@ from irlens.wording import plural
 
 def write_cell_file(s: CellSpec, wl: Workload, backend: Backend, out: str, notes: list[str], embed_max: int,
                     timed: bool) -> None:
-    """(a worker: irlens.cell_entry's `file`) The standalone file of a cell, written to `out`."""
+    """(a worker: irlens.worker.entry's `file`) The standalone file of a cell, written to `out`."""
     from irlens.repro.cell_file import cell_file
 
     path = backend.repro_path
@@ -38,7 +38,7 @@ def _give_back_memory(device: str) -> None:
 
 
 def dominant_kernel(s: CellSpec, wl: Workload, backend: Backend, directory: str) -> dict:
-    """(a worker: irlens.cell_entry's `kernel`) Run the cell natively (timed on the device on a GPU),
+    """(a worker: irlens.worker.entry's `kernel`) Run the cell natively (timed on the device on a GPU),
     and write the source of the kernel that took the most time into `directory`. Returns {"name",
     "time_us", "share", "kind", "source_file", "kernels"} or {"reason"} when no kernel has a time."""
     from irlens.matrix.backend_run import run_backend

@@ -103,10 +103,10 @@ MAY_IMPORT = {
 }
 
 # The orchestration above them: each may import any folder below and one another one way
-# (test_no_package_circle).
+# (test_no_package_circle); irlens.worker, a worker's entry point, stands above all a worker runs.
 ORCHESTRATION = ("irlens", "irlens.__main__", "irlens.api", "irlens.cli", "irlens.bench", "irlens.reporting",
                  "irlens.zoo", "irlens.graphnet", "irlens.repro", "irlens.conformance", "irlens.explain",
-                 "irlens.cross", "irlens.cell_entry")
+                 "irlens.worker")
 
 
 def reaching_beyond(edges: dict[str, set[str]], package: str) -> list[str]:
@@ -122,6 +122,13 @@ def test_every_folder_has_its_place():
     placed = {*FLOOR, *MAY_IMPORT, *ORCHESTRATION}
     assert sorted({package_of(m) for m in modules()} - placed) == []
     assert sorted(placed - {package_of(m) for m in modules()}) == []
+
+
+def test_the_top_level_holds_packages_and_the_floor():
+    """Beside its packages, irlens/ holds the floor, the Python API and `python -m irlens`: a module
+    with a job of its own lives in the package it serves, or in one of its own."""
+    loose = [m for m, path in modules().items() if m.count(".") == 1 and path.name != "__init__.py"]
+    assert sorted(set(loose) - {*FLOOR, "irlens.api", "irlens.__main__"}) == []
 
 
 def test_the_floor_imports_nothing_of_irlens():

@@ -1,5 +1,5 @@
 """The cross grid: graphs acquired by one frontend, lowered from the common view and executed by
-another stack's backend, checked against the float64 reference (irlens.cross, irlens.backends.lowering)."""
+another stack's backend, checked against the float64 reference (irlens.matrix.cross, irlens.backends.lowering)."""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +12,7 @@ import torch
 
 from irlens.backends import get_backend
 from irlens.cli.compare import run as cross_main
-from irlens.cross import cell, format_grid, run_grid
+from irlens.matrix.cross import cell, format_grid, run_grid
 from irlens.core.ir import Graph, Node, TensorMeta
 from irlens.backends.lowering import Unsupported
 from irlens.matrix import Document

@@ -22,7 +22,7 @@ import torch
 import irlens.matrix as cmp
 from irlens.runtime import gpu_turns
 from irlens.backends.base import Backend, Compiled
-from irlens.cell_entry import run_spec
+from irlens.worker.entry import run_spec
 from irlens.cli.compare import run as compare_main
 from irlens.frontends.base import Availability
 from irlens.runtime.isolation import worker_env

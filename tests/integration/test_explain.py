@@ -9,7 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from irlens.cli.explain import run as explain_main
-from irlens.explain import ExplainedRun, UnknownKernel, explain_kernel, explain_run, find_kernel, format_explanation
+from irlens.explain.kernel import explain_kernel
+from irlens.explain.run import ExplainedRun
+from irlens.explain.text import UnknownKernel, explain_run, find_kernel, format_explanation
 from irlens.matrix.backend_run import run_backend
 from irlens.runtime.isolation import worker_env, worker_threads
 from tests.support.report_fixtures import inductor_kernels, jax_graph, torch_graph, xla_kernels
@@ -109,12 +111,12 @@ def test_explain_every_cpu_backend(runs, backend):
 
 def _explain_cli(monkeypatch, runs, backend: str, kernel=None) -> int:
     """explain_main end to end, with the worker's run served from the module's cached one."""
-    import irlens.explain
+    import irlens.explain.run
 
     if backend not in runs:
         pytest.skip(f"backend {backend} is not registered in this tree")
     run = runs[backend]
-    monkeypatch.setattr(irlens.explain, "run_as_compare_does", lambda *a: ExplainedRun(
+    monkeypatch.setattr(irlens.explain.run, "run_as_compare_does", lambda *a: ExplainedRun(
         run.kernels, run.graphs, run.unmapped, run.run_us, 1))
     return explain_main(_args(backend, kernel=kernel))
 

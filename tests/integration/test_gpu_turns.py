@@ -139,7 +139,7 @@ def test_measure_times_its_steps_with_the_device_alone(tmp_path):
 
 def test_a_cpu_reference_shares_the_cpu_like_a_cell(monkeypatch, tmp_path):
     from irlens.runtime import gpu_turns
-    from irlens.cell_entry import run_spec
+    from irlens.worker.entry import run_spec
     from irlens.matrix import references
     from irlens.matrix.spec import ReferenceSpec
 

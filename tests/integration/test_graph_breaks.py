@@ -12,7 +12,7 @@ import torch
 
 from irlens import cli
 from irlens.backends import get_backend
-from irlens.cross import run_grid
+from irlens.matrix.cross import run_grid
 from irlens.errors import NoNativePath
 from irlens.frontends import get_frontend
 from irlens.frontends.bindings import program_for, run_program, stage_programs
@@ -162,7 +162,7 @@ def test_the_cross_grid_runs_dynamo_s_graphs_on_each_lowering():
 def test_the_reducer_gets_every_graph_as_the_program_runs_it(tmp_path):
     """`irlens repro`'s cases (irlens.repro.cases, the worker's `cases` purpose): one per graph,
     forward then the backward in autograd's order, each with the values its inputs had there."""
-    from irlens.cell_entry import run_spec
+    from irlens.worker.entry import run_spec
     from irlens.matrix.spec import CellSpec
     from irlens.repro.cases import Case
 

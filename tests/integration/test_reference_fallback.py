@@ -17,7 +17,7 @@ import irlens
 from irlens.backends import get_backend
 from irlens.matrix import Document, format_table
 from tests.support.cell_runs import run_in_process
-from irlens.cell_entry import run_spec
+from irlens.worker.entry import run_spec
 from irlens.matrix.spec import ReferenceSpec
 from irlens.matrix.references import Reference, ReferenceFailed, compute_reference
 from irlens.numerics.verdicts import rel_err, tolerance

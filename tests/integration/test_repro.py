@@ -352,7 +352,7 @@ def test_a_thunder_cell_file_takes_thunderfx_where_thunder_jit_fails_as_the_cell
 
 @pytest.mark.parametrize("backend", ["eager", "xla"])
 def test_graph_files_run_ok_through_each_path(tmp_path, backend):
-    from irlens.cell_entry import run_spec
+    from irlens.worker.entry import run_spec
     from irlens.matrix.spec import CellSpec
     from irlens.repro.cases import Case
     from irlens.repro.cell import run_file
@@ -454,7 +454,7 @@ def test_gpu_cell_files_run_ok(tmp_path, backend):
 
 @pytest.mark.gpu
 def test_gpu_nvfuser_graph_file_is_its_fusion_definitions_and_runs_ok(tmp_path):
-    from irlens.cell_entry import run_spec
+    from irlens.worker.entry import run_spec
     from irlens.matrix.spec import CellSpec
     from irlens.repro.cases import Case
     from irlens.repro.cell import run_file

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from irlens.frontends.bindings import program_for, run_program
-from irlens.cross import cell
+from irlens.matrix.cross import cell
 from irlens.frontends import get_frontend
 from irlens.core.interpret import interpret
 from irlens.backends.lowering import LEVEL

@@ -1,6 +1,6 @@
 """A cell's one form (irlens.matrix.spec.CellSpec), and a workload's without a backend (ReferenceSpec,
 WorkSpec): their JSON round trip, the field a bad one names, where they may be imported from, and
-the worker's one entry point reading each (irlens.cell_entry.run_spec)."""
+the worker's one entry point reading each (irlens.worker.entry.run_spec)."""
 from __future__ import annotations
 
 import json
@@ -98,7 +98,7 @@ def test_the_plans_specs_are_what_the_command_line_asked_for():
 
 
 def test_a_cross_plans_specs_name_the_acquiring_frontend():
-    from irlens.cross import plan_cross
+    from irlens.matrix.cross import plan_cross
 
     cells = plan_cross(["gelu"], ["fwd"], acquired_by=["dynamo", "jax"], executed_by=["inductor"]).cells()
     assert [(c.workload, c.frontend, c.backend, c.mode) for c in cells] == [("gelu", "dynamo", "inductor", "fwd"),
@@ -117,7 +117,7 @@ def test_a_cross_plans_specs_name_the_acquiring_frontend():
 def test_the_worker_entry_reads_one_spec_of_its_purposes_kind_and_names_a_bad_field(spec, what, words):
     """A worker is handed a spec's JSON and what to do with it, nothing loose: a spec of another
     kind, or with a coordinate that does not exist, stops before anything resolves or runs."""
-    from irlens.cell_entry import run_spec
+    from irlens.worker.entry import run_spec
 
     with pytest.raises(BadDocument) as raised:
         run_spec(spec, what, path="unused")
@@ -125,7 +125,7 @@ def test_the_worker_entry_reads_one_spec_of_its_purposes_kind_and_names_a_bad_fi
 
 
 def test_the_worker_entry_names_its_purposes():
-    from irlens.cell_entry import run_spec
+    from irlens.worker.entry import run_spec
 
     with pytest.raises(ValueError, match=r"no purpose 'flops' for a spec; one of: cell, .*, reference, twin, work"):
         run_spec(CellSpec("gelu", "eager").to_json(), "flops")

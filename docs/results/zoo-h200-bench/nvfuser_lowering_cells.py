@@ -9,7 +9,7 @@ half-precision values in float32 (`irlens/core/ops/reduction.py`) both failed wi
 import sys
 
 import irlens  # noqa: F401  (its import shim for timm in this environment)
-from irlens.cross import cell
+from irlens.matrix.cross import cell
 from irlens.matrix.references import compute_reference
 from irlens.matrix.spec import CellSpec
 from irlens.workloads.builtin import get_workload

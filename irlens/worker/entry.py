@@ -7,9 +7,10 @@ the device turns' lock, a folder or file to write into, a graph to run). The wor
 backend are resolved here, once, and handed to the purpose. A cell's:
 
     cell       a compare or cross cell against its float64 reference: its Row as a record, the worker's
-               reply (irlens.matrix.cell.cell_record; a cell run in this process is a Row: run_cell, irlens.cross.cell)
+               reply (irlens.matrix.cell.cell_record; a cell run in this process is a Row: run_cell,
+               irlens.matrix.cross.cell)
     warm       compiled and run once, nothing checked (irlens.matrix.compile_ahead)
-    explain    one run's kernels with their source (irlens.explain)
+    explain    one run's kernels with their source (irlens.explain.run)
     record     Thunder's nvFuser regions written down as they run (irlens.repro.nvfuser_regions)
     kernel     the kernel that dominates the cell's time, its source written down (irlens.repro.worker)
     file       the cell's standalone file (irlens.repro.worker)
@@ -30,7 +31,7 @@ from __future__ import annotations
 from irlens.runtime import call_progress
 from irlens.backends import get_backend
 from irlens.bench.run import work_in_worker
-from irlens.explain import backend_run_record
+from irlens.explain.run import backend_run_record
 from irlens.matrix.cell import cell_record
 from irlens.matrix.compile_ahead import warm_cell
 from irlens.matrix.plan_references import reference_in_worker, twin_in_worker

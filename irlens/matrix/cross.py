@@ -7,7 +7,7 @@ forward graph, and in fwdbwd the backward graph fed by the forward's saved tenso
 Dynamo's graph breaks, every graph, with the code between them run as Dynamo runs it), compiles
 each graph's primitive view with the backend's lowering (`Backend.lower`), runs the chain, and
 checks the named results against the same float64 reference and tolerances as `irlens compare`.
-The grid is a matrix plan with frontends (irlens.matrix): its cells run in worker processes
+The grid is a matrix plan with frontends (plan.py's Plan): its cells run in worker processes
 with a timeout like compare's. The diagonal cells (dynamo x inductor, thunder x nvfuser, jax x
 xla) are each stack through the common view; the native pairings themselves are
 `irlens compare`'s rows.
@@ -26,9 +26,10 @@ import dataclasses
 
 from irlens.backends import BACKENDS, get_backend
 from irlens.frontends import get_frontend
-from irlens.matrix import DEFAULT_TIMEOUT_S, Document, Plan, plan_matrix, run_plan
 from irlens.matrix.cell import run_cell
-from irlens.matrix.plan import split
+from irlens.matrix.document import Document
+from irlens.matrix.execution import DEFAULT_TIMEOUT_S, run_plan
+from irlens.matrix.plan import Plan, plan_matrix, split
 from irlens.matrix.references import Reference
 from irlens.matrix.row import Row
 from irlens.matrix.spec import CellSpec
