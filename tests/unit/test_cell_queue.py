@@ -62,3 +62,21 @@ def test_every_cell_is_taken_once_by_concurrent_threads():
         t.join()
     assert sorted(taken, key=ORDER.index) == ORDER
     assert q.take() is None
+
+
+def test_under_a_budget_threads_take_the_stacks_workload_by_workload():
+    """A run a budget cuts leaves every stack the same first workloads: with every reference ready,
+    three threads start on three stacks of the first workload, and each keeps its stack."""
+    from irlens.matrix.execution import run_order
+    from irlens.matrix.plan import plan_matrix
+
+    plan = plan_matrix(["gelu", "tinyhead"], ["eager", "inductor", "xla"], ["fwd"], "cpu", "tiny", None)
+    cells = plan.cells()
+    backends = [plan.backends[c.backend].name for c in run_order(plan, cells, budgeted=False)]
+    assert backends == ["eager", "eager", "inductor", "inductor", "xla", "xla"]  # a worker's cells in a row
+    order = run_order(plan, cells, budgeted=True)
+    q = CellQueue(order, lambda c: c.backend, lambda c: True, lambda c: 0)
+    first = [q.take() for _ in range(3)]
+    assert {plan.workloads[c.workload].name for c in first} == {"gelu"}
+    assert {plan.backends[c.backend].name for c in first} == {"eager", "inductor", "xla"}
+    assert all(q.take(c).backend == c.backend for c in first)  # then each thread its stack's next workload
