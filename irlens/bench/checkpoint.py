@@ -58,7 +58,7 @@ class Checkpoint:
             rows = [self.finished.get((plan.dtype, cell)) or _not_run(plan, cell, not_run)
                     for plan in self.plans for cell in plan.cells()]
             done = [r for r in rows if r.phase != STOPPED_PHASE]
-            ceilings = None if self.measured is None else apply_roofline(done, self.measured).to_json()
+            ceilings = None if self.measured is None else apply_roofline(done, self.measured)
             if self._header is None:
                 device = self.plans[0].device
                 self._header = (device, device_name(device), versions(), self.plans[0].preset, driver_version())

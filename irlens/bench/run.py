@@ -301,7 +301,7 @@ def run_timed(plans: list[Plan], musts: dict, measured: Ceilings, progress: Benc
                   file=sys.stderr)
         print(format_bench_table(doc.rows), file=sys.stderr)
         result = Document("bench", list(rows), doc.device, doc.device_name, doc.versions, doc.preset,
-                          driver=driver_version(), ceilings=ceilings.to_json(), wall_s=time.time() - saved.started)
+                          driver=driver_version(), ceilings=ceilings, wall_s=time.time() - saved.started)
     return result
 
 

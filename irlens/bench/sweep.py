@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from irlens.core.ceilings import Ceilings, spec_json
+from irlens.core.ceilings import Ceilings, spec_for
 from irlens.core.cost import Gemm
 
 SQUARE_SIZES = (2048, 4096, 8192, 16384)
@@ -48,7 +48,7 @@ class Sweep:
         best = {d: max(rates, key=rates.get) for d, rates in self.matmul.items() if rates}
         return Ceilings(self.device, self.memory.get(memory_best, 0.0), memory_best,
                         {d: self.matmul[d][label] for d, label in best.items()}, best, tf32=self.tf32,
-                        l2_bytes=self.l2_bytes, spec=spec_json(self.device))
+                        l2_bytes=self.l2_bytes, spec=spec_for(self.device))
 
     def to_json(self) -> dict:
         return asdict(self)

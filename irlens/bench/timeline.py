@@ -3,7 +3,7 @@ paged by irlens.reporting.time_spent)."""
 from __future__ import annotations
 
 from irlens.bench.progress import BenchProgress
-from irlens.reporting.time_spent import Share, Span
+from irlens.matrix.header import Share, Span, TimeSpent
 
 WAITING = "waiting for the references and work counts"
 CEILINGS = "measuring the ceilings"
@@ -20,8 +20,8 @@ def _shares(runs: list[tuple[str | None, float, float]]) -> dict[str, Share] | N
     return shares or None
 
 
-def time_spent(progress: BenchProgress) -> dict:
-    """The document's `time_spent` from the run's progress so far: {"spans": [...]}."""
+def time_spent(progress: BenchProgress) -> TimeSpent:
+    """The document's `time_spent` from the run's progress so far."""
     now = progress.clock() - progress.started
     timeline = progress.timeline
     spans = []
@@ -32,4 +32,4 @@ def time_spent(progress: BenchProgress) -> dict:
             span.cells, span.busy_s, span.width = len(phase.seconds), sum(phase.seconds), phase.width
             span.backends = _shares(phase.runs)
         spans.append(span)
-    return {"spans": [s.to_json() for s in spans]}
+    return TimeSpent(spans)

@@ -104,7 +104,7 @@ def run(args) -> int:
         doc = run_zoo(cfg, command=shlex.join(["irlens", "zoo", *sys.argv[2:]]) if sys.argv[1:2] == ["zoo"] else None,
                       checkpoint=lambda doc: [write_document(doc, p) for p in (out / "zoo.json", args.json) if p])
         if cfg.fill is not None and not doc.rows:
-            skipped = doc.runs[0]["zoo"]["backends_not_run"]
+            skipped = doc.runs[0].zoo.backends_not_run
             print(f"irlens zoo: {args.fill} has an ok row for every cell these options name: nothing to run "
                   f"(a document without rows is written, for the join)" +
                   "".join(f"; {b} not run here: {why}" for b, why in skipped.items()), file=sys.stderr)

@@ -12,9 +12,17 @@ no over-count could show.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
 
-from irlens.core.cost import Gemm
+from irlens.core.json_values import read_record
+
+
+def _field_hash(record: Any) -> int:
+    """A frozen record's hash over its fields, a dict by its items: equal ceilings are one key
+    (irlens.reporting.roofline groups rows by the ceilings they were measured against)."""
+    values = (getattr(record, f.name) for f in fields(record))
+    return hash(tuple(tuple(sorted(v.items())) if isinstance(v, dict) else v for v in values))
 
 
 @dataclass(frozen=True)
@@ -24,6 +32,12 @@ class Spec:
     name: str
     memory_gbps: float
     tflops: dict[str, float]  # bfloat16, float16, tfloat32 (tensor cores), float32 (no TF32)
+
+    __hash__ = _field_hash
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "spec") -> "Spec":
+        return read_record(cls, d, where, required=("name", "memory_gbps", "tflops"))
 
 
 _HOPPER_SXM = {"bfloat16": 989.4, "float16": 989.4, "tfloat32": 494.7, "float32": 66.9}
@@ -38,8 +52,24 @@ def spec_for(device_name: str) -> Spec | None:
     return SPECS.get(device_name)
 
 
-@dataclass
+@dataclass(frozen=True)
+class Raise:
+    """A ceiling raised to a kernel's rate (`raised_to`): the sweep's own figure, and the kernel
+    (and its row) that ran faster."""
+
+    sweep: float
+    by: str
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "raise") -> "Raise":
+        return read_record(cls, d, where, required=("sweep", "by"))
+
+
+@dataclass(frozen=True)
 class Ceilings:
+    """A run's ceilings, as its bench document keeps them (its own, a part's, a row's GPU's);
+    changed only by `replace`, hashable: rows are grouped by them."""
+
     device: str
     memory_gbps: float  # DRAM bandwidth: the best of the bandwidth kernels, bytes moved per second / 1e9
     memory_best: str  # which kernel and size gave it
@@ -47,11 +77,13 @@ class Ceilings:
     matmul_best: dict[str, str] = field(default_factory=dict)  # dtype -> the shape that gave it
     tf32: bool = False  # float32 products used TF32 (as the workloads' do)
     l2_bytes: int | None = None
-    spec: dict | None = None  # the vendor's figures (Spec) where known
-    # "memory" or a matmul dtype -> {"sweep": the sweep's own figure, "by": the kernel that ran
-    # faster}: that figure above was raised to a kernel's rate (`raised_to`)
-    raised: dict[str, dict] = field(default_factory=dict)
+    spec: Spec | None = None  # the vendor's figures where known
+    # "memory" or a matmul dtype -> the sweep's own figure and the kernel that ran faster: that
+    # figure above was raised to a kernel's rate (`raised_to`)
+    raised: dict[str, Raise] = field(default_factory=dict)
     source: str = ""  # where the sweep's figures came from: measured in the run, or kept (irlens.bench.ceilings_cache)
+
+    __hash__ = _field_hash
 
     def matmul_key(self, dtype: str) -> str:
         """The matmul ceiling a dtype's work is held to (float16 by bfloat16's where not measured)."""
@@ -62,23 +94,20 @@ class Ceilings:
 
     def vendor(self, what: str) -> float | None:
         """The vendor's figure for "memory" (GB/s) or a matmul key (TFLOP/s; float32 as TF32 where used)."""
-        spec = self.spec or {}
+        if self.spec is None:
+            return None
         if what == "memory":
-            return spec.get("memory_gbps")
-        return (spec.get("tflops") or {}).get("tfloat32" if what == "float32" and self.tf32 else what)
+            return self.spec.memory_gbps
+        return self.spec.tflops.get("tfloat32" if what == "float32" and self.tf32 else what)
 
     def to_json(self) -> dict:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, d: dict) -> "Ceilings":
-        """Also reads the older form (`copy_gbps`, `bf16_tflops`, `fp32_tflops`: one copy, 8192³ products)."""
-        if "copy_gbps" in d:
-            return cls(d.get("device", "?"), d["copy_gbps"], "one 2 GiB device copy, all an older run measured",
-                       {"bfloat16": d["bf16_tflops"], "float32": d["fp32_tflops"]},
-                       {"bfloat16": str(Gemm(1, 8192, 8192, 8192)), "float32": str(Gemm(1, 8192, 8192, 8192))},
-                       spec=spec_json(d.get("device")))
-        return cls(**d)
+    def from_json(cls, d: Any, where: str = "ceilings") -> "Ceilings":
+        """The record as `to_json` wrote it (a document's older forms are migrated to it first:
+        irlens.matrix.schema); BadDocument names a field it cannot read."""
+        return read_record(cls, d, where, required=tuple(f.name for f in fields(cls)))
 
 
 @dataclass(frozen=True)
@@ -92,8 +121,8 @@ class Seen:
 
 def swept(c: Ceilings) -> Ceilings:
     """The ceilings as the sweep measured them, any raise undone."""
-    tflops = {**c.matmul_tflops, **{d: r["sweep"] for d, r in c.raised.items() if d != "memory"}}
-    memory = c.raised["memory"]["sweep"] if "memory" in c.raised else c.memory_gbps
+    tflops = {**c.matmul_tflops, **{d: r.sweep for d, r in c.raised.items() if d != "memory"}}
+    memory = c.raised["memory"].sweep if "memory" in c.raised else c.memory_gbps
     return replace(c, memory_gbps=memory, matmul_tflops=tflops, raised={})
 
 
@@ -102,18 +131,13 @@ def raised_to(c: Ceilings, seen: Iterable[Seen]) -> Ceilings:
     vendor's figure; none raised where the vendor's figure is unknown (see the module docstring).
     A matmul dtype the sweep did not measure gets no ceiling from kernels alone."""
     figures = {"memory": c.memory_gbps, **c.matmul_tflops}
-    raised: dict[str, dict] = {}
+    raised: dict[str, Raise] = {}
     for s in seen:
         vendor = c.vendor(s.what) if s.what in figures else None
         if vendor is not None and figures[s.what] < s.rate <= vendor:
-            raised[s.what] = {"sweep": raised.get(s.what, {}).get("sweep", figures[s.what]), "by": s.by}
+            raised[s.what] = Raise(raised[s.what].sweep if s.what in raised else figures[s.what], s.by)
             figures[s.what] = s.rate
     return replace(c, memory_gbps=figures.pop("memory"), matmul_tflops=figures, raised=raised)
-
-
-def spec_json(device: str | None) -> dict | None:
-    spec = spec_for(device or "")
-    return asdict(spec) if spec else None
 
 
 def describe(c: Ceilings) -> str:
@@ -122,10 +146,10 @@ def describe(c: Ceilings) -> str:
 
     def source(what: str, best: str) -> str:
         vendor = c.vendor(what)
-        spec = f"; {c.spec['name']} spec {vendor:.0f}" if vendor else ""
+        spec = f"; {c.spec.name} spec {vendor:.0f}" if vendor else ""
         if what in c.raised:
             r = c.raised[what]
-            return f"raised from the sweep's {r['sweep']:.0f} by {r['by']}; the sweep's {best}{spec}"
+            return f"raised from the sweep's {r.sweep:.0f} by {r.by}; the sweep's {best}{spec}"
         return best + spec
 
     parts = [f"memory **{c.memory_gbps:.0f} GB/s** ({source('memory', 'best: ' + c.memory_best)})"]

@@ -157,6 +157,12 @@ def _fields(cls: type) -> tuple[dict[str, Any], frozenset[str]]:
     return type_hints(cls), frozenset(f.name for f in dataclasses.fields(cls))
 
 
+def set_fields(record: Any, always: tuple[str, ...] = ()) -> dict:
+    """A record's fields as JSON, by `to_plain`: those in `always`, and any other that is set (not None)."""
+    return {f.name: to_plain(getattr(record, f.name)) for f in dataclasses.fields(record)
+            if f.name in always or getattr(record, f.name) is not None}
+
+
 def to_plain(value: Any) -> Any:
     """A value as JSON holds it: a record through its `to_json()`, containers item by item."""
     if hasattr(value, "to_json"):

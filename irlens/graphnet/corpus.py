@@ -20,6 +20,8 @@ import torch
 from irlens.backends import get_backend
 from irlens.errors import UsageError
 from irlens.matrix import Document, plan_matrix, run_plan
+from irlens.matrix.document import Run
+from irlens.matrix.header import GraphnetRun
 from irlens.matrix.row import Row
 from irlens.workloads.graphnet import PREFIX, SAMPLES, BadSample, label, missing_files, sample_dirs, sample_workload
 from irlens.workloads.graphnet.meta import sizes
@@ -179,8 +181,8 @@ def run_corpus(cfg: GraphNetConfig, command: str | None = None, progress: bool =
         else:
             runnable.append(s.name)
     commands = [command] if command else None
-    runs = [{"graphnet": {"root": str(Path(cfg.root).resolve()), "samples": [s.name for s in chosen],
-                          "shard": list(cfg.shard) if cfg.shard else None, "backends_not_run": skipped}}]
+    runs = [Run(graphnet=GraphnetRun(str(Path(cfg.root).resolve()), [s.name for s in chosen],
+                                     list(cfg.shard) if cfg.shard else None, skipped))]
 
     plan = plan_matrix(runnable, backends, modes, cfg.device, "tiny", cfg.dtype, precision=cfg.precision)
     if cfg.cells is not None:  # the plan's workloads by their own names (absolute paths)

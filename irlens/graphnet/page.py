@@ -70,11 +70,11 @@ def graphnet_markdown(doc: Document, repros: dict[str, str] | None = None) -> st
     """The page; `repros`: signature -> the reproducer file written for it (or why none was)."""
     gpu = str(doc.device or "").startswith("cuda")
     page = short(doc)
-    runs = next((run["graphnet"] for run in doc.runs or [] if "graphnet" in run), {})
+    chosen = next((run.graphnet for run in doc.runs or [] if run.graphnet is not None), None)
     versions = ", ".join(f"{k} {v}" for k, v in (doc.versions or {}).items() if v and k not in ("python", "platform"))
     lines = ["# GraphNet samples through every stack", "",
              f"Device: {doc.machine()}; dtype {doc.dtype or 'each sample its own'}; "
-             f"{plural(len({r.workload for r in doc.rows}), 'sample')}" + (f" from {runs['root']}" if runs.get("root") else "") + ".",
+             f"{plural(len({r.workload for r in doc.rows}), 'sample')}" + (f" from {chosen.root}" if chosen and chosen.root else "") + ".",
              f"Versions: {versions}.", ""]
     if doc.commands:
         lines += ["Made by:", "", *[f"    {c}" for c in doc.commands], ""]

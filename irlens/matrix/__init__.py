@@ -8,6 +8,7 @@ frontend), each cell run in a worker process and checked against a float64 refer
     execution.py   run_plan: workers, timeouts, GPU turns, progress
     row.py         Row: what one cell did (the one row type of compare, cross, bench, report)
     document.py    Document: a run's rows; the one reader and the one writer of results files
+    header.py      a document header's records: a bench run's parts and time spent, a corpus run's choice
     schema.py      the version of a document's JSON form; older documents migrated to it
     cells.py       a row's cell; the cells an earlier document did not get right (bench --rerun, zoo --fill)
     join.py        several documents as one, by policy (a report's union, shards, reruns, a bench's GPUs)

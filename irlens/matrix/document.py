@@ -4,6 +4,8 @@ One reader (`read_document`) and one writer (`write_document`) for every kind: `
 `bench` (which adds the measured ceilings, the GPUs of a `--gpus` run and its reruns) and
 `cross` (`"kind": "cross"`, the frontends and backends of the grid), their rows in the one form
 of `Row.to_json` (a bench row's own fields in its `bench`, a cross row's in its `cross`). The
+header's records are typed as the rows' are: the ceilings (irlens.core.ceilings), a bench run's
+parts and time spent (irlens.matrix.header), the runs of a joined or corpus document (`Run`). The
 writer makes strict JSON (NaN and Inf become null; the row's reason says why) with the version of its form
 (irlens.matrix.schema); the reader takes any document irlens wrote, migrating an older form to
 the current one first, and says which row and field it cannot read.
@@ -19,7 +21,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from irlens.core.ceilings import Ceilings
 from irlens.core.ir import jsonable
+from irlens.core.json_values import read_record, read_value, set_fields, to_plain, type_hints
+from irlens.matrix.header import GraphnetRun, Part, TimeSpent, ZooRun
 from irlens.matrix.row import STARVED_PHASE, BadDocument, Row
 from irlens.matrix.schema import FIELD as SCHEMA_FIELD, SCHEMA, document_kind, migrate
 
@@ -45,15 +50,15 @@ class Document:
     executed_by: list[str] | None = None
     # bench
     driver: str | None = None
-    ceilings: dict | None = None  # measured in this run (one GPU)
+    ceilings: Ceilings | None = None  # measured in this run (one GPU)
     wall_s: float | None = None
-    time_spent: dict | None = None  # one GPU's run: where its wall time went, {"spans": [...]} (irlens.bench.timeline, read by irlens.reporting.time_spent)
-    parts: list[dict] | None = None  # one per GPU of a `--gpus` run, and per rerun: {"gpu", "dtypes", "modes", "ceilings", ...}
+    time_spent: TimeSpent | None = None  # one GPU's run: where its wall time went (irlens.bench.timeline)
+    parts: list[Part] | None = None  # one per GPU of a `--gpus` run, and per rerun
     missing: list[str] | None = None  # GPUs whose run produced no rows, and why
     reruns: int | None = None
     commands: list[str] | None = None  # the irlens commands that made it, in order
-    # a report merged from several documents: each one's header
-    runs: list[dict] | None = None
+    # a report merged from several documents: each one's header; a corpus run's: what it chose
+    runs: list[Run] | None = None
 
     def machine(self) -> str:
         """The device and the machine's name, `cpu (AMD EPYC 7B13)`; the device alone where it names
@@ -74,7 +79,7 @@ class Document:
             value = getattr(self, f.name)
             if f.name not in out and f.name not in ("kind", "rows") and value is not None:
                 out[f.name] = value
-        return jsonable(out, finite=True)
+        return jsonable(to_plain(out), finite=True)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "the document") -> "Document":
@@ -86,13 +91,38 @@ class Document:
         kind = document_kind(d)
         if kind not in KINDS:
             raise BadDocument(f"{where}: field 'kind' is {kind!r}, not one of {', '.join(KINDS)}")
-        known = {f.name for f in fields(cls)}
-        for key in d:
-            if key not in known:
+        hints = type_hints(cls)
+        header = {}
+        for key, value in d.items():
+            if key not in hints:
                 raise BadDocument(f"{where}: unknown field {key!r}")
+            if key not in ("kind", "rows"):
+                header[key] = read_value(value, hints[key], f"{where}: field {key!r}")
         count = len(d["rows"])
         rows = [Row.from_json(r, f"{where}: row {i + 1} of {count}") for i, r in enumerate(d["rows"])]
-        return cls(**{**{k: v for k, v in d.items() if k != "rows"}, "kind": kind, "rows": rows})
+        return cls(kind, rows, **header)
+
+
+@dataclass
+class Run:
+    """One of a document's `runs`. In a document joined from several (irlens.matrix.join), one of
+    them by its header (`header`: that document without its rows), written as its header is; in a
+    corpus run's, what it chose to run, written as `{"zoo": ...}` or `{"graphnet": ...}`."""
+
+    header: Document | None = None
+    zoo: ZooRun | None = None
+    graphnet: GraphnetRun | None = None
+
+    def to_json(self) -> dict:
+        return self.header.header() if self.header is not None else set_fields(self)
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "run") -> "Run":
+        d = read_value(d, dict, where)
+        if "zoo" in d or "graphnet" in d:
+            return read_record(cls, d, where)
+        # the header of a document already read in the current form (its migration brings its runs' too)
+        return cls(header=Document.from_json({**d, "rows": [], SCHEMA_FIELD: SCHEMA}, where))
 
 
 def _open(path: str | Path, mode: str):

@@ -20,7 +20,8 @@ import dataclasses
 
 from irlens.errors import UsageError
 from irlens.matrix.cells import cell_of
-from irlens.matrix.document import Document
+from irlens.matrix.document import Document, Run
+from irlens.matrix.header import Part
 from irlens.matrix.records import bench_with
 from irlens.matrix.row import NOT_RUN_PHASES
 
@@ -54,7 +55,7 @@ def join(docs: list[Document], policy: str = UNION) -> Document:
         head, later = docs[0], docs[1:]
         joined = dataclasses.replace(
             head, rows=[r for rows in kept for r in rows], reruns=(head.reruns or 0) + len(later),
-            parts=run_parts(head) + [{**p, "rerun": True} for d in later for p in run_parts(d)],
+            parts=run_parts(head) + [dataclasses.replace(p, rerun=True) for d in later for p in run_parts(d)],
             wall_s=sum(d.wall_s for d in docs), missing=[m for d in docs for m in (d.missing or [])], commands=commands)
     else:
         joined = _union([dataclasses.replace(d, rows=rows) for d, rows in zip(docs, kept)])
@@ -97,7 +98,7 @@ def _union(docs: list[Document]) -> Document:
     return Document(kind, rows, " + ".join(devices) or str(docs[0].device), named[0].device_name, docs[0].versions,
                     "/".join(presets),
                     dtype=dtypes.pop() if len(dtypes) == 1 else None,  # one asked for by all, else each row's own
-                    runs=[d.header() for d in docs])
+                    runs=[Run(header=dataclasses.replace(d, rows=[])) for d in docs])
 
 
 def part(doc: Document, gpu: str | None) -> Document:
@@ -106,14 +107,14 @@ def part(doc: Document, gpu: str | None) -> Document:
     return Document("bench", [dataclasses.replace(r, bench=bench_with(r.bench, gpu=gpu, ceilings=doc.ceilings))
                               for r in doc.rows], doc.device,
                     doc.device_name, doc.versions, doc.preset, driver=doc.driver,
-                    parts=[{"gpu": gpu, "dtypes": list(dict.fromkeys(r.dtype for r in doc.rows)),
-                            "modes": list(dict.fromkeys(r.mode for r in doc.rows)), "ceilings": doc.ceilings,
-                            "wall_s": doc.wall_s}], wall_s=doc.wall_s)
+                    parts=[Part(gpu, list(dict.fromkeys(r.dtype for r in doc.rows)),
+                                list(dict.fromkeys(r.mode for r in doc.rows)), doc.ceilings, doc.wall_s)],
+                    wall_s=doc.wall_s)
 
 
-def run_parts(doc: Document) -> list[dict]:
-    """The document's runs, one per GPU: {"gpu", "dtypes", "modes", "ceilings"}; a single-GPU run is one part."""
-    return doc.parts or [{"gpu": None, "dtypes": [], "modes": [], "ceilings": doc.ceilings}]
+def run_parts(doc: Document) -> list[Part]:
+    """The document's runs, one per GPU; a single-GPU run is one part."""
+    return doc.parts or [Part(None, [], [], doc.ceilings)]
 
 
 def with_eager_base(doc: Document) -> Document:

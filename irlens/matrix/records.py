@@ -17,19 +17,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
+from irlens.core.ceilings import Ceilings
 from irlens.core.ir import Graph, Kernel
-from irlens.core.json_values import BadDocument, read_record, read_value, to_plain
+from irlens.core.json_values import BadDocument, read_record, read_value, set_fields
 from irlens.runtime.timing import DeviceTiming
 
 # written only when set: added after the first documents, or set by `irlens bench` alone (documents
 # of schema 0 wrote them as null: irlens.matrix.schema)
 KERNEL_WHEN_SET = ("bytes_read", "bytes_written", "combines", "matmul_flops", "pct_of_ceiling", "bound", "model_error", "via_l2")
-
-
-def _set_fields(record: Any) -> dict:
-    """A record's fields that are set (not None), as JSON."""
-    return {f.name: to_plain(getattr(record, f.name)) for f in dataclasses.fields(record)
-            if getattr(record, f.name) is not None}
 
 
 @dataclass
@@ -65,7 +60,7 @@ class StepWork:
     matmul_flops: int | None = None  # the exact part; None in documents written before it was counted
 
     def to_json(self) -> dict:
-        return _set_fields(self)
+        return set_fields(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "must") -> "StepWork":
@@ -87,7 +82,7 @@ class RowRoofline:
     matmul_tflops: float | None = None  # the exact part of `tflops` (matrix products); None: not told apart
 
     def to_json(self) -> dict:
-        return _set_fields(self)
+        return set_fields(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "roofline") -> "RowRoofline":
@@ -112,7 +107,7 @@ class ResultCheck:
 
     # between a worker and its parent (a row's record): one object per result
     def to_json(self) -> dict:
-        return _set_fields(self)
+        return set_fields(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "result") -> "ResultCheck":
@@ -161,7 +156,7 @@ class Coverage:
     unknown: list[str] | None = None  # every unknown node, `stage:id (native)`; None in older documents
 
     def to_json(self) -> dict:
-        return _set_fields(self)
+        return set_fields(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "coverage") -> "Coverage":
@@ -191,10 +186,10 @@ class BenchRecord:
     device_timing: DeviceTiming | None = None  # the step's device profile
     roofline: RowRoofline | None = None  # the step against the ceilings (irlens.reporting.roofline)
     gpu: str | None = None  # the GPU it ran on (bench --gpus)
-    ceilings: dict | None = None  # that GPU's measured ceilings (bench --gpus, a report of several runs)
+    ceilings: Ceilings | None = None  # that GPU's measured ceilings (bench --gpus, a report of several runs)
 
     def to_json(self) -> dict:
-        return _set_fields(self)
+        return set_fields(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "bench") -> "BenchRecord":
@@ -205,7 +200,7 @@ def bench_with(bench: BenchRecord | None, **values: Any) -> BenchRecord | None:
     """A copy of a row's bench record (an empty one where it has none) with `values` set; None
     where nothing of it is set."""
     record = dataclasses.replace(bench or BenchRecord(), **values)
-    return record if _set_fields(record) else None
+    return record if set_fields(record) else None
 
 
 @dataclass
@@ -217,7 +212,7 @@ class CrossRecord:
     lowered: list[LoweredGraph] = field(default_factory=list)  # the graphs it lowered: stage and size
 
     def to_json(self) -> dict:
-        return _set_fields(self)
+        return set_fields(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "cross") -> "CrossRecord":

@@ -9,17 +9,18 @@ Each step states the form it writes itself: a later change of `Row` does not cha
 """
 from __future__ import annotations
 
+from irlens.core.ceilings import spec_for
 from irlens.core.json_values import BadDocument
 from irlens.matrix.records import KERNEL_WHEN_SET
 
 FIELD = "schema"
-SCHEMA = 2
+SCHEMA = 3
 
 
 def document_kind(d: dict) -> str:
     """The kind of a document's JSON: compare and bench documents do not name theirs; a bench
-    document has the measured ceilings or its GPUs' parts."""
-    return d.get("kind") or ("bench" if "ceilings" in d or "parts" in d else "compare")
+    document has its driver (the first ones only the measured ceilings or its GPUs' parts)."""
+    return d.get("kind") or ("bench" if "driver" in d or "ceilings" in d or "parts" in d else "compare")
 
 
 def _rows(d: dict, row) -> dict:
@@ -88,7 +89,47 @@ def _one_form(d: dict) -> dict:
     return _rows(d, row)
 
 
-STEPS = {0: _from_unversioned, 1: _one_form}  # version -> the step to version + 1
+# Version 3 writes every field of the ceilings; the first bench documents wrote one copy's
+# bandwidth and the 8192³ products' rates (`copy_gbps`, `bf16_tflops`, `fp32_tflops`), later ones
+# lacked the fields added since.
+_CEILINGS_LACKED = {"matmul_best": {}, "tf32": False, "l2_bytes": None, "spec": None, "raised": {}, "source": ""}
+_SQUARE = "[8192x8192]@[8192x8192]"
+
+
+def full_ceilings(c):
+    """A document's ceilings (its own, a part's, a bench row's) in the form of version 3."""
+    if not isinstance(c, dict):  # none measured, or not a record: the reader names it
+        return c
+    if "copy_gbps" in c:
+        spec = spec_for(c.get("device") or "")
+        c = {"device": c.get("device", "?"), "memory_gbps": c["copy_gbps"],
+             "memory_best": "one 2 GiB device copy, all an older run measured",
+             "matmul_tflops": {"bfloat16": c.get("bf16_tflops"), "float32": c.get("fp32_tflops")},
+             "matmul_best": {"bfloat16": _SQUARE, "float32": _SQUARE},
+             "spec": spec and {"name": spec.name, "memory_gbps": spec.memory_gbps, "tflops": dict(spec.tflops)}}
+    return {**_CEILINGS_LACKED, **c}
+
+
+def _full_ceilings_everywhere(d: dict) -> dict:
+    """Version 2 -> 3: the ceilings in full (`full_ceilings`) in the header, each part, each bench
+    row, and the headers of the runs a joined document keeps (its `runs`, other than a corpus
+    run's choice)."""
+    d = dict(d)
+    if "ceilings" in d:
+        d["ceilings"] = full_ceilings(d["ceilings"])
+    if isinstance(d.get("parts"), list):
+        d["parts"] = [{**p, "ceilings": full_ceilings(p["ceilings"])} if isinstance(p, dict) and "ceilings" in p
+                      else p for p in d["parts"]]
+    if isinstance(d.get("runs"), list):
+        d["runs"] = [_full_ceilings_everywhere(r) if isinstance(r, dict) and "zoo" not in r and "graphnet" not in r
+                     else r for r in d["runs"]]
+    if isinstance(d.get("rows"), list):
+        d = _rows(d, lambda r: {**r, "bench": {**r["bench"], "ceilings": full_ceilings(r["bench"]["ceilings"])}}
+                  if isinstance(r.get("bench"), dict) and "ceilings" in r["bench"] else r)
+    return d
+
+
+STEPS = {0: _from_unversioned, 1: _one_form, 2: _full_ceilings_everywhere}  # version -> the step to version + 1
 
 
 def migrate(d: dict, where: str = "the document") -> dict:

@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 from irlens.reporting.time_spent import stage_lines, time_lines
-from irlens.core.ceilings import Ceilings, describe
+from irlens.core.ceilings import describe
 from irlens.matrix import Document, Row
+from irlens.matrix.header import Part
 from irlens.matrix.join import run_parts
 from irlens.matrix.row import STAGES_NOTE
 from irlens.matrix.table import via_lines
@@ -148,13 +149,13 @@ def _produced_by(doc: Document, command: str, json_name: str) -> list[str]:
                     f"(with the GPU and ceilings of the rerun that measured them)."]
 
 
-def _ceilings_line(part: dict, doc_reruns: int = 0) -> str:
-    run = "a rerun" if part.get("rerun") else "the first run" if doc_reruns else "this run"
-    where = run if part["gpu"] is None else \
-        f"{run} on GPU {part['gpu']} (its rows: {' and '.join(part['dtypes'])}, {' and '.join(part['modes'])})"
-    if part["ceilings"] is None:  # it stopped before measuring them (irlens.bench.checkpoint)
+def _ceilings_line(part: Part, doc_reruns: int = 0) -> str:
+    run = "a rerun" if part.rerun else "the first run" if doc_reruns else "this run"
+    where = run if part.gpu is None else \
+        f"{run} on GPU {part.gpu} (its rows: {' and '.join(part.dtypes)}, {' and '.join(part.modes)})"
+    if part.ceilings is None:  # it stopped before measuring them (irlens.bench.checkpoint)
         return f"- ceilings: not measured in {where}"
-    return f"- ceilings measured in {where}: {describe(Ceilings.from_json(part['ceilings']))}"
+    return f"- ceilings measured in {where}: {describe(part.ceilings)}"
 
 
 def _stack_svgs(svgs: list[str]) -> str:

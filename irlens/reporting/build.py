@@ -6,9 +6,10 @@ import math
 import re
 from collections import Counter
 
-from irlens.core.ceilings import Ceilings, describe
+from irlens.core.ceilings import describe
 from irlens.core.ir import Graph, Kernel
 from irlens.matrix import Document, Row
+from irlens.matrix.header import Part
 from irlens.core.precision import describe_rows as describe_precision
 from irlens.matrix.table import (DRAWS_MARK, FALLBACK_MARK, UNSTEADY_MARK, VACUOUS_MARK, error_figures, run_figure,
                                  status_text, vacuous_lines, via_lines)
@@ -61,10 +62,11 @@ def _run_section(doc: Document) -> Section:
     if doc.threads is not None:
         facts.append(["threads per worker", f"{doc.threads} (timed steps have the device alone; docs/timing.md)"])
     facts += [[name, str(v) if v is not None else "not installed"] for name, v in doc.versions.items()]
-    parts = doc.parts or ([{"gpu": None, "ceilings": doc.ceilings}] if doc.ceilings else [])
+    parts = doc.parts or ([Part(None, [], [], doc.ceilings)] if doc.ceilings else [])
     for part in parts:  # what % of ceiling is against: measured here, beside the datasheet
-        where = "" if part.get("gpu") is None else f" (GPU {part['gpu']}{', a rerun' if part.get('rerun') else ''})"
-        facts.append([f"ceilings{where}", describe(Ceilings.from_json(part["ceilings"])).replace("**", "")])
+        where = "" if part.gpu is None else f" (GPU {part.gpu}{', a rerun' if part.rerun else ''})"
+        facts.append([f"ceilings{where}", describe(part.ceilings).replace("**", "") if part.ceilings else
+                      "not measured (the run stopped before)"])
     return Section("Run", "run", [Table(["", ""], facts)])
 
 

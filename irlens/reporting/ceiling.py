@@ -38,12 +38,11 @@ class Ceiling:
         return self.flops.get(dtype) or self.flops["float32"]
 
 
-def ceiling_for(measured: dict | None) -> Ceiling | None:
-    """The ceilings `irlens bench` measured in the same run (its document's "ceilings", in the
-    current or the older form); None where none were measured (CPU runs, plain compare results)."""
-    if not measured:
+def ceiling_for(c: Ceilings | None) -> Ceiling | None:
+    """The ceilings `irlens bench` measured in the same run (its document's "ceilings") in the
+    units of a kernel's figures; None where none were measured (CPU runs, plain compare results)."""
+    if c is None:
         return None
-    c = Ceilings.from_json(measured)
     return Ceiling(c.memory_gbps * 1e9, {d: t * 1e12 for d, t in c.matmul_tflops.items()}, c.l2_bytes)
 
 

@@ -15,7 +15,6 @@ ceiling. A kernel's is the same over its own bytes, flops and launch time
 from __future__ import annotations
 
 import dataclasses
-import json
 
 from irlens.core.ceilings import Ceilings, Seen, raised_to, swept
 from irlens.matrix import Document, Row
@@ -41,7 +40,7 @@ def roofline(row: Row, must: StepWork | None, ceilings: Ceilings) -> RowRoofline
 def judge_kernels(row: Row, ceilings: Ceilings | None) -> None:
     """Each kernel record's % of ceiling, bound and model error (from its time, bytes and flops);
     the row's count of flagged kernels."""
-    ceiling = ceiling_for(ceilings.to_json()) if ceilings is not None else None
+    ceiling = ceiling_for(ceilings)
     for k in row.kernels:
         verdict = judge(k, ceiling, row.dtype or "float32")
         k.pct_of_ceiling, k.bound, k.model_error, k.via_l2 = verdict.pct, verdict.bound, verdict.model_error, verdict.via_l2
@@ -85,21 +84,16 @@ def apply_roofline(rows: list[Row], measured: Ceilings) -> Ceilings:
 def recompute(doc: Document) -> Document:
     """A bench document with its roofline figures made again by `apply_roofline`: per set of
     ceilings (one per GPU and rerun of the run), over the rows measured against it."""
-    def key(c: dict | None) -> str:
-        return json.dumps(c, sort_keys=True)
-
-    groups: dict[str, list[Row]] = {}
+    groups: dict[Ceilings | None, list[Row]] = {}
     # copies: the stored document's kernels keep their verdicts (apply_roofline makes each row's roofline anew)
     rows = [dataclasses.replace(r, kernels=[dataclasses.replace(k) for k in r.kernels],
                                 bench=r.bench and dataclasses.replace(r.bench)) for r in doc.rows]
     for row in rows:
-        groups.setdefault(key(row.bench_field("ceilings") or doc.ceilings), []).append(row)
-    now = {k: apply_roofline(group, Ceilings.from_json(json.loads(k))).to_json()
-           for k, group in groups.items() if json.loads(k)}
+        groups.setdefault(row.bench_field("ceilings") or doc.ceilings, []).append(row)
+    now = {measured: apply_roofline(group, measured) for measured, group in groups.items() if measured is not None}
     for row in rows:
         if row.bench_field("ceilings"):
-            row.bench.ceilings = now[key(row.bench.ceilings)]
-    parts = None if doc.parts is None else [{**p, "ceilings": now.get(key(p["ceilings"]), p["ceilings"])}
+            row.bench.ceilings = now[row.bench.ceilings]
+    parts = None if doc.parts is None else [dataclasses.replace(p, ceilings=now.get(p.ceilings, p.ceilings))
                                             for p in doc.parts]
-    ceilings = now.get(key(doc.ceilings), doc.ceilings) if doc.ceilings else None
-    return dataclasses.replace(doc, rows=rows, parts=parts, ceilings=ceilings)
+    return dataclasses.replace(doc, rows=rows, parts=parts, ceilings=now.get(doc.ceilings, doc.ceilings))

@@ -1,5 +1,5 @@
-"""Where a bench run's wall time went: its document's `time_spent` read back, and the results page's
-table (the bench records it: irlens.bench.timeline).
+"""Where a bench run's wall time went: the results page's table of its document's `time_spent`
+(irlens.matrix.header.TimeSpent; the bench records it: irlens.bench.timeline).
 
 The run's progress (irlens.bench.progress) knows when each phase and step began: compiling
 ahead, waiting for the float64 references and the work counts, the ceilings, each dtype's timed
@@ -11,11 +11,7 @@ first, finishing after the last) is the rest of the wall time.
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import Any
-
-from irlens.core.json_values import BadDocument, read_record
+from irlens.matrix.header import TimeSpent
 
 
 def clock_text(seconds: float) -> str:
@@ -23,56 +19,15 @@ def clock_text(seconds: float) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
-@dataclass
-class Share:
-    """One backend's cells in a phase."""
-
-    cells: int
-    busy_s: float  # their seconds, added up
-    start_s: float  # its first cell's start, seconds since the run's
-    end_s: float  # its last cell's end
-
-    @classmethod
-    def from_json(cls, d: Any, where: str = "share") -> "Share":
-        return read_record(cls, d, where, required=("cells", "busy_s", "start_s", "end_s"))
-
-
-@dataclass
-class Span:
-    """A phase or step of the run, seconds since its start; a phase of cells says how they ran."""
-
-    name: str
-    start_s: float
-    end_s: float
-    cells: int | None = None  # None: a step that runs no cells
-    busy_s: float | None = None  # the cells' seconds, added up
-    width: int | None = None  # cells at once
-    backends: dict[str, Share] | None = None  # where its cells say which backend they served
-
-    def to_json(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
-
-    @classmethod
-    def from_json(cls, d: Any, where: str = "span") -> "Span":
-        return read_record(cls, d, where, required=("name", "start_s", "end_s"))
-
-
-def read_spans(time_spent: Any, where: str = "the document: field 'time_spent'") -> list[Span]:
-    """The spans of a document's `time_spent`; BadDocument says where it cannot read one."""
-    if not isinstance(time_spent, dict) or not isinstance(time_spent.get("spans"), list):
-        raise BadDocument(f"{where} is not a JSON object with a 'spans' list")
-    return [Span.from_json(s, f"{where} span {i + 1}") for i, s in enumerate(time_spent["spans"])]
-
-
 def _minutes(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds / 60:.1f}"
 
 
-def time_lines(time_spent: dict, wall_s: float) -> list[str]:
+def time_lines(time_spent: TimeSpent, wall_s: float) -> list[str]:
     """The page's "Where the time went": each span from and to (m:ss since the start), its
     minutes and, for cells, their minutes added up (over `width` at once); per backend its share
     of a phase; the rest of `wall_s` that no span covers."""
-    spans = read_spans(time_spent)
+    spans = time_spent.spans
     lines = ["## Where the time went", "",
              "From and to: m:ss since the run began. Cell minutes: the cells' own times added up (a phase runs "
              "up to `at once` of them side by side); per backend, its cells of the phase, from its first start to "

@@ -25,7 +25,8 @@ from irlens.errors import UsageError
 from irlens.matrix import Document, plan_matrix, run_plan
 from irlens.matrix.call_plan import listed_cells
 from irlens.matrix.cells import cells_not_ok
-from irlens.matrix.document import device_name, versions
+from irlens.matrix.document import Run, device_name, versions
+from irlens.matrix.header import ZooRun
 from irlens.matrix.row import Row
 from irlens.matrix.saving import BackgroundSave
 from irlens.workloads.builtin import get_workload
@@ -179,7 +180,7 @@ def run_zoo(cfg: ZooConfig, command: str | None = None, progress: bool = True, c
     not_installed = [Row(n, m, b, frontends[b], status="unavailable", reason=missing[n], phase="availability",
                          preset=cfg.preset) for n in names if missing[n] for m in modes for b in backend_names
                      if (n, m, b) in cells]
-    runs = [{"zoo": {"shard": list(cfg.shard) if cfg.shard else None, "models": names, "backends_not_run": skipped}}]
+    runs = [Run(zoo=ZooRun(list(cfg.shard) if cfg.shard else None, names, skipped))]
     commands = [command] if command else None
     done: list[Row] = []
     on_row = CorpusRows(checkpoint, done, not_installed, cfg.device, cfg.preset, cfg.run_dtype, runs, commands)
@@ -215,7 +216,7 @@ class CorpusRows:
     `close()`."""
 
     def __init__(self, checkpoint, done: list[Row], other_rows: list[Row], device: str, preset: str,
-                 dtype: str | None, runs: list, commands: list | None):
+                 dtype: str | None, runs: list[Run], commands: list[str] | None):
         self.done, self._lock, self._saver = done, threading.Lock(), None
         if checkpoint is None:
             return

@@ -148,7 +148,7 @@ def test_a_bench_keeps_rows_and_kernels_within_the_ceilings():
     for what, figure in (("memory", c.memory_gbps), ("bfloat16", c.matmul_tflops["bfloat16"])):
         assert c.vendor(what) is None or figure <= c.vendor(what), (what, c)
     names = {k["name"] for r in doc["rows"] for k in r["kernels"]}
-    assert all(raise_["by"].split(" in ")[0] in names for raise_ in c.raised.values()), c.raised
+    assert all(raise_.by.split(" in ")[0] in names for raise_ in c.raised.values()), c.raised
     assert recompute(Document.from_json(doc)).to_json()["rows"] == doc["rows"]  # the bench's figures, by the one rule
     for r in doc["rows"]:
         roofline = r["bench"]["roofline"]

@@ -132,11 +132,11 @@ def test_bench_over_two_gpus_keeps_each_gpus_ceilings(monkeypatch, tmp_path):
         _stub_ceilings(monkeypatch, stub_ceilings(copy))
         parts.append(part(bench(["gelu"], ["eager"], ["fwd"], [dtype], device="cpu", preset="tiny"), gpu))
     doc = join(parts, PARTS)
-    assert [(r.bench.gpu, r.dtype, r.bench.ceilings["memory_gbps"]) for r in doc.rows] == \
+    assert [(r.bench.gpu, r.dtype, r.bench.ceilings.memory_gbps) for r in doc.rows] == \
         [("0", "bfloat16", 1000.0), ("1", "float32", 2000.0)]
-    assert [(p["gpu"], p["dtypes"], p["modes"]) for p in doc.parts] == [("0", ["bfloat16"], ["fwd"]),
+    assert [(p.gpu, p.dtypes, p.modes) for p in doc.parts] == [("0", ["bfloat16"], ["fwd"]),
                                                                         ("1", ["float32"], ["fwd"])]
-    assert doc.wall_s == max(p["wall_s"] for p in doc.parts)  # the GPUs ran at once
+    assert doc.wall_s == max(p.wall_s for p in doc.parts)  # the GPUs ran at once
     doc.wall_s, doc.device_name = 1.0, "stub"
     page = write_results_page(doc, tmp_path / "r.md", "r.json", "irlens bench --gpus 0,1")[0].read_text()
     assert "on GPU 0 (its rows: bfloat16, fwd): memory **1000 GB/s**" in page
@@ -164,7 +164,7 @@ def test_bench_rerun_runs_only_the_rows_not_ok_and_replaces_them(monkeypatch, tm
     assert [(r.workload, r.backend, r.status) for r in rerun.rows] == [("gelu", "inductor", "ok")]
     first.commands, rerun.commands = ["irlens bench --gpus 0"], ["irlens bench --rerun r.json"]
     doc = join([first, rerun], RERUN)
-    assert [(r.workload, r.backend, r.status, r.bench.gpu, r.bench.ceilings["memory_gbps"]) for r in doc.rows] == [
+    assert [(r.workload, r.backend, r.status, r.bench.gpu, r.bench.ceilings.memory_gbps) for r in doc.rows] == [
         ("gelu", "eager", "ok", "0", 1000.0), ("gelu", "inductor", "ok", "3", 3000.0),
         ("tinyhead", "eager", "ok", "0", 1000.0), ("tinyhead", "inductor", "ok", "0", 1000.0)]
     assert (doc.reruns, doc.wall_s) == (1, first.wall_s + rerun.wall_s)  # the runs one after the other

@@ -199,7 +199,7 @@ def test_a_split_reductions_second_kernel_adds_up_partials_and_recomputes_nothin
     graph = row.graphs[stage]
     kernels = [k for k in row.kernels if k.stage == stage]
     before = {k.name: kernel_flops(k, graph) for k in kernels}
-    fp32 = Ceilings.from_json(row.bench.ceilings).peak_tflops("float32") * 1e12  # its GPU's, measured in its run
+    fp32 = row.bench.ceilings.peak_tflops("float32") * 1e12  # its GPU's, measured in its run
     second = next(k for k in kernels if k.name == "triton_per_fused_gelu_gelu_backward_sum_view_3")
     assert 100 * before[second.name] / fp32 / (second.time_us * 1e-6) > 1000
 
@@ -228,12 +228,12 @@ def test_every_figure_above_100_is_flagged_in_every_output(tmp_path):
 
     stored = read_document(H200_BENCH)
 
-    def as_then(ceilings: dict) -> dict:
-        return {**Ceilings.from_json(ceilings).to_json(), "spec": None, "l2_bytes": 60 << 20}
+    def as_then(ceilings: Ceilings) -> Ceilings:
+        return dataclasses.replace(ceilings, spec=None, l2_bytes=60 << 20)
 
     rows = [dataclasses.replace(r, bench=bench_with(r.bench, ceilings=as_then(r.bench.ceilings)))
             for r in stored.rows if r.workload in ("gelu", "block")]
-    parts = [{**p, "ceilings": as_then(p["ceilings"])} for p in stored.parts]
+    parts = [dataclasses.replace(p, ceilings=as_then(p.ceilings)) for p in stored.parts]
     doc = recompute(dataclasses.replace(stored, rows=rows, parts=parts))
     judged = [(r, k) for r in doc.rows for k in r.kernels if k.pct_of_ceiling is not None]
     above = [(r, k) for r, k in judged if k.pct_of_ceiling > 100.0]

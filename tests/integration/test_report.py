@@ -143,10 +143,11 @@ def test_merged_documents_keep_devices_apart():
         assert (doc.device, doc.device_name) == ("cuda (NVIDIA H100 80GB HBM3)", "NVIDIA H100 80GB HBM3")
 
 def test_percent_of_ceiling():
+    from irlens.core.ceilings import Ceilings
     from irlens.core.ir import Kernel
     from irlens.reporting.ceiling import backend_pct, ceiling_for, kernel_pct
 
-    h100 = ceiling_for({"copy_gbps": 3350.0, "bf16_tflops": 989.0, "fp32_tflops": 67.0})  # as `irlens bench` measures
+    h100 = ceiling_for(Ceilings("H100", 3350.0, "copy", {"bfloat16": 989.0, "float32": 67.0}))  # as `irlens bench` measures
     k = Kernel("inductor", "k", "fused", [], time_us=5.0, bytes=80_000)
     assert kernel_pct(k, h100, "float32") == pytest.approx(100 * 80_000 / 3.35e12 * 1e6 / 5.0)
     mm = Kernel("inductor", "mm", "matmul", [], time_us=10.0, bytes=1_000, flops=67_000_000)  # compute-bound
@@ -304,13 +305,14 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 def test_committed_documents_read_back_with_every_field(name):
     """Every results document irlens wrote (GPU benches and cross grids, kept in tests/data) is read into Rows and
     written back with the same fields and values, in the one form of the current version: a bench row's own
-    fields in its "bench", a cross row's in its "cross", its frontend and backend by those names."""
+    fields in its "bench", a cross row's in its "cross", its frontend and backend by those names, the
+    first bench documents' ceilings (one copy, 8192³ products) in the form of every field."""
     import gzip
     import json
 
     from irlens.matrix import read_document
     from irlens.matrix.records import BenchRecord
-    from irlens.matrix.schema import SCHEMA
+    from irlens.matrix.schema import SCHEMA, full_ceilings
 
     data = json.loads(gzip.open(DATA / name).read() if name.endswith(".gz") else (DATA / name).read_text())
     doc = read_document(DATA / name)
@@ -318,7 +320,10 @@ def test_committed_documents_read_back_with_every_field(name):
     written = doc.to_json()
     assert "schema" not in data and written["schema"] == SCHEMA
     header = {k: v for k, v in written.items() if k not in ("schema", "rows")}
-    assert header == {k: v for k, v in data.items() if k != "rows"}
+    wanted = {k: v for k, v in data.items() if k != "rows"}
+    if "parts" in wanted:
+        wanted["parts"] = [{**p, "ceilings": full_ceilings(p["ceilings"])} for p in wanted["parts"]]
+    assert header == wanted
     bench_fields = [f.name for f in dataclasses.fields(BenchRecord)]
     for raw, row in zip(data["rows"], written["rows"]):
         if doc.kind == "cross":  # and the fields every row has, which the cross form left out
@@ -327,7 +332,7 @@ def test_committed_documents_read_back_with_every_field(name):
             wanted |= {"cross": {"native": raw["native"], "lowered": raw["graphs"]}, "notes": {}, "graphs": {},
                        "coverage": None}
         else:
-            own = {k: raw[k] for k in bench_fields if raw.get(k) is not None}
+            own = {k: full_ceilings(raw[k]) if k == "ceilings" else raw[k] for k in bench_fields if raw.get(k) is not None}
             wanted = {k: v for k, v in raw.items() if k not in bench_fields} | ({"bench": own} if own else {})
         assert row == wanted
 

@@ -22,6 +22,7 @@ from irlens.backends.inductor.code import map_kernels, read_launches
 from irlens.matrix import Document, Row, read_document
 from irlens.matrix.backend_run import run_backend
 from irlens.matrix.records import BenchRecord, KernelRecord, RowRoofline, bench_with
+from irlens.matrix.schema import full_ceilings
 from irlens.workloads.builtin import resolve_workload
 from irlens.reporting.build import build_report
 from irlens.reporting.ceiling import backend_pct, ceiling_for, judge
@@ -285,7 +286,7 @@ def test_a_figure_above_the_ceiling_is_a_model_error_unless_the_l2_explains_it()
     read part of them from the L2 (a cold L2 starts each step, not each kernel): its figure
     counts the bytes beyond the L2, says so, and is no model error. Faster even so, it is one."""
     l2 = 50 << 20
-    ceiling = ceiling_for(_ceilings(1000.0, 100.0, l2_bytes=l2).to_json())
+    ceiling = ceiling_for(_ceilings(1000.0, 100.0, l2_bytes=l2))
     ok = Kernel("b", "k", "fused", [], time_us=10.0, bytes=5_000_000, flops=0)  # 5 MB in 10 µs: 500 GB/s
     fast = Kernel("b", "k", "fused", [], time_us=1.0, bytes=5_000_000, flops=0)  # 5 TB/s: all from L2
     partly = Kernel("b", "k", "fused", [], time_us=100.0, bytes=l2 + 60_000_000, flops=0)  # 60 MB through DRAM
@@ -301,8 +302,11 @@ def test_a_figure_above_the_ceiling_is_a_model_error_unless_the_l2_explains_it()
     figure = backend_pct([ok, fast, partly, huge, gemm], ceiling, "float32")
     # the possible ones are charted: (5 + 0 + 60) µs of ideal time over 111 µs
     assert figure.pct == pytest.approx(100 * 65 / 111) and figure.flagged == 2
-    # the older documents' ceilings (one copy, 8192³ products) still read
-    old = ceiling_for({"copy_gbps": 1000.0, "bf16_tflops": 100.0, "fp32_tflops": 10.0, "device": "NVIDIA H200"})
+    # the older documents' ceilings (one copy, 8192³ products) still read, in the current form (irlens.matrix.schema)
+    old = Ceilings.from_json(full_ceilings({"copy_gbps": 1000.0, "bf16_tflops": 100.0, "fp32_tflops": 10.0,
+                                            "device": "NVIDIA H200"}))
+    assert old.spec is not None and old.vendor("memory") == 4800.0
+    old = ceiling_for(old)
     assert old.bandwidth == 1e12 and old.peak("bfloat16") == 1e14 and old.peak("float32") == 1e13
 
 
@@ -330,7 +334,7 @@ def test_kernels_above_the_ceiling_are_flagged_in_every_output(tmp_path):
         assert judged.bench.roofline.kernels_flagged == flagged
         table = format_bench_table([judged])
         assert (f"| **{flagged} ✗** |" in table) == bool(flagged)
-        with_ceilings = dataclasses.replace(judged, bench=bench_with(judged.bench, ceilings=ceilings.to_json()))
+        with_ceilings = dataclasses.replace(judged, bench=bench_with(judged.bench, ceilings=ceilings))
         doc = Document("compare", [with_ceilings], "cpu", preset="tiny")
         md = render_markdown(build_report(doc), tmp_path / f"figures{flagged}")
         assert ("model error:" in md) == bool(flagged)  # the reasons under the kernel table
@@ -347,26 +351,26 @@ H100_BENCH = Path(__file__).parents[1] / "data" / "h100-single1.json.gz"
 def _rates(doc: Document) -> list[tuple[float, float, str]]:
     """(TFLOP/s, GB/s, name) of every timed kernel of the document's ok rows; GB/s of the bytes
     beyond the L2's size (those that must have crossed DRAM)."""
-    l2 = doc.ceilings["l2_bytes"]
+    l2 = doc.ceilings.l2_bytes
     return [((k.flops or 0) / k.time_us / 1e6, max((k.bytes or 0) - l2, 0) / k.time_us / 1e3,
              k.name) for r in doc.rows if r.status == "ok" for k in r.kernels if k.time_us]
 
 
 def test_the_ceilings_are_the_best_the_device_was_seen_doing():
     stored = read_document(H100_BENCH)
-    sweep = Ceilings.from_json(stored.ceilings)
+    sweep = stored.ceilings
     assert sum(bool(k.model_error) for r in stored.rows for k in r.kernels) > 0  # as the run wrote it
     doc = recompute(stored)
-    c = Ceilings.from_json(doc.ceilings)
-    spec = sweep.spec["tflops"]["bfloat16"]
+    c = doc.ceilings
+    spec = sweep.spec.tflops["bfloat16"]
     fastest = max((t, name) for t, _, name in _rates(doc) if t <= spec)
     assert fastest[0] > sweep.matmul_tflops["bfloat16"]  # the sweep was below what the kernels did
     assert c.matmul_tflops["bfloat16"] == pytest.approx(fastest[0])
-    assert c.raised["bfloat16"]["sweep"] == sweep.matmul_tflops["bfloat16"]
-    assert c.raised["bfloat16"]["by"].startswith(fastest[1] + " in ")
-    assert c.memory_gbps == max(sweep.memory_gbps, *(g for _, g, _ in _rates(doc) if g <= sweep.spec["memory_gbps"]))
+    assert c.raised["bfloat16"].sweep == sweep.matmul_tflops["bfloat16"]
+    assert c.raised["bfloat16"].by.startswith(fastest[1] + " in ")
+    assert c.memory_gbps == max(sweep.memory_gbps, *(g for _, g, _ in _rates(doc) if g <= sweep.spec.memory_gbps))
     line = describe(c)
-    assert f"raised from the sweep's {sweep.matmul_tflops['bfloat16']:.0f} by {c.raised['bfloat16']['by']}" in line
+    assert f"raised from the sweep's {sweep.matmul_tflops['bfloat16']:.0f} by {c.raised['bfloat16'].by}" in line
     # every kernel and row within 100 % of the raised ceilings, none flagged; the same figures again
     pcts = [k.pct_of_ceiling for r in doc.rows for k in r.kernels if k.pct_of_ceiling is not None]
     assert pcts and max(pcts) == pytest.approx(100.0) and max(pcts) <= 100.0 + 1e-6
@@ -383,10 +387,10 @@ def test_a_kernel_above_the_vendors_peak_is_still_a_model_error():
     stored = read_document(H100_BENCH)
     row = next(r for r in stored.rows if r.workload == "block" and r.mode == "fwd" and r.backend == "inductor")
     gemm = next(k for k in row.kernels if k.name == "extern_kernels.addmm")
-    spec = stored.ceilings["spec"]["tflops"]["bfloat16"]
+    spec = stored.ceilings.spec.tflops["bfloat16"]
     row.kernels.append(dataclasses.replace(gemm, time_us=gemm.flops / (1.1 * spec * 1e6)))  # 10 % above the datasheet
     doc = recompute(stored)
-    c = Ceilings.from_json(doc.ceilings)
+    c = doc.ceilings
     assert c.matmul_tflops["bfloat16"] < spec and "bfloat16" in c.raised
     judged = next(r for r in doc.rows if r.workload == "block" and r.mode == "fwd" and r.backend == "inductor")
     assert "flops are over-counted" in judged.kernels[-1].model_error
@@ -394,10 +398,10 @@ def test_a_kernel_above_the_vendors_peak_is_still_a_model_error():
     assert sum(bool(k.model_error) for r in doc.rows for k in r.kernels) == 1
 
     unknown = read_document(H100_BENCH)
-    unknown.ceilings = {**unknown.ceilings, "device": "a GPU SPECS does not know", "spec": None}
+    unknown.ceilings = dataclasses.replace(unknown.ceilings, device="a GPU SPECS does not know", spec=None)
     doc = recompute(unknown)
-    c = Ceilings.from_json(doc.ceilings)
-    assert not c.raised and c.matmul_tflops == unknown.ceilings["matmul_tflops"]
+    c = doc.ceilings
+    assert not c.raised and c.matmul_tflops == unknown.ceilings.matmul_tflops
     above = sum(t > c.matmul_tflops["bfloat16"] for t, _, _ in _rates(doc))
     assert above and sum(bool(k.model_error) for r in doc.rows for k in r.kernels) == above
 
@@ -407,7 +411,7 @@ def test_the_report_and_the_bench_page_name_the_kernel_a_ceiling_was_raised_by(t
 
     doc = read_document(H100_BENCH)
     doc.rows = [r for r in doc.rows if r.workload == "lm_cross_entropy"]
-    raised = (f"raised from the sweep's {doc.ceilings['matmul_tflops']['bfloat16']:.0f} by extern_kernels.mm in "
+    raised = (f"raised from the sweep's {doc.ceilings.matmul_tflops['bfloat16']:.0f} by extern_kernels.mm in "
               f"lm_cross_entropy fwdbwd inductor")
     report = write_report(doc, tmp_path / "report", frontends=False)[0]["md"].read_text()
     assert raised in report and "model error:" not in report

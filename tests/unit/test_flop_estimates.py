@@ -40,7 +40,7 @@ def test_a_matmul_kernels_flops_are_exact_and_make_it_compute_bound():
     gemm = _counted("gemm", "matmul", ["mm"], time_us=100.0, nbytes=4 * (M * K + K * N + M * N))
     assert gemm.flops == gemm.matmul_flops == 2 * M * N * K
     assert not flops_estimated(gemm.flops, gemm.matmul_flops)
-    verdict = judge(gemm, ceiling_for(_ceilings().to_json()), "float32")
+    verdict = judge(gemm, ceiling_for(_ceilings()), "float32")
     assert verdict.bound == "compute"
     assert verdict.pct == pytest.approx(100.0 * (2 * M * N * K / 1e12) / 100e-6)
 
@@ -52,14 +52,14 @@ def test_a_fused_elementwise_kernels_flops_are_estimated_and_never_compute_bound
     assert fused.flops == 2 * M * N and fused.matmul_flops == 0
     assert flops_estimated(fused.flops, fused.matmul_flops)
     many = KernelRecord("b", "fused", "fused", ["m", "e"], "s", time_us=1.0, bytes=8, flops=10**9, matmul_flops=0)
-    verdict = judge(many, ceiling_for(_ceilings().to_json()), "float32")
+    verdict = judge(many, ceiling_for(_ceilings()), "float32")
     assert verdict.bound == "memory" and not verdict.model_error  # 10⁹ estimated flops in 1 µs: no speed judged on them
     # nor do they raise the matmul ceiling: only its bytes are a rate
     row = Row("w", "fwd", "b", status="ok", dtype="float32", kernels=[many])
     assert [s.what for s in kernel_rates(row, _ceilings())] == ["memory"]
     # a document written before the two were counted apart: all its flops count, as then, and read as estimates
     old = Kernel("b", "old", "matmul", [], time_us=1.0, bytes=0, flops=10**6)
-    assert judge(old, ceiling_for(_ceilings().to_json()), "float32").bound == "compute"
+    assert judge(old, ceiling_for(_ceilings()), "float32").bound == "compute"
     assert flops_estimated(old.flops, old.matmul_flops)
 
 
