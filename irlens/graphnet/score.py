@@ -79,7 +79,8 @@ def error_code(r: Row) -> int:
 def outcome(r: Row, eager_us: float) -> Outcome | str:
     """The row's Outcome, or why it is not scored."""
     if r.status == "unavailable":
-        return f"not run: {(r.reason or '').splitlines()[0] if r.reason else 'unavailable'}"
+        first = (r.reason or "unavailable").splitlines()[0]
+        return first if first.startswith(("not run", "not finished")) else f"not run: {first}"
     if r.status == "failed":
         return Outcome(r.workload, error=error_code(r))
     level = (r.notes or {}).get(NOTE)

@@ -313,8 +313,8 @@ def timed_out(timeout: float, progress: call_progress.Progress | None, now: floa
     """"timed out after 450 s (compiling, its last 430 s)", and the time it waited for turns on
     the device, which did not count up to `max_wait_s`."""
     if progress is None:
-        return f"timed out after {timeout:g} s"
-    text = f"timed out after {timeout:g} s ({progress.where(now)})"
+        return f"timed out after {timeout:.0f} s"
+    text = f"timed out after {timeout:.0f} s ({progress.where(now)})"
     waited = progress.waited(now)
     excused = min(waited, max_wait_s)
     if round(waited) < 1:

@@ -67,6 +67,14 @@ def test_samples_without_a_base_or_a_run_are_left_out():
     (score,) = scores(r)
     assert set(score.left_out) == {"a", "f"} and len(score.outcomes) == 4
     assert score.s(-3) == pytest.approx((0.5 ** 1.1 * 0.1 ** 3) ** (1 / 4))
+    assert score.left_out["f"] == "not run: inductor does not run here"
+
+
+def test_a_row_the_budget_left_says_so_once():
+    r = [Row("g", "fwd", "eager", status="ok", run_us=100.0, notes={NOTE: -10}),
+         Row("g", "fwd", "xla", status="unavailable", reason="not run: the run's time budget of 390 s ran out")]
+    (score,) = scores(r)
+    assert score.left_out == {"g": "not run: the run's time budget of 390 s ran out"}
 
 
 def test_tolerances_follow_the_reports_tables():
