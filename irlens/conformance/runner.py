@@ -1,21 +1,22 @@
 """The sweep: every case of the chosen corpora through each frontend that takes it, each
 (case, frontend) in a worker process with a timeout, the records gathered into one document.
 
-Workers (an `irlens.runtime.pool.WorkerPool` slot per job) serve cases one after another and are
-started again after a failed call (a crash, a timeout). Thunder can wedge a process after some failed
-traces, so that every later case times out: a case that times out or crashes in a worker that
-had served earlier cases runs once more in a fresh one, and only its second failure counts.
+Workers (an `irlens.runtime.pool.WorkerPool` slot per job, one thread each) serve cases one after
+another and are started again after a failed call (a crash, a timeout). Thunder can wedge a process
+after some failed traces, so that every later case times out: a case that times out or crashes in a
+worker that had served earlier calls runs once more in a fresh one (the pool's `again_fresh`), and
+only its second failure counts.
 """
 from __future__ import annotations
 
 import datetime
-import queue
 import re
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -135,7 +136,6 @@ class _Runner:
     def __init__(self, config: SweepConfig):
         self.config = config
         self.pool = WorkerPool(config.jobs, (CHECK,)) if config.isolate else None
-        self.served = [0] * config.jobs  # the cases each slot's current worker has served
         self.lock = threading.Lock()
         self.done = 0
         self.t0 = time.monotonic()
@@ -147,53 +147,36 @@ class _Runner:
         return self.pool.call(fn, kwargs, max(self.config.timeout, 600.0), slot=0)
 
     def run_all(self, tasks: list[tuple[Case, str]], availability: dict, rtol: float) -> list[dict]:
-        records: list[dict | None] = [None] * len(tasks)
-        todo: queue.Queue = queue.Queue()
-        for i, task in enumerate(tasks):
-            todo.put(i)
-
-        def work(slot: int):
-            while True:
-                try:
-                    i = todo.get_nowait()
-                except queue.Empty:
-                    return
-                case, fe = tasks[i]
-                if availability.get(fe):
-                    record = {"case": case.id, "frontend": fe, "status": "unavailable", "reason": availability[fe]}
-                else:
-                    record = self._one(slot, case, fe, rtol)
-                records[i] = record
-                self._progress(record, len(tasks))
+        def work(task: tuple[Case, str]) -> dict:
+            case, fe = task
+            if availability.get(fe):
+                record = {"case": case.id, "frontend": fe, "status": "unavailable", "reason": availability[fe]}
+            else:
+                record = self._one(case, fe, rtol)
+            self._progress(record, len(tasks))
+            return record
 
         if not self.config.isolate:
-            work(0)
-        else:
-            threads = [threading.Thread(target=work, args=(slot,), daemon=True) for slot in range(self.config.jobs)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-        return records  # type: ignore[return-value]
+            return [work(task) for task in tasks]
+        # each thread calls in its own slot of the pool
+        with ThreadPoolExecutor(self.config.jobs) as threads:
+            try:
+                return list(threads.map(work, tasks))
+            except BaseException:  # Ctrl-C: the cases running now end with their workers, not at their timeouts
+                self.close()
+                raise
 
-    def _one(self, slot: int, case: Case, frontend: str, rtol: float) -> dict:
+    def _one(self, case: Case, frontend: str, rtol: float) -> dict:
         kwargs = {"case": case.to_json(), "frontend": frontend, "rtol": rtol}
         if not self.config.isolate:
             return check.check_case(**kwargs)
         start = time.monotonic()
-        while True:
-            fresh = self.served[slot] == 0
-            try:
-                record = self.pool.call(f"{CHECK}:check_case", kwargs, self.config.timeout, slot=slot)
-                self.served[slot] += 1
-                return record
-            except CallFailed as e:
-                self.served[slot] = 0  # the pool starts a fresh worker for the slot's next call
-                killed = _killed(e)
-                if fresh or not killed:
-                    kind = "timeout" if "timed out" in e.reason else "worker crashed" if killed else "sweep error"
-                    return {"case": case.id, "frontend": frontend, "status": check.FAILED, "class": kind,
-                            "reason": check.one_line(e.reason), "seconds": round(time.monotonic() - start, 3)}
+        try:
+            return self.pool.call(f"{CHECK}:check_case", kwargs, self.config.timeout, again_fresh=True)
+        except CallFailed as e:
+            kind = "timeout" if e.timed_out else "sweep error" if e.raised else "worker crashed"
+            return {"case": case.id, "frontend": frontend, "status": check.FAILED, "class": kind,
+                    "reason": check.one_line(e.reason), "seconds": round(time.monotonic() - start, 3)}
 
     def _progress(self, record: dict, total: int) -> None:
         with self.lock:
@@ -207,7 +190,3 @@ class _Runner:
         if self.pool is not None:
             self.pool.close()
 
-
-def _killed(e) -> bool:
-    """The worker died (a crash, a timeout) rather than the call raising inside it."""
-    return "timed out" in e.reason or "worker process" in e.reason or "starting the worker" in e.reason

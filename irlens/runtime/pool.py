@@ -15,8 +15,11 @@ counts and ceilings, `irlens explain`'s cell, `irlens repro`'s reducer, a parall
 caller that must hold no device memory does its device work there, and everything the worker held
 goes with the pool. A pool that keeps a `spare` starts a slot's next worker beside the one that
 replaced another, so that a run of calls that each end their worker (a reducer's crashing
-candidates) does not wait for every worker's start. The pool knows nothing of what the calls
-compute.
+candidates) does not wait for every worker's start. A caller whose calls may wedge a worker for
+the calls after them (Thunder after some failed traces: every later call hangs) asks for a call
+whose worker died or hung after serving earlier calls to run once more in a fresh one
+(`again_fresh`: the conformance sweep's cases), so that only a fresh worker's failure is the
+call's own. The pool knows nothing of what the calls compute.
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ class WorkerPool:
         self._slots: list[tuple[object, Worker] | None] = [None] * max(1, slots)
         self._spares: list[tuple[object, Worker] | None] | None = [None] * len(self._slots) if spare else None
         self._started = [0] * len(self._slots)  # the workers each slot started
+        self._served = [0] * len(self._slots)  # the calls each slot's current worker answered
         self._lock = threading.Lock()
         self._local = threading.local()
         self._taken = 0  # the slots given to threads so far (`slot=None`)
@@ -44,22 +48,38 @@ class WorkerPool:
 
     def call(self, fn: str, kwargs: dict, timeout: float, max_wait_s: float = 0.0, *, key=None,
              env: dict[str, str] | None = None, slot: int | None = None, fresh: bool = False,
-             close_after: bool = False, kept_on: tuple[str, ...] = ()):
+             close_after: bool = False, kept_on: tuple[str, ...] = (), again_fresh: bool = False):
         """Call `fn` in slot `slot`'s worker (None: the calling thread's own slot), as Worker.call,
         in a worker of `key`: the one there if it serves `key`, is alive and not `fresh`, else a new
         one with `env` beside the parent's (worker_env). Raise CallFailed as Worker.call does, the
         worker then closed unless the function raised an exception named in `kept_on`; with
-        `close_after` the worker is closed after the call whatever it gave."""
+        `close_after` the worker is closed after the call whatever it gave. With `again_fresh`, a
+        call whose worker died or hung (nothing raised) after answering earlier calls runs once more
+        in a fresh worker, and that call's failure is raised."""
         slot = self._thread_slot() if slot is None else slot
         worker = self._worker(slot, key, env, fresh)
+        used = self._served[slot] > 0
         try:
-            return worker.call(fn, kwargs, timeout, max_wait_s)
+            return self._call_in(slot, worker, fn, kwargs, timeout, max_wait_s, close_after, kept_on)
+        except CallFailed as e:
+            if not (again_fresh and used and e.raised is None):
+                raise
+        return self.call(fn, kwargs, timeout, max_wait_s, key=key, env=env, slot=slot, fresh=True,
+                         close_after=close_after, kept_on=kept_on)
+
+    def _call_in(self, slot: int, worker: Worker, fn: str, kwargs: dict, timeout: float, max_wait_s: float,
+                 close_after: bool, kept_on: tuple[str, ...]):
+        try:
+            value = worker.call(fn, kwargs, timeout, max_wait_s)
         except CallFailed as e:
             close_after = close_after or e.raised not in kept_on
             raise
         finally:
             if close_after:
                 self._drop(slot, worker)
+            else:
+                self._served[slot] += 1  # only a worker that stays serves the slot's next call
+        return value
 
     def _thread_slot(self) -> int:
         slot = getattr(self._local, "slot", None)
@@ -82,7 +102,7 @@ class WorkerPool:
             self._drop(slot, current[1])
         worker = self._spare(slot, key) or self._start(env, slot)
         with self._lock:
-            self._slots[slot] = (key, worker)
+            self._slots[slot], self._served[slot] = (key, worker), 0
             replaced, self._started[slot] = self._started[slot] > 0, self._started[slot] + 1
             closed = self._closed
         if closed:  # closed while it started (another thread's run that stops early)

@@ -216,18 +216,19 @@ def test_cases_run_in_worker_processes():
 
 @pytest.mark.parametrize("served, replies, calls, expect", [
     # a worker that served earlier cases may be wedged: the case runs again in a fresh worker
-    (3, [CallFailed("timed out after 30 s"), {"status": "captured"}], 2, "captured"),
-    (3, [CallFailed("timed out after 30 s"), CallFailed("timed out after 30 s")], 2, "timeout"),
-    (3, [CallFailed("worker process crashed (SIGSEGV)"), CallFailed("worker process crashed (SIGSEGV)")], 2,
+    (1, [CallFailed("timed out after 30 s", timed_out=True), {"status": "captured"}], 2, "captured"),
+    (1, [CallFailed("timed out after 30 s", timed_out=True), CallFailed("timed out after 30 s", timed_out=True)], 2,
+     "timeout"),
+    (1, [CallFailed("worker process crashed (SIGSEGV)"), CallFailed("worker process crashed (SIGSEGV)")], 2,
      "worker crashed"),
     # a fresh worker's failure is the case's own; an exception inside the worker is not retried
-    (0, [CallFailed("timed out after 30 s")], 1, "timeout"),
-    (3, [CallFailed("KeyError: 'x'")], 1, "sweep error"),
+    (0, [CallFailed("timed out after 30 s", timed_out=True)], 1, "timeout"),
+    (1, [CallFailed("KeyError: 'x'", raised="KeyError")], 1, "sweep error"),
 ])
 def test_a_case_that_kills_a_used_worker_runs_again_in_a_fresh_one(served, replies, calls, expect, monkeypatch):
     from irlens.runtime import pool
 
-    replies, started = list(replies), []
+    replies, started = [{"status": "captured"}] * served + list(replies), []
 
     class FakeWorker:  # its calls answer in turn from `replies`, raising the failures
         def __init__(self, *args, **kwargs):
@@ -245,8 +246,10 @@ def test_a_case_that_kills_a_used_worker_runs_again_in_a_fresh_one(served, repli
 
     monkeypatch.setattr(pool, "Worker", FakeWorker)
     runner = _Runner(SweepConfig(jobs=1))
-    runner.served = [served]
-    record = runner._one(0, Case("lax", "exp", "float32"), "jax", 1e-7)
+    case = Case("lax", "exp", "float32")
+    for _ in range(served):  # the earlier cases the worker served
+        runner._one(case, "jax", 1e-7)
+    record = runner._one(case, "jax", 1e-7)
     runner.close()
     assert record.get("class", record["status"]) == expect
     assert len(replies) == 0 and len(started) == calls  # each failure left its worker closed, the next call a new one

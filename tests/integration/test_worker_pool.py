@@ -1,7 +1,8 @@
 """The worker pool (irlens.runtime.pool): a slot's worker serves the calls of one key, a failed call
 leaves the next a fresh worker unless its caller named the error as harmless, a caller closes a
 worker after its call or asks for a fresh one, each thread has a slot of its own, a spare waits
-beside a replaced worker where asked, and the workers' output goes to the pool's log. Real worker processes, calling tiny functions."""
+beside a replaced worker where asked, a call that kills a used worker runs again in a fresh one
+where asked, and the workers' output goes to the pool's log. Real worker processes, calling tiny functions."""
 import os
 import threading
 from pathlib import Path
@@ -36,6 +37,22 @@ def say(text):
 
 def cores():
     return sorted(os.sched_getaffinity(0))
+
+WEDGED = []
+
+def wedge():
+    WEDGED.append(True)
+    return os.getpid()
+
+def pid_unless_wedged():
+    if WEDGED:
+        crash()
+    return os.getpid()
+
+def marked(path, then):
+    with open(path, "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    globals()[then]()
 """
 
 
@@ -115,6 +132,35 @@ def test_an_error_named_in_kept_on_leaves_the_worker_serving(entries):
         with pytest.raises(CallFailed) as failure:  # a crash is never kept: the worker is gone
             pool.call("entries:crash", {}, 60, kept_on=("ValueError",))
         assert failure.value.raised is None
+
+
+def test_again_fresh_runs_a_call_that_kills_a_used_worker_once_more_in_a_fresh_one(entries):
+    """An earlier call may leave the worker wedged: the call that then crashes runs again in a
+    fresh worker, and only that one's failure is raised."""
+    with WorkerPool(1) as pool:
+        first = pool.call("entries:wedge", {}, 60)
+        again = pool.call("entries:pid_unless_wedged", {}, 60, again_fresh=True)
+        assert again != first and ended(first)
+        wedged = pool.call("entries:wedge", {}, 60)
+        with pytest.raises(CallFailed):  # not asked: the wedged worker's failure is the call's
+            pool.call("entries:pid_unless_wedged", {}, 60)
+        assert ended(wedged)
+
+
+@pytest.mark.parametrize("then, earlier, runs", [
+    ("crash", True, 2),  # the used worker's crash, then the fresh one's
+    ("crash", False, 1),  # a fresh worker's crash is the call's own
+    ("fail", True, 1),  # an error out of the function is the call's own
+])
+def test_again_fresh_runs_a_call_at_most_twice_and_only_after_its_worker_died(entries, tmp_path, then, earlier, runs):
+    marks = tmp_path / "marks"
+    with WorkerPool(1) as pool:
+        if earlier:
+            pool.call("entries:pid", {}, 60)
+        with pytest.raises(CallFailed):
+            pool.call("entries:marked", {"path": str(marks), "then": then}, 60, again_fresh=True)
+    pids = marks.read_text().split()
+    assert len(pids) == runs and len(set(pids)) == runs
 
 
 @pytest.mark.slow
