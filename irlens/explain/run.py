@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from irlens.backends import Backend
 from irlens.core.ir import Graph, Kernel
-from irlens.matrix.spec import ENTRY, CellSpec
+from irlens.matrix.spec import ENTRY, ENTRY_PRELOAD, CellSpec
 from irlens.workloads.workload import Workload
 
 
@@ -39,8 +39,7 @@ def run_as_compare_does(spec: CellSpec) -> ExplainedRun:
     from irlens.runtime.pool import WorkerPool
     from irlens.matrix.records import KernelRecord
 
-    with WorkerPool(1, ("irlens.worker.entry", "irlens.backends", "irlens.workloads.builtin"),
-                    threads=worker_threads(2)) as worker:
+    with WorkerPool(1, ENTRY_PRELOAD, threads=worker_threads(2)) as worker:
         record = worker.call(ENTRY, {"spec": spec.to_json(), "what": "explain"}, spec.timeout_s)
     return ExplainedRun([KernelRecord.from_json(k, "the explain worker's kernel") for k in record["kernels"]],
                         [Graph.from_json(g) for g in record["graphs"]], record["unmapped"], record["run_us"],

@@ -24,6 +24,9 @@ from irlens.workloads.workload import MODES, PRESETS
 
 DEVICES = ("cpu", "cuda")
 ENTRY = "irlens.worker.entry:run_spec"  # the worker's one entry point for a spec (irlens.runtime.isolation calls it by name)
+# what a worker that runs ENTRY imports before it says it is ready, so that none of it counts
+# against its first call's timeout
+ENTRY_PRELOAD = ("irlens.worker.entry", "irlens.backends", "irlens.workloads.builtin")
 
 
 def check_choice(kind: str, value: str, choices) -> None:

@@ -17,7 +17,7 @@ from typing import Callable
 from irlens.errors import UsageError
 from irlens.workloads.graphnet import file_stem, portable_name
 from irlens.runtime.isolation import CallFailed
-from irlens.matrix.spec import ENTRY, CellSpec
+from irlens.matrix.spec import ENTRY, ENTRY_PRELOAD, CellSpec
 from irlens.repro.cell import Outcome, run_file, worker_failure
 from irlens.repro.reduce import Runner
 from irlens.repro.tensors import EMBED_MAX
@@ -209,7 +209,7 @@ def _native_region(spec: CellSpec, out: str, stem: str, result: ReproResult, tmp
     os.makedirs(directory)
     log("[repro] running the cell again, recording each nvFuser region before it runs ...")
     try:  # the cell as Thunder runs it with its backend's executors (nvFuser's)
-        with WorkerPool(1, ("irlens.worker.entry", "irlens.backends", "irlens.workloads.builtin")) as worker:
+        with WorkerPool(1, ENTRY_PRELOAD) as worker:
             ran = worker.call(ENTRY, dict(spec=spec.to_json(), what="record", directory=directory,
                                           embed_max=embed_max), timeout)
         recorded = Outcome("ok", "", f"{plural(ran['regions'], 'region')} ran")

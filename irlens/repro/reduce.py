@@ -23,15 +23,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from irlens.core.ir import Graph
-from irlens.matrix.spec import ENTRY, CellSpec
+from irlens.matrix.spec import ENTRY, ENTRY_PRELOAD, CellSpec
 from irlens.repro.cases import Case
 from irlens.runtime.isolation import CallFailed
 from irlens.repro.cell import Outcome, worker_failure
 from irlens.repro.graphs import dimension_sizes, shape_problem, shrink, size_text, subgraph
 from irlens.runtime.pool import WorkerPool
 from irlens.wording import plural
-
-WORKER_MODULES = ("irlens.worker.entry", "irlens.backends", "irlens.workloads.builtin")
 
 
 @dataclass
@@ -59,7 +57,7 @@ class Runner:
 
     def __init__(self, spec: CellSpec, timeout: float):
         self.spec, self.timeout = spec, timeout  # the cell whose graphs the candidates are
-        self.pool = WorkerPool(1, WORKER_MODULES, spare=True)
+        self.pool = WorkerPool(1, ENTRY_PRELOAD, spare=True)
         self._fresh = False  # the last candidate left its worker's CUDA context broken
 
     def outcome(self, graph: Graph, case: Case) -> Outcome:
