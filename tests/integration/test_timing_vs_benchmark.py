@@ -41,7 +41,8 @@ def test_measure_times_the_call_alone():
         results, compile_s, run_us = measure(step, "cpu")
     assert results == {"raw": "args"}
     assert 1000 <= run_us < 10_000 and compile_s < 0.015
-    assert all(us < 10_000 for us in host.timing.steps_us)
+    # a step that held a prepare or a package took 20 ms at least; a loaded machine's 1 ms sleep may take several
+    assert all(us < 20_000 for us in host.timing.steps_us)
     host.call()  # the timed call itself, for another timer to time
 
 
