@@ -29,10 +29,6 @@ def _bytes(n: int) -> str:
     return f"{n:,} B"
 
 
-def _count(items: list, noun: str) -> str:
-    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
-
-
 def _tensor_lines(metas: list[TensorMeta], producers: dict[str, Node], note) -> list[str]:
     width = max((len(m.name) for m in metas), default=0)
     return [f"  {m.name:<{width}}  {str(m):<22} {_bytes(m.nbytes):>12}  {note(m, producers.get(m.name))}" for m in metas]
@@ -63,20 +59,20 @@ def format_explanation(expl: KernelExplanation, context: str = "") -> str:
     else:
         producers = g.producers()
         returned = {o for o in g.outputs if isinstance(o, str)}
-        lines += ["", f"fuses {_count(expl.nodes, 'common-view op')}: {', '.join(n.op for n in expl.nodes) or '-'}"]
+        lines += ["", f"fuses {plural(len(expl.nodes), 'common-view op')}: {', '.join(n.op for n in expl.nodes) or '-'}"]
         lines += [node_line(n) for n in expl.nodes]
         if expl.recomputed:
             lines += ["", f"recomputes {plural(len(expl.recomputed), 'op')} also computed elsewhere:"]
             lines += [node_line(n) for n in expl.recomputed]
-        lines += ["", f"reads {_count(expl.reads, 'tensor')}, {_bytes(sum(m.nbytes for m in expl.reads))}:"]
+        lines += ["", f"reads {plural(len(expl.reads), 'tensor')}, {_bytes(sum(m.nbytes for m in expl.reads))}:"]
         lines += _tensor_lines(expl.reads, producers,
                                lambda m, p: f"from {p.op} ({p.id}) outside the kernel" if p else "graph input")
-        lines += ["", f"writes {_count(expl.writes, 'tensor')}, {_bytes(sum(m.nbytes for m in expl.writes))}:"]
+        lines += ["", f"writes {plural(len(expl.writes), 'tensor')}, {_bytes(sum(m.nbytes for m in expl.writes))}:"]
         lines += _tensor_lines(expl.writes, producers,
                                lambda m, p: f"{p.op} ({p.id})" + (", returned" if m.name in returned else ", read by a later op"))
         lines += ["", "reduces:" if expl.reductions else "reduces: no (purely elementwise / data movement)"]
         lines += [f"  {r}" for r in expl.reductions]
-        lines += ["", f"never reach memory: {_count(expl.internal, 'intermediate')}, "
+        lines += ["", f"never reach memory: {plural(len(expl.internal), 'intermediate')}, "
                       f"{_bytes(sum(m.nbytes for m in expl.internal))}, that no op outside the kernel reads "
                       f"(no buffer is needed; a backend may still spill small ones, see the source):"]
         lines += _tensor_lines(expl.internal, producers, lambda m, p: f"{p.op} ({p.id}), produced and consumed inside")

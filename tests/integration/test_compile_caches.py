@@ -124,7 +124,7 @@ def test_a_kernel_cut_short_by_a_full_disk_is_not_merged(tmp_path):
 
 
 def test_a_workers_new_kernels_never_write_through_a_linked_one(tmp_path):
-    """Shared names need not run 0..N-1 (merged after strays, or some removed): the copy numbers
+    """Shared names need not be numbered 0..N-1 (merged after strays, or some removed): the copy numbers
     them so, so nvFuser's next number (the count of entries) names a file the copy lacks."""
     root = tmp_path / "nvfuser"
     first = kernel_db.worker_copy(root, "run1")

@@ -114,7 +114,7 @@ def map_to_jaxpr(hlo_graph: Graph, kernels: list[Kernel], jaxpr_graph: Graph, or
 
     An HLO node names the equations with its (primitive, forward/backward, source position);
     where several share that key, those with the node's output shape are kept. One equation left
-    is an exact match. Several left is ambiguous: a helper called twice (two layer norms) gives
+    is an exact match. Several left is ambiguous: a function called twice (two layer norms) gives
     its equations the same innermost source position, and the HLO's printed parent frames do not
     follow the call chain, so they cannot tell the calls apart. XLA also rewrites ops (x**3 into
     two multiplies, x/y into x*(1/y)) and keeps the original primitive's name: the mapping is by
